@@ -1,0 +1,76 @@
+"""fsspec helpers: every path in dgl_chunked is a local path or an fsspec URL.
+
+Tasks carry path strings plus ``storage_options``, never open handles, so they
+pickle onto any Dask worker.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from typing import IO, Any
+
+import fsspec
+from fsspec.core import url_to_fs
+
+from dgl_chunked._typing import PathLike, StorageOptions
+
+__all__ = ["filesystem", "join", "is_url", "open_file", "exists", "parent", "atomic_write_bytes"]
+
+
+def is_url(path: PathLike) -> bool:
+    """Return True when ``path`` carries a protocol (``s3://``, ``memory://``)."""
+    return "://" in os.fspath(path)
+
+
+def join(base: PathLike, rel: str) -> str:
+    """Join ``rel`` to ``base`` unless ``rel`` is absolute or a URL."""
+    rel = os.fspath(rel)
+    if is_url(rel) or os.path.isabs(rel):
+        return rel
+    base = os.fspath(base)
+    if is_url(base):
+        return posixpath.join(base, rel)
+    return os.path.join(base, rel)
+
+
+def parent(path: PathLike) -> str:
+    """The directory holding ``path``."""
+    path = os.fspath(path)
+    if is_url(path):
+        return posixpath.dirname(path.rstrip("/"))
+    return os.path.dirname(os.path.abspath(path))
+
+
+def filesystem(path: PathLike, storage_options: StorageOptions = None) -> tuple[fsspec.AbstractFileSystem, str]:
+    """Return ``(fs, path_inside_fs)`` for a path or URL."""
+    fs, inner = url_to_fs(os.fspath(path), **(storage_options or {}))
+    return fs, inner
+
+
+def open_file(path: PathLike, mode: str = "rb", storage_options: StorageOptions = None) -> IO[Any]:
+    """Open a local file or URL with fsspec."""
+    fs, inner = filesystem(path, storage_options)
+    return fs.open(inner, mode)  # type: ignore[no-any-return]
+
+
+def exists(path: PathLike, storage_options: StorageOptions = None) -> bool:
+    """True when the file or directory exists."""
+    fs, inner = filesystem(path, storage_options)
+    return bool(fs.exists(inner))
+
+
+def atomic_write_bytes(path: PathLike, data: bytes, storage_options: StorageOptions = None) -> None:
+    """Write ``data`` to a temporary sibling and rename it onto ``path``.
+
+    On object stores, where a single PUT is already atomic, this is one write.
+    """
+    fs, inner = filesystem(path, storage_options)
+    if is_url(path) and not os.fspath(path).startswith("file://"):
+        with fs.open(inner, "wb") as f:
+            f.write(data)
+        return
+    tmp = inner + ".tmp-dglc"
+    with fs.open(tmp, "wb") as f:
+        f.write(data)
+    fs.mv(tmp, inner)
