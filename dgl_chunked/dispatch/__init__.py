@@ -1,0 +1,7 @@
+"""Dispatch: chunked graph + node assignment -> DGL distributed partitions."""
+
+from __future__ import annotations
+
+from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
+
+__all__ = ["DispatchOptions", "DispatchResult", "dispatch"]

@@ -1,0 +1,226 @@
+"""The reduce side of dispatch: one task per partition streams staging into DGL files.
+
+A partition's rows are one contiguous segment of every owner-sorted staged array.
+Reading the segments in chunk order yields ascending original IDs inside every
+(partition, type) block, which is the order the new IDs were given in. Large
+arrays reach the DGL writer as :class:`~dgl_chunked.io.dgl_format.ArrayBlocks`,
+so memory holds one segment at a time, plus the partition's HALO node set (and
+the whole edge list when CSC/CSR is requested: see ``write_graph``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import StorageOptions
+from dgl_chunked.dispatch.ids import IdLayout, type_of
+from dgl_chunked.dispatch.stages import edge_array, node_array
+from dgl_chunked.dispatch.staging import Staging, segment_bounds
+from dgl_chunked.io import fs
+from dgl_chunked.io.dgl_format import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
+
+__all__ = ["FeatureStage", "PartitionPlan", "write_partition", "part_dir_name"]
+
+BLOCK = 1 << 20
+
+
+def part_dir_name(part: int) -> str:
+    return f"part{part}"
+
+
+@dataclass(frozen=True)
+class FeatureStage:
+    """One feature's staged chunks: output key, staged array names and their counts."""
+
+    key: str
+    arrays: tuple[str, ...]
+    counts: tuple[tuple[int, ...], ...]
+    dtype: str
+    row_shape: tuple[int, ...]
+    type_index: int
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """Everything a partition writer needs; small enough to ship to every task."""
+
+    staging: Staging
+    out_dir: str
+    storage_options: StorageOptions
+    ntypes: tuple[str, ...]
+    etypes: tuple[str, ...]
+    node_layout: IdLayout
+    edge_layout: IdLayout
+    node_block_starts: tuple[tuple[int, ...], ...]
+    node_block_counts: tuple[npt.NDArray[np.int64], ...]
+    edge_chunk_counts: tuple[npt.NDArray[np.int64], ...]
+    node_features: tuple[FeatureStage, ...]
+    edge_features: tuple[FeatureStage, ...]
+    graph_formats: tuple[str, ...]
+    save_orig_nids: bool
+    save_orig_eids: bool
+
+    def edge_segments(self, part: int) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
+        """``(etype id, rows of (new_src, new_dst, type_eid))`` for each staged edge segment."""
+        for r, etype in enumerate(self.etypes):
+            for c, counts in enumerate(self.edge_chunk_counts[r]):
+                if counts[part]:
+                    yield r, self.staging.segment(edge_array(etype, c, "sorted"), counts, part)
+
+
+def _blocks(shape: tuple[int, ...], dtype: Any, make: Callable[[], Iterator[npt.NDArray[Any]]]) -> ArrayBlocks:
+    return ArrayBlocks(shape, np.dtype(dtype), make)
+
+
+def _arange_blocks(start: int, stop: int) -> Iterator[npt.NDArray[np.int64]]:
+    for lo in range(start, stop, BLOCK):
+        yield np.arange(lo, min(lo + BLOCK, stop), dtype=np.int64)
+
+
+def _halo_nodes(plan: PartitionPlan, part: int, lo: int, hi: int) -> npt.NDArray[np.int64]:
+    """Sorted distinct sources of owned edges that this partition does not own."""
+    found = [np.zeros(0, np.int64)]
+    for _, seg in plan.edge_segments(part):
+        src = seg[:, 0]
+        found.append(np.unique(src[(src < lo) | (src >= hi)]))
+    return np.unique(np.concatenate(found))
+
+
+def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
+    lo, hi = (int(x) for x in plan.node_layout.part_starts[part : part + 2])
+    halo = _halo_nodes(plan, part, lo, hi)
+    n_inner = hi - lo
+    e_lo = int(plan.edge_layout.ranges[part, 0, 0])
+    e_sizes = plan.edge_layout.sizes()[part]
+    n_edges = int(e_sizes.sum())
+    node_sizes = plan.node_layout.sizes()[part]
+
+    def local_src() -> Iterator[npt.NDArray[np.int64]]:
+        for _, seg in plan.edge_segments(part):
+            src = seg[:, 0]
+            inner = (src >= lo) & (src < hi)
+            yield np.where(inner, src - lo, n_inner + np.searchsorted(halo, src))
+
+    def local_dst() -> Iterator[npt.NDArray[np.int64]]:
+        for _, seg in plan.edge_segments(part):
+            yield seg[:, 1] - lo
+
+    def node_ids() -> Iterator[npt.NDArray[np.int64]]:
+        yield from _arange_blocks(lo, hi)
+        yield halo
+
+    def node_types() -> Iterator[npt.NDArray[np.int32]]:
+        yield np.repeat(np.arange(len(plan.ntypes), dtype=np.int32), node_sizes)
+        yield type_of(halo, plan.node_layout)
+
+    def inner_node() -> Iterator[npt.NDArray[np.uint8]]:
+        yield np.ones(n_inner, np.uint8)
+        yield np.zeros(halo.shape[0], np.uint8)
+
+    def edge_types() -> Iterator[npt.NDArray[np.int32]]:
+        yield np.repeat(np.arange(len(plan.etypes), dtype=np.int32), e_sizes)
+
+    n_nodes = n_inner + int(halo.shape[0])
+    return HomogeneousGraph(
+        num_nodes=n_nodes,
+        src=_blocks((n_edges,), np.int64, local_src),
+        dst=_blocks((n_edges,), np.int64, local_dst),
+        ndata={
+            "_ID": _blocks((n_nodes,), np.int64, node_ids),
+            "_TYPE": _blocks((n_nodes,), np.int32, node_types),
+            "inner_node": _blocks((n_nodes,), np.uint8, inner_node),
+        },
+        edata={
+            "_ID": _blocks((n_edges,), np.int64, lambda: _arange_blocks(e_lo, e_lo + n_edges)),
+            "_TYPE": _blocks((n_edges,), np.int32, edge_types),
+            "inner_edge": _blocks((n_edges,), np.uint8, lambda: iter([np.ones(n_edges, np.uint8)])),
+        },
+    )
+
+
+def _feature_tensors(plan: PartitionPlan, features: tuple[FeatureStage, ...], layout: IdLayout,
+                     part: int) -> dict[str, ArrayBlocks]:
+    sizes = layout.sizes()[part]
+    out = {}
+    for feat in features:
+        rows = int(sizes[feat.type_index])
+
+        def segments(feat: FeatureStage = feat) -> Iterator[npt.NDArray[Any]]:
+            return plan.staging.iter_segments(feat.arrays, feat.counts, part)
+
+        out[feat.key] = _blocks((rows, *feat.row_shape), feat.dtype, segments)
+    return out
+
+
+def _orig_nids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
+    sizes = plan.node_layout.sizes()[part]
+    out = {}
+    for t, ntype in enumerate(plan.ntypes):
+        starts = plan.node_block_starts[t]
+        counts = plan.node_block_counts[t]
+
+        def segments(t: int = t, ntype: str = ntype, starts: tuple[int, ...] = starts,
+                     counts: npt.NDArray[np.int64] = counts) -> Iterator[npt.NDArray[np.int64]]:
+            arr = plan.staging.open(node_array(ntype, "sorted_type_nid"))
+            for b, start in enumerate(starts):
+                lo, hi = segment_bounds(counts[b], part)
+                if hi > lo:
+                    yield np.asarray(arr[start + lo : start + hi])
+
+        out[ntype] = _blocks((int(sizes[t]),), np.int64, segments)
+    return out
+
+
+def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
+    sizes = plan.edge_layout.sizes()[part]
+    out = {}
+    for r, etype in enumerate(plan.etypes):
+
+        def segments(r: int = r) -> Iterator[npt.NDArray[np.int64]]:
+            for rr, seg in plan.edge_segments(part):
+                if rr == r:
+                    yield np.ascontiguousarray(seg[:, 2])
+
+        out[etype] = _blocks((int(sizes[r]),), np.int64, segments)
+    return out
+
+
+def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
+    """Write ``part<part>/`` under a temporary name, then rename it into place.
+
+    Returns
+    -------
+    dict
+        ``inner_nodes``, ``halo_nodes`` and ``edges`` of the partition.
+    """
+    final = fs.join(plan.out_dir, part_dir_name(part))
+    tmp = fs.join(plan.out_dir, f"_tmp_{part_dir_name(part)}")
+    filesystem, tmp_inner = fs.filesystem(tmp, plan.storage_options)
+    if filesystem.exists(tmp_inner):
+        filesystem.rm(tmp_inner, recursive=True)
+    filesystem.makedirs(tmp_inner, exist_ok=True)
+    graph = _graph(plan, part)
+    so = plan.storage_options
+    write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=so)
+    write_tensor_dict(fs.join(tmp, "node_feat.dgl"),
+                      _feature_tensors(plan, plan.node_features, plan.node_layout, part),
+                      storage_options=so)
+    write_tensor_dict(fs.join(tmp, "edge_feat.dgl"),
+                      _feature_tensors(plan, plan.edge_features, plan.edge_layout, part),
+                      storage_options=so)
+    if plan.save_orig_nids:
+        write_tensor_dict(fs.join(tmp, "orig_nids.dgl"), _orig_nids(plan, part), storage_options=so)
+    if plan.save_orig_eids:
+        write_tensor_dict(fs.join(tmp, "orig_eids.dgl"), _orig_eids(plan, part), storage_options=so)
+    _, final_inner = fs.filesystem(final, so)
+    if filesystem.exists(final_inner):
+        filesystem.rm(final_inner, recursive=True)
+    filesystem.mv(tmp_inner, final_inner, recursive=True)
+    n_inner = int(plan.node_layout.sizes()[part].sum())
+    return {"inner_nodes": n_inner, "halo_nodes": graph.num_nodes - n_inner,
+            "edges": int(plan.edge_layout.sizes()[part].sum())}

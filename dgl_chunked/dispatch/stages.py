@@ -1,0 +1,174 @@
+"""The map side of dispatch: per-block kernels that fill the Zarr staging.
+
+Every kernel is a module-level function of plain arguments (paths, numbers,
+small arrays) so it pickles onto any worker, writes only its own Zarr arrays or
+its own aligned region, and returns at most a small counts vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import zarr
+
+from dgl_chunked.dispatch.ids import new_ids_block, owner_of, sort_by_owner
+from dgl_chunked.dispatch.staging import Staging
+from dgl_chunked.errors import AssignmentError, ChunkMismatchError
+from dgl_chunked.io.chunked import ChunkRef
+from dgl_chunked.io.formats import read_edge_chunk, read_feature_chunk
+from dgl_chunked.io.zarr_lookup import lookup
+
+__all__ = [
+    "node_array",
+    "edge_array",
+    "feature_array",
+    "stage_part_block",
+    "stage_new_nid_block",
+    "stage_edge_chunk",
+    "stage_node_feature_chunk",
+    "stage_edge_feature_chunk",
+]
+
+
+def node_array(ntype: str, what: str) -> str:
+    return f"nodes/{ntype}/{what}"
+
+
+def edge_array(etype: str, chunk: int, what: str) -> str:
+    return f"edges/{etype}/{chunk}/{what}"
+
+
+def feature_array(kind: str, type_name: str, feat: str, chunk: int) -> str:
+    return f"{kind}_feat/{type_name}/{feat}/{chunk}"
+
+
+def stage_part_block(
+    staging: Staging, ntype: str, start: int, parts: npt.NDArray[Any], num_parts: int,
+    source: str,
+) -> npt.NDArray[np.int64]:
+    """Check and store one block of a node type's assignment; return its owner counts."""
+    parts = np.asarray(parts)
+    bad = np.flatnonzero((parts < 0) | (parts >= num_parts))
+    if bad.size:
+        row = int(bad[0])
+        raise AssignmentError(
+            f"{source}: node {start + row} of type {ntype!r} is assigned to partition "
+            f"{int(parts[row])}, expected an ID in [0, {num_parts}) (line {start + row + 1})"
+        )
+    arr = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r+")
+    arr[start : start + parts.shape[0]] = parts.astype(np.int32, copy=False)
+    return np.bincount(parts, minlength=num_parts).astype(np.int64)
+
+
+def stage_new_nid_block(
+    staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64]
+) -> None:
+    """Number one block's nodes (ascending type_nid inside each partition) and group them by owner."""
+    store = staging.store()
+    owner = zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop]
+    new_nid = zarr.open_array(store=store, path=node_array(ntype, "new_nid"), mode="r+")
+    new_nid[start:stop] = new_ids_block(owner, bases)
+    order, _ = sort_by_owner(owner, bases.shape[0])
+    sorted_ids = zarr.open_array(store=store, path=node_array(ntype, "sorted_type_nid"), mode="r+")
+    sorted_ids[start:stop] = order.astype(np.int64) + start
+
+
+def _check_ids(ids: npt.NDArray[np.int64], limit: int, ref: ChunkRef, column: str, ntype: str) -> None:
+    bad = np.flatnonzero((ids < 0) | (ids >= limit))
+    if bad.size:
+        row = int(bad[0])
+        raise ChunkMismatchError(
+            f"{ref.path}: row {row + 1} has {column} node ID {int(ids[row])}, outside "
+            f"[0, {limit}) of node type {ntype!r}"
+        )
+
+
+def stage_edge_chunk(
+    staging: Staging, etype: str, chunk: int, ref: ChunkRef, src_type: str, dst_type: str,
+    num_src: int, num_dst: int, part_starts: npt.NDArray[np.int64], *deps: object,
+) -> npt.NDArray[np.int64]:
+    """Relabel one edge chunk, group it by owner (the destination's partition), store it."""
+    src, dst = read_edge_chunk(ref.path, fmt=ref.fmt, options=ref.options,
+                               storage_options=ref.storage_options)
+    if src.shape[0] != ref.stop - ref.start:
+        raise ChunkMismatchError(
+            f"{ref.path}: has {src.shape[0]} edges, metadata.json says {ref.stop - ref.start}"
+        )
+    _check_ids(src, num_src, ref, "source", src_type)
+    _check_ids(dst, num_dst, ref, "destination", dst_type)
+    store = staging.store()
+    new_src = lookup(zarr.open_array(store=store, path=node_array(src_type, "new_nid"), mode="r"), src)
+    new_dst = lookup(zarr.open_array(store=store, path=node_array(dst_type, "new_nid"), mode="r"), dst)
+    del src, dst
+    owner = owner_of(new_dst, part_starts)
+    num_parts = part_starts.shape[0] - 1
+    order, counts = sort_by_owner(owner, num_parts)
+    table = np.empty((owner.shape[0], 3), dtype=np.int64)
+    table[:, 0] = new_src[order]
+    table[:, 1] = new_dst[order]
+    table[:, 2] = order + ref.start
+    staging.write_sorted(edge_array(etype, chunk, "owner"), owner, counts)
+    staging.write_sorted(edge_array(etype, chunk, "sorted"), table, counts)
+    return counts
+
+
+def _read_feature(ref: ChunkRef) -> npt.NDArray[Any]:
+    rows = read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options,
+                              storage_options=ref.storage_options)
+    if rows.shape[0] != ref.stop - ref.start:
+        raise ChunkMismatchError(
+            f"{ref.path}: has {rows.shape[0]} rows, expected {ref.stop - ref.start}"
+        )
+    return rows
+
+
+def _stage_feature_rows(
+    staging: Staging, name: str, rows: npt.NDArray[Any], owner: npt.NDArray[np.int32],
+    num_parts: int,
+) -> npt.NDArray[np.int64]:
+    order, counts = sort_by_owner(owner, num_parts)
+    staging.write_sorted(name, np.ascontiguousarray(rows[order]), counts)
+    return counts
+
+
+def stage_node_feature_chunk(
+    staging: Staging, ntype: str, feat: str, chunk: int, ref: ChunkRef, num_parts: int,
+    *deps: object,
+) -> npt.NDArray[np.int64]:
+    """Group one node-feature chunk's rows by owner and store them."""
+    rows = _read_feature(ref)
+    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
+    return _stage_feature_rows(staging, feature_array("node", ntype, feat, chunk), rows,
+                               np.asarray(owner[ref.start : ref.stop]), num_parts)
+
+
+def edge_owner_range(
+    staging: Staging, etype: str, edge_chunk_starts: Sequence[int], start: int, stop: int
+) -> npt.NDArray[np.int32]:
+    """Owners of edges ``[start, stop)`` of one etype, read from the edge chunks covering them."""
+    bounds = np.asarray(edge_chunk_starts, dtype=np.int64)
+    pieces = []
+    first = int(np.searchsorted(bounds, start, side="right")) - 1
+    for c in range(max(first, 0), bounds.shape[0] - 1):
+        lo, hi = int(bounds[c]), int(bounds[c + 1])
+        if lo >= stop:
+            break
+        if hi <= start or hi == lo:
+            continue
+        arr = staging.open(edge_array(etype, c, "owner"))
+        pieces.append(np.asarray(arr[max(start, lo) - lo : min(stop, hi) - lo]))
+    return np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+
+
+def stage_edge_feature_chunk(
+    staging: Staging, etype: str, feat: str, chunk: int, ref: ChunkRef, num_parts: int,
+    edge_chunk_starts: Sequence[int], *deps: object,
+) -> npt.NDArray[np.int64]:
+    """Group one edge-feature chunk's rows by owner (edge chunking may differ) and store them."""
+    rows = _read_feature(ref)
+    owner = edge_owner_range(staging, etype, edge_chunk_starts, ref.start, ref.stop)
+    return _stage_feature_rows(staging, feature_array("edge", etype, feat, chunk), rows,
+                               owner, num_parts)

@@ -1,0 +1,125 @@
+"""Zarr v3 staging between the map side and the per-partition writers of dispatch.
+
+Layout (one Zarr group; every array is written by exactly one task)::
+
+    STAGING/
+      nodes/<t>/part              int32 [N_t]    owner partition, regular chunks
+      nodes/<t>/new_nid           int64 [N_t]    new homogeneous ID, same chunks
+      nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner
+      edges/<r>/<c>/sorted        int64 [E_c, 3] (new_src, new_dst, type_eid), sorted by owner
+      edges/<r>/<c>/owner         int32 [E_c]    owner of each edge, type_eid order
+      node_feat/<t>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
+      edge_feat/<r>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
+
+Type and feature names are used as Zarr node names; DGL forbids ``/`` in them and
+``validate`` checks that, so they map one to one. Arrays sorted by owner carry
+``attrs["counts"]`` (rows per partition): a partition's rows are one contiguous
+segment per array. The attribute is written after the data, so an array with
+counts is complete; resume relies on that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import zarr
+import zarr.storage
+
+from dgl_chunked._typing import StorageOptions
+from dgl_chunked.io import fs
+
+__all__ = ["Staging", "segment_bounds"]
+
+
+def segment_bounds(counts: Sequence[int], part: int) -> tuple[int, int]:
+    """``[lo, hi)`` of partition ``part``'s rows in an array sorted by owner."""
+    c = np.asarray(counts, dtype=np.int64)
+    lo = int(c[:part].sum())
+    return lo, lo + int(c[part])
+
+
+@dataclass(frozen=True)
+class Staging:
+    """A handle on the staging group: a path (or URL) and its storage options.
+
+    It pickles as two small values, so tasks carry it, not an open store.
+    """
+
+    root: str
+    storage_options: StorageOptions = None
+
+    def store(self) -> zarr.storage.StoreLike:
+        if fs.is_url(self.root):
+            return zarr.storage.FsspecStore.from_url(
+                self.root, storage_options=self.storage_options or {}
+            )
+        return zarr.storage.LocalStore(self.root)
+
+    # --- writing -----------------------------------------------------------
+
+    def create(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: Any,
+        *,
+        chunks: tuple[int, ...] | None = None,
+    ) -> zarr.Array:
+        """Create (or replace) an uncompressed array; staging data is short-lived."""
+        chunks = chunks or _default_chunks(shape, np.dtype(dtype))
+        return zarr.create_array(
+            store=self.store(),
+            name=name,
+            shape=shape,
+            chunks=chunks,
+            dtype=dtype,
+            compressors=None,
+            fill_value=np.zeros((), dtype=dtype).item(),
+            overwrite=True,
+        )
+
+    def write_sorted(self, name: str, data: npt.NDArray[Any], counts: npt.NDArray[np.int64]) -> None:
+        """Write owner-sorted rows, then mark them complete with their counts."""
+        arr = self.create(name, data.shape, data.dtype)
+        if data.size:
+            arr[...] = data
+        arr.attrs["counts"] = [int(c) for c in counts]
+
+    # --- reading -----------------------------------------------------------
+
+    def open(self, name: str) -> zarr.Array:
+        return zarr.open_array(store=self.store(), path=name, mode="r")
+
+    def counts(self, name: str) -> list[int] | None:
+        """The per-partition counts of a completed sorted array, else None."""
+        try:
+            arr = zarr.open_array(store=self.store(), path=name, mode="r")
+        except (FileNotFoundError, KeyError, zarr.errors.NodeNotFoundError):
+            return None
+        counts = arr.attrs.get("counts")
+        return None if counts is None else [int(c) for c in counts]  # type: ignore[union-attr]
+
+    def segment(self, name: str, counts: Sequence[int], part: int) -> npt.NDArray[Any]:
+        """Partition ``part``'s rows (along axis 0) of an owner-sorted array."""
+        lo, hi = segment_bounds(counts, part)
+        return np.asarray(self.open(name)[lo:hi])
+
+    def iter_segments(
+        self, names: Sequence[str], counts: Sequence[Sequence[int]], part: int
+    ) -> Iterator[npt.NDArray[Any]]:
+        """Partition ``part``'s segment of each array, in order, skipping empty ones."""
+        for name, c in zip(names, counts, strict=True):
+            if c[part]:
+                yield self.segment(name, c, part)
+
+
+def _default_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:
+    """About 32 MiB per chunk along axis 0."""
+    target = 32 << 20
+    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize if len(shape) > 1 else dtype.itemsize
+    rows = max(1, min(shape[0] if shape[0] else 1, target // max(row_bytes, 1)))
+    return (rows, *shape[1:])

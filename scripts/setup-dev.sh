@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Create (or update) ./.venv with dgl_chunked installed in editable mode and its extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-test,metis,s3}"
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+log="$(mktemp)"
+if ! .venv/bin/pip install --disable-pip-version-check -e ".[${extras}]" >"$log" 2>&1; then
+    grep -v '^WARNING: Location' "$log" >&2
+    echo "error: installing dgl_chunked[${extras}] into .venv failed (log above)" >&2
+    exit 1
+fi
+rm -f "$log"
+.venv/bin/python -c "import dgl_chunked"

@@ -1,0 +1,116 @@
+"""Our dispatch of the golden tiny graph against DGL's own chunked-pipeline output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dgl_chunked.dispatch import DispatchOptions, dispatch
+from dgl_chunked.verify import load_partition_output, verify_partitions
+
+from .helpers import read_assignment_txt
+
+NTYPES = ["author", "institution", "paper"]
+
+
+@pytest.fixture(scope="module", params=["none", "csc"])
+def outputs(request, golden_dir, tmp_path_factory):
+    """(ours, DGL's) output directories for one --graph-formats setting."""
+    tiny = golden_dir / "tiny-pipeline"
+    out = tmp_path_factory.mktemp(f"ours-{request.param}")
+    formats = ("csc",) if request.param == "csc" else ("coo",)
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        dispatch(tiny / "chunked", tiny / "partition_assignment", out,
+                 options=DispatchOptions(save_orig_nids=True, save_orig_eids=True,
+                                         graph_formats=formats, overwrite=True))
+    return out, tiny / f"pipeline_out_{request.param}", formats
+
+
+def _config(path: Path) -> dict:
+    return json.loads((path / "metadata.json").read_text())
+
+
+def test_config_ranges_equal_dgl(outputs):
+    ours, dgl, _ = outputs
+    a, b = _config(ours), _config(dgl)
+    for key in ("node_map", "edge_map", "ntypes", "etypes", "num_nodes", "num_edges", "num_parts",
+                "graph_name", "halo_hops"):
+        assert a[key] == b[key], key
+    for p in range(a["num_parts"]):
+        assert a[f"part-{p}"] == b[f"part-{p}"]
+
+
+def test_both_outputs_verify_against_the_input(outputs, tiny_chunked, golden_dir):
+    assignment = read_assignment_txt(golden_dir / "tiny-pipeline" / "partition_assignment", NTYPES)
+    for out in outputs[:2]:
+        report = verify_partitions(tiny_chunked, out, assignment=assignment)
+        assert report.ok, report.problems
+        assert report.checked["edges"] == 65 and report.checked["nodes"] == 32
+
+
+def _blocks(out: Path):
+    config, parts = load_partition_output(out)
+    node_sets, edge_sets, halos = {}, {}, {}
+    new_to_orig = {}
+    for p, part in enumerate(parts):
+        for t, ntype in enumerate(NTYPES):
+            s, e = config.node_map[ntype][p]
+            ids = part.orig_nids[ntype]
+            node_sets[p, ntype] = sorted(ids.tolist())
+            for k in range(e - s):
+                new_to_orig[s + k] = (ntype, int(ids[k]))
+        for etype in config.edge_map:
+            edge_sets[p, etype] = sorted(part.orig_eids[etype].tolist())
+    for p, part in enumerate(parts):
+        lo, hi = config.node_map[NTYPES[0]][p][0], config.node_map[NTYPES[-1]][p][1]
+        halo_ids = part.ndata["_ID"][hi - lo:]
+        halos[p] = sorted(new_to_orig[int(i)] for i in halo_ids)
+    return node_sets, edge_sets, halos, parts
+
+
+def test_same_nodes_edges_and_halo_sets_as_dgl(outputs):
+    ours, dgl, formats = outputs
+    a_nodes, a_edges, a_halo, a_parts = _blocks(ours)
+    b_nodes, b_edges, b_halo, b_parts = _blocks(dgl)
+    assert a_nodes == b_nodes
+    assert a_edges == b_edges
+    assert a_halo == b_halo
+    for part, dgl_part in zip(a_parts, b_parts, strict=True):
+        assert part.formats == dgl_part.formats == formats
+        for key, value in part.ndata.items():
+            assert value.dtype == dgl_part.ndata[key].dtype, key
+        assert set(part.ndata) == set(dgl_part.ndata)
+        assert set(part.edata) == set(dgl_part.edata)
+        for key, value in part.node_feats.items():
+            assert value.dtype == dgl_part.node_feats[key].dtype, key
+
+
+def test_inside_blocks_our_order_is_ascending_original_id(outputs):
+    ours, _, _ = outputs
+    _, parts = load_partition_output(ours)
+    for part in parts:
+        for ids in [*part.orig_nids.values(), *part.orig_eids.values()]:
+            assert np.all(np.diff(ids) > 0)
+
+
+def test_existing_output_is_refused_then_overwritten(tmp_path, golden_dir):
+    from dgl_chunked.errors import OutputExistsError
+
+    tiny = golden_dir / "tiny-pipeline"
+    out = tmp_path / "out"
+    dispatch(tiny / "chunked", tiny / "partition_assignment", out)
+    first = (out / "part0" / "graph.dgl").read_bytes()
+    with pytest.raises(OutputExistsError, match="--overwrite"):
+        dispatch(tiny / "chunked", tiny / "partition_assignment", out)
+    dispatch(tiny / "chunked", tiny / "partition_assignment", out,
+             options=DispatchOptions(overwrite=True))
+    assert (out / "part0" / "graph.dgl").read_bytes() == first
+    assert not (out / "_staging").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["metadata.json", "part0", "part1"]
+    shutil.rmtree(out)
