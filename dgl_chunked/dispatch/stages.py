@@ -106,12 +106,10 @@ def stage_edge_chunk(
     owner = owner_of(new_dst, part_starts)
     num_parts = part_starts.shape[0] - 1
     order, counts = sort_by_owner(owner, num_parts)
-    table = np.empty((owner.shape[0], 3), dtype=np.int64)
-    table[:, 0] = new_src[order]
-    table[:, 1] = new_dst[order]
-    table[:, 2] = order + ref.start
+    staging.write_sorted(edge_array(etype, chunk, "new_src"), new_src[order], counts)
+    staging.write_sorted(edge_array(etype, chunk, "new_dst"), new_dst[order], counts)
+    staging.write_sorted(edge_array(etype, chunk, "type_eid"), order + ref.start, counts)
     staging.write_sorted(edge_array(etype, chunk, "owner"), owner, counts)
-    staging.write_sorted(edge_array(etype, chunk, "sorted"), table, counts)
     return counts
 
 

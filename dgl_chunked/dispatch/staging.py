@@ -6,8 +6,10 @@ Layout (one Zarr group; every array is written by exactly one task)::
       nodes/<t>/part              int32 [N_t]    owner partition, regular chunks
       nodes/<t>/new_nid           int64 [N_t]    new homogeneous ID, same chunks
       nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner
-      edges/<r>/<c>/sorted        int64 [E_c, 3] (new_src, new_dst, type_eid), sorted by owner
-      edges/<r>/<c>/owner         int32 [E_c]    owner of each edge, type_eid order
+      edges/<r>/<c>/new_src       int64 [E_c]    new IDs of the sources, sorted by owner
+      edges/<r>/<c>/new_dst       int64 [E_c]    new IDs of the destinations, sorted by owner
+      edges/<r>/<c>/type_eid      int64 [E_c]    input edge IDs, sorted by owner
+      edges/<r>/<c>/owner         int32 [E_c]    owner of each edge (written last), type_eid order
       node_feat/<t>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
       edge_feat/<r>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
 

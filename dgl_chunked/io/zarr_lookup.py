@@ -38,6 +38,8 @@ def lookup(array: zarr.Array, ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[
     if ids.size == 0:
         return out
     chunk = int(array.chunks[0])
+    if array.shape[0] <= chunk:  # one chunk: no grouping needed
+        return np.asarray(array[:])[ids]  # type: ignore[no-any-return]
     block = ids // chunk
     order = np.argsort(block, kind="stable")
     sorted_blocks = block[order]
