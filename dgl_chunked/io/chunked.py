@@ -1,0 +1,461 @@
+"""Lazy Dask views of a Chunked Graph Format directory.
+
+:func:`open_chunked_graph` reads ``metadata.json`` and returns a
+:class:`ChunkedGraph`. Building its collections never computes anything: every
+chunk's row range comes from ``metadata.json`` or from file headers and footers,
+so all Dask chunks and divisions are known.
+
+I/O at build time (never a Dask compute):
+
+- feature files: the ``.npy`` header or Parquet footer of every file, once per
+  feature, to learn rows, row shape and dtype;
+- edge files, only when ``num_edges_per_chunk`` is absent and a type has more than
+  one file: the Parquet footer, or a full pass over the CSV file counting its
+  lines. For large CSV inputs, put ``num_edges_per_chunk`` in the metadata.
+
+Each task reads one file (tasks carry paths, never handles) and checks it against
+the metadata: row count, and for edges the node-ID range; a mismatch raises
+:class:`~dgl_chunked.errors.ChunkMismatchError` naming the file and row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+
+from dgl_chunked._typing import IdArray, PathLike, StorageOptions
+from dgl_chunked.errors import ChunkMismatchError
+from dgl_chunked.io import formats as _formats
+from dgl_chunked.io.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
+
+__all__ = [
+    "DEFAULT_NODE_CHUNK_ROWS",
+    "ChunkRef",
+    "ChunkedGraph",
+    "edge_id_problems",
+    "open_chunked_graph",
+    "read_edges_partition",
+    "read_feature_block",
+]
+
+DEFAULT_NODE_CHUNK_ROWS = 1 << 22
+"""Node chunk size used when ``num_nodes_per_chunk`` is absent."""
+
+_IO_THREADS = 16
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkRef:
+    """One chunk file and the per-type ID range ``[start, stop)`` its rows cover."""
+
+    path: str
+    fmt: str
+    options: Mapping[str, Any]
+    start: int
+    stop: int
+    storage_options: dict[str, Any] | None = None
+
+    @property
+    def rows(self) -> int:
+        """Number of rows in the file."""
+        return self.stop - self.start
+
+
+def _refs(
+    source: ArraySource, rows: Sequence[int], storage_options: StorageOptions
+) -> list[ChunkRef]:
+    bounds = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
+    return [
+        ChunkRef(
+            path=path,
+            fmt=source.format,
+            options=dict(source.options),
+            start=int(bounds[i]),
+            stop=int(bounds[i + 1]),
+            storage_options=storage_options,
+        )
+        for i, path in enumerate(source.paths)
+    ]
+
+
+def _split(total: int, size: int) -> tuple[int, ...]:
+    """Near-equal chunks of at most ``size`` rows; ``(0,)`` for an empty type."""
+    if total == 0:
+        return (0,)
+    k = -(-total // size)
+    return tuple(total // k + (i < total % k) for i in range(k))
+
+
+# --- kernels (pure numpy/pandas; run inside tasks) ------------------------------
+
+
+def edge_id_problems(
+    src: IdArray, dst: IdArray, *, num_src: int, num_dst: int, path: str
+) -> list[str]:
+    """Messages for negative or out-of-range node IDs, naming the first bad row."""
+    out = []
+    for name, ids, bound in (("src", src, num_src), ("dst", dst, num_dst)):
+        for label, bad in (
+            ("negative", ids < 0),
+            (f"out of range [0, {bound})", ids >= bound),
+        ):
+            count = int(np.count_nonzero(bad))
+            if count:
+                row = int(np.argmax(bad))
+                out.append(
+                    f"edge file {path!r}: row {row + 1}: {name} ID {int(ids[row])} is {label} "
+                    f"({count} such rows); node IDs are per-type and must be in [0, {bound})"
+                )
+    return out
+
+
+def read_edges_partition(ref: ChunkRef, *, num_src: int, num_dst: int) -> pd.DataFrame:
+    """Read one edge file as a DataFrame (``src``, ``dst``; index ``type_eid``).
+
+    Raises
+    ------
+    ChunkMismatchError
+        Row count differs from the metadata, or a node ID is out of range.
+    """
+    src, dst = _formats.read_edge_chunk(
+        ref.path,
+        fmt=ref.fmt,
+        options=ref.options,
+        storage_options=ref.storage_options,
+        allow_empty=ref.rows == 0,
+    )
+    if len(src) != ref.rows:
+        raise ChunkMismatchError(
+            f"edge file {ref.path!r}: expected {ref.rows} rows (from metadata.json), found "
+            f"{len(src)}; fix num_edges_per_chunk or the file"
+        )
+    problems = edge_id_problems(src, dst, num_src=num_src, num_dst=num_dst, path=ref.path)
+    if problems:
+        raise ChunkMismatchError("; ".join(problems))
+    index = pd.Index(np.arange(ref.start, ref.stop, dtype=np.int64), name="type_eid")
+    return pd.DataFrame({"src": src, "dst": dst}, index=index)
+
+
+def read_feature_block(
+    ref: ChunkRef, row_shape: tuple[int, ...], dtype: np.dtype[Any]
+) -> npt.NDArray[Any]:
+    """Read one feature file (memory-mapped when local) and check its shape."""
+    array = _formats.read_feature_chunk(
+        ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options
+    )
+    rows = array.shape[0] if array.ndim else 1
+    if rows != ref.rows:
+        raise ChunkMismatchError(
+            f"feature file {ref.path!r}: expected {ref.rows} rows (from its header), found "
+            f"shape {array.shape}; was the file rewritten while the graph was open?"
+        )
+    if ref.rows == 0:
+        return np.empty((0, *row_shape), dtype)
+    return np.asarray(array).reshape((ref.rows, *row_shape)).astype(dtype, copy=False)
+
+
+# --- the lazy view -------------------------------------------------------------
+
+
+class ChunkedGraph:
+    """Lazy Dask view of a chunked graph; create it with :func:`open_chunked_graph`.
+
+    Parameters
+    ----------
+    metadata
+        The parsed metadata.
+    storage_options
+        fsspec options, carried into every task.
+    node_chunk_rows
+        Node chunk size when ``num_nodes_per_chunk`` is absent.
+    """
+
+    def __init__(
+        self,
+        metadata: ChunkedGraphMetadata,
+        *,
+        storage_options: StorageOptions = None,
+        node_chunk_rows: int = DEFAULT_NODE_CHUNK_ROWS,
+    ) -> None:
+        self.metadata = metadata
+        self.storage_options = storage_options
+        self.node_chunk_rows = int(node_chunk_rows)
+        self._edge_refs: dict[str, list[ChunkRef]] = {}
+        self._feature_infos: dict[
+            tuple[str, str, str], list[tuple[int, tuple[int, ...], np.dtype[Any]]]
+        ] = {}
+
+    def __repr__(self) -> str:
+        m = self.metadata
+        return (
+            f"<ChunkedGraph {m.graph_name!r}: {len(m.node_types)} node types, "
+            f"{sum(m.num_nodes_per_type)} nodes, {len(m.edge_types)} edge types, base_dir={m.base_dir!r}>"
+        )
+
+    @property
+    def node_types(self) -> tuple[str, ...]:
+        """Node type names in type ID order."""
+        return self.metadata.node_types
+
+    @property
+    def edge_types(self) -> tuple[str, ...]:
+        """Canonical edge type strings in type ID order."""
+        return self.metadata.edge_type_names
+
+    def num_nodes(self, ntype: str) -> int:
+        """Number of nodes of ``ntype``."""
+        return self.metadata.num_nodes(ntype)
+
+    def num_edges(self, etype: str) -> int:
+        """Number of edges of ``etype`` (counts the files if the metadata does not say)."""
+        return self.edge_chunks(etype)[-1].stop if self.edge_chunks(etype) else 0
+
+    @property
+    def edge_type_offsets(self) -> IdArray:
+        """``orig_eid`` of the first edge of each type, int64 ``[E + 1]``."""
+        counts = [self.num_edges(e) for e in self.edge_types]
+        return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+
+    def node_chunks(self, ntype: str) -> tuple[int, ...]:
+        """Node chunking of ``ntype``: ``num_nodes_per_chunk`` if given, else near-equal
+        chunks of at most ``node_chunk_rows`` (``(0,)`` for an empty type)."""
+        i = self.metadata.ntype_id(ntype)
+        if self.metadata.num_nodes_per_chunk is not None and self.metadata.num_nodes_per_chunk[i]:
+            return self.metadata.num_nodes_per_chunk[i]
+        return _split(self.metadata.num_nodes_per_type[i], self.node_chunk_rows)
+
+    def edge_chunks(self, etype: str) -> list[ChunkRef]:
+        """One :class:`ChunkRef` per edge file, ``start``/``stop`` in ``type_eid``.
+
+        Row counts come from ``num_edges_per_chunk`` or, when absent, from the
+        files (Parquet footers; a line count of CSV files: a full read).
+        """
+        if etype not in self._edge_refs:
+            i = self.metadata.etype_id(etype)
+            source = self.metadata.edges[etype]
+            if self.metadata.num_edges_per_chunk is not None:
+                rows: Sequence[int] = self.metadata.num_edges_per_chunk[i]
+            elif len(source.paths) == 1 and self.metadata.num_edges_per_type is not None:
+                rows = (self.metadata.num_edges_per_type[i],)
+            else:
+                rows = self._count_edges(source)
+                declared = self.metadata.num_edges_per_type
+                if declared is not None and sum(rows) != declared[i]:
+                    raise ChunkMismatchError(
+                        f"num_edges_per_type[{i}]: expected {declared[i]} edges of {etype!r}, "
+                        f"found {sum(rows)} rows in {source.where}.data ({list(rows)} per file)"
+                    )
+            self._edge_refs[etype] = _refs(source, rows, self.storage_options)
+        return list(self._edge_refs[etype])
+
+    def _count_edges(self, source: ArraySource) -> list[int]:
+        def count(path: str) -> int:
+            return _formats.count_edge_rows(
+                path,
+                fmt=source.format,
+                options=source.options,
+                storage_options=self.storage_options,
+            )
+
+        with ThreadPoolExecutor(min(_IO_THREADS, max(len(source.paths), 1))) as pool:
+            return list(pool.map(count, source.paths))
+
+    def _infos(
+        self, kind: str, type_name: str, feat: str
+    ) -> list[tuple[int, tuple[int, ...], np.dtype[Any]]]:
+        key = (kind, type_name, feat)
+        if key not in self._feature_infos:
+            source = self._feature_source(kind, type_name, feat)
+
+            def info(path: str) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
+                return _formats.feature_chunk_info(
+                    path,
+                    fmt=source.format,
+                    options=source.options,
+                    storage_options=self.storage_options,
+                )
+
+            with ThreadPoolExecutor(min(_IO_THREADS, max(len(source.paths), 1))) as pool:
+                self._feature_infos[key] = list(pool.map(info, source.paths))
+        return self._feature_infos[key]
+
+    def _feature_source(self, kind: str, type_name: str, feat: str) -> ArraySource:
+        data = self.metadata.node_data if kind == "node" else self.metadata.edge_data
+        try:
+            return data[type_name][feat]
+        except KeyError:
+            known = {t: sorted(f) for t, f in data.items()}
+            raise KeyError(
+                f"no {kind} feature {feat!r} for type {type_name!r}; known: {known}"
+            ) from None
+
+    def _feature_chunks(
+        self, kind: Literal["node", "edge"], type_name: str, feat: str
+    ) -> list[ChunkRef]:
+        infos = self._infos(kind, type_name, feat)
+        return _refs(
+            self._feature_source(kind, type_name, feat),
+            [r for r, _, _ in infos],
+            self.storage_options,
+        )
+
+    def node_feature_chunks(self, ntype: str, feat: str) -> list[ChunkRef]:
+        """One :class:`ChunkRef` per file of node feature ``feat`` (rows from headers)."""
+        return self._feature_chunks("node", ntype, feat)
+
+    def edge_feature_chunks(self, etype: str, feat: str) -> list[ChunkRef]:
+        """One :class:`ChunkRef` per file of edge feature ``feat`` (rows from headers)."""
+        return self._feature_chunks("edge", etype, feat)
+
+    def feature_info(
+        self, kind: Literal["node", "edge"], type_name: str, feat: str
+    ) -> tuple[np.dtype[Any], tuple[int, ...]]:
+        """``(dtype, row_shape)`` of a feature, checked across its files.
+
+        Raises
+        ------
+        ChunkMismatchError
+            Files disagree on dtype or row shape, the array is not 1-D or 2-D, or the
+            total rows differ from the type's node or edge count.
+        """
+        source = self._feature_source(kind, type_name, feat)
+        infos = self._infos(kind, type_name, feat)
+        where = source.where
+        dtypes = {d for _, _, d in infos}
+        shapes = {s for r, s, _ in infos if r} or {s for _, s, _ in infos}
+        if len(dtypes) > 1 or len(shapes) > 1:
+            found = [f"{p}: {d} {s}" for p, (_, s, d) in zip(source.paths, infos, strict=True)]
+            raise ChunkMismatchError(
+                f"{where}: expected one dtype and row shape in all files, found {found}"
+            )
+        dtype = dtypes.pop() if dtypes else np.dtype("float32")
+        row_shape = shapes.pop() if shapes else ()
+        if len(row_shape) > 1:
+            raise ChunkMismatchError(
+                f"{where}: expected 1-D or 2-D arrays, found row shape {row_shape}; reshape to 2-D"
+            )
+        total = sum(r for r, _, _ in infos)
+        expected = self.num_nodes(type_name) if kind == "node" else self.num_edges(type_name)
+        if total != expected:
+            raise ChunkMismatchError(
+                f"{where}: expected {expected} rows in total (the {kind} count of {type_name!r}), "
+                f"found {total} across {len(infos)} files"
+            )
+        return dtype, row_shape
+
+    def edges(self, etype: str) -> dd.DataFrame:
+        """Edges of ``etype`` as a lazy DataFrame.
+
+        Returns
+        -------
+        dask.dataframe.DataFrame
+            int64 columns ``src``, ``dst`` (per-type node IDs); int64 index
+            ``type_eid``; one partition per non-empty file, with known divisions.
+        """
+        refs = self.edge_chunks(etype)
+        spec = self.metadata.etype(etype)
+        kwargs = {
+            "num_src": self.num_nodes(spec.src_type),
+            "num_dst": self.num_nodes(spec.dst_type),
+        }
+        empty = np.empty(0, np.int64)
+        meta = pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))
+        parts = [r for r in refs if r.rows]
+        if not parts:  # an empty edge type: one empty partition
+            return dd.from_map(  # type: ignore[no-any-return,no-untyped-call]
+                _empty_edges,
+                [0],
+                meta=meta,
+                divisions=(0, 0),
+                label="dglc-read-edges",
+                enforce_metadata=False,
+            )
+        divisions = tuple(r.start for r in parts) + (parts[-1].stop - 1,)
+        return dd.from_map(  # type: ignore[no-any-return,no-untyped-call]
+            read_edges_partition,
+            parts,
+            meta=meta,
+            divisions=divisions,
+            label="dglc-read-edges",
+            enforce_metadata=False,
+            **kwargs,
+        )
+
+    def _feature_array(self, kind: Literal["node", "edge"], type_name: str, feat: str) -> da.Array:
+        dtype, row_shape = self.feature_info(kind, type_name, feat)
+        refs = self._feature_chunks(kind, type_name, feat)
+        if not refs:
+            return da.empty((0, *row_shape), dtype=dtype)  # type: ignore[no-any-return]
+        name = f"dglc-read-{kind}-feature-" + tokenize(refs, row_shape, str(dtype))
+        tail = (0,) * len(row_shape)
+        layer: dict[Any, Any] = {
+            (name, i, *tail): (read_feature_block, ref, row_shape, dtype)
+            for i, ref in enumerate(refs)
+        }
+        graph = HighLevelGraph.from_collections(name, layer, dependencies=())
+        chunks = (tuple(r.rows for r in refs), *((n,) for n in row_shape))
+        meta = np.empty((0,) * (1 + len(row_shape)), dtype)
+        return da.Array(graph, name, chunks, meta=meta)  # type: ignore[no-untyped-call]
+
+    def node_feature(self, ntype: str, feat: str) -> da.Array:
+        """Node feature ``feat`` of ``ntype``, rows in ``type_nid`` order.
+
+        Returns
+        -------
+        dask.array.Array
+            The files' dtype; one chunk per file along axis 0, one chunk along axis 1.
+        """
+        return self._feature_array("node", ntype, feat)
+
+    def edge_feature(self, etype: str, feat: str) -> da.Array:
+        """Edge feature ``feat`` of ``etype``, rows in ``type_eid`` order (chunks as
+        :meth:`node_feature`; independent of the edge files' chunking)."""
+        return self._feature_array("edge", etype, feat)
+
+
+def _empty_edges(_: int) -> pd.DataFrame:
+    empty = np.empty(0, np.int64)
+    return pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))
+
+
+def open_chunked_graph(
+    path: PathLike,
+    *,
+    storage_options: StorageOptions = None,
+    metadata_filename: str = "metadata.json",
+    node_chunk_rows: int = DEFAULT_NODE_CHUNK_ROWS,
+) -> ChunkedGraph:
+    """Open a Chunked Graph Format directory as a lazy :class:`ChunkedGraph`.
+
+    Reads only ``metadata.json``; no Dask compute, no chunk file opened.
+
+    Parameters
+    ----------
+    path
+        Input directory or the metadata file; local path or fsspec URL.
+    storage_options
+        fsspec options for URLs, passed into every task.
+    metadata_filename
+        Metadata file name inside ``path``.
+    node_chunk_rows
+        Node chunk size when the metadata has no ``num_nodes_per_chunk``.
+
+    Examples
+    --------
+    >>> g = open_chunked_graph("in_dir")  # doctest: +SKIP
+    >>> g.edges("author:writes:paper").compute()  # doctest: +SKIP
+    """
+    metadata = read_metadata(
+        path, storage_options=storage_options, metadata_filename=metadata_filename
+    )
+    return ChunkedGraph(metadata, storage_options=storage_options, node_chunk_rows=node_chunk_rows)
