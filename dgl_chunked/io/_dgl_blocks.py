@@ -1,0 +1,254 @@
+"""Streaming array sources for the DGL writers.
+
+Every value handed to ``write_tensor_dict`` / ``write_graph`` becomes a
+:class:`Stream`: a validated total shape, the on-disk dtype and a callable that
+yields C-contiguous little-endian blocks along axis 0, each at most
+:data:`BLOCK_BYTES` (one row at least). Sources:
+
+* :class:`ArrayBlocks`: the caller's own block generator, checked block by block;
+* ``numpy.ndarray`` and ``np.memmap``: sliced; pages of a memmap slice are dropped
+  from this process (``madvise(MADV_DONTNEED)``) once written, so the resident set
+  stays at one block even for files larger than memory;
+* anything else with ``shape``, ``dtype`` and slicing (``zarr.Array``,
+  ``dask.array.Array``): read slice by slice, aligned to its axis-0 chunks.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked.errors import DGLFormatError
+from dgl_chunked.io._dgl_records import is_bfloat16, ndarray_header
+
+__all__ = ["BLOCK_BYTES", "ArrayBlocks", "Stream", "as_stream", "materialize", "write_ndarray"]
+
+BLOCK_BYTES = 64 * 2**20
+"""Upper bound of one block copied from a memmap, zarr array or numpy array."""
+
+_ALLOWED = "int8, int16, int32, int64, uint8, float16, float32, float64, bool (stored as uint8) or bfloat16"
+
+
+class ArrayBlocks:
+    """An array streamed in blocks: known total shape and dtype, blocks made lazily.
+
+    Parameters
+    ----------
+    shape
+        Total shape. Its first axis is the one the blocks split.
+    dtype
+        dtype of every block (``bool`` is stored as uint8, as DGL does).
+    blocks
+        Called once per write (a graph writer may call it more than once); returns an
+        iterable of C-contiguous arrays whose concatenation along axis 0 has ``shape``.
+        The writer checks every block and the total and raises
+        :class:`~dgl_chunked.errors.DGLFormatError` on a mismatch.
+    """
+
+    __slots__ = ("blocks", "dtype", "shape")
+
+    def __init__(
+        self, shape: tuple[int, ...], dtype: npt.DTypeLike, blocks: Callable[[], Iterable[npt.NDArray[Any]]]
+    ) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.blocks = blocks
+
+    def __repr__(self) -> str:
+        return f"ArrayBlocks(shape={self.shape}, dtype={self.dtype})"
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A validated source: total ``shape``, on-disk ``dtype`` and a block factory."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    blocks: Callable[[], Iterator[npt.NDArray[Any]]]
+
+
+def disk_dtype(dtype: np.dtype[Any], where: str) -> np.dtype[Any]:
+    """The dtype DGL stores for ``dtype``; raise for dtypes DGL+torch cannot load."""
+    if dtype == np.bool_:
+        return np.dtype("u1")
+    if is_bfloat16(dtype):
+        return dtype
+    if dtype.kind == "u" and dtype.itemsize > 1:
+        raise DGLFormatError(
+            f"{where}: dtype {dtype} cannot be stored: DGL writes it, but torch 2.2 fails to load "
+            f"unsigned integers wider than 8 bits (spec 1.2). Cast it first, e.g. "
+            f"arr.astype(np.int64); supported dtypes are {_ALLOWED}."
+        )
+    if (
+        (dtype.kind == "i" and dtype.itemsize in (1, 2, 4, 8))
+        or (dtype.kind == "f" and dtype.itemsize in (2, 4, 8))
+        or dtype == np.uint8
+    ):
+        return dtype.newbyteorder("<")
+    raise DGLFormatError(f"{where}: expected one of {_ALLOWED}; found dtype {dtype!r}. Cast the array first.")
+
+
+def check_shape(shape: tuple[int, ...], where: str) -> None:
+    """Reject 0-d arrays (DGL loads them as garbage, spec 1.2)."""
+    if len(shape) == 0:
+        raise DGLFormatError(
+            f"{where}: expected an array with at least 1 dimension, found a 0-d scalar. DGL's "
+            "load_tensors returns uninitialised memory for 0-d arrays (spec 1.2); store it with "
+            "shape (1,), e.g. np.reshape(value, (1,))."
+        )
+
+
+def as_stream(
+    value: Any, where: str, *, ids: tuple[np.dtype[Any], int] | None = None, block_bytes: int | None = None
+) -> Stream:
+    """Validate ``value`` and wrap it as a :class:`Stream`.
+
+    Parameters
+    ----------
+    value
+        numpy array, ``np.memmap``, zarr/dask array, :class:`ArrayBlocks` or anything
+        ``np.asarray`` accepts.
+    where
+        What the value is (file and key), for error messages.
+    ids
+        ``(idtype, bound)`` for node ids: any integer input dtype is accepted, every
+        block is checked to lie in ``[0, bound)`` and cast to ``idtype``.
+    block_bytes
+        Upper bound of one block (at least one row is always read); default
+        :data:`BLOCK_BYTES`.
+    """
+    if not isinstance(value, ArrayBlocks) and not (
+        hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "__getitem__")
+    ):
+        value = np.asarray(value)
+    shape = tuple(int(s) for s in value.shape)
+    check_shape(shape, where)
+    if ids is None:
+        convert = _Convert(disk_dtype(np.dtype(value.dtype), where), None, where)
+    elif np.dtype(value.dtype).kind in "iu" and len(shape) == 1:
+        convert = _Convert(ids[0], ids[1], where)
+    else:
+        raise DGLFormatError(
+            f"{where}: expected a 1-D integer array of node ids, found dtype {value.dtype} with shape {shape}"
+        )
+    if isinstance(value, ArrayBlocks):
+        return Stream(shape, convert.dtype, lambda: _checked_blocks(value, convert))
+    limit = BLOCK_BYTES if block_bytes is None else block_bytes
+    return Stream(shape, convert.dtype, lambda: _sliced_blocks(value, shape, convert, limit))
+
+
+@dataclass(frozen=True)
+class _Convert:
+    """Turn a source block into an on-disk block (cast, id range check, contiguity)."""
+
+    dtype: np.dtype[Any]
+    bound: int | None
+    where: str
+
+    def __call__(self, block: npt.NDArray[Any], index: int) -> npt.NDArray[Any]:
+        if self.bound is not None and block.size and (block.min() < 0 or block.max() >= self.bound):
+            raise DGLFormatError(
+                f"{self.where}: node ids must lie in [0, {self.bound}) (num_nodes), found values in "
+                f"[{block.min()}, {block.max()}] in block {index}; fix the ids or num_nodes."
+            )
+        if block.dtype != self.dtype and not is_bfloat16(block.dtype):
+            block = block.astype(self.dtype)
+        return np.ascontiguousarray(block)
+
+
+def _checked_blocks(source: ArrayBlocks, convert: _Convert) -> Iterator[npt.NDArray[Any]]:
+    where, total = convert.where, 0
+    for index, raw in enumerate(source.blocks()):
+        block = np.asarray(raw)
+        if block.ndim != len(source.shape) or block.shape[1:] != source.shape[1:]:
+            raise DGLFormatError(
+                f"{where}: ArrayBlocks block {index} has shape {block.shape}, expected (n, "
+                f"{', '.join(map(str, source.shape[1:]))}) to match the declared shape {source.shape}; "
+                "fix the block generator or the declared shape."
+            )
+        if block.dtype != source.dtype:
+            raise DGLFormatError(
+                f"{where}: ArrayBlocks block {index} has dtype {block.dtype}, expected the declared "
+                f"{source.dtype}; cast the blocks or declare their dtype."
+            )
+        total += block.shape[0]
+        if total > source.shape[0]:
+            raise DGLFormatError(
+                f"{where}: ArrayBlocks produced more than the declared {source.shape[0]} rows "
+                f"(at least {total} after block {index}); fix the declared shape or the generator."
+            )
+        yield convert(block, index)
+    if total != source.shape[0]:
+        raise DGLFormatError(
+            f"{where}: ArrayBlocks produced {total} rows in total, expected the declared "
+            f"{source.shape[0]}; fix the declared shape or the generator."
+        )
+
+
+def _sliced_blocks(
+    value: Any, shape: tuple[int, ...], convert: _Convert, block_bytes: int
+) -> Iterator[npt.NDArray[Any]]:
+    rows = shape[0]
+    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * max(convert.dtype.itemsize, value.dtype.itemsize)
+    step = max(1, block_bytes // max(row_bytes, 1))
+    chunks = getattr(value, "chunks", None)
+    if isinstance(chunks, tuple) and chunks and isinstance(chunks[0], int) and 0 < chunks[0] <= step:
+        step -= step % chunks[0]  # zarr: whole chunks per read
+    for index, start in enumerate(range(0, rows, step)):
+        part = value[start : start + step]
+        yield convert(np.asarray(part), index)
+        if isinstance(part, np.memmap):
+            release_pages(part)
+        del part
+
+
+def release_pages(view: np.memmap[Any, Any]) -> None:
+    """Drop the pages of a memmap view from this process's resident set.
+
+    File-backed pages that a mapping has touched count in RSS until unmapped. For a
+    read-only or shared mapping ``MADV_DONTNEED`` just unmaps them (the data stays in
+    the file and page cache). Copy-on-write mappings (mode ``"c"``) are left alone:
+    there it would discard the caller's changes. Best effort; failures are ignored.
+    """
+    if getattr(view, "mode", None) not in ("r", "r+", "w+") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    base: Any = view
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    if base is None or view.nbytes == 0:
+        return
+    try:
+        origin = np.frombuffer(base, dtype=np.uint8).ctypes.data
+        byte_bounds = getattr(np.lib, "array_utils", np).byte_bounds
+        low, high = byte_bounds(view)
+        start = (low - origin) // mmap.PAGESIZE * mmap.PAGESIZE
+        base.madvise(mmap.MADV_DONTNEED, start, high - origin - start)
+    except (ValueError, OSError, TypeError, AttributeError, BufferError):
+        return
+
+
+def write_ndarray(f: IO[bytes], stream: Stream) -> int:
+    """Write one NDArray record, streaming the payload; return the bytes written."""
+    header = ndarray_header(stream.shape, stream.dtype)
+    f.write(header)
+    written = len(header)
+    for block in stream.blocks():
+        raw = block.reshape(-1).view(np.uint8)
+        f.write(raw.data)
+        written += raw.nbytes
+    return written
+
+
+def materialize(stream: Stream) -> npt.NDArray[Any]:
+    """Read a whole stream into one in-memory array (for CSR/CSC construction)."""
+    out = np.empty(stream.shape, dtype=stream.dtype)
+    pos = 0
+    for block in stream.blocks():
+        out[pos : pos + block.shape[0]] = block
+        pos += block.shape[0]
+    return out

@@ -1,0 +1,220 @@
+"""Load files with real DGL and dump what DGL sees to an .npz (runs in the DGL venv).
+
+Runs under the side virtualenv with dgl 2.1.0 / torch 2.2 / numpy 1.x, never in the
+package's environment. It imports only dgl, torch, numpy, json, sys and os. The
+last argument is always the output ``.npz``; string facts go into the JSON blob
+stored under the key ``__json__`` (a 0-d unicode array, no pickle needed).
+
+Modes::
+
+    tensors FILE [FILE ...] OUT.npz   load_tensors; keys "f{j}/{name}"
+    graphs FILE [FILE ...] OUT.npz    load_graphs; keys "f{j}/g{i}/edges/{etype}/src", ...
+    partition CONFIG.json OUT.npz     load_partition (DGL_DIST_DEBUG=1) + load_partition_feats per part
+    distgraph CONFIG.json OUT.npz     1-partition config: DistGraph in standalone mode
+    distgraph-server CONFIG.json OUT.npz
+                                      1-partition config: a DistGraphServer on 127.0.0.1 in a
+                                      child process (os.posix_spawn) and a DistGraph client
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ["DGL_DIST_DEBUG"] = "1"  # load_partition then runs DGL's own partition verification
+os.environ.setdefault("DGLBACKEND", "pytorch")
+
+import dgl
+import numpy as np
+import torch
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """Tensor -> numpy; bfloat16 as its raw uint16 bits, bool stays bool."""
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.detach().cpu().numpy()
+
+
+def etype_str(etype: tuple[str, str, str]) -> str:
+    return ":".join(etype)
+
+
+def mode_tensors(files: list[str], out: dict[str, np.ndarray], info: dict) -> None:
+    for j, path in enumerate(files):
+        tensors = dgl.data.utils.load_tensors(path)
+        info[f"f{j}"] = {"keys": list(tensors), "dtypes": {k: str(v.dtype) for k, v in tensors.items()}}
+        for key, value in tensors.items():
+            out[f"f{j}/{key}"] = to_numpy(value)
+
+
+def dump_graph(g: dgl.DGLGraph, prefix: str, out: dict[str, np.ndarray]) -> dict:
+    formats = g.formats()  # before anything below materialises more formats
+    facts = {
+        "ntypes": list(g.ntypes),
+        "canonical_etypes": [list(c) for c in g.canonical_etypes],
+        "num_nodes": {nt: int(g.num_nodes(nt)) for nt in g.ntypes},
+        "num_edges": {etype_str(c): int(g.num_edges(c)) for c in g.canonical_etypes},
+        "idtype": str(g.idtype),
+        "formats": formats,
+        "ndata": {},
+        "edata": {},
+    }
+    for c in g.canonical_etypes:
+        src, dst = g.edges(form="uv", order="eid", etype=c)
+        out[f"{prefix}/edges/{etype_str(c)}/src"] = to_numpy(src)
+        out[f"{prefix}/edges/{etype_str(c)}/dst"] = to_numpy(dst)
+        for name, value in g.edges[c].data.items():
+            out[f"{prefix}/edata/{etype_str(c)}/{name}"] = to_numpy(value)
+            facts["edata"][f"{etype_str(c)}/{name}"] = str(value.dtype)
+    for nt in g.ntypes:
+        for name, value in g.nodes[nt].data.items():
+            out[f"{prefix}/ndata/{nt}/{name}"] = to_numpy(value)
+            facts["ndata"][f"{nt}/{name}"] = str(value.dtype)
+    return facts
+
+
+def mode_graphs(files: list[str], out: dict[str, np.ndarray], info: dict) -> None:
+    for j, path in enumerate(files):
+        graphs, labels = dgl.load_graphs(path)
+        info[f"f{j}"] = {
+            "graphs": [dump_graph(g, f"f{j}/g{i}", out) for i, g in enumerate(graphs)],
+            "labels": {k: str(v.dtype) for k, v in labels.items()},
+        }
+        for key, value in labels.items():
+            out[f"f{j}/labels/{key}"] = to_numpy(value)
+
+
+def partition_book(gpb: object) -> dict:
+    return {
+        "num_partitions": int(gpb.num_partitions()),
+        "ntypes": list(gpb.ntypes),
+        "canonical_etypes": [list(c) for c in gpb.canonical_etypes],
+        "node_map": {k: np.asarray(v).tolist() for k, v in getattr(gpb, "_typed_nid_range", {}).items()},
+        "edge_map": {
+            etype_str(k) if isinstance(k, tuple) else k: np.asarray(v).tolist()
+            for k, v in getattr(gpb, "_typed_eid_range", {}).items()
+        },
+    }
+
+
+def mode_partition(config: str, out: dict[str, np.ndarray], info: dict) -> None:
+    with open(config) as f:
+        num_parts = json.load(f)["num_parts"]
+    for i in range(num_parts):
+        g, node_feats, edge_feats, gpb, graph_name, ntypes, etypes = dgl.distributed.load_partition(config, i)
+        formats = g.formats()
+        src, dst = g.edges(order="eid")
+        out[f"p{i}/src"], out[f"p{i}/dst"] = to_numpy(src), to_numpy(dst)
+        for name, value in g.ndata.items():
+            out[f"p{i}/ndata/{name}"] = to_numpy(value)
+        for name, value in g.edata.items():
+            out[f"p{i}/edata/{name}"] = to_numpy(value)
+        for key, value in node_feats.items():
+            out[f"p{i}/node_feats/{key}"] = to_numpy(value)
+        for key, value in edge_feats.items():
+            out[f"p{i}/edge_feats/{key}"] = to_numpy(value)
+        nfeats, efeats = dgl.distributed.load_partition_feats(config, i)
+        for key, value in nfeats.items():
+            out[f"p{i}/partition_feats/node/{key}"] = to_numpy(value)
+        for key, value in efeats.items():
+            out[f"p{i}/partition_feats/edge/{key}"] = to_numpy(value)
+        info[f"p{i}"] = {
+            "graph_name": graph_name,
+            "ntypes": list(ntypes),
+            "etypes": [etype_str(e) if isinstance(e, tuple) else e for e in etypes],
+            "num_nodes": int(g.num_nodes()),
+            "num_edges": int(g.num_edges()),
+            "num_inner_nodes": int(g.ndata["inner_node"].sum()),
+            "num_inner_edges": int(g.edata["inner_edge"].sum()) if "inner_edge" in g.edata else None,
+            "formats": formats,
+            "gpb": partition_book(gpb),
+        }
+
+
+def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
+    """Every feature through DistTensor, all in-edges of a few seeds, find_edges of all edges."""
+    info["ntypes"], info["etypes"] = list(g.ntypes), [etype_str(c) for c in g.canonical_etypes]
+    for nt in g.ntypes:
+        for name in g.nodes[nt].data:
+            out[f"ndata/{nt}/{name}"] = to_numpy(g.nodes[nt].data[name][torch.arange(g.num_nodes(nt))])
+    for c in g.canonical_etypes:
+        for name in g.edges[c].data:
+            out[f"edata/{etype_str(c)}/{name}"] = to_numpy(g.edges[c].data[name][torch.arange(g.num_edges(c))])
+    seeds = torch.arange(min(g.num_nodes(), 8))
+    sub = dgl.distributed.sample_neighbors(g, seeds, -1)
+    src, dst = sub.edges()
+    out["sample/seeds"], out["sample/src"], out["sample/dst"] = to_numpy(seeds), to_numpy(src), to_numpy(dst)
+    out["sample/eid"] = to_numpy(sub.edata[dgl.EID])
+    found = g.find_edges(torch.arange(g.num_edges()))
+    out["find_edges/src"], out["find_edges/dst"] = to_numpy(found[0]), to_numpy(found[1])
+
+
+def mode_distgraph(config: str, out: dict[str, np.ndarray], info: dict) -> None:
+    """Standalone-mode DistGraph (1 partition, no server process)."""
+    os.environ["DGL_DIST_MODE"] = "standalone"
+    with open(config) as f:
+        graph_name = json.load(f)["graph_name"]
+    dgl.distributed.initialize(ip_config=None)
+    read_distgraph(dgl.distributed.DistGraph(graph_name, part_config=config), out, info)
+    dgl.distributed.exit_client()
+
+
+def mode_distgraph_server(config: str, out: dict[str, np.ndarray], info: dict) -> None:
+    """A real DistGraphServer on 127.0.0.1 (child process) and one DistGraph client (1 partition)."""
+    ip_config = os.path.abspath("ip_config.txt")
+    port = 20000 + os.getpid() % 20000
+    with open(ip_config, "w") as f:
+        f.write(f"127.0.0.1 {port}\n")
+    env = dict(os.environ, DGL_DIST_MODE="distributed", DGL_NUM_SERVER="1")
+    os.environ.update(DGL_DIST_MODE="distributed", DGL_NUM_SERVER="1")
+    args = [sys.executable, os.path.abspath(__file__), "distserver", config, ip_config, "unused.npz"]
+    server = os.posix_spawn(sys.executable, args, env)
+    try:
+        dgl.distributed.initialize(ip_config)
+        with open(config) as f:
+            graph_name = json.load(f)["graph_name"]
+        gpb = dgl.distributed.load_partition_book(config, 0)[0]
+        read_distgraph(dgl.distributed.DistGraph(graph_name, gpb=gpb), out, info)
+        dgl.distributed.exit_client()  # shuts the server down
+    finally:
+        _, status = os.waitpid(server, 0)
+    info["server_exit_status"] = status
+
+
+def mode_distserver(config: str, ip_config: str) -> None:
+    """Child of distgraph-server: serve partition 0 until the client exits."""
+    server = dgl.distributed.DistGraphServer(0, ip_config, 1, 1, config, graph_format=["csc", "coo"])
+    server.start()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    mode, inputs, target = argv[0], argv[1:-1], argv[-1]
+    out: dict[str, np.ndarray] = {}
+    info: dict = {"dgl": dgl.__version__, "torch": torch.__version__}
+    modes = {"tensors": mode_tensors, "graphs": mode_graphs}
+    if mode in modes:
+        modes[mode](inputs, out, info)
+    elif mode == "partition":
+        mode_partition(inputs[0], out, info)
+    elif mode == "distgraph":
+        mode_distgraph(inputs[0], out, info)
+    elif mode == "distgraph-server":
+        mode_distgraph_server(inputs[0], out, info)
+    elif mode == "distserver":
+        mode_distserver(inputs[0], inputs[1])
+        return 0
+    else:
+        print(f"unknown mode {mode!r}; expected tensors, graphs, partition or distgraph", file=sys.stderr)
+        return 2
+    out["__json__"] = np.array(json.dumps(info))
+    np.savez(target, **out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

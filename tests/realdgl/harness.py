@@ -1,0 +1,97 @@
+"""Run ``dgl_side.py`` under the side virtualenv that has real DGL 2.1.0.
+
+The package's own environment has no torch or DGL (and numpy 2); the DGL venv has
+numpy 1.x. The two only exchange files: our writer's output goes in, an ``.npz``
+of what DGL loaded comes back.
+
+Environment:
+
+* ``DGL_VENV_PYTHON``: the DGL venv's python (default
+  ``~/.cache/dgl_chunked/dgl210/bin/python`` when it exists);
+* ``DGLC_REQUIRE_REAL_DGL=1``: fail instead of skip when that python is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+__all__ = ["DGL_SIDE", "dgl_python", "require_dgl", "run_dgl", "run_dgl_json", "split_files"]
+
+DGL_SIDE = Path(__file__).with_name("dgl_side.py")
+_DEFAULT = Path.home() / ".cache" / "dgl_chunked" / "dgl210" / "bin" / "python"
+_TIMEOUT_S = 600
+
+
+def dgl_python() -> str | None:
+    """The DGL venv's python: ``$DGL_VENV_PYTHON``, else the default path; None if absent."""
+    configured = os.environ.get("DGL_VENV_PYTHON")
+    candidate = Path(configured) if configured else _DEFAULT
+    return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
+def require_dgl() -> str:
+    """The DGL python, or skip the test (fail when ``DGLC_REQUIRE_REAL_DGL=1``)."""
+    python = dgl_python()
+    if python is None:
+        message = (
+            "real DGL not available: set DGL_VENV_PYTHON to a python with dgl 2.1.0 "
+            f"(default {_DEFAULT}; install recipe in ../shared/spec/dgl-formats.md section 8)"
+        )
+        if os.environ.get("DGLC_REQUIRE_REAL_DGL") == "1":
+            pytest.fail(message + " and DGLC_REQUIRE_REAL_DGL=1")
+        pytest.skip(message)
+    return python
+
+
+def run_dgl(mode: str, *args: str) -> dict[str, np.ndarray]:
+    """Run ``dgl_side.py MODE ARGS... OUT.npz`` in the DGL venv and return the arrays.
+
+    Raises
+    ------
+    AssertionError
+        The DGL side failed (non-zero exit); the message carries its stderr.
+    """
+    python = require_dgl()
+    with tempfile.TemporaryDirectory(prefix="dglc-realdgl-") as tmp:
+        target = Path(tmp) / "out.npz"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env.setdefault("OMP_NUM_THREADS", "1")
+        cmd = [python, str(DGL_SIDE), mode, *map(str, args), str(target)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, timeout=_TIMEOUT_S, cwd=tmp)
+        if proc.returncode != 0:
+            raise AssertionError(
+                f"real DGL failed on {mode} {' '.join(map(str, args))} (exit {proc.returncode}).\n"
+                f"command: {' '.join(cmd)}\n--- stderr (last 6000 chars) ---\n{proc.stderr[-6000:]}"
+            )
+        with np.load(target, allow_pickle=False) as npz:
+            return {key: npz[key] for key in npz.files}
+
+
+def run_dgl_json(mode: str, *args: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """:func:`run_dgl`, with the ``__json__`` facts decoded and removed from the arrays."""
+    arrays = run_dgl(mode, *args)
+    return arrays, json.loads(str(arrays.pop("__json__")))
+
+
+def split_files(arrays: dict[str, np.ndarray], count: int) -> list[dict[str, np.ndarray]]:
+    """Split ``f{j}/...`` keys of a multi-file run into one dict per file (prefix removed)."""
+    out: list[dict[str, np.ndarray]] = [{} for _ in range(count)]
+    for key, value in arrays.items():
+        head, _, rest = key.partition("/")
+        out[int(head[1:])][rest] = value
+    return out
+
+
+if __name__ == "__main__":  # manual use: python -m tests.realdgl.harness tensors FILE
+    result = run_dgl(sys.argv[1], *sys.argv[2:])
+    for name, value in result.items():
+        print(name, value.dtype, value.shape)
