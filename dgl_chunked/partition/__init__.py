@@ -1,0 +1,38 @@
+"""Partition assignment: which partition owns each node.
+
+- :func:`assign_partitions` returns, per node type, a lazy int32 Dask array chunked
+  like ``graph.node_chunks(ntype)``; ``method`` picks a registered
+  :class:`PartitionMethod` (``random``: seeded splitmix64 hash, out of core;
+  ``metis``: pymetis on the in-memory structure, with balance repair).
+- :func:`compute_partition_report` measures edge cut, balance and HALO nodes out of core.
+- Reading and writing DGL assignment directories lives in :mod:`dgl_chunked.io.assignment`.
+"""
+
+from __future__ import annotations
+
+from dgl_chunked.partition.assign import (
+    PartitionMethod,
+    PartitionOptions,
+    assign_partitions,
+    available_methods,
+    get_method,
+    register_method,
+)
+from dgl_chunked.partition.metis import MetisMemoryError, estimate_metis_memory
+from dgl_chunked.partition.random import random_parts, splitmix64
+from dgl_chunked.partition.report import PartitionReport, compute_partition_report
+
+__all__ = [
+    "PartitionMethod",
+    "PartitionOptions",
+    "PartitionReport",
+    "MetisMemoryError",
+    "assign_partitions",
+    "available_methods",
+    "compute_partition_report",
+    "estimate_metis_memory",
+    "get_method",
+    "random_parts",
+    "register_method",
+    "splitmix64",
+]

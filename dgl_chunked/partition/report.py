@@ -1,0 +1,330 @@
+"""Partition quality report: edge cut, balance, owned edges and HALO nodes, out of core.
+
+How it is computed (:func:`compute_partition_report`, two Dask computes):
+
+1. The assignment is materialised as a Zarr copy (one int32 array per node type,
+   regular chunks) in ``scratch_dir``.
+2. Nodes: per node block, a bincount of partition IDs (and of every boolean node
+   feature whose name contains ``mask``, e.g. ``train_mask``), summed.
+3. Edges: per edge file, the partitions of both endpoints are gathered with
+   :func:`dgl_chunked.io.zarr_lookup.lookup` (only the touched Zarr chunks are
+   read, one at a time: bounded memory). An edge is owned by its destination's
+   partition (spec 3.3); it is cut when the source lives elsewhere.
+4. HALO nodes of partition ``p`` are the distinct sources, not owned by ``p``, of
+   edges owned by ``p`` (DGL's chunked pipeline: in-edges, one hop). Each edge task
+   emits its locally deduplicated ``(part_id, orig_nid)`` pairs; a Dask DataFrame
+   ``drop_duplicates`` (a hash shuffle, spilled to disk by the scheduler as needed)
+   makes them globally distinct and a groupby counts them per partition and node
+   type. Memory per task is bounded by one edge file, never by the graph.
+
+Balance ratios are ``max / mean`` over partitions (1.0 is perfect; None when the
+mean is 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from dgl_chunked._typing import IdArray, PathLike, StorageOptions
+from dgl_chunked.errors import AssignmentError
+from dgl_chunked.io import fs as _fs
+from dgl_chunked.io.zarr_lookup import lookup
+from dgl_chunked.partition.metis import sorted_unique
+
+if TYPE_CHECKING:
+    import dask.array as da
+
+    from dgl_chunked.io.chunked import ChunkedGraph
+
+__all__ = ["PartitionReport", "compute_partition_report", "part_counts_block", "edge_stats_block"]
+
+_ZARR_CHUNK = 1 << 20
+_PAIR_META = pd.DataFrame({"part_id": np.empty(0, np.int32), "type_id": np.empty(0, np.int32),
+                           "orig_nid": np.empty(0, np.int64)})
+
+
+def _ratio(values: list[int]) -> float | None:
+    mean = sum(values) / len(values) if values else 0.0
+    return round(max(values) / mean, 6) if mean > 0 else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionReport:
+    """Quality of an assignment; every per-partition list has ``num_parts`` entries."""
+
+    num_parts: int
+    nodes: dict[str, list[int]]
+    masks: dict[str, dict[str, list[int]]]
+    owned_edges: dict[str, list[int]]
+    cut_edges: dict[str, int]
+    halo_nodes: dict[str, list[int]]
+
+    @property
+    def num_nodes(self) -> int:
+        """All nodes."""
+        return sum(sum(v) for v in self.nodes.values())
+
+    @property
+    def num_edges(self) -> int:
+        """All edges."""
+        return sum(sum(v) for v in self.owned_edges.values())
+
+    @property
+    def edge_cut(self) -> int:
+        """Edges whose endpoints live in different partitions."""
+        return sum(self.cut_edges.values())
+
+    @property
+    def edge_cut_fraction(self) -> float:
+        """``edge_cut / num_edges`` (0.0 without edges)."""
+        return self.edge_cut / self.num_edges if self.num_edges else 0.0
+
+    def _column(self, table: Mapping[str, list[int]]) -> list[int]:
+        return [sum(v[p] for v in table.values()) for p in range(self.num_parts)]
+
+    def balance(self) -> dict[str, float | None]:
+        """``max/mean`` per node type, mask, edge type, and for the totals."""
+        out: dict[str, float | None] = {f"nodes/{t}": _ratio(v) for t, v in self.nodes.items()}
+        out["nodes/total"] = _ratio(self._column(self.nodes))
+        for t, feats in self.masks.items():
+            out.update({f"mask/{t}/{f}": _ratio(v) for f, v in feats.items()})
+        out.update({f"owned_edges/{e}": _ratio(v) for e, v in self.owned_edges.items()})
+        out["owned_edges/total"] = _ratio(self._column(self.owned_edges))
+        out["halo_nodes/total"] = _ratio(self._column(self.halo_nodes))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able summary: the raw counts plus derived totals and ratios."""
+        inner, halo = self._column(self.nodes), self._column(self.halo_nodes)
+        return {
+            **asdict(self),
+            "num_nodes": self.num_nodes,
+            "num_edges": self.num_edges,
+            "edge_cut": self.edge_cut,
+            "edge_cut_fraction": self.edge_cut_fraction,
+            "inner_nodes_total": inner,
+            "halo_nodes_total": halo,
+            "halo_fraction": [h / i if i else None for h, i in zip(halo, inner, strict=True)],
+            "balance": self.balance(),
+        }
+
+    def to_json(self, path: PathLike, *, storage_options: StorageOptions = None) -> None:
+        """Write :meth:`to_dict` as JSON (atomically)."""
+        _fs.atomic_write_bytes(path, json.dumps(self.to_dict(), indent=2).encode(), storage_options)
+
+    def to_table(self) -> str:
+        """A readable fixed-width text table."""
+        rows: list[tuple[str, list[int], float | None]] = []
+        rows += [(f"nodes {t}", v, _ratio(v)) for t, v in self.nodes.items()]
+        rows += [(f"{f} {t}", v, _ratio(v)) for t, feats in self.masks.items() for f, v in feats.items()]
+        rows += [(f"owned edges {e}", v, _ratio(v)) for e, v in self.owned_edges.items()]
+        rows.append(("owned edges (all)", self._column(self.owned_edges), _ratio(self._column(self.owned_edges))))
+        rows.append(("HALO nodes (all)", self._column(self.halo_nodes), _ratio(self._column(self.halo_nodes))))
+        label_w = max(len(r[0]) for r in rows)
+        cells = [[str(x) for x in r[1]] for r in rows]
+        col_w = max([len(f"part{self.num_parts - 1}")] + [len(c) for row in cells for c in row])
+        head = " " * label_w + "".join(f"  {f'part{p}':>{col_w}}" for p in range(self.num_parts)) + "  max/mean"
+        lines = [
+            f"{self.num_parts} partitions, {self.num_nodes} nodes, {self.num_edges} edges",
+            f"edge cut: {self.edge_cut} of {self.num_edges} edges ({100 * self.edge_cut_fraction:.2f}%)",
+            "",
+            head,
+        ]
+        for (label, _, ratio), row in zip(rows, cells, strict=True):
+            shown = "-" if ratio is None else f"{ratio:.3f}"
+            lines.append(f"{label:<{label_w}}" + "".join(f"  {c:>{col_w}}" for c in row) + f"  {shown:>8}")
+        return "\n".join(lines)
+
+
+# --- pure kernels -------------------------------------------------------------------
+
+
+def part_counts_block(part: npt.NDArray[np.integer[Any]], weights: npt.NDArray[Any] | None = None, *,
+                      num_parts: int, where: str = "assignment") -> npt.NDArray[np.int64]:
+    """Per-partition counts (of nodes, or of true ``weights``) as int64 ``[1, num_parts]``."""
+    part = np.asarray(part)
+    bad = np.flatnonzero((part < 0) | (part >= num_parts))
+    if bad.size:
+        raise AssignmentError(f"{where}: expected partition IDs in [0, {num_parts}), found "
+                              f"{int(part[bad[0]])} (block row {int(bad[0])})")
+    w = None if weights is None else np.asarray(weights).reshape(-1).astype(bool)
+    counts = np.bincount(part, minlength=num_parts) if w is None else np.bincount(part[w], minlength=num_parts)
+    return counts.astype(np.int64).reshape(1, num_parts)
+
+
+def edge_stats_block(src_part: npt.NDArray[np.int32], dst_part: npt.NDArray[np.int32], src_orig: IdArray, *,
+                     src_type_id: int, num_parts: int) -> tuple[npt.NDArray[np.int64], int, pd.DataFrame]:
+    """Owned edges per partition, cut edges, and distinct ``(part_id, orig_nid)`` HALO pairs."""
+    owned = np.bincount(dst_part, minlength=num_parts).astype(np.int64)
+    cross = src_part != dst_part
+    keys = sorted_unique(dst_part[cross].astype(np.int64) << 40 | src_orig[cross])
+    pairs = pd.DataFrame({"part_id": (keys >> 40).astype(np.int32),
+                          "type_id": np.full(keys.size, src_type_id, np.int32),
+                          "orig_nid": keys & ((1 << 40) - 1)})
+    return owned, int(np.count_nonzero(cross)), pairs
+
+
+def _edge_task(df: pd.DataFrame, *, store: str, src_type: str, dst_type: str, src_type_id: int,
+               src_offset: int, num_parts: int) -> tuple[npt.NDArray[np.int64], int, pd.DataFrame]:
+    import zarr
+
+    src = df["src"].to_numpy(np.int64)
+    dst = df["dst"].to_numpy(np.int64)
+    src_part = lookup(zarr.open_array(store=store, path=src_type, mode="r"), src)
+    dst_part = lookup(zarr.open_array(store=store, path=dst_type, mode="r"), dst)
+    return edge_stats_block(src_part, dst_part, src + src_offset, src_type_id=src_type_id, num_parts=num_parts)
+
+
+# --- wiring -----------------------------------------------------------------------------
+
+
+def _materialise(parts: Mapping[str, da.Array], store: str) -> dict[str, da.Array]:
+    """Store the assignment as Zarr (one compute); return lazy views of the copy,
+    so nothing upstream of ``parts`` (e.g. a METIS task) is evaluated twice."""
+    import dask
+    import dask.array as da
+    import zarr
+
+    group = zarr.open_group(store, mode="w")
+    writes = []
+    for ntype, arr in parts.items():
+        n = int(arr.shape[0])
+        chunk = max(1, min(n, _ZARR_CHUNK))
+        target: Any = group.create_array(ntype, shape=(n,), chunks=(chunk,), dtype=np.int32,
+                                    fill_value=0, compressors=None)
+        if n:
+            writes.append(da.store(arr.astype(np.int32).rechunk(chunk), target, lock=False, compute=False))
+    dask.compute(*writes)
+    return {t: da.from_zarr(group[t], chunks=parts[t].chunks, name=f"dglc-report-parts-{t}-{parts[t].name}")
+            for t in parts}
+
+
+def _node_counts(graph: ChunkedGraph, parts: Mapping[str, da.Array], num_parts: int) -> dict[str, Any]:
+    import dask.array as da
+
+    def counts(arr: da.Array, weights: da.Array | None, where: str) -> da.Array:
+        args = [arr] if weights is None else [arr, weights.reshape(-1).rechunk(arr.chunks)]
+        return da.map_blocks(part_counts_block, *args, num_parts=num_parts, where=where, dtype=np.int64,
+                             chunks=((1,) * arr.numblocks[0], (num_parts,)), new_axis=1,
+                             meta=np.empty((0, 0), np.int64), token="dglc-report-counts").sum(axis=0)
+
+    out: dict[str, Any] = {"nodes": {}, "masks": {}}
+    for ntype in graph.metadata.node_types:
+        out["nodes"][ntype] = counts(parts[ntype], None, f"assignment of {ntype!r}")
+        for feat in graph.metadata.node_data.get(ntype, {}):
+            if "mask" not in feat.lower():
+                continue
+            arr = graph.node_feature(ntype, feat)
+            if arr.dtype == np.bool_ and (arr.ndim == 1 or arr.shape[1:] == (1,)):
+                out["masks"].setdefault(ntype, {})[feat] = counts(parts[ntype], arr, f"assignment of {ntype!r}")
+    return out
+
+
+def _edge_stats(graph: ChunkedGraph, store: str, num_parts: int) -> tuple[dict[str, Any], list[Any]]:
+    import dask
+
+    md = graph.metadata
+    task = dask.delayed(_edge_task, pure=True, nout=3)
+    stats: dict[str, Any] = {}
+    pairs: list[Any] = []
+    for spec in md.edge_types:
+        kw = {"store": store, "src_type": spec.src_type, "dst_type": spec.dst_type, "num_parts": num_parts,
+              "src_type_id": md.ntype_id(spec.src_type),
+              "src_offset": int(md.node_type_offsets[md.ntype_id(spec.src_type)])}
+        results = [task(df, **kw) for df in graph.edges(spec.name).to_delayed()]
+        stats[spec.name] = ([r[0] for r in results], [r[1] for r in results])
+        pairs += [r[2] for r in results]
+    return stats, pairs
+
+
+def _shuffle_method() -> str:
+    """p2p on a distributed Client, else the task-based shuffle (works on any scheduler)."""
+    from dask.base import get_scheduler
+
+    owner = getattr(get_scheduler(), "__self__", None)
+    return "p2p" if type(owner).__name__ == "Client" else "tasks"
+
+
+def _halo_counts(pairs: list[Any]) -> Any:
+    import dask.dataframe as dd
+
+    if not pairs:
+        return None
+    ddf = dd.from_delayed(pairs, meta=_PAIR_META, verify_meta=False)
+    distinct = ddf.drop_duplicates(subset=["part_id", "orig_nid"], split_out=max(1, ddf.npartitions // 2),
+                                   shuffle_method=_shuffle_method())
+    return distinct.groupby(["part_id", "type_id"]).size()
+
+
+def compute_partition_report(
+    graph: ChunkedGraph,
+    parts: Mapping[str, da.Array],
+    num_parts: int,
+    *,
+    scratch_dir: PathLike | None = None,
+) -> PartitionReport:
+    """Compute the quality report of an assignment (two Dask computes; see the module docs).
+
+    Parameters
+    ----------
+    graph
+        The chunked graph.
+    parts
+        Per node type the partition of every node (e.g. from ``assign_partitions`` or
+        ``open_assignment``), int dtype, length ``num_nodes(ntype)``.
+    num_parts
+        Number of partitions; IDs outside ``[0, num_parts)`` raise AssignmentError.
+    scratch_dir
+        Local directory for the temporary Zarr copy of the assignment (default: a new
+        temporary directory, removed afterwards). On a multi-host cluster give a path
+        every worker can read.
+
+    Returns
+    -------
+    PartitionReport
+    """
+    import dask
+
+    for ntype in graph.metadata.node_types:
+        arr = parts.get(ntype)
+        if arr is None or arr.ndim != 1 or arr.shape[0] != graph.num_nodes(ntype):
+            raise AssignmentError(f"parts[{ntype!r}]: expected {graph.num_nodes(ntype)} partition IDs, "
+                                  f"found {None if arr is None else arr.shape}")
+    if graph.metadata.node_type_offsets[-1] >= 1 << 40 or num_parts >= 1 << 23:
+        raise AssignmentError(f"report: supports fewer than 2**40 nodes and 2**23 partitions, found "
+                              f"{int(graph.metadata.node_type_offsets[-1])} nodes and {num_parts} partitions")
+    own_dir = scratch_dir is None
+    root = tempfile.mkdtemp(prefix="dglc-report-") if own_dir else os.fspath(scratch_dir)  # type: ignore[arg-type]
+    store = os.path.join(root, "assignment.zarr")
+    try:
+        stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store)
+        nodes = _node_counts(graph, stored, num_parts)
+        edges, pairs = _edge_stats(graph, store, num_parts)
+        with warnings.catch_warnings():  # delayed edge tasks feed a DataFrame shuffle: expected
+            warnings.filterwarnings("ignore", message="Computing mixed collections", category=UserWarning)
+            nodes, edges, halo = dask.compute(nodes, edges, _halo_counts(pairs))
+    finally:
+        shutil.rmtree(root if own_dir else store, ignore_errors=True)
+    halo_nodes = {t: [0] * num_parts for t in graph.metadata.node_types}
+    for (p, t), n in (halo.items() if halo is not None else []):
+        halo_nodes[graph.metadata.node_types[int(t)]][int(p)] += int(n)
+    return PartitionReport(
+        num_parts=num_parts,
+        nodes={t: v.tolist() for t, v in nodes["nodes"].items()},
+        masks={t: {f: v.tolist() for f, v in feats.items()} for t, feats in nodes["masks"].items()},
+        owned_edges={e: np.sum(o, axis=0).astype(np.int64).tolist() if o else [0] * num_parts
+                     for e, (o, _) in edges.items()},
+        cut_edges={e: int(sum(c)) for e, (_, c) in edges.items()},
+        halo_nodes=halo_nodes,
+    )

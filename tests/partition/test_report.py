@@ -1,0 +1,128 @@
+"""The partition quality report against a numpy oracle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from dgl_chunked.errors import AssignmentError
+from dgl_chunked.io.assignment import open_assignment
+from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
+from dgl_chunked.partition.report import edge_stats_block, part_counts_block
+from dgl_chunked.testing import GraphTruth, load_truth, make_chunked_graph
+
+
+def oracle(graph: ChunkedGraph, truth: GraphTruth, parts: dict[str, np.ndarray], num_parts: int) -> dict[str, Any]:
+    """Every report field, computed eagerly with plain numpy and Python sets."""
+    md = graph.metadata
+    out: dict[str, Any] = {"nodes": {}, "masks": {}, "owned_edges": {}, "cut_edges": {}}
+    for t in md.node_types:
+        out["nodes"][t] = np.bincount(parts[t], minlength=num_parts).tolist()
+        for f, values in truth.node_data.get(t, {}).items():
+            if "mask" in f and values.dtype == np.bool_:
+                out["masks"].setdefault(t, {})[f] = np.bincount(parts[t][values], minlength=num_parts).tolist()
+    halo: dict[str, list[set[int]]] = {t: [set() for _ in range(num_parts)] for t in md.node_types}
+    for spec in md.edge_types:
+        src, dst = truth.edges[spec.name]
+        sp, dp = parts[spec.src_type][src], parts[spec.dst_type][dst]
+        out["owned_edges"][spec.name] = np.bincount(dp, minlength=num_parts).tolist()
+        out["cut_edges"][spec.name] = int((sp != dp).sum())
+        for s, p, q in zip(src.tolist(), sp.tolist(), dp.tolist(), strict=True):
+            if p != q:
+                halo[spec.src_type][q].add(s)
+    out["halo_nodes"] = {t: [len(s) for s in sets] for t, sets in halo.items()}
+    return out
+
+
+def _check(report: PartitionReport, expected: dict[str, Any]) -> None:
+    got = report.to_dict()
+    for key in ("nodes", "masks", "owned_edges", "cut_edges", "halo_nodes"):
+        assert got[key] == expected[key], key
+    total = sum(sum(v) for v in expected["owned_edges"].values())
+    assert report.num_edges == total
+    assert report.edge_cut == sum(expected["cut_edges"].values())
+    assert report.edge_cut_fraction == report.edge_cut / total
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[ChunkedGraph, GraphTruth]:
+    meta = make_chunked_graph(tmp_path_factory.mktemp("small"))
+    return open_chunked_graph(meta.base_dir), load_truth(meta)
+
+
+@pytest.mark.parametrize(("num_parts", "seed"), [(1, 0), (3, 1), (4, 7), (50, 2)])
+def test_report_matches_numpy_oracle(small: tuple[ChunkedGraph, GraphTruth], num_parts: int, seed: int) -> None:
+    graph, truth = small
+    lazy = assign_partitions(graph, num_parts, seed=seed)
+    parts = {t: a.compute() for t, a in lazy.items()}
+    report = compute_partition_report(graph, lazy, num_parts)
+    _check(report, oracle(graph, truth, parts, num_parts))
+    assert report.masks and "train_mask" in report.masks["paper"]
+
+
+def test_report_on_dgl_golden_assignment(golden_dir: Path, tiny_chunked: Path) -> None:
+    graph = open_chunked_graph(tiny_chunked)
+    meta, lazy = open_assignment(golden_dir / "tiny-pipeline" / "partition_assignment", graph.metadata)
+    parts = {t: a.compute() for t, a in lazy.items()}
+    report = compute_partition_report(graph, lazy, meta.num_parts)
+    _check(report, oracle(graph, load_truth(graph.metadata), parts, meta.num_parts))
+    assert report.masks == {"author": {"mask": [1, 1]}}
+    assert report.balance()["nodes/author"] == 1.0
+
+
+def test_report_with_skewed_parts_and_balance(small: tuple[ChunkedGraph, GraphTruth]) -> None:
+    graph, truth = small
+    parts = {t: (np.arange(graph.num_nodes(t)) % 2 == 0).astype(np.int32) * 2 for t in graph.node_types}
+    lazy = {t: da.from_array(v, chunks=4) for t, v in parts.items()}  # chunks unlike the graph's
+    report = compute_partition_report(graph, lazy, 3)
+    _check(report, oracle(graph, truth, parts, 3))
+    nodes = report.nodes["paper"]
+    assert nodes[1] == 0 and report.balance()["nodes/paper"] == pytest.approx(max(nodes) / (sum(nodes) / 3))
+
+
+def test_report_on_two_worker_cluster_equals_sync(small: tuple[ChunkedGraph, GraphTruth], client: object) -> None:
+    graph, _ = small
+    lazy = assign_partitions(graph, 4, seed=9)
+    on_cluster = compute_partition_report(graph, lazy, 4)
+    with dask.config.set(scheduler="synchronous"):
+        on_sync = compute_partition_report(graph, lazy, 4)
+    assert on_cluster == on_sync
+
+
+def test_out_of_range_ids_are_rejected(small: tuple[ChunkedGraph, GraphTruth]) -> None:
+    graph, _ = small
+    lazy = assign_partitions(graph, 4, seed=0)
+    with pytest.raises(AssignmentError, match=r"expected partition IDs in \[0, 3\)"):
+        compute_partition_report(graph, lazy, 3)
+    lazy["paper"] = lazy["paper"][:-1]
+    with pytest.raises(AssignmentError, match=r"parts\['paper'\]: expected 20 partition IDs"):
+        compute_partition_report(graph, lazy, 4)
+
+
+def test_output_formats(small: tuple[ChunkedGraph, GraphTruth], tmp_path: Path) -> None:
+    graph, _ = small
+    report = compute_partition_report(graph, assign_partitions(graph, 2, seed=4), 2)
+    report.to_json(tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["num_parts"] == 2 and data["edge_cut"] == report.edge_cut
+    assert data["balance"]["owned_edges/total"] == report.balance()["owned_edges/total"]
+    table = report.to_table()
+    assert f"edge cut: {report.edge_cut} of {report.num_edges} edges" in table
+    assert "train_mask paper" in table and "HALO nodes (all)" in table and "max/mean" in table
+
+
+def test_kernels() -> None:
+    np.testing.assert_array_equal(part_counts_block(np.array([0, 2, 2]), num_parts=3), [[1, 0, 2]])
+    np.testing.assert_array_equal(
+        part_counts_block(np.array([0, 2, 2]), np.array([True, False, True]), num_parts=3), [[1, 0, 1]])
+    owned, cut, pairs = edge_stats_block(np.array([0, 1, 1, 0], np.int32), np.array([1, 1, 0, 1], np.int32),
+                                         np.array([5, 6, 6, 5]), src_type_id=2, num_parts=2)
+    assert owned.tolist() == [1, 3] and cut == 3
+    assert sorted(zip(pairs["part_id"], pairs["orig_nid"], pairs["type_id"], strict=True)) == [(0, 6, 2), (1, 5, 2)]
