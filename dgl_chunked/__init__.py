@@ -1,7 +1,65 @@
-"""dgl_chunked: Dask-native, out-of-core partitioning for DGL's distributed training."""
+"""dgl_chunked: Dask-native, out-of-core partitioning for DGL's distributed training.
+
+The main job, as a Python API::
+
+    import dgl_chunked as dglc
+    graph = dglc.open_chunked_graph("chunked/")            # lazy, from metadata.json
+    parts = dglc.assign_partitions(graph, 4, seed=0)        # lazy int32 arrays per node type
+    dglc.dispatch(graph, parts, "out/", num_parts=4)        # DGL partitions + out/metadata.json
+
+It runs on whatever Dask scheduler is current (a ``distributed.Client`` if one exists).
+"""
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from dgl_chunked import errors
+from dgl_chunked.dispatch import DispatchOptions, DispatchResult, dispatch
+from dgl_chunked.io import (
+    ChunkedGraph,
+    ChunkedGraphMetadata,
+    PartitionConfig,
+    ValidationReport,
+    open_assignment,
+    open_chunked_graph,
+    read_graphs,
+    read_metadata,
+    read_partition_config,
+    read_tensor_dict,
+    validate_chunked_graph,
+    write_assignment,
+)
+from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
+from dgl_chunked.pipeline import run
+from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+from dgl_chunked.verify import VerifyReport, load_partition_output, verify_partitions
+
+__all__ = [
+    "ChunkedGraph",
+    "ChunkedGraphMetadata",
+    "DispatchOptions",
+    "DispatchResult",
+    "PartitionConfig",
+    "PartitionReport",
+    "SynthSpec",
+    "ValidationReport",
+    "VerifyReport",
+    "__version__",
+    "assign_partitions",
+    "compute_partition_report",
+    "dispatch",
+    "errors",
+    "load_partition_output",
+    "open_assignment",
+    "open_chunked_graph",
+    "read_graphs",
+    "read_metadata",
+    "read_partition_config",
+    "read_tensor_dict",
+    "run",
+    "validate_chunked_graph",
+    "verify_partitions",
+    "write_assignment",
+    "write_synthetic_graph",
+]

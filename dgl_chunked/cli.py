@@ -53,17 +53,383 @@ def cli(log_level: str) -> None:
 
 # --- commands: validate, synth (io) -------------------------------------------
 
+
+def _io_cluster(scheduler: str | None, workers: int | None) -> Any:
+    """A Dask client when ``--scheduler`` or ``--workers`` is given; else the local
+    threaded scheduler (a no-op context)."""
+    import contextlib
+
+    if not scheduler and not workers:
+        return contextlib.nullcontext()
+    import distributed  # noqa: F401  (its import sets the "distributed" logger to INFO)
+
+    from dgl_chunked.cluster import dask_client
+
+    logging.getLogger("distributed").setLevel(logging.getLogger().level)  # honour --log-level
+    return dask_client(scheduler, workers=workers)
+
+
+_SCHEDULER_HELP = "Existing Dask scheduler address or file (default: local threads)."
+
+
+@cli.command("validate")
+@click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
+@user_errors
+def validate_command(
+    in_dir: str, metadata_filename: str, scheduler: str | None, workers: int | None
+) -> None:
+    """Check metadata.json and every chunk file; print a summary or every problem."""
+    from dgl_chunked.io.validate import validate_chunked_graph
+
+    with _io_cluster(scheduler, workers):
+        report = validate_chunked_graph(in_dir, metadata_filename=metadata_filename)
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if not report.ok:
+        click.echo(f"{len(report.problems)} problem(s) found in {in_dir}:")
+        for problem in report.problems:
+            click.echo(f"  - {problem}")
+        sys.exit(1)  # main() maps SystemExit to the exit code
+    click.echo(report.summary_table())
+    click.echo(f"ok: {in_dir} is a valid chunked graph")
+
+
+def _synth_options(func: F) -> F:
+    """The ``synth`` flags (kept apart so the command stays short)."""
+    choice = click.Choice
+    options = [
+        click.option("--out-dir", required=True, help="Output directory (or URL)."),
+        click.option("--preset", type=choice(["homogeneous", "heterogeneous"]),
+                     default="homogeneous", show_default=True),
+        click.option("--num-nodes", type=int, default=10_000, show_default=True,
+                     help="homogeneous preset"),
+        click.option("--num-edges", type=int, default=100_000, show_default=True,
+                     help="homogeneous preset"),
+        click.option("--feat-dim", type=int, default=16, show_default=True,
+                     help="homogeneous preset"),
+        click.option("--scale", type=int, default=1, show_default=True,
+                     help="heterogeneous preset: multiplies every count"),
+        click.option("--distribution", type=choice(["uniform", "powerlaw"]), default="uniform",
+                     show_default=True),
+        click.option("--num-chunks", type=click.IntRange(min=1), default=2, show_default=True,
+                     help="Files per edge type, and node chunks per node type."),
+        click.option("--num-feature-chunks", type=click.IntRange(min=1), default=None,
+                     help="Files per feature (default: --num-chunks)."),
+        click.option("--edge-format", type=choice(["csv", "parquet"]), default="csv",
+                     show_default=True),
+        click.option("--feature-format", type=choice(["numpy", "parquet"]), default="numpy",
+                     show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--overwrite", is_flag=True, help="Replace an existing output directory."),
+        click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP),
+        click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Use a LocalCluster."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@cli.command("synth")
+@_synth_options
+@user_errors
+def synth_command(
+    out_dir: str, preset: str, num_chunks: int, overwrite: bool, scheduler: str | None,
+    workers: int | None, **kw: Any,
+) -> None:  # fmt: skip
+    """Write a synthetic graph in the Chunked Graph Format."""
+    import time
+
+    from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+
+    sizes = {k: kw.pop(k) for k in ("num_nodes", "num_edges", "feat_dim", "scale")}
+    if preset == "homogeneous":
+        n, m, dim = sizes["num_nodes"], sizes["num_edges"], sizes["feat_dim"]
+        spec = SynthSpec.homogeneous(n, m, feat_dim=dim, num_chunks=num_chunks, **kw)
+    else:
+        chunks = {"num_node_chunks": num_chunks, "num_edge_chunks": num_chunks}
+        spec = SynthSpec.heterogeneous(sizes["scale"], **chunks, **kw)
+    start = time.perf_counter()
+    with _io_cluster(scheduler, workers):
+        meta = write_synthetic_graph(out_dir, spec, overwrite=overwrite)
+    click.echo(
+        f"wrote {meta.graph_name!r} to {out_dir}: {sum(meta.num_nodes_per_type)} nodes, "
+        f"{sum(meta.num_edges_per_type or ())} edges in {time.perf_counter() - start:.2f} s"
+    )
+
+
 # --- commands: inspect (DGL binary files) -------------------------------------
+
+
+@cli.command("inspect")
+@click.argument("file", metavar="FILE")
+@click.option(
+    "--values",
+    "values",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Also print the first N values of every array.",
+)
+@click.option("--annotate", is_flag=True, help="Print every field with its byte offset and size instead.")
+@user_errors
+def inspect_command(file: str, values: int, annotate: bool) -> None:
+    """Show what a DGL .dgl file holds (tensor dict or graph file).
+
+    FILE is a local path or an fsspec URL. Tensor dicts list key, dtype and shape;
+    graph files list node/edge types and counts, stored formats, idtype, ndata/edata
+    and labels.
+    """
+    from dgl_chunked.io.dgl_format import annotate_dgl_file, describe_dgl_file, format_annotation
+    from dgl_chunked.io.fs import filesystem
+
+    try:
+        if annotate:
+            fs, inner = filesystem(file)
+            click.echo(format_annotation(annotate_dgl_file(file), int(fs.size(inner))), nl=False)
+        else:
+            click.echo(describe_dgl_file(file, values=values), nl=False)
+    except FileNotFoundError as err:
+        raise click.ClickException(f"{file}: no such file ({err})") from err
+
 
 # --- commands: partition, report (assignment) ---------------------------------
 
+
+def _assignment_cluster(scheduler: str | None, workers: int | None) -> Any:
+    """A Dask client when ``--scheduler``/``--workers`` is given, else the default scheduler."""
+    import contextlib
+
+    if not scheduler and not workers:
+        return contextlib.nullcontext()
+    from dgl_chunked.cluster import dask_client
+
+    return dask_client(scheduler, workers=workers)
+
+
+def _assignment_cluster_options(func: F) -> F:
+    func = click.option("--workers", type=click.IntRange(min=1), default=None,
+                        help="Run on a new LocalCluster with N worker processes.")(func)
+    return click.option("--scheduler", metavar="ADDRESS", default=None,
+                        help="Run on this existing Dask scheduler (address or scheduler file).")(func)
+
+
+@cli.command("partition")
+@click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
+@click.option("--out-dir", required=True, help="Assignment directory to write (<ntype>.txt, partition_meta.json).")
+@click.option("--num-parts", type=click.IntRange(min=1), required=True)
+@click.option("--method", default="random", show_default=True, help="random (seeded hash) or metis (pymetis).")
+@click.option("--seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True)
+@click.option("--balance-ntypes", default=None, metavar="NAME,...",
+              help="Node types and bool node features (train_mask,val_mask,...) to balance (metis).")
+@click.option("--balance-edges", is_flag=True, help="Also balance owned edges (metis).")
+@click.option("--max-memory", default=None, metavar="SIZE", help="metis: refuse above this estimate [4GiB].")
+@click.option("--overwrite", is_flag=True, help="Replace an existing assignment in --out-dir.")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@_assignment_cluster_options
+@user_errors
+def partition_command(in_dir: str, out_dir: str, num_parts: int, method: str, seed: int,
+                      balance_ntypes: str | None, balance_edges: bool, max_memory: str | None, overwrite: bool,
+                      metadata_filename: str, scheduler: str | None, workers: int | None) -> None:
+    """Assign every node to a partition; write ASSIGN/ and ASSIGN/report.json."""
+    from dask.utils import parse_bytes
+
+    from dgl_chunked.io.assignment import open_assignment, write_assignment
+    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.io.fs import join
+    from dgl_chunked.partition import assign_partitions, compute_partition_report
+
+    balance = [b.strip() for b in balance_ntypes.split(",") if b.strip()] if balance_ntypes else None
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename)
+    with _assignment_cluster(scheduler, workers):
+        parts = assign_partitions(graph, num_parts, method=method, seed=seed, balance_ntypes=balance,
+                                  balance_edges=balance_edges,
+                                  max_memory=parse_bytes(max_memory) if max_memory else None)
+        write_assignment(out_dir, parts, num_parts=num_parts, algo_name=method, overwrite=overwrite,
+                         provenance={"seed": seed, "balance_ntypes": balance, "balance_edges": balance_edges})
+        _, written = open_assignment(out_dir, graph.metadata, num_parts=num_parts,
+                                     chunks={t: graph.node_chunks(t) for t in graph.node_types})
+        report = compute_partition_report(graph, written, num_parts)
+    report.to_json(join(out_dir, "report.json"))
+    click.echo(report.to_table())
+    click.echo(f"assignment written to {out_dir} (report: {join(out_dir, 'report.json')})")
+
+
+@cli.command("report")
+@click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
+@click.option("--partitions-dir", required=True, help="Assignment directory (DGL's or ours).")
+@click.option("--json", "json_path", default=None, metavar="OUT", help="Also write the report as JSON.")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@_assignment_cluster_options
+@user_errors
+def report_command(in_dir: str, partitions_dir: str, json_path: str | None, metadata_filename: str,
+                   scheduler: str | None, workers: int | None) -> None:
+    """Print edge cut, balance and HALO counts of an assignment directory."""
+    from dgl_chunked.io.assignment import open_assignment
+    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.partition import compute_partition_report
+
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename)
+    with _assignment_cluster(scheduler, workers):
+        meta, parts = open_assignment(partitions_dir, graph.metadata,
+                                      chunks={t: graph.node_chunks(t) for t in graph.node_types})
+        report = compute_partition_report(graph, parts, meta.num_parts)
+    if json_path:
+        report.to_json(json_path)
+    click.echo(report.to_table())
+
+
 # --- commands: dispatch, run, verify ------------------------------------------
+
+
+def _cluster_options(func: F) -> F:
+    """Flags shared by every command that runs on a Dask cluster."""
+    options = [
+        click.option("--scheduler", metavar="ADDRESS",
+                     help="Use this existing Dask scheduler (tcp://host:8786 or a scheduler file) "
+                          "instead of starting a LocalCluster."),
+        click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="LocalCluster worker processes (default: number of CPUs)."),
+        click.option("--threads-per-worker", type=click.IntRange(min=1), default=1, show_default=True),
+        click.option("--memory-limit", metavar="SIZE", default=None,
+                     help="LocalCluster memory limit per worker, e.g. 2GiB; Dask spills beyond it."),
+        click.option("--no-progress", is_flag=True, help="Do not show progress bars."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _dispatch_options(func: F) -> F:
+    """Flags of DGL's dispatch_data.py that keep their meaning here, plus staging."""
+    options = [
+        click.option("--out-dir", required=True, help="Output directory (local path or fsspec URL)."),
+        click.option("--metadata-filename", default="metadata.json", show_default=True),
+        click.option("--save-orig-nids", is_flag=True, help="Write part<i>/orig_nids.dgl."),
+        click.option("--save-orig-eids", is_flag=True, help="Write part<i>/orig_eids.dgl."),
+        click.option("--graph-formats", default=None, metavar="coo,csc,csr",
+                     help="Sparse formats stored in graph.dgl (default: coo, as DGL)."),
+        click.option("--staging-dir", default=None, help="Zarr staging location (default OUT/_staging)."),
+        click.option("--keep-staging", is_flag=True, help="Keep the Zarr staging after success."),
+        click.option("--overwrite", is_flag=True, help="Replace partitions already in --out-dir."),
+        click.option("--ip-config", "--ssh-port", "--python-path", "--master-port", "dgl_launch",
+                     multiple=True, hidden=True, default=(),
+                     help="Accepted for DGL compatibility; Dask replaces ssh launching."),
+        click.option("--process-group-timeout", type=int, default=None, hidden=True,
+                     help="Accepted for DGL compatibility; Dask has no collective timeout."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -> Any:
+    from dgl_chunked.dispatch import DispatchOptions
+
+    if kw.get("dgl_launch"):
+        click.echo("note: --ip-config/--ssh-port/--python-path/--master-port are ignored; "
+                   "use --scheduler ADDRESS to run on an existing Dask cluster", err=True)
+    formats = tuple(f.strip() for f in kw["graph_formats"].split(",")) if kw["graph_formats"] else ("coo",)
+    return DispatchOptions(
+        save_orig_nids=kw["save_orig_nids"], save_orig_eids=kw["save_orig_eids"],
+        graph_formats=formats, staging_dir=kw["staging_dir"], keep_staging=kw["keep_staging"],
+        overwrite=kw["overwrite"], progress=not kw["no_progress"], part_method=part_method,
+    )
+
+
+def _client(kw: dict[str, Any]) -> Any:
+    from dgl_chunked.cluster import dask_client
+
+    return dask_client(kw["scheduler"], workers=kw["workers"],
+                       threads_per_worker=kw["threads_per_worker"], memory_limit=kw["memory_limit"])
+
+
+def _print_result(result: Any) -> None:
+    config = result.config
+    click.echo(f"wrote {config.num_parts} partition(s) of {config.graph_name!r}: "
+               f"{config.num_nodes} nodes, {config.num_edges} edges")
+    for p, summary in enumerate(result.partitions):
+        click.echo(f"  part{p}: {summary['inner_nodes']} inner nodes, "
+                   f"{summary['halo_nodes']} HALO nodes, {summary['edges']} edges")
+    click.echo(f"partition config: {result.config_path}")
+
+
+@cli.command("dispatch")
+@click.option("--in-dir", required=True, help="Chunked graph directory (holds metadata.json).")
+@click.option("--partitions-dir", required=True,
+              help="Assignment directory: <ntype>.txt per node type + partition_meta.json.")
+@_dispatch_options
+@_cluster_options
+@user_errors
+def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
+    """Write DGL partitions of a chunked graph as an assignment directory says."""
+    from dgl_chunked.dispatch import dispatch
+    from dgl_chunked.io.chunked import open_chunked_graph
+
+    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"])
+    options = _make_dispatch_options(kw)
+    with _client(kw) as client:
+        click.echo(f"dashboard: {client.dashboard_link}")
+        result = dispatch(graph, partitions_dir, kw["out_dir"], options=options, client=client)
+    _print_result(result)
+
+
+@cli.command("run")
+@click.option("--in-dir", required=True, help="Chunked graph directory (holds metadata.json).")
+@click.option("--num-parts", required=True, type=click.IntRange(min=1))
+@click.option("--method", default="random", show_default=True, help="Partition algorithm.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--balance-ntypes", default=None, metavar="MASK,...",
+              help="Balance these bool node-data masks (methods that support it).")
+@click.option("--balance-edges", is_flag=True)
+@click.option("--partitions-dir", default=None, help="Also keep the assignment here (DGL layout).")
+@_dispatch_options
+@_cluster_options
+@user_errors
+def run_command(in_dir: str, num_parts: int, method: str, seed: int, balance_ntypes: str | None,
+                balance_edges: bool, partitions_dir: str | None, **kw: Any) -> None:
+    """Partition and dispatch in one go: chunked graph -> DGL partitions."""
+    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.pipeline import run
+
+    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"])
+    options = _make_dispatch_options(kw, part_method=method)
+    balance = tuple(balance_ntypes.split(",")) if balance_ntypes else None
+    with _client(kw) as client:
+        click.echo(f"dashboard: {client.dashboard_link}")
+        result = run(graph, kw["out_dir"], num_parts=num_parts, method=method, seed=seed,
+                     balance_ntypes=balance, balance_edges=balance_edges,
+                     partitions_dir=partitions_dir, options=options, client=client)
+    _print_result(result)
+
+
+@cli.command("verify")
+@click.option("--in-dir", required=True, help="The chunked input graph directory.")
+@click.option("--out-dir", required=True, help="The partition output directory.")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@user_errors
+def verify_command(in_dir: str, out_dir: str, metadata_filename: str) -> None:
+    """Check a finished output against its input: every node, edge and feature row."""
+    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.verify import verify_partitions
+
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename)
+    report = verify_partitions(graph, out_dir)
+    if not report.ok:
+        for problem in report.problems:
+            click.echo(f"problem: {problem}", err=True)
+        sys.exit(1)
+    checked = ", ".join(f"{v} {k}" for k, v in sorted(report.checked.items()))
+    click.echo(f"ok: {checked} checked against {in_dir}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     try:
-        cli.main(args=argv, prog_name="dgl-chunked", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="dgl-chunked", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
@@ -74,4 +440,4 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except SystemExit as exc:
         return int(exc.code or 0)
-    return 0
+    return int(rv or 0)
