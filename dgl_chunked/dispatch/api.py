@@ -27,7 +27,7 @@ from dgl_chunked.dispatch.stages import (
     stage_node_feature_chunk,
     stage_part_block,
 )
-from dgl_chunked.dispatch.staging import Staging
+from dgl_chunked.dispatch.staging import MISSING, Staging, resumable
 from dgl_chunked.errors import EmptyPartitionWarning, OutputExistsError, UnsupportedFormatError
 from dgl_chunked.io import fs
 from dgl_chunked.io.assignment import open_assignment
@@ -133,6 +133,9 @@ def dispatch(
     out = str(out_dir)
     _prepare_out_dir(out, opts.overwrite, storage_options)
     staging = Staging(opts.staging_dir or fs.join(out, "_staging"), storage_options)
+    fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options)
+    if staging.start(fingerprint):
+        logger.info("resuming from the staging in %s", staging.root)
     runner = _Runner(client=client, progress=opts.progress)
     meta = graph.metadata
 
@@ -154,7 +157,7 @@ def dispatch(
         graph_formats=tuple(f for f in GRAPH_FORMATS if f in opts.graph_formats),
         save_orig_nids=opts.save_orig_nids, save_orig_eids=opts.save_orig_eids,
     )
-    writes = [dask.delayed(write_partition, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
+    writes = [dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
               for p in range(num_parts)]
     summaries = list(runner.compute(writes, "write partitions"))
     config = PartitionConfig(
@@ -166,8 +169,7 @@ def dispatch(
     )
     path = write_partition_config(out, config, storage_options=storage_options)
     if not opts.keep_staging:
-        filesystem, inner = fs.filesystem(staging.root, storage_options)
-        filesystem.rm(inner, recursive=True)
+        staging.wipe()
     return DispatchResult(config_path=path, config=config, partitions=summaries)
 
 
@@ -202,21 +204,74 @@ def _method_name(assign_dir: PathLike, algo_name: str, storage_options: StorageO
 
 
 def _prepare_out_dir(out: str, overwrite: bool, storage_options: StorageOptions) -> None:
+    """Refuse a complete output unless overwriting; keep a crashed run's parts for resume.
+
+    An output is complete when its partition config exists (it is written last).
+    Partition directories without a config belong to an interrupted run: the
+    staging fingerprint decides later whether they are reused or rewritten.
+    """
     filesystem, inner = fs.filesystem(out, storage_options)
     if not filesystem.exists(inner):
         filesystem.makedirs(inner, exist_ok=True)
         return
-    existing = [p for p in filesystem.ls(inner, detail=False)
-                if p.rstrip("/").rsplit("/", 1)[-1] == CONFIG_NAME
-                or p.rstrip("/").rsplit("/", 1)[-1].startswith("part")]
-    if existing and not overwrite:
+    config = fs.join(out, CONFIG_NAME)
+    if not fs.exists(config, storage_options):
+        return
+    if not overwrite:
         raise OutputExistsError(
-            f"output directory {out!r} already holds partitions ({len(existing)} entries); "
-            "pass overwrite (--overwrite) to replace them or choose another --out-dir"
+            f"output directory {out!r} already holds a partitioned graph ({CONFIG_NAME}); "
+            "pass overwrite (--overwrite) to replace it or choose another --out-dir"
         )
-    config = [p for p in existing if p.endswith(CONFIG_NAME)]
-    for p in config + [p for p in existing if p not in config]:  # config first: never looks complete
-        filesystem.rm(p, recursive=True)
+    _, config_inner = fs.filesystem(config, storage_options)
+    filesystem.rm(config_inner)  # first, so the output never looks complete meanwhile
+    for path in filesystem.ls(inner, detail=False):
+        if path.rstrip("/").rsplit("/", 1)[-1].startswith("part"):
+            filesystem.rm(path, recursive=True)
+
+
+def _write_partition_once(plan: PartitionPlan, part: int) -> dict[str, int]:
+    """Write a partition unless a resumed run already finished it."""
+    key = f"write/{part}"
+    done = plan.staging.done_value(key)
+    if done is not MISSING and fs.exists(fs.join(plan.out_dir, part_dir_name(part)), plan.storage_options):
+        return dict(done)
+    summary = write_partition(plan, part)
+    plan.staging.mark_done(key, summary)
+    return summary
+
+
+def _fingerprint(graph: ChunkedGraph, assignment: Any, parts: Mapping[str, da.Array], num_parts: int,
+                 opts: DispatchOptions, storage_options: StorageOptions) -> str:
+    """Identify the input files, the assignment and the options: a resumed run must match."""
+    from dask.base import tokenize
+
+    files = [ref.path for etype in graph.metadata.edges for ref in graph.edge_chunks(etype)]
+    for kind, data in (("node", graph.metadata.node_data), ("edge", graph.metadata.edge_data)):
+        for type_name, feats in data.items():
+            for feat in feats:
+                refs = (graph.node_feature_chunks(type_name, feat) if kind == "node"
+                        else graph.edge_feature_chunks(type_name, feat))
+                files += [r.path for r in refs]
+    if isinstance(assignment, Mapping):
+        assign_token = tokenize(*(parts[t] for t in graph.metadata.node_types))
+    else:
+        names = [*(f"{t}.txt" for t in graph.metadata.node_types), "partition_meta.json"]
+        assign_token = tokenize(*(_stat(fs.join(str(assignment), n), storage_options) for n in names))
+    option_token = tokenize(opts.save_orig_nids, opts.save_orig_eids, opts.graph_formats,
+                            opts.block_rows, opts.part_method)
+    return str(tokenize(graph.metadata.fingerprint(), [_stat(f, storage_options) for f in files],
+                        assign_token, num_parts, option_token))
+
+
+def _stat(path: str, storage_options: StorageOptions) -> tuple[str, Any, Any]:
+    """(path, size, mtime) of a file: a cheap change detector (one stat per file)."""
+    filesystem, inner = fs.filesystem(path, storage_options)
+    try:
+        info = filesystem.info(inner)
+    except FileNotFoundError:
+        return (path, None, None)
+    mtime = info.get("mtime", info.get("LastModified", info.get("last_modified")))
+    return (path, info.get("size"), str(mtime))
 
 
 class _Runner:
@@ -267,13 +322,14 @@ def _stage_nodes(
         n = meta.num_nodes(ntype)
         arr = parts[ntype].astype(np.int32).rechunk(opts.block_rows) if n else None
         for what, dtype in (("part", np.int32), ("new_nid", np.int64), ("sorted_type_nid", np.int64)):
-            staging.create(node_array(ntype, what), (n,), dtype, chunks=(max(1, min(opts.block_rows, n)),))
+            staging.ensure(node_array(ntype, what), (n,), dtype, chunks=(max(1, min(opts.block_rows, n)),))
         starts = tuple(range(0, n, opts.block_rows))
         starts_per_type.append(starts)
         if arr is None:
             continue
         for b, block in enumerate(arr.to_delayed().ravel()):
-            count_tasks.append(dask.delayed(stage_part_block, pure=False)(
+            count_tasks.append(dask.delayed(resumable, pure=False)(
+                staging, f"assign/{ntype}/{b}", stage_part_block,
                 staging, ntype, starts[b], block, num_parts, f"assignment of {ntype!r}",
                 dask_key_name=("dglc-stage-assignment", len(count_tasks))))
     flat = iter(runner.compute(count_tasks, "stage assignment"))
@@ -281,7 +337,8 @@ def _stage_nodes(
                    for s in starts_per_type)
     layout = layout_ids(counts)
     number_tasks = [
-        dask.delayed(stage_new_nid_block, pure=False)(
+        dask.delayed(resumable, pure=False)(
+            staging, f"number/{ntype}/{b}", stage_new_nid_block,
             staging, ntype, start, min(start + opts.block_rows, meta.num_nodes(ntype)),
             layout.block_bases[t][b], dask_key_name=("dglc-number-nodes", t, b))
         for t, ntype in enumerate(meta.node_types)
@@ -299,7 +356,8 @@ def _stage_edges_and_features(
     edge_tasks: dict[str, list[Any]] = {}
     for spec in meta.edge_types:
         edge_tasks[spec.name] = [
-            dask.delayed(stage_edge_chunk, pure=False)(
+            dask.delayed(resumable, pure=False)(
+                staging, f"edges/{spec.name}/{c}", stage_edge_chunk,
                 staging, spec.name, c, ref, spec.src_type, spec.dst_type,
                 meta.num_nodes(spec.src_type), meta.num_nodes(spec.dst_type), part_starts,
                 dask_key_name=("dglc-stage-edges", meta.etype_id(spec.name), c))
@@ -326,7 +384,8 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int) -
         for feat in feats:
             refs = graph.node_feature_chunks(ntype, feat)
             out.append(((ntype, feat), [
-                dask.delayed(stage_node_feature_chunk, pure=False)(
+                dask.delayed(resumable, pure=False)(
+                    staging, f"node_feat/{ntype}/{feat}/{k}", stage_node_feature_chunk,
                     staging, ntype, feat, k, ref, num_parts,
                     dask_key_name=("dglc-stage-node-features", ntype, feat, k))
                 for k, ref in enumerate(refs)]))
@@ -342,7 +401,8 @@ def _edge_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int,
         for feat in feats:
             refs = graph.edge_feature_chunks(etype, feat)
             out.append(((etype, feat), [
-                dask.delayed(stage_edge_feature_chunk, pure=False)(
+                dask.delayed(resumable, pure=False)(
+                    staging, f"edge_feat/{etype}/{feat}/{k}", stage_edge_feature_chunk,
                     staging, etype, feat, k, ref, num_parts, bounds, *edge_tasks[etype],
                     dask_key_name=("dglc-stage-edge-features", etype, feat, k))
                 for k, ref in enumerate(refs)]))

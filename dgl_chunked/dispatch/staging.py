@@ -22,7 +22,9 @@ counts is complete; resume relies on that.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import json
+from urllib.parse import quote
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +36,25 @@ import zarr.storage
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.io import fs
 
-__all__ = ["Staging", "segment_bounds"]
+__all__ = ["Staging", "segment_bounds", "resumable", "MISSING"]
+
+MISSING = object()
+"""What :meth:`Staging.done_value` returns for a task that has not finished."""
+
+
+def resumable(staging: Staging, key: str, func: Callable[..., Any], *args: Any) -> Any:
+    """Run ``func(*args)`` unless task ``key`` already finished in this staging.
+
+    The result (a counts vector or None) is recorded after ``func`` wrote all its
+    outputs, so a recorded task is complete; one that died half-way runs again
+    and overwrites what it left.
+    """
+    value = staging.done_value(key)
+    if value is not MISSING:
+        return None if value is None else np.asarray(value, dtype=np.int64)
+    result = func(*args)
+    staging.mark_done(key, None if result is None else np.asarray(result).tolist())
+    return result
 
 
 def segment_bounds(counts: Sequence[int], part: int) -> tuple[int, int]:
@@ -84,12 +104,65 @@ class Staging:
             overwrite=True,
         )
 
+    def ensure(self, name: str, shape: tuple[int, ...], dtype: Any, *, chunks: tuple[int, ...]) -> None:
+        """Create an array unless a resumed staging already has it with this layout."""
+        try:
+            arr = self.open(name)
+            if arr.shape == shape and arr.dtype == np.dtype(dtype) and arr.chunks == chunks:
+                return
+        except (FileNotFoundError, KeyError, zarr.errors.NodeNotFoundError):
+            pass
+        self.create(name, shape, dtype, chunks=chunks)
+
     def write_sorted(self, name: str, data: npt.NDArray[Any], counts: npt.NDArray[np.int64]) -> None:
         """Write owner-sorted rows, then mark them complete with their counts."""
         arr = self.create(name, data.shape, data.dtype)
         if data.size:
             arr[...] = data
         arr.attrs["counts"] = [int(c) for c in counts]
+
+    # --- completion markers and fingerprint (resume) ------------------------
+
+    def _marker(self, key: str) -> str:
+        return fs.join(self.root, f"_done/{quote(key, safe='')}.json")
+
+    def mark_done(self, key: str, value: Any) -> None:
+        """Record that task ``key`` finished (after its outputs are written)."""
+        fs.atomic_write_bytes(self._marker(key), json.dumps(value).encode(), self.storage_options)
+
+    def done_value(self, key: str) -> Any:
+        """The recorded result of task ``key``, or ``_MISSING`` when it has not finished."""
+        try:
+            with fs.open_file(self._marker(key), "rb", self.storage_options) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return MISSING
+
+    def fingerprint(self) -> str | None:
+        try:
+            with fs.open_file(fs.join(self.root, "fingerprint.json"), "rb", self.storage_options) as f:
+                return str(json.load(f)["fingerprint"])
+        except (FileNotFoundError, KeyError, ValueError):
+            return None
+
+    def start(self, fingerprint: str) -> bool:
+        """Reuse this staging when it belongs to ``fingerprint``, else wipe it.
+
+        Returns True when earlier work is reused.
+        """
+        if self.fingerprint() == fingerprint:
+            return True
+        self.wipe()
+        filesystem, inner = fs.filesystem(fs.join(self.root, "_done"), self.storage_options)
+        filesystem.makedirs(inner, exist_ok=True)
+        fs.atomic_write_bytes(fs.join(self.root, "fingerprint.json"),
+                              json.dumps({"fingerprint": fingerprint}).encode(), self.storage_options)
+        return False
+
+    def wipe(self) -> None:
+        filesystem, inner = fs.filesystem(self.root, self.storage_options)
+        if filesystem.exists(inner):
+            filesystem.rm(inner, recursive=True)
 
     # --- reading -----------------------------------------------------------
 
