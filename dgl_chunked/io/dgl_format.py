@@ -38,7 +38,7 @@ import numpy.typing as npt
 from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.errors import DGLFormatError
+from dgl_chunked.errors import DglChunkedError, DGLFormatError
 from dgl_chunked.io._dgl_blocks import ArrayBlocks, as_stream, write_ndarray
 from dgl_chunked.io._dgl_describe import describe, format_annotation
 from dgl_chunked.io._dgl_graph_read import read_graph_file, read_tensor_file
@@ -52,7 +52,7 @@ from dgl_chunked.io._dgl_records import (
     pack_string,
     pack_u64,
 )
-from dgl_chunked.io.fs import filesystem
+from dgl_chunked.io.fs import filesystem, with_filename
 
 __all__ = [
     "BFLOAT16_RAW",
@@ -276,16 +276,37 @@ def _cursor(
 
 @contextmanager
 def _output(path: PathLike, storage_options: StorageOptions) -> Iterator[IO[bytes]]:
-    """Open ``path`` for writing; on any error close it and remove the partial file."""
+    """Open ``path`` for writing; on any error close it and remove the partial file.
+
+    An ``OSError`` from the filesystem (disk full, file-size limit, permissions)
+    is re-raised with ``filename`` set to ``path`` (the errno is kept), so the
+    message names the file being written.
+    """
+    where = os.fspath(path)
     fs, inner = filesystem(path, storage_options)
-    f = fs.open(inner, "wb")
+    try:
+        f = fs.open(inner, "wb")
+    except OSError as err:
+        with_filename(err, where)
+        raise
     try:
         yield f
-    except BaseException:
-        f.close()
-        try:
-            fs.rm(inner)
-        except OSError:
-            logger.warning("could not remove the partial file %s", inner)
+        f.close()  # flushes: a full disk may only show here
+    except BaseException as exc:
+        _discard(f, fs, inner)
+        if isinstance(exc, OSError) and not isinstance(exc, DglChunkedError):
+            with_filename(exc, where)
         raise
-    f.close()
+
+
+def _discard(f: IO[bytes], fs: Any, inner: str) -> None:
+    """Close ``f`` ignoring errors (its buffer cannot be flushed) and remove the file."""
+    try:
+        f.close()
+    except OSError:
+        pass
+    try:
+        if fs.exists(inner):
+            fs.rm(inner)
+    except OSError:
+        logger.warning("could not remove the partial file %s", inner)

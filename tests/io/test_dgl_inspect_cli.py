@@ -80,6 +80,6 @@ def test_inspect_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     code, _, err = run(capsys, str(bad))
     assert code == 1 and err.startswith(f"error: {bad}: corrupt or unsupported DGL file at byte offset 0")
     code, _, err = run(capsys, str(tmp_path / "missing.dgl"))
-    assert code == 1 and "no such file" in err
+    assert code == 1 and err.startswith(f"error: {tmp_path / 'missing.dgl'}: No such file or directory")
     code, _, err = run(capsys, str(bad), "--values", "-1")
     assert code == 2

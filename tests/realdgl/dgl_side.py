@@ -134,7 +134,16 @@ def mode_partition(config: str, out: dict[str, np.ndarray], info: dict) -> None:
 
 
 def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
-    """Every feature through DistTensor, all in-edges of a few seeds, find_edges of all edges."""
+    """Every feature through DistTensor, all in-edges of a few seeds, find_edges of all edges.
+
+    Keys: ``ndata/{ntype}/{name}``, ``edata/{src:rel:dst}/{name}`` (per-type ids);
+    ``find_edges/src|dst``: endpoints of every edge as homogeneous (new) ids, in
+    homogeneous edge-id order; ``find_edges/{etype}/src|dst``: per-type ids.
+    Sampling (fanout -1): homogeneous ``sample/seeds|src|dst|eid``; heterogeneous
+    ``sample/seeds/{ntype}`` and ``sample/{etype}/src|dst|eid`` (per-type ids).
+    """
+    from dgl.distributed.graph_services import find_edges as homo_find_edges
+
     info["ntypes"], info["etypes"] = list(g.ntypes), [etype_str(c) for c in g.canonical_etypes]
     for nt in g.ntypes:
         for name in g.nodes[nt].data:
@@ -142,13 +151,26 @@ def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
     for c in g.canonical_etypes:
         for name in g.edges[c].data:
             out[f"edata/{etype_str(c)}/{name}"] = to_numpy(g.edges[c].data[name][torch.arange(g.num_edges(c))])
-    seeds = torch.arange(min(g.num_nodes(), 8))
+    src, dst = homo_find_edges(g, torch.arange(g.num_edges()))
+    out["find_edges/src"], out["find_edges/dst"] = to_numpy(src), to_numpy(dst)
+    if len(g.canonical_etypes) == 1:
+        seeds = torch.arange(min(g.num_nodes(), 8))
+        sub = dgl.distributed.sample_neighbors(g, seeds, -1)
+        src, dst = sub.edges()
+        out["sample/seeds"], out["sample/src"], out["sample/dst"] = to_numpy(seeds), to_numpy(src), to_numpy(dst)
+        out["sample/eid"] = to_numpy(sub.edata[dgl.EID])
+        return
+    for c in g.canonical_etypes:
+        src, dst = g.find_edges(torch.arange(g.num_edges(c)), etype=c)
+        out[f"find_edges/{etype_str(c)}/src"], out[f"find_edges/{etype_str(c)}/dst"] = to_numpy(src), to_numpy(dst)
+    seeds = {nt: torch.arange(min(g.num_nodes(nt), 8)) for nt in g.ntypes if g.num_nodes(nt) > 0}
     sub = dgl.distributed.sample_neighbors(g, seeds, -1)
-    src, dst = sub.edges()
-    out["sample/seeds"], out["sample/src"], out["sample/dst"] = to_numpy(seeds), to_numpy(src), to_numpy(dst)
-    out["sample/eid"] = to_numpy(sub.edata[dgl.EID])
-    found = g.find_edges(torch.arange(g.num_edges()))
-    out["find_edges/src"], out["find_edges/dst"] = to_numpy(found[0]), to_numpy(found[1])
+    for nt, ids in seeds.items():
+        out[f"sample/seeds/{nt}"] = to_numpy(ids)
+    for c in sub.canonical_etypes:
+        src, dst = sub.edges(etype=c)
+        out[f"sample/{etype_str(c)}/src"], out[f"sample/{etype_str(c)}/dst"] = to_numpy(src), to_numpy(dst)
+        out[f"sample/{etype_str(c)}/eid"] = to_numpy(sub.edges[c].data[dgl.EID])
 
 
 def mode_distgraph(config: str, out: dict[str, np.ndarray], info: dict) -> None:
@@ -162,30 +184,51 @@ def mode_distgraph(config: str, out: dict[str, np.ndarray], info: dict) -> None:
 
 
 def mode_distgraph_server(config: str, out: dict[str, np.ndarray], info: dict) -> None:
-    """A real DistGraphServer on 127.0.0.1 (child process) and one DistGraph client (1 partition)."""
+    """A real DistGraphServer on 127.0.0.1 (child process) and one DistGraph client (1 partition).
+
+    The server reports through a pipe once it has loaded the partition (or the pipe
+    closes because it died), so a server that cannot start fails fast instead of
+    leaving the client retrying its connection forever. If the client fails, the
+    server is killed before the error propagates.
+    """
     ip_config = os.path.abspath("ip_config.txt")
-    port = 20000 + os.getpid() % 20000
+    port = int(os.environ.get("DGLC_DIST_PORT", 20000 + os.getpid() % 20000))
     with open(ip_config, "w") as f:
         f.write(f"127.0.0.1 {port}\n")
-    env = dict(os.environ, DGL_DIST_MODE="distributed", DGL_NUM_SERVER="1")
     os.environ.update(DGL_DIST_MODE="distributed", DGL_NUM_SERVER="1")
-    args = [sys.executable, os.path.abspath(__file__), "distserver", config, ip_config, "unused.npz"]
-    server = os.posix_spawn(sys.executable, args, env)
+    ready_r, ready_w = os.pipe()
+    os.set_inheritable(ready_w, True)
+    args = [sys.executable, os.path.abspath(__file__), "distserver", config, ip_config, str(ready_w), "unused.npz"]
+    server = os.posix_spawn(sys.executable, args, dict(os.environ))
+    os.close(ready_w)
     try:
+        if os.read(ready_r, 16) != b"ready":
+            _, status = os.waitpid(server, 0)
+            server = 0
+            raise RuntimeError(
+                f"DistGraphServer failed while loading {config} (wait status {status}); see its stderr above"
+            )
         dgl.distributed.initialize(ip_config)
         with open(config) as f:
             graph_name = json.load(f)["graph_name"]
         gpb = dgl.distributed.load_partition_book(config, 0)[0]
         read_distgraph(dgl.distributed.DistGraph(graph_name, gpb=gpb), out, info)
         dgl.distributed.exit_client()  # shuts the server down
+    except BaseException:
+        if server:
+            os.kill(server, 9)
+            os.waitpid(server, 0)
+        raise
     finally:
-        _, status = os.waitpid(server, 0)
-    info["server_exit_status"] = status
+        os.close(ready_r)
+    _, info["server_exit_status"] = os.waitpid(server, 0)
 
 
-def mode_distserver(config: str, ip_config: str) -> None:
-    """Child of distgraph-server: serve partition 0 until the client exits."""
+def mode_distserver(config: str, ip_config: str, ready_fd: str) -> None:
+    """Child of distgraph-server: load partition 0, report "ready", serve until the client exits."""
     server = dgl.distributed.DistGraphServer(0, ip_config, 1, 1, config, graph_format=["csc", "coo"])
+    os.write(int(ready_fd), b"ready")
+    os.close(int(ready_fd))
     server.start()
 
 
@@ -206,7 +249,7 @@ def main(argv: list[str]) -> int:
     elif mode == "distgraph-server":
         mode_distgraph_server(inputs[0], out, info)
     elif mode == "distserver":
-        mode_distserver(inputs[0], inputs[1])
+        mode_distserver(inputs[0], inputs[1], inputs[2])
         return 0
     else:
         print(f"unknown mode {mode!r}; expected tensors, graphs, partition or distgraph", file=sys.stderr)

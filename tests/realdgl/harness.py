@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,7 @@ __all__ = ["DGL_SIDE", "dgl_python", "require_dgl", "run_dgl", "run_dgl_json", "
 
 DGL_SIDE = Path(__file__).with_name("dgl_side.py")
 _DEFAULT = Path.home() / ".cache" / "dgl_chunked" / "dgl210" / "bin" / "python"
-_TIMEOUT_S = 600
+_TIMEOUT_S = 300
 
 
 def dgl_python() -> str | None:
@@ -52,13 +53,16 @@ def require_dgl() -> str:
     return python
 
 
-def run_dgl(mode: str, *args: str) -> dict[str, np.ndarray]:
+def run_dgl(mode: str, *args: str, timeout: float = _TIMEOUT_S) -> dict[str, np.ndarray]:
     """Run ``dgl_side.py MODE ARGS... OUT.npz`` in the DGL venv and return the arrays.
+
+    The DGL side runs in its own session; on timeout the whole process group
+    (including a ``distgraph-server`` child) is killed.
 
     Raises
     ------
     AssertionError
-        The DGL side failed (non-zero exit); the message carries its stderr.
+        The DGL side failed (non-zero exit) or timed out; the message carries its stderr.
     """
     python = require_dgl()
     with tempfile.TemporaryDirectory(prefix="dglc-realdgl-") as tmp:
@@ -66,19 +70,28 @@ def run_dgl(mode: str, *args: str) -> dict[str, np.ndarray]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.setdefault("OMP_NUM_THREADS", "1")
         cmd = [python, str(DGL_SIDE), mode, *map(str, args), str(target)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, timeout=_TIMEOUT_S, cwd=tmp)
-        if proc.returncode != 0:
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp, start_new_session=True
+        )
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+            problem = f"exit {proc.returncode}"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, stderr = proc.communicate()
+            problem = f"timed out after {timeout:.0f} s and was killed"
+        if proc.returncode != 0 or not target.exists():
             raise AssertionError(
-                f"real DGL failed on {mode} {' '.join(map(str, args))} (exit {proc.returncode}).\n"
-                f"command: {' '.join(cmd)}\n--- stderr (last 6000 chars) ---\n{proc.stderr[-6000:]}"
+                f"real DGL failed on {mode} {' '.join(map(str, args))} ({problem}).\n"
+                f"command: {' '.join(cmd)}\n--- stderr (last 6000 chars) ---\n{stderr[-6000:]}"
             )
         with np.load(target, allow_pickle=False) as npz:
             return {key: npz[key] for key in npz.files}
 
 
-def run_dgl_json(mode: str, *args: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def run_dgl_json(mode: str, *args: str, timeout: float = _TIMEOUT_S) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """:func:`run_dgl`, with the ``__json__`` facts decoded and removed from the arrays."""
-    arrays = run_dgl(mode, *args)
+    arrays = run_dgl(mode, *args, timeout=timeout)
     return arrays, json.loads(str(arrays.pop("__json__")))
 
 

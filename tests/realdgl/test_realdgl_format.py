@@ -211,37 +211,60 @@ def test_load_partition_of_rewritten_golden(tmp_path: Path, golden_dir: Path, go
         assert facts["gpb"]["node_map"] == meta["node_map"] and facts["gpb"]["edge_map"] == meta["edge_map"]
 
 
-def _one_partition(root: Path, formats: tuple[str, ...]) -> tuple[Path, dict[str, np.ndarray]]:
-    """A 1-partition homogeneous partitioning written from scratch by our writer."""
+HOMO = {"ntypes": {"_N": 40}, "etypes": {("_N", "_E", "_N"): 150}}
+HETERO = {
+    "ntypes": {"author": 5, "paper": 11},
+    "etypes": {("author", "writes", "paper"): 9, ("paper", "cites", "paper"): 14},
+}
+
+
+def _one_partition(root: Path, layout: dict[str, Any], formats: tuple[str, ...]) -> tuple[Path, dict[str, Any]]:
+    """A 1-partition partitioning written from scratch by our writer (spec 3.2-3.5).
+
+    Node ids are type-major (local id = new id), edges are ordered by etype id.
+    Returns the config path and the truth: per-type edges and features, and the
+    homogeneous ``src``/``dst`` of every edge.
+    """
     rng = np.random.default_rng(3)
-    n, e = 40, 150
-    truth = {
-        "src": rng.integers(0, n, e),
-        "dst": rng.integers(0, n, e),
-        "feat": rng.standard_normal((n, 4)).astype(np.float32),
-        "label": rng.integers(0, 9, n),
-        "w": rng.standard_normal(e).astype(np.float32),
-    }
+    ntypes, etypes = layout["ntypes"], layout["etypes"]
+    offset = dict(zip(ntypes, np.cumsum([0, *ntypes.values()]).tolist()))
+    truth: dict[str, Any] = {"edges": {}, "nfeat": {}, "efeat": {}}
+    homo_src, homo_dst, ntype_ids, etype_ids = [], [], [], []
+    for t, (nt, n) in enumerate(ntypes.items()):
+        truth["nfeat"][f"{nt}/feat"] = rng.standard_normal((n, 4)).astype(np.float32)
+        truth["nfeat"][f"{nt}/label"] = rng.integers(0, 9, n)
+        ntype_ids.append(np.full(n, t, np.int32))
+    for k, ((st, rel, dt), e) in enumerate(etypes.items()):
+        src, dst = rng.integers(0, ntypes[st], e), rng.integers(0, ntypes[dt], e)
+        truth["edges"][f"{st}:{rel}:{dt}"] = (src, dst)
+        truth["efeat"][f"{st}:{rel}:{dt}/w"] = rng.standard_normal((e, 2))
+        homo_src.append(src + offset[st])
+        homo_dst.append(dst + offset[dt])
+        etype_ids.append(np.full(e, k, np.int32))
+    truth["src"], truth["dst"] = np.concatenate(homo_src), np.concatenate(homo_dst)
+    n, e = sum(ntypes.values()), sum(etypes.values())
     (root / "part0").mkdir(parents=True)
+    ones_n, ones_e = np.ones(n, np.uint8), np.ones(e, np.uint8)
     graph = HomogeneousGraph(
         num_nodes=n,
         src=truth["src"],
         dst=truth["dst"],
-        ndata={"_ID": np.arange(n), "_TYPE": np.zeros(n, np.int32), "inner_node": np.ones(n, np.uint8)},
-        edata={"_ID": np.arange(e), "_TYPE": np.zeros(e, np.int32), "inner_edge": np.ones(e, np.uint8)},
+        ndata={"_ID": np.arange(n), "_TYPE": np.concatenate(ntype_ids), "inner_node": ones_n},
+        edata={"_ID": np.arange(e), "_TYPE": np.concatenate(etype_ids), "inner_edge": ones_e},
     )
     write_graph(root / "part0" / "graph.dgl", graph, formats=formats)
-    write_tensor_dict(root / "part0" / "node_feat.dgl", {"_N/feat": truth["feat"], "_N/label": truth["label"]})
-    write_tensor_dict(root / "part0" / "edge_feat.dgl", {"_N:_E:_N/w": truth["w"]})
+    write_tensor_dict(root / "part0" / "node_feat.dgl", truth["nfeat"])
+    write_tensor_dict(root / "part0" / "edge_feat.dgl", truth["efeat"])
+    emap = dict(zip(truth["edges"], np.cumsum([0, *etypes.values()]).tolist()))
     config = {
         "graph_name": "one",
         "part_method": "random",
         "num_parts": 1,
         "halo_hops": 1,
-        "node_map": {"_N": [[0, n]]},
-        "edge_map": {"_N:_E:_N": [[0, e]]},
-        "ntypes": {"_N": 0},
-        "etypes": {"_N:_E:_N": 0},
+        "node_map": {nt: [[offset[nt], offset[nt] + c]] for nt, c in ntypes.items()},
+        "edge_map": {et: [[emap[et], emap[et] + len(truth["edges"][et][0])]] for et in truth["edges"]},
+        "ntypes": {nt: t for t, nt in enumerate(ntypes)},
+        "etypes": {et: k for k, et in enumerate(truth["edges"])},
         "num_nodes": n,
         "num_edges": e,
         "part-0": {
@@ -255,26 +278,33 @@ def _one_partition(root: Path, formats: tuple[str, ...]) -> tuple[Path, dict[str
 
 
 @pytest.mark.parametrize(
-    ("mode", "formats"), [("distgraph", ("coo",)), ("distgraph-server", ("csc",))], ids=["standalone", "server"]
+    ("mode", "layout", "formats"),
+    [("distgraph", HOMO, ("coo",)), ("distgraph-server", HETERO, ("csc",))],
+    ids=["standalone-homogeneous", "server-heterogeneous"],
 )
-def test_distgraph(tmp_path: Path, mode: str, formats: tuple[str, ...]) -> None:
+def test_distgraph(tmp_path: Path, mode: str, layout: dict[str, Any], formats: tuple[str, ...]) -> None:
     """DistGraph over a partition we wrote: standalone, and a real DistGraphServer on 127.0.0.1."""
     require_dgl()
-    config, truth = _one_partition(tmp_path / "one", formats)
+    config, truth = _one_partition(tmp_path / "one", layout, formats)
     arrays, info = run_dgl_json(mode, str(config))
     if mode == "distgraph-server":
         assert info["server_exit_status"] == 0
-    assert info["ntypes"] == ["_N"] and info["etypes"] == ["_N:_E:_N"]
-    assert np.array_equal(arrays["ndata/_N/feat"], truth["feat"])
-    assert np.array_equal(arrays["ndata/_N/label"], truth["label"])
-    assert np.array_equal(arrays["edata/_N:_E:_N/w"], truth["w"])
-    assert np.array_equal(arrays["find_edges/src"], truth["src"]) and np.array_equal(
-        arrays["find_edges/dst"], truth["dst"]
-    )
-    seeds = set(arrays["sample/seeds"].tolist())
-    expected = sorted((int(s), int(d), k) for k, (s, d) in enumerate(zip(truth["src"], truth["dst"])) if d in seeds)
-    sampled = sorted(zip(arrays["sample/src"].tolist(), arrays["sample/dst"].tolist(), arrays["sample/eid"].tolist()))
-    assert sampled == expected  # fanout -1: every in-edge of every seed, with its edge id
+    assert info["ntypes"] == list(layout["ntypes"]) and info["etypes"] == list(truth["edges"])
+    for key, value in truth["nfeat"].items():
+        assert np.array_equal(arrays[f"ndata/{key}"], value) and arrays[f"ndata/{key}"].dtype == value.dtype
+    for key, value in truth["efeat"].items():
+        assert np.array_equal(arrays[f"edata/{key}"], value)
+    assert np.array_equal(arrays["find_edges/src"], truth["src"])
+    assert np.array_equal(arrays["find_edges/dst"], truth["dst"])
+    for etype, (src, dst) in truth["edges"].items():
+        prefix = "sample" if len(truth["edges"]) == 1 else f"sample/{etype}"
+        if len(truth["edges"]) > 1:
+            assert np.array_equal(arrays[f"find_edges/{etype}/src"], src)
+            assert np.array_equal(arrays[f"find_edges/{etype}/dst"], dst)
+        seeds = set(range(min(layout["ntypes"][etype.split(":")[2]], 8)))
+        expected = sorted((int(s), int(d), k) for k, (s, d) in enumerate(zip(src, dst)) if d in seeds)
+        got = zip(arrays[f"{prefix}/src"].tolist(), arrays[f"{prefix}/dst"].tolist(), arrays[f"{prefix}/eid"].tolist())
+        assert sorted(got) == expected  # fanout -1: every in-edge of every seed, with its edge id
 
 
 def test_graphdata_matches_dgl_for_hetero_golden(graph_run: Any, golden_dir: Path) -> None:
