@@ -42,7 +42,7 @@ def graph(tmp_path_factory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("resume")
     chunked, assign, clean = root / "chunked", root / "assign", root / "clean"
     assert main(["synth", "--out-dir", str(chunked), "--preset", "homogeneous", "--num-nodes",
-                 "200000", "--num-edges", "3000000", "--num-chunks", "24", "--feat-dim", "8"]) == 0
+                 "100000", "--num-edges", "1200000", "--num-chunks", "16", "--feat-dim", "8"]) == 0
     assert main(["partition", "--in-dir", str(chunked), "--out-dir", str(assign),
                  "--num-parts", "6", "--seed", "1"]) == 0
     import dask
