@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import dask.array as da
+import numpy as np
+
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
-from dgl_chunked.io.assignment import write_assignment
+from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions
 
@@ -24,6 +27,7 @@ def run(
     balance_ntypes: Sequence[str] | None = None,
     balance_edges: bool = False,
     partitions_dir: PathLike | None = None,
+    num_trainers_per_machine: int = 1,
     options: DispatchOptions | None = None,
     storage_options: StorageOptions = None,
     client: Any = None,
@@ -40,6 +44,10 @@ def run(
         Passed to :func:`~dgl_chunked.partition.assign_partitions`.
     partitions_dir
         Also keep the assignment there, in DGL's layout (``<ntype>.txt``).
+    num_trainers_per_machine
+        As in DGL's ``partition_graph``: assign ``num_parts * T`` parts, store each
+        node's part as node data ``trainer_id`` (``node_feat.dgl`` key
+        ``<ntype>/trainer_id``), and coalesce parts ``[p*T, (p+1)*T)`` into partition ``p``.
     options, storage_options, client
         As for :func:`~dgl_chunked.dispatch.dispatch`.
 
@@ -49,8 +57,17 @@ def run(
     """
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
-    parts = assign_partitions(graph, num_parts, method=method, seed=seed,
+    trainers = num_trainers_per_machine
+    if trainers < 1:
+        raise ValueError(f"num_trainers_per_machine must be >= 1, found {trainers}")
+    parts = assign_partitions(graph, num_parts * trainers, method=method, seed=seed,
                               balance_ntypes=balance_ntypes, balance_edges=balance_edges)
+    extra: dict[str, dict[str, da.Array]] = {}
+    if trainers > 1:
+        # Like DGL's partition_graph: partition per trainer, keep the trainer in node data
+        # "trainer_id", then coalesce each machine's trainers into one partition.
+        extra = {t: {"trainer_id": p.astype(np.int64)} for t, p in parts.items()}
+        parts = {t: (p // trainers).astype(np.int32) for t, p in parts.items()}
     if partitions_dir is not None:
         write_assignment(partitions_dir, parts, num_parts=num_parts, algo_name=method,
                          storage_options=storage_options, overwrite=True)
@@ -62,5 +79,10 @@ def run(
         from dataclasses import replace
 
         opts = replace(opts, part_method=method)
-    return dispatch(graph, assignment, out_dir, num_parts=num_parts, options=opts,
-                    storage_options=storage_options, client=client)
+    try:
+        return dispatch(graph, assignment, out_dir, num_parts=num_parts, options=opts,
+                        storage_options=storage_options, client=client, extra_node_data=extra)
+    except BaseException:
+        if partitions_dir is not None:  # a failed run leaves no complete-looking assignment
+            retract_assignment(partitions_dir, storage_options=storage_options)
+        raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
@@ -12,22 +13,12 @@ from typing import Any
 
 import dask
 import dask.array as da
-import numpy as np
-import numpy.typing as npt
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.dispatch.finalize import FeatureStage, PartitionPlan, part_dir_name, write_partition
+from dgl_chunked.dispatch.finalize import PartitionPlan, part_dir_name, write_partition
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
-from dgl_chunked.dispatch.stages import (
-    feature_array,
-    node_array,
-    stage_edge_chunk,
-    stage_edge_feature_chunk,
-    stage_new_nid_block,
-    stage_node_feature_chunk,
-    stage_part_block,
-)
-from dgl_chunked.dispatch.staging import MISSING, Staging, resumable
+from dgl_chunked.dispatch.staging import MISSING, Staging
+from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import EmptyPartitionWarning, OutputExistsError, UnsupportedFormatError
 from dgl_chunked.io import fs
 from dgl_chunked.io.assignment import open_assignment
@@ -82,6 +73,7 @@ class DispatchResult:
     config_path: str
     config: PartitionConfig
     partitions: list[dict[str, int]] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def dispatch(
@@ -93,6 +85,7 @@ def dispatch(
     options: DispatchOptions | None = None,
     storage_options: StorageOptions = None,
     client: Any = None,
+    extra_node_data: Mapping[str, Mapping[str, da.Array]] | None = None,
 ) -> DispatchResult:
     """Write DGL distributed partitions of ``graph`` as assigned by ``assignment``.
 
@@ -113,6 +106,9 @@ def dispatch(
         fsspec options for ``out_dir`` and the staging.
     client
         A ``distributed.Client``; default: the current scheduler.
+    extra_node_data
+        More node data to write into ``node_feat.dgl``, computed rather than read:
+        ``{ntype: {name: dask array with one row per node}}`` (e.g. ``trainer_id``).
 
     Returns
     -------
@@ -133,16 +129,19 @@ def dispatch(
     out = str(out_dir)
     _prepare_out_dir(out, opts.overwrite, storage_options)
     staging = Staging(opts.staging_dir or fs.join(out, "_staging"), storage_options)
-    fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options)
+    fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options,
+                               extra_node_data or {})
     if staging.start(fingerprint):
         logger.info("resuming from the staging in %s", staging.root)
     runner = _Runner(client=client, progress=opts.progress)
     meta = graph.metadata
 
-    node_layout, node_starts, node_counts = _stage_nodes(graph, parts, num_parts, staging, opts, runner)
+    node_layout, node_starts, node_counts = stage_nodes(graph, parts, num_parts, staging,
+                                                        opts.block_rows, runner)
     _warn_empty(meta.node_data, meta.node_types, node_layout, "node")
-    edge_counts, node_feats, edge_feats = _stage_edges_and_features(
-        graph, staging, node_layout, num_parts, runner)
+    edge_counts, node_feats, edge_feats = stage_edges_and_features(
+        graph, staging, node_layout, num_parts, runner,
+        extra_node_data=extra_node_data or {}, block_rows=opts.block_rows)
     edge_layout = layout_ids(edge_counts)
     etypes = tuple(e.name for e in meta.edge_types)
     _warn_empty(meta.edge_data, etypes, edge_layout, "edge")
@@ -170,7 +169,8 @@ def dispatch(
     path = write_partition_config(out, config, storage_options=storage_options)
     if not opts.keep_staging:
         staging.wipe()
-    return DispatchResult(config_path=path, config=config, partitions=summaries)
+    return DispatchResult(config_path=path, config=config, partitions=summaries,
+                          stage_seconds=dict(runner.seconds))
 
 
 def _check_formats(formats: Sequence[str]) -> None:
@@ -241,7 +241,8 @@ def _write_partition_once(plan: PartitionPlan, part: int) -> dict[str, int]:
 
 
 def _fingerprint(graph: ChunkedGraph, assignment: Any, parts: Mapping[str, da.Array], num_parts: int,
-                 opts: DispatchOptions, storage_options: StorageOptions) -> str:
+                 opts: DispatchOptions, storage_options: StorageOptions,
+                 extra_node_data: Mapping[str, Mapping[str, da.Array]]) -> str:
     """Identify the input files, the assignment and the options: a resumed run must match."""
     from dask.base import tokenize
 
@@ -258,7 +259,8 @@ def _fingerprint(graph: ChunkedGraph, assignment: Any, parts: Mapping[str, da.Ar
         names = [*(f"{t}.txt" for t in graph.metadata.node_types), "partition_meta.json"]
         assign_token = tokenize(*(_stat(fs.join(str(assignment), n), storage_options) for n in names))
     option_token = tokenize(opts.save_orig_nids, opts.save_orig_eids, opts.graph_formats,
-                            opts.block_rows, opts.part_method)
+                            opts.block_rows, opts.part_method,
+                            sorted((t, n, tokenize(a)) for t, d in extra_node_data.items() for n, a in d.items()))
     return str(tokenize(graph.metadata.fingerprint(), [_stat(f, storage_options) for f in files],
                         assign_token, num_parts, option_token))
 
@@ -280,9 +282,17 @@ class _Runner:
     def __init__(self, *, client: Any, progress: bool) -> None:
         self.client = client
         self.progress = progress
+        self.seconds: dict[str, float] = {}
 
     def compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
         logger.info("dispatch stage: %s (%d tasks)", stage, len(tasks))
+        start = time.perf_counter()
+        try:
+            return self._compute(tasks, stage)
+        finally:
+            self.seconds[stage] = time.perf_counter() - start
+
+    def _compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
         if not tasks:
             return ()
         client = self.client or _current_client()
@@ -308,121 +318,6 @@ def _current_client() -> Any:
         return default_client()
     except (ImportError, ValueError):
         return None
-
-
-def _stage_nodes(
-    graph: ChunkedGraph, parts: Mapping[str, da.Array], num_parts: int, staging: Staging,
-    opts: DispatchOptions, runner: _Runner,
-) -> tuple[IdLayout, tuple[tuple[int, ...], ...], tuple[npt.NDArray[np.int64], ...]]:
-    """Store the assignment, lay out new node IDs, number every node."""
-    meta = graph.metadata
-    count_tasks: list[Any] = []
-    starts_per_type = []
-    for ntype in meta.node_types:
-        n = meta.num_nodes(ntype)
-        arr = parts[ntype].astype(np.int32).rechunk(opts.block_rows) if n else None
-        for what, dtype in (("part", np.int32), ("new_nid", np.int64), ("sorted_type_nid", np.int64)):
-            staging.ensure(node_array(ntype, what), (n,), dtype, chunks=(max(1, min(opts.block_rows, n)),))
-        starts = tuple(range(0, n, opts.block_rows))
-        starts_per_type.append(starts)
-        if arr is None:
-            continue
-        for b, block in enumerate(arr.to_delayed().ravel()):
-            count_tasks.append(dask.delayed(resumable, pure=False)(
-                staging, f"assign/{ntype}/{b}", stage_part_block,
-                staging, ntype, starts[b], block, num_parts, f"assignment of {ntype!r}",
-                dask_key_name=("dglc-stage-assignment", len(count_tasks))))
-    flat = iter(runner.compute(count_tasks, "stage assignment"))
-    counts = tuple(np.array([next(flat) for _ in s], dtype=np.int64).reshape(len(s), num_parts)
-                   for s in starts_per_type)
-    layout = layout_ids(counts)
-    number_tasks = [
-        dask.delayed(resumable, pure=False)(
-            staging, f"number/{ntype}/{b}", stage_new_nid_block,
-            staging, ntype, start, min(start + opts.block_rows, meta.num_nodes(ntype)),
-            layout.block_bases[t][b], dask_key_name=("dglc-number-nodes", t, b))
-        for t, ntype in enumerate(meta.node_types)
-        for b, start in enumerate(starts_per_type[t])
-    ]
-    runner.compute(number_tasks, "number nodes")
-    return layout, tuple(starts_per_type), counts
-
-
-def _stage_edges_and_features(
-    graph: ChunkedGraph, staging: Staging, node_layout: IdLayout, num_parts: int, runner: _Runner,
-) -> tuple[list[npt.NDArray[np.int64]], tuple[FeatureStage, ...], tuple[FeatureStage, ...]]:
-    meta = graph.metadata
-    part_starts = node_layout.part_starts
-    edge_tasks: dict[str, list[Any]] = {}
-    for spec in meta.edge_types:
-        edge_tasks[spec.name] = [
-            dask.delayed(resumable, pure=False)(
-                staging, f"edges/{spec.name}/{c}", stage_edge_chunk,
-                staging, spec.name, c, ref, spec.src_type, spec.dst_type,
-                meta.num_nodes(spec.src_type), meta.num_nodes(spec.dst_type), part_starts,
-                dask_key_name=("dglc-stage-edges", meta.etype_id(spec.name), c))
-            for c, ref in enumerate(graph.edge_chunks(spec.name))
-        ]
-    node_feat_tasks = _node_feature_tasks(graph, staging, num_parts)
-    edge_feat_tasks = _edge_feature_tasks(graph, staging, num_parts, edge_tasks)
-    all_edge = [t for tasks in edge_tasks.values() for t in tasks]
-    all_feat = [t for _, tasks in node_feat_tasks + edge_feat_tasks for t in tasks]
-    results = iter(runner.compute(all_edge + all_feat, "stage edges and features"))
-    edge_counts = [np.array([next(results) for _ in edge_tasks[s.name]], dtype=np.int64)
-                   .reshape(len(edge_tasks[s.name]), num_parts) for s in meta.edge_types]
-    node_feats = _feature_stages(graph, "node", node_feat_tasks, results)
-    edge_feats = _feature_stages(graph, "edge", edge_feat_tasks, results)
-    return edge_counts, node_feats, edge_feats
-
-
-FeatureTasks = list[tuple[tuple[str, str], list[Any]]]
-
-
-def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int) -> FeatureTasks:
-    out: FeatureTasks = []
-    for ntype, feats in graph.metadata.node_data.items():
-        for feat in feats:
-            refs = graph.node_feature_chunks(ntype, feat)
-            out.append(((ntype, feat), [
-                dask.delayed(resumable, pure=False)(
-                    staging, f"node_feat/{ntype}/{feat}/{k}", stage_node_feature_chunk,
-                    staging, ntype, feat, k, ref, num_parts,
-                    dask_key_name=("dglc-stage-node-features", ntype, feat, k))
-                for k, ref in enumerate(refs)]))
-    return out
-
-
-def _edge_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int,
-                        edge_tasks: Mapping[str, list[Any]]) -> FeatureTasks:
-    out: FeatureTasks = []
-    for etype, feats in graph.metadata.edge_data.items():
-        refs_e = graph.edge_chunks(etype)
-        bounds = [r.start for r in refs_e] + [refs_e[-1].stop if refs_e else 0]
-        for feat in feats:
-            refs = graph.edge_feature_chunks(etype, feat)
-            out.append(((etype, feat), [
-                dask.delayed(resumable, pure=False)(
-                    staging, f"edge_feat/{etype}/{feat}/{k}", stage_edge_feature_chunk,
-                    staging, etype, feat, k, ref, num_parts, bounds, *edge_tasks[etype],
-                    dask_key_name=("dglc-stage-edge-features", etype, feat, k))
-                for k, ref in enumerate(refs)]))
-    return out
-
-
-def _feature_stages(graph: ChunkedGraph, kind: str, tasks: FeatureTasks,
-                    results: Any) -> tuple[FeatureStage, ...]:
-    meta = graph.metadata
-    stages = []
-    for (type_name, feat), feat_tasks in tasks:
-        counts = tuple(tuple(int(x) for x in next(results)) for _ in feat_tasks)
-        dtype, row_shape = graph.feature_info(kind, type_name, feat)  # type: ignore[arg-type]
-        type_index = meta.ntype_id(type_name) if kind == "node" else meta.etype_id(type_name)
-        stages.append(FeatureStage(
-            key=f"{type_name}/{feat}",
-            arrays=tuple(feature_array(kind, type_name, feat, k) for k in range(len(feat_tasks))),
-            counts=counts, dtype=np.dtype(dtype).str, row_shape=tuple(row_shape),
-            type_index=type_index))
-    return tuple(stages)
 
 
 def _warn_empty(data: Mapping[str, Mapping[str, Any]], names: Sequence[str], layout: IdLayout,

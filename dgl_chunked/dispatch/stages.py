@@ -29,6 +29,7 @@ __all__ = [
     "stage_new_nid_block",
     "stage_edge_chunk",
     "stage_node_feature_chunk",
+    "stage_node_data_block",
     "stage_edge_feature_chunk",
 ]
 
@@ -141,6 +142,17 @@ def stage_node_feature_chunk(
     owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
     return _stage_feature_rows(staging, feature_array("node", ntype, feat, chunk), rows,
                                np.asarray(owner[ref.start : ref.stop]), num_parts)
+
+
+def stage_node_data_block(
+    staging: Staging, ntype: str, name: str, block: int, start: int, rows: npt.NDArray[Any],
+    num_parts: int,
+) -> npt.NDArray[np.int64]:
+    """Group one block of computed node data (rows ``start...``) by owner and store it."""
+    rows = np.asarray(rows)
+    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
+    return _stage_feature_rows(staging, feature_array("node", ntype, name, block), rows,
+                               np.asarray(owner[start : start + rows.shape[0]]), num_parts)
 
 
 def edge_owner_range(

@@ -33,7 +33,8 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,7 @@ __all__ = [
     "read_assignment_sidecar",
     "open_assignment",
     "write_assignment",
+    "retract_assignment",
 ]
 
 logger = logging.getLogger(__name__)
@@ -100,12 +102,21 @@ def dgl_algo_name(method: str) -> str:
 # --- partition_meta.json ---------------------------------------------------------
 
 
+def _not_a_file(path: str, storage_options: StorageOptions) -> bool:
+    """True when ``path`` exists but is a directory (a file was expected)."""
+    fs, inner = _fs.filesystem(path, storage_options)
+    return bool(fs.isdir(inner))
+
+
 def _load_json(path: str, storage_options: StorageOptions, what: str) -> Any:
     if not _fs.exists(path, storage_options):
         raise AssignmentError(
             f"{path}: expected {what}, found no such file; write it (dgl-chunked partition) "
             f"or point to a complete assignment directory"
         )
+    if _not_a_file(path, storage_options):
+        raise AssignmentError(f"{path}: expected {what} in a file, found a directory; "
+                              "replace it with the file")
     with _fs.open_file(path, "rb", storage_options) as f:
         raw = f.read()
     try:
@@ -336,6 +347,10 @@ def open_assignment(
     if missing:
         raise AssignmentError(f"{missing[0]}: expected one <ntype>.txt per node type, found no such "
                               f"file (missing: {missing}); write every node type's assignment")
+    dirs = [p for p in paths.values() if _not_a_file(p, storage_options)]
+    if dirs:
+        raise AssignmentError(f"{dirs[0]}: expected a text file of partition IDs, found a directory; "
+                              "replace it with the <ntype>.txt file")
     sidecar = _sidecar_or_none(assign_dir, storage_options)
     group = _fresh_zarr(assign_dir, sidecar if sidecar and sidecar.get("num_parts") == meta.num_parts else None,
                         paths, storage_options)
@@ -415,11 +430,22 @@ def _write_block(values: npt.NDArray[Any], *, text_path: str, zarr_path: str, nt
                  num_parts: int, storage_options: StorageOptions) -> int:
     """Dask kernel: one block -> its text piece and its (chunk-aligned) Zarr region."""
     text = encode_assignment_block(values, num_parts=num_parts, start=start, ntype=ntype)
-    with _fs.open_file(text_path, "wb", storage_options) as f:
+    with _naming(text_path), _fs.open_file(text_path, "wb", storage_options) as f:
         f.write(text)
-    target: Any = _zarr_group(zarr_path, "r+", storage_options)[ntype]
-    target[start:start + len(values)] = np.asarray(values, np.int32)
+    with _naming(zarr_path):
+        target: Any = _zarr_group(zarr_path, "r+", storage_options)[ntype]
+        target[start:start + len(values)] = np.asarray(values, np.int32)
     return len(values)
+
+
+@contextmanager
+def _naming(path: str) -> Iterator[None]:
+    """Name ``path`` in an OSError raised inside (a full disk says nothing of the file)."""
+    try:
+        yield
+    except OSError as err:
+        _fs.with_filename(err, path)
+        raise
 
 
 def _as_blocks(values: Any, ntype: str) -> da.Array:
@@ -508,15 +534,17 @@ def write_assignment(
     out = str(assign_dir)
     _prepare_dir(out, [f"{t}.txt" for t in parts], overwrite, storage_options)
     zarr_path, tmp_dir = _fs.join(out, ZARR_NAME), _fs.join(out, ".dglc-tmp")
-    group = _zarr_group(zarr_path, "w", storage_options)
+    with _naming(zarr_path):
+        group = _zarr_group(zarr_path, "w", storage_options)
     pieces: dict[str, list[str]] = {}
     tasks = []
     write = dask.delayed(_write_block, pure=True)
     for ntype, values in parts.items():
         arr = _as_blocks(values, ntype)
         n, chunk = int(arr.shape[0]), int(arr.chunks[0][0]) or 1
-        group.create_array(ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0,
-                           compressors=None, overwrite=True)
+        with _naming(zarr_path):
+            group.create_array(ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0,
+                               compressors=None, overwrite=True)
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])]).tolist()
         pieces[ntype] = [f"{tmp_dir}/{ntype}.{i}.txt" for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
         tasks += [write(arr.blocks[i], text_path=f"{tmp_dir}/{ntype}.{i}.txt", zarr_path=zarr_path, ntype=ntype,
@@ -541,7 +569,7 @@ def _concatenate(out: str, ntype: str, pieces: list[str], storage_options: Stora
     """Stream the text pieces into ``<ntype>.txt`` (temp name, then rename); its stamp."""
     path = _fs.join(out, f"{ntype}.txt")
     fs, inner = _fs.filesystem(path, storage_options)
-    with fs.open(inner + ".tmp-dglc", "wb") as dst:
+    with _naming(path), fs.open(inner + ".tmp-dglc", "wb") as dst:
         for piece in pieces:
             with _fs.open_file(piece, "rb", storage_options) as src:
                 while data := src.read(_SCAN_BLOCK):
@@ -562,3 +590,19 @@ def _write_sidecar(out: str, meta: PartitionMeta, stamps: dict[str, list[Any]],
             "token": hashlib.sha256(json.dumps(stamps, sort_keys=True).encode()).hexdigest()[:16]}
     _fs.atomic_write_bytes(_fs.join(out, SIDECAR_NAME),
                            json.dumps(body, indent=2, sort_keys=True, default=str).encode(), storage_options)
+
+
+def retract_assignment(assign_dir: PathLike, *, storage_options: StorageOptions = None) -> None:
+    """Remove ``partition_meta.json`` so that ``assign_dir`` no longer looks complete.
+
+    Used when a command that wrote an assignment fails afterwards (for example when
+    the input's edge files turn out to be corrupt): readers refuse a directory
+    without ``partition_meta.json``, and rerunning the command rewrites it.
+    """
+    path = _fs.join(str(assign_dir), META_NAME)
+    fs, inner = _fs.filesystem(path, storage_options)
+    try:
+        if fs.exists(inner):
+            fs.rm(inner)
+    except OSError:
+        logger.warning("could not remove %s after a failure; delete it by hand", path)

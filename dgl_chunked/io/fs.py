@@ -15,7 +15,10 @@ from fsspec.core import url_to_fs
 
 from dgl_chunked._typing import PathLike, StorageOptions
 
-__all__ = ["filesystem", "join", "is_url", "open_file", "exists", "parent", "atomic_write_bytes"]
+__all__ = [
+    "filesystem", "join", "is_url", "open_file", "exists", "parent", "atomic_write_bytes",
+    "with_filename",
+]
 
 
 def is_url(path: PathLike) -> bool:
@@ -67,10 +70,35 @@ def atomic_write_bytes(path: PathLike, data: bytes, storage_options: StorageOpti
     """
     fs, inner = filesystem(path, storage_options)
     if is_url(path) and not os.fspath(path).startswith("file://"):
-        with fs.open(inner, "wb") as f:
-            f.write(data)
+        try:
+            with fs.open(inner, "wb") as f:
+                f.write(data)
+        except OSError as err:
+            with_filename(err, os.fspath(path))
+            raise
         return
     tmp = inner + ".tmp-dglc"
-    with fs.open(tmp, "wb") as f:
-        f.write(data)
-    fs.mv(tmp, inner)
+    try:
+        with fs.open(tmp, "wb") as f:
+            f.write(data)
+        fs.mv(tmp, inner)
+    except OSError as err:
+        try:
+            if fs.exists(tmp):
+                fs.rm(tmp)
+        except OSError:
+            pass
+        with_filename(err, os.fspath(path))
+        raise
+
+
+def with_filename(err: OSError, path: str) -> OSError:
+    """Set ``err.filename`` to ``path`` unless it already names a file; return ``err``.
+
+    The errno and type are kept, so callers re-raise it with a bare ``raise`` and
+    the message (``[Errno 28] No space left on device: 'OUT/part0/graph.dgl'``)
+    names the file that was being written.
+    """
+    if err.filename is None and err.errno is not None:
+        err.filename = path
+    return err

@@ -52,7 +52,7 @@ class PartitionConfig:
 
     @property
     def num_nodes(self) -> int:
-        return sum(r[-1][1] - r[0][0] for r in self.node_map.values()) if self.node_map else 0
+        return sum(e - s for r in self.node_map.values() for s, e in r)
 
     @property
     def num_edges(self) -> int:
