@@ -8,7 +8,10 @@ code 1 (2 for usage errors); anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
+import json
 import logging
 import sys
 from collections.abc import Callable
@@ -24,18 +27,102 @@ F = TypeVar("F", bound=Callable[..., Any])
 logger = logging.getLogger(__name__)
 
 
+# Filesystem errors that are about the environment (space, limits, permissions,
+# paths), not bugs: the CLI reports them in one line, like input errors.
+_SPACE_ERRNOS = {
+    errno.ENOSPC: "free space on that device or choose another --out-dir / --staging-dir",
+    errno.EFBIG: "the file exceeds the file-size limit (ulimit -f) or the filesystem's maximum "
+                 "file size; raise the limit or write elsewhere",
+    errno.EDQUOT: "the disk quota is exhausted; free space or choose another directory",
+    errno.EROFS: "the filesystem is read-only; choose another directory",
+}
+_PATH_ERRNOS = {
+    errno.EACCES: "check the permissions of that path",
+    errno.EPERM: "check the permissions of that path",
+    errno.ENOTDIR: "a component of that path is a file, not a directory; fix the path",
+    errno.EISDIR: "a directory is in the way of a file; fix the path",
+    errno.EEXIST: "something is in the way of that path; remove it or choose another path",
+    errno.ENOENT: "check the path (and the bucket, for URLs)",
+}
+
+
+def _environment_error(err: BaseException) -> OSError | None:
+    """The environment OSError that caused ``err`` (itself, or one in its cause chain:
+    Dask wraps a shuffle's full disk in a RuntimeError), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and not isinstance(current, DglChunkedError) and (
+                current.errno in _SPACE_ERRNOS or (current.errno in _PATH_ERRNOS and current.filename)):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _os_error_message(err: OSError, kwargs: dict[str, Any]) -> str | None:
+    """One line for an environment OSError (naming the file), or None for other errors."""
+    code = err.errno
+    if code in _SPACE_ERRNOS:
+        fix = _SPACE_ERRNOS[code]
+    elif code in _PATH_ERRNOS and err.filename is not None:
+        fix = _PATH_ERRNOS[code]
+    else:
+        return None
+    name = errno.errorcode.get(code, str(code))
+    if err.filename is not None:
+        where = f"could not write {err.filename}" if code in _SPACE_ERRNOS else f"{err.filename}"
+    else:  # e.g. inside zarr or a Dask shuffle, which do not say which file
+        out = kwargs.get("out_dir")
+        where = (f"a write failed under {out}, its staging or Dask's local directory" if out
+                 else "a write failed (possibly in Dask's local directory)")
+    return f"{where}: {err.strerror or err} ({name}); {fix}"
+
+
 def user_errors(func: F) -> F:
-    """Turn DglChunkedError into a one-line message and exit code 1."""
+    """Turn DglChunkedError (and environment OSErrors such as a full disk) into a
+    one-line message and exit code 1; ``--log-level DEBUG`` also logs the traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except DglChunkedError as err:
+            logger.debug("user error", exc_info=True)
             click.echo(f"error: {err}", err=True)
+            sys.exit(1)
+        except Exception as err:  # noqa: BLE001 - re-raised unless it is the environment's fault
+            cause = _environment_error(err)
+            if cause is None:
+                raise
+            logger.debug("filesystem error", exc_info=True)
+            click.echo(f"error: {_os_error_message(cause, kwargs)}", err=True)
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _parse_storage_options(ctx: Any, param: Any, value: str | None) -> dict[str, Any] | None:
+    """``--storage-options '{"endpoint_url": "http://..."}'`` -> dict (click callback)."""
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as err:
+        raise click.BadParameter(f"expected a JSON object, found {value!r} ({err})") from err
+    if not isinstance(parsed, dict):
+        raise click.BadParameter(f"expected a JSON object, found {type(parsed).__name__} {value!r}")
+    return parsed
+
+
+def _storage_option(func: F) -> F:
+    """The ``--storage-options JSON`` flag: fsspec options for every path and URL."""
+    return click.option(
+        "--storage-options", "storage_options", metavar="JSON", default=None,
+        callback=_parse_storage_options,
+        help='fsspec options for URLs, e.g. \'{"endpoint_url": "http://127.0.0.1:9000"}\' '
+             "(s3fs also reads AWS_* and FSSPEC_S3_* environment variables).",
+    )(func)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,15 +164,18 @@ _SCHEDULER_HELP = "Existing Dask scheduler address or file (default: local threa
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
+@_storage_option
 @user_errors
 def validate_command(
-    in_dir: str, metadata_filename: str, scheduler: str | None, workers: int | None
+    in_dir: str, metadata_filename: str, scheduler: str | None, workers: int | None,
+    storage_options: dict[str, Any] | None,
 ) -> None:
     """Check metadata.json and every chunk file; print a summary or every problem."""
     from dgl_chunked.io.validate import validate_chunked_graph
 
     with _io_cluster(scheduler, workers):
-        report = validate_chunked_graph(in_dir, metadata_filename=metadata_filename)
+        report = validate_chunked_graph(in_dir, metadata_filename=metadata_filename,
+                                        storage_options=storage_options)
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
     if not report.ok:
@@ -135,10 +225,11 @@ def _synth_options(func: F) -> F:
 
 @cli.command("synth")
 @_synth_options
+@_storage_option
 @user_errors
 def synth_command(
     out_dir: str, preset: str, num_chunks: int, overwrite: bool, scheduler: str | None,
-    workers: int | None, **kw: Any,
+    workers: int | None, storage_options: dict[str, Any] | None, **kw: Any,
 ) -> None:  # fmt: skip
     """Write a synthetic graph in the Chunked Graph Format."""
     import time
@@ -154,7 +245,8 @@ def synth_command(
         spec = SynthSpec.heterogeneous(sizes["scale"], **chunks, **kw)
     start = time.perf_counter()
     with _io_cluster(scheduler, workers):
-        meta = write_synthetic_graph(out_dir, spec, overwrite=overwrite)
+        meta = write_synthetic_graph(out_dir, spec, overwrite=overwrite,
+                                     storage_options=storage_options)
     click.echo(
         f"wrote {meta.graph_name!r} to {out_dir}: {sum(meta.num_nodes_per_type)} nodes, "
         f"{sum(meta.num_edges_per_type or ())} edges in {time.perf_counter() - start:.2f} s"
@@ -175,8 +267,9 @@ def synth_command(
     help="Also print the first N values of every array.",
 )
 @click.option("--annotate", is_flag=True, help="Print every field with its byte offset and size instead.")
+@_storage_option
 @user_errors
-def inspect_command(file: str, values: int, annotate: bool) -> None:
+def inspect_command(file: str, values: int, annotate: bool, storage_options: dict[str, Any] | None) -> None:
     """Show what a DGL .dgl file holds (tensor dict or graph file).
 
     FILE is a local path or an fsspec URL. Tensor dicts list key, dtype and shape;
@@ -186,14 +279,12 @@ def inspect_command(file: str, values: int, annotate: bool) -> None:
     from dgl_chunked.io.dgl_format import annotate_dgl_file, describe_dgl_file, format_annotation
     from dgl_chunked.io.fs import filesystem
 
-    try:
-        if annotate:
-            fs, inner = filesystem(file)
-            click.echo(format_annotation(annotate_dgl_file(file), int(fs.size(inner))), nl=False)
-        else:
-            click.echo(describe_dgl_file(file, values=values), nl=False)
-    except FileNotFoundError as err:
-        raise click.ClickException(f"{file}: no such file ({err})") from err
+    if annotate:
+        fs, inner = filesystem(file, storage_options)
+        rows = annotate_dgl_file(file, storage_options=storage_options)
+        click.echo(format_annotation(rows, int(fs.size(inner))), nl=False)
+    else:
+        click.echo(describe_dgl_file(file, values=values, storage_options=storage_options), nl=False)
 
 
 # --- commands: partition, report (assignment) ---------------------------------
@@ -230,30 +321,38 @@ def _assignment_cluster_options(func: F) -> F:
 @click.option("--overwrite", is_flag=True, help="Replace an existing assignment in --out-dir.")
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @_assignment_cluster_options
+@_storage_option
 @user_errors
 def partition_command(in_dir: str, out_dir: str, num_parts: int, method: str, seed: int,
                       balance_ntypes: str | None, balance_edges: bool, max_memory: str | None, overwrite: bool,
-                      metadata_filename: str, scheduler: str | None, workers: int | None) -> None:
+                      metadata_filename: str, scheduler: str | None, workers: int | None,
+                      storage_options: dict[str, Any] | None) -> None:
     """Assign every node to a partition; write ASSIGN/ and ASSIGN/report.json."""
     from dask.utils import parse_bytes
 
-    from dgl_chunked.io.assignment import open_assignment, write_assignment
+    from dgl_chunked.io.assignment import open_assignment, retract_assignment, write_assignment
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.io.fs import join
     from dgl_chunked.partition import assign_partitions, compute_partition_report
 
+    so = storage_options
     balance = [b.strip() for b in balance_ntypes.split(",") if b.strip()] if balance_ntypes else None
-    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename)
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=so)
     with _assignment_cluster(scheduler, workers):
         parts = assign_partitions(graph, num_parts, method=method, seed=seed, balance_ntypes=balance,
                                   balance_edges=balance_edges,
                                   max_memory=parse_bytes(max_memory) if max_memory else None)
         write_assignment(out_dir, parts, num_parts=num_parts, algo_name=method, overwrite=overwrite,
-                         provenance={"seed": seed, "balance_ntypes": balance, "balance_edges": balance_edges})
-        _, written = open_assignment(out_dir, graph.metadata, num_parts=num_parts,
-                                     chunks={t: graph.node_chunks(t) for t in graph.node_types})
-        report = compute_partition_report(graph, written, num_parts)
-    report.to_json(join(out_dir, "report.json"))
+                         provenance={"seed": seed, "balance_ntypes": balance, "balance_edges": balance_edges},
+                         storage_options=so)
+        try:  # the report reads every edge: a bad input fails here, after the assignment
+            _, written = open_assignment(out_dir, graph.metadata, num_parts=num_parts, storage_options=so,
+                                         chunks={t: graph.node_chunks(t) for t in graph.node_types})
+            report = compute_partition_report(graph, written, num_parts)
+            report.to_json(join(out_dir, "report.json"), storage_options=so)
+        except BaseException:
+            retract_assignment(out_dir, storage_options=so)  # a failed command leaves nothing complete
+            raise
     click.echo(report.to_table())
     click.echo(f"assignment written to {out_dir} (report: {join(out_dir, 'report.json')})")
 
@@ -264,22 +363,129 @@ def partition_command(in_dir: str, out_dir: str, num_parts: int, method: str, se
 @click.option("--json", "json_path", default=None, metavar="OUT", help="Also write the report as JSON.")
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @_assignment_cluster_options
+@_storage_option
 @user_errors
 def report_command(in_dir: str, partitions_dir: str, json_path: str | None, metadata_filename: str,
-                   scheduler: str | None, workers: int | None) -> None:
+                   scheduler: str | None, workers: int | None, storage_options: dict[str, Any] | None) -> None:
     """Print edge cut, balance and HALO counts of an assignment directory."""
     from dgl_chunked.io.assignment import open_assignment
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.partition import compute_partition_report
 
-    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename)
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     with _assignment_cluster(scheduler, workers):
-        meta, parts = open_assignment(partitions_dir, graph.metadata,
+        meta, parts = open_assignment(partitions_dir, graph.metadata, storage_options=storage_options,
                                       chunks={t: graph.node_chunks(t) for t in graph.node_types})
         report = compute_partition_report(graph, parts, meta.num_parts)
     if json_path:
-        report.to_json(json_path)
+        report.to_json(json_path, storage_options=storage_options)
     click.echo(report.to_table())
+
+
+# --- commands: parmetis-export, parmetis-import (ParMETIS round trip) ---------
+
+
+@cli.command("parmetis-export")
+@click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
+@click.option("--out-dir", required=True, help="Directory for <name>_nodes.txt, <name>_edges.txt, <name>_stats.txt.")
+@click.option("--name", default=None, help="File name prefix (default: the graph name).")
+@click.option("--balance-masks", default=None, metavar="MASK,...",
+              help="Bool node features (train_mask,...) that get a ParMETIS weight column each.")
+@click.option("--dedup", type=click.Choice(["unordered", "ordered"]), default="unordered", show_default=True,
+              help="unordered: u->v and v->u are one edge (ParMETIS symmetrises); ordered: only repeats.")
+@click.option("--overwrite", is_flag=True, help="Replace existing files of the same name.")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@_assignment_cluster_options
+@_storage_option
+@user_errors
+def parmetis_export_command(in_dir: str, out_dir: str, name: str | None, balance_masks: str | None, dedup: str,
+                            overwrite: bool, metadata_filename: str, scheduler: str | None, workers: int | None,
+                            storage_options: dict[str, Any] | None) -> None:
+    """Write ParMETIS input files (pm_dglpart) without self loops or duplicate edges."""
+    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.partition.parmetis import export_parmetis
+
+    masks = [m.strip() for m in balance_masks.split(",") if m.strip()] if balance_masks else []
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    with _assignment_cluster(scheduler, workers):
+        files = export_parmetis(graph, out_dir, name=name, balance_masks=masks, dedup=dedup,  # type: ignore[arg-type]
+                                overwrite=overwrite, storage_options=storage_options)
+    click.echo(f"wrote {files.nodes_path} ({files.num_nodes} nodes, {files.num_node_weights} weights), "
+               f"{files.edges_path} ({files.num_edges} edges), {files.stats_path}")
+    click.echo(f"left out of the edges file: {files.self_loops_dropped} self loop(s), "
+               f"{files.duplicates_dropped} duplicate ({dedup}) edge(s); dispatch still writes them")
+
+
+@cli.command("parmetis-import")
+@click.option("--in-dir", required=True, help="The chunked graph that was exported (or URL).")
+@click.option("--parmetis-output", required=True, multiple=True, metavar="PATH",
+              help="ParMETIS output: p<rank>-<name>_nodes.txt or <orig_nid> <part_id> files, a directory "
+                   "of rank files, or a glob; repeat the flag or list more paths after it.")
+@click.argument("more_outputs", nargs=-1, metavar="[PATH]...")
+@click.option("--out-dir", required=True, help="Assignment directory to write (<ntype>.txt, partition_meta.json).")
+@click.option("--num-parts", type=click.IntRange(min=1), required=True, help="Stored as given, never inferred.")
+@click.option("--name", default=None, help="Only read p<rank>-NAME_nodes.txt from directories.")
+@click.option("--form", type=click.Choice(["auto", "nodes", "gnid"]), default="auto", show_default=True,
+              help="nodes: <ntype_id> <weights...> <type_nid> <part_id>; gnid: <orig_nid> <part_id>.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing assignment in --out-dir.")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@_assignment_cluster_options
+@_storage_option
+@user_errors
+def parmetis_import_command(in_dir: str, parmetis_output: tuple[str, ...], more_outputs: tuple[str, ...],
+                            out_dir: str, num_parts: int, name: str | None, form: str, overwrite: bool,
+                            metadata_filename: str, scheduler: str | None, workers: int | None,
+                            storage_options: dict[str, Any] | None) -> None:
+    """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept."""
+    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.partition.parmetis import import_parmetis
+
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    with _assignment_cluster(scheduler, workers):
+        meta = import_parmetis([*parmetis_output, *more_outputs], graph, out_dir, num_parts=num_parts, name=name,
+                               form=form, overwrite=overwrite, storage_options=storage_options)  # type: ignore[arg-type]
+    click.echo(f"assignment written to {out_dir} ({meta.num_parts} partitions, algo_name {meta.algo_name!r})")
+
+
+# --- commands: chunk (raw inputs -> chunked graph) ----------------------------
+
+
+@cli.command("chunk")
+@click.option("--spec", "spec_path", required=True, metavar="SPEC.{json,yaml}",
+              help="Raw-input spec (format: see the dgl_chunked.chunk docstring / README).")
+@click.option("--out-dir", required=True, help="Chunked graph directory to write (or URL).")
+@click.option("--num-chunks", type=click.IntRange(min=1), required=True,
+              help="Output chunks per type (memory per task is about one chunk).")
+@click.option("--num-buckets", type=click.IntRange(min=1), default=None,
+              help="Hash buckets of the key join and dedup (default: --num-chunks).")
+@click.option("--edge-format", type=click.Choice(["parquet", "csv"]), default="parquet",
+              show_default=True)
+@click.option("--staging-dir", default=None, help="Scratch folder (default OUT/_staging).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+@click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
+@click.option("--memory-limit", metavar="SIZE", default=None,
+              help="LocalCluster memory limit per worker, e.g. 2GiB (with --workers).")
+@user_errors
+def chunk_command(spec_path: str, out_dir: str, num_chunks: int, num_buckets: int | None,
+                  edge_format: str, staging_dir: str | None, overwrite: bool, scheduler: str | None,
+                  workers: int | None, memory_limit: str | None) -> None:
+    """Turn raw arrays (NPY, CSV/TSV, Parquet) described by a spec into a chunked graph."""
+    import contextlib
+    import time
+
+    from dgl_chunked.chunk import chunk_graph
+    from dgl_chunked.cluster import dask_client
+
+    use_cluster = bool(scheduler or workers)
+    start = time.perf_counter()
+    with (dask_client(scheduler, workers=workers, memory_limit=memory_limit) if use_cluster
+          else contextlib.nullcontext()):
+        meta = chunk_graph(spec_path, out_dir, num_chunks=num_chunks, num_buckets=num_buckets,
+                           edge_format=edge_format, staging_dir=staging_dir, overwrite=overwrite)
+    click.echo(f"wrote {meta.graph_name!r} to {out_dir}: {sum(meta.num_nodes_per_type)} nodes in "
+               f"{len(meta.node_types)} types, {sum(meta.num_edges_per_type or ())} edges in "
+               f"{len(meta.edge_types)} types, in {time.perf_counter() - start:.2f} s")
 
 
 # --- commands: dispatch, run, verify ------------------------------------------
@@ -300,7 +506,7 @@ def _cluster_options(func: F) -> F:
     ]
     for option in reversed(options):
         func = option(func)
-    return func
+    return _storage_option(func)
 
 
 def _dispatch_options(func: F) -> F:
@@ -340,11 +546,25 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
     )
 
 
+def _quiet_task_errors() -> None:
+    """On a worker of the CLI's own LocalCluster: do not log failed tasks (their
+    exception reaches the client, which reports it once)."""
+    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
 def _client(kw: dict[str, Any]) -> Any:
+    import distributed  # noqa: F401  (its import sets the "distributed" logger to INFO)
+
     from dgl_chunked.cluster import dask_client
 
-    return dask_client(kw["scheduler"], workers=kw["workers"],
-                       threads_per_worker=kw["threads_per_worker"], memory_limit=kw["memory_limit"])
+    level = logging.getLogger().level
+    logging.getLogger("distributed").setLevel(level)  # honour --log-level
+    with dask_client(kw["scheduler"], workers=kw["workers"], threads_per_worker=kw["threads_per_worker"],
+                     memory_limit=kw["memory_limit"]) as client:
+        if not kw["scheduler"] and level >= logging.WARNING:  # our workers share our stderr
+            client.run(_quiet_task_errors)
+        yield client
 
 
 def _print_result(result: Any) -> None:
@@ -369,11 +589,13 @@ def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
     from dgl_chunked.dispatch import dispatch
     from dgl_chunked.io.chunked import open_chunked_graph
 
-    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"])
+    so = kw["storage_options"]
+    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"], storage_options=so)
     options = _make_dispatch_options(kw)
     with _client(kw) as client:
         click.echo(f"dashboard: {client.dashboard_link}")
-        result = dispatch(graph, partitions_dir, kw["out_dir"], options=options, client=client)
+        result = dispatch(graph, partitions_dir, kw["out_dir"], options=options, client=client,
+                          storage_options=so)
     _print_result(result)
 
 
@@ -386,23 +608,29 @@ def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
               help="Balance these bool node-data masks (methods that support it).")
 @click.option("--balance-edges", is_flag=True)
 @click.option("--partitions-dir", default=None, help="Also keep the assignment here (DGL layout).")
+@click.option("--num-trainers-per-machine", type=click.IntRange(min=1), default=1, show_default=True,
+              help="As DGL's partition_graph: partition per trainer, store node data trainer_id, "
+                   "coalesce each machine's trainers into one partition.")
 @_dispatch_options
 @_cluster_options
 @user_errors
 def run_command(in_dir: str, num_parts: int, method: str, seed: int, balance_ntypes: str | None,
-                balance_edges: bool, partitions_dir: str | None, **kw: Any) -> None:
+                balance_edges: bool, partitions_dir: str | None, num_trainers_per_machine: int,
+                **kw: Any) -> None:
     """Partition and dispatch in one go: chunked graph -> DGL partitions."""
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.pipeline import run
 
-    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"])
+    so = kw["storage_options"]
+    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"], storage_options=so)
     options = _make_dispatch_options(kw, part_method=method)
     balance = tuple(balance_ntypes.split(",")) if balance_ntypes else None
     with _client(kw) as client:
         click.echo(f"dashboard: {client.dashboard_link}")
         result = run(graph, kw["out_dir"], num_parts=num_parts, method=method, seed=seed,
                      balance_ntypes=balance, balance_edges=balance_edges,
-                     partitions_dir=partitions_dir, options=options, client=client)
+                     partitions_dir=partitions_dir, options=options, client=client, storage_options=so,
+                     num_trainers_per_machine=num_trainers_per_machine)
     _print_result(result)
 
 
@@ -410,14 +638,19 @@ def run_command(in_dir: str, num_parts: int, method: str, seed: int, balance_nty
 @click.option("--in-dir", required=True, help="The chunked input graph directory.")
 @click.option("--out-dir", required=True, help="The partition output directory.")
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
+@click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
+@_storage_option
 @user_errors
-def verify_command(in_dir: str, out_dir: str, metadata_filename: str) -> None:
+def verify_command(in_dir: str, out_dir: str, metadata_filename: str, scheduler: str | None,
+                   workers: int | None, storage_options: dict[str, Any] | None) -> None:
     """Check a finished output against its input: every node, edge and feature row."""
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.verify import verify_partitions
 
-    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename)
-    report = verify_partitions(graph, out_dir)
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    with _io_cluster(scheduler, workers):
+        report = verify_partitions(graph, out_dir, storage_options=storage_options)
     if not report.ok:
         for problem in report.problems:
             click.echo(f"problem: {problem}", err=True)
