@@ -521,6 +521,10 @@ def _dispatch_options(func: F) -> F:
         click.option("--staging-dir", default=None, help="Zarr staging location (default OUT/_staging)."),
         click.option("--keep-staging", is_flag=True, help="Keep the Zarr staging after success."),
         click.option("--overwrite", is_flag=True, help="Replace partitions already in --out-dir."),
+        click.option("--halo-hops", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="HALO depth; > 1 keeps HALO edges (in-edges of HALO nodes) as partition_graph."),
+        click.option("--keep-halo-edges", is_flag=True,
+                     help="Keep HALO edges (inner_edge=0) and part_id node data, as partition_graph."),
         click.option("--ip-config", "--ssh-port", "--python-path", "--master-port", "dgl_launch",
                      multiple=True, hidden=True, default=(),
                      help="Accepted for DGL compatibility; Dask replaces ssh launching."),
@@ -543,6 +547,7 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
         save_orig_nids=kw["save_orig_nids"], save_orig_eids=kw["save_orig_eids"],
         graph_formats=formats, staging_dir=kw["staging_dir"], keep_staging=kw["keep_staging"],
         overwrite=kw["overwrite"], progress=not kw["no_progress"], part_method=part_method,
+        halo_hops=kw["halo_hops"], keep_halo_edges=kw["keep_halo_edges"],
     )
 
 

@@ -53,6 +53,13 @@ class DispatchOptions:
         Rows per block of the node-level staged arrays (bounds task memory).
     progress
         Show a progress bar per stage.
+    part_method
+        The partition algorithm's name recorded in the config (default: from the assignment).
+    halo_hops, keep_halo_edges
+        Like ``partition_graph``'s ``num_hops``: with ``keep_halo_edges`` each graph.dgl
+        also holds the in-edges of its HALO nodes up to ``halo_hops`` hops
+        (``inner_edge = 0``) and ``part_id`` node data. ``halo_hops > 1`` implies
+        ``keep_halo_edges``. The default is the chunked pipeline's: 1 hop, owned edges only.
     """
 
     save_orig_nids: bool = False
@@ -64,6 +71,8 @@ class DispatchOptions:
     block_rows: int = 1 << 21
     progress: bool = False
     part_method: str | None = None
+    halo_hops: int = 1
+    keep_halo_edges: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,8 @@ def dispatch(
     """
     opts = options or DispatchOptions()
     _check_formats(opts.graph_formats)
+    if opts.halo_hops < 1:
+        raise ValueError(f"halo_hops must be >= 1, found {opts.halo_hops}")
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
     parts, num_parts, method = _resolve_assignment(graph, assignment, num_parts, storage_options)
@@ -155,6 +166,7 @@ def dispatch(
         node_features=node_feats, edge_features=edge_feats,
         graph_formats=tuple(f for f in GRAPH_FORMATS if f in opts.graph_formats),
         save_orig_nids=opts.save_orig_nids, save_orig_eids=opts.save_orig_eids,
+        halo_hops=opts.halo_hops, keep_halo_edges=opts.keep_halo_edges or opts.halo_hops > 1,
     )
     writes = [dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
               for p in range(num_parts)]
@@ -164,7 +176,7 @@ def dispatch(
         node_map=node_layout.to_map(meta.node_types), edge_map=edge_layout.to_map(etypes),
         ntypes={t: i for i, t in enumerate(meta.node_types)},
         etypes={e: i for i, e in enumerate(etypes)},
-        part_method=opts.part_method or method,
+        part_method=opts.part_method or method, halo_hops=opts.halo_hops,
     )
     path = write_partition_config(out, config, storage_options=storage_options)
     if not opts.keep_staging:
@@ -259,7 +271,7 @@ def _fingerprint(graph: ChunkedGraph, assignment: Any, parts: Mapping[str, da.Ar
         names = [*(f"{t}.txt" for t in graph.metadata.node_types), "partition_meta.json"]
         assign_token = tokenize(*(_stat(fs.join(str(assignment), n), storage_options) for n in names))
     option_token = tokenize(opts.save_orig_nids, opts.save_orig_eids, opts.graph_formats,
-                            opts.block_rows, opts.part_method,
+                            opts.block_rows, opts.part_method, opts.halo_hops, opts.keep_halo_edges,
                             sorted((t, n, tokenize(a)) for t, d in extra_node_data.items() for n, a in d.items()))
     return str(tokenize(graph.metadata.fingerprint(), [_stat(f, storage_options) for f in files],
                         assign_token, num_parts, option_token))

@@ -18,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.dispatch.ids import IdLayout, type_of
+from dgl_chunked.dispatch.halo import HaloEdges, collect_halo_edges
+from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
 from dgl_chunked.dispatch.stages import edge_array, node_array
 from dgl_chunked.dispatch.staging import Staging, segment_bounds
 from dgl_chunked.io import fs
@@ -64,6 +65,8 @@ class PartitionPlan:
     graph_formats: tuple[str, ...]
     save_orig_nids: bool
     save_orig_eids: bool
+    halo_hops: int = 1
+    keep_halo_edges: bool = False
 
     def edge_segments(self, part: int, column: str) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
         """``(etype id, segment)`` of one staged edge column (``new_src``, ``new_dst``, ``type_eid``)."""
@@ -135,57 +138,75 @@ class HaloIndex:
 
 def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
     lo, hi = (int(x) for x in plan.node_layout.part_starts[part : part + 2])
-    halo = _halo_nodes(plan, part, lo, hi)
+    hop1 = _halo_nodes(plan, part, lo, hi)
+    extra = (collect_halo_edges(plan, part, hop1, plan.halo_hops) if plan.keep_halo_edges
+             else HaloEdges.empty())
+    halo = _sorted_unique(np.concatenate([hop1, extra.src[(extra.src < lo) | (extra.src >= hi)]]))
     n_inner = hi - lo
     e_lo = int(plan.edge_layout.ranges[part, 0, 0])
     e_sizes = plan.edge_layout.sizes()[part]
-    n_edges = int(e_sizes.sum())
-    node_sizes = plan.node_layout.sizes()[part]
-
+    n_owned = int(e_sizes.sum())
+    n_edges = n_owned + int(extra.eid.shape[0])
     halo_index = HaloIndex(halo)
+
+    def local(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        out = ids - lo
+        outside = np.flatnonzero((ids < lo) | (ids >= hi))
+        out[outside] = n_inner + halo_index.positions(ids[outside])
+        return out
 
     def local_src() -> Iterator[npt.NDArray[np.int64]]:
         for _, src in plan.edge_segments(part, "new_src"):
-            local = src - lo
-            outside = np.flatnonzero((src < lo) | (src >= hi))
-            local[outside] = n_inner + halo_index.positions(src[outside])
-            yield local
+            yield local(src)
+        yield local(extra.src)
 
     def local_dst() -> Iterator[npt.NDArray[np.int64]]:
         for _, dst in plan.edge_segments(part, "new_dst"):
             yield dst - lo
+        yield local(extra.dst)
 
     def node_ids() -> Iterator[npt.NDArray[np.int64]]:
         yield from _arange_blocks(lo, hi)
         yield halo
 
     def node_types() -> Iterator[npt.NDArray[np.int32]]:
-        yield np.repeat(np.arange(len(plan.ntypes), dtype=np.int32), node_sizes)
+        yield np.repeat(np.arange(len(plan.ntypes), dtype=np.int32), plan.node_layout.sizes()[part])
         yield type_of(halo, plan.node_layout)
 
-    def inner_node() -> Iterator[npt.NDArray[np.uint8]]:
-        yield np.ones(n_inner, np.uint8)
-        yield np.zeros(halo.shape[0], np.uint8)
+    def edge_ids() -> Iterator[npt.NDArray[np.int64]]:
+        yield from _arange_blocks(e_lo, e_lo + n_owned)
+        yield extra.eid
 
     def edge_types() -> Iterator[npt.NDArray[np.int32]]:
         yield np.repeat(np.arange(len(plan.etypes), dtype=np.int32), e_sizes)
+        yield extra.etype
 
     n_nodes = n_inner + int(halo.shape[0])
+    ndata = {
+        "_ID": _blocks((n_nodes,), np.int64, node_ids),
+        "_TYPE": _blocks((n_nodes,), np.int32, node_types),
+        "inner_node": _blocks((n_nodes,), np.uint8, lambda: _flag_blocks(n_inner, n_nodes)),
+    }
+    if plan.keep_halo_edges:  # as partition_graph: the owner of every local node
+        ndata["part_id"] = _blocks((n_nodes,), np.int64, lambda: (
+            owner_of(ids, plan.node_layout.part_starts).astype(np.int64) for ids in node_ids()))
     return HomogeneousGraph(
         num_nodes=n_nodes,
         src=_blocks((n_edges,), np.int64, local_src),
         dst=_blocks((n_edges,), np.int64, local_dst),
-        ndata={
-            "_ID": _blocks((n_nodes,), np.int64, node_ids),
-            "_TYPE": _blocks((n_nodes,), np.int32, node_types),
-            "inner_node": _blocks((n_nodes,), np.uint8, inner_node),
-        },
+        ndata=ndata,
         edata={
-            "_ID": _blocks((n_edges,), np.int64, lambda: _arange_blocks(e_lo, e_lo + n_edges)),
+            "_ID": _blocks((n_edges,), np.int64, edge_ids),
             "_TYPE": _blocks((n_edges,), np.int32, edge_types),
-            "inner_edge": _blocks((n_edges,), np.uint8, lambda: _const_blocks(n_edges, 1, np.uint8)),
+            "inner_edge": _blocks((n_edges,), np.uint8, lambda: _flag_blocks(n_owned, n_edges)),
         },
     )
+
+
+def _flag_blocks(ones: int, total: int) -> Iterator[npt.NDArray[np.uint8]]:
+    """``ones`` ones then zeros up to ``total`` (inner_node / inner_edge)."""
+    yield from _const_blocks(ones, 1, np.uint8)
+    yield from _const_blocks(total - ones, 0, np.uint8)
 
 
 def _feature_tensors(plan: PartitionPlan, features: tuple[FeatureStage, ...], layout: IdLayout,
@@ -267,5 +288,6 @@ def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
         filesystem.rm(final_inner, recursive=True)
     filesystem.mv(tmp_inner, final_inner, recursive=True)
     n_inner = int(plan.node_layout.sizes()[part].sum())
-    return {"inner_nodes": n_inner, "halo_nodes": graph.num_nodes - n_inner,
-            "edges": int(plan.edge_layout.sizes()[part].sum())}
+    n_owned = int(plan.edge_layout.sizes()[part].sum())
+    return {"inner_nodes": n_inner, "halo_nodes": graph.num_nodes - n_inner, "edges": n_owned,
+            "halo_edges": int(graph.edata["_ID"].shape[0]) - n_owned}
