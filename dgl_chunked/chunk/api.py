@@ -1,0 +1,201 @@
+"""Public entry points of ``dgl-chunked chunk``: :func:`chunk_graph`, :func:`read_orig_keys`.
+
+See :mod:`dgl_chunked.chunk` for the spec format and the output layout, and
+:mod:`dgl_chunked.chunk.writer` for the task phases.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.chunk.plan import make_plan
+from dgl_chunked.chunk.spec import RawGraphSpec, parse_spec, read_spec
+from dgl_chunked.chunk.writer import EDGE_EXTENSIONS, NODE_KEYS_FILE, Run
+from dgl_chunked.errors import MetadataError, OutputExistsError
+from dgl_chunked.io import fs as _fs
+from dgl_chunked.io.metadata import ChunkedGraphMetadata, parse_metadata
+
+__all__ = ["chunk_graph", "read_orig_keys"]
+
+logger = logging.getLogger(__name__)
+
+
+# --- the public entry point --------------------------------------------------------------
+
+
+def _load_spec(spec: RawGraphSpec | Mapping[str, Any] | PathLike, storage_options: StorageOptions
+               ) -> RawGraphSpec:
+    if isinstance(spec, RawGraphSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return parse_spec(dict(spec), base_dir=os.getcwd(), storage_options=storage_options)
+    return read_spec(spec, storage_options=storage_options)
+
+
+def _prepare_out_dir(out: str, storage_options: StorageOptions, overwrite: bool) -> None:
+    fs, inner = _fs.filesystem(out, storage_options)
+    if fs.exists(inner) and fs.ls(inner):
+        if not overwrite:
+            raise OutputExistsError(
+                f"{out}: expected a new or empty output directory, found existing files; "
+                "pass overwrite=True (--overwrite) or choose another directory")
+        fs.rm(inner, recursive=True)
+    fs.makedirs(inner, exist_ok=True)
+
+
+def _remove(path: str, storage_options: StorageOptions) -> None:
+    fs, inner = _fs.filesystem(path, storage_options)
+    if fs.exists(inner):
+        fs.rm(inner, recursive=True)
+
+
+def _clear(path: str, storage_options: StorageOptions) -> None:
+    """Remove what a failed run wrote into ``path`` (it was empty, or emptied, before)."""
+    fs, inner = _fs.filesystem(path, storage_options)
+    for child in fs.ls(inner, detail=False) if fs.exists(inner) else []:
+        fs.rm(child, recursive=True)
+
+
+def _execute(run: Run) -> dict[str, Any]:
+    keys, edges = run.read()
+    run.after_read(keys, edges)
+    if any(any(rel.keyed) for rel in run.plan.relations.values()) or keys:
+        run.join()
+    run.dedup()
+    meta = run.metadata(run.write())
+    if keys:
+        text = json.dumps(run.node_keys(keys), indent=4).encode()
+        _fs.atomic_write_bytes(_fs.join(run.out, NODE_KEYS_FILE), text, run.so)
+    return meta
+
+
+def chunk_graph(
+    spec: RawGraphSpec | Mapping[str, Any] | PathLike,
+    out_dir: PathLike,
+    *,
+    num_chunks: int,
+    num_buckets: int | None = None,
+    edge_format: str = "parquet",
+    staging_dir: PathLike | None = None,
+    storage_options: StorageOptions = None,
+    overwrite: bool = False,
+) -> ChunkedGraphMetadata:
+    """Read raw inputs described by ``spec`` and write a chunked graph to ``out_dir``.
+
+    Parameters
+    ----------
+    spec
+        A spec file (``.json``, ``.yaml``), a decoded spec (relative paths resolve
+        against the working directory, or its ``base_dir``), or a parsed
+        :class:`~dgl_chunked.chunk.spec.RawGraphSpec`. See :mod:`dgl_chunked.chunk`.
+    out_dir
+        Output directory (local path or fsspec URL).
+    num_chunks
+        Output chunks (and read blocks) per type, unless a type sets ``num_chunks``.
+        Memory per task is about one chunk of the largest array.
+    num_buckets
+        Hash buckets of the key join and of dedup (default ``num_chunks``).
+    edge_format
+        ``"parquet"`` (default) or ``"csv"`` (space-delimited, as DGL's dispatcher reads).
+    staging_dir
+        Scratch folder (default ``OUT/_staging``); removed at the end.
+    storage_options
+        fsspec options for URLs.
+    overwrite
+        Replace a non-empty ``out_dir`` (else :class:`~dgl_chunked.errors.OutputExistsError`).
+
+    Returns
+    -------
+    ChunkedGraphMetadata
+        The metadata written to ``out_dir/metadata.json``.
+
+    Raises
+    ------
+    MetadataError
+        A bad spec (every problem, each with its JSON path).
+    OutputExistsError
+        ``out_dir`` holds files and ``overwrite`` is False.
+    ChunkReadError, ChunkMismatchError
+        Missing or bad input files or values, naming the spec key, file and row.
+        Problems found before reading data rows are reported before anything is
+        written; after that, a failure removes what the run wrote (best effort: a
+        task already running on a worker may still finish a file), and
+        ``metadata.json``, written last, is never written.
+
+    Examples
+    --------
+    >>> meta = chunk_graph("raw/spec.yaml", "chunked/", num_chunks=8)  # doctest: +SKIP
+    >>> meta.edge_type_names  # doctest: +SKIP
+    ('paper:cites:paper', 'paper:rev-cites:paper', 'author:writes:paper')
+    """
+    if not isinstance(num_chunks, int) or num_chunks < 1:
+        raise MetadataError(f"num_chunks: expected an integer >= 1, found {num_chunks!r}")
+    if edge_format not in EDGE_EXTENSIONS:
+        raise MetadataError(f"edge_format: expected 'parquet' or 'csv', found {edge_format!r}")
+    raw = _load_spec(spec, storage_options)
+    plan = make_plan(raw, num_chunks=num_chunks, num_buckets=num_buckets,
+                     storage_options=storage_options)
+    out = os.fspath(out_dir)
+    out = out if _fs.is_url(out) else os.path.abspath(out)
+    _prepare_out_dir(out, storage_options, overwrite)
+    stage = os.fspath(staging_dir) if staging_dir is not None else _fs.join(out, "_staging")
+    run = Run(plan, out, stage, edge_format)
+    try:
+        meta = _execute(run)
+    except BaseException:
+        _clear(out, storage_options)  # nothing half-written stays behind
+        raise
+    finally:
+        _remove(stage, storage_options)
+    text = json.dumps(meta, indent=4).encode()
+    _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
+    logger.info("wrote %s: %d node types, %d edge types", out, len(meta["node_type"]),
+                len(meta["edge_type"]))
+    return parse_metadata(meta, base_dir=out, storage_options=storage_options)
+
+
+def read_orig_keys(out_dir: PathLike, ntype: str, *, storage_options: StorageOptions = None
+                   ) -> np.ndarray[Any, Any]:
+    """The original key of every node of ``ntype`` (index = dense ID), read eagerly.
+
+    Parameters
+    ----------
+    out_dir
+        A chunked graph written by :func:`chunk_graph` with keys.
+    ntype
+        A node type that had a ``key`` in the spec.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, or object (str) for string keys.
+
+    Raises
+    ------
+    MetadataError
+        No ``node_keys.json``, or ``ntype`` has no keys.
+    """
+    import pyarrow.parquet as pq
+
+    path = _fs.join(os.fspath(out_dir), NODE_KEYS_FILE)
+    try:
+        with _fs.open_file(path, "rb", storage_options) as f:
+            listing = json.load(f)
+    except FileNotFoundError as err:
+        raise MetadataError(f"{path}: expected the key sidecar, found nothing; was the graph "
+                            "chunked with keys?") from err
+    if ntype not in listing:
+        raise MetadataError(f"{path}: expected an entry for {ntype!r}, found {sorted(listing)}")
+    parts = []
+    for rel in listing[ntype]["data"]:
+        with _fs.open_file(_fs.join(os.fspath(out_dir), rel), "rb", storage_options) as f:
+            parts.append(pq.read_table(f).column("orig_key").to_numpy(zero_copy_only=False))
+    dtype = np.int64 if listing[ntype]["dtype"] == "int64" else object
+    return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)

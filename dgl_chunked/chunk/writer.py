@@ -1,0 +1,296 @@
+"""Dask wiring of ``dgl-chunked chunk``: plan, four task phases, metadata last.
+
+1. **read**: one task per key block (writes the ``orig_key`` chunk and the key
+   staging, bucketed by key hash) and per raw edge block (writes IDs, and keys
+   bucketed by hash). Row counts of CSV inputs become known here.
+2. **join** (only with keys): one task per (node type, bucket) joins the keys
+   with every edge end referencing the type; then one task per edge block
+   scatters the IDs back into source order.
+3. **dedup** (only where asked): one map task per edge block hash-partitions
+   ``(src, dst)``; one reduce task per bucket finds the repeats (first occurrence
+   by original edge ID kept).
+4. **write**: one task per output chunk (edges and their reverse, edge features
+   masked like their edges, added self loops and their filled features, node
+   features), each casting dtypes on the way.
+
+Each phase is one ``dask.compute`` on the current scheduler. ``metadata.json``
+is written last and atomically, so a failed run never looks complete; the
+staging folder is removed in any case.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from dask.base import compute
+from dask.delayed import delayed
+
+from dgl_chunked.chunk import tasks
+from dgl_chunked.chunk.plan import GraphPlan, RelationPlan, with_counts
+from dgl_chunked.chunk.readers import EdgeEnds, RowLocator
+from dgl_chunked.io import fs as _fs
+
+__all__ = ["EDGE_EXTENSIONS", "NODE_KEYS_FILE", "Run"]
+
+logger = logging.getLogger(__name__)
+
+NODE_KEYS_FILE = "node_keys.json"
+EDGE_EXTENSIONS = {"parquet": "parquet", "csv": "txt"}
+
+
+def _split(total: int, parts: int) -> list[int]:
+    k = max(min(parts, total), 1)
+    return [total // k + (i < total % k) for i in range(k)]
+
+
+def _bounds(sizes: list[int]) -> list[int]:
+    return [0, *np.cumsum(sizes, dtype=np.int64).tolist()]
+
+
+class Run:
+    """One run of :func:`~dgl_chunked.chunk.api.chunk_graph`: paths, task naming, phase results."""
+
+    def __init__(self, plan: GraphPlan, out: str, stage: str, edge_format: str) -> None:
+        self.plan, self.out, self.stage, self.fmt = plan, out, stage, edge_format
+        self.so = plan.storage_options
+        self.token = uuid.uuid4().hex[:8]
+        self.B = plan.num_buckets
+        self.edge_starts: dict[str, list[int]] = {}
+        self.locators: dict[str, RowLocator] = {}
+        self.joined: set[str] = set()
+        self.drops: dict[str, list[tuple[str, list[int]]]] = {}
+
+    def task(self, func: Any, *args: Any, name: str, **kwargs: Any) -> Any:
+        """A Dask task calling ``func``, labelled ``dglc-chunk-<name>-<run token>``."""
+        return delayed(func, pure=False)(*args, **kwargs, dask_key_name=f"dglc-chunk-{name}-{self.token}")
+
+    def staged(self, *parts: object) -> str:
+        """A path in the staging folder."""
+        return _fs.join(self.stage, "/".join(map(str, parts)))
+
+    def ids_path(self, etype: str, k: int) -> str:
+        """The staged int64 ``[n, 2]`` IDs of read block ``k`` (after the join, if any)."""
+        return self.staged("edges", etype, k, "resolved.npy" if etype in self.joined else "ids.npy")
+
+    # --- phase 1 -------------------------------------------------------------------
+    def read(self) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+        """Phase 1: one task per key block and per raw edge block; returns their results."""
+        keys, edges = {}, {}
+        for t, node in self.plan.nodes.items():
+            if node.key is not None:
+                keys[t] = [self.task(tasks.stage_key_block, node.key, pieces, num_buckets=self.B,
+                                     stage_path=self.staged("keys", t, f"{j}.arrow"),
+                                     out_path=_fs.join(self.out, f"node_keys/{t}/orig_key-{j}.parquet"),
+                                     so=self.so, name=f"read-keys-{t}-{j}")
+                           for j, pieces in enumerate(node.key_blocks)]
+        for e, rel in self.plan.relations.items():
+            nodes = (self.plan.nodes[rel.spec.src_type], self.plan.nodes[rel.spec.dst_type])
+            ends = EdgeEnds(types=rel.end_types, keyed=rel.keyed, names=("source", "destination"),
+                            counts=(nodes[0].count, nodes[1].count))
+            edges[e] = [self.task(tasks.stage_edge_block, rel.source, pieces, ends,
+                                  num_buckets=self.B, ids_path=self.staged("edges", e, k, "ids.npy"),
+                                  end_paths=[self.staged("edges", e, k, f"end{j}.arrow") for j in (0, 1)],
+                                  so=self.so, name=f"read-edges-{e}-{k}")
+                        for k, pieces in enumerate(rel.blocks)]
+        done_keys, done_edges = compute(keys, edges)  # type: ignore[no-untyped-call]
+        return done_keys, done_edges
+
+    def after_read(self, keys: Mapping[str, list[dict[str, Any]]],
+                   edges: Mapping[str, list[dict[str, Any]]]) -> None:
+        """Record row counts and locators from phase 1; recheck the counts it revealed."""
+        self.key_starts = {t: _bounds([r["rows"] for r in res]) for t, res in keys.items()}
+        self.key_locators = {t: RowLocator.build(self.plan.nodes[t].key_blocks,
+                                                 [r["piece_rows"] for r in res],
+                                                 header=self.plan.nodes[t].key.spec.header)  # type: ignore[union-attr]
+                             for t, res in keys.items()}
+        for e, res in edges.items():
+            self.edge_starts[e] = _bounds([r["rows"] for r in res])
+            rel = self.plan.relations[e]
+            self.locators[e] = RowLocator.build(rel.blocks, [r["piece_rows"] for r in res],
+                                                header=rel.source.spec.header)
+        self.plan = with_counts(self.plan, {t: s[-1] for t, s in self.key_starts.items()},
+                                {e: s[-1] for e, s in self.edge_starts.items()})
+
+    # --- phase 2 -------------------------------------------------------------------
+    def _consumers(self, ntype: str, bucket: int) -> list[dict[str, Any]]:
+        out = []
+        for e, rel in self.plan.relations.items():
+            for j, end_type in enumerate((rel.spec.src_type, rel.spec.dst_type)):
+                if end_type == ntype and rel.keyed[j]:
+                    out.append({"id": f"{e}|{j}", "where": rel.source.where,
+                                "end": ("source", "destination")[j],
+                                "key_where": self.plan.nodes[ntype].spec.key.where,  # type: ignore[union-attr]
+                                "paths": [self.staged("edges", e, k, f"end{j}.arrow")
+                                          for k in range(len(rel.blocks))],
+                                "starts": self.edge_starts[e], "locator": self.locators[e],
+                                "out": self.staged("join", e, f"end{j}", f"{bucket}.npy")})
+        return out
+
+    def join(self) -> None:
+        """Phase 2: join every key bucket, then scatter the IDs back into every keyed block."""
+        joins: dict[str, list[Any]] = {}
+        for t in self.key_starts:
+            node = self.plan.nodes[t]
+            joins[t] = [self.task(tasks.join_bucket, b, where=node.spec.key.where,  # type: ignore[union-attr]
+                                  key_paths=[self.staged("keys", t, f"{j}.arrow")
+                                             for j in range(len(node.key_blocks))],
+                                  key_starts=self.key_starts[t], key_locator=self.key_locators[t],
+                                  consumers=self._consumers(t, b), so=self.so,
+                                  name=f"join-{t}-{b}") for b in range(self.B)]
+        resolves = [self._resolve(e, rel, joins) for e, rel in self.plan.relations.items()
+                    if any(rel.keyed)]
+        compute(joins, resolves)  # type: ignore[no-untyped-call]
+        self.joined = {e for e, rel in self.plan.relations.items() if any(rel.keyed)}
+
+    def _resolve(self, e: str, rel: RelationPlan, joins: Mapping[str, list[Any]]) -> list[Any]:
+        ends = [(j, f"{e}|{j}", [self.staged("join", e, f"end{j}", f"{b}.npy") for b in range(self.B)])
+                for j in (0, 1) if rel.keyed[j]]
+        types = {t for j, t in enumerate((rel.spec.src_type, rel.spec.dst_type)) if rel.keyed[j]}
+        deps = [r for t in sorted(types) for r in joins[t]]
+        return [self.task(tasks.resolve_block, k, ids_path=self.staged("edges", e, k, "ids.npy"),
+                          out_path=self.staged("edges", e, k, "resolved.npy"), ends=ends, joins=deps,
+                          so=self.so, name=f"resolve-{e}-{k}") for k in range(len(rel.blocks))]
+
+    # --- phase 3 -------------------------------------------------------------------
+    def dedup(self) -> None:
+        """Phase 3: hash-partition ``(src, dst)`` per block, find repeats per bucket."""
+        reduces: dict[str, list[Any]] = {}
+        for e, rel in self.plan.relations.items():
+            if not rel.spec.dedup:
+                continue
+            maps = [self.task(tasks.dedup_map, ids_path=self.ids_path(e, k),
+                              drop_loops=rel.spec.self_loops != "keep", num_buckets=self.B,
+                              out_path=self.staged("dedup", e, "map", f"{k}.npy"), so=self.so,
+                              name=f"dedup-map-{e}-{k}") for k in range(len(rel.blocks))]
+            map_paths = [self.staged("dedup", e, "map", f"{k}.npy") for k in range(len(rel.blocks))]
+            reduces[e] = [self.task(tasks.dedup_reduce, b, map_paths=map_paths, map_offsets=maps,
+                                    out_path=self.staged("dedup", e, "drop", f"{b}.npy"), so=self.so,
+                                    name=f"dedup-reduce-{e}-{b}") for b in range(self.B)]
+        (done,) = compute(reduces)  # type: ignore[no-untyped-call]
+        self.drops = {e: [(self.staged("dedup", e, "drop", f"{b}.npy"), bounds)
+                          for b, bounds in enumerate(res)] for e, res in done.items()}
+
+    # --- phase 4 -------------------------------------------------------------------
+    def tags(self, rel: RelationPlan) -> list[str]:
+        """File tags of every output edge chunk: read blocks, then added self loops."""
+        tags = [str(k) for k in range(len(rel.blocks))]
+        if rel.spec.self_loops == "add":
+            count = self.plan.nodes[rel.spec.src_type].count or 0
+            tags += [f"loops-{c}" for c in range(len(_split(count, rel.num_chunks))) if count]
+        return tags
+
+    def edge_paths(self, e: str, rel: RelationPlan) -> list[tuple[str, str | None]]:
+        """``(forward, reverse)`` relative paths of every output edge chunk."""
+        ext, rev = EDGE_EXTENSIONS[self.fmt], rel.spec.reverse_name
+        return [(f"edge_index/{e}-{t}.{ext}", f"edge_index/{rev}-{t}.{ext}" if rev else None)
+                for t in self.tags(rel)]
+
+    def _edge_tasks(self, e: str, rel: RelationPlan) -> tuple[list[Any], dict[str, list[Any]]]:
+        paths, starts = self.edge_paths(e, rel), self.edge_starts[e]
+        chunks: list[Any] = []
+        feats: dict[str, list[Any]] = {f: [] for f in rel.features}
+        for k in range(len(rel.blocks)):
+            fwd, rev = paths[k]
+            res = self.task(tasks.write_edges_block, k, ids_path=self.ids_path(e, k),
+                            drop_loops=rel.spec.self_loops != "keep", drops=self.drops.get(e, []),
+                            out_path=_fs.join(self.out, fwd), mask_path=self.staged("mask", e, f"{k}.npy"),
+                            rev_path=_fs.join(self.out, rev) if rev else None, edge_format=self.fmt,
+                            so=self.so, name=f"write-edges-{e}-{k}")
+            chunks.append(res)
+            for f, plan in rel.features.items():
+                feats[f].append(self.task(
+                    tasks.write_edge_feature_block, plan, starts[k], starts[k + 1], res,
+                    out_path=_fs.join(self.out, f"edge_data/{e}/{f}-{k}.npy"), so=self.so,
+                    name=f"write-edge-feature-{e}-{f}-{k}"))
+        if rel.spec.self_loops == "add":
+            self._loop_tasks(e, rel, paths[len(rel.blocks):], chunks, feats)
+        return chunks, feats
+
+    def _loop_tasks(self, e: str, rel: RelationPlan, paths: list[tuple[str, str | None]],
+                    chunks: list[Any], feats: dict[str, list[Any]]) -> None:
+        sizes = _split(self.plan.nodes[rel.spec.src_type].count or 0, rel.num_chunks)
+        bounds = _bounds(sizes)
+        for c, (fwd, rev) in enumerate(paths):
+            chunks.append(self.task(tasks.write_loops_block, bounds[c], bounds[c + 1],
+                                    out_path=_fs.join(self.out, fwd), edge_format=self.fmt,
+                                    rev_path=_fs.join(self.out, rev) if rev else None, so=self.so,
+                                    name=f"write-loops-{e}-{c}"))
+            for f, plan in rel.features.items():
+                feats[f].append(self.task(
+                    tasks.write_fill_block, sizes[c], plan, rel.spec.self_loop_fill,
+                    out_path=_fs.join(self.out, f"edge_data/{e}/{f}-loops-{c}.npy"), so=self.so,
+                    name=f"write-loop-feature-{e}-{f}-{c}"))
+
+    def _node_tasks(self) -> dict[str, dict[str, list[Any]]]:
+        out: dict[str, dict[str, list[Any]]] = {}
+        for t, node in self.plan.nodes.items():
+            bounds = _bounds(_split(node.count or 0, node.num_chunks))
+            for f, plan in node.features.items():
+                out.setdefault(t, {})[f] = [
+                    self.task(tasks.write_node_feature_block, plan, bounds[c], bounds[c + 1],
+                              out_path=_fs.join(self.out, f"node_data/{t}/{f}-{c}.npy"),
+                              so=self.so, name=f"write-node-feature-{t}-{f}-{c}")
+                    for c in range(len(bounds) - 1) if bounds[c + 1] > bounds[c]]
+        return out
+
+    def write(self) -> dict[str, Any]:
+        """Phase 4: every output chunk; returns the row counts (and masks) per task."""
+        edges = {e: self._edge_tasks(e, rel) for e, rel in self.plan.relations.items()}
+        (done,) = compute({"edges": edges, "nodes": self._node_tasks()})  # type: ignore[no-untyped-call]
+        return done  # type: ignore[no-any-return]
+
+    # --- metadata ------------------------------------------------------------------
+    def metadata(self, done: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``metadata.json`` document (relative paths; empty chunks left out)."""
+        nodes = list(self.plan.nodes.values())
+        meta: dict[str, Any] = {
+            "graph_name": self.plan.spec.graph_name,
+            "node_type": [n.spec.name for n in nodes],
+            "num_nodes_per_type": [n.count or 0 for n in nodes],
+            "num_nodes_per_chunk": [_split(n.count or 0, n.num_chunks) for n in nodes],
+            "edge_type": [], "num_edges_per_type": [], "num_edges_per_chunk": [],
+            "edges": {}, "node_data": {}, "edge_data": {},
+        }
+        numpy_fmt = {"name": "numpy"}
+        for t, feats in done["nodes"].items():
+            n = self.plan.nodes[t].num_chunks
+            for f, rows in feats.items():
+                data = [f"node_data/{t}/{f}-{c}.npy" for c in range(n)][:len(rows)]
+                meta["node_data"].setdefault(t, {})[f] = {"format": numpy_fmt, "data": data}
+        edge_fmt = {"name": self.fmt, **tasks.EDGE_OPTIONS[self.fmt]}
+        for e, rel in self.plan.relations.items():
+            chunks, feats = done["edges"][e]
+            rows = [r["rows"] if isinstance(r, dict) else int(r) for r in chunks]
+            keep = [i for i, n in enumerate(rows) if n]
+            paths = self.edge_paths(e, rel)
+            names = [(e, 0)] + ([(rel.spec.reverse_name, 1)] if rel.spec.reverse_name else [])
+            feat_paths = {f: self._edge_feature_paths(e, rel, f, keep) for f in feats}
+            for name, side in names:
+                meta["edge_type"].append(name)
+                meta["num_edges_per_type"].append(sum(rows))
+                meta["num_edges_per_chunk"].append([rows[i] for i in keep])
+                meta["edges"][name] = {"format": edge_fmt, "data": [paths[i][side] for i in keep]}
+                if feat_paths:
+                    meta["edge_data"][name] = {f: {"format": numpy_fmt, "data": d}
+                                               for f, d in feat_paths.items()}
+        return meta
+
+    def _edge_feature_paths(self, e: str, rel: RelationPlan, feat: str, keep: list[int]) -> list[str]:
+        tags = self.tags(rel)
+        return [f"edge_data/{e}/{feat}-{tags[i]}.npy" for i in keep]
+
+    def node_keys(self, keys: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        """The ``node_keys.json`` sidecar listing every ``orig_key`` chunk."""
+        out = {}
+        for t, res in keys.items():
+            rows = [r["rows"] for r in res]
+            key_type = self.plan.nodes[t].key.key_type  # type: ignore[union-attr]
+            out[t] = {"format": {"name": "parquet"}, "column": "orig_key",
+                      "dtype": "int64" if str(key_type) == "int64" else "string",
+                      "data": [f"node_keys/{t}/orig_key-{j}.parquet" for j, n in enumerate(rows) if n],
+                      "num_rows_per_chunk": [n for n in rows if n]}
+        return out
