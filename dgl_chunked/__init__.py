@@ -15,6 +15,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from dgl_chunked import errors
+from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.dispatch import DispatchOptions, DispatchResult, dispatch
 from dgl_chunked.io import (
     ChunkedGraph,
@@ -47,6 +48,7 @@ __all__ = [
     "VerifyReport",
     "__version__",
     "assign_partitions",
+    "chunk_graph",
     "compute_partition_report",
     "dispatch",
     "errors",
