@@ -82,7 +82,7 @@ def test_sparse_formats(tmp_path, formats):
 def test_bytes_identical_for_other_chunkings_and_block_sizes(tmp_path):
     _hetero(tmp_path, num_edge_chunks=2, num_feature_chunks=2)
     other = rechunk_graph(tmp_path / "chunked", tmp_path / "rechunked", edge_chunks=5,
-                          feature_chunks=3, node_chunks=4, edge_format="parquet",
+                          feature_chunks=3, edge_format="parquet",
                           feature_format="parquet")
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "a", 3)
     _dispatch_and_verify(other, tmp_path / "b", 3, block_rows=37)
