@@ -17,7 +17,7 @@ import dask.array as da
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.finalize import PartitionPlan, part_dir_name, write_partition
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
-from dgl_chunked.dispatch.staging import MISSING, Staging
+from dgl_chunked.dispatch.staging import MISSING, STAGING_FORMAT, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import EmptyPartitionWarning, OutputExistsError, UnsupportedFormatError
 from dgl_chunked.io import fs
@@ -273,8 +273,8 @@ def _fingerprint(graph: ChunkedGraph, assignment: Any, parts: Mapping[str, da.Ar
     option_token = tokenize(opts.save_orig_nids, opts.save_orig_eids, opts.graph_formats,
                             opts.block_rows, opts.part_method, opts.halo_hops, opts.keep_halo_edges,
                             sorted((t, n, tokenize(a)) for t, d in extra_node_data.items() for n, a in d.items()))
-    return str(tokenize(graph.metadata.fingerprint(), [_stat(f, storage_options) for f in files],
-                        assign_token, num_parts, option_token))
+    return str(tokenize(STAGING_FORMAT, graph.metadata.fingerprint(),
+                        [_stat(f, storage_options) for f in files], assign_token, num_parts, option_token))
 
 
 def _stat(path: str, storage_options: StorageOptions) -> tuple[str, Any, Any]:

@@ -69,7 +69,7 @@ class PartitionPlan:
     keep_halo_edges: bool = False
 
     def edge_segments(self, part: int, column: str) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
-        """``(etype id, segment)`` of one staged edge column (``new_src``, ``new_dst``, ``type_eid``)."""
+        """``(etype id, segment)`` of one staged edge column (``new_src`` or ``new_dst``)."""
         for r, etype in enumerate(self.etypes):
             for c, counts in enumerate(self.edge_chunk_counts[r]):
                 if counts[part]:
@@ -247,10 +247,14 @@ def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
     out = {}
     for r, etype in enumerate(plan.etypes):
 
-        def segments(r: int = r) -> Iterator[npt.NDArray[np.int64]]:
-            for rr, eids in plan.edge_segments(part, "type_eid"):
-                if rr == r:
-                    yield eids
+        def segments(r: int = r, etype: str = etype) -> Iterator[npt.NDArray[np.int64]]:
+            # a chunk's edges owned by this partition, in input order: where its owner is us
+            counts = plan.edge_chunk_counts[r]
+            starts = np.concatenate([[0], np.cumsum(counts.sum(axis=1))])
+            for c in range(counts.shape[0]):
+                if counts[c, part]:
+                    owner = np.asarray(plan.staging.open(edge_array(etype, c, "owner"))[:])
+                    yield np.flatnonzero(owner == part).astype(np.int64) + int(starts[c])
 
         out[etype] = _blocks((int(sizes[r]),), np.int64, segments)
     return out

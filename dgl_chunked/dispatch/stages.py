@@ -109,7 +109,6 @@ def stage_edge_chunk(
     order, counts = sort_by_owner(owner, num_parts)
     staging.write_sorted(edge_array(etype, chunk, "new_src"), new_src[order], counts)
     staging.write_sorted(edge_array(etype, chunk, "new_dst"), new_dst[order], counts)
-    staging.write_sorted(edge_array(etype, chunk, "type_eid"), order + ref.start, counts)
     staging.write_sorted(edge_array(etype, chunk, "owner"), owner, counts)
     return counts
 

@@ -8,7 +8,6 @@ Layout (one Zarr group; every array is written by exactly one task)::
       nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner
       edges/<r>/<c>/new_src       int64 [E_c]    new IDs of the sources, sorted by owner
       edges/<r>/<c>/new_dst       int64 [E_c]    new IDs of the destinations, sorted by owner
-      edges/<r>/<c>/type_eid      int64 [E_c]    input edge IDs, sorted by owner
       edges/<r>/<c>/owner         int32 [E_c]    owner of each edge (written last), type_eid order
       node_feat/<t>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
       edge_feat/<r>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
@@ -36,7 +35,10 @@ import zarr.storage
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.io import fs
 
-__all__ = ["Staging", "segment_bounds", "resumable", "MISSING"]
+__all__ = ["Staging", "segment_bounds", "resumable", "MISSING", "STAGING_FORMAT"]
+
+STAGING_FORMAT = 2
+"""Bumped whenever the staging layout changes, so an old staging is never resumed."""
 
 MISSING = object()
 """What :meth:`Staging.done_value` returns for a task that has not finished."""
