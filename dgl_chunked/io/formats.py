@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import io
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any, Literal
@@ -94,6 +95,11 @@ _ROLES: Mapping[str, frozenset[str]] = {
 }
 _EDGE_COLUMNS = ["f0", "f1"]
 _COUNT_BLOCK = 1 << 22
+
+
+_HEADER_LOCK = threading.Lock()
+"""CPython 3.11 can fail with "AST constructor recursion depth mismatch" when several
+threads run ``ast.literal_eval`` at once (as ``open_chunked_graph`` reads headers)."""
 
 
 def supported_formats(role: Role) -> tuple[str, ...]:
@@ -497,8 +503,11 @@ def _read_npy(path: str, storage_options: StorageOptions, mmap: bool) -> npt.NDA
     with _source(path, storage_options) as src:
         try:
             if isinstance(src, str):
-                return np.load(src, mmap_mode="r" if mmap else None, allow_pickle=False)  # type: ignore[no-any-return]
-            return np.load(io.BytesIO(src.read()), allow_pickle=False)  # type: ignore[no-any-return]
+                with _HEADER_LOCK:
+                    return np.load(src, mmap_mode="r" if mmap else None, allow_pickle=False)  # type: ignore[no-any-return]
+            data = io.BytesIO(src.read())
+            with _HEADER_LOCK:
+                return np.load(data, allow_pickle=False)  # type: ignore[no-any-return]
         except (ValueError, OSError, EOFError) as err:
             raise ChunkReadError(
                 f"feature file {path!r} is not a valid .npy file or is truncated ({err}); "
@@ -511,7 +520,8 @@ def _parquet_shape(schema: pa.Schema, path: str) -> tuple[int, ...] | None:
     if raw is None:
         return None
     try:
-        shape = ast.literal_eval(raw.decode())
+        with _HEADER_LOCK:
+            shape = ast.literal_eval(raw.decode())
         return tuple(int(s) for s in shape)
     except (ValueError, SyntaxError, TypeError) as err:
         raise ChunkReadError(
@@ -604,10 +614,11 @@ def _npy_info(
     with _source(path, storage_options) as src, _binary(src) as f:
         try:
             version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            with _HEADER_LOCK:  # the header is parsed with ast, which is not thread-safe on 3.11
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
             offset = f.tell()
         except (ValueError, OSError, EOFError) as err:
             raise ChunkReadError(
