@@ -645,22 +645,25 @@ def run_command(in_dir: str, num_parts: int, method: str, seed: int, balance_nty
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
+@click.option("--scratch-dir", default=None, metavar="DIR",
+              help="Where verify stages its facts (default: a local temporary directory; "
+                   "use a shared path or URL when workers run on several hosts).")
 @_storage_option
 @user_errors
 def verify_command(in_dir: str, out_dir: str, metadata_filename: str, scheduler: str | None,
-                   workers: int | None, storage_options: dict[str, Any] | None) -> None:
-    """Check a finished output against its input: every node, edge and feature row."""
+                   workers: int | None, scratch_dir: str | None, storage_options: dict[str, Any] | None) -> None:
+    """Check a finished output against its input: every node, edge and feature row, out of core."""
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.verify import verify_partitions
 
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     with _io_cluster(scheduler, workers):
-        report = verify_partitions(graph, out_dir, storage_options=storage_options)
+        report = verify_partitions(graph, out_dir, storage_options=storage_options, scratch_dir=scratch_dir)
     if not report.ok:
         for problem in report.problems:
             click.echo(f"problem: {problem}", err=True)
         sys.exit(1)
-    checked = ", ".join(f"{v} {k}" for k, v in sorted(report.checked.items()))
+    checked = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(report.checked.items()))
     click.echo(f"ok: {checked} checked against {in_dir}")
 
 

@@ -15,7 +15,13 @@ import dask
 import dask.array as da
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.dispatch.finalize import PartitionPlan, part_dir_name, write_partition
+from dgl_chunked.dispatch.finalize import (
+    PartitionPlan,
+    part_dir_name,
+    publish_partition,
+    tmp_dir_name,
+    write_partition,
+)
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.staging import MISSING, STAGING_FORMAT, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
@@ -171,6 +177,8 @@ def dispatch(
     writes = [dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
               for p in range(num_parts)]
     summaries = list(runner.compute(writes, "write partitions"))
+    for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete
+        publish_partition(out, p, storage_options)
     config = PartitionConfig(
         graph_name=meta.graph_name, num_parts=num_parts,
         node_map=node_layout.to_map(meta.node_types), edge_map=edge_layout.to_map(etypes),
@@ -245,7 +253,8 @@ def _write_partition_once(plan: PartitionPlan, part: int) -> dict[str, int]:
     """Write a partition unless a resumed run already finished it."""
     key = f"write/{part}"
     done = plan.staging.done_value(key)
-    if done is not MISSING and fs.exists(fs.join(plan.out_dir, part_dir_name(part)), plan.storage_options):
+    if done is not MISSING and any(fs.exists(fs.join(plan.out_dir, name), plan.storage_options)
+                                   for name in (part_dir_name(part), tmp_dir_name(part))):
         return dict(done)
     summary = write_partition(plan, part)
     plan.staging.mark_done(key, summary)

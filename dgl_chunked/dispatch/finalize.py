@@ -25,7 +25,8 @@ from dgl_chunked.dispatch.staging import Staging, segment_bounds
 from dgl_chunked.io import fs
 from dgl_chunked.io.dgl_format import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
 
-__all__ = ["FeatureStage", "PartitionPlan", "write_partition", "part_dir_name"]
+__all__ = ["FeatureStage", "PartitionPlan", "write_partition", "publish_partition", "part_dir_name",
+           "tmp_dir_name"]
 
 BLOCK = 1 << 20
 
@@ -261,15 +262,17 @@ def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
 
 
 def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
-    """Write ``part<part>/`` under a temporary name, then rename it into place.
+    """Write partition ``part``'s files into ``_tmp_part<part>/``.
+
+    :func:`publish_partition` renames it to ``part<part>/`` once every partition is
+    written, so a failed run never leaves a ``part<i>/`` that looks complete.
 
     Returns
     -------
     dict
         ``inner_nodes``, ``halo_nodes`` and ``edges`` of the partition.
     """
-    final = fs.join(plan.out_dir, part_dir_name(part))
-    tmp = fs.join(plan.out_dir, f"_tmp_{part_dir_name(part)}")
+    tmp = fs.join(plan.out_dir, tmp_dir_name(part))
     filesystem, tmp_inner = fs.filesystem(tmp, plan.storage_options)
     if filesystem.exists(tmp_inner):
         filesystem.rm(tmp_inner, recursive=True)
@@ -287,11 +290,27 @@ def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
         write_tensor_dict(fs.join(tmp, "orig_nids.dgl"), _orig_nids(plan, part), storage_options=so)
     if plan.save_orig_eids:
         write_tensor_dict(fs.join(tmp, "orig_eids.dgl"), _orig_eids(plan, part), storage_options=so)
-    _, final_inner = fs.filesystem(final, so)
-    if filesystem.exists(final_inner):
-        filesystem.rm(final_inner, recursive=True)
-    filesystem.mv(tmp_inner, final_inner, recursive=True)
     n_inner = int(plan.node_layout.sizes()[part].sum())
     n_owned = int(plan.edge_layout.sizes()[part].sum())
     return {"inner_nodes": n_inner, "halo_nodes": graph.num_nodes - n_inner, "edges": n_owned,
             "halo_edges": int(graph.edata["_ID"].shape[0]) - n_owned}
+
+
+def tmp_dir_name(part: int) -> str:
+    return f"_tmp_{part_dir_name(part)}"
+
+
+def publish_partition(out_dir: str, part: int, storage_options: StorageOptions) -> None:
+    """Rename ``_tmp_part<part>/`` to ``part<part>/`` (a no-op when already published)."""
+    filesystem, tmp_inner = fs.filesystem(fs.join(out_dir, tmp_dir_name(part)), storage_options)
+    _, final_inner = fs.filesystem(fs.join(out_dir, part_dir_name(part)), storage_options)
+    if not filesystem.exists(tmp_inner):
+        return
+    if filesystem.exists(final_inner):
+        filesystem.rm(final_inner, recursive=True)
+    if fs.is_url(out_dir) and not out_dir.startswith("file://"):
+        # object stores have no directories: move the objects one by one
+        for src in filesystem.find(tmp_inner):
+            filesystem.mv(src, final_inner + src[len(tmp_inner):])
+    else:
+        filesystem.mv(tmp_inner, final_inner, recursive=True)

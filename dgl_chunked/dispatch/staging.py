@@ -95,16 +95,17 @@ class Staging:
     ) -> zarr.Array:
         """Create (or replace) an uncompressed array; staging data is short-lived."""
         chunks = chunks or _default_chunks(shape, np.dtype(dtype))
-        return zarr.create_array(
-            store=self.store(),
-            name=name,
-            shape=shape,
-            chunks=chunks,
-            dtype=dtype,
-            compressors=None,
-            fill_value=np.zeros((), dtype=dtype).item(),
-            overwrite=True,
-        )
+        with fs.naming(fs.join(self.root, name)):
+            return zarr.create_array(
+                store=self.store(),
+                name=name,
+                shape=shape,
+                chunks=chunks,
+                dtype=dtype,
+                compressors=None,
+                fill_value=np.zeros((), dtype=dtype).item(),
+                overwrite=True,
+            )
 
     def ensure(self, name: str, shape: tuple[int, ...], dtype: Any, *, chunks: tuple[int, ...]) -> None:
         """Create an array unless a resumed staging already has it with this layout."""
@@ -119,9 +120,10 @@ class Staging:
     def write_sorted(self, name: str, data: npt.NDArray[Any], counts: npt.NDArray[np.int64]) -> None:
         """Write owner-sorted rows, then mark them complete with their counts."""
         arr = self.create(name, data.shape, data.dtype)
-        if data.size:
-            arr[...] = data
-        arr.attrs["counts"] = [int(c) for c in counts]
+        with fs.naming(fs.join(self.root, name)):
+            if data.size:
+                arr[...] = data
+            arr.attrs["counts"] = [int(c) for c in counts]
 
     # --- completion markers and fingerprint (resume) ------------------------
 

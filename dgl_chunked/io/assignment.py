@@ -33,8 +33,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -430,22 +429,12 @@ def _write_block(values: npt.NDArray[Any], *, text_path: str, zarr_path: str, nt
                  num_parts: int, storage_options: StorageOptions) -> int:
     """Dask kernel: one block -> its text piece and its (chunk-aligned) Zarr region."""
     text = encode_assignment_block(values, num_parts=num_parts, start=start, ntype=ntype)
-    with _naming(text_path), _fs.open_file(text_path, "wb", storage_options) as f:
+    with _fs.naming(text_path), _fs.open_file(text_path, "wb", storage_options) as f:
         f.write(text)
-    with _naming(zarr_path):
+    with _fs.naming(zarr_path):
         target: Any = _zarr_group(zarr_path, "r+", storage_options)[ntype]
         target[start:start + len(values)] = np.asarray(values, np.int32)
     return len(values)
-
-
-@contextmanager
-def _naming(path: str) -> Iterator[None]:
-    """Name ``path`` in an OSError raised inside (a full disk says nothing of the file)."""
-    try:
-        yield
-    except OSError as err:
-        _fs.with_filename(err, path)
-        raise
 
 
 def _as_blocks(values: Any, ntype: str) -> da.Array:
@@ -534,7 +523,7 @@ def write_assignment(
     out = str(assign_dir)
     _prepare_dir(out, [f"{t}.txt" for t in parts], overwrite, storage_options)
     zarr_path, tmp_dir = _fs.join(out, ZARR_NAME), _fs.join(out, ".dglc-tmp")
-    with _naming(zarr_path):
+    with _fs.naming(zarr_path):
         group = _zarr_group(zarr_path, "w", storage_options)
     pieces: dict[str, list[str]] = {}
     tasks = []
@@ -542,7 +531,7 @@ def write_assignment(
     for ntype, values in parts.items():
         arr = _as_blocks(values, ntype)
         n, chunk = int(arr.shape[0]), int(arr.chunks[0][0]) or 1
-        with _naming(zarr_path):
+        with _fs.naming(zarr_path):
             group.create_array(ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0,
                                compressors=None, overwrite=True)
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])]).tolist()
@@ -569,7 +558,7 @@ def _concatenate(out: str, ntype: str, pieces: list[str], storage_options: Stora
     """Stream the text pieces into ``<ntype>.txt`` (temp name, then rename); its stamp."""
     path = _fs.join(out, f"{ntype}.txt")
     fs, inner = _fs.filesystem(path, storage_options)
-    with _naming(path), fs.open(inner + ".tmp-dglc", "wb") as dst:
+    with _fs.naming(path), fs.open(inner + ".tmp-dglc", "wb") as dst:
         for piece in pieces:
             with _fs.open_file(piece, "rb", storage_options) as src:
                 while data := src.read(_SCAN_BLOCK):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import fsspec
@@ -16,7 +18,14 @@ from fsspec.core import url_to_fs
 from dgl_chunked._typing import PathLike, StorageOptions
 
 __all__ = [
-    "filesystem", "join", "is_url", "open_file", "exists", "parent", "atomic_write_bytes",
+    "atomic_write_bytes",
+    "exists",
+    "filesystem",
+    "is_url",
+    "join",
+    "naming",
+    "open_file",
+    "parent",
     "with_filename",
 ]
 
@@ -102,3 +111,20 @@ def with_filename(err: OSError, path: str) -> OSError:
     if err.filename is None and err.errno is not None:
         err.filename = path
     return err
+
+
+@contextmanager
+def naming(path: PathLike) -> Iterator[None]:
+    """Name ``path`` in an ``OSError`` raised inside the block (see :func:`with_filename`).
+
+    For writes through libraries that do not say which file failed (zarr stores, a
+    full disk reported at flush time)::
+
+        with naming(fs.join(root, name)):
+            zarr.create_array(store=store, name=name, ...)
+    """
+    try:
+        yield
+    except OSError as err:
+        with_filename(err, os.fspath(path))
+        raise
