@@ -104,10 +104,15 @@ def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 
 def _halo_nodes(plan: PartitionPlan, part: int, lo: int, hi: int) -> npt.NDArray[np.int64]:
     """Sorted distinct sources of owned edges that this partition does not own."""
-    found = [np.zeros(0, np.int64)]
+    halo = np.zeros(0, np.int64)
+    pending: list[npt.NDArray[np.int64]] = []
     for _, src in plan.edge_segments(part, "new_src"):
-        found.append(_sorted_unique(src[(src < lo) | (src >= hi)]))
-    return _sorted_unique(np.concatenate(found))
+        pending.append(_sorted_unique(src[(src < lo) | (src >= hi)]))
+        if sum(p.shape[0] for p in pending) > max(halo.shape[0], 1 << 22):
+            # merge now and then: memory stays near the HALO set's size, not edges'
+            halo = _sorted_unique(np.concatenate([halo, *pending]))
+            pending = []
+    return _sorted_unique(np.concatenate([halo, *pending]))
 
 
 class HaloIndex:

@@ -41,17 +41,23 @@ def lookup(array: zarr.Array, ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[
     if array.shape[0] <= chunk:  # one chunk: no grouping needed
         return np.asarray(array[:])[ids]  # type: ignore[no-any-return]
     block = ids // chunk
+    for b, sel in _groups(block, -(-array.shape[0] // chunk)):
+        values = np.asarray(array[b * chunk : min((b + 1) * chunk, array.shape[0])])
+        out[sel] = values[ids[sel] - b * chunk]
+    return out
+
+
+def _groups(block: npt.NDArray[Any], num_blocks: int) -> list[tuple[int, npt.NDArray[np.intp]]]:
+    """Positions of the IDs falling in each touched block, block by block."""
+    if num_blocks <= 16:  # a pass per block beats sorting millions of IDs
+        groups = [(b, np.flatnonzero(block == b)) for b in range(num_blocks)]
+        return [(b, sel) for b, sel in groups if sel.size]
     order = np.argsort(block, kind="stable")
     sorted_blocks = block[order]
     bounds = np.flatnonzero(np.diff(sorted_blocks)) + 1
-    starts = np.concatenate(([0], bounds))
-    stops = np.concatenate((bounds, [ids.size]))
-    for lo, hi in zip(starts.tolist(), stops.tolist(), strict=True):
-        b = int(sorted_blocks[lo])
-        values = array[b * chunk : min((b + 1) * chunk, array.shape[0])]
-        sel = order[lo:hi]
-        out[sel] = values[ids[sel] - b * chunk]
-    return out
+    starts = np.concatenate(([0], bounds)).tolist()
+    stops = np.concatenate((bounds, [block.size])).tolist()
+    return [(int(sorted_blocks[lo]), order[lo:hi]) for lo, hi in zip(starts, stops, strict=True)]
 
 
 def create_1d(
