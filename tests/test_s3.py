@@ -30,9 +30,9 @@ boto3 = pytest.importorskip("boto3")
 from dgl_chunked.cli import main
 from dgl_chunked.errors import EmptyPartitionWarning
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
-from dgl_chunked.verify import load_partition_output, verify_partitions
+from dgl_chunked.verify import verify_partitions
 
-from .realdgl.harness import dgl_python, run_dgl_json
+from .realdgl.harness import assert_real_dgl_loads, dgl_python
 
 BUCKET = "dglc-test"
 NUM_PARTS = 2
@@ -101,25 +101,7 @@ def _assignment(s3: S3, assign_key: str, local_graph: Path) -> dict[str, np.ndar
 
 def _check_with_real_dgl(out: Path) -> None:
     """Real DGL's load_partition sees exactly what our reader sees (as tests/realdgl do)."""
-    config, parts = load_partition_output(out)
-    arrays, info = run_dgl_json("partition", str(out / "metadata.json"))
-    for p, part in enumerate(parts):
-        facts = info[f"p{p}"]
-        assert facts["graph_name"] == config.graph_name
-        assert facts["num_inner_nodes"] == sum(r[p][1] - r[p][0] for r in config.node_map.values())
-        np.testing.assert_array_equal(arrays[f"p{p}/src"], part.src)
-        np.testing.assert_array_equal(arrays[f"p{p}/dst"], part.dst)
-        for name, value in part.ndata.items():
-            np.testing.assert_array_equal(arrays[f"p{p}/ndata/{name}"], value)
-        for name, value in part.edata.items():
-            np.testing.assert_array_equal(arrays[f"p{p}/edata/{name}"], value)
-        for kind, feats in (("node", part.node_feats), ("edge", part.edge_feats)):
-            for key, value in feats.items():
-                got = arrays[f"p{p}/{kind}_feats/{key}"]
-                assert got.dtype == value.dtype, key
-                np.testing.assert_array_equal(got, value)
-        for ntype, ranges in config.node_map.items():
-            np.testing.assert_array_equal(np.asarray(facts["gpb"]["node_map"][ntype]), ranges)
+    assert_real_dgl_loads(out)
 
 
 # --- S3 input, local output ---------------------------------------------------------------

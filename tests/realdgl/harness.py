@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-__all__ = ["DGL_SIDE", "dgl_python", "require_dgl", "run_dgl", "run_dgl_json", "split_files"]
+__all__ = ["DGL_SIDE", "dgl_python", "require_dgl", "run_dgl", "run_dgl_json", "split_files",
+           "assert_real_dgl_loads"]
 
 DGL_SIDE = Path(__file__).with_name("dgl_side.py")
 _DEFAULT = Path.home() / ".cache" / "dgl_chunked" / "dgl210" / "bin" / "python"
@@ -102,6 +103,51 @@ def split_files(arrays: dict[str, np.ndarray], count: int) -> list[dict[str, np.
         head, _, rest = key.partition("/")
         out[int(head[1:])][rest] = value
     return out
+
+
+def assert_same_array(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
+    """Equal dtype, shape and values, bit for bit (NaNs included)."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape,
+                                                                 want.dtype, want.shape)
+    if got.dtype.itemsize in (1, 2, 4, 8) and got.dtype != bool:
+        got, want = got.view(f"u{got.dtype.itemsize}"), want.view(f"u{want.dtype.itemsize}")
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def assert_real_dgl_loads(out_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Real DGL's ``load_partition`` (DGL_DIST_DEBUG=1) and ``load_partition_feats`` of
+    every partition in ``out_dir`` see exactly our files: graph, data, features, ranges.
+
+    Returns DGL's arrays and facts for further checks.
+    """
+    from dgl_chunked.verify import load_partition_output
+
+    config, parts = load_partition_output(out_dir)
+    arrays, info = run_dgl_json("partition", str(Path(out_dir) / "metadata.json"))
+    for p, part in enumerate(parts):
+        facts = info[f"p{p}"]
+        assert facts["graph_name"] == config.graph_name
+        assert facts["ntypes"] == list(config.ntypes)
+        assert facts["etypes"] == list(config.etypes)
+        assert facts["num_inner_nodes"] == sum(r[p][1] - r[p][0] for r in config.node_map.values())
+        assert_same_array(arrays[f"p{p}/src"], part.src, "src")
+        assert_same_array(arrays[f"p{p}/dst"], part.dst, "dst")
+        for kind, data in (("ndata", part.ndata), ("edata", part.edata)):
+            for name, value in data.items():
+                assert_same_array(arrays[f"p{p}/{kind}/{name}"], value, f"{kind}/{name}")
+        for kind, feats in (("node", part.node_feats), ("edge", part.edge_feats)):
+            prefix = f"p{p}/{kind}_feats/"
+            assert {k[len(prefix):] for k in arrays if k.startswith(prefix)} == set(feats)
+            for key, value in feats.items():
+                assert_same_array(arrays[prefix + key], value, key)
+                assert_same_array(arrays[f"p{p}/partition_feats/{kind}/{key}"], value, key)
+        gpb = facts["gpb"]
+        assert gpb["num_partitions"] == config.num_parts
+        for ntype, ranges in config.node_map.items():
+            np.testing.assert_array_equal(np.asarray(gpb["node_map"][ntype]), ranges)
+        for etype, ranges in config.edge_map.items():
+            np.testing.assert_array_equal(np.asarray(gpb["edge_map"][etype]), ranges)
+    return arrays, info
 
 
 if __name__ == "__main__":  # manual use: python -m tests.realdgl.harness tensors FILE

@@ -11,7 +11,7 @@ from dgl_chunked import DispatchOptions, run
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import load_partition_output
 
-from .harness import run_dgl_json
+from .harness import assert_real_dgl_loads
 
 pytestmark = pytest.mark.realdgl
 
@@ -20,10 +20,10 @@ def test_two_trainers_per_machine(tmp_path):
     meta = write_synthetic_graph(tmp_path / "chunked", SynthSpec.heterogeneous(scale=4, seed=2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = run(tmp_path / "chunked", tmp_path / "out", num_parts=2, num_trainers_per_machine=2,
+        run(tmp_path / "chunked", tmp_path / "out", num_parts=2, num_trainers_per_machine=2,
                      seed=4, options=DispatchOptions(save_orig_nids=True, save_orig_eids=True))
     config, parts = load_partition_output(tmp_path / "out")
-    arrays, _ = run_dgl_json("partition", result.config_path)
+    arrays, _ = assert_real_dgl_loads(tmp_path / "out")
     for p, part in enumerate(parts):
         for ntype in meta.node_types:
             s, e = config.node_map[ntype][p]
