@@ -3,7 +3,8 @@
 - :func:`assign_partitions` returns, per node type, a lazy int32 Dask array chunked
   like ``graph.node_chunks(ntype)``; ``method`` picks a registered
   :class:`PartitionMethod` (``random``: seeded splitmix64 hash, out of core;
-  ``metis``: pymetis on the in-memory structure, with balance repair).
+  ``metis``: pymetis on the in-memory structure, with balance repair; ``lp``:
+  streaming placement plus label propagation, out of core, see :mod:`.lp`).
 - :func:`compute_partition_report` measures edge cut, balance and HALO nodes out of core.
 - Reading and writing DGL assignment directories lives in :mod:`dgl_chunked.io.assignment`.
 """
@@ -18,11 +19,14 @@ from dgl_chunked.partition.assign import (
     get_method,
     register_method,
 )
+from dgl_chunked.partition.lp import LPConfig, LPMethod
 from dgl_chunked.partition.metis import MetisMemoryError, estimate_metis_memory
 from dgl_chunked.partition.random import random_parts, splitmix64
 from dgl_chunked.partition.report import PartitionReport, compute_partition_report
 
 __all__ = [
+    "LPConfig",
+    "LPMethod",
     "PartitionMethod",
     "PartitionOptions",
     "PartitionReport",

@@ -179,11 +179,13 @@ def assign_partitions(
 
 
 def _register_builtins() -> None:
+    from dgl_chunked.partition.lp import LPMethod
     from dgl_chunked.partition.metis import MetisMethod
     from dgl_chunked.partition.random import RandomMethod
 
     register_method("random", RandomMethod(), overwrite=True)
     register_method("metis", MetisMethod(), overwrite=True)
+    register_method("lp", LPMethod(), overwrite=True)
 
 
 _register_builtins()

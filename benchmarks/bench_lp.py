@@ -1,0 +1,211 @@
+"""Benchmark: the ``lp`` method against ``random`` and in-memory METIS (pymetis).
+
+For every graph and number of partitions, each method runs on a fresh
+``LocalCluster`` (``--workers`` worker processes, 1 thread each), so each worker's
+peak RSS (``ru_maxrss``) belongs to that run alone. Printed per run:
+
+    cut        edge-cut fraction (every input edge counts, multi-edges too)
+    x metis    cut / METIS's cut on the same graph and partition count
+    nodes      max/mean nodes per partition (worst node type)
+    masks      max/mean of train/val/test_mask per partition (worst; balanced on request)
+    owned      max/mean owned (in-)edges per partition
+    part s     wall time of computing the assignment (median of --repeat runs)
+    +disp s    wall time of ``dispatch(graph, assign_partitions(...), out_dir)``: the
+               partitioning plus writing DGL partitions (median; with --dispatch)
+    peak MB    per-worker peak RSS while partitioning (max over repeats)
+
+Graphs: R-MAT power-law synthetic graphs (``--rmat NODES:EDGES``, cached in
+``--work-dir``) and, with ``--real``, small real graphs shipped by networkx (Zachary's
+karate club, Les Miserables, Davis southern women, Florentine families) when
+networkx is importable. Every run balances ``train_mask``, ``val_mask``, ``test_mask``
+(synthetic graphs) and node counts; METIS runs as the ``metis`` method (pymetis in one
+worker task, with its mask-balance repair pass).
+
+Example (2 cores)::
+
+    python benchmarks/bench_lp.py --rmat 20000:200000 --rmat 1000000:10000000 \\
+        --parts 4 --parts 8 --repeat 3 --dispatch --real
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import dask
+import numpy as np
+
+from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.partition import assign_partitions, compute_partition_report
+from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+
+MASKS = ["train_mask", "val_mask", "test_mask"]
+
+
+def _peak_mb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def _cluster(workers: int) -> Any:
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    return cluster, Client(cluster)
+
+
+def _rmat(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
+    path = os.path.join(work_dir, f"rmat-{nodes}-{edges}-{chunks}")
+    if not os.path.exists(os.path.join(path, "metadata.json")):
+        spec = SynthSpec.homogeneous(nodes, edges, distribution="powerlaw", feat_dim=None, num_chunks=chunks,
+                                     seed=1)
+        with dask.config.set(scheduler="threads"):
+            write_synthetic_graph(path, spec, overwrite=True)
+    return open_chunked_graph(path)
+
+
+def _real_graphs(work_dir: str) -> dict[str, ChunkedGraph]:
+    """Small real graphs from networkx, written as one-chunk homogeneous chunked graphs."""
+    try:
+        import networkx as nx
+    except ImportError:
+        print("networkx is not installed: skipping the real graphs")
+        return {}
+    from dgl_chunked.testing import GraphTruth, write_graph_from_truth
+
+    out = {}
+    for name, g in {"karate": nx.karate_club_graph(), "lesmis": nx.les_miserables_graph(),
+                    "davis": nx.davis_southern_women_graph(), "florentine": nx.florentine_families_graph()}.items():
+        index = {v: i for i, v in enumerate(g.nodes)}
+        pairs = np.array([(index[a], index[b]) for a, b in g.edges], np.int64).reshape(-1, 2)
+        truth = GraphTruth(graph_name=name, num_nodes={"_N": g.number_of_nodes()},
+                           edges={"_N:_E:_N": (pairs[:, 0], pairs[:, 1])}, node_data={}, edge_data={})
+        path = os.path.join(work_dir, f"real-{name}")
+        shutil.rmtree(path, ignore_errors=True)
+        write_graph_from_truth(path, truth, edge_chunks=1)
+        out[f"{name} ({g.number_of_nodes()}n/{g.number_of_edges()}e)"] = open_chunked_graph(path)
+    return out
+
+
+def _balance_kw(graph: ChunkedGraph) -> list[str] | None:
+    feats = {f for fs in graph.metadata.node_data.values() for f in fs}
+    return [m for m in MASKS if m in feats] or None
+
+
+def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> dict[str, Any]:
+    """One partitioning run on a fresh cluster: time, per-worker peak RSS, quality."""
+    import dask.array as da
+
+    cluster, client = _cluster(workers)
+    try:
+        start = time.perf_counter()
+        arrays = assign_partitions(graph, parts, method=method, seed=0, balance_ntypes=_balance_kw(graph))
+        computed = dict(zip(arrays, dask.compute(*arrays.values()), strict=True))
+        seconds = time.perf_counter() - start
+        peaks = sorted(client.run(_peak_mb).values())
+        lazy = {t: da.from_array(a, chunks=(graph.node_chunks(t),)) for t, a in computed.items()}
+        report = compute_partition_report(graph, lazy, parts)
+    finally:
+        client.close()
+        cluster.close()
+    bal = report.balance()
+    masks = [v for k, v in bal.items() if k.startswith("mask/") and v is not None]
+    return {"cut": report.edge_cut_fraction, "seconds": seconds, "peaks": peaks,
+            "nodes": max(v for k, v in bal.items() if k.startswith("nodes/") and v is not None),
+            "masks": max(masks) if masks else None, "owned": bal["owned_edges/total"]}
+
+
+def _dispatch(graph: ChunkedGraph, parts: int, method: str, workers: int, work_dir: str) -> float:
+    """Seconds of partition + dispatch (the lazy assignment computed inside dispatch)."""
+    from dgl_chunked import dispatch
+
+    out = tempfile.mkdtemp(prefix="bench-lp-out-", dir=work_dir)
+    shutil.rmtree(out)
+    cluster, client = _cluster(workers)
+    try:
+        start = time.perf_counter()
+        arrays = assign_partitions(graph, parts, method=method, seed=0, balance_ntypes=_balance_kw(graph))
+        dispatch(graph, arrays, out, num_parts=parts, client=client)
+        return time.perf_counter() - start
+    finally:
+        client.close()
+        cluster.close()
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _median_of(repeat: int, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    runs = [run() for _ in range(repeat)]
+    best = dict(runs[0])
+    best["seconds"] = statistics.median(r["seconds"] for r in runs)
+    best["peaks"] = [max(p) for p in zip(*(r["peaks"] for r in runs), strict=True)]
+    return best
+
+
+def _row(label: str, parts: int, method: str, r: dict[str, Any], metis_cut: float | None) -> str:
+    ratio = f"{r['cut'] / metis_cut:6.2f}" if metis_cut else "     -"
+    masks = f"{r['masks']:.3f}" if r["masks"] is not None else "    -"
+    disp = f"{r['dispatch']:8.1f}" if r.get("dispatch") is not None else "       -"
+    return (f"{label:<28} {parts:>2} {method:<7} {r['cut']:6.4f} {ratio} {r['nodes']:6.3f} {masks:>6} "
+            f"{r['owned']:6.2f} {r['seconds']:7.1f} {disp} {'/'.join(str(p) for p in r['peaks']):>11}")
+
+
+HEADER = (f"{'graph':<28} {'P':>2} {'method':<7} {'cut':>6} {'xmetis':>6} {'nodes':>6} {'masks':>6} "
+          f"{'owned':>6} {'part s':>7} {'+disp s':>8} {'peak MB':>11}")
+
+
+def _bench_graph(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> list[str]:
+    rows = []
+    for parts in args.parts:
+        results: dict[str, dict[str, Any]] = {}
+        for method in args.methods:
+            repeat = 1 if method == "metis" else args.repeat
+            results[method] = _median_of(repeat, lambda m=method, p=parts: _partition(graph, p, m, args.workers))
+            if args.dispatch and method != "metis" and graph.metadata.node_type_offsets[-1] >= args.dispatch_min:
+                results[method]["dispatch"] = statistics.median(
+                    _dispatch(graph, parts, method, args.workers, args.work_dir) for _ in range(args.repeat))
+        metis_cut = results.get("metis", {}).get("cut")
+        for method, r in results.items():
+            rows.append(_row(label, parts, method, r, metis_cut))
+            print(rows[-1], flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the arguments, run every graph, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rmat", action="append", default=None, metavar="NODES:EDGES")
+    parser.add_argument("--parts", action="append", type=int, default=None)
+    parser.add_argument("--methods", default="random,lp,metis")
+    parser.add_argument("--chunks", type=int, default=8, help="edge and node files per synthetic graph")
+    parser.add_argument("--edges-per-chunk", type=int, default=None,
+                        help="instead of --chunks: files of this many edges (equal chunk sizes across graphs)")
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs per measurement (median reported)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dispatch", action="store_true", help="also time partition + dispatch")
+    parser.add_argument("--dispatch-min", type=int, default=1_000_000, help="only for graphs with this many nodes")
+    parser.add_argument("--real", action="store_true", help="also the small real graphs from networkx")
+    parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-lp"))
+    args = parser.parse_args(argv)
+    args.methods = args.methods.split(",")
+    args.parts = args.parts or [4, 8]
+    os.makedirs(args.work_dir, exist_ok=True)
+    graphs: dict[str, ChunkedGraph] = {}
+    for item in args.rmat or ["20000:200000"]:
+        nodes, edges = (int(x) for x in item.split(":"))
+        chunks = -(-edges // args.edges_per_chunk) if args.edges_per_chunk else args.chunks
+        graphs[f"rmat {nodes:,}n/{edges:,}e"] = _rmat(args.work_dir, nodes, edges, chunks)
+    if args.real:
+        graphs.update(_real_graphs(args.work_dir))
+    print(HEADER, flush=True)
+    rows = [row for label, graph in graphs.items() for row in _bench_graph(label, graph, args)]
+    print("\n" + HEADER + "\n" + "\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
