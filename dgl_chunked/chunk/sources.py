@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, ChunkReadError
 from dgl_chunked.io import fs as _fs
+from dgl_chunked.io.formats import read_npy_header
 
 __all__ = [
     "FileInfo",
@@ -100,17 +101,12 @@ def _size(path: str, where: str, storage_options: StorageOptions) -> int:
 def npy_header(path: str, where: str, storage_options: StorageOptions = None) -> FileInfo:
     """Shape, dtype and data offset of an ``.npy`` file; checks it is not truncated."""
     size = _size(path, where, storage_options)
-    with _fs.open_file(path, "rb", storage_options) as f:
-        try:
-            version = np.lib.format.read_magic(f)
-            reader = {(1, 0): np.lib.format.read_array_header_1_0}.get(
-                version, np.lib.format.read_array_header_2_0)
-            shape, fortran, dtype = reader(f)
-            offset = f.tell()
-        except (ValueError, OSError, EOFError) as err:
-            raise ChunkReadError(
-                f"{where}: {path!r} is not a valid .npy file ({err}); write it with numpy.save"
-            ) from err
+    try:
+        shape, dtype, offset, fortran = read_npy_header(path, storage_options)
+    except (ValueError, OSError, EOFError) as err:
+        raise ChunkReadError(
+            f"{where}: {path!r} is not a valid .npy file ({err}); write it with numpy.save"
+        ) from err
     if dtype.hasobject:
         raise ChunkMismatchError(f"{where}: {path!r}: expected a numeric dtype, found {dtype} "
                                  "(pickled objects)")

@@ -53,6 +53,7 @@ __all__ = [
     "FEATURE_DTYPES",
     "FORMAT_OPTIONS",
     "count_edge_rows",
+    "read_npy_header",
     "feature_chunk_info",
     "file_size",
     "normalize_options",
@@ -607,23 +608,33 @@ def feature_chunk_info(
         return _parquet_info(pf, options, path)
 
 
+def read_npy_header(
+    path: str, storage_options: StorageOptions = None
+) -> tuple[tuple[int, ...], np.dtype[Any], int, bool]:
+    """``(shape, dtype, data offset, fortran order)`` from an ``.npy`` header only.
+
+    Raises the ``ValueError`` / ``OSError`` / ``EOFError`` numpy raises for a bad header.
+    """
+    with _source(path, storage_options) as src, _binary(src) as f:
+        version = np.lib.format.read_magic(f)
+        with _HEADER_LOCK:  # the header is parsed with ast, which is not thread-safe on 3.11
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        return tuple(int(x) for x in shape), dtype, f.tell(), bool(fortran)
+
+
 def _npy_info(
     path: str, storage_options: StorageOptions
 ) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
     size = file_size(path, storage_options)
-    with _source(path, storage_options) as src, _binary(src) as f:
-        try:
-            version = np.lib.format.read_magic(f)
-            with _HEADER_LOCK:  # the header is parsed with ast, which is not thread-safe on 3.11
-                if version == (1, 0):
-                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-                else:
-                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            offset = f.tell()
-        except (ValueError, OSError, EOFError) as err:
-            raise ChunkReadError(
-                f"feature file {path!r} has no valid .npy header ({err}); rewrite it with numpy.save"
-            ) from err
+    try:
+        shape, dtype, offset, _ = read_npy_header(path, storage_options)
+    except (ValueError, OSError, EOFError) as err:
+        raise ChunkReadError(
+            f"feature file {path!r} has no valid .npy header ({err}); rewrite it with numpy.save"
+        ) from err
     if dtype.hasobject:
         raise ChunkReadError(
             f"feature file {path!r}: expected a numeric dtype, found {dtype} (pickled objects)"
