@@ -33,7 +33,7 @@ from dask.base import compute
 from dask.delayed import delayed
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
-from dgl_chunked.errors import MetadataError, OutputExistsError
+from dgl_chunked.errors import MetadataError
 from dgl_chunked.io import formats as _formats
 from dgl_chunked.io import fs as _fs
 from dgl_chunked.io.metadata import ChunkedGraphMetadata, parse_metadata
@@ -410,18 +410,6 @@ def _plan(spec: SynthSpec, out: str, so: StorageOptions) -> tuple[dict[str, Any]
     return meta, tasks
 
 
-def _prepare_out_dir(out: str, storage_options: StorageOptions, overwrite: bool) -> None:
-    fs, inner = _fs.filesystem(out, storage_options)
-    if fs.exists(inner) and fs.ls(inner):
-        if not overwrite:
-            raise OutputExistsError(
-                f"{out}: expected a new or empty output directory, found existing files; "
-                "pass overwrite=True (--overwrite) or choose another directory"
-            )
-        fs.rm(inner, recursive=True)
-    fs.makedirs(inner, exist_ok=True)
-
-
 def write_synthetic_graph(
     out_dir: PathLike,
     spec: SynthSpec,
@@ -454,7 +442,7 @@ def write_synthetic_graph(
     """
     out = os.fspath(out_dir)
     out = out if _fs.is_url(out) else os.path.abspath(out)
-    _prepare_out_dir(out, storage_options, overwrite)
+    _fs.make_empty_dir(out, storage_options, overwrite=overwrite)
     meta, tasks = _plan(spec, out, storage_options)
     compute(*tasks)  # type: ignore[no-untyped-call]
     text = json.dumps(meta, indent=4, sort_keys=True).encode()

@@ -18,7 +18,7 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.chunk.plan import make_plan
 from dgl_chunked.chunk.spec import RawGraphSpec, parse_spec, read_spec
 from dgl_chunked.chunk.writer import EDGE_EXTENSIONS, NODE_KEYS_FILE, Run
-from dgl_chunked.errors import MetadataError, OutputExistsError
+from dgl_chunked.errors import MetadataError
 from dgl_chunked.io import fs as _fs
 from dgl_chunked.io.metadata import ChunkedGraphMetadata, parse_metadata
 
@@ -37,17 +37,6 @@ def _load_spec(spec: RawGraphSpec | Mapping[str, Any] | PathLike, storage_option
     if isinstance(spec, Mapping):
         return parse_spec(dict(spec), base_dir=os.getcwd(), storage_options=storage_options)
     return read_spec(spec, storage_options=storage_options)
-
-
-def _prepare_out_dir(out: str, storage_options: StorageOptions, overwrite: bool) -> None:
-    fs, inner = _fs.filesystem(out, storage_options)
-    if fs.exists(inner) and fs.ls(inner):
-        if not overwrite:
-            raise OutputExistsError(
-                f"{out}: expected a new or empty output directory, found existing files; "
-                "pass overwrite=True (--overwrite) or choose another directory")
-        fs.rm(inner, recursive=True)
-    fs.makedirs(inner, exist_ok=True)
 
 
 def _remove(path: str, storage_options: StorageOptions) -> None:
@@ -144,7 +133,7 @@ def chunk_graph(
                      storage_options=storage_options)
     out = os.fspath(out_dir)
     out = out if _fs.is_url(out) else os.path.abspath(out)
-    _prepare_out_dir(out, storage_options, overwrite)
+    _fs.make_empty_dir(out, storage_options, overwrite=overwrite)
     stage = os.fspath(staging_dir) if staging_dir is not None else _fs.join(out, "_staging")
     run = Run(plan, out, stage, edge_format)
     try:
