@@ -11,7 +11,8 @@ worker process and of the client, as a table and as JSON.
 Usage::
 
     python benchmarks/bench_pipeline.py [--scales 1 10] [--workers 2] [--json out.json]
-                                        [--memory-limit 1GiB] [--work-dir DIR]
+                                        [--memory-limit 1GiB] [--work-dir DIR] [--staging-dir DIR]
+                                        [--performance-report report.html]
 
 Peak RSS per worker is the worker process's ``ru_maxrss`` read at the end (each
 run uses a fresh cluster, so it is that run's peak).
@@ -50,8 +51,11 @@ def _synth(out: Path, scale: int) -> float:
     return time.perf_counter() - start
 
 
-def _run_once(chunked: Path, work: Path, workers: int, memory_limit: str | None) -> dict[str, Any]:
-    from distributed import Client, LocalCluster
+def _run_once(chunked: Path, work: Path, workers: int, memory_limit: str | None,
+              staging_dir: str | None, report: str | None) -> dict[str, Any]:
+    from contextlib import nullcontext
+
+    from distributed import Client, LocalCluster, performance_report
 
     import dgl_chunked as dglc
 
@@ -62,14 +66,16 @@ def _run_once(chunked: Path, work: Path, workers: int, memory_limit: str | None)
                               "dashboard_address": None}
     if memory_limit:
         kwargs["memory_limit"] = memory_limit
-    with LocalCluster(**kwargs) as cluster, Client(cluster) as client:
+    with (LocalCluster(**kwargs) as cluster, Client(cluster) as client,
+          performance_report(filename=report) if report else nullcontext()):
         start = time.perf_counter()
         graph = dglc.open_chunked_graph(chunked)
         parts = dglc.assign_partitions(graph, 2, method="random", seed=0)
         dglc.write_assignment(assign, parts, num_parts=2, algo_name="random")
         t_partition = time.perf_counter() - start
         start = time.perf_counter()
-        result = dglc.dispatch(graph, assign, out, client=client)
+        options = dglc.DispatchOptions(staging_dir=staging_dir)
+        result = dglc.dispatch(graph, assign, out, client=client, options=options)
         t_dispatch = time.perf_counter() - start
         worker_rss = client.run(_peak_rss_mb)
     return {
@@ -105,6 +111,9 @@ def main() -> None:
     parser.add_argument("--memory-limit", default=None)
     parser.add_argument("--repeat", type=int, default=1, help="runs per graph; the fastest is kept")
     parser.add_argument("--work-dir", default=None)
+    parser.add_argument("--staging-dir", default=None, help="dispatch staging (default OUT/_staging)")
+    parser.add_argument("--performance-report", default=None, metavar="HTML",
+                        help="write Dask's performance report of the last run here")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="dglc-bench-"))
@@ -113,7 +122,8 @@ def main() -> None:
         nodes, edges, chunks = SCALES[scale]
         chunked = work / f"graph-{scale}x"
         synth_s = _synth(chunked, scale)
-        runs = [_run_once(chunked, work / f"run-{scale}x", args.workers, args.memory_limit)
+        runs = [_run_once(chunked, work / f"run-{scale}x", args.workers, args.memory_limit,
+                          args.staging_dir, args.performance_report)
                 for _ in range(args.repeat)]
         best = min(runs, key=lambda r: r["total_s"])
         rows.append({"graph": f"{nodes // 10**6}M/{edges // 10**6}M", "synth_s": synth_s,

@@ -328,8 +328,6 @@ def partition_command(in_dir: str, out_dir: str, num_parts: int, method: str, se
                       metadata_filename: str, scheduler: str | None, workers: int | None,
                       storage_options: dict[str, Any] | None) -> None:
     """Assign every node to a partition; write ASSIGN/ and ASSIGN/report.json."""
-    from dask.utils import parse_bytes
-
     from dgl_chunked.io.assignment import open_assignment, retract_assignment, write_assignment
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.io.fs import join
@@ -341,7 +339,7 @@ def partition_command(in_dir: str, out_dir: str, num_parts: int, method: str, se
     with _assignment_cluster(scheduler, workers):
         parts = assign_partitions(graph, num_parts, method=method, seed=seed, balance_ntypes=balance,
                                   balance_edges=balance_edges,
-                                  max_memory=parse_bytes(max_memory) if max_memory else None)
+                                  max_memory=_parse_size(max_memory, "--max-memory") if max_memory else None)
         write_assignment(out_dir, parts, num_parts=num_parts, algo_name=method, overwrite=overwrite,
                          provenance={"seed": seed, "balance_ntypes": balance, "balance_edges": balance_edges},
                          storage_options=so)
@@ -521,6 +519,9 @@ def _dispatch_options(func: F) -> F:
         click.option("--staging-dir", default=None, help="Zarr staging location (default OUT/_staging)."),
         click.option("--keep-staging", is_flag=True, help="Keep the Zarr staging after success."),
         click.option("--overwrite", is_flag=True, help="Replace partitions already in --out-dir."),
+        click.option("--lookup-cache", default="256MiB", show_default=True, metavar="SIZE",
+                     help="Per worker: node-ID arrays up to this size are kept in memory to "
+                          "relabel edges (about 4 bytes per node); 0 reads them block by block."),
         click.option("--halo-hops", type=click.IntRange(min=1), default=1, show_default=True,
                      help="HALO depth; > 1 keeps HALO edges (in-edges of HALO nodes) as partition_graph."),
         click.option("--keep-halo-edges", is_flag=True,
@@ -548,7 +549,17 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
         graph_formats=formats, staging_dir=kw["staging_dir"], keep_staging=kw["keep_staging"],
         overwrite=kw["overwrite"], progress=not kw["no_progress"], part_method=part_method,
         halo_hops=kw["halo_hops"], keep_halo_edges=kw["keep_halo_edges"],
+        lookup_cache_bytes=_parse_size(kw["lookup_cache"], "--lookup-cache"),
     )
+
+
+def _parse_size(text: str, flag: str) -> int:
+    from dask.utils import parse_bytes
+
+    try:
+        return int(parse_bytes(text))
+    except (ValueError, TypeError) as err:
+        raise click.BadParameter(f"{text!r} is not a size such as 256MiB or 0", param_hint=flag) from err
 
 
 def _quiet_task_errors() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
@@ -57,6 +58,11 @@ class DispatchOptions:
         Replace an existing output directory instead of refusing.
     block_rows
         Rows per block of the node-level staged arrays (bounds task memory).
+    lookup_cache_bytes
+        Per worker process: the most bytes of node-level arrays (new IDs) kept in
+        memory for relabelling edges, about 4 bytes per node. A node type whose array
+        fits is read once per process; a larger one is read one block at a time per
+        edge chunk (slower, memory bounded by ``block_rows``). 0 disables the cache.
     progress
         Show a progress bar per stage.
     part_method
@@ -75,6 +81,7 @@ class DispatchOptions:
     keep_staging: bool = False
     overwrite: bool = False
     block_rows: int = 1 << 21
+    lookup_cache_bytes: int = 256 << 20
     progress: bool = False
     part_method: str | None = None
     halo_hops: int = 1
@@ -145,7 +152,8 @@ def dispatch(
     parts, num_parts, method = _resolve_assignment(graph, assignment, num_parts, storage_options)
     out = str(out_dir)
     _prepare_out_dir(out, opts.overwrite, storage_options)
-    staging = Staging(opts.staging_dir or fs.join(out, "_staging"), storage_options)
+    staging = Staging(opts.staging_dir or fs.join(out, "_staging"), storage_options,
+                      token=uuid.uuid4().hex, lookup_cache_bytes=opts.lookup_cache_bytes)
     fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options,
                                extra_node_data or {})
     if staging.start(fingerprint):

@@ -29,6 +29,8 @@ __all__ = ["FeatureStage", "PartitionPlan", "write_partition", "publish_partitio
            "tmp_dir_name"]
 
 BLOCK = 1 << 20
+DENSE_BYTES = 256 << 20
+"""Node-ID span up to which HALO sets use dense per-node tables (5 bytes per node)."""
 
 
 def part_dir_name(part: int) -> str:
@@ -71,10 +73,16 @@ class PartitionPlan:
 
     def edge_segments(self, part: int, column: str) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
         """``(etype id, segment)`` of one staged edge column (``new_src`` or ``new_dst``)."""
-        for r, etype in enumerate(self.etypes):
+        for r in range(len(self.etypes)):
             for c, counts in enumerate(self.edge_chunk_counts[r]):
                 if counts[part]:
-                    yield r, self.staging.segment(edge_array(etype, c, column), counts, part)
+                    yield r, self.edge_segment(r, c, column, part)
+
+    def edge_segment(self, r: int, c: int, column: str, part: int) -> npt.NDArray[np.int64]:
+        """Partition ``part``'s rows of edge chunk ``c`` of etype ``r``, as int64 new IDs."""
+        counts = self.edge_chunk_counts[r][c]
+        name = edge_array(self.etypes[r], c, column)
+        return self.staging.segment(name, counts, part).astype(np.int64, copy=False)
 
 
 def _blocks(shape: tuple[int, ...], dtype: Any, make: Callable[[], Iterator[npt.NDArray[Any]]]) -> ArrayBlocks:
@@ -84,6 +92,12 @@ def _blocks(shape: tuple[int, ...], dtype: Any, make: Callable[[], Iterator[npt.
 def _const_blocks(n: int, value: int, dtype: Any) -> Iterator[npt.NDArray[Any]]:
     for lo in range(0, n, BLOCK):
         yield np.full(min(BLOCK, n - lo), value, dtype=dtype)
+
+
+def _type_blocks(sizes: npt.NDArray[np.int64]) -> Iterator[npt.NDArray[np.int32]]:
+    """Type IDs of rows laid out type by type (``sizes[t]`` rows of type ``t``), in blocks."""
+    for t, n in enumerate(sizes):
+        yield from _const_blocks(int(n), t, np.int32)
 
 
 def _arange_blocks(start: int, stop: int) -> Iterator[npt.NDArray[np.int64]]:
@@ -104,6 +118,13 @@ def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 
 def _halo_nodes(plan: PartitionPlan, part: int, lo: int, hi: int) -> npt.NDArray[np.int64]:
     """Sorted distinct sources of owned edges that this partition does not own."""
+    total = int(plan.node_layout.part_starts[-1])
+    if total * 5 <= DENSE_BYTES:  # a flag per node beats sorting every segment
+        marks = np.zeros(total, dtype=bool)
+        for _, src in plan.edge_segments(part, "new_src"):
+            marks[src] = True
+        marks[lo:hi] = False
+        return np.flatnonzero(marks).astype(np.int64)
     halo = np.zeros(0, np.int64)
     pending: list[npt.NDArray[np.int64]] = []
     for _, src in plan.edge_segments(part, "new_src"):
@@ -123,12 +144,12 @@ class HaloIndex:
     otherwise a binary search on sorted queries.
     """
 
-    def __init__(self, halo: npt.NDArray[np.int64], dense_bytes: int = 256 << 20) -> None:
+    def __init__(self, halo: npt.NDArray[np.int64], dense_bytes: int | None = None) -> None:
         self.halo = halo
         self.base = int(halo[0]) if halo.size else 0
         span = int(halo[-1]) - self.base + 1 if halo.size else 0
         self.rank: npt.NDArray[np.int64] | None = None
-        if span * 5 <= dense_bytes:
+        if span * 5 <= (DENSE_BYTES if dense_bytes is None else dense_bytes):
             marks = np.zeros(span, dtype=bool)
             marks[halo - self.base] = True
             self.rank = np.cumsum(marks, dtype=np.int32) - 1  # type: ignore[assignment]
@@ -176,7 +197,7 @@ def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
         yield halo
 
     def node_types() -> Iterator[npt.NDArray[np.int32]]:
-        yield np.repeat(np.arange(len(plan.ntypes), dtype=np.int32), plan.node_layout.sizes()[part])
+        yield from _type_blocks(plan.node_layout.sizes()[part])
         yield type_of(halo, plan.node_layout)
 
     def edge_ids() -> Iterator[npt.NDArray[np.int64]]:
@@ -184,7 +205,7 @@ def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
         yield extra.eid
 
     def edge_types() -> Iterator[npt.NDArray[np.int32]]:
-        yield np.repeat(np.arange(len(plan.etypes), dtype=np.int32), e_sizes)
+        yield from _type_blocks(e_sizes)
         yield extra.etype
 
     n_nodes = n_inner + int(halo.shape[0])

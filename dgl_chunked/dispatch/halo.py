@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.stages import edge_array
 
 if TYPE_CHECKING:
     from dgl_chunked.dispatch.finalize import PartitionPlan
@@ -72,11 +71,10 @@ def _in_edges_of(plan: PartitionPlan, part: int, frontier: Int64s) -> HaloEdges:
     """Edges owned by other partitions whose destination is in ``frontier``."""
     found: list[tuple[Int64s, Int64s, Int64s, int]] = []
     for owner, r, c, first in _other_segments(plan, part):
-        counts = plan.edge_chunk_counts[r][c]
-        dst = plan.staging.segment(edge_array(plan.etypes[r], c, "new_dst"), counts, owner)
+        dst = plan.edge_segment(r, c, "new_dst", owner)
         hit = np.flatnonzero(sorted_member(dst, frontier))
         if hit.size:
-            src = plan.staging.segment(edge_array(plan.etypes[r], c, "new_src"), counts, owner)
+            src = plan.edge_segment(r, c, "new_src", owner)
             found.append((src[hit], dst[hit], first + hit.astype(np.int64), r))
     if not found:
         return HaloEdges.empty()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,8 +34,10 @@ __all__ = [
     "layout_ids",
     "count_owners",
     "sort_by_owner",
+    "compact_owner_dtype",
     "new_ids_block",
     "owner_of",
+    "staged_id_dtype",
     "type_of",
 ]
 
@@ -114,12 +117,20 @@ def sort_by_owner(
     owner: npt.NDArray[np.integer], num_parts: int
 ) -> tuple[npt.NDArray[np.intp], Int64s]:
     """Stable order that groups rows by owner, and the per-owner counts."""
-    if num_parts <= 16:  # a pass per owner beats a sort when there are few owners
+    if num_parts <= 4:  # a pass per owner beats a sort when there are few owners
         groups = [np.flatnonzero(owner == p) for p in range(num_parts)]
         counts = np.array([g.shape[0] for g in groups], dtype=np.int64)
         return np.concatenate(groups) if groups else np.zeros(0, np.intp), counts
-    order = np.argsort(owner, kind="stable")
+    # numpy's stable sort of 8/16-bit integers is a one-pass radix sort
+    order = np.argsort(owner.astype(compact_owner_dtype(num_parts), copy=False), kind="stable")
     return order, count_owners(owner, num_parts)
+
+
+def compact_owner_dtype(num_parts: int) -> np.dtype[Any]:
+    """The smallest unsigned dtype holding partition IDs ``0 ... num_parts - 1``."""
+    if num_parts <= 1 << 8:
+        return np.dtype(np.uint8)
+    return np.dtype(np.uint16 if num_parts <= 1 << 16 else np.uint32)
 
 
 def new_ids_block(owner: npt.NDArray[np.integer], bases: Int64s) -> Int64s:
@@ -136,10 +147,24 @@ def new_ids_block(owner: npt.NDArray[np.integer], bases: Int64s) -> Int64s:
 def owner_of(new_ids: Int64s, part_starts: Int64s) -> npt.NDArray[np.int32]:
     """Partition owning each new ID (``part_starts`` from :attr:`IdLayout.part_starts`).
 
-    Empty partitions are skipped correctly: ``side="right"`` picks the last
-    partition whose range starts at or before the ID.
+    Empty partitions are skipped correctly: the owner is the last partition whose
+    range starts at or before the ID.
     """
+    if part_starts.shape[0] <= 17:  # a compare per boundary beats a binary search per ID
+        owner = np.zeros(new_ids.shape[0], dtype=np.int32)
+        for start in part_starts[1:-1]:
+            owner += new_ids >= start
+        return owner
     return (np.searchsorted(part_starts[:-1], new_ids, side="right") - 1).astype(np.int32)
+
+
+INT32_IDS_BELOW = 1 << 31
+"""Staged edge endpoints are int32 when the graph has fewer nodes than this."""
+
+
+def staged_id_dtype(num_nodes: int) -> np.dtype[Any]:
+    """dtype of staged new node IDs: int32 when every ID fits (half the staging bytes)."""
+    return np.dtype(np.int32 if num_nodes < INT32_IDS_BELOW else np.int64)
 
 
 def type_of(new_ids: Int64s, layout: IdLayout) -> npt.NDArray[np.int32]:

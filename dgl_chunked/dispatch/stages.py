@@ -14,12 +14,17 @@ import numpy as np
 import numpy.typing as npt
 import zarr
 
-from dgl_chunked.dispatch.ids import new_ids_block, owner_of, sort_by_owner
+from dgl_chunked.dispatch.ids import (
+    compact_owner_dtype,
+    new_ids_block,
+    owner_of,
+    sort_by_owner,
+    staged_id_dtype,
+)
 from dgl_chunked.dispatch.staging import Staging
 from dgl_chunked.errors import AssignmentError, ChunkMismatchError
 from dgl_chunked.io.chunked import ChunkRef
 from dgl_chunked.io.formats import read_edge_chunk, read_feature_chunk
-from dgl_chunked.io.zarr_lookup import lookup
 
 __all__ = [
     "node_array",
@@ -78,6 +83,8 @@ def stage_new_nid_block(
 
 
 def _check_ids(ids: npt.NDArray[np.int64], limit: int, ref: ChunkRef, column: str, ntype: str) -> None:
+    if ids.size == 0 or (ids.min() >= 0 and ids.max() < limit):  # no temporaries when all is well
+        return
     bad = np.flatnonzero((ids < 0) | (ids >= limit))
     if bad.size:
         row = int(bad[0])
@@ -100,16 +107,17 @@ def stage_edge_chunk(
         )
     _check_ids(src, num_src, ref, "source", src_type)
     _check_ids(dst, num_dst, ref, "destination", dst_type)
-    store = staging.store()
-    new_src = lookup(zarr.open_array(store=store, path=node_array(src_type, "new_nid"), mode="r"), src)
-    new_dst = lookup(zarr.open_array(store=store, path=node_array(dst_type, "new_nid"), mode="r"), dst)
+    id_dtype = staged_id_dtype(int(part_starts[-1]))
+    new_src = staging.lookup(node_array(src_type, "new_nid"), src, dtype=id_dtype)
+    new_dst = staging.lookup(node_array(dst_type, "new_nid"), dst, dtype=id_dtype)
     del src, dst
     owner = owner_of(new_dst, part_starts)
     num_parts = part_starts.shape[0] - 1
     order, counts = sort_by_owner(owner, num_parts)
     staging.write_sorted(edge_array(etype, chunk, "new_src"), new_src[order], counts)
     staging.write_sorted(edge_array(etype, chunk, "new_dst"), new_dst[order], counts)
-    staging.write_sorted(edge_array(etype, chunk, "owner"), owner, counts)
+    staging.write_sorted(edge_array(etype, chunk, "owner"),
+                         owner.astype(compact_owner_dtype(num_parts)), counts)
     return counts
 
 
@@ -156,7 +164,7 @@ def stage_node_data_block(
 
 def edge_owner_range(
     staging: Staging, etype: str, edge_chunk_starts: Sequence[int], start: int, stop: int
-) -> npt.NDArray[np.int32]:
+) -> npt.NDArray[np.integer[Any]]:
     """Owners of edges ``[start, stop)`` of one etype, read from the edge chunks covering them."""
     bounds = np.asarray(edge_chunk_starts, dtype=np.int64)
     pieces = []

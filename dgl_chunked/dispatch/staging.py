@@ -6,16 +6,18 @@ Layout (one Zarr group; every array is written by exactly one task)::
       nodes/<t>/part              int32 [N_t]    owner partition, regular chunks
       nodes/<t>/new_nid           int64 [N_t]    new homogeneous ID, same chunks
       nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner
-      edges/<r>/<c>/new_src       int64 [E_c]    new IDs of the sources, sorted by owner
-      edges/<r>/<c>/new_dst       int64 [E_c]    new IDs of the destinations, sorted by owner
-      edges/<r>/<c>/owner         int32 [E_c]    owner of each edge (written last), type_eid order
+      edges/<r>/<c>/new_src       int32 [E_c]    new IDs of the sources, sorted by owner
+      edges/<r>/<c>/new_dst       int32 [E_c]    new IDs of the destinations, sorted by owner
+      edges/<r>/<c>/owner         uint8 [E_c]    owner of each edge (written last), type_eid order
       node_feat/<t>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
       edge_feat/<r>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
 
 Type and feature names are used as Zarr node names; DGL forbids ``/`` in them and
 ``validate`` checks that, so they map one to one. Arrays sorted by owner carry
 ``attrs["counts"]`` (rows per partition): a partition's rows are one contiguous
-segment per array. The attribute is written after the data, so an array with
+segment per array. Staged edge endpoints are int64 instead of int32 when the graph
+has 2**31 nodes or more (:func:`~dgl_chunked.dispatch.ids.staged_id_dtype`), owners
+wider than uint8 with more than 256 partitions (``compact_owner_dtype``). The attribute is written after the data, so an array with
 counts is complete; resume relies on that.
 """
 
@@ -34,10 +36,11 @@ import zarr.storage
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.io import fs
+from dgl_chunked.io.zarr_lookup import cached_lookup
 
 __all__ = ["Staging", "segment_bounds", "resumable", "MISSING", "STAGING_FORMAT"]
 
-STAGING_FORMAT = 2
+STAGING_FORMAT = 3
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
 
 MISSING = object()
@@ -70,11 +73,15 @@ def segment_bounds(counts: Sequence[int], part: int) -> tuple[int, int]:
 class Staging:
     """A handle on the staging group: a path (or URL) and its storage options.
 
-    It pickles as two small values, so tasks carry it, not an open store.
+    It pickles as a few small values, so tasks carry it, not an open store.
+    ``token`` names this run's content (a new one per dispatch call) and
+    ``lookup_cache_bytes`` is the per-process budget of :meth:`lookup`'s cache.
     """
 
     root: str
     storage_options: StorageOptions = None
+    token: str = ""
+    lookup_cache_bytes: int = 0
 
     def store(self) -> zarr.storage.StoreLike:
         if fs.is_url(self.root):
@@ -172,6 +179,14 @@ class Staging:
 
     def open(self, name: str) -> zarr.Array:
         return zarr.open_array(store=self.store(), path=name, mode="r")
+
+    def lookup(self, name: str, ids: npt.NDArray[np.integer[Any]], dtype: npt.DTypeLike = None
+               ) -> npt.NDArray[Any]:
+        """``array[ids]`` (as ``dtype``) of the 1-D staged array ``name``, kept whole in
+        this process when it fits ``lookup_cache_bytes``, else read a Zarr chunk at a time."""
+        array = self.open(name)
+        return cached_lookup(array, ids, key=(self.root, self.token, name),
+                             budget_bytes=self.lookup_cache_bytes, dtype=dtype)
 
     def counts(self, name: str) -> list[int] | None:
         """The per-partition counts of a completed sorted array, else None."""

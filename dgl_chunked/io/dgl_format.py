@@ -52,6 +52,7 @@ from dgl_chunked.io._dgl_records import (
     pack_string,
     pack_u64,
 )
+from dgl_chunked.io.direct_io import open_for_writing
 from dgl_chunked.io.fs import filesystem, with_filename
 
 __all__ = [
@@ -275,7 +276,7 @@ def _cursor(
 
 
 @contextmanager
-def _output(path: PathLike, storage_options: StorageOptions) -> Iterator[IO[bytes]]:
+def _output(path: PathLike, storage_options: StorageOptions) -> Iterator[Any]:
     """Open ``path`` for writing; on any error close it and remove the partial file.
 
     An ``OSError`` from the filesystem (disk full, file-size limit, permissions)
@@ -285,7 +286,7 @@ def _output(path: PathLike, storage_options: StorageOptions) -> Iterator[IO[byte
     where = os.fspath(path)
     fs, inner = filesystem(path, storage_options)
     try:
-        f = fs.open(inner, "wb")
+        f = open_for_writing(inner) if isinstance(fs, LocalFileSystem) else fs.open(inner, "wb")
     except OSError as err:
         with_filename(err, where)
         raise

@@ -5,17 +5,25 @@ of ``array`` in memory at a time: the IDs are grouped by the chunk they fall in
 and only the touched chunks are read, one after another. This is how an edge
 chunk finds the partition or new ID of its endpoints without loading a whole
 node-level array, whatever the graph size.
+
+``cached_lookup`` trades memory for speed where the caller allows it: a whole
+array that fits a byte budget is read once per process (as int32 when its values
+allow) and kept, so the many edge chunks a worker handles gather from memory
+instead of re-reading every Zarr chunk per edge chunk.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import zarr
 
-__all__ = ["lookup", "create_1d", "open_array"]
+__all__ = ["lookup", "cached_lookup", "clear_lookup_cache", "create_1d", "open_array"]
 
 
 def lookup(array: zarr.Array, ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
@@ -44,6 +52,79 @@ def lookup(array: zarr.Array, ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[
     for b, sel in _groups(block, -(-array.shape[0] // chunk)):
         values = np.asarray(array[b * chunk : min((b + 1) * chunk, array.shape[0])])
         out[sel] = values[ids[sel] - b * chunk]
+    return out
+
+
+_CACHE: OrderedDict[Hashable, npt.NDArray[Any]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_INT32 = np.iinfo(np.int32)
+
+
+def cached_lookup(
+    array: zarr.Array, ids: npt.NDArray[np.integer[Any]], *, key: Hashable, budget_bytes: int,
+    dtype: npt.DTypeLike = None,
+) -> npt.NDArray[Any]:
+    """``array[ids]`` from a whole copy of ``array`` kept in this process, if it fits.
+
+    Parameters
+    ----------
+    array
+        A 1-D Zarr array whose content never changes while ``key`` is in use.
+    ids
+        Integer positions in ``[0, array.shape[0])``.
+    key
+        Identifies the array's content; must change whenever the content may
+        (callers put a per-run token in it).
+    budget_bytes
+        Most bytes all cached arrays of this process may hold together. An array
+        larger than this is never cached: the lookup falls back to :func:`lookup`.
+    dtype
+        dtype of the result (default: ``array``'s); the caller guarantees the values fit.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same length as ``ids``.
+    """
+    dtype = np.dtype(array.dtype if dtype is None else dtype)
+    values = _cached_values(array, key, budget_bytes)
+    if values is None:
+        return lookup(array, ids).astype(dtype, copy=False)
+    return values[np.asarray(ids)].astype(dtype, copy=False)
+
+
+def clear_lookup_cache() -> None:
+    """Drop every array :func:`cached_lookup` keeps in this process."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _cached_values(array: zarr.Array, key: Hashable, budget_bytes: int) -> npt.NDArray[Any] | None:
+    itemsize = 4 if np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
+    if array.ndim != 1 or array.shape[0] * itemsize > budget_bytes:
+        return None
+    with _CACHE_LOCK:  # one load at a time: two threads never hold two copies
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+        values = _read_compact(array)
+        while _CACHE and sum(v.nbytes for v in _CACHE.values()) + values.nbytes > budget_bytes:
+            _CACHE.popitem(last=False)
+        if values.nbytes <= budget_bytes:
+            _CACHE[key] = values
+        return values
+
+
+def _read_compact(array: zarr.Array) -> npt.NDArray[Any]:
+    """The whole array, chunk by chunk, as int32 when every value fits (half the memory)."""
+    dtype = np.dtype(array.dtype)
+    out = np.empty(array.shape[0], dtype=np.int32 if dtype.kind in "iu" else dtype)
+    step = int(array.chunks[0])
+    for lo in range(0, array.shape[0], step):
+        block = np.asarray(array[lo : lo + step])
+        if out.dtype != dtype and block.size and (block.min() < _INT32.min or block.max() > _INT32.max):
+            return np.asarray(array[:])  # rare: values beyond int32, keep the native dtype
+        out[lo : lo + block.shape[0]] = block
     return out
 
 

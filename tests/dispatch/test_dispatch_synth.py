@@ -128,3 +128,18 @@ def test_empty_partition_of_a_featured_type_warns(tmp_path):
     for ntype in featured_ntypes:
         assert any(f"partition(s) [1] own no node of type {ntype!r}" in m for m in messages), ntype
     assert any("own no edge of type 'paper:cites:paper'" in m for m in messages)
+
+
+def test_bytes_identical_without_the_in_memory_fast_paths(tmp_path, monkeypatch):
+    """The fast paths (node-ID cache, dense HALO flags, int32 staging) change no byte."""
+    from dataclasses import replace
+
+    from dgl_chunked.dispatch import finalize, ids
+
+    _hetero(tmp_path, num_edge_chunks=3)
+    _dispatch_and_verify(tmp_path / "chunked", tmp_path / "fast", 3, block_rows=64)
+    monkeypatch.setattr(finalize, "DENSE_BYTES", 0)
+    monkeypatch.setattr(ids, "INT32_IDS_BELOW", 0)
+    _dispatch_and_verify(tmp_path / "chunked", tmp_path / "slow", 3, block_rows=64,
+                         options=replace(ORIG, lookup_cache_bytes=0))
+    assert output_files(tmp_path / "fast") == output_files(tmp_path / "slow")

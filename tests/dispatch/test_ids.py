@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +69,28 @@ def test_layout_ranges_abut_partition_major_type_major():
     # empty partition-type blocks in the middle do not confuse the owner lookup
     np.testing.assert_array_equal(owner_of(np.arange(8), layout.part_starts), [0, 0, 0, 0, 1, 1, 1, 2])
     np.testing.assert_array_equal(type_of(np.arange(8), layout), [0, 0, 2, 2, 2, 2, 2, 0])
+
+
+@pytest.mark.parametrize("num_parts", [1, 2, 5, 16, 17, 40])
+def test_owner_of_skips_empty_partitions_for_few_and_many_partitions(num_parts):
+    rng = np.random.default_rng(num_parts)
+    sizes = rng.integers(0, 4, num_parts)  # zeros: empty partitions anywhere
+    sizes[-1] += 1
+    part_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    ids = np.arange(int(part_starts[-1]))
+    want = np.repeat(np.arange(num_parts), sizes)
+    got = owner_of(ids, part_starts)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(owner_of(ids.astype(np.int32), part_starts), want)
+
+
+@pytest.mark.parametrize("num_parts", [1, 2, 4, 5, 256, 257, 70_000])
+def test_sort_by_owner_is_the_stable_sort_for_any_number_of_partitions(num_parts):
+    from dgl_chunked.dispatch.ids import compact_owner_dtype, sort_by_owner
+
+    owner = np.random.default_rng(num_parts).integers(0, num_parts, 5000).astype(np.int32)
+    order, counts = sort_by_owner(owner, num_parts)
+    np.testing.assert_array_equal(order, np.argsort(owner, kind="stable"))
+    np.testing.assert_array_equal(counts, np.bincount(owner, minlength=num_parts))
+    assert np.iinfo(compact_owner_dtype(num_parts)).max >= num_parts - 1

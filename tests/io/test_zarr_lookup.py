@@ -22,3 +22,55 @@ def test_lookup_equals_fancy_indexing(tmp_path_factory, length, chunk, count, se
     got = lookup(zarr.open_array(store, path="v", mode="r"), ids)
     np.testing.assert_array_equal(got, values[ids])
     assert got.dtype == np.int64
+
+
+def _array(store, name, values, chunk):
+    arr = create_1d(store, name, length=values.shape[0], dtype=values.dtype, chunk=chunk)
+    arr[:] = values
+    return zarr.open_array(store, path=name, mode="r")
+
+
+def test_cached_lookup_keeps_small_ids_as_int32_and_returns_the_array_dtype(tmp_path):
+    from dgl_chunked.io import zarr_lookup
+
+    zarr_lookup.clear_lookup_cache()
+    values = np.random.default_rng(0).permutation(1000).astype(np.int64)
+    arr = _array(str(tmp_path), "v", values, chunk=64)
+    ids = np.random.default_rng(1).integers(0, 1000, 5000)
+    got = zarr_lookup.cached_lookup(arr, ids, key="k", budget_bytes=4000)
+    np.testing.assert_array_equal(got, values[ids])
+    assert got.dtype == np.int64
+    assert zarr_lookup._CACHE["k"].dtype == np.int32 and zarr_lookup._CACHE["k"].nbytes == 4000
+    got2 = zarr_lookup.cached_lookup(arr, ids[:10], key="k", budget_bytes=4000)
+    np.testing.assert_array_equal(got2, values[ids[:10]])
+    zarr_lookup.clear_lookup_cache()
+
+
+def test_cached_lookup_keeps_int64_values_beyond_int32(tmp_path):
+    from dgl_chunked.io import zarr_lookup
+
+    zarr_lookup.clear_lookup_cache()
+    values = np.arange(300, dtype=np.int64) * (1 << 33)
+    arr = _array(str(tmp_path), "v", values, chunk=50)
+    ids = np.array([299, 0, 150, 150])
+    np.testing.assert_array_equal(
+        zarr_lookup.cached_lookup(arr, ids, key="big", budget_bytes=10_000), values[ids])
+    assert zarr_lookup._CACHE["big"].dtype == np.int64
+    zarr_lookup.clear_lookup_cache()
+
+
+def test_cached_lookup_over_budget_reads_blockwise_and_evicts_least_recent(tmp_path):
+    from dgl_chunked.io import zarr_lookup
+
+    zarr_lookup.clear_lookup_cache()
+    store = str(tmp_path)
+    a = _array(store, "a", np.arange(100, dtype=np.int64), chunk=10)
+    b = _array(store, "b", np.arange(100, dtype=np.int64) + 7, chunk=10)
+    big = _array(store, "big", np.arange(1000, dtype=np.int64), chunk=10)
+    ids = np.array([5, 99, 0])
+    np.testing.assert_array_equal(zarr_lookup.cached_lookup(big, ids, key="big", budget_bytes=600), ids)
+    assert "big" not in zarr_lookup._CACHE  # 4000 bytes > budget: not kept
+    zarr_lookup.cached_lookup(a, ids, key="a", budget_bytes=600)
+    np.testing.assert_array_equal(zarr_lookup.cached_lookup(b, ids, key="b", budget_bytes=600), ids + 7)
+    assert list(zarr_lookup._CACHE) == ["b"]  # 400 + 400 > 600: "a" was evicted
+    zarr_lookup.clear_lookup_cache()

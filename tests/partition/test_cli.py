@@ -53,3 +53,21 @@ def test_report_on_dgl_directory(tiny_chunked: Path, golden_dir: Path, tmp_path:
     assert result.exit_code == 0, result.output
     assert "2 partitions, 32 nodes, 65 edges" in result.output
     assert json.loads((tmp_path / "r.json").read_text())["nodes"]["author"] == [6, 6]
+
+
+def test_dispatch_lookup_cache_flag(tiny_chunked: Path, tmp_path: Path) -> None:
+    """``--lookup-cache`` takes sizes (0 turns the cache off) and names itself when wrong."""
+    assign = tmp_path / "assign"
+    ok = CliRunner().invoke(cli, ["partition", "--in-dir", str(tiny_chunked), "--out-dir", str(assign),
+                                  "--num-parts", "2"])
+    assert ok.exit_code == 0, ok.output
+    base = ["dispatch", "--in-dir", str(tiny_chunked), "--partitions-dir", str(assign), "--no-progress"]
+    bad = CliRunner().invoke(cli, [*base, "--out-dir", str(tmp_path / "bad"), "--lookup-cache", "lots"])
+    assert bad.exit_code == 2 and "--lookup-cache" in bad.output and "'lots'" in bad.output
+    outs = []
+    for size in ("0", "1KiB"):
+        out = tmp_path / f"out-{size}"
+        result = CliRunner().invoke(cli, [*base, "--out-dir", str(out), "--lookup-cache", size])
+        assert result.exit_code == 0, result.output
+        outs.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*.dgl")})
+    assert outs[0] == outs[1] and len(outs[0]) == 6
