@@ -7,7 +7,7 @@ import logging
 import time
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +31,7 @@ from dgl_chunked.io import fs
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.partition_config import CONFIG_NAME, PartitionConfig, write_partition_config
+from dgl_chunked.io.zarr_lookup import clear_lookup_cache
 
 __all__ = ["DispatchOptions", "DispatchResult", "dispatch"]
 
@@ -164,9 +165,12 @@ def dispatch(
     node_layout, node_starts, node_counts = stage_nodes(graph, parts, num_parts, staging,
                                                         opts.block_rows, runner)
     _warn_empty(meta.node_data, meta.node_types, node_layout, "node")
-    edge_counts, node_feats, edge_feats = stage_edges_and_features(
-        graph, staging, node_layout, num_parts, runner,
-        extra_node_data=extra_node_data or {}, block_rows=opts.block_rows)
+    try:
+        edge_counts, node_feats, edge_feats = stage_edges_and_features(
+            graph, staging, node_layout, num_parts, runner,
+            extra_node_data=extra_node_data or {}, block_rows=opts.block_rows)
+    finally:  # only the edge staging uses the node-ID cache: free the workers' memory
+        runner.run_everywhere(clear_lookup_cache)
     edge_layout = layout_ids(edge_counts)
     etypes = tuple(e.name for e in meta.edge_types)
     _warn_empty(meta.edge_data, etypes, edge_layout, "edge")
@@ -320,6 +324,13 @@ class _Runner:
             return self._compute(tasks, stage)
         finally:
             self.seconds[stage] = time.perf_counter() - start
+
+    def run_everywhere(self, func: Callable[[], Any]) -> None:
+        """Call ``func()`` in every worker process (and here, for in-process schedulers)."""
+        func()
+        client = self.client or _current_client()
+        if client is not None:
+            client.run(func)
 
     def _compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
         if not tasks:

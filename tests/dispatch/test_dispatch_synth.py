@@ -143,3 +143,13 @@ def test_bytes_identical_without_the_in_memory_fast_paths(tmp_path, monkeypatch)
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "slow", 3, block_rows=64,
                          options=replace(ORIG, lookup_cache_bytes=0))
     assert output_files(tmp_path / "fast") == output_files(tmp_path / "slow")
+
+
+def test_workers_hold_no_cached_node_ids_after_dispatch(tmp_path, client):
+    from dgl_chunked.io import zarr_lookup
+
+    _hetero(tmp_path)
+    graph = open_chunked_graph(tmp_path / "chunked")
+    dispatch(graph, assign_partitions(graph, 2, seed=1), tmp_path / "out", num_parts=2, client=client)
+    held = client.run(lambda: len(zarr_lookup._CACHE))
+    assert set(held.values()) == {0}
