@@ -1,8 +1,8 @@
 """Execute every notebook in ``notebooks/`` with nbclient (outputs are not kept).
 
 Notebooks are picked up by glob, so new ones are tested automatically. Each runs in
-a scratch working directory with ``DGL_CHUNKED_DATA`` unset (synthetic data) and
-the Agg matplotlib backend. The ``python3`` kernel resolves to this interpreter:
+a scratch working directory (also its ``TMPDIR``) with ``DGL_CHUNKED_DATA`` unset
+(synthetic data) and the Agg matplotlib backend. The ``python3`` kernel resolves to this interpreter:
 jupyter_client replaces a kernelspec's ``python`` with ``sys.executable``.
 """
 
@@ -35,6 +35,7 @@ def _kernel_name() -> str:
 def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DGL_CHUNKED_DATA", raising=False)
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebooks' scratch folders go with tmp_path
     nb = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), (
         f"{path.name}: strip outputs"
