@@ -14,6 +14,9 @@ peak RSS (``ru_maxrss``) belongs to that run alone. Printed per run:
                partitioning plus writing DGL partitions (median; with --dispatch)
     peak MB    per-worker peak RSS while partitioning (max over repeats)
 
+With ``--dispatch`` and both ``random`` and ``lp``, a line per graph and partition count
+gives ``lp +disp / random +disp`` (issue #8 asks for at most 3 on 2 workers).
+
 Graphs: R-MAT power-law synthetic graphs (``--rmat NODES:EDGES``, cached in
 ``--work-dir``) and, with ``--real``, small real graphs shipped by networkx (Zachary's
 karate club, Les Miserables, Davis southern women, Florentine families) when
@@ -172,6 +175,10 @@ def _bench_graph(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> l
         metis_cut = results.get("metis", {}).get("cut")
         for method, r in results.items():
             rows.append(_row(label, parts, method, r, metis_cut))
+            print(rows[-1], flush=True)
+        if all(results.get(m, {}).get("dispatch") for m in ("random", "lp")):
+            ratio = results["lp"]["dispatch"] / results["random"]["dispatch"]
+            rows.append(f"{label:<28} {parts:>2} lp +disp / random +disp = {ratio:.2f}")
             print(rows[-1], flush=True)
     return rows
 

@@ -6,12 +6,15 @@ Vocabulary (see :mod:`dgl_chunked.partition.lp` for the algorithm):
   homogeneous ``orig_nid`` space; a node's *local* index is its offset in its block;
 - a *staged entry* is one direction of one non-self-loop edge: the updated node ``u``
   (block-local, bit 31 set when ``u`` is the edge's destination) and its neighbour
-  ``v`` (``orig_nid``);
+  ``v`` (``orig_nid``, int32 when every ID fits);
 - a *stratum* is (node type, first true balance mask); every stratum is balanced on
   its own;
 - a *group* is the set of candidate nodes sharing ``(stratum, from part, to part,
   priority)``; ``from part == num_parts`` means "not placed yet". Groups are encoded as
   one int64 key by :func:`group_key`.
+
+Proposal kernels take the *candidate* rows only (the nodes a round may move), so a
+round costs in proportion to its candidates, not to the block.
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ __all__ = [
     "block_degrees",
     "degree_levels",
     "fill_block",
+    "group_by_key",
     "group_key",
     "level_order",
     "neighbour_histogram",
+    "node_level_order",
     "node_order",
     "orient_edges",
     "priority_of",
@@ -48,11 +53,38 @@ __all__ = [
 DST_FLAG = np.uint32(1 << 31)
 LOCAL_MASK = np.uint32((1 << 31) - 1)
 NUM_PRIORITIES = 128
+NUM_LEVELS = 64
+"""Degree levels ``-1`` (isolated) to ``62``; tables index them as ``level + 1``."""
 _NO_TARGET = -1
 
 
-def orient_edges(src: IdArray, dst: IdArray, *, block_rows: int,
-                 num_blocks: int) -> tuple[npt.NDArray[np.uint32], IdArray, IdArray, IdArray]:
+def _local_and_block(ids: IdArray, block_rows: int, local: npt.NDArray[np.uint32],
+                     block: npt.NDArray[Any] | None) -> None:
+    """Write the block-local index (and, unless None, the block) of ``ids`` into the outputs."""
+    if block_rows & (block_rows - 1) == 0:  # a power of two: shifts, no division
+        np.bitwise_and(ids, block_rows - 1, out=local, casting="unsafe")
+        if block is not None:
+            np.right_shift(ids, block_rows.bit_length() - 1, out=block, casting="unsafe")
+        return
+    np.remainder(ids, block_rows, out=local, casting="unsafe")
+    if block is not None:
+        np.floor_divide(ids, block_rows, out=block, casting="unsafe")
+
+
+def group_by_key(key: npt.NDArray[Any], num_keys: int, arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:
+    """Stable sort of ``arrays`` by ``key`` (values in ``[0, num_keys)``): a radix
+    argsort on 8 or 16 bits, then one gather per array (fewest fresh arrays: each new
+    array costs page faults, which here cost more than the sort)."""
+    if num_keys <= 1:
+        return arrays
+    dtype = np.uint8 if num_keys <= 1 << 8 else np.uint16 if num_keys <= 1 << 16 else np.int64
+    order = np.argsort(key.astype(dtype, copy=False), kind="stable")
+    return [a[order] for a in arrays]
+
+
+def orient_edges(src: IdArray, dst: IdArray, *, block_rows: int, num_blocks: int,
+                 v_dtype: type[np.signedinteger[Any]] = np.int64) -> tuple[npt.NDArray[np.uint32], IdArray, IdArray,
+                                                                            IdArray]:
     """Both directions of every non-self-loop edge, stably ordered by the block of ``u``.
 
     Parameters
@@ -61,12 +93,15 @@ def orient_edges(src: IdArray, dst: IdArray, *, block_rows: int,
         ``orig_nid`` of both ends (int64).
     block_rows, num_blocks
         The node blocking.
+    v_dtype
+        Integer type of the returned neighbours (int32 halves the staged bytes when
+        every ``orig_nid`` fits).
 
     Returns
     -------
     u_local : uint32
         Block-local ``u``; bit 31 (``DST_FLAG``) set when ``u`` is the edge's destination.
-    v : int64
+    v : v_dtype
         ``orig_nid`` of the neighbour.
     counts : int64 [num_blocks]
         Entries per block (the order is block-major).
@@ -79,31 +114,34 @@ def orient_edges(src: IdArray, dst: IdArray, *, block_rows: int,
     self_loops = src[loop]
     if self_loops.size:
         src, dst = src[~loop], dst[~loop]
-    u = np.concatenate([src, dst])
-    v = np.concatenate([dst, src])
-    block = u // block_rows
-    flag = np.zeros(u.size, np.uint32)
-    if num_blocks > 1:
-        order = np.argsort(block.astype(np.uint32 if num_blocks > 65535 else np.uint16), kind="stable")
-        u, v, block = u[order], v[order], block[order]
-        flag[order >= src.size] = DST_FLAG
-    else:
-        flag[src.size:] = DST_FLAG
-    u_local = (u - block * block_rows).astype(np.uint32) | flag
-    counts = np.bincount(block, minlength=num_blocks).astype(np.int64)
-    return u_local, v, counts, self_loops
+    m = src.size
+    u_local = np.empty(2 * m, np.uint32)
+    v = np.empty(2 * m, v_dtype)
+    v[:m], v[m:] = dst, src
+    block = np.empty(2 * m, np.uint16 if num_blocks <= 1 << 16 else np.int64) if num_blocks > 1 else None
+    for half, ids in ((slice(0, m), src), (slice(m, 2 * m), dst)):
+        _local_and_block(ids, block_rows, u_local[half], None if block is None else block[half])
+    u_local[m:] |= DST_FLAG
+    if block is None:
+        return u_local, v, np.full(num_blocks, 2 * m, np.int64), self_loops
+    u_local, v = group_by_key(block, num_blocks, [u_local, v])
+    return u_local, v, np.bincount(block, minlength=num_blocks).astype(np.int64), self_loops
 
 
-def block_degrees(u_locals: list[npt.NDArray[np.uint32]], self_loops: IdArray, *,
-                  rows: int) -> tuple[IdArray, IdArray]:
-    """Undirected degree (no self-loops) and owned edges (in-degree + self-loops) of a block."""
+def block_degrees(u_locals: list[npt.NDArray[np.uint32]], self_loops: IdArray, *, rows: int,
+                  owned: bool = True) -> tuple[IdArray, IdArray]:
+    """Undirected degree (no self-loops) and owned edges (in-degree + self-loops) of a
+    block; the owned edges are zero unless ``owned``."""
     degree = np.zeros(rows, np.int64)
-    owned = np.bincount(np.asarray(self_loops, np.int64), minlength=rows).astype(np.int64)
+    weight = np.zeros(rows, np.int64)
+    if owned:
+        weight += np.bincount(np.asarray(self_loops, np.int64), minlength=rows)
     for u in u_locals:
-        local = (u & LOCAL_MASK).astype(np.int64)
+        local = u & LOCAL_MASK
         degree += np.bincount(local, minlength=rows)
-        owned += np.bincount(local[(u & DST_FLAG) != 0], minlength=rows)
-    return degree, owned
+        if owned:
+            weight += np.bincount(local[(u & DST_FLAG) != 0], minlength=rows)
+    return degree, weight
 
 
 def degree_levels(degree: IdArray) -> npt.NDArray[np.int8]:
@@ -115,27 +153,42 @@ def degree_levels(degree: IdArray) -> npt.NDArray[np.int8]:
     return out
 
 
-def neighbour_histogram(u_local: npt.NDArray[np.uint32], v_part: npt.NDArray[np.integer[Any]],
-                        row_of: IdArray, *, num_rows: int, num_parts: int,
-                        out: npt.NDArray[np.int32] | None = None) -> npt.NDArray[np.int32]:
-    """Add, per counted node, its neighbours per partition to a ``[num_rows, P]`` table.
-
-    ``row_of`` maps a block-local node to its table row (negative: not counted);
-    ``v_part`` holds the neighbours' partitions (negative: not placed, ignored).
-    """
-    hist = np.zeros((num_rows, num_parts), np.int32) if out is None else out
-    row = row_of[(u_local & LOCAL_MASK).astype(np.int64)]
-    keep = (v_part >= 0) & (row >= 0)
-    keys = row[keep] * num_parts + v_part[keep]
-    hist += np.bincount(keys, minlength=num_rows * num_parts).reshape(num_rows, num_parts).astype(np.int32)
-    return hist
+def node_level_order(level: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
+    """Block-local node indices by falling level, ascending within a level (isolated last)."""
+    key = (NUM_LEVELS - 2 - level.astype(np.int16)).astype(np.uint8)  # level 62 -> 0, -1 -> 63
+    return np.argsort(key, kind="stable").astype(np.int32)
 
 
-def rows_of(active: npt.NDArray[np.bool_]) -> IdArray:
-    """Table row of every active node (in block order), ``-1`` for the others."""
-    out = np.full(active.size, -1, np.int64)
-    out[active] = np.arange(int(np.count_nonzero(active)))
+def rows_of(nodes: npt.NDArray[np.integer[Any]], rows: int, *, out: IdArray | None = None) -> IdArray:
+    """Table row of every block-local node: its position in ``nodes``; the others get
+    ``nodes.size`` (a spare row that callers drop). ``out``: an int64 array to fill."""
+    out = np.empty(rows, np.int64) if out is None else out
+    out.fill(nodes.size)
+    out[nodes] = np.arange(nodes.size, dtype=np.int64)
     return out
+
+
+def neighbour_histogram(u_local: npt.NDArray[np.uint32], v_part: npt.NDArray[np.integer[Any]],
+                        row_of: IdArray | None, *, num_rows: int, num_parts: int,
+                        keys: IdArray | None = None) -> IdArray:
+    """Neighbours per partition of every table row: ``[num_rows, P]`` int64.
+
+    ``row_of`` maps a block-local node to its row (``num_rows``: not counted; None:
+    the row is the local index); ``v_part`` holds the neighbours' partitions (``-1``:
+    not placed, not counted); ``keys`` is an optional int64 work array (one per
+    entry). One ``bincount`` over ``P + 1`` columns per row, so no entry is filtered
+    out first.
+    """
+    width = num_parts + 1
+    keys = np.empty(u_local.size, np.int64) if keys is None else keys
+    np.bitwise_and(u_local, LOCAL_MASK, out=keys)
+    if row_of is not None:
+        np.take(row_of, keys, out=keys)  # buffered (mode "raise"), so in place is safe
+    keys *= width
+    keys += v_part  # -1 (not placed) lands in column 0, dropped below
+    keys += 1
+    counts = np.bincount(keys, minlength=(num_rows + 1) * width)
+    return counts[:num_rows * width].reshape(num_rows, width)[:, 1:]
 
 
 def priority_of(score: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int16]:
@@ -172,76 +225,62 @@ def summarise_groups(keys: IdArray, weight: IdArray) -> tuple[IdArray, IdArray, 
     k = keys[order]
     starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
     counts = np.diff(np.concatenate([starts, [k.size]])).astype(np.int64)
-    weights = np.add.reduceat(np.asarray(weight, np.int64)[order], starts) if k.size else np.empty(0, np.int64)
-    return k[starts], counts, weights.astype(np.int64)
+    weights = np.add.reduceat(np.asarray(weight, np.int64)[order], starts)
+    return k[starts].astype(np.int64), counts, weights.astype(np.int64)
 
 
-def _best_open(score: npt.NDArray[np.float64], allowed: npt.NDArray[np.bool_]) -> tuple[IdArray, npt.NDArray[np.bool_]]:
-    """Argmax of ``score`` over allowed columns (lowest index on ties); ``ok`` if any allowed."""
-    if score.shape[0] == 0:
-        return np.empty(0, np.int64), np.empty(0, bool)
-    best = np.argmax(np.where(allowed, score, -np.inf), axis=1).astype(np.int64)
-    return best, np.asarray(allowed.any(axis=1), dtype=bool)
-
-
-def propose_placement(hist: npt.NDArray[np.integer[Any]], part: PartArray, active: npt.NDArray[np.bool_],
-                      stratum: npt.NDArray[np.int32], weight: IdArray, *, penalty: npt.NDArray[np.float64],
-                      weight_penalty: npt.NDArray[np.float64], open_parts: npt.NDArray[np.bool_],
+def propose_placement(hist: npt.NDArray[np.integer[Any]], stratum: npt.NDArray[np.int32], weight: IdArray, *,
+                      penalty: npt.NDArray[np.float64], weight_penalty: npt.NDArray[np.float64],
+                      open_parts: npt.NDArray[np.bool_],
                       weight_open: npt.NDArray[np.bool_]) -> tuple[IdArray, npt.NDArray[np.int16]]:
-    """Fennel choice for the active (unplaced) nodes over the parts open to them:
+    """Fennel choice for unplaced candidates over the parts open to them:
     ``argmax_q hist[q] - penalty[q] - weight * weight_penalty[q]`` (lowest part on ties).
 
     A part is open to a node when its stratum has room there and, for a node of
-    positive weight, ``weight_open`` says the part has weight room. ``hist`` has one
-    row per active node, in block order. Returns per block row the target (``-1``: no
-    proposal) and the priority (bucket of the neighbours in the target).
+    positive weight, ``weight_open`` says the part has weight room. All arguments have
+    one row per candidate. Returns the target (``-1``: no open part) and the priority
+    (bucket of the neighbours in the target).
     """
-    rows = part.size
-    target = np.full(rows, _NO_TARGET, np.int64)
-    prio = np.zeros(rows, np.int16)
-    cand = np.flatnonzero(active)
-    if cand.size == 0:
-        return target, prio
-    h = np.asarray(hist, np.int64)
-    w = np.asarray(weight, np.float64)[cand]
-    score = h - penalty[None, :] - w[:, None] * weight_penalty[None, :]
-    allowed = open_parts[stratum[cand]] & (weight_open[None, :] | (w == 0)[:, None])
-    best, ok = _best_open(score, allowed)
-    cand, best = cand[ok], best[ok]
-    target[cand] = best
-    prio[cand] = priority_of(h[ok][np.arange(cand.size), best])
+    if hist.shape[0] == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int16)
+    w = np.asarray(weight, np.float64)
+    score = hist - penalty[None, :]
+    if weight_penalty.any():
+        score -= w[:, None] * weight_penalty[None, :]
+    allowed = open_parts[stratum]
+    if not weight_open.all():
+        allowed &= weight_open[None, :] | (w == 0)[:, None]
+    best = np.argmax(np.where(allowed, score, -np.inf), axis=1)
+    ok = allowed.any(axis=1)
+    target = np.where(ok, best, _NO_TARGET).astype(np.int64)
+    prio = np.where(ok, priority_of(hist[np.arange(best.size), best]), 0).astype(np.int16)
     return target, prio
 
 
-def propose_refinement(hist: npt.NDArray[np.integer[Any]], part: PartArray, active: npt.NDArray[np.bool_],
+def propose_refinement(hist: npt.NDArray[np.integer[Any]], part: npt.NDArray[np.integer[Any]],
                        stratum: npt.NDArray[np.int32], *,
                        open_parts: npt.NDArray[np.bool_]) -> tuple[IdArray, npt.NDArray[np.int16]]:
-    """Label propagation: an active (placed) node proposes the part with the most
+    """Label propagation for placed candidates: a node proposes the part with the most
     neighbours among those with room when that beats its own part (gain > 0), else
     the best full part (reachable by a swap only); priority = bucket of the gain.
 
-    ``hist`` has one row per active node, in block order.
+    All arguments have one row per candidate. Returns the target (``-1``: stay) and
+    the priority. Ties go to the lowest part.
     """
-    rows = part.size
-    target = np.full(rows, _NO_TARGET, np.int64)
-    prio = np.zeros(rows, np.int16)
-    cand = np.flatnonzero(active)
-    if cand.size == 0:
-        return target, prio
-    h = np.asarray(hist, np.int64)
-    idx = np.arange(cand.size)
-    own = h[idx, part[cand]]
-    others = np.ones(h.shape, bool)
-    others[idx, part[cand]] = False
-    best_open, _ = _best_open(h.astype(np.float64), others & open_parts[stratum[cand]])
-    best_any, _ = _best_open(h.astype(np.float64), others)
-    gain_open = np.where((others & open_parts[stratum[cand]])[idx, best_open], h[idx, best_open] - own, 0)
-    best = np.where(gain_open > 0, best_open, best_any)
-    gain = h[idx, best] - own
+    if hist.shape[0] == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int16)
+    idx = np.arange(hist.shape[0])
+    own_part = part.astype(np.int64)
+    own = hist[idx, own_part]
+    others = np.array(hist, np.int64)
+    others[idx, own_part] = -1  # counts are >= 0: -1 never wins over another part
+    best_any = np.argmax(others, axis=1)
+    open_only = np.where(open_parts[stratum], others, -1)
+    best_open = np.argmax(open_only, axis=1)
+    best = np.where(open_only[idx, best_open] - own > 0, best_open, best_any)
+    gain = others[idx, best] - own
     ok = gain > 0
-    target[cand[ok]] = best[ok]
-    prio[cand[ok]] = priority_of(gain[ok])
-    return target, prio
+    return np.where(ok, best, _NO_TARGET).astype(np.int64), np.where(ok, priority_of(gain), 0).astype(np.int16)
 
 
 def node_order(orig_nids: IdArray, *, seed: int, salt: int) -> npt.NDArray[np.uint64]:
@@ -251,47 +290,43 @@ def node_order(orig_nids: IdArray, *, seed: int, salt: int) -> npt.NDArray[np.ui
         return splitmix64(np.asarray(orig_nids).astype(np.uint64) + key)
 
 
-def apply_quotas(part: PartArray, target: IdArray, keys: IdArray, weight: IdArray,
-                 rank: npt.NDArray[np.uint64], quota_keys: IdArray, quota_count: IdArray,
-                 quota_weight: IdArray, *, num_parts: int) -> tuple[PartArray, IdArray, IdArray, IdArray]:
-    """Move, in every group, the first nodes in ``rank`` order within its count and weight quota.
+def apply_quotas(keys: IdArray, weight: IdArray, rank: npt.NDArray[np.uint64], quota_keys: IdArray,
+                 quota_count: IdArray, quota_weight: IdArray) -> tuple[npt.NDArray[np.bool_], IdArray, IdArray,
+                                                                       IdArray]:
+    """Take, in every group, the first candidates in ``rank`` order within its count and
+    weight quota.
 
-    ``keys`` is the group key of each block row (ignored where ``target < 0``). Returns
-    the new partitions and, per group that moved nodes, ``(key, moved, moved weight)``.
+    ``keys``, ``weight`` and ``rank`` have one row per candidate. Returns which
+    candidates move and, per group that moved nodes, ``(key, moved, moved weight)``.
     """
-    new = part.copy()
-    cand = np.flatnonzero(target >= 0)
-    if cand.size == 0 or quota_keys.size == 0:
+    take = np.zeros(keys.size, bool)
+    if keys.size == 0 or quota_keys.size == 0:
         empty = np.empty(0, np.int64)
-        return new, empty, empty, empty
-    order = np.lexsort((rank[cand], keys[cand]))
-    cand = cand[order]
-    k = keys[cand]
-    pos = np.searchsorted(quota_keys, k)
-    pos_c = np.minimum(pos, quota_keys.size - 1)
-    known = quota_keys[pos_c] == k
+        return take, empty, empty, empty
+    by_rank = np.argsort(rank)  # ranks are distinct (a bijective hash of the node ID)
+    order = by_rank[np.argsort(keys[by_rank], kind="stable")]  # = lexsort((rank, keys)), faster
+    k = keys[order]
+    pos = np.minimum(np.searchsorted(quota_keys, k), quota_keys.size - 1)
+    known = quota_keys[pos] == k
     starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
     first = np.repeat(starts, np.diff(np.concatenate([starts, [k.size]])))
-    w = np.asarray(weight, np.int64)[cand]
+    w = np.asarray(weight, np.int64)[order]
     csum_w = np.cumsum(w)
     cum_w = csum_w - (csum_w[first] - w[first])
     cum_n = np.arange(k.size) - first + 1
-    take = known & (cum_n <= quota_count[pos_c]) & (cum_w <= quota_weight[pos_c])
-    moved = cand[take]
-    new[moved] = target[moved].astype(np.int32)
-    mk, mc, mw = summarise_groups(k[take], w[take])
-    return new, mk, mc, mw
+    take[order] = known & (cum_n <= quota_count[pos]) & (cum_w <= quota_weight[pos])
+    mk, mc, mw = summarise_groups(keys[take], np.asarray(weight, np.int64)[take])
+    return take, mk, mc, mw
 
 
-def fill_block(part: PartArray, todo: npt.NDArray[np.bool_], stratum: npt.NDArray[np.int32],
-               rank: npt.NDArray[np.uint64], fill_strata: IdArray, fill_parts: IdArray,
-               fill_counts: IdArray) -> PartArray:
-    """Place the ``todo`` nodes: in each stratum, nodes in ``rank`` order go to the listed
-    parts, ``fill_counts`` each (rows of ``(stratum, part, count)``; counts sum per stratum
-    to the stratum's ``todo`` nodes in this block)."""
-    new = part.copy()
+def fill_block(stratum: npt.NDArray[np.int32], rank: npt.NDArray[np.uint64], fill_strata: IdArray,
+               fill_parts: IdArray, fill_counts: IdArray) -> PartArray:
+    """Partitions of nodes to place: in each stratum, nodes in ``rank`` order go to the
+    listed parts, ``fill_counts`` each (rows of ``(stratum, part, count)``; counts sum per
+    stratum to the stratum's nodes here). Arguments have one row per node to place."""
+    new = np.full(stratum.size, -1, np.int32)
     for s in np.unique(fill_strata):
-        nodes = np.flatnonzero(todo & (stratum == s))
+        nodes = np.flatnonzero(stratum == s)
         nodes = nodes[np.argsort(rank[nodes], kind="stable")]
         sel = fill_strata == s
         new[nodes] = np.repeat(fill_parts[sel], fill_counts[sel]).astype(np.int32)

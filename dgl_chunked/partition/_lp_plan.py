@@ -15,8 +15,9 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition._lp_kernels import split_group_key
 
-__all__ = ["add_moves", "block_quotas", "caps_for", "fennel_costs", "file_segments", "fill_plan", "level_segments",
-           "open_parts", "plan_moves", "split_quotas", "water_fill"]
+__all__ = ["add_moves", "block_quotas", "caps_for", "fennel_costs", "file_segments", "fill_plan",
+           "group_segments", "level_rounds", "open_parts", "plan_moves", "planned_gain", "round_segments",
+           "round_spans", "split_quotas", "water_fill"]
 
 Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight sums)
 Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
@@ -174,17 +175,21 @@ def caps_for(total: IdArray | int, num_parts: int, eps: float) -> IdArray:
     return np.maximum(-(-total // num_parts), np.floor((1 + eps) * total / num_parts).astype(np.int64))
 
 
-def add_moves(sizes: IdArray, wsizes: IdArray, moved: list[Groups], *, num_parts: int) -> int:
+def add_moves(sizes: IdArray, wsizes: IdArray, moved: list[Groups], *, num_parts: int,
+              placed: IdArray | None = None, blocks: list[int] | None = None) -> int:
     """Apply per-group moves ``(keys, nodes, weight)`` to the size tables in place;
-    return the number of nodes moved."""
+    return the number of nodes moved. With ``placed`` (``[blocks, S]``), also count the
+    nodes newly placed per block and stratum (``moved[i]`` is block ``blocks[i]``'s)."""
     total = 0
-    for mk, mc, mw in moved:
+    for i, (mk, mc, mw) in enumerate(moved):
         s, p, q, _ = split_group_key(mk, num_parts=num_parts)
         old = p < num_parts
         np.add.at(sizes, (s, q), mc)
         np.subtract.at(sizes, (s[old], p[old]), mc[old])
         np.add.at(wsizes, q, mw)
         np.subtract.at(wsizes, p[old], mw[old])
+        if placed is not None and blocks is not None:
+            np.add.at(placed[blocks[i]], s[~old], mc[~old])
         total += int(mc.sum())
     return total
 
@@ -229,14 +234,71 @@ def file_segments(counts: list[IdArray], num_blocks: int) -> list[Segments]:
             for b in range(num_blocks)]
 
 
-def level_segments(block_counts: list[IdArray], level_counts: list[IdArray]) -> list[list[Segments]]:
-    """Per block and level, the entries of that level's nodes (levels fall within a block)."""
-    num_blocks, levels = (level_counts[0].shape if level_counts else (0, 0))
-    out: list[list[Segments]] = [[[] for _ in range(levels)] for _ in range(num_blocks)]
+def level_rounds(nodes_per_level: IdArray, min_nodes: int) -> list[tuple[int, int]]:
+    """Placement rounds ``(high level, low level)``, from the top level down: consecutive
+    degree levels are merged until a round holds at least ``min_nodes`` nodes
+    (``nodes_per_level`` is indexed by level + 1; isolated nodes are not placed by rounds)."""
+    rounds: list[tuple[int, int]] = []
+    high, count = None, 0
+    for level in range(nodes_per_level.size - 2, -1, -1):
+        n = int(nodes_per_level[level + 1])
+        if n == 0:
+            continue
+        high = level if high is None else high
+        count += n
+        if count >= min_nodes:
+            rounds.append((high, level))
+            high, count = None, 0
+    if high is not None:
+        rounds.append((high, int(np.flatnonzero(nodes_per_level[1:]).min())))
+    return rounds
+
+
+def round_spans(nodes_per_level: IdArray, high: int, low: int) -> list[tuple[int, int]]:
+    """Per block, the positions in its level order (falling level) of levels ``high..low``
+    (``nodes_per_level`` is ``[blocks, 64]``, indexed by level + 1)."""
+    above = nodes_per_level[:, high + 2:].sum(axis=1)
+    inside = nodes_per_level[:, low + 1:high + 2].sum(axis=1)
+    return [(int(a), int(a + n)) for a, n in zip(above, inside, strict=True)]
+
+
+def round_segments(block_counts: list[IdArray], level_counts: list[IdArray], high: int,
+                   low: int) -> list[Segments]:
+    """Per block, the staged entries of its nodes of levels ``high..low``: one range per
+    edge file, as levels fall within a block of a restaged file."""
+    num_blocks = block_counts[0].size if block_counts else 0
+    out: list[Segments] = [[] for _ in range(num_blocks)]
     for c, (bc, lc) in enumerate(zip(block_counts, level_counts, strict=True)):
-        start = np.concatenate([[0], np.cumsum(bc)])
-        for b in np.flatnonzero(bc):
-            ends = start[b] + np.cumsum(lc[b, ::-1])[::-1]  # end of level L = start + entries of levels >= L
-            for level in np.flatnonzero(lc[b]):
-                out[b][level].append((c, int(ends[level] - lc[b, level]), int(ends[level])))
+        start = np.concatenate([[0], np.cumsum(bc)])[:-1]
+        first = start + lc[:, high + 1:].sum(axis=1)
+        stop = start + lc[:, low:].sum(axis=1)
+        for b in np.flatnonzero(stop > first):
+            out[b].append((c, int(first[b]), int(stop[b])))
     return out
+
+
+def planned_gain(quotas: list[Groups], *, num_parts: int) -> int:
+    """The cut edges the planned refinement moves would save if they did not interact,
+    each node's gain taken as the least of its priority bucket (a lower bound of that;
+    moves that undo each other save less)."""
+    gain = 0
+    for keys, counts, _ in quotas:
+        prio = split_group_key(keys, num_parts=num_parts)[3]
+        least = np.maximum(1, np.ceil(np.exp2(prio / 8.0) - 1 - 1e-9)).astype(np.int64)
+        gain += int((least * counts).sum())
+    return gain
+
+
+def group_segments(segs: Segments, limit: int) -> list[Segments]:
+    """Split a block's entry ranges into groups of about ``limit`` entries."""
+    groups: list[Segments] = [[]]
+    size = 0
+    for c, lo, hi in segs:
+        while lo < hi:
+            if size >= limit:
+                groups.append([])
+                size = 0
+            step = min(hi - lo, limit - size)
+            groups[-1].append((c, lo, lo + step))
+            size, lo = size + step, lo + step
+    return groups

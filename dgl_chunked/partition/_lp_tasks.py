@@ -2,25 +2,33 @@
 
 Scratch layout of one run (``ROOT`` is a fresh directory under ``LPConfig.scratch_dir``)::
 
-    ROOT/result.zarr/part            int32 [N]  the assignment (-1: not placed yet); kept
-    ROOT/work/nodes.zarr/level       int8  [N]  floor(log2 degree), -1 when isolated
-    ROOT/work/nodes.zarr/stratum     int32 [N]  (node type, first true balance mask)
-    ROOT/work/nodes.zarr/weight      int64 [N]  owned edges (in-degree + self-loops)
-    ROOT/work/nodes.zarr/target      int32 [N]  this round's proposal (-1: none)
-    ROOT/work/nodes.zarr/prio        int16 [N]  this round's priority
-    ROOT/work/edges/<c>-u.npy        uint32     staged entries of edge file c: block-local u
-    ROOT/work/edges/<c>-v.npy        int64      ... and the neighbour's orig_nid
-    ROOT/work/edges/<c>-loops.npy    int64      self-loop nodes of edge file c, sorted
+    ROOT/result/<b>.npy              int32   block b's assignment (-1: not placed yet); kept
+    ROOT/work/blocks/<b>-level.npy   int8    floor(log2 degree), -1 when isolated
+    ROOT/work/blocks/<b>-stratum.npy int32   (node type, first true balance mask)
+    ROOT/work/blocks/<b>-weight.npy  int64   owned edges (in-degree + self-loops); zeros
+                                             unless balance_edges
+    ROOT/work/blocks/<b>-order.npy   int32   local node IDs by falling level
+    ROOT/work/blocks/<b>-moves.npy   int64 [4, k]  the round's proposals: local ID,
+                                             target, group key, weight
+    ROOT/work/edges/<c>-u.npy        uint32  staged entries of edge file c: block-local u
+    ROOT/work/edges/<c>-v.npy        int32/64  ... and the neighbour's orig_nid
+    ROOT/work/edges/<c>-loops.npy    int64   self-loop nodes of edge file c, sorted
 
-Node arrays are Zarr, chunked by node block, so every block task writes its own chunk
-(no races). Staged entries are ``.npy`` files that tasks memory-map and slice.
+Node arrays are one ``.npy`` file per node block, so every block task writes its own
+files (no races); a rewrite goes to a temporary file renamed over the old one, so a
+reader never sees half a file. Tasks read ranges of staged entries with ``readinto``
+into one array (memory-mapped file pages fault one 4 KiB page at a time, which cost
+more than the copy). Plain files, not Zarr: a round reads the whole assignment in
+every task, and Zarr's per-call overhead was most of a small round's cost.
+
+A round's node *span* is either ``(start, stop)``, positions in the block's level order
+(the nodes of a run of degree levels), or ``None``: every node of the block.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import Iterator
+import threading
 from typing import Any
 
 import numpy as np
@@ -28,146 +36,264 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition import _lp_kernels as K
+from dgl_chunked.partition import _lp_plan as plan_
 
 __all__: list[str] = []
 
 FULL_READ_BYTES = 1 << 26
-"""A histogram task reads the whole assignment at once below this size, else uses ``lookup``."""
+"""A histogram task reads the whole assignment at once below this size, else block by block."""
+_PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
-ALL_LEVELS = -2
-"""The ``level`` of a placement round over every unplaced node with neighbours (a retry round)."""
-NODE_ARRAYS = (("level", np.int8), ("stratum", np.int32), ("weight", np.int64), ("target", np.int32),
-               ("prio", np.int16))
+_POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its scratch arrays (see _scratch)
 Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
 Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight sums)
+Span = tuple[int, int] | None
 
 
-@functools.lru_cache(maxsize=64)
-def open_node_array(root: str, name: str, mode: str = "r") -> Any:
-    """A node-level Zarr array of a run (handles are cached: opening one costs milliseconds)."""
-    import zarr
-
-    sub = "result.zarr" if name == "part" else os.path.join("work", "nodes.zarr")
-    return zarr.open_array(store=os.path.join(root, sub), path=name, mode=mode)
+def create_dirs(root: str) -> None:
+    """Create the scratch directories of a run."""
+    for sub in ("result", os.path.join("work", "edges"), os.path.join("work", "blocks")):
+        os.makedirs(os.path.join(root, sub), exist_ok=True)
 
 
-def create_node_arrays(root: str, num_nodes: int, block_rows: int) -> None:
-    """Create the node arrays (``part`` filled with -1) and the staging directory."""
-    import zarr
-
-    chunk = (max(1, min(block_rows, num_nodes or 1)),)
-    for name, dtype in (("part", np.int32), *NODE_ARRAYS):
-        store = os.path.join(root, "result.zarr" if name == "part" else os.path.join("work", "nodes.zarr"))
-        zarr.create_array(store=store, name=name, shape=(num_nodes,), chunks=chunk, dtype=dtype,
-                          compressors=None, fill_value=-1 if name == "part" else 0, overwrite=True)
-    os.makedirs(os.path.join(root, "work", "edges"), exist_ok=True)
-
-
-def read_result(root: str, lo: int, hi: int) -> npt.NDArray[np.int32]:
-    """Output chunk ``[lo, hi)`` of the homogeneous assignment."""
-    if hi <= lo:
-        return np.empty(0, np.int32)
-    return np.asarray(open_node_array(root, "part")[lo:hi], dtype=np.int32)
+def _node_file(root: str, b: int, name: str) -> str:
+    if name == "part":
+        return os.path.join(root, "result", f"{b}.npy")
+    return os.path.join(root, "work", "blocks", f"{b}-{name}.npy")
 
 
 def _edges_file(root: str, c: int, name: str) -> str:
     return os.path.join(root, "work", "edges", f"{c}-{name}.npy")
 
 
-def _segments(root: str, segs: Segments, name: str) -> Iterator[npt.NDArray[Any]]:
-    """The staged entries ``[lo, hi)`` of every listed edge file, one at a time (memory-mapped)."""
+def _save(path: str, arr: npt.NDArray[Any]) -> None:
+    """Write ``arr`` to ``path`` through a temporary file and an atomic rename."""
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        np.save(f, arr)
+    os.replace(tmp, path)
+
+
+def read_block(root: str, b: int, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
+    """Node array ``name`` of block ``b`` (a :func:`_scratch` array with ``scratch``)."""
+    if not scratch:
+        return np.load(_node_file(root, b, name))  # type: ignore[no-any-return]
+    with open(_node_file(root, b, name), "rb") as f:
+        _, dtype, size = _npy_header(f)
+        out = _scratch(f"block-{name}", size, dtype)
+        f.readinto(out.data.cast("B"))
+    return out
+
+
+def write_block(root: str, b: int, name: str, arr: npt.NDArray[Any]) -> None:
+    """Replace node array ``name`` of block ``b``."""
+    _save(_node_file(root, b, name), arr)
+
+
+def _read_into(path: str, out: npt.NDArray[Any]) -> None:
+    """Read the ``.npy`` file ``path`` into ``out`` (same dtype and size)."""
+    with open(path, "rb") as f:
+        _npy_header(f)
+        f.readinto(out.data.cast("B"))
+
+
+def read_result(root: str, lo: int, hi: int, block_rows: int) -> npt.NDArray[np.int32]:
+    """Output chunk ``[lo, hi)`` of the homogeneous assignment."""
+    if hi <= lo:
+        return np.empty(0, np.int32)
+    pieces = []
+    for b in range(lo // block_rows, (hi - 1) // block_rows + 1):
+        first = b * block_rows
+        part = np.load(_node_file(root, b, "part"), mmap_mode="r")
+        pieces.append(np.array(part[max(lo - first, 0):hi - first], np.int32))
+    return np.concatenate(pieces)
+
+
+def _npy_header(f: Any) -> tuple[int, np.dtype[Any], int]:
+    """Read the header of an open ``.npy`` file: data offset, dtype and size."""
+    fmt = np.lib.format
+    read = fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0) else fmt.read_array_header_2_0
+    shape, _, dtype = read(f)
+    return f.tell(), dtype, int(np.prod(shape))
+
+
+def _scratch(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) -> npt.NDArray[Any]:
+    """A work array of this thread, kept for the next tasks (grown when too small).
+
+    Fresh memory is costly: with Dask's ``MALLOC_TRIM_THRESHOLD_`` every large array
+    is a new mapping whose pages fault on first touch, which cost about as much as the
+    histogram's arithmetic. The big per-entry and per-node arrays of the histogram,
+    restage and proposal tasks are therefore reused. Per worker thread they hold about
+    17 bytes per entry of a histogram group (``group_entries``), 25 per entry of the
+    largest edge file, 5 per node (only under ``FULL_READ_BYTES``) and 24 per node of a
+    block, until :func:`release_scratch` (the driver calls it on every worker at the
+    end). Callers must not let a scratch array outlive their task.
+    """
+    pool = _POOLS.setdefault(threading.get_ident(), {})
+    buf = pool.get(name)
+    if buf is None or buf.dtype != np.dtype(dtype) or buf.size < size:
+        buf = pool[name] = np.empty(size + size // 4, dtype)  # headroom: sizes vary a little
+    return buf[:size]
+
+
+def release_scratch() -> None:
+    """Drop this process's scratch arrays (arrays still in use stay alive until released)."""
+    _POOLS.clear()
+
+
+def _read_segments(root: str, segs: Segments, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
+    """The staged entries ``[lo, hi)`` of every listed edge file, concatenated (into a
+    :func:`_scratch` array named ``name`` with ``scratch``, else a new one).
+
+    Read with ``readinto`` into one array, not memory-mapped: mapped file pages fault
+    one 4 KiB page at a time, which cost more than the copy.
+    """
+    out: npt.NDArray[Any] | None = None
+    pos = 0
     for c, lo, hi in segs:
-        yield np.asarray(np.load(_edges_file(root, c, name), mmap_mode="r")[lo:hi])
-
-
-def _block(root: str, name: str, lo: int, hi: int) -> npt.NDArray[Any]:
-    return np.asarray(open_node_array(root, name)[lo:hi])
+        with open(_edges_file(root, c, name), "rb") as f:
+            offset, dtype, _ = _npy_header(f)
+            if out is None:
+                size = sum(h - lo_ for _, lo_, h in segs)
+                out = _scratch(name, size, dtype) if scratch else np.empty(size, dtype)
+            f.seek(offset + lo * dtype.itemsize)
+            f.readinto(out[pos:pos + hi - lo].data.cast("B"))
+        pos += hi - lo
+    return out if out is not None else np.empty(0, np.int64)
 
 
 def stage_task(ref: Any, *, root: str, c: int, offsets: tuple[int, int], bounds: tuple[int, int],
-               block_rows: int, num_blocks: int) -> tuple[IdArray, IdArray]:
+               block_rows: int, num_blocks: int, v_dtype: str) -> tuple[IdArray, IdArray]:
     """Stage edge file ``c``; return its entries and its self-loops per node block."""
     from dgl_chunked.io.chunked import read_edges_partition
 
     df = read_edges_partition(ref, num_src=bounds[0], num_dst=bounds[1])
-    u, v, counts, loops = K.orient_edges(df["src"].to_numpy(np.int64) + offsets[0],
-                                         df["dst"].to_numpy(np.int64) + offsets[1],
-                                         block_rows=block_rows, num_blocks=num_blocks)
+    src, dst = (df[k].to_numpy(np.int64) for k in ("src", "dst"))
+    del df
+    src, dst = (x + off if off else x for x, off in ((src, offsets[0]), (dst, offsets[1])))
+    u, v, counts, loops = K.orient_edges(src, dst, block_rows=block_rows, num_blocks=num_blocks,
+                                         v_dtype=np.dtype(v_dtype).type)
+    del src, dst
     loops = np.sort(loops)
     for name, arr in (("u", u), ("v", v), ("loops", loops)):
-        np.save(_edges_file(root, c, name), arr)
+        _save(_edges_file(root, c, name), arr)
     return counts, np.bincount(loops // block_rows, minlength=num_blocks).astype(np.int64)
 
 
-def prepare_task(stratum: npt.NDArray[Any], *, root: str, b: int, block_rows: int, segs: Segments,
-                 loop_segs: Segments, num_strata: int) -> tuple[IdArray, int, IdArray]:
-    """Degree, owned edges, level and stratum of block ``b``; return the nodes per stratum,
-    the owned edges and the nodes per level (index ``level + 1``, 64 levels)."""
+def prepare_task(stratum: npt.NDArray[Any], *staged: tuple[IdArray, IdArray], root: str, b: int,
+                 block_rows: int, num_strata: int, owned: bool) -> tuple[IdArray, IdArray]:
+    """Degree, level, stratum, owned edges (with ``owned``), level order and empty
+    assignment of block ``b``; ``staged`` holds every edge file's entries and
+    self-loops per block (what :func:`stage_task` returns).
+
+    Returns the nodes per (level + 1, stratum) ``[64, S]`` and the owned edges per
+    level + 1 ``[64]``.
+    """
     rows, lo = stratum.size, b * block_rows
-    degree, owned = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
-    for u in _segments(root, segs, "u"):
-        d, o = K.block_degrees([u], np.empty(0, np.int64), rows=rows)
+    num_blocks = staged[0][0].size if staged else 0
+    segs = plan_.file_segments([s[0] for s in staged], num_blocks)[b] if staged else []
+    loop_segs = plan_.file_segments([s[1] for s in staged], num_blocks)[b] if staged else []
+    stratum = stratum.astype(np.int32)
+    degree, weight = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
+    for seg in plan_.group_segments(segs, _PREPARE_ENTRIES):
+        d, w = K.block_degrees([_read_segments(root, seg, "u")], np.empty(0, np.int64), rows=rows, owned=owned)
         degree += d
-        owned += o
-    for loops in _segments(root, loop_segs, "loops"):
-        owned += np.bincount(loops - lo, minlength=rows)
+        weight += w
+    if owned and loop_segs:
+        weight += np.bincount(_read_segments(root, loop_segs, "loops") - lo, minlength=rows)
     level = K.degree_levels(degree)
-    for name, arr in (("level", level), ("stratum", stratum.astype(np.int32)), ("weight", owned)):
-        open_node_array(root, name, "r+")[lo:lo + rows] = arr
-    return (np.bincount(stratum, minlength=num_strata).astype(np.int64), int(owned.sum()),
-            np.bincount(level.astype(np.int64) + 1, minlength=64).astype(np.int64))
+    for name, arr in (("level", level), ("stratum", stratum), ("weight", weight), ("order", K.node_level_order(level)),
+                      ("part", np.full(rows, -1, np.int32))):
+        write_block(root, b, name, arr)
+    index = level.astype(np.int64) + 1
+    table = np.bincount(index * num_strata + stratum, minlength=K.NUM_LEVELS * num_strata)
+    weights = np.bincount(index, weights=weight, minlength=K.NUM_LEVELS) if owned else np.zeros(K.NUM_LEVELS)
+    return table.reshape(K.NUM_LEVELS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
 
 
-def restage_task(*, root: str, c: int, block_counts: IdArray, block_rows: int, max_level: int) -> IdArray:
-    """Reorder edge file ``c``'s entries by (block, falling level of ``u``); return the
-    entries per ``(block, level)``."""
-    u = np.load(_edges_file(root, c, "u"))
-    if u.size == 0:
-        return np.zeros((block_counts.size, max_level + 1), np.int64)
-    blocks = np.repeat(np.arange(block_counts.size, dtype=np.int64), block_counts)
-    nodes = blocks * block_rows + (u & K.LOCAL_MASK).astype(np.int64)
-    levels = open_node_array(root, "level")
-    if levels.shape[0] <= FULL_READ_BYTES:
-        level_of = np.asarray(levels[:])[nodes]
-    else:
-        from dgl_chunked.io.zarr_lookup import lookup
-
-        level_of = lookup(levels, nodes)
-    del nodes, blocks
-    order, counts = K.level_order(u, block_counts, level_of, max_level=max_level)
-    np.save(_edges_file(root, c, "u"), u[order])
-    del u
-    np.save(_edges_file(root, c, "v"), np.load(_edges_file(root, c, "v"))[order])
+def restage_task(staged: tuple[IdArray, IdArray], *, root: str, c: int) -> IdArray:
+    """Reorder edge file ``c``'s entries by (block, falling level of ``u``) once every
+    block's levels are written; ``staged`` is what :func:`stage_task` returned for it.
+    Returns the entries per ``(block, level)`` ``[blocks, 63]``."""
+    block_counts, max_level = staged[0], K.NUM_LEVELS - 2
+    counts = np.zeros((block_counts.size, max_level + 1), np.int64)
+    entries = int(block_counts.sum())
+    if entries == 0:
+        return counts
+    u, v = (_read_segments(root, [(c, 0, entries)], name, scratch=True) for name in ("u", "v"))
+    u_out, v_out = _scratch("u_out", entries, u.dtype), _scratch("v_out", entries, v.dtype)
+    starts = np.concatenate([[0], np.cumsum(block_counts)])
+    for b in np.flatnonzero(block_counts).tolist():
+        lo, hi = int(starts[b]), int(starts[b + 1])
+        level = _scratch("level", hi - lo, np.int64)  # int64: bincount's own type, no copy
+        np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=level)
+        np.take(read_block(root, b, "level").astype(np.int64), level, out=level)  # >= 0: entries have an edge
+        key = _scratch("key", hi - lo, np.uint8)
+        np.subtract(max_level, level, out=key, casting="unsafe")
+        order = np.argsort(key, kind="stable")  # a radix sort
+        np.take(u[lo:hi], order, out=u_out[lo:hi])
+        np.take(v[lo:hi], order, out=v_out[lo:hi])
+        counts[b] = np.bincount(level, minlength=max_level + 1)
+    _save(_edges_file(root, c, "u"), u_out)
+    _save(_edges_file(root, c, "v"), v_out)
     return counts
 
 
-def _active(root: str, lo: int, hi: int, mode: str, level: int) -> tuple[npt.NDArray[np.int32],
-                                                                        npt.NDArray[np.bool_]]:
-    part = _block(root, "part", lo, hi)
-    if mode == "refine":
-        return part, part >= 0
-    levels = _block(root, "level", lo, hi)
-    if level == ALL_LEVELS:
-        return part, (part < 0) & (levels >= 0)
-    return part, (levels == level) & (part < 0)
+def _span_nodes(root: str, b: int, rows: int, span: Span) -> npt.NDArray[Any]:
+    """Block-local IDs of the nodes of ``span``, in histogram-row order."""
+    if span is None:
+        return np.arange(rows, dtype=np.int32)
+    return np.asarray(np.load(_node_file(root, b, "order"), mmap_mode="r")[span[0]:span[1]])
 
 
-def hist_task(*, root: str, b: int, block_rows: int, rows: int, segs: Segments, mode: str, level: int,
-              num_parts: int, after: object = None) -> npt.NDArray[np.int32]:
-    """Neighbours per partition of block ``b``'s active nodes over the listed entries
-    (``after``: the tasks that must finish first, e.g. the previous round's moves)."""
-    from dgl_chunked.io.zarr_lookup import lookup
+def _parts_table(root: str, blocks: range, block_rows: int, num_nodes: int,
+                 num_parts: int) -> npt.NDArray[np.integer[Any]]:
+    """The assignment of ``blocks`` (a :func:`_scratch` array); int8 when the parts fit
+    (a 4x smaller table stays in cache for the random gather)."""
+    lo = blocks.start * block_rows
+    table = _scratch("table", min(blocks.stop * block_rows, num_nodes) - lo, np.int8 if num_parts <= 127 else np.int32)
+    for b in blocks:
+        part = read_block(root, b, "part", scratch=True)
+        np.copyto(table[b * block_rows - lo:b * block_rows - lo + part.size], part, casting="unsafe")
+    return table
 
-    lo = b * block_rows
-    _, active = _active(root, lo, lo + rows, mode, level)
-    row_of = K.rows_of(active)
-    hist = np.zeros((int(active.sum()), num_parts), np.int32)
-    parts = open_node_array(root, "part")
-    full = np.asarray(parts[:]) if parts.shape[0] * 4 <= FULL_READ_BYTES else None
-    for u, v in zip(_segments(root, segs, "u"), _segments(root, segs, "v"), strict=True):
-        v_part = full[v] if full is not None else lookup(parts, v)
-        K.neighbour_histogram(u, v_part, row_of, num_rows=hist.shape[0], num_parts=num_parts, out=hist)
-    return hist
+
+def _neighbour_parts(root: str, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int,
+                     num_parts: int) -> npt.NDArray[np.integer[Any]]:
+    """The current partition of every ``v`` (a :func:`_scratch` array): from the whole
+    assignment when small, else block by block (one block in memory at a time)."""
+    num_blocks = -(-num_nodes // block_rows)
+    if num_nodes * 4 <= FULL_READ_BYTES:
+        table = _parts_table(root, range(num_blocks), block_rows, num_nodes, num_parts)
+        return np.take(table, v, out=_scratch("v_part", v.size, table.dtype))
+    out = _scratch("v_part", v.size, np.int32)
+    block = v // block_rows
+    for b in np.unique(block).tolist():
+        sel = np.flatnonzero(block == b)
+        out[sel] = _parts_table(root, range(b, b + 1), block_rows, num_nodes, num_parts)[v[sel] - b * block_rows]
+    return out
+
+
+def _histogram(root: str, b: int, rows: int, segs: Segments, span: Span, *, num_parts: int, block_rows: int,
+               num_nodes: int) -> IdArray:
+    """Neighbours per partition of ``span``'s nodes over the listed entries, ``[nodes, P]``."""
+    row_of = None if span is None else K.rows_of(_span_nodes(root, b, rows, span), rows,
+                                                 out=_scratch("row_of", rows, np.int64))
+    num_rows = rows if span is None else span[1] - span[0]
+    if not segs:
+        return np.zeros((num_rows, num_parts), np.int64)
+    u = _read_segments(root, segs, "u", scratch=True)
+    v_part = _neighbour_parts(root, _read_segments(root, segs, "v", scratch=True), block_rows=block_rows,
+                              num_nodes=num_nodes, num_parts=num_parts)
+    keys = _scratch("keys", u.size, np.int64)
+    return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, keys=keys)
+
+
+def hist_task(*, root: str, b: int, block_rows: int, rows: int, num_nodes: int, segs: Segments, span: Span,
+              num_parts: int) -> npt.NDArray[np.int32]:
+    """One group of entries' neighbour histogram of block ``b``'s span."""
+    return _histogram(root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows,
+                      num_nodes=num_nodes).astype(np.int32)
 
 
 def sum_task(*hists: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
@@ -178,76 +304,82 @@ def sum_task(*hists: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
     return out
 
 
-def _block_keys(root: str, lo: int, hi: int, mode: str, num_parts: int) -> tuple[npt.NDArray[Any], ...]:
-    """Partitions, targets, group keys (-1: no proposal), weights and strata of a block."""
-    part, target = _block(root, "part", lo, hi), _block(root, "target", lo, hi).astype(np.int64)
-    stratum, weight = _block(root, "stratum", lo, hi), _block(root, "weight", lo, hi)
-    ok = target >= 0
-    src = np.full(part.size, num_parts) if mode == "place" else part
-    keys = np.full(part.size, -1, np.int64)
-    keys[ok] = K.group_key(stratum[ok], src[ok], target[ok], _block(root, "prio", lo, hi)[ok], num_parts=num_parts)
-    return part, target, keys, weight, stratum
+def _candidates(root: str, b: int, part: npt.NDArray[np.int32], span: Span, mode: str) -> tuple[IdArray, IdArray]:
+    """Histogram rows and block-local IDs of the round's candidates (unplaced nodes of
+    the span for ``place``, placed ones for ``refine``)."""
+    if span is not None:
+        nodes = _span_nodes(root, b, part.size, span)
+        pos = np.flatnonzero(part[nodes] < 0)
+        return pos, nodes[pos].astype(np.int64)
+    if mode == "refine":
+        local = np.flatnonzero(part >= 0)
+    else:
+        local = np.flatnonzero((part < 0) & (read_block(root, b, "level") >= 0))
+    return local, local
 
 
-def propose_task(hist: npt.NDArray[np.int32], *, root: str, b: int, block_rows: int, rows: int, mode: str,
-                 level: int, penalties: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
-                 open_parts: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]], num_parts: int) -> Groups:
-    """Write block ``b``'s proposals; return them summarised per group.
+def propose_task(*hists: npt.NDArray[np.int32], root: str, b: int, block_rows: int, rows: int, num_nodes: int,
+                 segs: Segments | None, span: Span, mode: str,
+                 penalties: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+                 open_parts: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
+                 num_parts: int) -> tuple[IdArray, IdArray, IdArray, int]:
+    """Propose targets for block ``b``'s candidates; return them summarised per group
+    (:data:`Groups`) and, when refining, the candidates' neighbours in other parts
+    (their share of the current cut, counted from both ends of an edge).
 
+    The histogram is the sum of ``hists``, or computed here over ``segs`` when given.
     ``penalties`` are Fennel's per-node and per-unit-of-weight penalties per part;
     ``open_parts`` whether parts have node room ``[S, P]`` and weight room ``[P]``.
+    The proposals wait in the block's ``moves`` file for :func:`apply_task` (moving
+    here would change what other blocks' histograms of this round see).
     """
-    lo = b * block_rows
-    part, active = _active(root, lo, lo + rows, mode, level)
-    stratum = _block(root, "stratum", lo, lo + rows)
+    hist = sum_task(*hists) if segs is None else _histogram(root, b, rows, segs, span, num_parts=num_parts,
+                                                             block_rows=block_rows, num_nodes=num_nodes)
+    part = read_block(root, b, "part", scratch=True)
+    row, local = _candidates(root, b, part, span, mode)
+    hist = hist[row]
+    stratum = read_block(root, b, "stratum", scratch=True)[local]
+    weight = read_block(root, b, "weight", scratch=True)[local]
+    cut = 0
     if mode == "place":
-        target, prio = K.propose_placement(hist, part, active, stratum, _block(root, "weight", lo, lo + rows),
-                                           penalty=penalties[0], weight_penalty=penalties[1],
-                                           open_parts=open_parts[0], weight_open=open_parts[1])
+        target, prio = K.propose_placement(hist, stratum, weight, penalty=penalties[0],
+                                           weight_penalty=penalties[1], open_parts=open_parts[0],
+                                           weight_open=open_parts[1])
+        src = np.full(local.size, num_parts, np.int64)
     else:
-        target, prio = K.propose_refinement(hist, part, active, stratum, open_parts=open_parts[0])
-    open_node_array(root, "target", "r+")[lo:lo + rows] = target.astype(np.int32)
-    open_node_array(root, "prio", "r+")[lo:lo + rows] = prio
-    _, _, keys, weight, _ = _block_keys(root, lo, lo + rows, mode, num_parts)
-    ok = keys >= 0
-    return K.summarise_groups(keys[ok], weight[ok])
+        src = part[local].astype(np.int64)
+        target, prio = K.propose_refinement(hist, src, stratum, open_parts=open_parts[0])
+        cut = int(hist.sum()) - int(hist[np.arange(src.size), src].sum())
+    ok = target >= 0
+    local, target, weight = local[ok], target[ok], weight[ok]
+    keys = K.group_key(stratum[ok], src[ok], target, prio[ok], num_parts=num_parts)
+    write_block(root, b, "moves", np.stack([local, target, keys, weight]))
+    return (*K.summarise_groups(keys, weight), cut)
 
 
-def apply_task(quota: Groups, *, root: str, b: int, block_rows: int, rows: int, mode: str, seed: int, salt: int,
-               num_parts: int) -> Groups:
+def apply_task(quota: Groups, *, root: str, b: int, block_rows: int, rows: int, num_nodes: int, seed: int,
+               salt: int) -> Groups:
     """Move block ``b``'s proposals within its quotas; return the moves per group."""
-    lo = b * block_rows
-    part, target, keys, weight, _ = _block_keys(root, lo, lo + rows, mode, num_parts)
-    rank = K.node_order(np.arange(lo, lo + rows, dtype=np.int64), seed=seed, salt=salt)
-    new, mk, mc, mw = K.apply_quotas(part, target, keys, weight, rank, *quota, num_parts=num_parts)
-    if mk.size:
-        open_node_array(root, "part", "r+")[lo:lo + rows] = new
+    local, target, keys, weight = read_block(root, b, "moves")
+    rank = K.node_order(b * block_rows + local, seed=seed, salt=salt)
+    take, mk, mc, mw = K.apply_quotas(keys, weight, rank, *quota)
+    if take.any():
+        part = read_block(root, b, "part", scratch=True)
+        part[local[take]] = target[take]
+        write_block(root, b, "part", part)
     return mk, mc, mw
 
 
-def _todo(root: str, lo: int, hi: int, isolated: bool) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]]:
-    part = _block(root, "part", lo, hi)
-    return part, (part < 0) & ((_block(root, "level", lo, hi) < 0) == isolated)
-
-
-def unplaced_task(*, root: str, b: int, block_rows: int, rows: int, num_strata: int, isolated: bool) -> IdArray:
-    """Unplaced nodes of block ``b`` per stratum: the isolated ones, or the others."""
-    lo = b * block_rows
-    _, todo = _todo(root, lo, lo + rows, isolated)
-    return np.bincount(_block(root, "stratum", lo, lo + rows)[todo], minlength=num_strata).astype(np.int64)
-
-
-def fill_task(fill: Groups, *, root: str, b: int, block_rows: int, rows: int, seed: int, salt: int,
+def fill_task(fill: Groups, *, root: str, b: int, block_rows: int, rows: int, num_nodes: int, seed: int, salt: int,
               num_parts: int, isolated: bool) -> Groups:
     """Place block ``b``'s unplaced (isolated, or other) nodes as ``fill`` says; return the
     moves per group."""
-    lo = b * block_rows
-    part, todo = _todo(root, lo, lo + rows, isolated)
-    stratum = _block(root, "stratum", lo, lo + rows)
-    rank = K.node_order(np.arange(lo, lo + rows, dtype=np.int64), seed=seed, salt=salt)
-    new = K.fill_block(part, todo, stratum, rank, *fill)
-    open_node_array(root, "part", "r+")[lo:lo + rows] = new
-    moved = np.flatnonzero(todo)
-    keys = K.group_key(stratum[moved], np.full(moved.size, num_parts), new[moved], np.zeros(moved.size, np.int64),
+    part = read_block(root, b, "part")
+    local = np.flatnonzero((part < 0) & ((read_block(root, b, "level") < 0) == isolated))
+    stratum = read_block(root, b, "stratum")[local]
+    new = K.fill_block(stratum, K.node_order(b * block_rows + local, seed=seed, salt=salt), *fill)
+    part[local] = new
+    write_block(root, b, "part", part)
+    keys = K.group_key(stratum, np.full(local.size, num_parts), new, np.zeros(local.size, np.int64),
                        num_parts=num_parts)
-    return K.summarise_groups(keys, _block(root, "weight", lo, lo + rows)[moved])
+    return K.summarise_groups(keys, read_block(root, b, "weight")[local])

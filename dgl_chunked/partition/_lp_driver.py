@@ -1,0 +1,283 @@
+"""The driver of the ``lp`` method: the rounds, run from inside one Dask task.
+
+Every round is one computation (a :class:`._lp_graph.TaskGraph`): the previous round's
+planned moves, then per block its histogram tasks and its proposal task, which wait for
+all the moves. The driver keeps only small tables: sizes per (stratum, part), nodes per
+(block, level, stratum), placed nodes per (block, stratum) and the edge-file segments.
+See :mod:`dgl_chunked.partition.lp`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dgl_chunked._typing import IdArray
+from dgl_chunked.partition import _lp_plan as plan_
+from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition._lp_graph import Ref, TaskGraph
+
+if TYPE_CHECKING:
+    import dask.array as da
+
+    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.partition.lp import _Plan
+
+__all__ = ["run_rounds"]
+
+logger = logging.getLogger("dgl_chunked.partition.lp")
+
+_RETRY_ROUNDS = 3
+_FAN_IN = 4  # histogram parts summed per task
+
+
+@dataclass(kw_only=True)
+class _State:
+    """What the driver knows between rounds (small: per-stratum, per-part and per-block tables)."""
+
+    plan: _Plan
+    root: str
+    num_nodes: int
+    block_counts: list[IdArray]  # per edge file: entries per block
+    level_counts: list[IdArray]  # per edge file: entries per (block, level)
+    segs: list[T.Segments]  # per block: (edge file, start, stop) of all its entries
+    table: IdArray  # [blocks, 64, S]: nodes per block, level + 1 and stratum
+    level_weight: IdArray  # [blocks, 64]: owned edges per block and level + 1 (balance_edges)
+    caps: IdArray  # [S] node cap per (stratum, part)
+    wcap: int | None  # owned-edge cap per part (balance_edges)
+    alpha: float
+    sizes: IdArray  # [S, P] nodes per (stratum, part)
+    wsizes: IdArray  # [P] owned edges per part
+    placed: IdArray  # [blocks, S] placed nodes per block and stratum
+    planned: list[T.Groups] = field(default_factory=list)  # quotas of the planned moves (an upper bound)
+    planned_blocks: list[int] = field(default_factory=list)  # ... of these blocks
+    planned_salt: int = 0  # ... ranking nodes with this salt
+    cut_entries: int = 0  # cut seen by the last refinement round, counted from both ends
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.segs)
+
+    @property
+    def linked(self) -> IdArray:
+        """``[blocks, S]`` nodes with neighbours."""
+        return np.asarray(self.table[:, 1:, :].sum(axis=1), np.int64)
+
+    def block_kw(self, b: int) -> dict[str, Any]:
+        rows = min(self.plan.block_rows, self.num_nodes - b * self.plan.block_rows)
+        return {"root": self.root, "b": b, "block_rows": self.plan.block_rows, "rows": rows,
+                "num_nodes": self.num_nodes}
+
+    def absorb(self, moved: list[T.Groups], blocks: list[int]) -> int:
+        """Add the moves the blocks report to the sizes; return how many nodes moved."""
+        return plan_.add_moves(self.sizes, self.wsizes, moved, num_parts=self.plan.num_parts, placed=self.placed,
+                               blocks=blocks)
+
+    def add_planned(self, graph: TaskGraph) -> tuple[list[str], list[int]]:
+        """Add the planned moves to ``graph`` and forget them; return their keys and blocks."""
+        keys = [graph.add(T.apply_task, q, **self.block_kw(b), seed=self.plan.seed, salt=self.planned_salt)
+                for b, q in zip(self.planned_blocks, self.planned, strict=True)]
+        blocks, self.planned, self.planned_blocks = self.planned_blocks, [], []
+        return keys, blocks
+
+    def projected(self) -> tuple[IdArray, IdArray, IdArray]:
+        """Sizes, owned edges and placed nodes once the planned moves are done (exact
+        without ``balance_edges``, else an upper bound of the nodes that move)."""
+        sizes, wsizes, placed = self.sizes.copy(), self.wsizes.copy(), self.placed.copy()
+        plan_.add_moves(sizes, wsizes, self.planned, num_parts=self.plan.num_parts, placed=placed,
+                        blocks=self.planned_blocks)
+        return sizes, wsizes, placed
+
+
+def _strata(graph: ChunkedGraph, plan: _Plan) -> tuple[da.Array, int]:
+    """Lazy int32 stratum of every ``orig_nid``, chunked by ``block_rows``; number of strata."""
+    import dask.array as da
+
+    pieces, base = [], 0
+    for t, ntype in enumerate(graph.metadata.node_types):
+        feats = [f for ti, f in plan.masks if ti == t]
+        label = da.zeros(graph.num_nodes(ntype), dtype=np.int32, chunks=(graph.node_chunks(ntype),))
+        for j in range(len(feats) - 1, -1, -1):
+            mask = graph.node_feature(ntype, feats[j]).reshape(-1).astype(bool).rechunk(label.chunks)
+            label = da.where(mask, np.int32(j + 1), label)
+        pieces.append((label + np.int32(base)).astype(np.int32))
+        base += 1 + len(feats)
+    return da.concatenate(pieces).rechunk(plan.block_rows), base
+
+
+def _stage(graph: ChunkedGraph, plan: _Plan, root: str, num_blocks: int, tasks: TaskGraph) -> list[str]:
+    """Staging tasks, one per edge file (each returns its entries and self-loops per block)."""
+    md = graph.metadata
+    v_dtype = "int32" if md.node_type_offsets[-1] <= np.iinfo(np.int32).max else "int64"
+    keys: list[str] = []
+    for spec in md.edge_types:
+        si, di = md.ntype_id(spec.src_type), md.ntype_id(spec.dst_type)
+        kw: dict[str, Any] = {
+            "root": root, "offsets": (int(md.node_type_offsets[si]), int(md.node_type_offsets[di])),
+            "bounds": (graph.num_nodes(spec.src_type), graph.num_nodes(spec.dst_type)),
+            "block_rows": plan.block_rows, "num_blocks": num_blocks, "v_dtype": v_dtype}
+        keys += [tasks.add(T.stage_task, ref, c=len(keys) + i, **kw)
+                 for i, ref in enumerate(graph.edge_chunks(spec.name))]
+    return keys
+
+
+def _prepare(graph: ChunkedGraph, plan: _Plan, root: str) -> _State:
+    """Stage the edges, compute degrees, levels and strata, reorder entries by level: one
+    computation (the prepare and restage tasks find their entries from the staging
+    tasks' counts themselves, so the driver need not step in between)."""
+    n = int(graph.metadata.node_type_offsets[-1])
+    num_blocks = -(-n // plan.block_rows)
+    T.create_dirs(root)
+    tasks = TaskGraph()
+    stage = _stage(graph, plan, root, num_blocks, tasks)
+    strata, num_strata = _strata(graph, plan)
+    tasks.merge(strata.__dask_graph__())
+    prepare = [tasks.add(T.prepare_task, Ref(blk), *map(Ref, stage), root=root, b=b, block_rows=plan.block_rows,
+                         num_strata=num_strata, owned=plan.balance_edges)
+               for b, blk in enumerate(strata.__dask_keys__())]
+    restage = [tasks.add(T.restage_task, Ref(st), root=root, c=c, after=prepare) for c, st in enumerate(stage)]
+    results = tasks.compute(stage + prepare + restage)
+    block_counts = [r[0] for r in results[:len(stage)]]
+    out, level_counts = results[len(stage):len(stage) + len(prepare)], results[len(stage) + len(prepare):]
+    table, level_weight = np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
+    entries, gamma = int(sum(int(bc.sum()) for bc in block_counts)), plan.config.gamma
+    return _State(plan=plan, root=root, num_nodes=n, block_counts=block_counts, level_counts=level_counts,
+                  segs=plan_.file_segments(block_counts, num_blocks), table=table, level_weight=level_weight,
+                  caps=plan_.caps_for(table.sum(axis=(0, 1)), plan.num_parts, plan.config.eps),
+                  wcap=int(plan_.caps_for(int(level_weight.sum()), plan.num_parts, plan.config.eps))
+                  if plan.balance_edges else None,
+                  alpha=(entries / 2) * plan.num_parts ** (gamma - 1) / max(n, 1) ** gamma,
+                  sizes=np.zeros((num_strata, plan.num_parts), np.int64), wsizes=np.zeros(plan.num_parts, np.int64),
+                  placed=np.zeros((num_blocks, num_strata), np.int64))
+
+
+def _propose(state: _State, tasks: TaskGraph, b: int, segs: T.Segments, span: T.Span, *, after: list[str],
+             **kw: Any) -> str:
+    """Proposal task of block ``b``: histogram tasks of about ``group_entries`` entries
+    summed in a tree of fan-in 4, or one task computing it all when one group."""
+    groups = plan_.group_segments(segs, state.plan.config.group_entries)
+    kw = {**state.block_kw(b), "span": span, "num_parts": state.plan.num_parts, **kw}
+    if len(groups) == 1:
+        return tasks.add(T.propose_task, segs=groups[0], after=after, **kw)
+    hist_kw = {k: kw[k] for k in ("root", "b", "block_rows", "rows", "num_nodes", "span", "num_parts")}
+    parts = [tasks.add(T.hist_task, segs=g, after=after, **hist_kw) for g in groups]
+    while len(parts) > _FAN_IN:
+        parts = [tasks.add(T.sum_task, *map(Ref, parts[i:i + _FAN_IN])) for i in range(0, len(parts), _FAN_IN)]
+    return tasks.add(T.propose_task, *map(Ref, parts), segs=None, **kw)
+
+
+def _round(state: _State, *, mode: str, levels: tuple[int, int] | None, salt: int) -> int:
+    """Propose and plan one round; its moves run in the next computation (before that
+    round's histograms, so one computation per round). ``levels``: ``(high, low)`` for
+    the nodes of those degree levels, None for every node. Returns the number of nodes
+    planned to move."""
+    plan = state.plan
+    if levels is not None:
+        spans: list[T.Span] = list(plan_.round_spans(state.table.sum(axis=2), *levels))
+        segs = plan_.round_segments(state.block_counts, state.level_counts, *levels)
+        blocks = [b for b, s in enumerate(spans) if s is not None and s[1] > s[0]]
+    else:
+        spans, segs, blocks = [None] * state.num_blocks, state.segs, list(range(state.num_blocks))
+    sizes, wsizes, _ = state.projected()
+    kw: dict[str, Any] = {
+        "mode": mode, "open_parts": plan_.open_parts(sizes, wsizes, caps=state.caps, wcap=state.wcap),
+        "penalties": plan_.fennel_costs(sizes, wsizes, caps=state.caps, wcap=state.wcap, alpha=state.alpha,
+                                        gamma=plan.config.gamma)}
+    tasks = TaskGraph()
+    moves, moved_blocks = state.add_planned(tasks)
+    results = tasks.compute(moves + [_propose(state, tasks, b, segs[b], spans[b], after=moves, **kw) for b in blocks])
+    state.absorb(results[:len(moves)], moved_blocks)
+    summaries = [r[:3] for r in results[len(moves):]]
+    state.cut_entries = sum(r[3] for r in results[len(moves):])
+    if not sum(s[0].size for s in summaries):
+        return 0
+    state.planned = plan_.block_quotas(summaries, sizes=state.sizes, caps=state.caps, wsizes=state.wsizes,
+                                       wcap=state.wcap, num_parts=plan.num_parts)
+    state.planned_blocks, state.planned_salt = blocks, salt
+    return int(sum(int(q[1].sum()) for q in state.planned))
+
+
+def _fill(state: _State, *, salt: int, isolated: bool) -> int:
+    """Place the unplaced isolated nodes (or the others): each stratum fills its emptiest
+    parts. Runs with the planned moves when their outcome is known (no ``balance_edges``)."""
+    plan = state.plan
+    if state.planned and state.wcap is not None:  # moves may fall short of the quotas: run them first
+        tasks = TaskGraph()
+        moves, blocks = state.add_planned(tasks)
+        state.absorb(tasks.compute(moves), blocks)
+    sizes, _, placed = state.projected()
+    unplaced = state.table[:, 0, :] if isolated else state.linked - placed
+    fills = plan_.fill_plan(unplaced, sizes, state.caps) if unplaced.sum() else []
+    blocks = [b for b in range(state.num_blocks) if unplaced[b].sum()]
+    tasks = TaskGraph()
+    moves, moved_blocks = state.add_planned(tasks)
+    results = tasks.compute(moves + [tasks.add(T.fill_task, fills[b], **state.block_kw(b), seed=plan.seed, salt=salt,
+                                               num_parts=plan.num_parts, isolated=isolated, after=moves)
+                                     for b in blocks])
+    state.absorb(results[:len(moves)], moved_blocks)
+    return state.absorb(results[len(moves):], blocks)
+
+
+def _place(state: _State, linked: int) -> None:
+    """Streaming placement by degree level, then retries for the refused nodes."""
+    plan = state.plan
+    refused: list[tuple[int, int]] = []  # rounds that refused nodes for lack of room
+    min_round = int(np.ceil(plan.config.round_nodes * linked / plan.num_parts))
+    for levels in plan_.level_rounds(state.table.sum(axis=(0, 2)), min_round):
+        moved = _round(state, mode="place", levels=levels, salt=levels[1])
+        logger.debug("lp: round for degree in [2**%d, 2**%d) places %d nodes", levels[1], levels[0] + 1, moved)
+        if moved < state.table[:, levels[1] + 1:levels[0] + 2, :].sum():
+            refused.append(levels)
+    # refused nodes retry with fresh neighbour counts, over the levels that refused
+    # some (with balance_edges moves may fall short of the plan: every level)
+    span = (refused[0][0], refused[-1][1]) if refused and state.wcap is None else None
+    for i in range(_RETRY_ROUNDS):
+        if state.projected()[2].sum() == linked:
+            break
+        moved = _round(state, mode="place", levels=span, salt=(1 << 19) + i)
+        logger.debug("lp: retry round %d places %d nodes", i, moved)
+        if moved == 0:
+            break
+    if state.projected()[2].sum() < linked:
+        logger.debug("lp: fill placed %d nodes", _fill(state, salt=1 << 20, isolated=False))
+
+
+def _refine(state: _State) -> None:
+    """Label-propagation passes; the last is the first whose planned moves would save
+    less than ``refine_min_gain`` of the current cut (its moves still run)."""
+    plan = state.plan
+    for i in range(plan.config.refine_passes):
+        moved = _round(state, mode="refine", levels=None, salt=(1 << 21) + i)
+        cut, gain = state.cut_entries // 2, plan_.planned_gain(state.planned, num_parts=plan.num_parts)
+        logger.debug("lp: refinement pass %d moves %d nodes, saving >= %d of %d cut edges", i, moved, gain, cut)
+        if gain <= plan.config.refine_min_gain * cut:
+            break
+
+
+def run_rounds(graph: ChunkedGraph, plan: _Plan, root: str) -> None:
+    """Stage, place by degree level, retry, fill, refine, place the isolated nodes."""
+    try:
+        state = _prepare(graph, plan, root)
+        linked = int(state.linked.sum())
+        _place(state, linked)
+        _refine(state)
+        # isolated nodes cut nothing: placed last, they leave refinement the most room
+        logger.debug("lp: isolated nodes: %d", _fill(state, salt=(1 << 20) + 1, isolated=True))
+    finally:
+        _release_scratch()
+
+
+def _release_scratch() -> None:
+    """Free the tasks' scratch arrays in every worker process (or in this one)."""
+    T.release_scratch()
+    try:
+        from distributed import get_worker, worker_client
+
+        get_worker()
+    except (ImportError, ValueError):
+        return
+    with worker_client() as client:
+        client.run(T.release_scratch)

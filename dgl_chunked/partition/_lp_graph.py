@@ -1,0 +1,77 @@
+"""Plain task graphs for the ``lp`` driver's computations.
+
+Each round is a small graph (tens of tasks) computed from inside the driver task. Built
+from ``dask.delayed`` calls it cost tens of milliseconds per round, as every call
+merges the graphs of its ``Delayed`` arguments; a dict of legacy tuple tasks costs
+nothing. The tasks read and write scratch files, so every key is fresh (no caching
+between rounds, no tokenizing of arguments).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Ref", "TaskGraph"]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An argument standing for the result of the task ``key``."""
+
+    key: Any
+
+
+def _call(func: Callable[..., Any], args: list[Any], _after: list[Any], kwargs: dict[str, Any]) -> Any:
+    return func(*args, **kwargs)
+
+
+class TaskGraph:
+    """A task graph built call by call, then computed on the current scheduler.
+
+    Examples
+    --------
+    >>> g = TaskGraph()
+    >>> a = g.add(sum, [1, 2])
+    >>> g.compute([g.add(max, Ref(a), 1)])
+    [3]
+    """
+
+    def __init__(self) -> None:
+        self.dsk: dict[Hashable, Any] = {}
+        self._prefix = uuid.uuid4().hex[:12]
+        self._count = itertools.count()
+
+    def add(self, func: Callable[..., Any], *args: Any, after: Sequence[Hashable] = (), **kwargs: Any) -> str:
+        """Add the task ``func(*args, **kwargs)``, run once the ``after`` tasks are done;
+        :class:`Ref` arguments (positional only) are replaced by those tasks' results.
+        Returns its key."""
+        key = f"dglc-lp-{func.__name__}-{self._prefix}-{next(self._count)}"
+        inputs = [a.key if isinstance(a, Ref) else a for a in args]
+        self.dsk[key] = (_call, func, inputs, list(after), kwargs)
+        return key
+
+    def merge(self, graph: Any) -> None:
+        """Add the tasks of a Dask collection's graph (e.g. an array's)."""
+        self.dsk.update(dict(graph))
+
+    def compute(self, keys: Sequence[Any]) -> list[Any]:
+        """Results of ``keys``: through ``worker_client`` on a distributed worker (the
+        calling task secedes, so it holds no worker thread), else on the current scheduler."""
+        if not keys:
+            return []
+        try:
+            from distributed import get_worker, worker_client
+
+            get_worker()
+        except (ImportError, ValueError):
+            import dask.threaded
+            from dask.base import get_scheduler
+
+            get = get_scheduler() or dask.threaded.get  # type: ignore[no-untyped-call]
+            return list(get(self.dsk, list(keys)))
+        with worker_client() as client:
+            return list(client.gather(client.get(self.dsk, list(keys), sync=False)))
