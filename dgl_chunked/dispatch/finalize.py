@@ -140,16 +140,16 @@ class HaloIndex:
     """Position of each HALO node's new ID in the sorted HALO list.
 
     A dense rank table over the HALO ID span is used when it fits in
-    ``dense_bytes`` (it is ~30x faster than a binary search over random IDs);
+    :data:`DENSE_BYTES` (it is ~30x faster than a binary search over random IDs);
     otherwise a binary search on sorted queries.
     """
 
-    def __init__(self, halo: npt.NDArray[np.int64], dense_bytes: int | None = None) -> None:
+    def __init__(self, halo: npt.NDArray[np.int64]) -> None:
         self.halo = halo
         self.base = int(halo[0]) if halo.size else 0
         span = int(halo[-1]) - self.base + 1 if halo.size else 0
         self.rank: npt.NDArray[np.int64] | None = None
-        if span * 5 <= (DENSE_BYTES if dense_bytes is None else dense_bytes):
+        if span * 5 <= DENSE_BYTES:
             marks = np.zeros(span, dtype=bool)
             marks[halo - self.base] = True
             self.rank = np.cumsum(marks, dtype=np.int32) - 1  # type: ignore[assignment]

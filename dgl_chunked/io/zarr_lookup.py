@@ -107,23 +107,26 @@ def _cached_values(array: zarr.Array, key: Hashable, budget_bytes: int) -> npt.N
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-        values = _read_compact(array)
+        values = _read_compact(array, budget_bytes)
+        if values is None:
+            return None
         while _CACHE and sum(v.nbytes for v in _CACHE.values()) + values.nbytes > budget_bytes:
             _CACHE.popitem(last=False)
-        if values.nbytes <= budget_bytes:
-            _CACHE[key] = values
+        _CACHE[key] = values
         return values
 
 
-def _read_compact(array: zarr.Array) -> npt.NDArray[Any]:
-    """The whole array, chunk by chunk, as int32 when every value fits (half the memory)."""
+def _read_compact(array: zarr.Array, budget_bytes: int) -> npt.NDArray[Any] | None:
+    """The whole array, chunk by chunk, as int32 when every value fits (half the memory);
+    None when its values need the native dtype and that exceeds ``budget_bytes``."""
     dtype = np.dtype(array.dtype)
     out = np.empty(array.shape[0], dtype=np.int32 if dtype.kind in "iu" else dtype)
     step = int(array.chunks[0])
     for lo in range(0, array.shape[0], step):
         block = np.asarray(array[lo : lo + step])
         if out.dtype != dtype and block.size and (block.min() < _INT32.min or block.max() > _INT32.max):
-            return np.asarray(array[:])  # rare: values beyond int32, keep the native dtype
+            del out  # values beyond int32: the native dtype or nothing
+            return np.asarray(array[:]) if array.nbytes <= budget_bytes else None
         out[lo : lo + block.shape[0]] = block
     return out
 

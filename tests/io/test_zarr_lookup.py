@@ -56,6 +56,10 @@ def test_cached_lookup_keeps_int64_values_beyond_int32(tmp_path):
     np.testing.assert_array_equal(
         zarr_lookup.cached_lookup(arr, ids, key="big", budget_bytes=10_000), values[ids])
     assert zarr_lookup._CACHE["big"].dtype == np.int64
+    # int32 would fit a 1500-byte budget, the native 2400 bytes do not: block-wise, nothing kept
+    np.testing.assert_array_equal(
+        zarr_lookup.cached_lookup(arr, ids, key="over", budget_bytes=1500), values[ids])
+    assert "over" not in zarr_lookup._CACHE
     zarr_lookup.clear_lookup_cache()
 
 
