@@ -60,26 +60,28 @@ def _write_raw(raw: str, args: argparse.Namespace) -> str:
     rng = np.random.default_rng(0)
     for sub in ("paper", "institution", "cites", "writes", "affiliated_with"):
         os.makedirs(os.path.join(raw, sub), exist_ok=True)
-    feat = np.lib.format.open_memmap(os.path.join(raw, "paper/node_feat.npy"), mode="w+",
-                                     dtype=np.float16, shape=(args.papers, args.dim))
+    feat = np.lib.format.open_memmap(
+        os.path.join(raw, "paper/node_feat.npy"), mode="w+", dtype=np.float16, shape=(args.papers, args.dim)
+    )
     tile = rng.standard_normal((4099, args.dim)).astype(np.float16)
     for start in range(0, args.papers, 65_536):
         rows = np.arange(start, min(start + 65_536, args.papers))
-        feat[rows[0]:rows[-1] + 1] = tile[rows % len(tile)]
+        feat[rows[0] : rows[-1] + 1] = tile[rows % len(tile)]
     feat.flush()
     del feat
     np.save(os.path.join(raw, "paper/node_year.npy"), rng.integers(1990, 2022, args.papers))
     authors, insts = args.papers // 2, max(args.papers // 1000, 10)
     np.save(os.path.join(raw, "cites/edge_index.npy"), rng.integers(0, args.papers, (2, args.edges)))
-    np.save(os.path.join(raw, "writes/edge_index.npy"),
-            np.stack([rng.integers(0, authors, args.edges // 2),
-                      rng.integers(0, args.papers, args.edges // 2)]))
+    np.save(
+        os.path.join(raw, "writes/edge_index.npy"),
+        np.stack([rng.integers(0, authors, args.edges // 2), rng.integers(0, args.papers, args.edges // 2)]),
+    )
     keys = np.array([f"inst-{i:08d}" for i in rng.permutation(insts)])
     pd.DataFrame({"name": keys}).to_parquet(os.path.join(raw, "institution/keys.parquet"))
     n_aff = args.edges // 10
-    pd.DataFrame({"author": rng.integers(0, authors, n_aff),
-                  "inst": keys[rng.integers(0, insts, n_aff)]}).to_parquet(
-        os.path.join(raw, "affiliated_with/edges.parquet"), row_group_size=1 << 20)
+    pd.DataFrame({"author": rng.integers(0, authors, n_aff), "inst": keys[rng.integers(0, insts, n_aff)]}).to_parquet(
+        os.path.join(raw, "affiliated_with/edges.parquet"), row_group_size=1 << 20
+    )
     return str(authors)
 
 
@@ -88,32 +90,45 @@ def _peak(dask_worker: Any) -> int:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM"))
 
 
-def _stage(stages: list[tuple[str, float, str]], name: str, raw: str, out: str,
-           args: argparse.Namespace, transforms: bool) -> None:
+def _stage(
+    stages: list[tuple[str, float, str]], name: str, raw: str, out: str, args: argparse.Namespace, transforms: bool
+) -> None:
     from distributed import Client, LocalCluster
 
     with open(os.path.join(raw, "authors.txt")) as f:
         authors = f.read()
-    spec = SPEC.format(authors=authors, reverse=str(transforms).lower(),
-                       loops="remove" if transforms else "keep", dedup=str(transforms).lower())
+    spec = SPEC.format(
+        authors=authors,
+        reverse=str(transforms).lower(),
+        loops="remove" if transforms else "keep",
+        dedup=str(transforms).lower(),
+    )
     path = os.path.join(raw, f"spec-{name}.yaml")
     with open(path, "w") as f:
         f.write(spec)
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                      memory_limit=args.memory_limit, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=args.memory_limit,
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         start = time.perf_counter()
         meta = chunk_graph(path, out, num_chunks=args.num_chunks, overwrite=True)
         seconds = time.perf_counter() - start
         peaks = sorted(client.run(_peak).values())
-    note = (f"{sum(meta.num_edges_per_type or ()):,} edges out; peak RSS per worker "
-            f"{', '.join(f'{p / 2**20:.0f}' for p in peaks)} MiB (limit {args.memory_limit})")
+    note = (
+        f"{sum(meta.num_edges_per_type or ()):,} edges out; peak RSS per worker "
+        f"{', '.join(f'{p / 2**20:.0f}' for p in peaks)} MiB (limit {args.memory_limit})"
+    )
     stages.append((name, seconds, note))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--papers", type=int, default=400_000)
     parser.add_argument("--dim", type=int, default=768)
     parser.add_argument("--edges", type=int, default=4_000_000)
@@ -139,8 +154,10 @@ def main() -> None:
     finally:
         if temp:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"chunk_graph, {args.num_chunks} chunks, {args.workers}-worker LocalCluster "
-          f"(processes, 1 thread each), numpy {np.__version__}")
+    print(
+        f"chunk_graph, {args.num_chunks} chunks, {args.workers}-worker LocalCluster "
+        f"(processes, 1 thread each), numpy {np.__version__}"
+    )
     print(f"{'stage':<10}  {'seconds':>8}  notes\n{'-' * 10}  {'-' * 8}  {'-' * 40}")
     for name, seconds, note in stages:
         print(f"{name:<10}  {seconds:>8.2f}  {note}")

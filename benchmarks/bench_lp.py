@@ -66,8 +66,7 @@ def _cluster(workers: int) -> Any:
 def _rmat(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
     path = os.path.join(work_dir, f"rmat-{nodes}-{edges}-{chunks}")
     if not os.path.exists(os.path.join(path, "metadata.json")):
-        spec = SynthSpec.homogeneous(nodes, edges, distribution="powerlaw", feat_dim=None, num_chunks=chunks,
-                                     seed=1)
+        spec = SynthSpec.homogeneous(nodes, edges, distribution="powerlaw", feat_dim=None, num_chunks=chunks, seed=1)
         with dask.config.set(scheduler="threads"):
             write_synthetic_graph(path, spec, overwrite=True)
     return open_chunked_graph(path)
@@ -83,12 +82,21 @@ def _real_graphs(work_dir: str) -> dict[str, ChunkedGraph]:
     from dgl_chunked.testing import GraphTruth, write_graph_from_truth
 
     out = {}
-    for name, g in {"karate": nx.karate_club_graph(), "lesmis": nx.les_miserables_graph(),
-                    "davis": nx.davis_southern_women_graph(), "florentine": nx.florentine_families_graph()}.items():
+    for name, g in {
+        "karate": nx.karate_club_graph(),
+        "lesmis": nx.les_miserables_graph(),
+        "davis": nx.davis_southern_women_graph(),
+        "florentine": nx.florentine_families_graph(),
+    }.items():
         index = {v: i for i, v in enumerate(g.nodes)}
         pairs = np.array([(index[a], index[b]) for a, b in g.edges], np.int64).reshape(-1, 2)
-        truth = GraphTruth(graph_name=name, num_nodes={"_N": g.number_of_nodes()},
-                           edges={"_N:_E:_N": (pairs[:, 0], pairs[:, 1])}, node_data={}, edge_data={})
+        truth = GraphTruth(
+            graph_name=name,
+            num_nodes={"_N": g.number_of_nodes()},
+            edges={"_N:_E:_N": (pairs[:, 0], pairs[:, 1])},
+            node_data={},
+            edge_data={},
+        )
         path = os.path.join(work_dir, f"real-{name}")
         shutil.rmtree(path, ignore_errors=True)
         write_graph_from_truth(path, truth, edge_chunks=1)
@@ -119,9 +127,14 @@ def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> di
         cluster.close()
     bal = report.balance()
     masks = [v for k, v in bal.items() if k.startswith("mask/") and v is not None]
-    return {"cut": report.edge_cut_fraction, "seconds": seconds, "peaks": peaks,
-            "nodes": max(v for k, v in bal.items() if k.startswith("nodes/") and v is not None),
-            "masks": max(masks) if masks else None, "owned": bal["owned_edges/total"]}
+    return {
+        "cut": report.edge_cut_fraction,
+        "seconds": seconds,
+        "peaks": peaks,
+        "nodes": max(v for k, v in bal.items() if k.startswith("nodes/") and v is not None),
+        "masks": max(masks) if masks else None,
+        "owned": bal["owned_edges/total"],
+    }
 
 
 def _dispatch(graph: ChunkedGraph, parts: int, method: str, workers: int, work_dir: str) -> float:
@@ -154,12 +167,16 @@ def _row(label: str, parts: int, method: str, r: dict[str, Any], metis_cut: floa
     ratio = f"{r['cut'] / metis_cut:6.2f}" if metis_cut else "     -"
     masks = f"{r['masks']:.3f}" if r["masks"] is not None else "    -"
     disp = f"{r['dispatch']:8.1f}" if r.get("dispatch") is not None else "       -"
-    return (f"{label:<28} {parts:>2} {method:<7} {r['cut']:6.4f} {ratio} {r['nodes']:6.3f} {masks:>6} "
-            f"{r['owned']:6.2f} {r['seconds']:7.1f} {disp} {'/'.join(str(p) for p in r['peaks']):>11}")
+    return (
+        f"{label:<28} {parts:>2} {method:<7} {r['cut']:6.4f} {ratio} {r['nodes']:6.3f} {masks:>6} "
+        f"{r['owned']:6.2f} {r['seconds']:7.1f} {disp} {'/'.join(str(p) for p in r['peaks']):>11}"
+    )
 
 
-HEADER = (f"{'graph':<28} {'P':>2} {'method':<7} {'cut':>6} {'xmetis':>6} {'nodes':>6} {'masks':>6} "
-          f"{'owned':>6} {'part s':>7} {'+disp s':>8} {'peak MB':>11}")
+HEADER = (
+    f"{'graph':<28} {'P':>2} {'method':<7} {'cut':>6} {'xmetis':>6} {'nodes':>6} {'masks':>6} "
+    f"{'owned':>6} {'part s':>7} {'+disp s':>8} {'peak MB':>11}"
+)
 
 
 def _bench_graph(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> list[str]:
@@ -171,7 +188,8 @@ def _bench_graph(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> l
             results[method] = _median_of(repeat, lambda m=method, p=parts: _partition(graph, p, m, args.workers))
             if args.dispatch and method != "metis" and graph.metadata.node_type_offsets[-1] >= args.dispatch_min:
                 results[method]["dispatch"] = statistics.median(
-                    _dispatch(graph, parts, method, args.workers, args.work_dir) for _ in range(args.repeat))
+                    _dispatch(graph, parts, method, args.workers, args.work_dir) for _ in range(args.repeat)
+                )
         metis_cut = results.get("metis", {}).get("cut")
         for method, r in results.items():
             rows.append(_row(label, parts, method, r, metis_cut))
@@ -190,8 +208,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parts", action="append", type=int, default=None)
     parser.add_argument("--methods", default="random,lp,metis")
     parser.add_argument("--chunks", type=int, default=8, help="edge and node files per synthetic graph")
-    parser.add_argument("--edges-per-chunk", type=int, default=None,
-                        help="instead of --chunks: files of this many edges (equal chunk sizes across graphs)")
+    parser.add_argument(
+        "--edges-per-chunk",
+        type=int,
+        default=None,
+        help="instead of --chunks: files of this many edges (equal chunk sizes across graphs)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="timed runs per measurement (median reported)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--dispatch", action="store_true", help="also time partition + dispatch")

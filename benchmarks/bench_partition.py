@@ -50,29 +50,48 @@ def run(args: argparse.Namespace) -> list[tuple[str, float, str]]:
     stages: list[tuple[str, float, str]] = []
     graph_dir = os.path.join(args.work_dir, f"graph-{args.num_nodes}-{args.num_edges}")
     if not os.path.exists(os.path.join(graph_dir, "metadata.json")):
-        spec = SynthSpec.homogeneous(args.num_nodes, args.num_edges, feat_dim=None, num_chunks=args.num_chunks,
-                                     distribution="powerlaw")
-        _timed(stages, "synth", lambda: write_synthetic_graph(graph_dir, spec, overwrite=True),
-               f"{args.num_nodes:,} nodes, {args.num_edges:,} edges, {args.num_chunks} chunks")
+        spec = SynthSpec.homogeneous(
+            args.num_nodes, args.num_edges, feat_dim=None, num_chunks=args.num_chunks, distribution="powerlaw"
+        )
+        _timed(
+            stages,
+            "synth",
+            lambda: write_synthetic_graph(graph_dir, spec, overwrite=True),
+            f"{args.num_nodes:,} nodes, {args.num_edges:,} edges, {args.num_chunks} chunks",
+        )
     graph = open_chunked_graph(graph_dir)
     parts = _timed(stages, "assign", lambda: assign_partitions(graph, args.num_parts, seed=0), "lazy, no compute")
     out = os.path.join(args.work_dir, "assignment")
-    _timed(stages, "write", lambda: write_assignment(out, parts, num_parts=args.num_parts, algo_name="random",
-                                                     overwrite=True))
+    _timed(
+        stages,
+        "write",
+        lambda: write_assignment(out, parts, num_parts=args.num_parts, algo_name="random", overwrite=True),
+    )
     size = os.path.getsize(os.path.join(out, "_N.txt"))
     stages[-1] = (stages[-1][0], stages[-1][1], f"_N.txt {size / 1e6:.1f} MB")
     sidecar = os.path.join(out, SIDECAR_NAME)
     shutil.move(sidecar, sidecar + ".off")  # force the text path
     chunks = {t: graph.node_chunks(t) for t in graph.node_types}
-    n = _timed(stages, "read-text", lambda: _compute_all(open_assignment(out, graph.metadata, chunks=chunks)[1]),
-               "streamed line count + parse")
+    n = _timed(
+        stages,
+        "read-text",
+        lambda: _compute_all(open_assignment(out, graph.metadata, chunks=chunks)[1]),
+        "streamed line count + parse",
+    )
     shutil.move(sidecar + ".off", sidecar)
-    _timed(stages, "read-zarr", lambda: _compute_all(open_assignment(out, graph.metadata, chunks=chunks)[1]),
-           f"{n:,} IDs via the Zarr sidecar")
+    _timed(
+        stages,
+        "read-zarr",
+        lambda: _compute_all(open_assignment(out, graph.metadata, chunks=chunks)[1]),
+        f"{n:,} IDs via the Zarr sidecar",
+    )
     if not args.no_report:
         report = _timed(stages, "report", lambda: compute_partition_report(graph, parts, args.num_parts))
-        stages[-1] = (stages[-1][0], stages[-1][1],
-                      f"cut {report.edge_cut_fraction:.3f}, node balance {report.balance()['nodes/total']:.4f}")
+        stages[-1] = (
+            stages[-1][0],
+            stages[-1][1],
+            f"cut {report.edge_cut_fraction:.3f}, node balance {report.balance()['nodes/total']:.4f}",
+        )
     return stages
 
 
@@ -97,14 +116,20 @@ def main() -> None:
     from distributed import Client, LocalCluster
 
     try:
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0") as cluster, Client(cluster):
+        with (
+            LocalCluster(
+                n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            ) as cluster,
+            Client(cluster),
+        ):
             stages = run(args)
     finally:
         if temp:
             shutil.rmtree(args.work_dir, ignore_errors=True)
-    print(f"random assignment, {args.num_parts} parts, {args.workers}-worker LocalCluster "
-          f"(processes, 1 thread each), numpy {np.__version__}")
+    print(
+        f"random assignment, {args.num_parts} parts, {args.workers}-worker LocalCluster "
+        f"(processes, 1 thread each), numpy {np.__version__}"
+    )
     print(_table(stages))
 
 

@@ -43,16 +43,33 @@ def _synth(out: Path, scale: int) -> float:
     nodes, edges, chunks = SCALES[scale]
     if (out / "metadata.json").exists():
         return 0.0
-    cmd = [str(Path(sys.executable).parent / "dgl-chunked"), "synth", "--out-dir", str(out),
-           "--preset", "homogeneous", "--num-nodes", str(nodes), "--num-edges", str(edges),
-           "--feat-dim", "16", "--num-chunks", str(chunks), "--seed", "0", "--overwrite"]
+    cmd = [
+        str(Path(sys.executable).parent / "dgl-chunked"),
+        "synth",
+        "--out-dir",
+        str(out),
+        "--preset",
+        "homogeneous",
+        "--num-nodes",
+        str(nodes),
+        "--num-edges",
+        str(edges),
+        "--feat-dim",
+        "16",
+        "--num-chunks",
+        str(chunks),
+        "--seed",
+        "0",
+        "--overwrite",
+    ]
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
-def _run_once(chunked: Path, work: Path, workers: int, memory_limit: str | None,
-              staging_dir: str | None, report: str | None) -> dict[str, Any]:
+def _run_once(
+    chunked: Path, work: Path, workers: int, memory_limit: str | None, staging_dir: str | None, report: str | None
+) -> dict[str, Any]:
     from contextlib import nullcontext
 
     from distributed import Client, LocalCluster, performance_report
@@ -62,12 +79,19 @@ def _run_once(chunked: Path, work: Path, workers: int, memory_limit: str | None,
     assign, out = work / "assign", work / "out"
     for path in (assign, out):
         shutil.rmtree(path, ignore_errors=True)
-    kwargs: dict[str, Any] = {"n_workers": workers, "threads_per_worker": 1, "processes": True,
-                              "dashboard_address": None}
+    kwargs: dict[str, Any] = {
+        "n_workers": workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": None,
+    }
     if memory_limit:
         kwargs["memory_limit"] = memory_limit
-    with (LocalCluster(**kwargs) as cluster, Client(cluster) as client,
-          performance_report(filename=report) if report else nullcontext()):
+    with (
+        LocalCluster(**kwargs) as cluster,
+        Client(cluster) as client,
+        performance_report(filename=report) if report else nullcontext(),
+    ):
         start = time.perf_counter()
         graph = dglc.open_chunked_graph(chunked)
         parts = dglc.assign_partitions(graph, 2, method="random", seed=0)
@@ -91,13 +115,17 @@ def _run_once(chunked: Path, work: Path, workers: int, memory_limit: str | None,
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'graph':<14}{'partition s':>12}{'dispatch s':>12}{'total s':>10}{'Medges/s':>10}"
-             f"{'worker peak RSS MB':>22}{'client MB':>11}"]
+    lines = [
+        f"{'graph':<14}{'partition s':>12}{'dispatch s':>12}{'total s':>10}{'Medges/s':>10}"
+        f"{'worker peak RSS MB':>22}{'client MB':>11}"
+    ]
     for r in rows:
         workers = "/".join(f"{m:.0f}" for m in r["worker_peak_rss_mb"])
-        lines.append(f"{r['graph']:<14}{r['partition_s']:>12.2f}{r['dispatch_s']:>12.2f}"
-                     f"{r['total_s']:>10.2f}{r['edges_per_s'] / 1e6:>10.2f}{workers:>22}"
-                     f"{r['client_peak_rss_mb']:>11.0f}")
+        lines.append(
+            f"{r['graph']:<14}{r['partition_s']:>12.2f}{r['dispatch_s']:>12.2f}"
+            f"{r['total_s']:>10.2f}{r['edges_per_s'] / 1e6:>10.2f}{workers:>22}"
+            f"{r['client_peak_rss_mb']:>11.0f}"
+        )
     for r in rows:
         stages = ", ".join(f"{k} {v:.2f}" for k, v in r["dispatch_stages_s"].items())
         lines.append(f"  {r['graph']} dispatch stages (s): {stages}")
@@ -112,8 +140,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per graph; the fastest is kept")
     parser.add_argument("--work-dir", default=None)
     parser.add_argument("--staging-dir", default=None, help="dispatch staging (default OUT/_staging)")
-    parser.add_argument("--performance-report", default=None, metavar="HTML",
-                        help="write Dask's performance report of the last run here")
+    parser.add_argument(
+        "--performance-report",
+        default=None,
+        metavar="HTML",
+        help="write Dask's performance report of the last run here",
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="dglc-bench-"))
@@ -122,14 +154,23 @@ def main() -> None:
         nodes, edges, chunks = SCALES[scale]
         chunked = work / f"graph-{scale}x"
         synth_s = _synth(chunked, scale)
-        runs = [_run_once(chunked, work / f"run-{scale}x", args.workers, args.memory_limit,
-                          args.staging_dir, args.performance_report)
-                for _ in range(args.repeat)]
+        runs = [
+            _run_once(
+                chunked,
+                work / f"run-{scale}x",
+                args.workers,
+                args.memory_limit,
+                args.staging_dir,
+                args.performance_report,
+            )
+            for _ in range(args.repeat)
+        ]
         best = min(runs, key=lambda r: r["total_s"])
-        rows.append({"graph": f"{nodes // 10**6}M/{edges // 10**6}M", "synth_s": synth_s,
-                     "chunks": chunks, **best})
-    print(f"machine: {os.cpu_count()} CPUs; workers: {args.workers} x 1 thread; "
-          f"memory limit per worker: {args.memory_limit or 'default'}")
+        rows.append({"graph": f"{nodes // 10**6}M/{edges // 10**6}M", "synth_s": synth_s, "chunks": chunks, **best})
+    print(
+        f"machine: {os.cpu_count()} CPUs; workers: {args.workers} x 1 thread; "
+        f"memory limit per worker: {args.memory_limit or 'default'}"
+    )
     print(_table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

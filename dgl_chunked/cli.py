@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 _SPACE_ERRNOS = {
     errno.ENOSPC: "free space on that device or choose another --out-dir / --staging-dir",
     errno.EFBIG: "the file exceeds the file-size limit (ulimit -f) or the filesystem's maximum "
-                 "file size; raise the limit or write elsewhere",
+    "file size; raise the limit or write elsewhere",
     errno.EDQUOT: "the disk quota is exhausted; free space or choose another directory",
     errno.EROFS: "the filesystem is read-only; choose another directory",
 }
@@ -53,8 +53,11 @@ def _environment_error(err: BaseException) -> OSError | None:
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, OSError) and not isinstance(current, DglChunkedError) and (
-                current.errno in _SPACE_ERRNOS or (current.errno in _PATH_ERRNOS and current.filename)):
+        if (
+            isinstance(current, OSError)
+            and not isinstance(current, DglChunkedError)
+            and (current.errno in _SPACE_ERRNOS or (current.errno in _PATH_ERRNOS and current.filename))
+        ):
             return current
         current = current.__cause__ or current.__context__
     return None
@@ -74,8 +77,11 @@ def _os_error_message(err: OSError, kwargs: dict[str, Any]) -> str | None:
         where = f"could not write {err.filename}" if code in _SPACE_ERRNOS else f"{err.filename}"
     else:  # e.g. inside zarr or a Dask shuffle, which do not say which file
         out = kwargs.get("out_dir")
-        where = (f"a write failed under {out}, its staging or Dask's local directory" if out
-                 else "a write failed (possibly in Dask's local directory)")
+        where = (
+            f"a write failed under {out}, its staging or Dask's local directory"
+            if out
+            else "a write failed (possibly in Dask's local directory)"
+        )
     return f"{where}: {err.strerror or err} ({name}); {fix}"
 
 
@@ -118,10 +124,13 @@ def _parse_storage_options(ctx: Any, param: Any, value: str | None) -> dict[str,
 def _storage_option(func: F) -> F:
     """The ``--storage-options JSON`` flag: fsspec options for every path and URL."""
     return click.option(
-        "--storage-options", "storage_options", metavar="JSON", default=None,
+        "--storage-options",
+        "storage_options",
+        metavar="JSON",
+        default=None,
         callback=_parse_storage_options,
         help='fsspec options for URLs, e.g. \'{"endpoint_url": "http://127.0.0.1:9000"}\' '
-             "(s3fs also reads AWS_* and FSSPEC_S3_* environment variables).",
+        "(s3fs also reads AWS_* and FSSPEC_S3_* environment variables).",
     )(func)
 
 
@@ -167,15 +176,17 @@ _SCHEDULER_HELP = "Existing Dask scheduler address or file (default: local threa
 @_storage_option
 @user_errors
 def validate_command(
-    in_dir: str, metadata_filename: str, scheduler: str | None, workers: int | None,
+    in_dir: str,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Check metadata.json and every chunk file; print a summary or every problem."""
     from dgl_chunked.io.validate import validate_chunked_graph
 
     with _io_cluster(scheduler, workers):
-        report = validate_chunked_graph(in_dir, metadata_filename=metadata_filename,
-                                        storage_options=storage_options)
+        report = validate_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
     if not report.ok:
@@ -245,8 +256,7 @@ def synth_command(
         spec = SynthSpec.heterogeneous(sizes["scale"], **chunks, **kw)
     start = time.perf_counter()
     with _io_cluster(scheduler, workers):
-        meta = write_synthetic_graph(out_dir, spec, overwrite=overwrite,
-                                     storage_options=storage_options)
+        meta = write_synthetic_graph(out_dir, spec, overwrite=overwrite, storage_options=storage_options)
     click.echo(
         f"wrote {meta.graph_name!r} to {out_dir}: {sum(meta.num_nodes_per_type)} nodes, "
         f"{sum(meta.num_edges_per_type or ())} edges in {time.perf_counter() - start:.2f} s"
@@ -302,20 +312,34 @@ def _assignment_cluster(scheduler: str | None, workers: int | None) -> Any:
 
 
 def _assignment_cluster_options(func: F) -> F:
-    func = click.option("--workers", type=click.IntRange(min=1), default=None,
-                        help="Run on a new LocalCluster with N worker processes.")(func)
-    return click.option("--scheduler", metavar="ADDRESS", default=None,
-                        help="Run on this existing Dask scheduler (address or scheduler file).")(func)
+    func = click.option(
+        "--workers", type=click.IntRange(min=1), default=None, help="Run on a new LocalCluster with N worker processes."
+    )(func)
+    return click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="Run on this existing Dask scheduler (address or scheduler file).",
+    )(func)
 
 
 @cli.command("partition")
 @click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
 @click.option("--out-dir", required=True, help="Assignment directory to write (<ntype>.txt, partition_meta.json).")
 @click.option("--num-parts", type=click.IntRange(min=1), required=True)
-@click.option("--method", default="random", show_default=True, help="random (seeded hash), metis (pymetis, in memory) or lp (streaming + label propagation, out of core).")
+@click.option(
+    "--method",
+    default="random",
+    show_default=True,
+    help="random (seeded hash), metis (pymetis, in memory) or lp (streaming + label propagation, out of core).",
+)
 @click.option("--seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True)
-@click.option("--balance-ntypes", default=None, metavar="NAME,...",
-              help="Node types and bool node features (train_mask,val_mask,...) to balance (metis, lp).")
+@click.option(
+    "--balance-ntypes",
+    default=None,
+    metavar="NAME,...",
+    help="Node types and bool node features (train_mask,val_mask,...) to balance (metis, lp).",
+)
 @click.option("--balance-edges", is_flag=True, help="Also balance owned edges (metis; best effort in lp).")
 @click.option("--max-memory", default=None, metavar="SIZE", help="metis: refuse above this estimate [4GiB].")
 @click.option("--overwrite", is_flag=True, help="Replace an existing assignment in --out-dir.")
@@ -323,10 +347,21 @@ def _assignment_cluster_options(func: F) -> F:
 @_assignment_cluster_options
 @_storage_option
 @user_errors
-def partition_command(in_dir: str, out_dir: str, num_parts: int, method: str, seed: int,
-                      balance_ntypes: str | None, balance_edges: bool, max_memory: str | None, overwrite: bool,
-                      metadata_filename: str, scheduler: str | None, workers: int | None,
-                      storage_options: dict[str, Any] | None) -> None:
+def partition_command(
+    in_dir: str,
+    out_dir: str,
+    num_parts: int,
+    method: str,
+    seed: int,
+    balance_ntypes: str | None,
+    balance_edges: bool,
+    max_memory: str | None,
+    overwrite: bool,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
     """Assign every node to a partition; write ASSIGN/ and ASSIGN/report.json."""
     from dgl_chunked.io.assignment import open_assignment, retract_assignment, write_assignment
     from dgl_chunked.io.chunked import open_chunked_graph
@@ -337,15 +372,32 @@ def partition_command(in_dir: str, out_dir: str, num_parts: int, method: str, se
     balance = [b.strip() for b in balance_ntypes.split(",") if b.strip()] if balance_ntypes else None
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=so)
     with _assignment_cluster(scheduler, workers):
-        parts = assign_partitions(graph, num_parts, method=method, seed=seed, balance_ntypes=balance,
-                                  balance_edges=balance_edges,
-                                  max_memory=_parse_size(max_memory, "--max-memory") if max_memory else None)
-        write_assignment(out_dir, parts, num_parts=num_parts, algo_name=method, overwrite=overwrite,
-                         provenance={"seed": seed, "balance_ntypes": balance, "balance_edges": balance_edges},
-                         storage_options=so)
+        parts = assign_partitions(
+            graph,
+            num_parts,
+            method=method,
+            seed=seed,
+            balance_ntypes=balance,
+            balance_edges=balance_edges,
+            max_memory=_parse_size(max_memory, "--max-memory") if max_memory else None,
+        )
+        write_assignment(
+            out_dir,
+            parts,
+            num_parts=num_parts,
+            algo_name=method,
+            overwrite=overwrite,
+            provenance={"seed": seed, "balance_ntypes": balance, "balance_edges": balance_edges},
+            storage_options=so,
+        )
         try:  # the report reads every edge: a bad input fails here, after the assignment
-            _, written = open_assignment(out_dir, graph.metadata, num_parts=num_parts, storage_options=so,
-                                         chunks={t: graph.node_chunks(t) for t in graph.node_types})
+            _, written = open_assignment(
+                out_dir,
+                graph.metadata,
+                num_parts=num_parts,
+                storage_options=so,
+                chunks={t: graph.node_chunks(t) for t in graph.node_types},
+            )
             report = compute_partition_report(graph, written, num_parts)
             report.to_json(join(out_dir, "report.json"), storage_options=so)
         except BaseException:
@@ -363,8 +415,15 @@ def partition_command(in_dir: str, out_dir: str, num_parts: int, method: str, se
 @_assignment_cluster_options
 @_storage_option
 @user_errors
-def report_command(in_dir: str, partitions_dir: str, json_path: str | None, metadata_filename: str,
-                   scheduler: str | None, workers: int | None, storage_options: dict[str, Any] | None) -> None:
+def report_command(
+    in_dir: str,
+    partitions_dir: str,
+    json_path: str | None,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
     """Print edge cut, balance and HALO counts of an assignment directory."""
     from dgl_chunked.io.assignment import open_assignment
     from dgl_chunked.io.chunked import open_chunked_graph
@@ -372,8 +431,12 @@ def report_command(in_dir: str, partitions_dir: str, json_path: str | None, meta
 
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     with _assignment_cluster(scheduler, workers):
-        meta, parts = open_assignment(partitions_dir, graph.metadata, storage_options=storage_options,
-                                      chunks={t: graph.node_chunks(t) for t in graph.node_types})
+        meta, parts = open_assignment(
+            partitions_dir,
+            graph.metadata,
+            storage_options=storage_options,
+            chunks={t: graph.node_chunks(t) for t in graph.node_types},
+        )
         report = compute_partition_report(graph, parts, meta.num_parts)
     if json_path:
         report.to_json(json_path, storage_options=storage_options)
@@ -387,18 +450,36 @@ def report_command(in_dir: str, partitions_dir: str, json_path: str | None, meta
 @click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
 @click.option("--out-dir", required=True, help="Directory for <name>_nodes.txt, <name>_edges.txt, <name>_stats.txt.")
 @click.option("--name", default=None, help="File name prefix (default: the graph name).")
-@click.option("--balance-masks", default=None, metavar="MASK,...",
-              help="Bool node features (train_mask,...) that get a ParMETIS weight column each.")
-@click.option("--dedup", type=click.Choice(["unordered", "ordered"]), default="unordered", show_default=True,
-              help="unordered: u->v and v->u are one edge (ParMETIS symmetrises); ordered: only repeats.")
+@click.option(
+    "--balance-masks",
+    default=None,
+    metavar="MASK,...",
+    help="Bool node features (train_mask,...) that get a ParMETIS weight column each.",
+)
+@click.option(
+    "--dedup",
+    type=click.Choice(["unordered", "ordered"]),
+    default="unordered",
+    show_default=True,
+    help="unordered: u->v and v->u are one edge (ParMETIS symmetrises); ordered: only repeats.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace existing files of the same name.")
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @_assignment_cluster_options
 @_storage_option
 @user_errors
-def parmetis_export_command(in_dir: str, out_dir: str, name: str | None, balance_masks: str | None, dedup: str,
-                            overwrite: bool, metadata_filename: str, scheduler: str | None, workers: int | None,
-                            storage_options: dict[str, Any] | None) -> None:
+def parmetis_export_command(
+    in_dir: str,
+    out_dir: str,
+    name: str | None,
+    balance_masks: str | None,
+    dedup: str,
+    overwrite: bool,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
     """Write ParMETIS input files (pm_dglpart) without self loops or duplicate edges."""
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.partition.parmetis import export_parmetis
@@ -406,42 +487,81 @@ def parmetis_export_command(in_dir: str, out_dir: str, name: str | None, balance
     masks = [m.strip() for m in balance_masks.split(",") if m.strip()] if balance_masks else []
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     with _assignment_cluster(scheduler, workers):
-        files = export_parmetis(graph, out_dir, name=name, balance_masks=masks, dedup=dedup,  # type: ignore[arg-type]
-                                overwrite=overwrite, storage_options=storage_options)
-    click.echo(f"wrote {files.nodes_path} ({files.num_nodes} nodes, {files.num_node_weights} weights), "
-               f"{files.edges_path} ({files.num_edges} edges), {files.stats_path}")
-    click.echo(f"left out of the edges file: {files.self_loops_dropped} self loop(s), "
-               f"{files.duplicates_dropped} duplicate ({dedup}) edge(s); dispatch still writes them")
+        files = export_parmetis(
+            graph,
+            out_dir,
+            name=name,
+            balance_masks=masks,
+            dedup=dedup,  # type: ignore[arg-type]
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
+    click.echo(
+        f"wrote {files.nodes_path} ({files.num_nodes} nodes, {files.num_node_weights} weights), "
+        f"{files.edges_path} ({files.num_edges} edges), {files.stats_path}"
+    )
+    click.echo(
+        f"left out of the edges file: {files.self_loops_dropped} self loop(s), "
+        f"{files.duplicates_dropped} duplicate ({dedup}) edge(s); dispatch still writes them"
+    )
 
 
 @cli.command("parmetis-import")
 @click.option("--in-dir", required=True, help="The chunked graph that was exported (or URL).")
-@click.option("--parmetis-output", required=True, multiple=True, metavar="PATH",
-              help="ParMETIS output: p<rank>-<name>_nodes.txt or <orig_nid> <part_id> files, a directory "
-                   "of rank files, or a glob; repeat the flag or list more paths after it.")
+@click.option(
+    "--parmetis-output",
+    required=True,
+    multiple=True,
+    metavar="PATH",
+    help="ParMETIS output: p<rank>-<name>_nodes.txt or <orig_nid> <part_id> files, a directory "
+    "of rank files, or a glob; repeat the flag or list more paths after it.",
+)
 @click.argument("more_outputs", nargs=-1, metavar="[PATH]...")
 @click.option("--out-dir", required=True, help="Assignment directory to write (<ntype>.txt, partition_meta.json).")
 @click.option("--num-parts", type=click.IntRange(min=1), required=True, help="Stored as given, never inferred.")
 @click.option("--name", default=None, help="Only read p<rank>-NAME_nodes.txt from directories.")
-@click.option("--form", type=click.Choice(["auto", "nodes", "gnid"]), default="auto", show_default=True,
-              help="nodes: <ntype_id> <weights...> <type_nid> <part_id>; gnid: <orig_nid> <part_id>.")
+@click.option(
+    "--form",
+    type=click.Choice(["auto", "nodes", "gnid"]),
+    default="auto",
+    show_default=True,
+    help="nodes: <ntype_id> <weights...> <type_nid> <part_id>; gnid: <orig_nid> <part_id>.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing assignment in --out-dir.")
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @_assignment_cluster_options
 @_storage_option
 @user_errors
-def parmetis_import_command(in_dir: str, parmetis_output: tuple[str, ...], more_outputs: tuple[str, ...],
-                            out_dir: str, num_parts: int, name: str | None, form: str, overwrite: bool,
-                            metadata_filename: str, scheduler: str | None, workers: int | None,
-                            storage_options: dict[str, Any] | None) -> None:
+def parmetis_import_command(
+    in_dir: str,
+    parmetis_output: tuple[str, ...],
+    more_outputs: tuple[str, ...],
+    out_dir: str,
+    num_parts: int,
+    name: str | None,
+    form: str,
+    overwrite: bool,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
     """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept."""
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.partition.parmetis import import_parmetis
 
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     with _assignment_cluster(scheduler, workers):
-        meta = import_parmetis([*parmetis_output, *more_outputs], graph, out_dir, num_parts=num_parts, name=name,
-                               form=form, overwrite=overwrite, storage_options=storage_options)  # type: ignore[arg-type]
+        meta = import_parmetis(
+            [*parmetis_output, *more_outputs],
+            graph,
+            out_dir,
+            num_parts=num_parts,
+            name=name,
+            form=form,
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )  # type: ignore[arg-type]
     click.echo(f"assignment written to {out_dir} ({meta.num_parts} partitions, algo_name {meta.algo_name!r})")
 
 
@@ -449,25 +569,50 @@ def parmetis_import_command(in_dir: str, parmetis_output: tuple[str, ...], more_
 
 
 @cli.command("chunk")
-@click.option("--spec", "spec_path", required=True, metavar="SPEC.{json,yaml}",
-              help="Raw-input spec (format: see the dgl_chunked.chunk docstring / README).")
+@click.option(
+    "--spec",
+    "spec_path",
+    required=True,
+    metavar="SPEC.{json,yaml}",
+    help="Raw-input spec (format: see the dgl_chunked.chunk docstring / README).",
+)
 @click.option("--out-dir", required=True, help="Chunked graph directory to write (or URL).")
-@click.option("--num-chunks", type=click.IntRange(min=1), required=True,
-              help="Output chunks per type (memory per task is about one chunk).")
-@click.option("--num-buckets", type=click.IntRange(min=1), default=None,
-              help="Hash buckets of the key join and dedup (default: --num-chunks).")
-@click.option("--edge-format", type=click.Choice(["parquet", "csv"]), default="parquet",
-              show_default=True)
+@click.option(
+    "--num-chunks",
+    type=click.IntRange(min=1),
+    required=True,
+    help="Output chunks per type (memory per task is about one chunk).",
+)
+@click.option(
+    "--num-buckets",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Hash buckets of the key join and dedup (default: --num-chunks).",
+)
+@click.option("--edge-format", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
 @click.option("--staging-dir", default=None, help="Scratch folder (default OUT/_staging).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
 @click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
-@click.option("--memory-limit", metavar="SIZE", default=None,
-              help="LocalCluster memory limit per worker, e.g. 2GiB (with --workers).")
+@click.option(
+    "--memory-limit",
+    metavar="SIZE",
+    default=None,
+    help="LocalCluster memory limit per worker, e.g. 2GiB (with --workers).",
+)
 @user_errors
-def chunk_command(spec_path: str, out_dir: str, num_chunks: int, num_buckets: int | None,
-                  edge_format: str, staging_dir: str | None, overwrite: bool, scheduler: str | None,
-                  workers: int | None, memory_limit: str | None) -> None:
+def chunk_command(
+    spec_path: str,
+    out_dir: str,
+    num_chunks: int,
+    num_buckets: int | None,
+    edge_format: str,
+    staging_dir: str | None,
+    overwrite: bool,
+    scheduler: str | None,
+    workers: int | None,
+    memory_limit: str | None,
+) -> None:
     """Turn raw arrays (NPY, CSV/TSV, Parquet) described by a spec into a chunked graph."""
     import contextlib
     import time
@@ -477,13 +622,23 @@ def chunk_command(spec_path: str, out_dir: str, num_chunks: int, num_buckets: in
 
     use_cluster = bool(scheduler or workers)
     start = time.perf_counter()
-    with (dask_client(scheduler, workers=workers, memory_limit=memory_limit) if use_cluster
-          else contextlib.nullcontext()):
-        meta = chunk_graph(spec_path, out_dir, num_chunks=num_chunks, num_buckets=num_buckets,
-                           edge_format=edge_format, staging_dir=staging_dir, overwrite=overwrite)
-    click.echo(f"wrote {meta.graph_name!r} to {out_dir}: {sum(meta.num_nodes_per_type)} nodes in "
-               f"{len(meta.node_types)} types, {sum(meta.num_edges_per_type or ())} edges in "
-               f"{len(meta.edge_types)} types, in {time.perf_counter() - start:.2f} s")
+    with (
+        dask_client(scheduler, workers=workers, memory_limit=memory_limit) if use_cluster else contextlib.nullcontext()
+    ):
+        meta = chunk_graph(
+            spec_path,
+            out_dir,
+            num_chunks=num_chunks,
+            num_buckets=num_buckets,
+            edge_format=edge_format,
+            staging_dir=staging_dir,
+            overwrite=overwrite,
+        )
+    click.echo(
+        f"wrote {meta.graph_name!r} to {out_dir}: {sum(meta.num_nodes_per_type)} nodes in "
+        f"{len(meta.node_types)} types, {sum(meta.num_edges_per_type or ())} edges in "
+        f"{len(meta.edge_types)} types, in {time.perf_counter() - start:.2f} s"
+    )
 
 
 # --- commands: dispatch, run, verify ------------------------------------------
@@ -492,14 +647,25 @@ def chunk_command(spec_path: str, out_dir: str, num_chunks: int, num_buckets: in
 def _cluster_options(func: F) -> F:
     """Flags shared by every command that runs on a Dask cluster."""
     options = [
-        click.option("--scheduler", metavar="ADDRESS",
-                     help="Use this existing Dask scheduler (tcp://host:8786 or a scheduler file) "
-                          "instead of starting a LocalCluster."),
-        click.option("--workers", type=click.IntRange(min=1), default=None,
-                     help="LocalCluster worker processes (default: number of CPUs)."),
+        click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="Use this existing Dask scheduler (tcp://host:8786 or a scheduler file) "
+            "instead of starting a LocalCluster.",
+        ),
+        click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            default=None,
+            help="LocalCluster worker processes (default: number of CPUs).",
+        ),
         click.option("--threads-per-worker", type=click.IntRange(min=1), default=1, show_default=True),
-        click.option("--memory-limit", metavar="SIZE", default=None,
-                     help="LocalCluster memory limit per worker, e.g. 2GiB; Dask spills beyond it."),
+        click.option(
+            "--memory-limit",
+            metavar="SIZE",
+            default=None,
+            help="LocalCluster memory limit per worker, e.g. 2GiB; Dask spills beyond it.",
+        ),
         click.option("--no-progress", is_flag=True, help="Do not show progress bars."),
     ]
     for option in reversed(options):
@@ -514,23 +680,53 @@ def _dispatch_options(func: F) -> F:
         click.option("--metadata-filename", default="metadata.json", show_default=True),
         click.option("--save-orig-nids", is_flag=True, help="Write part<i>/orig_nids.dgl."),
         click.option("--save-orig-eids", is_flag=True, help="Write part<i>/orig_eids.dgl."),
-        click.option("--graph-formats", default=None, metavar="coo,csc,csr",
-                     help="Sparse formats stored in graph.dgl (default: coo, as DGL)."),
+        click.option(
+            "--graph-formats",
+            default=None,
+            metavar="coo,csc,csr",
+            help="Sparse formats stored in graph.dgl (default: coo, as DGL).",
+        ),
         click.option("--staging-dir", default=None, help="Zarr staging location (default OUT/_staging)."),
         click.option("--keep-staging", is_flag=True, help="Keep the Zarr staging after success."),
         click.option("--overwrite", is_flag=True, help="Replace partitions already in --out-dir."),
-        click.option("--lookup-cache", default="256MiB", show_default=True, metavar="SIZE",
-                     help="Per worker: node-ID arrays up to this size are kept in memory to "
-                          "relabel edges (about 4 bytes per node); 0 reads them block by block."),
-        click.option("--halo-hops", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="HALO depth; > 1 keeps HALO edges (in-edges of HALO nodes) as partition_graph."),
-        click.option("--keep-halo-edges", is_flag=True,
-                     help="Keep HALO edges (inner_edge=0) and part_id node data, as partition_graph."),
-        click.option("--ip-config", "--ssh-port", "--python-path", "--master-port", "dgl_launch",
-                     multiple=True, hidden=True, default=(),
-                     help="Accepted for DGL compatibility; Dask replaces ssh launching."),
-        click.option("--process-group-timeout", type=int, default=None, hidden=True,
-                     help="Accepted for DGL compatibility; Dask has no collective timeout."),
+        click.option(
+            "--lookup-cache",
+            default="256MiB",
+            show_default=True,
+            metavar="SIZE",
+            help="Per worker: node-ID arrays up to this size are kept in memory to "
+            "relabel edges (about 4 bytes per node); 0 reads them block by block.",
+        ),
+        click.option(
+            "--halo-hops",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="HALO depth; > 1 keeps HALO edges (in-edges of HALO nodes) as partition_graph.",
+        ),
+        click.option(
+            "--keep-halo-edges",
+            is_flag=True,
+            help="Keep HALO edges (inner_edge=0) and part_id node data, as partition_graph.",
+        ),
+        click.option(
+            "--ip-config",
+            "--ssh-port",
+            "--python-path",
+            "--master-port",
+            "dgl_launch",
+            multiple=True,
+            hidden=True,
+            default=(),
+            help="Accepted for DGL compatibility; Dask replaces ssh launching.",
+        ),
+        click.option(
+            "--process-group-timeout",
+            type=int,
+            default=None,
+            hidden=True,
+            help="Accepted for DGL compatibility; Dask has no collective timeout.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -541,14 +737,23 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
     from dgl_chunked.dispatch import DispatchOptions
 
     if kw.get("dgl_launch"):
-        click.echo("note: --ip-config/--ssh-port/--python-path/--master-port are ignored; "
-                   "use --scheduler ADDRESS to run on an existing Dask cluster", err=True)
+        click.echo(
+            "note: --ip-config/--ssh-port/--python-path/--master-port are ignored; "
+            "use --scheduler ADDRESS to run on an existing Dask cluster",
+            err=True,
+        )
     formats = tuple(f.strip() for f in kw["graph_formats"].split(",")) if kw["graph_formats"] else ("coo",)
     return DispatchOptions(
-        save_orig_nids=kw["save_orig_nids"], save_orig_eids=kw["save_orig_eids"],
-        graph_formats=formats, staging_dir=kw["staging_dir"], keep_staging=kw["keep_staging"],
-        overwrite=kw["overwrite"], progress=not kw["no_progress"], part_method=part_method,
-        halo_hops=kw["halo_hops"], keep_halo_edges=kw["keep_halo_edges"],
+        save_orig_nids=kw["save_orig_nids"],
+        save_orig_eids=kw["save_orig_eids"],
+        graph_formats=formats,
+        staging_dir=kw["staging_dir"],
+        keep_staging=kw["keep_staging"],
+        overwrite=kw["overwrite"],
+        progress=not kw["no_progress"],
+        part_method=part_method,
+        halo_hops=kw["halo_hops"],
+        keep_halo_edges=kw["keep_halo_edges"],
         lookup_cache_bytes=_parse_size(kw["lookup_cache"], "--lookup-cache"),
     )
 
@@ -576,8 +781,12 @@ def _client(kw: dict[str, Any]) -> Any:
 
     level = logging.getLogger().level
     logging.getLogger("distributed").setLevel(level)  # honour --log-level
-    with dask_client(kw["scheduler"], workers=kw["workers"], threads_per_worker=kw["threads_per_worker"],
-                     memory_limit=kw["memory_limit"]) as client:
+    with dask_client(
+        kw["scheduler"],
+        workers=kw["workers"],
+        threads_per_worker=kw["threads_per_worker"],
+        memory_limit=kw["memory_limit"],
+    ) as client:
         if not kw["scheduler"] and level >= logging.WARNING:  # our workers share our stderr
             client.run(_quiet_task_errors)
         yield client
@@ -585,18 +794,23 @@ def _client(kw: dict[str, Any]) -> Any:
 
 def _print_result(result: Any) -> None:
     config = result.config
-    click.echo(f"wrote {config.num_parts} partition(s) of {config.graph_name!r}: "
-               f"{config.num_nodes} nodes, {config.num_edges} edges")
+    click.echo(
+        f"wrote {config.num_parts} partition(s) of {config.graph_name!r}: "
+        f"{config.num_nodes} nodes, {config.num_edges} edges"
+    )
     for p, summary in enumerate(result.partitions):
-        click.echo(f"  part{p}: {summary['inner_nodes']} inner nodes, "
-                   f"{summary['halo_nodes']} HALO nodes, {summary['edges']} edges")
+        click.echo(
+            f"  part{p}: {summary['inner_nodes']} inner nodes, "
+            f"{summary['halo_nodes']} HALO nodes, {summary['edges']} edges"
+        )
     click.echo(f"partition config: {result.config_path}")
 
 
 @cli.command("dispatch")
 @click.option("--in-dir", required=True, help="Chunked graph directory (holds metadata.json).")
-@click.option("--partitions-dir", required=True,
-              help="Assignment directory: <ntype>.txt per node type + partition_meta.json.")
+@click.option(
+    "--partitions-dir", required=True, help="Assignment directory: <ntype>.txt per node type + partition_meta.json."
+)
 @_dispatch_options
 @_cluster_options
 @user_errors
@@ -610,8 +824,7 @@ def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
     options = _make_dispatch_options(kw)
     with _client(kw) as client:
         click.echo(f"dashboard: {client.dashboard_link}")
-        result = dispatch(graph, partitions_dir, kw["out_dir"], options=options, client=client,
-                          storage_options=so)
+        result = dispatch(graph, partitions_dir, kw["out_dir"], options=options, client=client, storage_options=so)
     _print_result(result)
 
 
@@ -620,19 +833,36 @@ def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
 @click.option("--num-parts", required=True, type=click.IntRange(min=1))
 @click.option("--method", default="random", show_default=True, help="Partition algorithm.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--balance-ntypes", default=None, metavar="MASK,...",
-              help="Balance these bool node-data masks (methods that support it).")
+@click.option(
+    "--balance-ntypes",
+    default=None,
+    metavar="MASK,...",
+    help="Balance these bool node-data masks (methods that support it).",
+)
 @click.option("--balance-edges", is_flag=True)
 @click.option("--partitions-dir", default=None, help="Also keep the assignment here (DGL layout).")
-@click.option("--num-trainers-per-machine", type=click.IntRange(min=1), default=1, show_default=True,
-              help="As DGL's partition_graph: partition per trainer, store node data trainer_id, "
-                   "coalesce each machine's trainers into one partition.")
+@click.option(
+    "--num-trainers-per-machine",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="As DGL's partition_graph: partition per trainer, store node data trainer_id, "
+    "coalesce each machine's trainers into one partition.",
+)
 @_dispatch_options
 @_cluster_options
 @user_errors
-def run_command(in_dir: str, num_parts: int, method: str, seed: int, balance_ntypes: str | None,
-                balance_edges: bool, partitions_dir: str | None, num_trainers_per_machine: int,
-                **kw: Any) -> None:
+def run_command(
+    in_dir: str,
+    num_parts: int,
+    method: str,
+    seed: int,
+    balance_ntypes: str | None,
+    balance_edges: bool,
+    partitions_dir: str | None,
+    num_trainers_per_machine: int,
+    **kw: Any,
+) -> None:
     """Partition and dispatch in one go: chunked graph -> DGL partitions."""
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.pipeline import run
@@ -643,10 +873,20 @@ def run_command(in_dir: str, num_parts: int, method: str, seed: int, balance_nty
     balance = tuple(balance_ntypes.split(",")) if balance_ntypes else None
     with _client(kw) as client:
         click.echo(f"dashboard: {client.dashboard_link}")
-        result = run(graph, kw["out_dir"], num_parts=num_parts, method=method, seed=seed,
-                     balance_ntypes=balance, balance_edges=balance_edges,
-                     partitions_dir=partitions_dir, options=options, client=client, storage_options=so,
-                     num_trainers_per_machine=num_trainers_per_machine)
+        result = run(
+            graph,
+            kw["out_dir"],
+            num_parts=num_parts,
+            method=method,
+            seed=seed,
+            balance_ntypes=balance,
+            balance_edges=balance_edges,
+            partitions_dir=partitions_dir,
+            options=options,
+            client=client,
+            storage_options=so,
+            num_trainers_per_machine=num_trainers_per_machine,
+        )
     _print_result(result)
 
 
@@ -656,13 +896,24 @@ def run_command(in_dir: str, num_parts: int, method: str, seed: int, balance_nty
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
-@click.option("--scratch-dir", default=None, metavar="DIR",
-              help="Where verify stages its facts (default: a local temporary directory; "
-                   "use a shared path or URL when workers run on several hosts).")
+@click.option(
+    "--scratch-dir",
+    default=None,
+    metavar="DIR",
+    help="Where verify stages its facts (default: a local temporary directory; "
+    "use a shared path or URL when workers run on several hosts).",
+)
 @_storage_option
 @user_errors
-def verify_command(in_dir: str, out_dir: str, metadata_filename: str, scheduler: str | None,
-                   workers: int | None, scratch_dir: str | None, storage_options: dict[str, Any] | None) -> None:
+def verify_command(
+    in_dir: str,
+    out_dir: str,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
+    scratch_dir: str | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
     """Check a finished output against its input: every node, edge and feature row, out of core."""
     from dgl_chunked.io.chunked import open_chunked_graph
     from dgl_chunked.verify import verify_partitions

@@ -60,8 +60,14 @@ def run(
     trainers = num_trainers_per_machine
     if trainers < 1:
         raise ValueError(f"num_trainers_per_machine must be >= 1, found {trainers}")
-    parts = assign_partitions(graph, num_parts * trainers, method=method, seed=seed,
-                              balance_ntypes=balance_ntypes, balance_edges=balance_edges)
+    parts = assign_partitions(
+        graph,
+        num_parts * trainers,
+        method=method,
+        seed=seed,
+        balance_ntypes=balance_ntypes,
+        balance_edges=balance_edges,
+    )
     extra: dict[str, dict[str, da.Array]] = {}
     if trainers > 1:
         # Like DGL's partition_graph: partition per trainer, keep the trainer in node data
@@ -69,8 +75,14 @@ def run(
         extra = {t: {"trainer_id": p.astype(np.int64)} for t, p in parts.items()}
         parts = {t: (p // trainers).astype(np.int32) for t, p in parts.items()}
     if partitions_dir is not None:
-        write_assignment(partitions_dir, parts, num_parts=num_parts, algo_name=method,
-                         storage_options=storage_options, overwrite=True)
+        write_assignment(
+            partitions_dir,
+            parts,
+            num_parts=num_parts,
+            algo_name=method,
+            storage_options=storage_options,
+            overwrite=True,
+        )
         assignment: Any = partitions_dir
     else:
         assignment = parts
@@ -80,8 +92,16 @@ def run(
 
         opts = replace(opts, part_method=method)
     try:
-        return dispatch(graph, assignment, out_dir, num_parts=num_parts, options=opts,
-                        storage_options=storage_options, client=client, extra_node_data=extra)
+        return dispatch(
+            graph,
+            assignment,
+            out_dir,
+            num_parts=num_parts,
+            options=opts,
+            storage_options=storage_options,
+            client=client,
+            extra_node_data=extra,
+        )
     except BaseException:
         if partitions_dir is not None:  # a failed run leaves no complete-looking assignment
             retract_assignment(partitions_dir, storage_options=storage_options)

@@ -107,11 +107,7 @@ class SynthSpec:
         Other keywords (``distribution``, ``seed``, formats...) go to the spec.
         """
         nfeat = {"_N": {"feat": (feat_dim, feat_dtype)}} if feat_dim is not None else {}
-        efeat = (
-            {"_N:_E:_N": {"weight": (edge_feat_dim, "float32")}}
-            if edge_feat_dim is not None
-            else {}
-        )
+        efeat = {"_N:_E:_N": {"weight": (edge_feat_dim, "float32")}} if edge_feat_dim is not None else {}
         return cls(
             node_types={"_N": num_nodes},
             edge_types={"_N:_E:_N": num_edges},
@@ -182,23 +178,13 @@ def _spec_problems(spec: SynthSpec) -> list[str]:
     problems = []
     for name, n in spec.node_types.items():
         if not name or ":" in name or "/" in name or not isinstance(n, int) or n < 0:
-            problems.append(
-                f"node_types[{name!r}]: expected a name without ':' or '/' and a count >= 0, found {n!r}"
-            )
+            problems.append(f"node_types[{name!r}]: expected a name without ':' or '/' and a count >= 0, found {n!r}")
     for etype, m in spec.edge_types.items():
         parts = etype.split(":")
         if len(parts) != 3 or not all(p in spec.node_types for p in parts[::2]) or "/" in etype:
-            problems.append(
-                f"edge_types[{etype!r}]: expected 'src:rel:dst' with src and dst in node_types"
-            )
-        elif (
-            not isinstance(m, int)
-            or m < 0
-            or (m and not all(spec.node_types[p] for p in parts[::2]))
-        ):
-            problems.append(
-                f"edge_types[{etype!r}]: expected a count >= 0 (0 if an end type is empty), found {m!r}"
-            )
+            problems.append(f"edge_types[{etype!r}]: expected 'src:rel:dst' with src and dst in node_types")
+        elif not isinstance(m, int) or m < 0 or (m and not all(spec.node_types[p] for p in parts[::2])):
+            problems.append(f"edge_types[{etype!r}]: expected a count >= 0 (0 if an end type is empty), found {m!r}")
     for label, feats, types in (
         ("node_features", spec.all_node_features(), spec.node_types),
         ("edge_features", spec.edge_features, spec.edge_types),
@@ -215,9 +201,7 @@ def _spec_problems(spec: SynthSpec) -> list[str]:
     if min(chunks) < 1:
         problems.append(f"chunk counts: expected >= 1, found {chunks}")
     if spec.distribution not in ("uniform", "powerlaw"):
-        problems.append(
-            f"distribution: expected 'uniform' or 'powerlaw', found {spec.distribution!r}"
-        )
+        problems.append(f"distribution: expected 'uniform' or 'powerlaw', found {spec.distribution!r}")
     if spec.edge_format not in ("csv", "parquet") or spec.feature_format not in (
         "numpy",
         "parquet",
@@ -244,9 +228,7 @@ def _rng(spec: SynthSpec, *key: str | int) -> np.random.Generator:
 # --- per-chunk kernels ----------------------------------------------------------
 
 
-def _rmat_once(
-    rng: np.random.Generator, m: int, num_src: int, num_dst: int
-) -> tuple[IdArray, IdArray]:
+def _rmat_once(rng: np.random.Generator, m: int, num_src: int, num_dst: int) -> tuple[IdArray, IdArray]:
     a, b, c, _ = _RMAT
     levels_src, levels_dst = (num_src - 1).bit_length(), (num_dst - 1).bit_length()
     src, dst = np.zeros(m, np.int64), np.zeros(m, np.int64)
@@ -259,17 +241,13 @@ def _rmat_once(
     return src, dst
 
 
-def generate_edges_block(
-    spec: SynthSpec, etype: str, chunk: int, rows: int
-) -> tuple[IdArray, IdArray]:
+def generate_edges_block(spec: SynthSpec, etype: str, chunk: int, rows: int) -> tuple[IdArray, IdArray]:
     """The ``(src, dst)`` per-type IDs of edge chunk ``chunk`` of ``etype``."""
     src_type, _, dst_type = etype.split(":")
     num_src, num_dst = spec.node_types[src_type], spec.node_types[dst_type]
     rng = _rng(spec, "edges", etype, chunk)
     if spec.distribution == "uniform":
-        return rng.integers(0, num_src, rows, dtype=np.int64), rng.integers(
-            0, num_dst, rows, dtype=np.int64
-        )
+        return rng.integers(0, num_src, rows, dtype=np.int64), rng.integers(0, num_dst, rows, dtype=np.int64)
     src, dst = np.empty(rows, np.int64), np.empty(rows, np.int64)
     todo = np.arange(rows)
     while todo.size:  # reject IDs beyond the type's count (less than half of them)
@@ -307,20 +285,14 @@ def generate_feature_block(
     return rng.integers(0, high, shape).astype(dtype, copy=False)
 
 
-def _write_edges(
-    path: str, spec: SynthSpec, etype: str, chunk: int, rows: int, so: StorageOptions
-) -> int:
+def _write_edges(path: str, spec: SynthSpec, etype: str, chunk: int, rows: int, so: StorageOptions) -> int:
     src, dst = generate_edges_block(spec, etype, chunk, rows)
     options = {"delimiter": spec.csv_delimiter} if spec.edge_format == "csv" else {}
-    _formats.write_edge_chunk(
-        path, src, dst, fmt=spec.edge_format, options=options, storage_options=so
-    )
+    _formats.write_edge_chunk(path, src, dst, fmt=spec.edge_format, options=options, storage_options=so)
     return rows
 
 
-def _write_feature(
-    path: str, spec: SynthSpec, key: tuple[str, str, str, int, int], so: StorageOptions
-) -> int:
+def _write_feature(path: str, spec: SynthSpec, key: tuple[str, str, str, int, int], so: StorageOptions) -> int:
     kind, type_name, feat, chunk, rows = key
     array = generate_feature_block(spec, kind, type_name, feat, chunk, rows)
     _formats.write_feature_chunk(
@@ -368,9 +340,7 @@ def _plan_features(
     for tname, fmap in feats.items():
         rows = _split(counts[tname], spec.feature_chunks(kind))
         for feat in fmap:
-            rels = [
-                f"{folder}/{tname}/{feat}-{k}.{_EXT[spec.feature_format]}" for k in range(len(rows))
-            ]
+            rels = [f"{folder}/{tname}/{feat}-{k}.{_EXT[spec.feature_format]}" for k in range(len(rows))]
             meta[folder].setdefault(tname, {})[feat] = {
                 "format": {"name": spec.feature_format},
                 "data": rels,

@@ -82,9 +82,7 @@ class GraphTruth:
         return {e: len(src) for e, (src, _) in self.edges.items()}
 
 
-def make_chunked_graph(
-    tmp_path: PathLike, *, spec: SynthSpec | None = None, **overrides: Any
-) -> ChunkedGraphMetadata:
+def make_chunked_graph(tmp_path: PathLike, *, spec: SynthSpec | None = None, **overrides: Any) -> ChunkedGraphMetadata:
     """Write a small heterogeneous chunked graph to ``tmp_path/chunked``.
 
     Parameters
@@ -108,9 +106,7 @@ def _concat(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
     return np.concatenate([np.asarray(p) for p in parts]) if parts else np.empty(0)
 
 
-def load_truth(
-    metadata: ChunkedGraphMetadata | PathLike, *, storage_options: StorageOptions = None
-) -> GraphTruth:
+def load_truth(metadata: ChunkedGraphMetadata | PathLike, *, storage_options: StorageOptions = None) -> GraphTruth:
     """Read every edge list and feature eagerly with the per-chunk readers.
 
     For small graphs only. Accepts the metadata or an input directory.
@@ -209,9 +205,7 @@ def _write_truth_features(
             rels = [f"{key}/{t}/{f}-{k}.{fmt}" for k in range(len(sizes))]
             for k, rel in enumerate(rels):
                 part = array[bounds[k] : bounds[k + 1]]
-                _formats.write_feature_chunk(
-                    os.path.join(out, rel), part, fmt=fmt, parquet_layout=layout
-                )
+                _formats.write_feature_chunk(os.path.join(out, rel), part, fmt=fmt, parquet_layout=layout)
             sources.setdefault(tname, {})[feat] = {
                 "format": {"name": fmt},
                 "data": rels,
@@ -286,9 +280,7 @@ class CountingScheduler:
     def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
         self.total_computes += 1
         if self.total_computes > self.max_computes:
-            raise RuntimeError(
-                f"Too many computes. Total: {self.total_computes} > max: {self.max_computes}."
-            )
+            raise RuntimeError(f"Too many computes. Total: {self.total_computes} > max: {self.max_computes}.")
         return get_sync(dsk, keys, **kwargs)
 
 

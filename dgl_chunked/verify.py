@@ -128,15 +128,19 @@ def load_partition_output(
         g = graphs[0]
         src, dst = g.edges()
         etype = g.canonical_etypes[0]
-        parts.append(PartitionFiles(
-            ndata=g.ndata.get(g.ntypes[0], {}), edata=g.edata.get(etype, {}),
-            src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
-            node_feats=read_tensor_dict(fs.join(base, "node_feat.dgl"), storage_options=storage_options),
-            edge_feats=read_tensor_dict(fs.join(base, "edge_feat.dgl"), storage_options=storage_options),
-            orig_nids=_optional(fs.join(base, "orig_nids.dgl"), storage_options),
-            orig_eids=_optional(fs.join(base, "orig_eids.dgl"), storage_options),
-            formats=g.stored_formats[etype],
-        ))
+        parts.append(
+            PartitionFiles(
+                ndata=g.ndata.get(g.ntypes[0], {}),
+                edata=g.edata.get(etype, {}),
+                src=np.asarray(src, np.int64),
+                dst=np.asarray(dst, np.int64),
+                node_feats=read_tensor_dict(fs.join(base, "node_feat.dgl"), storage_options=storage_options),
+                edge_feats=read_tensor_dict(fs.join(base, "edge_feat.dgl"), storage_options=storage_options),
+                orig_nids=_optional(fs.join(base, "orig_nids.dgl"), storage_options),
+                orig_eids=_optional(fs.join(base, "orig_eids.dgl"), storage_options),
+                formats=g.stored_formats[etype],
+            )
+        )
     return config, parts
 
 
@@ -237,16 +241,19 @@ def _partition_task(plan: _Plan, p: int) -> _PartFacts:
     base = fs.join(plan.out_dir, f"part{p}")
     try:
         graphs, _ = read_graphs(fs.join(base, "graph.dgl"), storage_options=plan.storage_options)
-        orig = {name: _optional(fs.join(base, f"{name}.dgl"), plan.storage_options)
-                for name in ("orig_nids", "orig_eids")}
+        orig = {
+            name: _optional(fs.join(base, f"{name}.dgl"), plan.storage_options) for name in ("orig_nids", "orig_eids")
+        }
     except (FileNotFoundError, DglChunkedError) as err:
         out.problems.append(f"part{p}: cannot read its files: {err}")
         out.fatal = True
         return out
     missing = [f"{name}.dgl" for name, value in orig.items() if value is None]
     if missing:
-        out.problems.append(f"part{p}: {' and '.join(missing)} missing; verify needs them "
-                            "(dispatch with --save-orig-nids --save-orig-eids)")
+        out.problems.append(
+            f"part{p}: {' and '.join(missing)} missing; verify needs them "
+            "(dispatch with --save-orig-nids --save-orig-eids)"
+        )
         out.fatal = True
         return out
     g = graphs[0]
@@ -278,8 +285,10 @@ def _check_nodes(plan: _Plan, p: int, nid: Ints, ndata: Mapping[str, Any], probl
     n_inner = hi - lo
     inner = np.asarray(ndata["inner_node"])
     if not np.array_equal(nid[:n_inner], np.arange(lo, hi)):
-        problems.append(f"part{p}: inner nodes are not first with _ID = {lo} + k (node_map says "
-                        f"{n_inner} inner nodes, _ID[:{n_inner}] differs)")
+        problems.append(
+            f"part{p}: inner nodes are not first with _ID = {lo} + k (node_map says "
+            f"{n_inner} inner nodes, _ID[:{n_inner}] differs)"
+        )
     if not (bool((inner[:n_inner] == 1).all()) and bool((inner[n_inner:] == 0).all())):
         problems.append(f"part{p}: inner_node is not 1 for the first {n_inner} nodes and 0 after")
     halo = nid[n_inner:]
@@ -295,21 +304,26 @@ def _check_nodes(plan: _Plan, p: int, nid: Ints, ndata: Mapping[str, Any], probl
         problems.append(f"part{p}: node _TYPE disagrees with node_map")
 
 
-def _check_edges(plan: _Plan, p: int, nid: Ints, src: Ints, dst: Ints, edata: Mapping[str, Any],
-                 problems: list[str]) -> bool:
+def _check_edges(
+    plan: _Plan, p: int, nid: Ints, src: Ints, dst: Ints, edata: Mapping[str, Any], problems: list[str]
+) -> bool:
     """Partition-local edge checks; False when the edge facts cannot be trusted."""
     e_lo, e_hi = int(plan.edge_ranges[p, 0, 0]), int(plan.edge_ranges[p, -1, 1])
     n_inner = int(plan.node_ranges[p, -1, 1] - plan.node_ranges[p, 0, 0])
     if not np.array_equal(edata["_ID"], np.arange(e_lo, e_hi)):
-        problems.append(f"part{p}: edge _ID is not {e_lo}..{e_hi - 1} in local order "
-                        f"({np.asarray(edata['_ID']).shape[0]} edges, edge_map says {e_hi - e_lo})")
+        problems.append(
+            f"part{p}: edge _ID is not {e_lo}..{e_hi - 1} in local order "
+            f"({np.asarray(edata['_ID']).shape[0]} edges, edge_map says {e_hi - e_lo})"
+        )
         return False
     if not bool((dst < n_inner).all()):
         problems.append(f"part{p}: {int((dst >= n_inner).sum())} edge destination(s) are not inner nodes")
     used = np.unique(src[src >= n_inner])
     if not np.array_equal(used, np.arange(n_inner, nid.shape[0])):
-        problems.append(f"part{p}: HALO nodes are not exactly the non-owned sources of owned edges "
-                        f"({nid.shape[0] - n_inner} HALO nodes, {used.shape[0]} used as sources)")
+        problems.append(
+            f"part{p}: HALO nodes are not exactly the non-owned sources of owned edges "
+            f"({nid.shape[0] - n_inner} HALO nodes, {used.shape[0]} used as sources)"
+        )
     if "_TYPE" in edata:
         sizes = plan.edge_ranges[p, :, 1] - plan.edge_ranges[p, :, 0]
         want = np.repeat(np.arange(len(plan.etypes), dtype=np.int64), sizes)
@@ -318,16 +332,19 @@ def _check_edges(plan: _Plan, p: int, nid: Ints, src: Ints, dst: Ints, edata: Ma
     return True
 
 
-def _sorted_facts(plan: _Plan, p: int, what: str, name: str, ids: Ints, limit: int, expected: int,
-                  problems: list[str]) -> npt.NDArray[np.intp] | None:
+def _sorted_facts(
+    plan: _Plan, p: int, what: str, name: str, ids: Ints, limit: int, expected: int, problems: list[str]
+) -> npt.NDArray[np.intp] | None:
     """Order that sorts ``ids`` (orig IDs of one block), or None if they cannot be used."""
     if ids.shape != (expected,):
         problems.append(f"part{p}: {what}[{name!r}] has {ids.shape[0]} entries, the map says {expected}")
         return None
     bad = np.flatnonzero((ids < 0) | (ids >= limit))
     if bad.size:
-        problems.append(f"part{p}: {what}[{name!r}] holds {bad.size} ID(s) outside [0, {limit}) "
-                        f"(e.g. {ids[bad[0]]} at row {bad[0]})")
+        problems.append(
+            f"part{p}: {what}[{name!r}] holds {bad.size} ID(s) outside [0, {limit}) "
+            f"(e.g. {ids[bad[0]]} at row {bad[0]})"
+        )
         return None
     return np.argsort(ids, kind="stable")
 
@@ -345,8 +362,9 @@ def _node_facts(plan: _Plan, p: int, orig_nids: Mapping[str, Any], out: _PartFac
         out.nodes += e - s
 
 
-def _edge_facts(plan: _Plan, p: int, orig_eids: Mapping[str, Any], nid: Ints, src: Ints, dst: Ints,
-                out: _PartFacts) -> None:
+def _edge_facts(
+    plan: _Plan, p: int, orig_eids: Mapping[str, Any], nid: Ints, src: Ints, dst: Ints, out: _PartFacts
+) -> None:
     e_lo = int(plan.edge_ranges[p, 0, 0])
     for r, (etype, _, _) in enumerate(plan.etypes):
         s, e = (int(x) for x in plan.edge_ranges[p, r])
@@ -400,8 +418,10 @@ def _index_features(plan: _Plan, p: int, kind: str, path: str, out: _PartFacts) 
         rows = int(ranges[p, feat.type_index, 1] - ranges[p, feat.type_index, 0])
         want = ((rows, *feat.row_shape), np.dtype(feat.dtype).str)
         if (tuple(got.shape), got.dtype) != want:
-            out.problems.append(f"part{p}: {kind} feature {feat.key}: expected shape {want[0]} {want[1]}, "
-                                f"found {tuple(got.shape)} {got.dtype}")
+            out.problems.append(
+                f"part{p}: {kind} feature {feat.key}: expected shape {want[0]} {want[1]}, "
+                f"found {tuple(got.shape)} {got.dtype}"
+            )
             continue
         out.features[feat.key] = (path, got.offset)
 
@@ -415,8 +435,9 @@ class _Result:
     count: int = 0
 
 
-def _gather(plan: _Plan, kind: str, index: int, segments: list[tuple[int, int, int]],
-            width: int) -> tuple[Ints, npt.NDArray[np.int32]]:
+def _gather(
+    plan: _Plan, kind: str, index: int, segments: list[tuple[int, int, int]], width: int
+) -> tuple[Ints, npt.NDArray[np.int32]]:
     """The partitions' staged segments ``(p, start, count)`` as columns; each row's partition."""
     pieces = [_rows(plan, f"{kind}-{index}-{p}", width, lo, lo + n) for p, lo, n in segments]
     parts = [np.full(n, p, np.int32) for p, _, n in segments]
@@ -424,26 +445,30 @@ def _gather(plan: _Plan, kind: str, index: int, segments: list[tuple[int, int, i
     return facts.T, (np.concatenate(parts) if parts else np.zeros(0, np.int32))
 
 
-def _coverage(ids: Ints, parts: npt.NDArray[np.int32], lo: int, hi: int, what: str, label: str,
-              source: str) -> tuple[list[str], Ints]:
+def _coverage(
+    ids: Ints, parts: npt.NDArray[np.int32], lo: int, hi: int, what: str, label: str, source: str
+) -> tuple[list[str], Ints]:
     """Messages for IDs of ``[lo, hi)`` missing or stored more than once; and the ID counts."""
     counts = np.bincount(ids - lo, minlength=hi - lo)
     out = []
     missing = np.flatnonzero(counts == 0)
     if missing.size:
-        out.append(f"{what}: {missing.size} input {label}(s) in [{lo}, {hi}) are in no partition's "
-                   f"{source} (e.g. {label} {lo + missing[0]})")
+        out.append(
+            f"{what}: {missing.size} input {label}(s) in [{lo}, {hi}) are in no partition's "
+            f"{source} (e.g. {label} {lo + missing[0]})"
+        )
     dup = np.flatnonzero(counts > 1)
     if dup.size:
         first = lo + int(dup[0])
         where = ", ".join(f"part{q}" for q in sorted(parts[ids == first].tolist()))
-        out.append(f"{what}: {dup.size} input {label}(s) are stored more than once "
-                   f"(e.g. {label} {first}: {int(counts[dup[0]])} times, in {where})")
+        out.append(
+            f"{what}: {dup.size} input {label}(s) are stored more than once "
+            f"(e.g. {label} {first}: {int(counts[dup[0]])} times, in {where})"
+        )
     return out, counts
 
 
-def _node_block_task(plan: _Plan, t: int, b: int, segments: list[tuple[int, int, int]],
-                     assigned: Any) -> _Result:
+def _node_block_task(plan: _Plan, t: int, b: int, segments: list[tuple[int, int, int]], assigned: Any) -> _Result:
     """Every node of one block exactly once; its partition; stage its new IDs."""
     lo, hi = b * plan.block_rows, min(plan.num_nodes[t], (b + 1) * plan.block_rows)
     facts, parts = _gather(plan, "nodes", t, segments, 2)
@@ -458,21 +483,28 @@ def _node_block_task(plan: _Plan, t: int, b: int, segments: list[tuple[int, int,
         bad = np.flatnonzero((new_nid >= 0) & (owner != assigned))
         if bad.size:
             k = int(bad[0])
-            problems.append(f"{what}: {bad.size} node(s) are not in their assigned partition "
-                            f"(e.g. type_nid {lo + k} is in part{owner[k]}, assigned to part{assigned[k]})")
+            problems.append(
+                f"{what}: {bad.size} node(s) are not in their assigned partition "
+                f"(e.g. type_nid {lo + k} is in part{owner[k]}, assigned to part{assigned[k]})"
+            )
     return _Result(problems, int(facts.shape[1]))
 
 
-def _edge_chunk_task(plan: _Plan, r: int, c: int, ref: ChunkRef, segments: list[tuple[int, int, int]],
-                     *node_blocks: _Result) -> _Result:
+def _edge_chunk_task(
+    plan: _Plan, r: int, c: int, ref: ChunkRef, segments: list[tuple[int, int, int]], *node_blocks: _Result
+) -> _Result:
     """One input edge file against the stored edges that name its type_eids."""
     etype, src_t, dst_t = plan.etypes[r]
-    src, dst = read_edge_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options,
-                               allow_empty=ref.rows == 0)
+    src, dst = read_edge_chunk(
+        ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options, allow_empty=ref.rows == 0
+    )
     bad = edge_id_problems(src, dst, num_src=plan.num_nodes[src_t], num_dst=plan.num_nodes[dst_t], path=ref.path)
     if bad or src.shape[0] != ref.rows:
-        raise ChunkMismatchError("; ".join(bad) or f"edge file {ref.path!r}: expected {ref.rows} rows, "
-                                 f"found {src.shape[0]}; the input changed since it was partitioned")
+        raise ChunkMismatchError(
+            "; ".join(bad)
+            or f"edge file {ref.path!r}: expected {ref.rows} rows, "
+            f"found {src.shape[0]}; the input changed since it was partitioned"
+        )
     facts, parts = _gather(plan, "edges", r, segments, 4)
     eid, new_src, new_dst, new_eid = facts
     problems, _ = _coverage(eid, parts, ref.start, ref.stop, f"edge type {etype!r}", "type_eid", "orig_eids")
@@ -485,7 +517,8 @@ def _edge_chunk_task(plan: _Plan, r: int, c: int, ref: ChunkRef, segments: list[
         problems.append(
             f"part{p}: {int((wrong & (parts == p)).sum())} edge(s) of {etype!r} do not match the input "
             f"edges named by orig_eids (e.g. type_eid {eid[i]}: stored endpoints have _ID "
-            f"({new_src[i]}, {new_dst[i]}), the input's ({src[k[i]]}, {dst[k[i]]}) have ({want_src[i]}, {want_dst[i]}))")
+            f"({new_src[i]}, {new_dst[i]}), the input's ({src[k[i]]}, {dst[k[i]]}) have ({want_src[i]}, {want_dst[i]}))"
+        )
     dense = np.full(ref.rows, -1, np.int64)
     dense[k] = new_eid
     _stage(plan, f"eorig2new-{r}-{c}", dense)
@@ -535,11 +568,13 @@ def _read_rows(plan: _Plan, path: str, offset: int, feat: _Feature, rows: Ints) 
     return out
 
 
-def _feature_chunk_task(plan: _Plan, feat: _Feature, ref: ChunkRef, files: Mapping[int, tuple[str, int]],
-                        *deps: _Result) -> _Result:
+def _feature_chunk_task(
+    plan: _Plan, feat: _Feature, ref: ChunkRef, files: Mapping[int, tuple[str, int]], *deps: _Result
+) -> _Result:
     """One input feature file against the output rows of the same original IDs."""
-    want = np.asarray(read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options,
-                                         storage_options=ref.storage_options))
+    want = np.asarray(
+        read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
+    )
     want = np.ascontiguousarray(want.astype(feat.dtype, copy=False)).reshape((ref.rows, *feat.row_shape))
     new = _new_ids(plan, feat, ref.start, ref.stop)
     ranges = (plan.node_ranges if feat.kind == "node" else plan.edge_ranges)[:, feat.type_index, :]
@@ -556,8 +591,10 @@ def _feature_chunk_task(plan: _Plan, feat: _Feature, ref: ChunkRef, files: Mappi
         bad = _differing_rows(got, want[sel[order]])
         if bad.size:
             i = int(bad[0])
-            problems.append(f"part{p}: {bad.size} row(s) of {feat.kind} feature {feat.key} differ from the input "
-                            f"(e.g. {label} {ref.start + sel[order][i]} at local row {local[order][i]})")
+            problems.append(
+                f"part{p}: {bad.size} row(s) of {feat.kind} feature {feat.key} differ from the input "
+                f"(e.g. {label} {ref.start + sel[order][i]} at local row {local[order][i]})"
+            )
     return _Result(problems, ref.rows)
 
 
@@ -631,8 +668,14 @@ def verify_partitions(
             return report
         token = tokenize(plan.out_dir, plan.scratch)
         shared = dask.delayed(plan, name=f"dglc-verify-plan-{token}")  # one copy, not one per task
-        facts = dask.compute(*[dask.delayed(_partition_task, pure=False)(
-            shared, p, dask_key_name=(f"dglc-verify-partition-{token}", p)) for p in range(plan.num_parts)])
+        facts = dask.compute(
+            *[
+                dask.delayed(_partition_task, pure=False)(
+                    shared, p, dask_key_name=(f"dglc-verify-partition-{token}", p)
+                )
+                for p in range(plan.num_parts)
+            ]
+        )
         for part in facts:
             report.problems += part.problems
         report.checked["partitions"] = plan.num_parts
@@ -666,8 +709,15 @@ def _scratch(scratch_dir: PathLike | None, storage_options: StorageOptions) -> I
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _make_plan(graph: ChunkedGraph, config: PartitionConfig, out_dir: str, storage_options: StorageOptions,
-               scratch: str, scratch_options: StorageOptions, block_rows: int) -> _Plan:
+def _make_plan(
+    graph: ChunkedGraph,
+    config: PartitionConfig,
+    out_dir: str,
+    storage_options: StorageOptions,
+    scratch: str,
+    scratch_options: StorageOptions,
+    block_rows: int,
+) -> _Plan:
     meta = graph.metadata
     ntypes, etypes = tuple(meta.node_types), tuple(e.name for e in meta.edge_types)
     features = []
@@ -677,46 +727,60 @@ def _make_plan(graph: ChunkedGraph, config: PartitionConfig, out_dir: str, stora
             for feat in feats:
                 dtype, row_shape = graph.feature_info(kind, type_name, feat)  # type: ignore[arg-type]
                 stored = np.dtype(np.uint8) if np.dtype(dtype) == np.bool_ else np.dtype(dtype)
-                features.append(_Feature(kind, names.index(type_name), f"{type_name}/{feat}", stored.str,
-                                         tuple(row_shape)))
+                features.append(
+                    _Feature(kind, names.index(type_name), f"{type_name}/{feat}", stored.str, tuple(row_shape))
+                )
     edge_bounds = []
     for etype in etypes:
         refs = graph.edge_chunks(etype)
         edge_bounds.append(tuple([r.start for r in refs] + [refs[-1].stop if refs else 0]))
     return _Plan(
-        out_dir=out_dir, storage_options=storage_options, scratch=scratch, scratch_options=scratch_options,
-        ntypes=ntypes, num_nodes=tuple(meta.num_nodes_per_type),
+        out_dir=out_dir,
+        storage_options=storage_options,
+        scratch=scratch,
+        scratch_options=scratch_options,
+        ntypes=ntypes,
+        num_nodes=tuple(meta.num_nodes_per_type),
         etypes=tuple((e.name, ntypes.index(e.src_type), ntypes.index(e.dst_type)) for e in meta.edge_types),
         edge_bounds=tuple(edge_bounds),
         node_ranges=_ranges(config.node_map, list(ntypes), config.num_parts),
         edge_ranges=_ranges(config.edge_map, list(etypes), config.num_parts),
-        block_rows=int(block_rows), features=tuple(features),
+        block_rows=int(block_rows),
+        features=tuple(features),
     )
 
 
 def _check_maps(graph: ChunkedGraph, config: PartitionConfig, report: VerifyReport) -> bool:
     """Every type has a map entry with one range per partition (else nothing else can run)."""
-    for what, mapping, names in (("node_map", config.node_map, graph.metadata.node_types),
-                                 ("edge_map", config.edge_map, graph.metadata.edge_type_names)):
+    for what, mapping, names in (
+        ("node_map", config.node_map, graph.metadata.node_types),
+        ("edge_map", config.edge_map, graph.metadata.edge_type_names),
+    ):
         for name in names:
             ranges = mapping.get(name)
-            report.expect(ranges is not None and len(ranges) == config.num_parts
-                          and all(len(r) == 2 for r in ranges),
-                          f"partition config {what}[{name!r}]: expected {config.num_parts} [start, end) "
-                          f"ranges, found {ranges!r}")
+            report.expect(
+                ranges is not None and len(ranges) == config.num_parts and all(len(r) == 2 for r in ranges),
+                f"partition config {what}[{name!r}]: expected {config.num_parts} [start, end) ranges, found {ranges!r}",
+            )
     return report.ok
 
 
 def _check_config(graph: ChunkedGraph, config: PartitionConfig, plan: _Plan, report: VerifyReport) -> bool:
     ntypes, etypes = list(plan.ntypes), [e[0] for e in plan.etypes]
-    report.expect(config.ntypes == {t: i for i, t in enumerate(ntypes)},
-                  f"config ntypes {config.ntypes} do not follow metadata node_type order {ntypes}")
-    report.expect(config.etypes == {e: i for i, e in enumerate(etypes)},
-                  f"config etypes {config.etypes} do not follow metadata edge_type order {etypes}")
+    report.expect(
+        config.ntypes == {t: i for i, t in enumerate(ntypes)},
+        f"config ntypes {config.ntypes} do not follow metadata node_type order {ntypes}",
+    )
+    report.expect(
+        config.etypes == {e: i for i, e in enumerate(etypes)},
+        f"config etypes {config.etypes} do not follow metadata edge_type order {etypes}",
+    )
     _check_contiguous(plan.node_ranges, "node_map", report)
     _check_contiguous(plan.edge_ranges, "edge_map", report)
-    for what, ranges, counts in (("node", plan.node_ranges, plan.num_nodes),
-                                 ("edge", plan.edge_ranges, tuple(b[-1] for b in plan.edge_bounds))):
+    for what, ranges, counts in (
+        ("node", plan.node_ranges, plan.num_nodes),
+        ("edge", plan.edge_ranges, tuple(b[-1] for b in plan.edge_bounds)),
+    ):
         sizes = (ranges[:, :, 1] - ranges[:, :, 0]).sum(axis=0)
         names = ntypes if what == "node" else etypes
         for name, got, want in zip(names, sizes.tolist(), counts, strict=True):
@@ -724,30 +788,59 @@ def _check_config(graph: ChunkedGraph, config: PartitionConfig, plan: _Plan, rep
     return report.ok
 
 
-def _check_tasks(graph: ChunkedGraph, plan: _Plan, shared: Any, facts: list[_PartFacts],
-                 assignment: Mapping[str, Any] | None, token: str) -> tuple[list[Any], list[Any], list[Any]]:
+def _check_tasks(
+    graph: ChunkedGraph,
+    plan: _Plan,
+    shared: Any,
+    facts: list[_PartFacts],
+    assignment: Mapping[str, Any] | None,
+    token: str,
+) -> tuple[list[Any], list[Any], list[Any]]:
     """Layers 2 and 3 as delayed tasks: node blocks, input edge files, input feature files."""
     nodes: dict[int, list[Any]] = {}
     for t, ntype in enumerate(plan.ntypes):
-        nodes[t] = [dask.delayed(_node_block_task, pure=False)(
-            shared, t, b, _segments(facts, "node_counts", t, b),
-            None if assignment is None else assignment[ntype][b * plan.block_rows:(b + 1) * plan.block_rows],
-            dask_key_name=(f"dglc-verify-nodes-{token}", t, b)) for b in range(plan.blocks(t))]
+        nodes[t] = [
+            dask.delayed(_node_block_task, pure=False)(
+                shared,
+                t,
+                b,
+                _segments(facts, "node_counts", t, b),
+                None if assignment is None else assignment[ntype][b * plan.block_rows : (b + 1) * plan.block_rows],
+                dask_key_name=(f"dglc-verify-nodes-{token}", t, b),
+            )
+            for b in range(plan.blocks(t))
+        ]
     edges: dict[int, list[Any]] = {}
     for r, (etype, src_t, dst_t) in enumerate(plan.etypes):
-        edges[r] = [dask.delayed(_edge_chunk_task, pure=False)(
-            shared, r, c, ref, _segments(facts, "edge_counts", r, c), *nodes[src_t], *nodes[dst_t],
-            dask_key_name=(f"dglc-verify-edges-{token}", r, c)) for c, ref in enumerate(graph.edge_chunks(etype))]
+        edges[r] = [
+            dask.delayed(_edge_chunk_task, pure=False)(
+                shared,
+                r,
+                c,
+                ref,
+                _segments(facts, "edge_counts", r, c),
+                *nodes[src_t],
+                *nodes[dst_t],
+                dask_key_name=(f"dglc-verify-edges-{token}", r, c),
+            )
+            for c, ref in enumerate(graph.edge_chunks(etype))
+        ]
     feats = []
     for i, feat in enumerate(plan.features):
         type_name, name = feat.key.rsplit("/", 1)
-        refs = (graph.node_feature_chunks(type_name, name) if feat.kind == "node"
-                else graph.edge_feature_chunks(type_name, name))
+        refs = (
+            graph.node_feature_chunks(type_name, name)
+            if feat.kind == "node"
+            else graph.edge_feature_chunks(type_name, name)
+        )
         deps = nodes[feat.type_index] if feat.kind == "node" else edges[feat.type_index]
         files = {p: part.features[feat.key] for p, part in enumerate(facts) if feat.key in part.features}
-        feats += [dask.delayed(_feature_chunk_task, pure=False)(
-            shared, feat, ref, files, *deps, dask_key_name=(f"dglc-verify-features-{token}", i, k))
-            for k, ref in enumerate(refs)]
+        feats += [
+            dask.delayed(_feature_chunk_task, pure=False)(
+                shared, feat, ref, files, *deps, dask_key_name=(f"dglc-verify-features-{token}", i, k)
+            )
+            for k, ref in enumerate(refs)
+        ]
     return [x for v in nodes.values() for x in v], [x for v in edges.values() for x in v], feats
 
 
@@ -770,6 +863,10 @@ def _ranges(mapping: Mapping[str, list[list[int]]], names: list[str], num_parts:
 
 def _check_contiguous(ranges: Ints, what: str, report: VerifyReport) -> None:
     flat = ranges.reshape(-1, 2)
-    report.expect(bool(flat.size == 0 or (flat[0, 0] == 0 and (flat[1:, 0] == flat[:-1, 1]).all()
-                                          and (flat[:, 1] >= flat[:, 0]).all())),
-                  f"{what} ranges are not contiguous partition-major, type-major from 0")
+    report.expect(
+        bool(
+            flat.size == 0
+            or (flat[0, 0] == 0 and (flat[1:, 0] == flat[:-1, 1]).all() and (flat[:, 1] >= flat[:, 0]).all())
+        ),
+        f"{what} ranges are not contiguous partition-major, type-major from 0",
+    )

@@ -29,7 +29,9 @@ cells = [
         "client = Client(cluster)\n"
         "work = tempfile.mkdtemp(prefix='dglc-nb01-')"
     ),
-    md("## 1. Get a graph\n\n`write_synthetic_graph` writes one file per chunk as Dask tasks on the cluster, then `metadata.json`."),
+    md(
+        "## 1. Get a graph\n\n`write_synthetic_graph` writes one file per chunk as Dask tasks on the cluster, then `metadata.json`."
+    ),
     code(
         "in_dir = os.environ.get('DGL_CHUNKED_DATA')\n"
         "if not in_dir:\n"
@@ -38,12 +40,10 @@ cells = [
         "    write_synthetic_graph(in_dir, spec)\n"
         "sorted(os.listdir(in_dir))"
     ),
-    md("## 2. Validate it\n\nEvery chunk file is checked in its own task; every problem would be listed with its file and row."),
-    code(
-        "report = validate_chunked_graph(in_dir)\n"
-        "assert report.ok, report.problems\n"
-        "print(report.summary_table())"
+    md(
+        "## 2. Validate it\n\nEvery chunk file is checked in its own task; every problem would be listed with its file and row."
     ),
+    code("report = validate_chunked_graph(in_dir)\nassert report.ok, report.problems\nprint(report.summary_table())"),
     md(
         "## 3. Open it lazily\n\n"
         "Opening reads `metadata.json` (and later only file headers): the collections below have known "
@@ -98,7 +98,9 @@ cells = [
         "fig.tight_layout()\n"
         "fig.savefig(os.path.join(work, 'degrees.png'))"
     ),
-    md("## 5. Feature statistics\n\nColumn statistics of every node feature, computed on the cluster from the memory-mapped chunks."),
+    md(
+        "## 5. Feature statistics\n\nColumn statistics of every node feature, computed on the cluster from the memory-mapped chunks."
+    ),
     code(
         "stats = {}\n"
         "for ntype, feats in meta.node_data.items():\n"

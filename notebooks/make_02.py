@@ -63,12 +63,11 @@ cells = [
         "fig.savefig(os.path.join(work, 'balance.png'))"
     ),
     nbf.v4.new_code_cell(
-        "check = dglc.verify_partitions(graph, out_dir)\n"
-        "assert check.ok, check.problems\n"
-        "check.checked"
+        "check = dglc.verify_partitions(graph, out_dir)\nassert check.ok, check.problems\ncheck.checked"
     ),
     nbf.v4.new_code_cell("client.close()\ncluster.close()"),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={
-    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+nb = nbf.v4.new_notebook(
+    cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+)
 nbf.write(nb, "notebooks/02-partition-and-dispatch.ipynb")

@@ -46,9 +46,7 @@ def _synchronous_scheduler(request: pytest.FixtureRequest) -> Iterator[None]:
 def cluster() -> Iterator[object]:
     from distributed import LocalCluster
 
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-    ) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         yield cluster
 
 
@@ -64,9 +62,7 @@ def client(cluster: object) -> Iterator[object]:
 def process_cluster() -> Iterator[object]:
     from distributed import LocalCluster
 
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-    ) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         yield cluster
 
 
@@ -84,9 +80,23 @@ DASK = str(Path(sys.executable).parent / "dask")
 @pytest.fixture
 def scheduler_address(tmp_path: Path) -> Iterator[str]:
     sched_file = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0",
-                               "--no-dashboard", "--scheduler-file", str(sched_file)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            [
+                DASK,
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(sched_file),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
     try:
         deadline = time.monotonic() + 60
         while not sched_file.exists():
@@ -95,10 +105,24 @@ def scheduler_address(tmp_path: Path) -> Iterator[str]:
             time.sleep(0.2)
         address = json.loads(sched_file.read_text())["address"]
         for i in range(2):
-            procs.append(subprocess.Popen(
-                [DASK, "worker", address, "--nthreads", "1", "--no-dashboard",
-                 "--name", f"w{i}", "--local-directory", str(tmp_path / f"w{i}")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        DASK,
+                        "worker",
+                        address,
+                        "--nthreads",
+                        "1",
+                        "--no-dashboard",
+                        "--name",
+                        f"w{i}",
+                        "--local-directory",
+                        str(tmp_path / f"w{i}"),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         from distributed import Client
 
         with Client(address) as c:

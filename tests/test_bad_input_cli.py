@@ -44,8 +44,9 @@ def scheduler() -> Iterator[str]:
     """One in-process cluster for every case (the CLI connects with --scheduler)."""
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
-                      silence_logs=logging.CRITICAL) as cluster:
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL
+    ) as cluster:
         yield cluster.scheduler_address
 
 
@@ -122,9 +123,12 @@ def _parquet_cites(mutate: Callable[[pa.Table], pa.Table | bytes]) -> Callable[[
                 target.write_bytes(table)
             else:
                 pq.write_table(table, target)
-        _meta(lambda m: m["edges"].__setitem__("paper:cites:paper", {
-            "format": {"name": "parquet"},
-            "data": ["edge_index/cites0.parquet", "edge_index/cites1.parquet"]}))(d)
+        _meta(
+            lambda m: m["edges"].__setitem__(
+                "paper:cites:paper",
+                {"format": {"name": "parquet"}, "data": ["edge_index/cites0.parquet", "edge_index/cites1.parquet"]},
+            )
+        )(d)
 
     return apply
 
@@ -134,9 +138,15 @@ def _corrupt_parquet_feature(d: Path) -> None:
         array = np.load(d / f"chunked/node_data/paper/feat-{i}.npy")
         write_feature_chunk(str(d / f"chunked/node_data/paper/feat-{i}.parquet"), array, fmt="parquet")
     (d / "chunked/node_data/paper/feat-1.parquet").write_bytes(b"PAR1" + b"\0" * 40)
-    _meta(lambda m: m["node_data"]["paper"].__setitem__("feat", {
-        "format": {"name": "parquet"},
-        "data": ["node_data/paper/feat-0.parquet", "node_data/paper/feat-1.parquet"]}))(d)
+    _meta(
+        lambda m: m["node_data"]["paper"].__setitem__(
+            "feat",
+            {
+                "format": {"name": "parquet"},
+                "data": ["node_data/paper/feat-0.parquet", "node_data/paper/feat-1.parquet"],
+            },
+        )
+    )(d)
 
 
 def _dup_ntype(m: dict[str, Any]) -> None:
@@ -156,118 +166,215 @@ D, R, P = "dispatch", "run", "partition"
 # (id, breakage, commands to run, substrings the one stderr line must hold)
 CASES: list[tuple[str, Callable[[Path], None], tuple[str, ...], list[str]]] = [
     # missing or unreadable files (tests run as root: a directory or a dangling link stands in for chmod 000)
-    ("missing edge file", lambda d: (d / CITES1).unlink(), (D, P),
-     ["paper:cites:paper1.txt", "does not exist"]),
-    ("edge file is a directory", _dir_instead(CITES1), (R,),
-     ["paper:cites:paper1.txt", "not a regular file"]),
-    ("edge file is a dangling symlink", _broken_link(CITES1), (D,),
-     ["paper:cites:paper1.txt", "does not exist"]),
-    ("missing feature file", lambda d: (d / FEAT1).unlink(), (D,),
-     ["node_data/paper/feat-1.npy", "does not exist"]),
-    ("feature file is a directory", _dir_instead(FEAT1), (R,),
-     ["node_data/paper/feat-1.npy", "not a regular file"]),
-    ("missing metadata.json", lambda d: (d / "chunked/metadata.json").unlink(), (D, P),
-     ["chunked/metadata.json", "expected a metadata file"]),
-    ("metadata.json is a directory", _dir_instead("chunked/metadata.json"), (R,),
-     ["chunked/metadata.json", "expected a metadata file"]),
+    ("missing edge file", lambda d: (d / CITES1).unlink(), (D, P), ["paper:cites:paper1.txt", "does not exist"]),
+    ("edge file is a directory", _dir_instead(CITES1), (R,), ["paper:cites:paper1.txt", "not a regular file"]),
+    ("edge file is a dangling symlink", _broken_link(CITES1), (D,), ["paper:cites:paper1.txt", "does not exist"]),
+    ("missing feature file", lambda d: (d / FEAT1).unlink(), (D,), ["node_data/paper/feat-1.npy", "does not exist"]),
+    ("feature file is a directory", _dir_instead(FEAT1), (R,), ["node_data/paper/feat-1.npy", "not a regular file"]),
+    (
+        "missing metadata.json",
+        lambda d: (d / "chunked/metadata.json").unlink(),
+        (D, P),
+        ["chunked/metadata.json", "expected a metadata file"],
+    ),
+    (
+        "metadata.json is a directory",
+        _dir_instead("chunked/metadata.json"),
+        (R,),
+        ["chunked/metadata.json", "expected a metadata file"],
+    ),
     # edge file contents
-    ("wrong row count", _lines(CITES1, lambda ls: ls.pop()), (D, P),
-     ["paper:cites:paper1.txt", "14", "15"]),
-    ("node ID out of range", _lines(WRITES0, _set(2, "3 15")), (D, P),
-     ["author:writes:paper0.txt", "row 3", "15", "[0, 15)"]),
-    ("negative node ID", _lines(WRITES0, _set(4, "-1 2")), (R, P),
-     ["author:writes:paper0.txt", "row 5", "-1"]),
-    ("non-integer node ID", _lines(WRITES0, _set(1, "3 x")), (D, P),
-     ["author:writes:paper0.txt", "row 2", "expected an integer node ID, found 'x'"]),
-    ("float node ID", _lines(WRITES0, _set(1, "3 2.5")), (R,),
-     ["author:writes:paper0.txt", "row 2", "'2.5'"]),
-    ("row with 3 columns", _lines(WRITES0, _set(6, "1 2 3")), (D, P),
-     ["author:writes:paper0.txt", "row 7", "expected 2 columns", "found 3"]),
-    ("row with 1 column", _lines(WRITES0, _set(6, "1")), (R,),
-     ["author:writes:paper0.txt", "row 7", "found 1"]),
-    ("header row", _lines(WRITES0, lambda ls: ls.insert(0, "src dst")), (D, P),
-     ["author:writes:paper0.txt", "row 1", "header"]),
-    ("empty edge file", _write_bytes(CITES1, b""), (R, P),
-     ["paper:cites:paper1.txt", "empty file"]),
+    ("wrong row count", _lines(CITES1, lambda ls: ls.pop()), (D, P), ["paper:cites:paper1.txt", "14", "15"]),
+    (
+        "node ID out of range",
+        _lines(WRITES0, _set(2, "3 15")),
+        (D, P),
+        ["author:writes:paper0.txt", "row 3", "15", "[0, 15)"],
+    ),
+    ("negative node ID", _lines(WRITES0, _set(4, "-1 2")), (R, P), ["author:writes:paper0.txt", "row 5", "-1"]),
+    (
+        "non-integer node ID",
+        _lines(WRITES0, _set(1, "3 x")),
+        (D, P),
+        ["author:writes:paper0.txt", "row 2", "expected an integer node ID, found 'x'"],
+    ),
+    ("float node ID", _lines(WRITES0, _set(1, "3 2.5")), (R,), ["author:writes:paper0.txt", "row 2", "'2.5'"]),
+    (
+        "row with 3 columns",
+        _lines(WRITES0, _set(6, "1 2 3")),
+        (D, P),
+        ["author:writes:paper0.txt", "row 7", "expected 2 columns", "found 3"],
+    ),
+    ("row with 1 column", _lines(WRITES0, _set(6, "1")), (R,), ["author:writes:paper0.txt", "row 7", "found 1"]),
+    (
+        "header row",
+        _lines(WRITES0, lambda ls: ls.insert(0, "src dst")),
+        (D, P),
+        ["author:writes:paper0.txt", "row 1", "header"],
+    ),
+    ("empty edge file", _write_bytes(CITES1, b""), (R, P), ["paper:cites:paper1.txt", "empty file"]),
     # Parquet edges
-    ("corrupt parquet edges", _parquet_cites(lambda t: b"PAR1" + b"x" * 32), (D, P),
-     ["cites1.parquet", "not a readable Parquet file"]),
-    ("parquet float node IDs", _parquet_cites(
-        lambda t: pa.table({"src": t["src"].cast(pa.float64()), "dst": t["dst"]})), (R,),
-     ["cites1.parquet", "column 'src'", "expected integer node IDs", "double"]),
-    ("parquet null node ID", _parquet_cites(lambda t: pa.table({
-        "src": pa.array([None, *t["src"].to_pylist()[1:]], pa.int64()), "dst": t["dst"]})), (D,),
-     ["cites1.parquet", "row 1", "null"]),
-    ("parquet wrong row count", _parquet_cites(lambda t: t.slice(0, 14)), (D, P),
-     ["cites1.parquet", "14", "15"]),
-    ("parquet single column", _parquet_cites(lambda t: t.select(["src"])), (R,),
-     ["cites1.parquet", "expected 2 columns"]),
+    (
+        "corrupt parquet edges",
+        _parquet_cites(lambda t: b"PAR1" + b"x" * 32),
+        (D, P),
+        ["cites1.parquet", "not a readable Parquet file"],
+    ),
+    (
+        "parquet float node IDs",
+        _parquet_cites(lambda t: pa.table({"src": t["src"].cast(pa.float64()), "dst": t["dst"]})),
+        (R,),
+        ["cites1.parquet", "column 'src'", "expected integer node IDs", "double"],
+    ),
+    (
+        "parquet null node ID",
+        _parquet_cites(
+            lambda t: pa.table({"src": pa.array([None, *t["src"].to_pylist()[1:]], pa.int64()), "dst": t["dst"]})
+        ),
+        (D,),
+        ["cites1.parquet", "row 1", "null"],
+    ),
+    ("parquet wrong row count", _parquet_cites(lambda t: t.slice(0, 14)), (D, P), ["cites1.parquet", "14", "15"]),
+    (
+        "parquet single column",
+        _parquet_cites(lambda t: t.select(["src"])),
+        (R,),
+        ["cites1.parquet", "expected 2 columns"],
+    ),
     # features
-    ("empty .npy file", _write_bytes(FEAT1, b""), (D,),
-     ["feat-1.npy", "no valid .npy header"]),
-    ("corrupt .npy", _write_bytes(FEAT1, b"garbage" * 20), (R,),
-     ["feat-1.npy", "no valid .npy header"]),
-    ("truncated .npy", _write_bytes(FEAT1, lambda b: b[:-5]), (D,),
-     ["feat-1.npy", "truncated"]),
-    ("corrupt parquet feature", _corrupt_parquet_feature, (R,),
-     ["feat-1.parquet", "not a readable Parquet file"]),
-    ("feature dtype mismatch across chunks",
-     lambda d: np.save(d / "chunked/edge_data/paper:cites:paper/w-1.npy", np.zeros(15, np.float32)), (D, R),
-     ['edge_data["paper:cites:paper"]["w"]', "w-0.npy: float64", "w-1.npy: float32"]),
-    ("feature rows differ from the node count",
-     lambda d: np.save(d / FEAT1, np.zeros((6, 4), np.float32)), (D,),
-     ['node_data["paper"]["feat"]', "expected 15 rows", "found 14"]),
+    ("empty .npy file", _write_bytes(FEAT1, b""), (D,), ["feat-1.npy", "no valid .npy header"]),
+    ("corrupt .npy", _write_bytes(FEAT1, b"garbage" * 20), (R,), ["feat-1.npy", "no valid .npy header"]),
+    ("truncated .npy", _write_bytes(FEAT1, lambda b: b[:-5]), (D,), ["feat-1.npy", "truncated"]),
+    ("corrupt parquet feature", _corrupt_parquet_feature, (R,), ["feat-1.parquet", "not a readable Parquet file"]),
+    (
+        "feature dtype mismatch across chunks",
+        lambda d: np.save(d / "chunked/edge_data/paper:cites:paper/w-1.npy", np.zeros(15, np.float32)),
+        (D, R),
+        ['edge_data["paper:cites:paper"]["w"]', "w-0.npy: float64", "w-1.npy: float32"],
+    ),
+    (
+        "feature rows differ from the node count",
+        lambda d: np.save(d / FEAT1, np.zeros((6, 4), np.float32)),
+        (D,),
+        ['node_data["paper"]["feat"]', "expected 15 rows", "found 14"],
+    ),
     # metadata
-    ("duplicate node type", _meta(_dup_ntype), (D, P),
-     ["node_type", "unique names", "'paper'"]),
-    ("duplicate edge type", _meta(_dup_etype), (R,),
-     ["edge_type", "unique names", "'paper:cites:paper'"]),
-    ("unknown edge format name",
-     _meta(lambda m: m["edges"]["paper:cites:paper"]["format"].__setitem__("name", "hdf5")), (D, P),
-     ['edges["paper:cites:paper"].format.name', "'hdf5'"]),
-    ("unknown feature format name",
-     _meta(lambda m: m["node_data"]["paper"]["feat"]["format"].__setitem__("name", "hdf5")), (R,),
-     ['node_data["paper"]["feat"].format.name', "'hdf5'"]),
+    ("duplicate node type", _meta(_dup_ntype), (D, P), ["node_type", "unique names", "'paper'"]),
+    ("duplicate edge type", _meta(_dup_etype), (R,), ["edge_type", "unique names", "'paper:cites:paper'"]),
+    (
+        "unknown edge format name",
+        _meta(lambda m: m["edges"]["paper:cites:paper"]["format"].__setitem__("name", "hdf5")),
+        (D, P),
+        ['edges["paper:cites:paper"].format.name', "'hdf5'"],
+    ),
+    (
+        "unknown feature format name",
+        _meta(lambda m: m["node_data"]["paper"]["feat"]["format"].__setitem__("name", "hdf5")),
+        (R,),
+        ['node_data["paper"]["feat"].format.name', "'hdf5'"],
+    ),
     # assignment directory (dispatch only: the others write their own)
-    ("assignment one line short", _lines("assign/paper.txt", lambda ls: ls.pop()), (D,),
-     ["assign/paper.txt", "expected 15 lines", "found 14"]),
-    ("assignment one line long", _lines("assign/paper.txt", lambda ls: ls.append("0")), (D,),
-     ["assign/paper.txt", "expected 15 lines", "found 16"]),
-    ("assignment ID >= num_parts", _lines("assign/paper.txt", _set(3, "2")), (D,),
-     ["assign/paper.txt", "line 4", "[0, 2)", "found 2"]),
-    ("assignment negative ID", _lines("assign/author.txt", _set(0, "-1")), (D,),
-     ["assign/author.txt", "line 1", "negative"]),
-    ("assignment non-integer", _lines("assign/paper.txt", _set(3, "a")), (D,),
-     ["assign/paper.txt", "line 4", "integer"]),
-    ("empty assignment file", _write_bytes("assign/paper.txt", b""), (D,),
-     ["assign/paper.txt", "empty"]),
-    ("missing assignment file", lambda d: (d / "assign/paper.txt").unlink(), (D,),
-     ["assign/paper.txt", "no such file"]),
-    ("assignment file is a directory", _dir_instead("assign/paper.txt"), (D,),
-     ["assign/paper.txt", "found a directory"]),
-    ("missing partition_meta.json", lambda d: (d / "assign/partition_meta.json").unlink(), (D,),
-     ["assign/partition_meta.json", "no such file"]),
-    ("partition_meta.json is a directory", _dir_instead("assign/partition_meta.json"), (D,),
-     ["assign/partition_meta.json", "found a directory"]),
-    ("partition_meta.json invalid JSON", _write_bytes("assign/partition_meta.json", b"{"), (D,),
-     ["assign/partition_meta.json", "line 1", "valid JSON"]),
+    (
+        "assignment one line short",
+        _lines("assign/paper.txt", lambda ls: ls.pop()),
+        (D,),
+        ["assign/paper.txt", "expected 15 lines", "found 14"],
+    ),
+    (
+        "assignment one line long",
+        _lines("assign/paper.txt", lambda ls: ls.append("0")),
+        (D,),
+        ["assign/paper.txt", "expected 15 lines", "found 16"],
+    ),
+    (
+        "assignment ID >= num_parts",
+        _lines("assign/paper.txt", _set(3, "2")),
+        (D,),
+        ["assign/paper.txt", "line 4", "[0, 2)", "found 2"],
+    ),
+    (
+        "assignment negative ID",
+        _lines("assign/author.txt", _set(0, "-1")),
+        (D,),
+        ["assign/author.txt", "line 1", "negative"],
+    ),
+    (
+        "assignment non-integer",
+        _lines("assign/paper.txt", _set(3, "a")),
+        (D,),
+        ["assign/paper.txt", "line 4", "integer"],
+    ),
+    ("empty assignment file", _write_bytes("assign/paper.txt", b""), (D,), ["assign/paper.txt", "empty"]),
+    (
+        "missing assignment file",
+        lambda d: (d / "assign/paper.txt").unlink(),
+        (D,),
+        ["assign/paper.txt", "no such file"],
+    ),
+    (
+        "assignment file is a directory",
+        _dir_instead("assign/paper.txt"),
+        (D,),
+        ["assign/paper.txt", "found a directory"],
+    ),
+    (
+        "missing partition_meta.json",
+        lambda d: (d / "assign/partition_meta.json").unlink(),
+        (D,),
+        ["assign/partition_meta.json", "no such file"],
+    ),
+    (
+        "partition_meta.json is a directory",
+        _dir_instead("assign/partition_meta.json"),
+        (D,),
+        ["assign/partition_meta.json", "found a directory"],
+    ),
+    (
+        "partition_meta.json invalid JSON",
+        _write_bytes("assign/partition_meta.json", b"{"),
+        (D,),
+        ["assign/partition_meta.json", "line 1", "valid JSON"],
+    ),
     # output location
-    ("output parent is a file", lambda d: (d / "blocker").write_text("x"), (D, R, P),
-     ["blocker", "Not a directory", "ENOTDIR"]),
+    (
+        "output parent is a file",
+        lambda d: (d / "blocker").write_text("x"),
+        (D, R, P),
+        ["blocker", "Not a directory", "ENOTDIR"],
+    ),
 ]
 
-PARAMS = [pytest.param(brk, cmd, expected, id=f"{name}-{cmd}")
-          for name, brk, cmds, expected in CASES for cmd in cmds]
+PARAMS = [pytest.param(brk, cmd, expected, id=f"{name}-{cmd}") for name, brk, cmds, expected in CASES for cmd in cmds]
 
 
 def _argv(command: str, d: Path, scheduler: str, out: Path, assign_out: Path) -> list[str]:
     cluster = ["--scheduler", scheduler]
     if command == D:
-        return [D, "--in-dir", str(d / "chunked"), "--partitions-dir", str(d / "assign"),
-                "--out-dir", str(out), "--no-progress", *cluster]
+        return [
+            D,
+            "--in-dir",
+            str(d / "chunked"),
+            "--partitions-dir",
+            str(d / "assign"),
+            "--out-dir",
+            str(out),
+            "--no-progress",
+            *cluster,
+        ]
     if command == R:
-        return [R, "--in-dir", str(d / "chunked"), "--num-parts", "2", "--out-dir", str(out),
-                "--partitions-dir", str(assign_out), "--no-progress", *cluster]
+        return [
+            R,
+            "--in-dir",
+            str(d / "chunked"),
+            "--num-parts",
+            "2",
+            "--out-dir",
+            str(out),
+            "--partitions-dir",
+            str(assign_out),
+            "--no-progress",
+            *cluster,
+        ]
     return [P, "--in-dir", str(d / "chunked"), "--num-parts", "2", "--out-dir", str(assign_out), *cluster]
 
 
@@ -288,8 +395,12 @@ def assert_one_named_line(stderr: str, expected: list[str]) -> None:
 
 @pytest.mark.parametrize(("breakage", "command", "expected"), PARAMS)
 def test_bad_input_gives_one_named_line_and_no_output(
-    work: Path, scheduler: str, capsys: pytest.CaptureFixture[str],
-    breakage: Callable[[Path], None], command: str, expected: list[str],
+    work: Path,
+    scheduler: str,
+    capsys: pytest.CaptureFixture[str],
+    breakage: Callable[[Path], None],
+    command: str,
+    expected: list[str],
 ) -> None:
     breakage(work)
     parent = work / "blocker" if (work / "blocker").exists() else work
@@ -358,11 +469,29 @@ DISK_FULL = {
 def _disk_full_argv(command: str, tiny: Path, d: Path) -> list[str]:
     out, assign_out = str(d / "out"), str(d / "new-assign")
     if command == D:
-        return [D, "--in-dir", str(tiny / "chunked"), "--partitions-dir", str(tiny / "partition_assignment"),
-                "--out-dir", out, "--no-progress"]
+        return [
+            D,
+            "--in-dir",
+            str(tiny / "chunked"),
+            "--partitions-dir",
+            str(tiny / "partition_assignment"),
+            "--out-dir",
+            out,
+            "--no-progress",
+        ]
     if command == R:
-        return [R, "--in-dir", str(tiny / "chunked"), "--num-parts", "2", "--out-dir", out,
-                "--partitions-dir", assign_out, "--no-progress"]
+        return [
+            R,
+            "--in-dir",
+            str(tiny / "chunked"),
+            "--num-parts",
+            "2",
+            "--out-dir",
+            out,
+            "--partitions-dir",
+            assign_out,
+            "--no-progress",
+        ]
     return [P, "--in-dir", str(tiny / "chunked"), "--num-parts", "2", "--out-dir", assign_out]
 
 
@@ -372,14 +501,24 @@ def disk_full_runs(tmp_path_factory: pytest.TempPathFactory, golden_dir: Path) -
     (a LocalCluster of worker processes, whose logs share its stderr) gets its own."""
     tiny = golden_dir / "tiny-pipeline"
     dirs = {name: tmp_path_factory.mktemp(f"disk-full-{name}") for name in DISK_FULL}
-    scenarios = [(name, limit, _disk_full_argv(command, tiny, dirs[name]), on_cluster)
-                 for name, (limit, command, on_cluster, _) in DISK_FULL.items()]
+    scenarios = [
+        (name, limit, _disk_full_argv(command, tiny, dirs[name]), on_cluster)
+        for name, (limit, command, on_cluster, _) in DISK_FULL.items()
+    ]
     real_name, real_limit, real_argv, _ = scenarios.pop(0)
     real = subprocess.Popen(
         [sys.executable, "-c", _REAL_CLI, str(real_limit), *real_argv, "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    batch = subprocess.run([sys.executable, "-c", _LIMITED, json.dumps(scenarios)],
-                           capture_output=True, text=True, timeout=300, check=False)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    batch = subprocess.run(
+        [sys.executable, "-c", _LIMITED, json.dumps(scenarios)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     _, real_err = real.communicate(timeout=300)
     assert batch.returncode == 0, batch.stderr
     results = {name: (dirs[name], rc, err) for name, (rc, err) in json.loads(batch.stdout).items()}

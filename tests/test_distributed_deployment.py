@@ -14,8 +14,18 @@ pytestmark = pytest.mark.distributed
 def test_run_on_external_scheduler_matches_local_cluster(tmp_path, scheduler_address):
     chunked = tmp_path / "chunked"
     assert main(["synth", "--out-dir", str(chunked), "--preset", "heterogeneous", "--seed", "2"]) == 0
-    common = ["run", "--in-dir", str(chunked), "--num-parts", "3", "--seed", "5",
-              "--save-orig-nids", "--save-orig-eids", "--no-progress"]
+    common = [
+        "run",
+        "--in-dir",
+        str(chunked),
+        "--num-parts",
+        "3",
+        "--seed",
+        "5",
+        "--save-orig-nids",
+        "--save-orig-eids",
+        "--no-progress",
+    ]
     assert main([*common, "--out-dir", str(tmp_path / "remote"), "--scheduler", scheduler_address]) == 0
     assert main([*common, "--out-dir", str(tmp_path / "local"), "--workers", "2"]) == 0
     remote, local = output_files(tmp_path / "remote"), output_files(tmp_path / "local")

@@ -37,9 +37,7 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebooks' scratch folders go with tmp_path
     nb = nbformat.read(path, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), (
-        f"{path.name}: strip outputs"
-    )
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{path.name}: strip outputs"
     client = nbclient.NotebookClient(
         nb,
         timeout=300,

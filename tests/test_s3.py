@@ -57,10 +57,19 @@ def s3() -> Iterator[S3]:
     try:
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
-        options = {"endpoint_url": endpoint, "key": "testing", "secret": "testing",
-                   "client_kwargs": {"region_name": "us-east-1"}}
-        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                     aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        options = {
+            "endpoint_url": endpoint,
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"region_name": "us-east-1"},
+        }
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        ).create_bucket(Bucket=BUCKET)
         yield S3(endpoint, options, s3fs.S3FileSystem(**options))
     finally:
         server.stop()
@@ -79,15 +88,31 @@ def local_graph(tmp_path_factory: pytest.TempPathFactory, s3: S3) -> Path:
 def scheduler() -> Iterator[str]:
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
-                      silence_logs=logging.CRITICAL) as cluster:
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL
+    ) as cluster:
         yield cluster.scheduler_address
 
 
 def _run_cli(s3: S3, cluster: list[str], out: str, assign: str, *extra: str) -> None:
-    argv = ["run", "--in-dir", s3.url("chunked"), "--out-dir", out, "--num-parts", str(NUM_PARTS),
-            "--partitions-dir", assign, "--save-orig-nids", "--save-orig-eids",
-            "--storage-options", json.dumps(s3.options), "--no-progress", *cluster, *extra]
+    argv = [
+        "run",
+        "--in-dir",
+        s3.url("chunked"),
+        "--out-dir",
+        out,
+        "--num-parts",
+        str(NUM_PARTS),
+        "--partitions-dir",
+        assign,
+        "--save-orig-nids",
+        "--save-orig-eids",
+        "--storage-options",
+        json.dumps(s3.options),
+        "--no-progress",
+        *cluster,
+        *extra,
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EmptyPartitionWarning)
         assert main(argv) == 0
@@ -95,8 +120,9 @@ def _run_cli(s3: S3, cluster: list[str], out: str, assign: str, *extra: str) -> 
 
 def _assignment(s3: S3, assign_key: str, local_graph: Path) -> dict[str, np.ndarray]:
     meta = json.loads((local_graph / "metadata.json").read_text())
-    return {t: np.loadtxt(s3.fs.open(f"{BUCKET}/{assign_key}/{t}.txt"), dtype=np.int64, ndmin=1)
-            for t in meta["node_type"]}
+    return {
+        t: np.loadtxt(s3.fs.open(f"{BUCKET}/{assign_key}/{t}.txt"), dtype=np.int64, ndmin=1) for t in meta["node_type"]
+    }
 
 
 def _check_with_real_dgl(out: Path) -> None:
@@ -108,8 +134,7 @@ def _check_with_real_dgl(out: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def s3_in_local_out(s3: S3, local_graph: Path, scheduler: str,
-                    tmp_path_factory: pytest.TempPathFactory) -> Path:
+def s3_in_local_out(s3: S3, local_graph: Path, scheduler: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("s3-in-local-out") / "out"
     _run_cli(s3, ["--scheduler", scheduler], str(out), s3.url("assign-local-out"))
     return out
@@ -137,12 +162,22 @@ def test_verify_reads_input_and_output_on_s3(s3: S3, local_graph: Path, s3_in_lo
     assert report.checked == local.checked
 
 
-def test_verify_cli_on_s3_names_a_corrupt_partition(s3: S3, s3_in_local_out: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_cli_on_s3_names_a_corrupt_partition(
+    s3: S3, s3_in_local_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     s3.fs.put(str(s3_in_local_out), f"{BUCKET}/corrupt-out", recursive=True)
     s3.fs.rm(f"{BUCKET}/corrupt-out/part1/orig_eids.dgl")
-    rc = main(["verify", "--in-dir", s3.url("chunked"), "--out-dir", s3.url("corrupt-out"),
-               "--storage-options", json.dumps(s3.options)])
+    rc = main(
+        [
+            "verify",
+            "--in-dir",
+            s3.url("chunked"),
+            "--out-dir",
+            s3.url("corrupt-out"),
+            "--storage-options",
+            json.dumps(s3.options),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("problem: part1: orig_eids.dgl missing"), err
 
@@ -158,13 +193,11 @@ def test_s3_input_s3_output(s3: S3, local_graph: Path, tmp_path: Path) -> None:
     module calls ``ast.parse``, which is not thread-safe, and a worker thread of an in-process
     cluster formatting one while pytest formats its report crashes pytest (INTERNALERROR).
     """
-    _run_cli(s3, ["--workers", "1"], s3.url("out"), s3.url("assign-s3-out"),
-             "--staging-dir", str(tmp_path / "staging"))
+    _run_cli(s3, ["--workers", "1"], s3.url("out"), s3.url("assign-s3-out"), "--staging-dir", str(tmp_path / "staging"))
     keys = sorted(k.split(f"{BUCKET}/out/", 1)[1] for k in s3.fs.find(f"{BUCKET}/out"))
     assert "metadata.json" in keys and not [k for k in keys if k.startswith(("_staging", "_tmp"))]
     s3.fs.get(f"{BUCKET}/out", str(tmp_path / "out"), recursive=True)
-    report = verify_partitions(local_graph, tmp_path / "out",
-                               assignment=_assignment(s3, "assign-s3-out", local_graph))
+    report = verify_partitions(local_graph, tmp_path / "out", assignment=_assignment(s3, "assign-s3-out", local_graph))
     assert report.ok, report.problems
     if dgl_python() or os.environ.get("DGLC_REQUIRE_REAL_DGL") == "1":
         _check_with_real_dgl(tmp_path / "out")
@@ -180,8 +213,13 @@ def test_api_run_s3_to_s3_with_staging_on_s3(s3: S3, tmp_path: Path) -> None:
     graph = dglc.open_chunked_graph(s3.url("small"), storage_options=s3.options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EmptyPartitionWarning)
-        result = dglc.run(graph, s3.url("out-api"), num_parts=NUM_PARTS, storage_options=s3.options,
-                          options=dglc.DispatchOptions(save_orig_nids=True, save_orig_eids=True))
+        result = dglc.run(
+            graph,
+            s3.url("out-api"),
+            num_parts=NUM_PARTS,
+            storage_options=s3.options,
+            options=dglc.DispatchOptions(save_orig_nids=True, save_orig_eids=True),
+        )
     assert result.config_path == s3.url("out-api/metadata.json")
     report = verify_partitions(graph, s3.url("out-api"), storage_options=s3.options)
     assert report.ok, report.problems
@@ -192,9 +230,19 @@ def test_api_run_s3_to_s3_with_staging_on_s3(s3: S3, tmp_path: Path) -> None:
 
 def test_endpoint_from_environment(s3: S3, local_graph: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "FSSPEC_"))}
-    env.update(AWS_ENDPOINT_URL_S3=s3.endpoint, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
-               AWS_DEFAULT_REGION="us-east-1")
-    proc = subprocess.run([sys.executable, "-m", "dgl_chunked", "validate", "--in-dir", s3.url("chunked")],
-                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    env.update(
+        AWS_ENDPOINT_URL_S3=s3.endpoint,
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "dgl_chunked", "validate", "--in-dir", s3.url("chunked")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"ok: {s3.url('chunked')} is a valid chunked graph" in proc.stdout

@@ -74,16 +74,12 @@ def test_every_format_validates_and_reads_back(
         for feat, (dim, dtype) in feats.items():
             array = truth.node_data[ntype][feat]
             assert array.dtype == np.dtype(dtype)
-            assert array.shape == (
-                (spec.node_types[ntype], dim) if dim else (spec.node_types[ntype],)
-            )
+            assert array.shape == ((spec.node_types[ntype], dim) if dim else (spec.node_types[ntype],))
     assert truth.edge_data["author:reviews:paper"]["score"].shape == (600, 3)
 
 
 def test_metadata_has_counts_and_relative_paths(tmp_path: Path) -> None:
-    meta = write_synthetic_graph(
-        tmp_path, SynthSpec.homogeneous(100, 1000, num_chunks=3, num_feature_chunks=4)
-    )
+    meta = write_synthetic_graph(tmp_path, SynthSpec.homogeneous(100, 1000, num_chunks=3, num_feature_chunks=4))
     raw = json.loads((tmp_path / "metadata.json").read_text())
     for key in (
         "num_nodes_per_type",
@@ -92,9 +88,7 @@ def test_metadata_has_counts_and_relative_paths(tmp_path: Path) -> None:
         "num_edges_per_chunk",
     ):
         assert key in raw
-    assert raw["num_nodes_per_chunk"] == [[34, 33, 33]] and raw["num_edges_per_chunk"] == [
-        [334, 333, 333]
-    ]
+    assert raw["num_nodes_per_chunk"] == [[34, 33, 33]] and raw["num_edges_per_chunk"] == [[334, 333, 333]]
     assert raw["edges"]["_N:_E:_N"]["data"][0] == "edge_index/_N:_E:_N0.txt"
     assert raw["edges"]["_N:_E:_N"]["format"] == {"name": "csv", "delimiter": " "}
     assert len(raw["node_data"]["_N"]["feat"]["data"]) == 4
@@ -124,11 +118,7 @@ def test_heterogeneous_preset_shape() -> None:
     node_dtypes = {dt for f in spec.node_features.values() for _, dt in f.values()}
     edge_dtypes = {dt for f in spec.edge_features.values() for _, dt in f.values()}
     assert len(node_dtypes) >= 4 and len(edge_dtypes) >= 3 and "bool" in edge_dtypes
-    dims = {
-        d
-        for f in [*spec.node_features.values(), *spec.edge_features.values()]
-        for d, _ in f.values()
-    }
+    dims = {d for f in [*spec.node_features.values(), *spec.edge_features.values()] for d, _ in f.values()}
     assert 0 in dims and len(dims) >= 3
     assert spec.masks and spec.labels
     big = SynthSpec.heterogeneous(scale=3)
@@ -157,10 +147,7 @@ def test_powerlaw_degrees_are_skewed(tmp_path: Path) -> None:
         _in_degree(tmp_path, "powerlaw"),
     )
     top = 41  # the top 1% of nodes
-    share = {
-        name: np.sort(d)[::-1][:top].sum() / d.sum()
-        for name, d in (("u", uniform), ("p", powerlaw))
-    }
+    share = {name: np.sort(d)[::-1][:top].sum() / d.sum() for name, d in (("u", uniform), ("p", powerlaw))}
     assert share["u"] < 0.02 and share["p"] > 0.15
     assert powerlaw.max() > 10 * uniform.max()
     assert (powerlaw == 0).mean() > 0.2 and (uniform == 0).mean() < 0.01
@@ -256,9 +243,7 @@ def test_invalid_specs(kwargs: dict[str, Any], match: str) -> None:
 
 
 def test_fsspec_url_output(tmp_path: Path) -> None:
-    meta = write_synthetic_graph(
-        "memory://synth-out", SynthSpec.homogeneous(30, 90, edge_format="parquet")
-    )
+    meta = write_synthetic_graph("memory://synth-out", SynthSpec.homogeneous(30, 90, edge_format="parquet"))
     assert meta.base_dir == "memory://synth-out"
     assert validate_chunked_graph("memory://synth-out").ok
     assert len(open_chunked_graph("memory://synth-out").edges("_N:_E:_N").compute()) == 90

@@ -36,8 +36,12 @@ def good(golden_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     tiny = golden_dir / "tiny-pipeline"
     out = tmp_path_factory.mktemp("verify-good") / "out"
     with dask.config.set(scheduler="synchronous"):
-        dispatch(tiny / "chunked", tiny / "partition_assignment", out,
-                 options=DispatchOptions(save_orig_nids=True, save_orig_eids=True))
+        dispatch(
+            tiny / "chunked",
+            tiny / "partition_assignment",
+            out,
+            options=DispatchOptions(save_orig_nids=True, save_orig_eids=True),
+        )
     return out
 
 
@@ -56,9 +60,13 @@ def _rewrite_graph(path: Path, edit: Callable[[dict], None]) -> None:
     (g,), _ = read_graphs(path)
     etype = g.canonical_etypes[0]
     src, dst = g.edges()
-    state = {"num_nodes": g.num_nodes[g.ntypes[0]], "src": np.asarray(src), "dst": np.asarray(dst),
-             "ndata": {k: np.array(v) for k, v in g.ndata[g.ntypes[0]].items()},
-             "edata": {k: np.array(v) for k, v in g.edata[etype].items()}}
+    state = {
+        "num_nodes": g.num_nodes[g.ntypes[0]],
+        "src": np.asarray(src),
+        "dst": np.asarray(dst),
+        "ndata": {k: np.array(v) for k, v in g.ndata[g.ntypes[0]].items()},
+        "edata": {k: np.array(v) for k, v in g.edata[etype].items()},
+    }
     edit(state)
     write_graph(path, HomogeneousGraph(**state), formats=g.stored_formats[etype])
 
@@ -84,8 +92,7 @@ def _problems(out: Path, tiny_chunked: Path, **kw: object) -> str:
 
 @pytest.mark.parametrize("which", ["pipeline_out_none", "pipeline_out_csc"])
 def test_dgl_golden_outputs_verify(golden_dir: Path, tiny_chunked: Path, which: str) -> None:
-    report = verify_partitions(tiny_chunked, golden_dir / "tiny-pipeline" / which,
-                               assignment=_assignment(golden_dir))
+    report = verify_partitions(tiny_chunked, golden_dir / "tiny-pipeline" / which, assignment=_assignment(golden_dir))
     assert report.ok, report.problems
     assert report.checked == {"partitions": 2, "nodes": 32, "edges": 65, "feature_rows": 97}
 
@@ -97,16 +104,16 @@ def test_our_output_verifies_with_many_small_blocks(good: Path, tiny_chunked: Pa
     assert report.checked["nodes"] == 32 and report.checked["edges"] == 65
 
 
-def test_verify_runs_on_a_cluster_with_a_scratch_dir(good: Path, tiny_chunked: Path, tmp_path: Path,
-                                                     client: object) -> None:
+def test_verify_runs_on_a_cluster_with_a_scratch_dir(
+    good: Path, tiny_chunked: Path, tmp_path: Path, client: object
+) -> None:
     scratch = tmp_path / "scratch"
     report = verify_partitions(tiny_chunked, good, scratch_dir=scratch, block_rows=8)
     assert report.ok, report.problems
     assert list(scratch.iterdir()) == []  # the staged facts are removed
 
 
-def test_feature_files_are_never_read_whole(good: Path, tiny_chunked: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_feature_files_are_never_read_whole(good: Path, tiny_chunked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Features are compared by byte ranges; only orig_*.dgl go through read_tensor_dict."""
     from dgl_chunked import verify
 
@@ -140,30 +147,39 @@ def test_swapped_edge_feature_rows(out: Path, tiny_chunked: Path) -> None:
     ids = read_tensor_dict(out / "part1" / "orig_eids.dgl")["paper:cites:paper"]
     text = _problems(out, tiny_chunked)  # the two rows come from two input files: one message each
     for row in (0, len(ids) - 1):
-        assert (f"part1: 1 row(s) of edge feature paper:cites:paper/w differ from the input "
-                f"(e.g. type_eid {ids[row]} at local row {row})") in text
+        assert (
+            f"part1: 1 row(s) of edge feature paper:cites:paper/w differ from the input "
+            f"(e.g. type_eid {ids[row]} at local row {row})"
+        ) in text
 
 
 def test_feature_of_the_wrong_dtype(out: Path, tiny_chunked: Path) -> None:
-    _rewrite_tensors(out / "part1" / "node_feat.dgl",
-                     lambda t: t.__setitem__("paper/feat", t["paper/feat"].astype(np.float64)))
+    _rewrite_tensors(
+        out / "part1" / "node_feat.dgl", lambda t: t.__setitem__("paper/feat", t["paper/feat"].astype(np.float64))
+    )
     text = _problems(out, tiny_chunked)
     assert "part1: node feature paper/feat: expected shape" in text and "<f4" in text and "<f8" in text
 
 
 def test_dropped_edge(out: Path, tiny_chunked: Path) -> None:
     """The last paper:cites:paper edge of part1 is gone from graph.dgl, orig_eids and edge_feat."""
+
     def drop(g: dict) -> None:
         g["src"], g["dst"] = g["src"][:-1], g["dst"][:-1]
         g["edata"] = {k: v[:-1] for k, v in g["edata"].items()}
 
     _rewrite_graph(out / "part1" / "graph.dgl", drop)
-    _rewrite_tensors(out / "part1" / "orig_eids.dgl",
-                     lambda t: t.__setitem__("paper:cites:paper", t["paper:cites:paper"][:-1]))
-    _rewrite_tensors(out / "part1" / "edge_feat.dgl",
-                     lambda t: t.__setitem__("paper:cites:paper/w", t["paper:cites:paper/w"][:-1]))
+    _rewrite_tensors(
+        out / "part1" / "orig_eids.dgl", lambda t: t.__setitem__("paper:cites:paper", t["paper:cites:paper"][:-1])
+    )
+    _rewrite_tensors(
+        out / "part1" / "edge_feat.dgl", lambda t: t.__setitem__("paper:cites:paper/w", t["paper:cites:paper/w"][:-1])
+    )
     text = _problems(out, tiny_chunked)
-    total = _config(out)["edge_map"]["paper:cites:paper"][1][1] - _config(out)["edge_map"]["author:affiliated_with:institution"][1][0]
+    total = (
+        _config(out)["edge_map"]["paper:cites:paper"][1][1]
+        - _config(out)["edge_map"]["author:affiliated_with:institution"][1][0]
+    )
     assert "part1: edge _ID is not" in text and f"({total - 1} edges, edge_map says {total})" in text
     assert "part1: edge feature paper:cites:paper/w: expected shape" in text
     assert "edge type 'paper:cites:paper'" in text and "in no partition's orig_eids" in text
@@ -172,11 +188,14 @@ def test_dropped_edge(out: Path, tiny_chunked: Path) -> None:
 def test_duplicated_edge(out: Path, tiny_chunked: Path) -> None:
     """part1 names one input edge twice in orig_eids (and so loses another one)."""
     ids = read_tensor_dict(out / "part1" / "orig_eids.dgl")["paper:cites:paper"]
-    _rewrite_tensors(out / "part1" / "orig_eids.dgl",
-                     lambda t: t["paper:cites:paper"].__setitem__(0, t["paper:cites:paper"][1]))
+    _rewrite_tensors(
+        out / "part1" / "orig_eids.dgl", lambda t: t["paper:cites:paper"].__setitem__(0, t["paper:cites:paper"][1])
+    )
     text = _problems(out, tiny_chunked)
-    assert (f"edge type 'paper:cites:paper': 1 input type_eid(s) are stored more than once "
-            f"(e.g. type_eid {ids[1]}: 2 times, in part1, part1)") in text
+    assert (
+        f"edge type 'paper:cites:paper': 1 input type_eid(s) are stored more than once "
+        f"(e.g. type_eid {ids[1]}: 2 times, in part1, part1)"
+    ) in text
     assert f"in no partition's orig_eids (e.g. type_eid {ids[0]})" in text
     assert "part1: 1 edge(s) of 'paper:cites:paper' do not match the input edges named by orig_eids" in text
 
@@ -184,8 +203,7 @@ def test_duplicated_edge(out: Path, tiny_chunked: Path) -> None:
 def test_edge_in_two_partitions(out: Path, tiny_chunked: Path) -> None:
     """part0 and part1 both claim an input edge."""
     theirs = read_tensor_dict(out / "part1" / "orig_eids.dgl")["paper:cites:paper"]
-    _rewrite_tensors(out / "part0" / "orig_eids.dgl",
-                     lambda t: t["paper:cites:paper"].__setitem__(0, theirs[0]))
+    _rewrite_tensors(out / "part0" / "orig_eids.dgl", lambda t: t["paper:cites:paper"].__setitem__(0, theirs[0]))
     text = _problems(out, tiny_chunked)
     assert f"(e.g. type_eid {theirs[0]}: 2 times, in part0, part1)" in text
 
@@ -201,7 +219,7 @@ def test_wrong_halo_node_id(out: Path, tiny_chunked: Path) -> None:
     lo, hi = config["node_map"]["author"][0][0], config["node_map"]["paper"][0][1]
 
     def retarget(g: dict) -> None:
-        halo = g["ndata"]["_ID"][hi - lo:]
+        halo = g["ndata"]["_ID"][hi - lo :]
         others = np.setdiff1d(np.arange(hi, config["num_nodes"]), halo)
         same_type = [x for x in others if g["ndata"]["_TYPE"][hi - lo] == _type_of(config, x)]
         g["ndata"]["_ID"][hi - lo] = same_type[0]
@@ -225,8 +243,10 @@ def test_extra_halo_node(out: Path, tiny_chunked: Path) -> None:
         n_inner = config["node_map"]["paper"][0][1]
         unused = np.setdiff1d(np.arange(n_inner, config["num_nodes"]), g["ndata"]["_ID"])[0]
         g["num_nodes"] += 1
-        g["ndata"] = {k: np.append(v, {"_ID": unused, "inner_node": 0}.get(k, _type_of(config, unused)))
-                      .astype(v.dtype) for k, v in g["ndata"].items()}
+        g["ndata"] = {
+            k: np.append(v, {"_ID": unused, "inner_node": 0}.get(k, _type_of(config, unused))).astype(v.dtype)
+            for k, v in g["ndata"].items()
+        }
 
     _rewrite_graph(out / "part0" / "graph.dgl", add)
     assert "part0: HALO nodes are not exactly the non-owned sources of owned edges" in _problems(out, tiny_chunked)
@@ -243,8 +263,9 @@ def test_halo_node_owned_by_the_partition(out: Path, tiny_chunked: Path) -> None
 @pytest.mark.parametrize("name", ["orig_nids", "orig_eids"])
 def test_missing_orig_file(out: Path, tiny_chunked: Path, name: str) -> None:
     (out / "part1" / f"{name}.dgl").unlink()
-    assert _problems(out, tiny_chunked) == (f"part1: {name}.dgl missing; verify needs them "
-                                            "(dispatch with --save-orig-nids --save-orig-eids)")
+    assert _problems(out, tiny_chunked) == (
+        f"part1: {name}.dgl missing; verify needs them (dispatch with --save-orig-nids --save-orig-eids)"
+    )
 
 
 def test_node_in_the_wrong_partition(out: Path, tiny_chunked: Path, golden_dir: Path) -> None:
@@ -258,8 +279,10 @@ def test_node_missing_and_duplicated(out: Path, tiny_chunked: Path) -> None:
     ids = read_tensor_dict(out / "part0" / "orig_nids.dgl")["author"]
     _rewrite_tensors(out / "part0" / "orig_nids.dgl", lambda t: t["author"].__setitem__(0, t["author"][1]))
     text = _problems(out, tiny_chunked)
-    assert f"node type 'author': 1 input type_nid(s) in [0, 12) are in no partition's orig_nids " \
-           f"(e.g. type_nid {ids[0]})" in text
+    assert (
+        f"node type 'author': 1 input type_nid(s) in [0, 12) are in no partition's orig_nids "
+        f"(e.g. type_nid {ids[0]})" in text
+    )
     assert f"(e.g. type_nid {ids[1]}: 2 times, in part0, part0)" in text
 
 

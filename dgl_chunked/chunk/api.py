@@ -30,8 +30,7 @@ logger = logging.getLogger(__name__)
 # --- the public entry point --------------------------------------------------------------
 
 
-def _load_spec(spec: RawGraphSpec | Mapping[str, Any] | PathLike, storage_options: StorageOptions
-               ) -> RawGraphSpec:
+def _load_spec(spec: RawGraphSpec | Mapping[str, Any] | PathLike, storage_options: StorageOptions) -> RawGraphSpec:
     if isinstance(spec, RawGraphSpec):
         return spec
     if isinstance(spec, Mapping):
@@ -129,8 +128,7 @@ def chunk_graph(
     if edge_format not in EDGE_EXTENSIONS:
         raise MetadataError(f"edge_format: expected 'parquet' or 'csv', found {edge_format!r}")
     raw = _load_spec(spec, storage_options)
-    plan = make_plan(raw, num_chunks=num_chunks, num_buckets=num_buckets,
-                     storage_options=storage_options)
+    plan = make_plan(raw, num_chunks=num_chunks, num_buckets=num_buckets, storage_options=storage_options)
     out = os.fspath(out_dir)
     out = out if _fs.is_url(out) else os.path.abspath(out)
     _fs.make_empty_dir(out, storage_options, overwrite=overwrite)
@@ -145,13 +143,11 @@ def chunk_graph(
         _remove(stage, storage_options)
     text = json.dumps(meta, indent=4).encode()
     _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
-    logger.info("wrote %s: %d node types, %d edge types", out, len(meta["node_type"]),
-                len(meta["edge_type"]))
+    logger.info("wrote %s: %d node types, %d edge types", out, len(meta["node_type"]), len(meta["edge_type"]))
     return parse_metadata(meta, base_dir=out, storage_options=storage_options)
 
 
-def read_orig_keys(out_dir: PathLike, ntype: str, *, storage_options: StorageOptions = None
-                   ) -> np.ndarray[Any, Any]:
+def read_orig_keys(out_dir: PathLike, ntype: str, *, storage_options: StorageOptions = None) -> np.ndarray[Any, Any]:
     """The original key of every node of ``ntype`` (index = dense ID), read eagerly.
 
     Parameters
@@ -178,8 +174,9 @@ def read_orig_keys(out_dir: PathLike, ntype: str, *, storage_options: StorageOpt
         with _fs.open_file(path, "rb", storage_options) as f:
             listing = json.load(f)
     except FileNotFoundError as err:
-        raise MetadataError(f"{path}: expected the key sidecar, found nothing; was the graph "
-                            "chunked with keys?") from err
+        raise MetadataError(
+            f"{path}: expected the key sidecar, found nothing; was the graph chunked with keys?"
+        ) from err
     if ntype not in listing:
         raise MetadataError(f"{path}: expected an entry for {ntype!r}, found {sorted(listing)}")
     parts = []

@@ -98,20 +98,21 @@ class PlanProblems:
         raise type(self.items[0])(f"{len(self.items)} problems in the raw inputs:\n{lines}")
 
 
-
-
 # --- building the plan -------------------------------------------------------------------
 
 
 def _check_rows(plan: SourcePlan, expected: int, what: str, problems: PlanProblems) -> None:
     if plan.rows is not None and plan.rows != expected:
         files = ", ".join(f"{f.path!r}: {f.rows}" for f in plan.files[:3])
-        problems.add(f"{plan.where}: expected {expected} rows ({what}), found {plan.rows} "
-                     f"({files}{', ...' if len(plan.files) > 3 else ''})")
+        problems.add(
+            f"{plan.where}: expected {expected} rows ({what}), found {plan.rows} "
+            f"({files}{', ...' if len(plan.files) > 3 else ''})"
+        )
 
 
-def _node_count(spec: NodeTypeSpec, key: SourcePlan | None, features: Mapping[str, SourcePlan],
-                problems: PlanProblems) -> int | None:
+def _node_count(
+    spec: NodeTypeSpec, key: SourcePlan | None, features: Mapping[str, SourcePlan], problems: PlanProblems
+) -> int | None:
     """The count (explicit, key rows, or first feature's rows); checks the others agree."""
     if spec.count is not None:
         count, origin = spec.count, f'node_types["{spec.name}"].count'
@@ -131,18 +132,24 @@ def _node_count(spec: NodeTypeSpec, key: SourcePlan | None, features: Mapping[st
     return count
 
 
-def _node_plan(spec: NodeTypeSpec, num_chunks: int, so: StorageOptions,
-               problems: PlanProblems) -> NodePlan:
+def _node_plan(spec: NodeTypeSpec, num_chunks: int, so: StorageOptions, problems: PlanProblems) -> NodePlan:
     key = problems.run(inspect_key, spec.key, so) if spec.key is not None else None
     features = {f: problems.run(inspect_feature, s, so) for f, s in spec.features.items()}
     ok = {f: p for f, p in features.items() if p is not None}
     k = spec.num_chunks or num_chunks
-    return NodePlan(spec=spec, count=_node_count(spec, key, ok, problems), key=key,
-                    key_blocks=key.blocks(k) if key is not None else [], features=ok, num_chunks=k)
+    return NodePlan(
+        spec=spec,
+        count=_node_count(spec, key, ok, problems),
+        key=key,
+        key_blocks=key.blocks(k) if key is not None else [],
+        features=ok,
+        num_chunks=k,
+    )
 
 
-def _relation_plan(spec: RelationSpec, nodes: Mapping[str, NodePlan], num_chunks: int,
-                   so: StorageOptions, problems: PlanProblems) -> RelationPlan | None:
+def _relation_plan(
+    spec: RelationSpec, nodes: Mapping[str, NodePlan], num_chunks: int, so: StorageOptions, problems: PlanProblems
+) -> RelationPlan | None:
     ends = (nodes[spec.src_type], nodes[spec.dst_type])
     keyed = (ends[0].spec.key is not None, ends[1].spec.key is not None)
     if any(k and n.key is None for k, n in zip(keyed, ends, strict=True)):
@@ -157,12 +164,20 @@ def _relation_plan(spec: RelationSpec, nodes: Mapping[str, NodePlan], num_chunks
         for plan in ok.values():
             _check_rows(plan, source.rows, f"one per edge of {spec.source.where}", problems)
     k = spec.num_chunks or num_chunks
-    return RelationPlan(spec=spec, source=source, blocks=source.blocks(k),
-                        end_types=(types[0], types[1]), keyed=keyed, features=ok, num_chunks=k)
+    return RelationPlan(
+        spec=spec,
+        source=source,
+        blocks=source.blocks(k),
+        end_types=(types[0], types[1]),
+        keyed=keyed,
+        features=ok,
+        num_chunks=k,
+    )
 
 
-def make_plan(spec: RawGraphSpec, *, num_chunks: int, num_buckets: int | None = None,
-              storage_options: StorageOptions = None) -> GraphPlan:
+def make_plan(
+    spec: RawGraphSpec, *, num_chunks: int, num_buckets: int | None = None, storage_options: StorageOptions = None
+) -> GraphPlan:
     """Inspect every source of ``spec`` and split it into read blocks.
 
     Parameters
@@ -189,12 +204,16 @@ def make_plan(spec: RawGraphSpec, *, num_chunks: int, num_buckets: int | None = 
         if plan is not None:
             relations[rel.name] = plan
     problems.raise_if_any()
-    return GraphPlan(spec=spec, nodes=nodes, relations=relations,
-                     num_buckets=num_buckets or num_chunks, storage_options=storage_options)
+    return GraphPlan(
+        spec=spec,
+        nodes=nodes,
+        relations=relations,
+        num_buckets=num_buckets or num_chunks,
+        storage_options=storage_options,
+    )
 
 
-def with_counts(plan: GraphPlan, key_rows: Mapping[str, int], edge_rows: Mapping[str, int]
-                ) -> GraphPlan:
+def with_counts(plan: GraphPlan, key_rows: Mapping[str, int], edge_rows: Mapping[str, int]) -> GraphPlan:
     """The plan with counts known only after reading (CSV keys and edges), all rechecked.
 
     Raises

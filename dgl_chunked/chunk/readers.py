@@ -55,8 +55,9 @@ class RowLocator:
     header: bool = False
 
     @classmethod
-    def build(cls, blocks: Sequence[tuple[Piece, ...]], piece_rows: Sequence[Sequence[int]],
-              *, header: bool = False) -> RowLocator:
+    def build(
+        cls, blocks: Sequence[tuple[Piece, ...]], piece_rows: Sequence[Sequence[int]], *, header: bool = False
+    ) -> RowLocator:
         """From the read blocks and the rows each piece held (``header``: CSV with header)."""
         entries, start, per_file = [], 0, dict[str, int]()
         for pieces, rows in zip(blocks, piece_rows, strict=True):
@@ -84,8 +85,7 @@ def _info(plan: SourcePlan, path: str) -> tuple[int, FileInfo]:
     raise KeyError(path)
 
 
-def _column(column: pa.ChunkedArray | pa.Array, want: pa.DataType, where: str, locate: Any
-            ) -> npt.NDArray[Any]:
+def _column(column: pa.ChunkedArray | pa.Array, want: pa.DataType, where: str, locate: Any) -> npt.NDArray[Any]:
     if column.null_count:
         row = pc.index(pc.is_null(column), True).as_py()
         raise ChunkMismatchError(f"{where}: {locate(row)}: expected a value, found null")
@@ -93,20 +93,26 @@ def _column(column: pa.ChunkedArray | pa.Array, want: pa.DataType, where: str, l
         try:
             column = column.cast(want)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-            raise ChunkMismatchError(f"{where}: {locate(0)}..: expected {want} values ({err})"
-                                     ) from err
+            raise ChunkMismatchError(f"{where}: {locate(0)}..: expected {want} values ({err})") from err
     return keys_to_numpy(column) if want != INT64 else np.asarray(column.to_numpy(), np.int64)
 
 
-def _piece_columns(plan: SourcePlan, piece: Piece, types: Sequence[pa.DataType],
-                   so: StorageOptions) -> tuple[list[npt.NDArray[Any]], Any]:
+def _piece_columns(
+    plan: SourcePlan, piece: Piece, types: Sequence[pa.DataType], so: StorageOptions
+) -> tuple[list[npt.NDArray[Any]], Any]:
     """The selected columns of one piece, and a ``locate(row) -> str`` for messages."""
     spec = plan.spec
     i, info = _info(plan, piece.path)
     if spec.format == "csv":
-        offset, table = read_csv_piece(piece, where=spec.where, delimiter=spec.delimiter,
-                                       header=spec.header, columns=plan.columns[i], types=types,
-                                       storage_options=so)
+        offset, table = read_csv_piece(
+            piece,
+            where=spec.where,
+            delimiter=spec.delimiter,
+            header=spec.header,
+            columns=plan.columns[i],
+            types=types,
+            storage_options=so,
+        )
 
         def locate(row: int) -> str:
             return f"{piece.path!r} line {csv_line_number(piece.path, offset, row, so)}"
@@ -115,6 +121,7 @@ def _piece_columns(plan: SourcePlan, piece: Piece, types: Sequence[pa.DataType],
 
         def locate(row: int) -> str:
             return f"row {piece.start + row + 1} of {piece.path!r}"
+
     cols = [_column(table.column(j), t, spec.where, locate) for j, t in enumerate(types)]
     return cols, locate
 
@@ -144,11 +151,13 @@ def _check_range(ids: IdArray, count: int | None, name: str, where: str, locate:
         row = int(np.argmax(bad))
         raise ChunkMismatchError(
             f"{where}: {locate(row)}: {name} node ID {int(ids[row])} is out of range [0, {count}) "
-            f"({int(bad.sum())} such rows); IDs are per node type, or give the type a key")
+            f"({int(bad.sum())} such rows); IDs are per node type, or give the type a key"
+        )
 
 
-def read_edge_block(plan: SourcePlan, pieces: tuple[Piece, ...], ends: EdgeEnds,
-                    so: StorageOptions = None) -> tuple[list[npt.NDArray[Any]], list[int]]:
+def read_edge_block(
+    plan: SourcePlan, pieces: tuple[Piece, ...], ends: EdgeEnds, so: StorageOptions = None
+) -> tuple[list[npt.NDArray[Any]], list[int]]:
     """``([src, dst], rows per piece)`` of one block.
 
     Non-keyed ends are int64 IDs checked against the node count; keyed ends are
@@ -170,13 +179,16 @@ def read_edge_block(plan: SourcePlan, pieces: tuple[Piece, ...], ends: EdgeEnds,
                 _check_range(cols[j], ends.counts[j], ends.names[j], plan.where, locate)
             parts[j].append(cols[j])
         rows.append(len(cols[0]))
-    out = [np.concatenate(p) if p else np.empty(0, np.int64 if t == INT64 else object)
-           for p, t in zip(parts, ends.types, strict=True)]
+    out = [
+        np.concatenate(p) if p else np.empty(0, np.int64 if t == INT64 else object)
+        for p, t in zip(parts, ends.types, strict=True)
+    ]
     return out, rows
 
 
-def read_key_block(plan: SourcePlan, pieces: tuple[Piece, ...], so: StorageOptions = None
-                   ) -> tuple[npt.NDArray[Any], list[int]]:
+def read_key_block(
+    plan: SourcePlan, pieces: tuple[Piece, ...], so: StorageOptions = None
+) -> tuple[npt.NDArray[Any], list[int]]:
     """``(keys, rows per piece)`` of one block; keys are int64 or an object array of str."""
     parts = []
     for piece in pieces:
@@ -198,21 +210,21 @@ def _table_to_array(table: pa.Table, where: str, path: str) -> npt.NDArray[Any]:
         column = table.column(j).combine_chunks()
         if column.null_count:
             row = pc.index(pc.is_null(column), True).as_py()
-            raise ChunkMismatchError(f"{where}: {path!r} column {name!r}: found null in a row "
-                                     f"near {row + 1}")
+            raise ChunkMismatchError(f"{where}: {path!r} column {name!r}: found null in a row near {row + 1}")
         if isinstance(column, pa.ListArray | pa.LargeListArray | pa.FixedSizeListArray):
             lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
             if lengths.size and lengths.min() != lengths.max():
-                raise ChunkMismatchError(f"{where}: {path!r} column {name!r}: expected vectors "
-                                         f"of one length, found {lengths.min()}..{lengths.max()}")
+                raise ChunkMismatchError(
+                    f"{where}: {path!r} column {name!r}: expected vectors "
+                    f"of one length, found {lengths.min()}..{lengths.max()}"
+                )
             width = int(lengths[0]) if lengths.size else 0
             return np.asarray(column.flatten().to_numpy(zero_copy_only=False)).reshape(-1, width)
         arrays.append(np.asarray(column.to_numpy(zero_copy_only=False)))
     return arrays[0] if len(arrays) == 1 else np.column_stack(arrays)
 
 
-def read_feature_rows(plan: SourcePlan, start: int, stop: int, so: StorageOptions = None
-                      ) -> npt.NDArray[Any]:
+def read_feature_rows(plan: SourcePlan, start: int, stop: int, so: StorageOptions = None) -> npt.NDArray[Any]:
     """Rows ``[start, stop)`` of a feature source (over its files), in the source dtype."""
     out = np.empty((stop - start, *plan.row_shape), plan.dtype)
     first = 0
@@ -226,6 +238,6 @@ def read_feature_rows(plan: SourcePlan, start: int, stop: int, so: StorageOption
             else:
                 table = read_parquet_piece(piece, info, plan.columns[i], so)
                 block = _table_to_array(table, plan.where, info.path)
-            out[a - start:b - start] = block.reshape((b - a, *plan.row_shape))
+            out[a - start : b - start] = block.reshape((b - a, *plan.row_shape))
         first += n
     return out

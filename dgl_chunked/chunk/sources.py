@@ -93,9 +93,7 @@ def _size(path: str, where: str, storage_options: StorageOptions) -> int:
             raise ChunkReadError(f"{where}: {path!r} is a directory; name a file, a glob or 'dir/'")
         return int(fs.size(inner))
     except FileNotFoundError:
-        raise ChunkReadError(
-            f"{where}: file {path!r} does not exist; fix the path in the spec"
-        ) from None
+        raise ChunkReadError(f"{where}: file {path!r} does not exist; fix the path in the spec") from None
 
 
 def npy_header(path: str, where: str, storage_options: StorageOptions = None) -> FileInfo:
@@ -104,18 +102,24 @@ def npy_header(path: str, where: str, storage_options: StorageOptions = None) ->
     try:
         shape, dtype, offset, fortran = read_npy_header(path, storage_options)
     except (ValueError, OSError, EOFError) as err:
-        raise ChunkReadError(
-            f"{where}: {path!r} is not a valid .npy file ({err}); write it with numpy.save"
-        ) from err
+        raise ChunkReadError(f"{where}: {path!r} is not a valid .npy file ({err}); write it with numpy.save") from err
     if dtype.hasobject:
-        raise ChunkMismatchError(f"{where}: {path!r}: expected a numeric dtype, found {dtype} "
-                                 "(pickled objects)")
+        raise ChunkMismatchError(f"{where}: {path!r}: expected a numeric dtype, found {dtype} (pickled objects)")
     need = offset + int(np.prod(shape)) * dtype.itemsize
     if size < need:
-        raise ChunkReadError(f"{where}: {path!r} is truncated: its header promises shape "
-                             f"{tuple(shape)} {dtype} ({need} bytes), the file has {size}")
-    return FileInfo(path=path, size=size, rows=int(shape[0]) if shape else 1, shape=tuple(shape),
-                    dtype=dtype, offset=offset, fortran=bool(fortran))
+        raise ChunkReadError(
+            f"{where}: {path!r} is truncated: its header promises shape "
+            f"{tuple(shape)} {dtype} ({need} bytes), the file has {size}"
+        )
+    return FileInfo(
+        path=path,
+        size=size,
+        rows=int(shape[0]) if shape else 1,
+        shape=tuple(shape),
+        dtype=dtype,
+        offset=offset,
+        fortran=bool(fortran),
+    )
 
 
 def _parquet_info(path: str, where: str, storage_options: StorageOptions) -> FileInfo:
@@ -127,12 +131,17 @@ def _parquet_info(path: str, where: str, storage_options: StorageOptions) -> Fil
     except (pa.ArrowInvalid, OSError) as err:
         raise ChunkReadError(f"{where}: {path!r} is not a readable Parquet file ({err})") from err
     groups = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
-    return FileInfo(path=path, size=size, rows=int(meta.num_rows), names=tuple(schema.names),
-                    types=tuple(schema.types), row_groups=groups)
+    return FileInfo(
+        path=path,
+        size=size,
+        rows=int(meta.num_rows),
+        names=tuple(schema.names),
+        types=tuple(schema.types),
+        row_groups=groups,
+    )
 
 
-def _csv_info(path: str, where: str, delimiter: str, header: bool,
-              storage_options: StorageOptions) -> FileInfo:
+def _csv_info(path: str, where: str, delimiter: str, header: bool, storage_options: StorageOptions) -> FileInfo:
     size = _size(path, where, storage_options)
     with _fs.open_file(path, "rb", storage_options) as f:
         first = f.readline()
@@ -150,8 +159,15 @@ def _csv_info(path: str, where: str, delimiter: str, header: bool,
     return FileInfo(path=path, size=size, rows=None, names=names)
 
 
-def inspect_file(path: str, fmt: str, where: str, *, delimiter: str = ",", header: bool = False,
-                 storage_options: StorageOptions = None) -> FileInfo:
+def inspect_file(
+    path: str,
+    fmt: str,
+    where: str,
+    *,
+    delimiter: str = ",",
+    header: bool = False,
+    storage_options: StorageOptions = None,
+) -> FileInfo:
     """Inspect one file of a source from its header, footer or first line.
 
     Raises
@@ -166,8 +182,7 @@ def inspect_file(path: str, fmt: str, where: str, *, delimiter: str = ",", heade
     return _csv_info(path, where, delimiter, header, storage_options)
 
 
-def split_pieces(infos: Sequence[FileInfo], num_blocks: int, *, by_bytes: bool
-                 ) -> list[tuple[Piece, ...]]:
+def split_pieces(infos: Sequence[FileInfo], num_blocks: int, *, by_bytes: bool) -> list[tuple[Piece, ...]]:
     """Split the concatenation of ``infos`` into ``<= num_blocks`` near-equal blocks.
 
     Rows (or bytes, for CSV) are counted over all files; a block may span files
@@ -194,8 +209,9 @@ def split_pieces(infos: Sequence[FileInfo], num_blocks: int, *, by_bytes: bool
 # --- npy ---------------------------------------------------------------------------------
 
 
-def read_npy_flat(path: str, info: FileInfo, first: int, count: int,
-                  storage_options: StorageOptions = None) -> npt.NDArray[Any]:
+def read_npy_flat(
+    path: str, info: FileInfo, first: int, count: int, storage_options: StorageOptions = None
+) -> npt.NDArray[Any]:
     """Elements ``[first, first + count)`` of an ``.npy`` file in storage order, 1-D."""
     dtype = info.dtype if info.dtype is not None else np.dtype(np.uint8)
     out = np.empty(count, dtype)
@@ -212,8 +228,9 @@ def read_npy_flat(path: str, info: FileInfo, first: int, count: int,
     return out
 
 
-def read_npy_rows(path: str, info: FileInfo, start: int, stop: int,
-                  storage_options: StorageOptions = None) -> npt.NDArray[Any]:
+def read_npy_rows(
+    path: str, info: FileInfo, start: int, stop: int, storage_options: StorageOptions = None
+) -> npt.NDArray[Any]:
     """Rows ``[start, stop)`` of a C-order ``.npy`` file (all trailing dims)."""
     row_shape = info.shape[1:]
     per_row = int(np.prod(row_shape))
@@ -224,17 +241,21 @@ def read_npy_rows(path: str, info: FileInfo, start: int, stop: int,
 # --- parquet --------------------------------------------------------------------------
 
 
-def read_parquet_piece(piece: Piece, info: FileInfo, columns: Sequence[str],
-                       storage_options: StorageOptions = None, *, batch_rows: int = 1 << 16
-                       ) -> pa.Table:
+def read_parquet_piece(
+    piece: Piece,
+    info: FileInfo,
+    columns: Sequence[str],
+    storage_options: StorageOptions = None,
+    *,
+    batch_rows: int = 1 << 16,
+) -> pa.Table:
     """Rows ``[piece.start, piece.stop)`` of ``columns``.
 
     Only the row groups that overlap the piece are read, streamed in batches of
     ``batch_rows`` so that a row group larger than the piece is never held whole.
     """
     bounds = np.concatenate([[0], np.cumsum(info.row_groups)]).astype(np.int64)
-    groups = [g for g in range(len(info.row_groups))
-              if bounds[g] < piece.stop and bounds[g + 1] > piece.start]
+    groups = [g for g in range(len(info.row_groups)) if bounds[g] < piece.stop and bounds[g + 1] > piece.start]
     kept: list[pa.RecordBatch] = []
     with _fs.open_file(piece.path, "rb", storage_options) as f:
         pf = pq.ParquetFile(f)
@@ -284,9 +305,16 @@ def csv_line_number(path: str, offset: int, row: int, storage_options: StorageOp
     return lines + row + 1
 
 
-def read_csv_piece(piece: Piece, *, where: str, delimiter: str, header: bool,
-                   columns: Sequence[int], types: Sequence[pa.DataType],
-                   storage_options: StorageOptions = None) -> tuple[int, pa.Table]:
+def read_csv_piece(
+    piece: Piece,
+    *,
+    where: str,
+    delimiter: str,
+    header: bool,
+    columns: Sequence[int],
+    types: Sequence[pa.DataType],
+    storage_options: StorageOptions = None,
+) -> tuple[int, pa.Table]:
     """Parse the lines of a CSV piece: ``(byte offset of its first data row, table)``.
 
     The table has one column per 0-based index in ``columns``, typed ``types``.
@@ -300,7 +328,7 @@ def read_csv_piece(piece: Piece, *, where: str, delimiter: str, header: bool,
     offset, data = _line_block(piece, storage_options)
     if header and offset == 0:
         cut = data.find(b"\n")
-        offset, data = (len(data), b"") if cut < 0 else (cut + 1, data[cut + 1:])
+        offset, data = (len(data), b"") if cut < 0 else (cut + 1, data[cut + 1 :])
     names = [f"f{c}" for c in columns]
     if data and not data.endswith(b"\n"):
         data += b"\n"  # pyarrow cannot infer the columns of one unterminated line
@@ -311,17 +339,25 @@ def read_csv_piece(piece: Piece, *, where: str, delimiter: str, header: bool,
             pa.py_buffer(data),
             read_options=pacsv.ReadOptions(autogenerate_column_names=True),
             parse_options=pacsv.ParseOptions(delimiter=delimiter),
-            convert_options=pacsv.ConvertOptions(include_columns=names,
-                                                 column_types=dict(zip(names, types, strict=True))),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=names, column_types=dict(zip(names, types, strict=True))
+            ),
         )
     except (pa.ArrowInvalid, pa.ArrowKeyError) as err:
-        raise _diagnose(piece, offset, data, where, delimiter, names, types, err,
-                        storage_options) from err
+        raise _diagnose(piece, offset, data, where, delimiter, names, types, err, storage_options) from err
 
 
-def _diagnose(piece: Piece, offset: int, data: bytes, where: str, delimiter: str,
-              names: list[str], types: Sequence[pa.DataType], err: Exception,
-              storage_options: StorageOptions) -> ChunkMismatchError:
+def _diagnose(
+    piece: Piece,
+    offset: int,
+    data: bytes,
+    where: str,
+    delimiter: str,
+    names: list[str],
+    types: Sequence[pa.DataType],
+    err: Exception,
+    storage_options: StorageOptions,
+) -> ChunkMismatchError:
     """Re-parse a failing block as strings to name the first bad line."""
     bad: list[Any] = []
 
@@ -333,19 +369,21 @@ def _diagnose(piece: Piece, offset: int, data: bytes, where: str, delimiter: str
         pa.py_buffer(data),
         read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False),
         parse_options=pacsv.ParseOptions(delimiter=delimiter, invalid_row_handler=handler),
-        convert_options=pacsv.ConvertOptions(column_types={})
+        convert_options=pacsv.ConvertOptions(column_types={}),
     )
     path = piece.path
     if bad:
         line = csv_line_number(path, offset, bad[0].number - 1, storage_options)
         return ChunkMismatchError(
             f"{where}: {path!r} line {line}: expected {bad[0].expected_columns} fields separated "
-            f"by {delimiter!r}, found {bad[0].actual_columns}: {bad[0].text!r}")
+            f"by {delimiter!r}, found {bad[0].actual_columns}: {bad[0].text!r}"
+        )
     missing = [n for n in names if n not in table.column_names]
     if missing:
         return ChunkMismatchError(
             f"{where}: {path!r}: expected column {missing[0]} (0-based index "
-            f"{missing[0][1:]}), found only {table.num_columns} fields per line; fix 'columns'")
+            f"{missing[0][1:]}), found only {table.num_columns} fields per line; fix 'columns'"
+        )
     for name, typ in zip(names, types, strict=True):
         column = table.column(name).cast(pa.string())
         if not pa.types.is_integer(typ):
@@ -357,5 +395,6 @@ def _diagnose(piece: Piece, offset: int, data: bytes, where: str, delimiter: str
             hint = "; is it a header? set header: true" if line == 1 else ""
             return ChunkMismatchError(
                 f"{where}: {path!r} line {line}, column {name[1:]} (0-based): expected an "
-                f"integer, found {column[first].as_py()!r}{hint}")
+                f"integer, found {column[first].as_py()!r}{hint}"
+            )
     return ChunkMismatchError(f"{where}: {path!r} (bytes {piece.start}..{piece.stop}): {err}")

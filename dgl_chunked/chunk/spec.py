@@ -40,9 +40,7 @@ __all__ = [
 SelfLoops = Literal["keep", "remove", "add"]
 
 _NODE_KEYS = frozenset({"count", "key", "features", "num_chunks"})
-_EDGE_KEYS = frozenset(
-    {"source", "features", "reverse", "self_loops", "self_loop_fill", "dedup", "num_chunks"}
-)
+_EDGE_KEYS = frozenset({"source", "features", "reverse", "self_loops", "self_loop_fill", "dedup", "num_chunks"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,8 +99,7 @@ class RawGraphSpec:
         raise KeyError(f"unknown node type {name!r}")
 
 
-def _parse_features(value: Any, where: str, ctx: tuple[str, StorageOptions], errs: Problems
-                    ) -> dict[str, SourceSpec]:
+def _parse_features(value: Any, where: str, ctx: tuple[str, StorageOptions], errs: Problems) -> dict[str, SourceSpec]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -130,8 +127,7 @@ def _num_chunks(value: Mapping[str, Any], where: str, errs: Problems) -> int | N
     return int(n) if n is not None else None
 
 
-def _parse_node_type(name: str, value: Any, ctx: tuple[str, StorageOptions], errs: Problems
-                     ) -> NodeTypeSpec | None:
+def _parse_node_type(name: str, value: Any, ctx: tuple[str, StorageOptions], errs: Problems) -> NodeTypeSpec | None:
     where = json_key("node_types", name)
     if not name or ":" in name or "/" in name:
         errs.add(where, "a node type name without ':' or '/'", name)
@@ -150,14 +146,11 @@ def _parse_node_type(name: str, value: Any, ctx: tuple[str, StorageOptions], err
         errs.add(f"{where}.key.column", "one column", list(key.columns))
     features = _parse_features(value.get("features"), f"{where}.features", ctx, errs)
     if count is None and key is None and not features and "key" not in value:
-        errs.add(where, "a count, a key or a feature to infer the number of nodes from",
-                 value, 'add "count": N')
-    return NodeTypeSpec(name=name, count=count, key=key, features=features,
-                        num_chunks=_num_chunks(value, where, errs))
+        errs.add(where, "a count, a key or a feature to infer the number of nodes from", value, 'add "count": N')
+    return NodeTypeSpec(name=name, count=count, key=key, features=features, num_chunks=_num_chunks(value, where, errs))
 
 
-def _parse_relation_options(value: Mapping[str, Any], rel: str, where: str, errs: Problems
-                            ) -> dict[str, Any]:
+def _parse_relation_options(value: Mapping[str, Any], rel: str, where: str, errs: Problems) -> dict[str, Any]:
     out: dict[str, Any] = {}
     reverse = value.get("reverse", False)
     if reverse is True:
@@ -183,8 +176,9 @@ def _parse_relation_options(value: Mapping[str, Any], rel: str, where: str, errs
     return out
 
 
-def _parse_relation(name: str, value: Any, ntypes: set[str], ctx: tuple[str, StorageOptions],
-                    errs: Problems) -> RelationSpec | None:
+def _parse_relation(
+    name: str, value: Any, ntypes: set[str], ctx: tuple[str, StorageOptions], errs: Problems
+) -> RelationSpec | None:
     where = json_key("edge_types", name)
     parts = name.split(":")
     if len(parts) != 3 or not all(parts) or "/" in name:
@@ -203,31 +197,47 @@ def _parse_relation(name: str, value: Any, ntypes: set[str], ctx: tuple[str, Sto
     source = parse_source(value["source"], "edges", f"{where}.source", ctx, errs)
     options = _parse_relation_options(value, parts[1], where, errs)
     if options.get("self_loops", "keep") != "keep" and parts[0] != parts[2]:
-        errs.add(f"{where}.self_loops", "'keep' for a relation between two node types",
-                 options["self_loops"], "self loops need the same source and destination type")
+        errs.add(
+            f"{where}.self_loops",
+            "'keep' for a relation between two node types",
+            options["self_loops"],
+            "self loops need the same source and destination type",
+        )
     features = _parse_features(value.get("features"), f"{where}.features", ctx, errs)
     if source is None:
         return None
-    return RelationSpec(name=name, src_type=parts[0], rel=parts[1], dst_type=parts[2],
-                        source=source, features=features,
-                        num_chunks=_num_chunks(value, where, errs), **options)
+    return RelationSpec(
+        name=name,
+        src_type=parts[0],
+        rel=parts[1],
+        dst_type=parts[2],
+        source=source,
+        features=features,
+        num_chunks=_num_chunks(value, where, errs),
+        **options,
+    )
 
 
 def _check_names(relations: list[RelationSpec], errs: Problems) -> None:
     seen: dict[str, str] = {}
     for rel in relations:
-        for name, origin in ((rel.name, json_key("edge_types", rel.name)),
-                             (rel.reverse_name, f'{json_key("edge_types", rel.name)}.reverse')):
+        for name, origin in (
+            (rel.name, json_key("edge_types", rel.name)),
+            (rel.reverse_name, f"{json_key('edge_types', rel.name)}.reverse"),
+        ):
             if name is None:
                 continue
             if name in seen:
-                errs.add(origin, "edge type names that are unique (reverse types included)", name,
-                         f"it is also made by {seen[name]}; rename the reverse relation")
+                errs.add(
+                    origin,
+                    "edge type names that are unique (reverse types included)",
+                    name,
+                    f"it is also made by {seen[name]}; rename the reverse relation",
+                )
             seen[name] = origin
 
 
-def parse_spec(data: object, *, base_dir: PathLike, storage_options: StorageOptions = None
-               ) -> RawGraphSpec:
+def parse_spec(data: object, *, base_dir: PathLike, storage_options: StorageOptions = None) -> RawGraphSpec:
     """Check a decoded spec document and build the :class:`RawGraphSpec`.
 
     Parameters
@@ -270,8 +280,11 @@ def parse_spec(data: object, *, base_dir: PathLike, storage_options: StorageOpti
         errs.add("graph_name", "a non-empty string", name)
     nodes_raw = data.get("node_types")
     if not isinstance(nodes_raw, dict) or not nodes_raw:
-        errs.add("node_types", "an object mapping node type names to their inputs",
-                 nodes_raw if "node_types" in data else MISSING)
+        errs.add(
+            "node_types",
+            "an object mapping node type names to their inputs",
+            nodes_raw if "node_types" in data else MISSING,
+        )
         nodes_raw = {}
     nodes = [_parse_node_type(n, v, ctx, errs) for n, v in nodes_raw.items()]
     edges_raw = data.get("edge_types", {})
@@ -281,8 +294,12 @@ def parse_spec(data: object, *, base_dir: PathLike, storage_options: StorageOpti
     relations = [_parse_relation(e, v, set(nodes_raw), ctx, errs) for e, v in edges_raw.items()]
     _check_names([r for r in relations if r is not None], errs)
     errs.raise_if_any()
-    return RawGraphSpec(graph_name=str(name), node_types=tuple(n for n in nodes if n is not None),
-                        edge_types=tuple(r for r in relations if r is not None), base_dir=base)
+    return RawGraphSpec(
+        graph_name=str(name),
+        node_types=tuple(n for n in nodes if n is not None),
+        edge_types=tuple(r for r in relations if r is not None),
+        base_dir=base,
+    )
 
 
 def read_spec(path: PathLike, *, storage_options: StorageOptions = None) -> RawGraphSpec:

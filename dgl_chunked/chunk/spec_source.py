@@ -112,8 +112,9 @@ def unknown_keys(obj: Mapping[str, Any], allowed: frozenset[str], where: str, er
     """Report every key of ``obj`` not in ``allowed`` (typos must not be ignored)."""
     for key in obj:
         if key not in allowed:
-            errs.add(f"{where}.{key}" if where else key, f"one of the keys {sorted(allowed)}", key,
-                     "remove or rename it")
+            errs.add(
+                f"{where}.{key}" if where else key, f"one of the keys {sorted(allowed)}", key, "remove or rename it"
+            )
 
 
 # --- sources -----------------------------------------------------------------------
@@ -133,14 +134,17 @@ def _expand(entry: str, base_dir: str, storage_options: StorageOptions) -> list[
     return [fs.unstrip_protocol(p) for p in found] if _fs.is_url(path) else found
 
 
-def _format_of(value: Mapping[str, Any], paths: list[str], role: Role, where: str,
-               errs: Problems) -> str | None:
+def _format_of(value: Mapping[str, Any], paths: list[str], role: Role, where: str, errs: Problems) -> str | None:
     fmt = value.get("format")
     if fmt is None and paths:
         fmt = _EXTENSIONS.get(os.path.splitext(paths[0])[1].lower())
         if fmt is None:
-            errs.add(f"{where}.format", f"one of {list(_FORMATS[role])}", MISSING,
-                     f"the extension of {paths[0]!r} does not tell; add a format key")
+            errs.add(
+                f"{where}.format",
+                f"one of {list(_FORMATS[role])}",
+                MISSING,
+                f"the extension of {paths[0]!r} does not tell; add a format key",
+            )
             return None
     if fmt not in _FORMATS[role]:
         errs.add(f"{where}.format", f"one of {list(_FORMATS[role])} for {role}", fmt)
@@ -148,8 +152,7 @@ def _format_of(value: Mapping[str, Any], paths: list[str], role: Role, where: st
     return str(fmt)
 
 
-def _columns(value: Mapping[str, Any], role: Role, where: str, errs: Problems
-             ) -> tuple[str | int, ...] | None:
+def _columns(value: Mapping[str, Any], role: Role, where: str, errs: Problems) -> tuple[str | int, ...] | None:
     if "column" in value and "columns" in value:
         errs.add(where, "either 'column' or 'columns'", sorted(value), "keep one")
         return None
@@ -157,9 +160,7 @@ def _columns(value: Mapping[str, Any], role: Role, where: str, errs: Problems
     if raw is None:
         return None
     name = "column" if "column" in value else "columns"
-    ok = isinstance(raw, list) and raw and all(
-        (isinstance(c, str) and c) or (is_count(c)) for c in raw
-    )
+    ok = isinstance(raw, list) and raw and all((isinstance(c, str) and c) or (is_count(c)) for c in raw)
     if not ok:
         errs.add(f"{where}.{name}", "column names or 0-based column indices", raw)
         return None
@@ -184,8 +185,7 @@ def _dtype(value: Any, where: str, errs: Problems) -> np.dtype[Any] | None:
     return dtype
 
 
-def _paths(value: Mapping[str, Any], where: str, ctx: tuple[str, StorageOptions],
-           errs: Problems) -> list[str] | None:
+def _paths(value: Mapping[str, Any], where: str, ctx: tuple[str, StorageOptions], errs: Problems) -> list[str] | None:
     raw = value.get("path", MISSING)
     entries = [raw] if isinstance(raw, str) else raw
     if not isinstance(entries, list) or not entries or not all(isinstance(p, str) and p for p in entries):
@@ -200,8 +200,9 @@ def _paths(value: Mapping[str, Any], where: str, ctx: tuple[str, StorageOptions]
     return paths
 
 
-def parse_source(value: Any, role: Role, where: str, ctx: tuple[str, StorageOptions],
-                  errs: Problems) -> SourceSpec | None:
+def parse_source(
+    value: Any, role: Role, where: str, ctx: tuple[str, StorageOptions], errs: Problems
+) -> SourceSpec | None:
     if isinstance(value, str):
         value = {"path": value}
     if not isinstance(value, dict):
@@ -226,10 +227,12 @@ def parse_source(value: Any, role: Role, where: str, ctx: tuple[str, StorageOpti
     if fmt == "parquet" and columns and not all(isinstance(c, str) for c in columns):
         errs.add(f"{where}.columns", "Parquet column names", list(columns))
     return SourceSpec(
-        format="csv" if fmt == "tsv" else fmt, paths=tuple(paths), where=where,
-        delimiter=str(delimiter), header=bool(header), columns=columns,
+        format="csv" if fmt == "tsv" else fmt,
+        paths=tuple(paths),
+        where=where,
+        delimiter=str(delimiter),
+        header=bool(header),
+        columns=columns,
         layout=layout if isinstance(layout, str) else None,
         dtype=_dtype(value.get("dtype"), where, errs),
     )
-
-

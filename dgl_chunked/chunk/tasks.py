@@ -74,16 +74,18 @@ def save_npy(path: str, array: npt.NDArray[Any], so: StorageOptions = None) -> N
         np.save(f, np.ascontiguousarray(array), allow_pickle=False)
 
 
-def load_npy_rows(path: str, start: int | None = None, stop: int | None = None,
-                  so: StorageOptions = None) -> npt.NDArray[Any]:
+def load_npy_rows(
+    path: str, start: int | None = None, stop: int | None = None, so: StorageOptions = None
+) -> npt.NDArray[Any]:
     """Rows ``[start, stop)`` (default: all) of a staging ``.npy``."""
     info = npy_header(path, "staging", so)
     rows = int(info.rows or 0)
     return read_npy_rows(path, info, start or 0, rows if stop is None else stop, so)
 
 
-def write_bucketed(path: str, columns: Mapping[str, npt.NDArray[Any]], buckets: IdArray,
-                   num_buckets: int, so: StorageOptions = None) -> list[int]:
+def write_bucketed(
+    path: str, columns: Mapping[str, npt.NDArray[Any]], buckets: IdArray, num_buckets: int, so: StorageOptions = None
+) -> list[int]:
     """Write ``columns`` as an Arrow IPC file with one batch per bucket; return the bounds."""
     order, offsets = tf.bucket_order(buckets, num_buckets)
     arrays = [pa.array(values[order]) for values in columns.values()]
@@ -106,8 +108,15 @@ def read_bucket(path: str, bucket: int, so: StorageOptions = None) -> dict[str, 
 # --- phase 1: read raw blocks ---------------------------------------------------------
 
 
-def stage_key_block(plan: SourcePlan, pieces: tuple[Piece, ...], *, num_buckets: int,
-                    stage_path: str, out_path: str, so: StorageOptions = None) -> dict[str, Any]:
+def stage_key_block(
+    plan: SourcePlan,
+    pieces: tuple[Piece, ...],
+    *,
+    num_buckets: int,
+    stage_path: str,
+    out_path: str,
+    so: StorageOptions = None,
+) -> dict[str, Any]:
     """Read one key block: write its ``orig_key`` output chunk and its bucketed staging."""
     keys, piece_rows = read_key_block(plan, pieces, so)
     if len(keys):
@@ -115,14 +124,20 @@ def stage_key_block(plan: SourcePlan, pieces: tuple[Piece, ...], *, num_buckets:
         with _fs.open_file(out_path, "wb", so) as f:
             pq.write_table(pa.table({"orig_key": pa.array(keys, plan.key_type)}), f)
     rows = np.arange(len(keys), dtype=np.int64)
-    write_bucketed(stage_path, {"row": rows, "key": keys}, tf.key_buckets(keys, num_buckets),
-                   num_buckets, so)
+    write_bucketed(stage_path, {"row": rows, "key": keys}, tf.key_buckets(keys, num_buckets), num_buckets, so)
     return {"rows": len(keys), "piece_rows": piece_rows}
 
 
-def stage_edge_block(plan: SourcePlan, pieces: tuple[Piece, ...], ends: EdgeEnds, *,
-                     num_buckets: int, ids_path: str, end_paths: Sequence[str],
-                     so: StorageOptions = None) -> dict[str, Any]:
+def stage_edge_block(
+    plan: SourcePlan,
+    pieces: tuple[Piece, ...],
+    ends: EdgeEnds,
+    *,
+    num_buckets: int,
+    ids_path: str,
+    end_paths: Sequence[str],
+    so: StorageOptions = None,
+) -> dict[str, Any]:
     """Read one raw edge block: IDs to ``ids.npy``, keys to bucketed end files."""
     cols, piece_rows = read_edge_block(plan, pieces, ends, so)
     n = len(cols[0])
@@ -130,8 +145,9 @@ def stage_edge_block(plan: SourcePlan, pieces: tuple[Piece, ...], ends: EdgeEnds
     for j in range(2):
         if ends.keyed[j]:
             rows = np.arange(n, dtype=np.int64)
-            write_bucketed(end_paths[j], {"row": rows, "key": cols[j]},
-                           tf.key_buckets(cols[j], num_buckets), num_buckets, so)
+            write_bucketed(
+                end_paths[j], {"row": rows, "key": cols[j]}, tf.key_buckets(cols[j], num_buckets), num_buckets, so
+            )
         else:
             ids[:, j] = cols[j]
     save_npy(ids_path, ids, so)
@@ -141,9 +157,16 @@ def stage_edge_block(plan: SourcePlan, pieces: tuple[Piece, ...], ends: EdgeEnds
 # --- phase 2: key join ------------------------------------------------------------------
 
 
-def join_bucket(bucket: int, *, where: str, key_paths: Sequence[str], key_starts: Sequence[int],
-                key_locator: RowLocator, consumers: Sequence[Mapping[str, Any]],
-                so: StorageOptions = None) -> dict[str, list[int]]:
+def join_bucket(
+    bucket: int,
+    *,
+    where: str,
+    key_paths: Sequence[str],
+    key_starts: Sequence[int],
+    key_locator: RowLocator,
+    consumers: Sequence[Mapping[str, Any]],
+    so: StorageOptions = None,
+) -> dict[str, list[int]]:
     """Join one bucket of a node type's keys with every edge end that references it.
 
     ``consumers`` hold ``id``, ``where``, ``end`` (label), ``paths`` (end files
@@ -152,21 +175,26 @@ def join_bucket(bucket: int, *, where: str, key_paths: Sequence[str], key_starts
     """
     parts = [read_bucket(p, bucket, so) for p in key_paths]
     keys = np.concatenate([p["key"] for p in parts]) if parts else np.empty(0, np.int64)
-    ids = np.concatenate([p["row"] + s for p, s in zip(parts, key_starts[:-1], strict=True)]
-                         ) if parts else np.empty(0, np.int64)
+    ids = (
+        np.concatenate([p["row"] + s for p, s in zip(parts, key_starts[:-1], strict=True)])
+        if parts
+        else np.empty(0, np.int64)
+    )
     dup = tf.first_duplicate_key(keys, ids)
     if dup is not None:
         raise ChunkMismatchError(
             f"{where}: key {dup[0]!r} appears more than once ({key_locator.describe(dup[1])} and "
-            f"{key_locator.describe(dup[2])}); keys must be unique per node type")
+            f"{key_locator.describe(dup[2])}); keys must be unique per node type"
+        )
     out = {}
     for consumer in consumers:
         out[consumer["id"]] = _join_consumer(bucket, keys, ids, consumer, so)
     return out
 
 
-def _join_consumer(bucket: int, keys: npt.NDArray[Any], ids: IdArray,
-                   consumer: Mapping[str, Any], so: StorageOptions) -> list[int]:
+def _join_consumer(
+    bucket: int, keys: npt.NDArray[Any], ids: IdArray, consumer: Mapping[str, Any], so: StorageOptions
+) -> list[int]:
     rows, found, bounds = [], [], [0]
     for k, (path, start) in enumerate(zip(consumer["paths"], consumer["starts"][:-1], strict=True)):
         part = read_bucket(path, bucket, so)
@@ -177,19 +205,25 @@ def _join_consumer(bucket: int, keys: npt.NDArray[Any], ids: IdArray,
             raise ChunkMismatchError(
                 f"{consumer['where']}: {where}: {consumer['end']} key {part['key'][first]!r} "
                 f"not found in {consumer['key_where']} ({int((got < 0).sum())} such row(s) in read "
-                f"block {k}); add the node or drop the edge")
+                f"block {k}); add the node or drop the edge"
+            )
         rows.append(part["row"])
         found.append(got)
         bounds.append(bounds[-1] + len(got))
-    table = np.stack([np.concatenate(rows), np.concatenate(found)], axis=1) if rows else \
-        np.empty((0, 2), np.int64)
+    table = np.stack([np.concatenate(rows), np.concatenate(found)], axis=1) if rows else np.empty((0, 2), np.int64)
     save_npy(consumer["out"], table.astype(np.int64), so)
     return bounds
 
 
-def resolve_block(block: int, *, ids_path: str, out_path: str,
-                  ends: Sequence[tuple[int, str, Sequence[str]]],
-                  joins: Sequence[Mapping[str, list[int]]], so: StorageOptions = None) -> int:
+def resolve_block(
+    block: int,
+    *,
+    ids_path: str,
+    out_path: str,
+    ends: Sequence[tuple[int, str, Sequence[str]]],
+    joins: Sequence[Mapping[str, list[int]]],
+    so: StorageOptions = None,
+) -> int:
     """Fill the keyed ends of one block from the join outputs; write ``resolved.npy``.
 
     ``ends`` holds ``(column, consumer id, output path per bucket)``; ``joins``
@@ -208,8 +242,9 @@ def resolve_block(block: int, *, ids_path: str, out_path: str,
 # --- phase 3: dedup -------------------------------------------------------------------------
 
 
-def dedup_map(*, ids_path: str, drop_loops: bool, num_buckets: int, out_path: str,
-              so: StorageOptions = None) -> list[int]:
+def dedup_map(
+    *, ids_path: str, drop_loops: bool, num_buckets: int, out_path: str, so: StorageOptions = None
+) -> list[int]:
     """Hash-partition one block's edges by ``(src, dst)``; write them sorted by bucket."""
     ids = load_npy_rows(ids_path, so=so)
     rows = np.arange(len(ids), dtype=np.int64)
@@ -222,11 +257,16 @@ def dedup_map(*, ids_path: str, drop_loops: bool, num_buckets: int, out_path: st
     return [int(o) for o in offsets]
 
 
-def dedup_reduce(bucket: int, *, map_paths: Sequence[str], map_offsets: Sequence[Sequence[int]],
-                 out_path: str, so: StorageOptions = None) -> list[int]:
+def dedup_reduce(
+    bucket: int,
+    *,
+    map_paths: Sequence[str],
+    map_offsets: Sequence[Sequence[int]],
+    out_path: str,
+    so: StorageOptions = None,
+) -> list[int]:
     """Find the repeats in one bucket (first occurrence kept); return per-block bounds."""
-    segs = [load_npy_rows(p, o[bucket], o[bucket + 1], so) for p, o in zip(map_paths, map_offsets,
-                                                                           strict=True)]
+    segs = [load_npy_rows(p, o[bucket], o[bucket + 1], so) for p, o in zip(map_paths, map_offsets, strict=True)]
     block = np.concatenate([np.full(len(s), k, np.int64) for k, s in enumerate(segs)])
     data = np.concatenate(segs) if segs else np.empty((0, 3), np.int64)
     drop = tf.duplicate_rows(block, data[:, 0], data[:, 1], data[:, 2])
@@ -241,10 +281,18 @@ def _write_edges(path: str, src: IdArray, dst: IdArray, fmt: str, so: StorageOpt
     _formats.write_edge_chunk(path, src, dst, fmt=fmt, options=EDGE_OPTIONS[fmt], storage_options=so)
 
 
-def write_edges_block(block: int, *, ids_path: str, drop_loops: bool,
-                      drops: Sequence[tuple[str, Sequence[int]]], out_path: str,
-                      rev_path: str | None, mask_path: str, edge_format: str,
-                      so: StorageOptions = None) -> dict[str, Any]:
+def write_edges_block(
+    block: int,
+    *,
+    ids_path: str,
+    drop_loops: bool,
+    drops: Sequence[tuple[str, Sequence[int]]],
+    out_path: str,
+    rev_path: str | None,
+    mask_path: str,
+    edge_format: str,
+    so: StorageOptions = None,
+) -> dict[str, Any]:
     """Write one output edge chunk (and its reverse) from a staged block.
 
     ``drops`` are ``(drop file, per-block bounds)`` of every dedup bucket.
@@ -268,29 +316,31 @@ def write_edges_block(block: int, *, ids_path: str, drop_loops: bool,
     return {"rows": len(src), "mask": mask_path}
 
 
-def write_edge_feature_block(plan: SourcePlan, start: int, stop: int, edges: Mapping[str, Any],
-                             *, out_path: str, so: StorageOptions = None) -> int:
+def write_edge_feature_block(
+    plan: SourcePlan, start: int, stop: int, edges: Mapping[str, Any], *, out_path: str, so: StorageOptions = None
+) -> int:
     """Rows ``[start, stop)`` of an edge feature, masked like the edge chunk, cast, written."""
     if not edges["rows"]:
         return 0
     rows = read_feature_rows(plan, start, stop, so)
     if edges["mask"] is not None:
         rows = rows[load_npy_rows(edges["mask"], so=so)]
-    _formats.write_feature_chunk(out_path, tf.cast_rows(rows, plan.out_dtype), fmt="numpy",
-                                 storage_options=so)
+    _formats.write_feature_chunk(out_path, tf.cast_rows(rows, plan.out_dtype), fmt="numpy", storage_options=so)
     return len(rows)
 
 
-def write_node_feature_block(plan: SourcePlan, start: int, stop: int, *, out_path: str,
-                             so: StorageOptions = None) -> int:
+def write_node_feature_block(
+    plan: SourcePlan, start: int, stop: int, *, out_path: str, so: StorageOptions = None
+) -> int:
     """Rows ``[start, stop)`` of a node feature, cast and written as ``.npy``."""
     rows = tf.cast_rows(read_feature_rows(plan, start, stop, so), plan.out_dtype)
     _formats.write_feature_chunk(out_path, rows, fmt="numpy", storage_options=so)
     return len(rows)
 
 
-def write_loops_block(start: int, stop: int, *, out_path: str, rev_path: str | None,
-                      edge_format: str, so: StorageOptions = None) -> int:
+def write_loops_block(
+    start: int, stop: int, *, out_path: str, rev_path: str | None, edge_format: str, so: StorageOptions = None
+) -> int:
     """Self loops ``(i, i)`` for nodes ``[start, stop)`` (and the same for the reverse)."""
     src, dst = tf.self_loop_edges(start, stop)
     _write_edges(out_path, src, dst, edge_format, so)
@@ -299,10 +349,10 @@ def write_loops_block(start: int, stop: int, *, out_path: str, rev_path: str | N
     return len(src)
 
 
-def write_fill_block(rows: int, plan: SourcePlan, fill: float, *, out_path: str,
-                     so: StorageOptions = None) -> int:
+def write_fill_block(rows: int, plan: SourcePlan, fill: float, *, out_path: str, so: StorageOptions = None) -> int:
     """The feature rows of added self loops: ``fill`` in the feature's output dtype."""
     dtype = plan.out_dtype if plan.out_dtype is not None else np.dtype("float32")
-    _formats.write_feature_chunk(out_path, tf.fill_rows(rows, plan.row_shape, dtype, fill),
-                                 fmt="numpy", storage_options=so)
+    _formats.write_feature_chunk(
+        out_path, tf.fill_rows(rows, plan.row_shape, dtype, fill), fmt="numpy", storage_options=so
+    )
     return rows

@@ -136,7 +136,6 @@ def cast_rows(array: npt.NDArray[Any], dtype: np.dtype[Any] | None) -> npt.NDArr
     return array.astype(dtype)
 
 
-def fill_rows(rows: int, row_shape: tuple[int, ...], dtype: np.dtype[Any], value: float
-              ) -> npt.NDArray[Any]:
+def fill_rows(rows: int, row_shape: tuple[int, ...], dtype: np.dtype[Any], value: float) -> npt.NDArray[Any]:
     """``rows`` feature rows all equal to ``value`` (the features of added self loops)."""
     return np.full((rows, *row_shape), value).astype(dtype)

@@ -82,38 +82,62 @@ class Run:
         keys, edges = {}, {}
         for t, node in self.plan.nodes.items():
             if node.key is not None:
-                keys[t] = [self.task(tasks.stage_key_block, node.key, pieces, num_buckets=self.B,
-                                     stage_path=self.staged("keys", t, f"{j}.arrow"),
-                                     out_path=_fs.join(self.out, f"node_keys/{t}/orig_key-{j}.parquet"),
-                                     so=self.so, name=f"read-keys-{t}-{j}")
-                           for j, pieces in enumerate(node.key_blocks)]
+                keys[t] = [
+                    self.task(
+                        tasks.stage_key_block,
+                        node.key,
+                        pieces,
+                        num_buckets=self.B,
+                        stage_path=self.staged("keys", t, f"{j}.arrow"),
+                        out_path=_fs.join(self.out, f"node_keys/{t}/orig_key-{j}.parquet"),
+                        so=self.so,
+                        name=f"read-keys-{t}-{j}",
+                    )
+                    for j, pieces in enumerate(node.key_blocks)
+                ]
         for e, rel in self.plan.relations.items():
             nodes = (self.plan.nodes[rel.spec.src_type], self.plan.nodes[rel.spec.dst_type])
-            ends = EdgeEnds(types=rel.end_types, keyed=rel.keyed, names=("source", "destination"),
-                            counts=(nodes[0].count, nodes[1].count))
-            edges[e] = [self.task(tasks.stage_edge_block, rel.source, pieces, ends,
-                                  num_buckets=self.B, ids_path=self.staged("edges", e, k, "ids.npy"),
-                                  end_paths=[self.staged("edges", e, k, f"end{j}.arrow") for j in (0, 1)],
-                                  so=self.so, name=f"read-edges-{e}-{k}")
-                        for k, pieces in enumerate(rel.blocks)]
+            ends = EdgeEnds(
+                types=rel.end_types,
+                keyed=rel.keyed,
+                names=("source", "destination"),
+                counts=(nodes[0].count, nodes[1].count),
+            )
+            edges[e] = [
+                self.task(
+                    tasks.stage_edge_block,
+                    rel.source,
+                    pieces,
+                    ends,
+                    num_buckets=self.B,
+                    ids_path=self.staged("edges", e, k, "ids.npy"),
+                    end_paths=[self.staged("edges", e, k, f"end{j}.arrow") for j in (0, 1)],
+                    so=self.so,
+                    name=f"read-edges-{e}-{k}",
+                )
+                for k, pieces in enumerate(rel.blocks)
+            ]
         done_keys, done_edges = compute(keys, edges)  # type: ignore[no-untyped-call]
         return done_keys, done_edges
 
-    def after_read(self, keys: Mapping[str, list[dict[str, Any]]],
-                   edges: Mapping[str, list[dict[str, Any]]]) -> None:
+    def after_read(self, keys: Mapping[str, list[dict[str, Any]]], edges: Mapping[str, list[dict[str, Any]]]) -> None:
         """Record row counts and locators from phase 1; recheck the counts it revealed."""
         self.key_starts = {t: _bounds([r["rows"] for r in res]) for t, res in keys.items()}
-        self.key_locators = {t: RowLocator.build(self.plan.nodes[t].key_blocks,
-                                                 [r["piece_rows"] for r in res],
-                                                 header=self.plan.nodes[t].key.spec.header)  # type: ignore[union-attr]
-                             for t, res in keys.items()}
+        self.key_locators = {
+            t: RowLocator.build(
+                self.plan.nodes[t].key_blocks, [r["piece_rows"] for r in res], header=self.plan.nodes[t].key.spec.header
+            )  # type: ignore[union-attr]
+            for t, res in keys.items()
+        }
         for e, res in edges.items():
             self.edge_starts[e] = _bounds([r["rows"] for r in res])
             rel = self.plan.relations[e]
-            self.locators[e] = RowLocator.build(rel.blocks, [r["piece_rows"] for r in res],
-                                                header=rel.source.spec.header)
-        self.plan = with_counts(self.plan, {t: s[-1] for t, s in self.key_starts.items()},
-                                {e: s[-1] for e, s in self.edge_starts.items()})
+            self.locators[e] = RowLocator.build(
+                rel.blocks, [r["piece_rows"] for r in res], header=rel.source.spec.header
+            )
+        self.plan = with_counts(
+            self.plan, {t: s[-1] for t, s in self.key_starts.items()}, {e: s[-1] for e, s in self.edge_starts.items()}
+        )
 
     # --- phase 2 -------------------------------------------------------------------
     def _consumers(self, ntype: str, bucket: int) -> list[dict[str, Any]]:
@@ -121,13 +145,18 @@ class Run:
         for e, rel in self.plan.relations.items():
             for j, end_type in enumerate((rel.spec.src_type, rel.spec.dst_type)):
                 if end_type == ntype and rel.keyed[j]:
-                    out.append({"id": f"{e}|{j}", "where": rel.source.where,
-                                "end": ("source", "destination")[j],
-                                "key_where": self.plan.nodes[ntype].spec.key.where,  # type: ignore[union-attr]
-                                "paths": [self.staged("edges", e, k, f"end{j}.arrow")
-                                          for k in range(len(rel.blocks))],
-                                "starts": self.edge_starts[e], "locator": self.locators[e],
-                                "out": self.staged("join", e, f"end{j}", f"{bucket}.npy")})
+                    out.append(
+                        {
+                            "id": f"{e}|{j}",
+                            "where": rel.source.where,
+                            "end": ("source", "destination")[j],
+                            "key_where": self.plan.nodes[ntype].spec.key.where,  # type: ignore[union-attr]
+                            "paths": [self.staged("edges", e, k, f"end{j}.arrow") for k in range(len(rel.blocks))],
+                            "starts": self.edge_starts[e],
+                            "locator": self.locators[e],
+                            "out": self.staged("join", e, f"end{j}", f"{bucket}.npy"),
+                        }
+                    )
         return out
 
     def join(self) -> None:
@@ -135,25 +164,45 @@ class Run:
         joins: dict[str, list[Any]] = {}
         for t in self.key_starts:
             node = self.plan.nodes[t]
-            joins[t] = [self.task(tasks.join_bucket, b, where=node.spec.key.where,  # type: ignore[union-attr]
-                                  key_paths=[self.staged("keys", t, f"{j}.arrow")
-                                             for j in range(len(node.key_blocks))],
-                                  key_starts=self.key_starts[t], key_locator=self.key_locators[t],
-                                  consumers=self._consumers(t, b), so=self.so,
-                                  name=f"join-{t}-{b}") for b in range(self.B)]
-        resolves = [self._resolve(e, rel, joins) for e, rel in self.plan.relations.items()
-                    if any(rel.keyed)]
+            joins[t] = [
+                self.task(
+                    tasks.join_bucket,
+                    b,
+                    where=node.spec.key.where,  # type: ignore[union-attr]
+                    key_paths=[self.staged("keys", t, f"{j}.arrow") for j in range(len(node.key_blocks))],
+                    key_starts=self.key_starts[t],
+                    key_locator=self.key_locators[t],
+                    consumers=self._consumers(t, b),
+                    so=self.so,
+                    name=f"join-{t}-{b}",
+                )
+                for b in range(self.B)
+            ]
+        resolves = [self._resolve(e, rel, joins) for e, rel in self.plan.relations.items() if any(rel.keyed)]
         compute(joins, resolves)  # type: ignore[no-untyped-call]
         self.joined = {e for e, rel in self.plan.relations.items() if any(rel.keyed)}
 
     def _resolve(self, e: str, rel: RelationPlan, joins: Mapping[str, list[Any]]) -> list[Any]:
-        ends = [(j, f"{e}|{j}", [self.staged("join", e, f"end{j}", f"{b}.npy") for b in range(self.B)])
-                for j in (0, 1) if rel.keyed[j]]
+        ends = [
+            (j, f"{e}|{j}", [self.staged("join", e, f"end{j}", f"{b}.npy") for b in range(self.B)])
+            for j in (0, 1)
+            if rel.keyed[j]
+        ]
         types = {t for j, t in enumerate((rel.spec.src_type, rel.spec.dst_type)) if rel.keyed[j]}
         deps = [r for t in sorted(types) for r in joins[t]]
-        return [self.task(tasks.resolve_block, k, ids_path=self.staged("edges", e, k, "ids.npy"),
-                          out_path=self.staged("edges", e, k, "resolved.npy"), ends=ends, joins=deps,
-                          so=self.so, name=f"resolve-{e}-{k}") for k in range(len(rel.blocks))]
+        return [
+            self.task(
+                tasks.resolve_block,
+                k,
+                ids_path=self.staged("edges", e, k, "ids.npy"),
+                out_path=self.staged("edges", e, k, "resolved.npy"),
+                ends=ends,
+                joins=deps,
+                so=self.so,
+                name=f"resolve-{e}-{k}",
+            )
+            for k in range(len(rel.blocks))
+        ]
 
     # --- phase 3 -------------------------------------------------------------------
     def dedup(self) -> None:
@@ -162,17 +211,36 @@ class Run:
         for e, rel in self.plan.relations.items():
             if not rel.spec.dedup:
                 continue
-            maps = [self.task(tasks.dedup_map, ids_path=self.ids_path(e, k),
-                              drop_loops=rel.spec.self_loops != "keep", num_buckets=self.B,
-                              out_path=self.staged("dedup", e, "map", f"{k}.npy"), so=self.so,
-                              name=f"dedup-map-{e}-{k}") for k in range(len(rel.blocks))]
+            maps = [
+                self.task(
+                    tasks.dedup_map,
+                    ids_path=self.ids_path(e, k),
+                    drop_loops=rel.spec.self_loops != "keep",
+                    num_buckets=self.B,
+                    out_path=self.staged("dedup", e, "map", f"{k}.npy"),
+                    so=self.so,
+                    name=f"dedup-map-{e}-{k}",
+                )
+                for k in range(len(rel.blocks))
+            ]
             map_paths = [self.staged("dedup", e, "map", f"{k}.npy") for k in range(len(rel.blocks))]
-            reduces[e] = [self.task(tasks.dedup_reduce, b, map_paths=map_paths, map_offsets=maps,
-                                    out_path=self.staged("dedup", e, "drop", f"{b}.npy"), so=self.so,
-                                    name=f"dedup-reduce-{e}-{b}") for b in range(self.B)]
+            reduces[e] = [
+                self.task(
+                    tasks.dedup_reduce,
+                    b,
+                    map_paths=map_paths,
+                    map_offsets=maps,
+                    out_path=self.staged("dedup", e, "drop", f"{b}.npy"),
+                    so=self.so,
+                    name=f"dedup-reduce-{e}-{b}",
+                )
+                for b in range(self.B)
+            ]
         (done,) = compute(reduces)  # type: ignore[no-untyped-call]
-        self.drops = {e: [(self.staged("dedup", e, "drop", f"{b}.npy"), bounds)
-                          for b, bounds in enumerate(res)] for e, res in done.items()}
+        self.drops = {
+            e: [(self.staged("dedup", e, "drop", f"{b}.npy"), bounds) for b, bounds in enumerate(res)]
+            for e, res in done.items()
+        }
 
     # --- phase 4 -------------------------------------------------------------------
     def tags(self, rel: RelationPlan) -> list[str]:
@@ -186,8 +254,7 @@ class Run:
     def edge_paths(self, e: str, rel: RelationPlan) -> list[tuple[str, str | None]]:
         """``(forward, reverse)`` relative paths of every output edge chunk."""
         ext, rev = EDGE_EXTENSIONS[self.fmt], rel.spec.reverse_name
-        return [(f"edge_index/{e}-{t}.{ext}", f"edge_index/{rev}-{t}.{ext}" if rev else None)
-                for t in self.tags(rel)]
+        return [(f"edge_index/{e}-{t}.{ext}", f"edge_index/{rev}-{t}.{ext}" if rev else None) for t in self.tags(rel)]
 
     def _edge_tasks(self, e: str, rel: RelationPlan) -> tuple[list[Any], dict[str, list[Any]]]:
         paths, starts = self.edge_paths(e, rel), self.edge_starts[e]
@@ -195,35 +262,72 @@ class Run:
         feats: dict[str, list[Any]] = {f: [] for f in rel.features}
         for k in range(len(rel.blocks)):
             fwd, rev = paths[k]
-            res = self.task(tasks.write_edges_block, k, ids_path=self.ids_path(e, k),
-                            drop_loops=rel.spec.self_loops != "keep", drops=self.drops.get(e, []),
-                            out_path=_fs.join(self.out, fwd), mask_path=self.staged("mask", e, f"{k}.npy"),
-                            rev_path=_fs.join(self.out, rev) if rev else None, edge_format=self.fmt,
-                            so=self.so, name=f"write-edges-{e}-{k}")
+            res = self.task(
+                tasks.write_edges_block,
+                k,
+                ids_path=self.ids_path(e, k),
+                drop_loops=rel.spec.self_loops != "keep",
+                drops=self.drops.get(e, []),
+                out_path=_fs.join(self.out, fwd),
+                mask_path=self.staged("mask", e, f"{k}.npy"),
+                rev_path=_fs.join(self.out, rev) if rev else None,
+                edge_format=self.fmt,
+                so=self.so,
+                name=f"write-edges-{e}-{k}",
+            )
             chunks.append(res)
             for f, plan in rel.features.items():
-                feats[f].append(self.task(
-                    tasks.write_edge_feature_block, plan, starts[k], starts[k + 1], res,
-                    out_path=_fs.join(self.out, f"edge_data/{e}/{f}-{k}.npy"), so=self.so,
-                    name=f"write-edge-feature-{e}-{f}-{k}"))
+                feats[f].append(
+                    self.task(
+                        tasks.write_edge_feature_block,
+                        plan,
+                        starts[k],
+                        starts[k + 1],
+                        res,
+                        out_path=_fs.join(self.out, f"edge_data/{e}/{f}-{k}.npy"),
+                        so=self.so,
+                        name=f"write-edge-feature-{e}-{f}-{k}",
+                    )
+                )
         if rel.spec.self_loops == "add":
-            self._loop_tasks(e, rel, paths[len(rel.blocks):], chunks, feats)
+            self._loop_tasks(e, rel, paths[len(rel.blocks) :], chunks, feats)
         return chunks, feats
 
-    def _loop_tasks(self, e: str, rel: RelationPlan, paths: list[tuple[str, str | None]],
-                    chunks: list[Any], feats: dict[str, list[Any]]) -> None:
+    def _loop_tasks(
+        self,
+        e: str,
+        rel: RelationPlan,
+        paths: list[tuple[str, str | None]],
+        chunks: list[Any],
+        feats: dict[str, list[Any]],
+    ) -> None:
         sizes = _split(self.plan.nodes[rel.spec.src_type].count or 0, rel.num_chunks)
         bounds = _bounds(sizes)
         for c, (fwd, rev) in enumerate(paths):
-            chunks.append(self.task(tasks.write_loops_block, bounds[c], bounds[c + 1],
-                                    out_path=_fs.join(self.out, fwd), edge_format=self.fmt,
-                                    rev_path=_fs.join(self.out, rev) if rev else None, so=self.so,
-                                    name=f"write-loops-{e}-{c}"))
+            chunks.append(
+                self.task(
+                    tasks.write_loops_block,
+                    bounds[c],
+                    bounds[c + 1],
+                    out_path=_fs.join(self.out, fwd),
+                    edge_format=self.fmt,
+                    rev_path=_fs.join(self.out, rev) if rev else None,
+                    so=self.so,
+                    name=f"write-loops-{e}-{c}",
+                )
+            )
             for f, plan in rel.features.items():
-                feats[f].append(self.task(
-                    tasks.write_fill_block, sizes[c], plan, rel.spec.self_loop_fill,
-                    out_path=_fs.join(self.out, f"edge_data/{e}/{f}-loops-{c}.npy"), so=self.so,
-                    name=f"write-loop-feature-{e}-{f}-{c}"))
+                feats[f].append(
+                    self.task(
+                        tasks.write_fill_block,
+                        sizes[c],
+                        plan,
+                        rel.spec.self_loop_fill,
+                        out_path=_fs.join(self.out, f"edge_data/{e}/{f}-loops-{c}.npy"),
+                        so=self.so,
+                        name=f"write-loop-feature-{e}-{f}-{c}",
+                    )
+                )
 
     def _node_tasks(self) -> dict[str, dict[str, list[Any]]]:
         out: dict[str, dict[str, list[Any]]] = {}
@@ -231,10 +335,18 @@ class Run:
             bounds = _bounds(_split(node.count or 0, node.num_chunks))
             for f, plan in node.features.items():
                 out.setdefault(t, {})[f] = [
-                    self.task(tasks.write_node_feature_block, plan, bounds[c], bounds[c + 1],
-                              out_path=_fs.join(self.out, f"node_data/{t}/{f}-{c}.npy"),
-                              so=self.so, name=f"write-node-feature-{t}-{f}-{c}")
-                    for c in range(len(bounds) - 1) if bounds[c + 1] > bounds[c]]
+                    self.task(
+                        tasks.write_node_feature_block,
+                        plan,
+                        bounds[c],
+                        bounds[c + 1],
+                        out_path=_fs.join(self.out, f"node_data/{t}/{f}-{c}.npy"),
+                        so=self.so,
+                        name=f"write-node-feature-{t}-{f}-{c}",
+                    )
+                    for c in range(len(bounds) - 1)
+                    if bounds[c + 1] > bounds[c]
+                ]
         return out
 
     def write(self) -> dict[str, Any]:
@@ -252,14 +364,18 @@ class Run:
             "node_type": [n.spec.name for n in nodes],
             "num_nodes_per_type": [n.count or 0 for n in nodes],
             "num_nodes_per_chunk": [_split(n.count or 0, n.num_chunks) for n in nodes],
-            "edge_type": [], "num_edges_per_type": [], "num_edges_per_chunk": [],
-            "edges": {}, "node_data": {}, "edge_data": {},
+            "edge_type": [],
+            "num_edges_per_type": [],
+            "num_edges_per_chunk": [],
+            "edges": {},
+            "node_data": {},
+            "edge_data": {},
         }
         numpy_fmt = {"name": "numpy"}
         for t, feats in done["nodes"].items():
             n = self.plan.nodes[t].num_chunks
             for f, rows in feats.items():
-                data = [f"node_data/{t}/{f}-{c}.npy" for c in range(n)][:len(rows)]
+                data = [f"node_data/{t}/{f}-{c}.npy" for c in range(n)][: len(rows)]
                 meta["node_data"].setdefault(t, {})[f] = {"format": numpy_fmt, "data": data}
         edge_fmt = {"name": self.fmt, **tasks.EDGE_OPTIONS[self.fmt]}
         for e, rel in self.plan.relations.items():
@@ -275,8 +391,7 @@ class Run:
                 meta["num_edges_per_chunk"].append([rows[i] for i in keep])
                 meta["edges"][name] = {"format": edge_fmt, "data": [paths[i][side] for i in keep]}
                 if feat_paths:
-                    meta["edge_data"][name] = {f: {"format": numpy_fmt, "data": d}
-                                               for f, d in feat_paths.items()}
+                    meta["edge_data"][name] = {f: {"format": numpy_fmt, "data": d} for f, d in feat_paths.items()}
         return meta
 
     def _edge_feature_paths(self, e: str, rel: RelationPlan, feat: str, keep: list[int]) -> list[str]:
@@ -289,8 +404,11 @@ class Run:
         for t, res in keys.items():
             rows = [r["rows"] for r in res]
             key_type = self.plan.nodes[t].key.key_type  # type: ignore[union-attr]
-            out[t] = {"format": {"name": "parquet"}, "column": "orig_key",
-                      "dtype": "int64" if str(key_type) == "int64" else "string",
-                      "data": [f"node_keys/{t}/orig_key-{j}.parquet" for j, n in enumerate(rows) if n],
-                      "num_rows_per_chunk": [n for n in rows if n]}
+            out[t] = {
+                "format": {"name": "parquet"},
+                "column": "orig_key",
+                "dtype": "int64" if str(key_type) == "int64" else "string",
+                "data": [f"node_keys/{t}/orig_key-{j}.parquet" for j, n in enumerate(rows) if n],
+                "num_rows_per_chunk": [n for n in rows if n],
+            }
         return out

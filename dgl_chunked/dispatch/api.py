@@ -153,22 +153,30 @@ def dispatch(
     parts, num_parts, method = _resolve_assignment(graph, assignment, num_parts, storage_options)
     out = str(out_dir)
     _prepare_out_dir(out, opts.overwrite, storage_options)
-    staging = Staging(opts.staging_dir or fs.join(out, "_staging"), storage_options,
-                      token=uuid.uuid4().hex, lookup_cache_bytes=opts.lookup_cache_bytes)
-    fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options,
-                               extra_node_data or {})
+    staging = Staging(
+        opts.staging_dir or fs.join(out, "_staging"),
+        storage_options,
+        token=uuid.uuid4().hex,
+        lookup_cache_bytes=opts.lookup_cache_bytes,
+    )
+    fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
     if staging.start(fingerprint):
         logger.info("resuming from the staging in %s", staging.root)
     runner = _Runner(client=client, progress=opts.progress)
     meta = graph.metadata
 
-    node_layout, node_starts, node_counts = stage_nodes(graph, parts, num_parts, staging,
-                                                        opts.block_rows, runner)
+    node_layout, node_starts, node_counts = stage_nodes(graph, parts, num_parts, staging, opts.block_rows, runner)
     _warn_empty(meta.node_data, meta.node_types, node_layout, "node")
     try:
         edge_counts, node_feats, edge_feats = stage_edges_and_features(
-            graph, staging, node_layout, num_parts, runner,
-            extra_node_data=extra_node_data or {}, block_rows=opts.block_rows)
+            graph,
+            staging,
+            node_layout,
+            num_parts,
+            runner,
+            extra_node_data=extra_node_data or {},
+            block_rows=opts.block_rows,
+        )
     finally:  # only the edge staging uses the node-ID cache: free the workers' memory
         runner.run_everywhere(clear_lookup_cache)
     edge_layout = layout_ids(edge_counts)
@@ -176,33 +184,45 @@ def dispatch(
     _warn_empty(meta.edge_data, etypes, edge_layout, "edge")
 
     plan = PartitionPlan(
-        staging=staging, out_dir=out, storage_options=storage_options,
-        ntypes=tuple(meta.node_types), etypes=etypes,
-        node_layout=node_layout, edge_layout=edge_layout,
-        node_block_starts=node_starts, node_block_counts=node_counts,
+        staging=staging,
+        out_dir=out,
+        storage_options=storage_options,
+        ntypes=tuple(meta.node_types),
+        etypes=etypes,
+        node_layout=node_layout,
+        edge_layout=edge_layout,
+        node_block_starts=node_starts,
+        node_block_counts=node_counts,
         edge_chunk_counts=tuple(edge_counts),
-        node_features=node_feats, edge_features=edge_feats,
+        node_features=node_feats,
+        edge_features=edge_feats,
         graph_formats=tuple(f for f in GRAPH_FORMATS if f in opts.graph_formats),
-        save_orig_nids=opts.save_orig_nids, save_orig_eids=opts.save_orig_eids,
-        halo_hops=opts.halo_hops, keep_halo_edges=opts.keep_halo_edges or opts.halo_hops > 1,
+        save_orig_nids=opts.save_orig_nids,
+        save_orig_eids=opts.save_orig_eids,
+        halo_hops=opts.halo_hops,
+        keep_halo_edges=opts.keep_halo_edges or opts.halo_hops > 1,
     )
-    writes = [dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
-              for p in range(num_parts)]
+    writes = [
+        dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
+        for p in range(num_parts)
+    ]
     summaries = list(runner.compute(writes, "write partitions"))
     for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete
         publish_partition(out, p, storage_options)
     config = PartitionConfig(
-        graph_name=meta.graph_name, num_parts=num_parts,
-        node_map=node_layout.to_map(meta.node_types), edge_map=edge_layout.to_map(etypes),
+        graph_name=meta.graph_name,
+        num_parts=num_parts,
+        node_map=node_layout.to_map(meta.node_types),
+        edge_map=edge_layout.to_map(etypes),
         ntypes={t: i for i, t in enumerate(meta.node_types)},
         etypes={e: i for i, e in enumerate(etypes)},
-        part_method=opts.part_method or method, halo_hops=opts.halo_hops,
+        part_method=opts.part_method or method,
+        halo_hops=opts.halo_hops,
     )
     path = write_partition_config(out, config, storage_options=storage_options)
     if not opts.keep_staging:
         staging.wipe()
-    return DispatchResult(config_path=path, config=config, partitions=summaries,
-                          stage_seconds=dict(runner.seconds))
+    return DispatchResult(config_path=path, config=config, partitions=summaries, stage_seconds=dict(runner.seconds))
 
 
 def _check_formats(formats: Sequence[str]) -> None:
@@ -214,15 +234,16 @@ def _check_formats(formats: Sequence[str]) -> None:
 
 
 def _resolve_assignment(
-    graph: ChunkedGraph, assignment: PathLike | Mapping[str, da.Array], num_parts: int | None,
+    graph: ChunkedGraph,
+    assignment: PathLike | Mapping[str, da.Array],
+    num_parts: int | None,
     storage_options: StorageOptions,
 ) -> tuple[dict[str, da.Array], int, str]:
     if isinstance(assignment, Mapping):
         if num_parts is None:
             raise ValueError("num_parts is required when the assignment is given as arrays")
         return dict(assignment), num_parts, "custom"
-    meta, parts = open_assignment(assignment, graph.metadata, num_parts=num_parts,
-                                  storage_options=storage_options)
+    meta, parts = open_assignment(assignment, graph.metadata, num_parts=num_parts, storage_options=storage_options)
     return parts, meta.num_parts, _method_name(assignment, meta.algo_name, storage_options)
 
 
@@ -265,17 +286,25 @@ def _write_partition_once(plan: PartitionPlan, part: int) -> dict[str, int]:
     """Write a partition unless a resumed run already finished it."""
     key = f"write/{part}"
     done = plan.staging.done_value(key)
-    if done is not MISSING and any(fs.exists(fs.join(plan.out_dir, name), plan.storage_options)
-                                   for name in (part_dir_name(part), tmp_dir_name(part))):
+    if done is not MISSING and any(
+        fs.exists(fs.join(plan.out_dir, name), plan.storage_options)
+        for name in (part_dir_name(part), tmp_dir_name(part))
+    ):
         return dict(done)
     summary = write_partition(plan, part)
     plan.staging.mark_done(key, summary)
     return summary
 
 
-def _fingerprint(graph: ChunkedGraph, assignment: Any, parts: Mapping[str, da.Array], num_parts: int,
-                 opts: DispatchOptions, storage_options: StorageOptions,
-                 extra_node_data: Mapping[str, Mapping[str, da.Array]]) -> str:
+def _fingerprint(
+    graph: ChunkedGraph,
+    assignment: Any,
+    parts: Mapping[str, da.Array],
+    num_parts: int,
+    opts: DispatchOptions,
+    storage_options: StorageOptions,
+    extra_node_data: Mapping[str, Mapping[str, da.Array]],
+) -> str:
     """Identify the input files, the assignment and the options: a resumed run must match."""
     from dask.base import tokenize
 
@@ -283,19 +312,37 @@ def _fingerprint(graph: ChunkedGraph, assignment: Any, parts: Mapping[str, da.Ar
     for kind, data in (("node", graph.metadata.node_data), ("edge", graph.metadata.edge_data)):
         for type_name, feats in data.items():
             for feat in feats:
-                refs = (graph.node_feature_chunks(type_name, feat) if kind == "node"
-                        else graph.edge_feature_chunks(type_name, feat))
+                refs = (
+                    graph.node_feature_chunks(type_name, feat)
+                    if kind == "node"
+                    else graph.edge_feature_chunks(type_name, feat)
+                )
                 files += [r.path for r in refs]
     if isinstance(assignment, Mapping):
         assign_token = tokenize(*(parts[t] for t in graph.metadata.node_types))
     else:
         names = [*(f"{t}.txt" for t in graph.metadata.node_types), "partition_meta.json"]
         assign_token = tokenize(*(_stat(fs.join(str(assignment), n), storage_options) for n in names))
-    option_token = tokenize(opts.save_orig_nids, opts.save_orig_eids, opts.graph_formats,
-                            opts.block_rows, opts.part_method, opts.halo_hops, opts.keep_halo_edges,
-                            sorted((t, n, tokenize(a)) for t, d in extra_node_data.items() for n, a in d.items()))
-    return str(tokenize(STAGING_FORMAT, graph.metadata.fingerprint(),
-                        [_stat(f, storage_options) for f in files], assign_token, num_parts, option_token))
+    option_token = tokenize(
+        opts.save_orig_nids,
+        opts.save_orig_eids,
+        opts.graph_formats,
+        opts.block_rows,
+        opts.part_method,
+        opts.halo_hops,
+        opts.keep_halo_edges,
+        sorted((t, n, tokenize(a)) for t, d in extra_node_data.items() for n, a in d.items()),
+    )
+    return str(
+        tokenize(
+            STAGING_FORMAT,
+            graph.metadata.fingerprint(),
+            [_stat(f, storage_options) for f in files],
+            assign_token,
+            num_parts,
+            option_token,
+        )
+    )
 
 
 def _stat(path: str, storage_options: StorageOptions) -> tuple[str, Any, Any]:
@@ -360,8 +407,7 @@ def _current_client() -> Any:
         return None
 
 
-def _warn_empty(data: Mapping[str, Mapping[str, Any]], names: Sequence[str], layout: IdLayout,
-                kind: str) -> None:
+def _warn_empty(data: Mapping[str, Mapping[str, Any]], names: Sequence[str], layout: IdLayout, kind: str) -> None:
     sizes = layout.sizes()
     for t, name in enumerate(names):
         if not data.get(name):

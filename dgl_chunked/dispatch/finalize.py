@@ -25,8 +25,7 @@ from dgl_chunked.dispatch.staging import Staging, segment_bounds
 from dgl_chunked.io import fs
 from dgl_chunked.io.dgl_format import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
 
-__all__ = ["FeatureStage", "PartitionPlan", "write_partition", "publish_partition", "part_dir_name",
-           "tmp_dir_name"]
+__all__ = ["FeatureStage", "PartitionPlan", "write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
 
 BLOCK = 1 << 20
 DENSE_BYTES = 256 << 20
@@ -166,8 +165,7 @@ class HaloIndex:
 def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
     lo, hi = (int(x) for x in plan.node_layout.part_starts[part : part + 2])
     hop1 = _halo_nodes(plan, part, lo, hi)
-    extra = (collect_halo_edges(plan, part, hop1, plan.halo_hops) if plan.keep_halo_edges
-             else HaloEdges.empty())
+    extra = collect_halo_edges(plan, part, hop1, plan.halo_hops) if plan.keep_halo_edges else HaloEdges.empty()
     halo = _sorted_unique(np.concatenate([hop1, extra.src[(extra.src < lo) | (extra.src >= hi)]]))
     n_inner = hi - lo
     e_lo = int(plan.edge_layout.ranges[part, 0, 0])
@@ -215,8 +213,11 @@ def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
         "inner_node": _blocks((n_nodes,), np.uint8, lambda: _flag_blocks(n_inner, n_nodes)),
     }
     if plan.keep_halo_edges:  # as partition_graph: the owner of every local node
-        ndata["part_id"] = _blocks((n_nodes,), np.int64, lambda: (
-            owner_of(ids, plan.node_layout.part_starts).astype(np.int64) for ids in node_ids()))
+        ndata["part_id"] = _blocks(
+            (n_nodes,),
+            np.int64,
+            lambda: (owner_of(ids, plan.node_layout.part_starts).astype(np.int64) for ids in node_ids()),
+        )
     return HomogeneousGraph(
         num_nodes=n_nodes,
         src=_blocks((n_edges,), np.int64, local_src),
@@ -236,8 +237,9 @@ def _flag_blocks(ones: int, total: int) -> Iterator[npt.NDArray[np.uint8]]:
     yield from _const_blocks(total - ones, 0, np.uint8)
 
 
-def _feature_tensors(plan: PartitionPlan, features: tuple[FeatureStage, ...], layout: IdLayout,
-                     part: int) -> dict[str, ArrayBlocks]:
+def _feature_tensors(
+    plan: PartitionPlan, features: tuple[FeatureStage, ...], layout: IdLayout, part: int
+) -> dict[str, ArrayBlocks]:
     sizes = layout.sizes()[part]
     out = {}
     for feat in features:
@@ -257,8 +259,9 @@ def _orig_nids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
         starts = plan.node_block_starts[t]
         counts = plan.node_block_counts[t]
 
-        def segments(t: int = t, ntype: str = ntype, starts: tuple[int, ...] = starts,
-                     counts: npt.NDArray[np.int64] = counts) -> Iterator[npt.NDArray[np.int64]]:
+        def segments(
+            t: int = t, ntype: str = ntype, starts: tuple[int, ...] = starts, counts: npt.NDArray[np.int64] = counts
+        ) -> Iterator[npt.NDArray[np.int64]]:
             arr = plan.staging.open(node_array(ntype, "sorted_type_nid"))
             for b, start in enumerate(starts):
                 lo, hi = segment_bounds(counts[b], part)
@@ -306,20 +309,28 @@ def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
     graph = _graph(plan, part)
     so = plan.storage_options
     write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=so)
-    write_tensor_dict(fs.join(tmp, "node_feat.dgl"),
-                      _feature_tensors(plan, plan.node_features, plan.node_layout, part),
-                      storage_options=so)
-    write_tensor_dict(fs.join(tmp, "edge_feat.dgl"),
-                      _feature_tensors(plan, plan.edge_features, plan.edge_layout, part),
-                      storage_options=so)
+    write_tensor_dict(
+        fs.join(tmp, "node_feat.dgl"),
+        _feature_tensors(plan, plan.node_features, plan.node_layout, part),
+        storage_options=so,
+    )
+    write_tensor_dict(
+        fs.join(tmp, "edge_feat.dgl"),
+        _feature_tensors(plan, plan.edge_features, plan.edge_layout, part),
+        storage_options=so,
+    )
     if plan.save_orig_nids:
         write_tensor_dict(fs.join(tmp, "orig_nids.dgl"), _orig_nids(plan, part), storage_options=so)
     if plan.save_orig_eids:
         write_tensor_dict(fs.join(tmp, "orig_eids.dgl"), _orig_eids(plan, part), storage_options=so)
     n_inner = int(plan.node_layout.sizes()[part].sum())
     n_owned = int(plan.edge_layout.sizes()[part].sum())
-    return {"inner_nodes": n_inner, "halo_nodes": graph.num_nodes - n_inner, "edges": n_owned,
-            "halo_edges": int(graph.edata["_ID"].shape[0]) - n_owned}
+    return {
+        "inner_nodes": n_inner,
+        "halo_nodes": graph.num_nodes - n_inner,
+        "edges": n_owned,
+        "halo_edges": int(graph.edata["_ID"].shape[0]) - n_owned,
+    }
 
 
 def tmp_dir_name(part: int) -> str:
@@ -337,6 +348,6 @@ def publish_partition(out_dir: str, part: int, storage_options: StorageOptions) 
     if fs.is_url(out_dir) and not out_dir.startswith("file://"):
         # object stores have no directories: move the objects one by one
         for src in filesystem.find(tmp_inner):
-            filesystem.mv(src, final_inner + src[len(tmp_inner):])
+            filesystem.mv(src, final_inner + src[len(tmp_inner) :])
     else:
         filesystem.mv(tmp_inner, final_inner, recursive=True)

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-
 if TYPE_CHECKING:
     from dgl_chunked.dispatch.finalize import PartitionPlan
 

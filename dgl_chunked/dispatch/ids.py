@@ -75,10 +75,7 @@ class IdLayout:
 
     def to_map(self, names: Sequence[str]) -> dict[str, list[list[int]]]:
         """DGL's ``node_map`` / ``edge_map``: ``{type name: [[start, end], ...per partition]}``."""
-        return {
-            name: [[int(s), int(e)] for s, e in self.ranges[:, t, :]]
-            for t, name in enumerate(names)
-        }
+        return {name: [[int(s), int(e)] for s, e in self.ranges[:, t, :]] for t, name in enumerate(names)}
 
 
 def layout_ids(counts: Sequence[npt.NDArray[np.integer]]) -> IdLayout:
@@ -113,9 +110,7 @@ def count_owners(owner: npt.NDArray[np.integer], num_parts: int) -> Int64s:
     return np.bincount(owner, minlength=num_parts).astype(np.int64)[:num_parts]
 
 
-def sort_by_owner(
-    owner: npt.NDArray[np.integer], num_parts: int
-) -> tuple[npt.NDArray[np.intp], Int64s]:
+def sort_by_owner(owner: npt.NDArray[np.integer], num_parts: int) -> tuple[npt.NDArray[np.intp], Int64s]:
     """Stable order that groups rows by owner, and the per-owner counts."""
     if num_parts <= 4:  # a pass per owner beats a sort when there are few owners
         groups = [np.flatnonzero(owner == p) for p in range(num_parts)]

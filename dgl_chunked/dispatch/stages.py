@@ -52,7 +52,11 @@ def feature_array(kind: str, type_name: str, feat: str, chunk: int) -> str:
 
 
 def stage_part_block(
-    staging: Staging, ntype: str, start: int, parts: npt.NDArray[Any], num_parts: int,
+    staging: Staging,
+    ntype: str,
+    start: int,
+    parts: npt.NDArray[Any],
+    num_parts: int,
     source: str,
 ) -> npt.NDArray[np.int64]:
     """Check and store one block of a node type's assignment; return its owner counts."""
@@ -69,9 +73,7 @@ def stage_part_block(
     return np.bincount(parts, minlength=num_parts).astype(np.int64)
 
 
-def stage_new_nid_block(
-    staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64]
-) -> None:
+def stage_new_nid_block(staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64]) -> None:
     """Number one block's nodes (ascending type_nid inside each partition) and group them by owner."""
     store = staging.store()
     owner = zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop]
@@ -95,16 +97,21 @@ def _check_ids(ids: npt.NDArray[np.int64], limit: int, ref: ChunkRef, column: st
 
 
 def stage_edge_chunk(
-    staging: Staging, etype: str, chunk: int, ref: ChunkRef, src_type: str, dst_type: str,
-    num_src: int, num_dst: int, part_starts: npt.NDArray[np.int64], *deps: object,
+    staging: Staging,
+    etype: str,
+    chunk: int,
+    ref: ChunkRef,
+    src_type: str,
+    dst_type: str,
+    num_src: int,
+    num_dst: int,
+    part_starts: npt.NDArray[np.int64],
+    *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Relabel one edge chunk, group it by owner (the destination's partition), store it."""
-    src, dst = read_edge_chunk(ref.path, fmt=ref.fmt, options=ref.options,
-                               storage_options=ref.storage_options)
+    src, dst = read_edge_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
     if src.shape[0] != ref.stop - ref.start:
-        raise ChunkMismatchError(
-            f"{ref.path}: has {src.shape[0]} edges, metadata.json says {ref.stop - ref.start}"
-        )
+        raise ChunkMismatchError(f"{ref.path}: has {src.shape[0]} edges, metadata.json says {ref.stop - ref.start}")
     _check_ids(src, num_src, ref, "source", src_type)
     _check_ids(dst, num_dst, ref, "destination", dst_type)
     id_dtype = staged_id_dtype(int(part_starts[-1]))
@@ -116,23 +123,22 @@ def stage_edge_chunk(
     order, counts = sort_by_owner(owner, num_parts)
     staging.write_sorted(edge_array(etype, chunk, "new_src"), new_src[order], counts)
     staging.write_sorted(edge_array(etype, chunk, "new_dst"), new_dst[order], counts)
-    staging.write_sorted(edge_array(etype, chunk, "owner"),
-                         owner.astype(compact_owner_dtype(num_parts)), counts)
+    staging.write_sorted(edge_array(etype, chunk, "owner"), owner.astype(compact_owner_dtype(num_parts)), counts)
     return counts
 
 
 def _read_feature(ref: ChunkRef) -> npt.NDArray[Any]:
-    rows = read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options,
-                              storage_options=ref.storage_options)
+    rows = read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
     if rows.shape[0] != ref.stop - ref.start:
-        raise ChunkMismatchError(
-            f"{ref.path}: has {rows.shape[0]} rows, expected {ref.stop - ref.start}"
-        )
+        raise ChunkMismatchError(f"{ref.path}: has {rows.shape[0]} rows, expected {ref.stop - ref.start}")
     return rows
 
 
 def _stage_feature_rows(
-    staging: Staging, name: str, rows: npt.NDArray[Any], owner: npt.NDArray[np.int32],
+    staging: Staging,
+    name: str,
+    rows: npt.NDArray[Any],
+    owner: npt.NDArray[np.int32],
     num_parts: int,
 ) -> npt.NDArray[np.int64]:
     order, counts = sort_by_owner(owner, num_parts)
@@ -141,25 +147,41 @@ def _stage_feature_rows(
 
 
 def stage_node_feature_chunk(
-    staging: Staging, ntype: str, feat: str, chunk: int, ref: ChunkRef, num_parts: int,
+    staging: Staging,
+    ntype: str,
+    feat: str,
+    chunk: int,
+    ref: ChunkRef,
+    num_parts: int,
     *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Group one node-feature chunk's rows by owner and store them."""
     rows = _read_feature(ref)
     owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
-    return _stage_feature_rows(staging, feature_array("node", ntype, feat, chunk), rows,
-                               np.asarray(owner[ref.start : ref.stop]), num_parts)
+    return _stage_feature_rows(
+        staging, feature_array("node", ntype, feat, chunk), rows, np.asarray(owner[ref.start : ref.stop]), num_parts
+    )
 
 
 def stage_node_data_block(
-    staging: Staging, ntype: str, name: str, block: int, start: int, rows: npt.NDArray[Any],
+    staging: Staging,
+    ntype: str,
+    name: str,
+    block: int,
+    start: int,
+    rows: npt.NDArray[Any],
     num_parts: int,
 ) -> npt.NDArray[np.int64]:
     """Group one block of computed node data (rows ``start...``) by owner and store it."""
     rows = np.asarray(rows)
     owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
-    return _stage_feature_rows(staging, feature_array("node", ntype, name, block), rows,
-                               np.asarray(owner[start : start + rows.shape[0]]), num_parts)
+    return _stage_feature_rows(
+        staging,
+        feature_array("node", ntype, name, block),
+        rows,
+        np.asarray(owner[start : start + rows.shape[0]]),
+        num_parts,
+    )
 
 
 def edge_owner_range(
@@ -181,11 +203,16 @@ def edge_owner_range(
 
 
 def stage_edge_feature_chunk(
-    staging: Staging, etype: str, feat: str, chunk: int, ref: ChunkRef, num_parts: int,
-    edge_chunk_starts: Sequence[int], *deps: object,
+    staging: Staging,
+    etype: str,
+    feat: str,
+    chunk: int,
+    ref: ChunkRef,
+    num_parts: int,
+    edge_chunk_starts: Sequence[int],
+    *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Group one edge-feature chunk's rows by owner (edge chunking may differ) and store them."""
     rows = _read_feature(ref)
     owner = edge_owner_range(staging, etype, edge_chunk_starts, ref.start, ref.stop)
-    return _stage_feature_rows(staging, feature_array("edge", etype, feat, chunk), rows,
-                               owner, num_parts)
+    return _stage_feature_rows(staging, feature_array("edge", etype, feat, chunk), rows, owner, num_parts)

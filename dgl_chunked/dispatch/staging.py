@@ -24,10 +24,10 @@ counts is complete; resume relies on that.
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import numpy.typing as npt
@@ -85,9 +85,7 @@ class Staging:
 
     def store(self) -> zarr.storage.StoreLike:
         if fs.is_url(self.root):
-            return zarr.storage.FsspecStore.from_url(
-                self.root, storage_options=self.storage_options or {}
-            )
+            return zarr.storage.FsspecStore.from_url(self.root, storage_options=self.storage_options or {})
         return zarr.storage.LocalStore(self.root)
 
     # --- writing -----------------------------------------------------------
@@ -166,8 +164,11 @@ class Staging:
         self.wipe()
         filesystem, inner = fs.filesystem(fs.join(self.root, "_done"), self.storage_options)
         filesystem.makedirs(inner, exist_ok=True)
-        fs.atomic_write_bytes(fs.join(self.root, "fingerprint.json"),
-                              json.dumps({"fingerprint": fingerprint}).encode(), self.storage_options)
+        fs.atomic_write_bytes(
+            fs.join(self.root, "fingerprint.json"),
+            json.dumps({"fingerprint": fingerprint}).encode(),
+            self.storage_options,
+        )
         return False
 
     def wipe(self) -> None:
@@ -180,13 +181,13 @@ class Staging:
     def open(self, name: str) -> zarr.Array:
         return zarr.open_array(store=self.store(), path=name, mode="r")
 
-    def lookup(self, name: str, ids: npt.NDArray[np.integer[Any]], dtype: npt.DTypeLike = None
-               ) -> npt.NDArray[Any]:
+    def lookup(self, name: str, ids: npt.NDArray[np.integer[Any]], dtype: npt.DTypeLike = None) -> npt.NDArray[Any]:
         """``array[ids]`` (as ``dtype``) of the 1-D staged array ``name``, kept whole in
         this process when it fits ``lookup_cache_bytes``, else read a Zarr chunk at a time."""
         array = self.open(name)
-        return cached_lookup(array, ids, key=(self.root, self.token, name),
-                             budget_bytes=self.lookup_cache_bytes, dtype=dtype)
+        return cached_lookup(
+            array, ids, key=(self.root, self.token, name), budget_bytes=self.lookup_cache_bytes, dtype=dtype
+        )
 
     def counts(self, name: str) -> list[int] | None:
         """The per-partition counts of a completed sorted array, else None."""

@@ -40,8 +40,12 @@ class Runner(Protocol):
 
 
 def stage_nodes(
-    graph: ChunkedGraph, parts: Mapping[str, da.Array], num_parts: int, staging: Staging,
-    block_rows: int, runner: Runner,
+    graph: ChunkedGraph,
+    parts: Mapping[str, da.Array],
+    num_parts: int,
+    staging: Staging,
+    block_rows: int,
+    runner: Runner,
 ) -> tuple[IdLayout, tuple[tuple[int, ...], ...], tuple[npt.NDArray[np.int64], ...]]:
     """Store the assignment, lay out new node IDs, number every node."""
     meta = graph.metadata
@@ -57,19 +61,37 @@ def stage_nodes(
         if arr is None:
             continue
         for b, block in enumerate(arr.to_delayed().ravel()):
-            count_tasks.append(dask.delayed(resumable, pure=False)(
-                staging, f"assign/{ntype}/{b}", stage_part_block,
-                staging, ntype, starts[b], block, num_parts, f"assignment of {ntype!r}",
-                dask_key_name=("dglc-stage-assignment", len(count_tasks))))
+            count_tasks.append(
+                dask.delayed(resumable, pure=False)(
+                    staging,
+                    f"assign/{ntype}/{b}",
+                    stage_part_block,
+                    staging,
+                    ntype,
+                    starts[b],
+                    block,
+                    num_parts,
+                    f"assignment of {ntype!r}",
+                    dask_key_name=("dglc-stage-assignment", len(count_tasks)),
+                )
+            )
     flat = iter(runner.compute(count_tasks, "stage assignment"))
-    counts = tuple(np.array([next(flat) for _ in s], dtype=np.int64).reshape(len(s), num_parts)
-                   for s in starts_per_type)
+    counts = tuple(
+        np.array([next(flat) for _ in s], dtype=np.int64).reshape(len(s), num_parts) for s in starts_per_type
+    )
     layout = layout_ids(counts)
     number_tasks = [
         dask.delayed(resumable, pure=False)(
-            staging, f"number/{ntype}/{b}", stage_new_nid_block,
-            staging, ntype, start, min(start + block_rows, meta.num_nodes(ntype)),
-            layout.block_bases[t][b], dask_key_name=("dglc-number-nodes", t, b))
+            staging,
+            f"number/{ntype}/{b}",
+            stage_new_nid_block,
+            staging,
+            ntype,
+            start,
+            min(start + block_rows, meta.num_nodes(ntype)),
+            layout.block_bases[t][b],
+            dask_key_name=("dglc-number-nodes", t, b),
+        )
         for t, ntype in enumerate(meta.node_types)
         for b, start in enumerate(starts_per_type[t])
     ]
@@ -78,8 +100,14 @@ def stage_nodes(
 
 
 def stage_edges_and_features(
-    graph: ChunkedGraph, staging: Staging, node_layout: IdLayout, num_parts: int, runner: Runner,
-    *, extra_node_data: ExtraNodeData, block_rows: int,
+    graph: ChunkedGraph,
+    staging: Staging,
+    node_layout: IdLayout,
+    num_parts: int,
+    runner: Runner,
+    *,
+    extra_node_data: ExtraNodeData,
+    block_rows: int,
 ) -> tuple[list[npt.NDArray[np.int64]], tuple[FeatureStage, ...], tuple[FeatureStage, ...]]:
     """Stage every edge chunk, feature chunk and extra node-data block; return edge counts."""
     meta = graph.metadata
@@ -88,10 +116,20 @@ def stage_edges_and_features(
     for spec in meta.edge_types:
         edge_tasks[spec.name] = [
             dask.delayed(resumable, pure=False)(
-                staging, f"edges/{spec.name}/{c}", stage_edge_chunk,
-                staging, spec.name, c, ref, spec.src_type, spec.dst_type,
-                meta.num_nodes(spec.src_type), meta.num_nodes(spec.dst_type), part_starts,
-                dask_key_name=("dglc-stage-edges", meta.etype_id(spec.name), c))
+                staging,
+                f"edges/{spec.name}/{c}",
+                stage_edge_chunk,
+                staging,
+                spec.name,
+                c,
+                ref,
+                spec.src_type,
+                spec.dst_type,
+                meta.num_nodes(spec.src_type),
+                meta.num_nodes(spec.dst_type),
+                part_starts,
+                dask_key_name=("dglc-stage-edges", meta.etype_id(spec.name), c),
+            )
             for c, ref in enumerate(graph.edge_chunks(spec.name))
         ]
     node_feat_tasks = _node_feature_tasks(graph, staging, num_parts)
@@ -100,42 +138,66 @@ def stage_edges_and_features(
     all_edge = [t for tasks in edge_tasks.values() for t in tasks]
     all_feat = [t for _, tasks in node_feat_tasks + extra_tasks + edge_feat_tasks for t in tasks]
     results = iter(runner.compute(all_edge + all_feat, "stage edges and features"))
-    edge_counts = [np.array([next(results) for _ in edge_tasks[s.name]], dtype=np.int64)
-                   .reshape(len(edge_tasks[s.name]), num_parts) for s in meta.edge_types]
+    edge_counts = [
+        np.array([next(results) for _ in edge_tasks[s.name]], dtype=np.int64).reshape(
+            len(edge_tasks[s.name]), num_parts
+        )
+        for s in meta.edge_types
+    ]
     node_feats = _feature_stages(graph, "node", node_feat_tasks, results)
     extra = _extra_stages(graph, extra_node_data, extra_tasks, results)
     edge_feats = _feature_stages(graph, "edge", edge_feat_tasks, results)
     return edge_counts, node_feats + extra, edge_feats
 
 
-def _extra_node_data_tasks(staging: Staging, extra: ExtraNodeData, num_parts: int,
-                           block_rows: int) -> FeatureTasks:
+def _extra_node_data_tasks(staging: Staging, extra: ExtraNodeData, num_parts: int, block_rows: int) -> FeatureTasks:
     """Node data computed on the fly (e.g. trainer IDs), staged block by block like features."""
     out: FeatureTasks = []
     for ntype, arrays in extra.items():
         for name, arr in arrays.items():
             blocks = arr.rechunk({0: block_rows}).to_delayed().ravel()
             starts = np.concatenate([[0], np.cumsum(arr.rechunk({0: block_rows}).chunks[0])])
-            out.append(((ntype, name), [
-                dask.delayed(resumable, pure=False)(
-                    staging, f"node_data/{ntype}/{name}/{b}", stage_node_data_block,
-                    staging, ntype, name, b, int(starts[b]), block, num_parts,
-                    dask_key_name=("dglc-stage-node-data", ntype, name, b))
-                for b, block in enumerate(blocks)]))
+            out.append(
+                (
+                    (ntype, name),
+                    [
+                        dask.delayed(resumable, pure=False)(
+                            staging,
+                            f"node_data/{ntype}/{name}/{b}",
+                            stage_node_data_block,
+                            staging,
+                            ntype,
+                            name,
+                            b,
+                            int(starts[b]),
+                            block,
+                            num_parts,
+                            dask_key_name=("dglc-stage-node-data", ntype, name, b),
+                        )
+                        for b, block in enumerate(blocks)
+                    ],
+                )
+            )
     return out
 
 
-def _extra_stages(graph: ChunkedGraph, extra: ExtraNodeData, tasks: FeatureTasks,
-                  results: Any) -> tuple[FeatureStage, ...]:
+def _extra_stages(
+    graph: ChunkedGraph, extra: ExtraNodeData, tasks: FeatureTasks, results: Any
+) -> tuple[FeatureStage, ...]:
     stages = []
     for (ntype, name), feat_tasks in tasks:
         arr = extra[ntype][name]
         counts = tuple(tuple(int(x) for x in next(results)) for _ in feat_tasks)
-        stages.append(FeatureStage(
-            key=f"{ntype}/{name}",
-            arrays=tuple(feature_array("node", ntype, name, k) for k in range(len(feat_tasks))),
-            counts=counts, dtype=np.dtype(arr.dtype).str, row_shape=tuple(arr.shape[1:]),
-            type_index=graph.metadata.ntype_id(ntype)))
+        stages.append(
+            FeatureStage(
+                key=f"{ntype}/{name}",
+                arrays=tuple(feature_array("node", ntype, name, k) for k in range(len(feat_tasks))),
+                counts=counts,
+                dtype=np.dtype(arr.dtype).str,
+                row_shape=tuple(arr.shape[1:]),
+                type_index=graph.metadata.ntype_id(ntype),
+            )
+        )
     return tuple(stages)
 
 
@@ -147,45 +209,78 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int) -
     for ntype, feats in graph.metadata.node_data.items():
         for feat in feats:
             refs = graph.node_feature_chunks(ntype, feat)
-            out.append(((ntype, feat), [
-                dask.delayed(resumable, pure=False)(
-                    staging, f"node_feat/{ntype}/{feat}/{k}", stage_node_feature_chunk,
-                    staging, ntype, feat, k, ref, num_parts,
-                    dask_key_name=("dglc-stage-node-features", ntype, feat, k))
-                for k, ref in enumerate(refs)]))
+            out.append(
+                (
+                    (ntype, feat),
+                    [
+                        dask.delayed(resumable, pure=False)(
+                            staging,
+                            f"node_feat/{ntype}/{feat}/{k}",
+                            stage_node_feature_chunk,
+                            staging,
+                            ntype,
+                            feat,
+                            k,
+                            ref,
+                            num_parts,
+                            dask_key_name=("dglc-stage-node-features", ntype, feat, k),
+                        )
+                        for k, ref in enumerate(refs)
+                    ],
+                )
+            )
     return out
 
 
-def _edge_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int,
-                        edge_tasks: Mapping[str, list[Any]]) -> FeatureTasks:
+def _edge_feature_tasks(
+    graph: ChunkedGraph, staging: Staging, num_parts: int, edge_tasks: Mapping[str, list[Any]]
+) -> FeatureTasks:
     out: FeatureTasks = []
     for etype, feats in graph.metadata.edge_data.items():
         refs_e = graph.edge_chunks(etype)
         bounds = [r.start for r in refs_e] + [refs_e[-1].stop if refs_e else 0]
         for feat in feats:
             refs = graph.edge_feature_chunks(etype, feat)
-            out.append(((etype, feat), [
-                dask.delayed(resumable, pure=False)(
-                    staging, f"edge_feat/{etype}/{feat}/{k}", stage_edge_feature_chunk,
-                    staging, etype, feat, k, ref, num_parts, bounds, *edge_tasks[etype],
-                    dask_key_name=("dglc-stage-edge-features", etype, feat, k))
-                for k, ref in enumerate(refs)]))
+            out.append(
+                (
+                    (etype, feat),
+                    [
+                        dask.delayed(resumable, pure=False)(
+                            staging,
+                            f"edge_feat/{etype}/{feat}/{k}",
+                            stage_edge_feature_chunk,
+                            staging,
+                            etype,
+                            feat,
+                            k,
+                            ref,
+                            num_parts,
+                            bounds,
+                            *edge_tasks[etype],
+                            dask_key_name=("dglc-stage-edge-features", etype, feat, k),
+                        )
+                        for k, ref in enumerate(refs)
+                    ],
+                )
+            )
     return out
 
 
-def _feature_stages(graph: ChunkedGraph, kind: str, tasks: FeatureTasks,
-                    results: Any) -> tuple[FeatureStage, ...]:
+def _feature_stages(graph: ChunkedGraph, kind: str, tasks: FeatureTasks, results: Any) -> tuple[FeatureStage, ...]:
     meta = graph.metadata
     stages = []
     for (type_name, feat), feat_tasks in tasks:
         counts = tuple(tuple(int(x) for x in next(results)) for _ in feat_tasks)
         dtype, row_shape = graph.feature_info(kind, type_name, feat)  # type: ignore[arg-type]
         type_index = meta.ntype_id(type_name) if kind == "node" else meta.etype_id(type_name)
-        stages.append(FeatureStage(
-            key=f"{type_name}/{feat}",
-            arrays=tuple(feature_array(kind, type_name, feat, k) for k in range(len(feat_tasks))),
-            counts=counts, dtype=np.dtype(dtype).str, row_shape=tuple(row_shape),
-            type_index=type_index))
+        stages.append(
+            FeatureStage(
+                key=f"{type_name}/{feat}",
+                arrays=tuple(feature_array(kind, type_name, feat, k) for k in range(len(feat_tasks))),
+                counts=counts,
+                dtype=np.dtype(dtype).str,
+                row_shape=tuple(row_shape),
+                type_index=type_index,
+            )
+        )
     return tuple(stages)
-
-

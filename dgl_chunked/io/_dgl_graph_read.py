@@ -141,7 +141,7 @@ def _canonical_etypes(
     indptr, indices, data = meta_arrays
     rows = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
     out: list[CanonicalEtype | None] = [None] * len(etypes)
-    for src, dst, eid in zip(rows.tolist(), indices.tolist(), data.tolist()):
+    for src, dst, eid in zip(rows.tolist(), indices.tolist(), data.tolist(), strict=False):
         out[eid] = (ntypes[src], etypes[eid], ntypes[dst])
     return [c for c in out if c is not None]
 
@@ -154,10 +154,10 @@ def _assemble(
     rels: list[tuple[dict[str, Sparse], bool, tuple[str, ...], int]],
     at: int,
 ) -> GraphData:
-    nodes = dict(zip(ntypes, num_verts))
+    nodes = dict(zip(ntypes, num_verts, strict=False))
     dtypes = set()
     formats, stored, allowed = {}, {}, {}
-    for r, ((src, _rel, dst), (mats, self_loop, allow, rel_at)) in enumerate(zip(canon, rels)):
+    for r, ((src, _rel, dst), (mats, self_loop, allow, rel_at)) in enumerate(zip(canon, rels, strict=False)):
         if self_loop != (src == dst):
             raise cur.error(rel_at, f"rel[{r}].metagraph", f"relation metagraph does not match {src}->{dst}")
         for name, (nrows, ncols, arrays) in mats.items():
@@ -193,10 +193,10 @@ def _attach_frames(
     etensors: list[dict[str, npt.NDArray[Any]]],
     at: int,
 ) -> None:
-    for ntype, tensors in zip(graph.ntypes, ntensors):
+    for ntype, tensors in zip(graph.ntypes, ntensors, strict=False):
         _check_rows(cur, tensors, graph.num_nodes[ntype], f"node_tensors[{ntype!r}]", at)
         graph.ndata[ntype] = tensors
-    for etype, tensors in zip(graph.canonical_etypes, etensors):
+    for etype, tensors in zip(graph.canonical_etypes, etensors, strict=False):
         _check_rows(cur, tensors, graph.num_edges(etype), f"edge_tensors[{etype!r}]", at)
         graph.edata[etype] = tensors
 

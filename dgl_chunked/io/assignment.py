@@ -114,16 +114,16 @@ def _load_json(path: str, storage_options: StorageOptions, what: str) -> Any:
             f"or point to a complete assignment directory"
         )
     if _not_a_file(path, storage_options):
-        raise AssignmentError(f"{path}: expected {what} in a file, found a directory; "
-                              "replace it with the file")
+        raise AssignmentError(f"{path}: expected {what} in a file, found a directory; replace it with the file")
     with _fs.open_file(path, "rb", storage_options) as f:
         raw = f.read()
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         line = getattr(err, "lineno", 1)
-        raise AssignmentError(f"{path}: line {line}: expected valid JSON ({what}), found {err}; "
-                              "fix or regenerate the file") from err
+        raise AssignmentError(
+            f"{path}: line {line}: expected valid JSON ({what}), found {err}; fix or regenerate the file"
+        ) from err
 
 
 def read_partition_meta(assign_dir: PathLike, *, storage_options: StorageOptions = None) -> PartitionMeta:
@@ -141,8 +141,9 @@ def read_partition_meta(assign_dir: PathLike, *, storage_options: StorageOptions
         raise AssignmentError(f"{path}: line 1: expected a JSON object, found {type(obj).__name__}")
     num_parts = obj.get("num_parts")
     if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
-        raise AssignmentError(f'{path}: "num_parts": expected a positive integer, found {num_parts!r}; '
-                              "set it to the number of partitions")
+        raise AssignmentError(
+            f'{path}: "num_parts": expected a positive integer, found {num_parts!r}; set it to the number of partitions'
+        )
     algo = obj.get("algo_name")
     if not isinstance(algo, str) or not algo:
         raise AssignmentError(f'{path}: "algo_name": expected "random" or "metis", found {algo!r}')
@@ -151,8 +152,9 @@ def read_partition_meta(assign_dir: PathLike, *, storage_options: StorageOptions
         raise AssignmentError(f'{path}: "version": expected "1.0.0", found {version!r}')
     sidecar = _sidecar_or_none(assign_dir, storage_options)
     method = sidecar.get("method") if sidecar else None
-    return PartitionMeta(num_parts=num_parts, algo_name=algo, version=version,
-                         method=method if isinstance(method, str) else None)
+    return PartitionMeta(
+        num_parts=num_parts, algo_name=algo, version=version, method=method if isinstance(method, str) else None
+    )
 
 
 def read_assignment_sidecar(assign_dir: PathLike, *, storage_options: StorageOptions = None) -> dict[str, Any] | None:
@@ -208,14 +210,18 @@ def _bad_line(line: bytes, lineno: int, path: str, num_parts: int) -> str | None
     """The error for one line, or None when it is a valid partition ID."""
     text = line[:-1] if line.endswith(b"\r") else line
     if not _INT_LINE.fullmatch(text):
-        return (f"{path}: line {lineno}: expected an integer partition ID in [0, {num_parts}), "
-                f"found {text[:40]!r}; write one ASCII integer per line")
+        return (
+            f"{path}: line {lineno}: expected an integer partition ID in [0, {num_parts}), "
+            f"found {text[:40]!r}; write one ASCII integer per line"
+        )
     value = int(text)
     if value < 0:
         return f"{path}: line {lineno}: expected a partition ID in [0, {num_parts}), found negative ID {value}"
     if value >= num_parts:
-        return (f"{path}: line {lineno}: expected a partition ID in [0, {num_parts}) (num_parts from "
-                f"partition_meta.json), found {value}; fix the ID or num_parts")
+        return (
+            f"{path}: line {lineno}: expected a partition ID in [0, {num_parts}) (num_parts from "
+            f"partition_meta.json), found {value}; fix the ID or num_parts"
+        )
     return None
 
 
@@ -247,13 +253,21 @@ def parse_assignment_block(data: bytes, *, rows: int, first_line: int, num_parts
         msg = _bad_line(line, first_line + i, path, num_parts)
         if msg:
             raise AssignmentError(msg)
-    raise AssignmentError(f"{path}: lines {first_line}-{first_line + rows - 1}: expected {rows} integer "
-                          "lines; the file changed while being read, or holds stray delimiters")
+    raise AssignmentError(
+        f"{path}: lines {first_line}-{first_line + rows - 1}: expected {rows} integer "
+        "lines; the file changed while being read, or holds stray delimiters"
+    )
 
 
 def _read_text_block(
-    *, path: str, storage_options: StorageOptions, offsets: tuple[int, ...],
-    starts: tuple[int, ...], num_parts: int, stamp: Any = None, block_info: Any = None,
+    *,
+    path: str,
+    storage_options: StorageOptions,
+    offsets: tuple[int, ...],
+    starts: tuple[int, ...],
+    num_parts: int,
+    stamp: Any = None,
+    block_info: Any = None,
 ) -> PartArray:
     """Dask kernel: read and parse the text lines of one output block (``stamp``, the
     file's size and mtime, only makes the task key change when the file does)."""
@@ -271,8 +285,9 @@ def default_chunks(n: int, target: int = _DEFAULT_CHUNK_ROWS) -> tuple[int, ...]
     return tuple(n // k + (1 if i < n % k else 0) for i in range(k))
 
 
-def _open_text(path: str, ntype: str, n: int, chunks: tuple[int, ...], num_parts: int,
-               storage_options: StorageOptions) -> da.Array:
+def _open_text(
+    path: str, ntype: str, n: int, chunks: tuple[int, ...], num_parts: int, storage_options: StorageOptions
+) -> da.Array:
     import dask.array as da
 
     starts = [int(s) for s in np.concatenate([[0], np.cumsum(chunks)[:-1]])]
@@ -282,12 +297,21 @@ def _open_text(path: str, ntype: str, n: int, chunks: tuple[int, ...], num_parts
         line = index.rows + 1 if index.rows < n else n + 1
         raise AssignmentError(
             f"{path}: line {line}: expected {n} lines (one per {ntype!r} node, num_nodes_per_type), "
-            f"{what}; regenerate the assignment for this graph")
+            f"{what}; regenerate the assignment for this graph"
+        )
     return da.map_blocks(
-        _read_text_block, chunks=(chunks,), dtype=np.int32, meta=np.empty(0, np.int32),
-        token="dglc-read-assignment", path=path, storage_options=storage_options,
-        offsets=index.offsets, starts=tuple(starts), num_parts=num_parts,
-        stamp=_file_stamp(path, storage_options))
+        _read_text_block,
+        chunks=(chunks,),
+        dtype=np.int32,
+        meta=np.empty(0, np.int32),
+        token="dglc-read-assignment",
+        path=path,
+        storage_options=storage_options,
+        offsets=index.offsets,
+        starts=tuple(starts),
+        num_parts=num_parts,
+        stamp=_file_stamp(path, storage_options),
+    )
 
 
 def _check_chunks(ntype: str, n: int, chunks: tuple[int, ...] | None) -> tuple[int, ...]:
@@ -295,8 +319,7 @@ def _check_chunks(ntype: str, n: int, chunks: tuple[int, ...] | None) -> tuple[i
         return default_chunks(n)
     chunks = tuple(int(c) for c in chunks)
     if sum(chunks) != n or any(c < 0 for c in chunks) or not chunks:
-        raise AssignmentError(f"chunks[{ntype!r}]: expected non-negative block sizes summing to {n}, "
-                              f"found {chunks!r}")
+        raise AssignmentError(f"chunks[{ntype!r}]: expected non-negative block sizes summing to {n}, found {chunks!r}")
     return chunks
 
 
@@ -339,20 +362,26 @@ def open_assignment(
     """
     meta = read_partition_meta(assign_dir, storage_options=storage_options)
     if num_parts is not None and num_parts != meta.num_parts:
-        raise AssignmentError(f"{_fs.join(assign_dir, META_NAME)}: num_parts is {meta.num_parts}, "
-                              f"but the caller expected {num_parts}; use the matching assignment")
+        raise AssignmentError(
+            f"{_fs.join(assign_dir, META_NAME)}: num_parts is {meta.num_parts}, "
+            f"but the caller expected {num_parts}; use the matching assignment"
+        )
     paths = {t: _fs.join(assign_dir, f"{t}.txt") for t in metadata.node_types}
     missing = [p for p in paths.values() if not _fs.exists(p, storage_options)]
     if missing:
-        raise AssignmentError(f"{missing[0]}: expected one <ntype>.txt per node type, found no such "
-                              f"file (missing: {missing}); write every node type's assignment")
+        raise AssignmentError(
+            f"{missing[0]}: expected one <ntype>.txt per node type, found no such "
+            f"file (missing: {missing}); write every node type's assignment"
+        )
     dirs = [p for p in paths.values() if _not_a_file(p, storage_options)]
     if dirs:
-        raise AssignmentError(f"{dirs[0]}: expected a text file of partition IDs, found a directory; "
-                              "replace it with the <ntype>.txt file")
+        raise AssignmentError(
+            f"{dirs[0]}: expected a text file of partition IDs, found a directory; replace it with the <ntype>.txt file"
+        )
     sidecar = _sidecar_or_none(assign_dir, storage_options)
-    group = _fresh_zarr(assign_dir, sidecar if sidecar and sidecar.get("num_parts") == meta.num_parts else None,
-                        paths, storage_options)
+    group = _fresh_zarr(
+        assign_dir, sidecar if sidecar and sidecar.get("num_parts") == meta.num_parts else None, paths, storage_options
+    )
     out: dict[str, da.Array] = {}
     for ntype in metadata.node_types:
         n = metadata.num_nodes(ntype)
@@ -380,8 +409,9 @@ def _file_stamp(path: str, storage_options: StorageOptions) -> list[Any]:
     return [int(info.get("size") or 0), str(mtime)]
 
 
-def _fresh_zarr(assign_dir: PathLike, sidecar: dict[str, Any] | None, paths: Mapping[str, str],
-                storage_options: StorageOptions) -> zarr.Group | None:
+def _fresh_zarr(
+    assign_dir: PathLike, sidecar: dict[str, Any] | None, paths: Mapping[str, str], storage_options: StorageOptions
+) -> zarr.Group | None:
     """The Zarr sidecar, if every text file still has the recorded size and mtime."""
     if not sidecar or not isinstance(sidecar.get("files"), dict):
         return None
@@ -416,8 +446,10 @@ def encode_assignment_block(values: npt.ArrayLike, *, num_parts: int, start: int
         raise AssignmentError(f"parts[{ntype!r}]: expected a 1-D integer array, found {arr.dtype} {arr.shape}")
     bad = np.flatnonzero((arr < 0) | (arr >= num_parts))
     if bad.size:
-        raise AssignmentError(f"parts[{ntype!r}][{start + int(bad[0])}]: expected a partition ID in "
-                              f"[0, {num_parts}), found {int(arr[bad[0]])}")
+        raise AssignmentError(
+            f"parts[{ntype!r}][{start + int(bad[0])}]: expected a partition ID in "
+            f"[0, {num_parts}), found {int(arr[bad[0]])}"
+        )
     if num_parts <= 10:  # one digit: build the bytes directly
         buf = np.full(2 * arr.size, 10, np.uint8)
         buf[0::2] = arr.astype(np.uint8) + 48
@@ -425,15 +457,23 @@ def encode_assignment_block(values: npt.ArrayLike, *, num_parts: int, start: int
     return "".join(f"{v}\n" for v in arr.tolist()).encode("ascii")
 
 
-def _write_block(values: npt.NDArray[Any], *, text_path: str, zarr_path: str, ntype: str, start: int,
-                 num_parts: int, storage_options: StorageOptions) -> int:
+def _write_block(
+    values: npt.NDArray[Any],
+    *,
+    text_path: str,
+    zarr_path: str,
+    ntype: str,
+    start: int,
+    num_parts: int,
+    storage_options: StorageOptions,
+) -> int:
     """Dask kernel: one block -> its text piece and its (chunk-aligned) Zarr region."""
     text = encode_assignment_block(values, num_parts=num_parts, start=start, ntype=ntype)
     with _fs.naming(text_path), _fs.open_file(text_path, "wb", storage_options) as f:
         f.write(text)
     with _fs.naming(zarr_path):
         target: Any = _zarr_group(zarr_path, "r+", storage_options)[ntype]
-        target[start:start + len(values)] = np.asarray(values, np.int32)
+        target[start : start + len(values)] = np.asarray(values, np.int32)
     return len(values)
 
 
@@ -460,8 +500,10 @@ def _prepare_dir(assign_dir: str, names: list[str], overwrite: bool, storage_opt
     inner = inner.rstrip("/")
     present = [n for n in (META_NAME, SIDECAR_NAME, ZARR_NAME, *names) if fs.exists(f"{inner}/{n}")]
     if present and not overwrite:
-        raise OutputExistsError(f"{assign_dir}: expected an empty or new assignment directory, found "
-                                f"{present}; pass overwrite=True (--overwrite) or choose another directory")
+        raise OutputExistsError(
+            f"{assign_dir}: expected an empty or new assignment directory, found "
+            f"{present}; pass overwrite=True (--overwrite) or choose another directory"
+        )
     for name in (META_NAME, SIDECAR_NAME, ZARR_NAME):  # partition_meta.json first
         if name in present:
             fs.rm(f"{inner}/{name}", recursive=True)
@@ -532,14 +574,25 @@ def write_assignment(
         arr = _as_blocks(values, ntype)
         n, chunk = int(arr.shape[0]), int(arr.chunks[0][0]) or 1
         with _fs.naming(zarr_path):
-            group.create_array(ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0,
-                               compressors=None, overwrite=True)
+            group.create_array(
+                ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0, compressors=None, overwrite=True
+            )
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])]).tolist()
         pieces[ntype] = [f"{tmp_dir}/{ntype}.{i}.txt" for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
-        tasks += [write(arr.blocks[i], text_path=f"{tmp_dir}/{ntype}.{i}.txt", zarr_path=zarr_path, ntype=ntype,
-                        start=starts[i], num_parts=num_parts, storage_options=storage_options,
-                        dask_key_name=f"dglc-write-assignment-{arr.name}-{i}")
-                  for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
+        tasks += [
+            write(
+                arr.blocks[i],
+                text_path=f"{tmp_dir}/{ntype}.{i}.txt",
+                zarr_path=zarr_path,
+                ntype=ntype,
+                start=starts[i],
+                num_parts=num_parts,
+                storage_options=storage_options,
+                dask_key_name=f"dglc-write-assignment-{arr.name}-{i}",
+            )
+            for i in range(arr.numblocks[0])
+            if arr.chunks[0][i]
+        ]
     fs, tmp_inner = _fs.filesystem(tmp_dir, storage_options)
     fs.makedirs(tmp_inner, exist_ok=True)
     try:
@@ -549,8 +602,9 @@ def write_assignment(
         fs.rm(tmp_inner, recursive=True)
     meta = PartitionMeta(num_parts=num_parts, algo_name=dgl_algo_name(algo_name), method=algo_name)
     _write_sidecar(out, meta, stamps, provenance, storage_options)
-    _fs.atomic_write_bytes(_fs.join(out, META_NAME),
-                           json.dumps(meta.to_dict(), indent=4, sort_keys=True).encode(), storage_options)
+    _fs.atomic_write_bytes(
+        _fs.join(out, META_NAME), json.dumps(meta.to_dict(), indent=4, sort_keys=True).encode(), storage_options
+    )
     return meta
 
 
@@ -569,16 +623,30 @@ def _concatenate(out: str, ntype: str, pieces: list[str], storage_options: Stora
     return _file_stamp(path, storage_options)
 
 
-def _write_sidecar(out: str, meta: PartitionMeta, stamps: dict[str, list[Any]],
-                   provenance: Mapping[str, Any] | None, storage_options: StorageOptions) -> None:
+def _write_sidecar(
+    out: str,
+    meta: PartitionMeta,
+    stamps: dict[str, list[Any]],
+    provenance: Mapping[str, Any] | None,
+    storage_options: StorageOptions,
+) -> None:
     from dgl_chunked import __version__
 
-    body = {**dict(provenance or {}), "num_parts": meta.num_parts, "method": meta.method,
-            "dgl_algo_name": meta.algo_name, "dgl_chunked_version": __version__, "format": "dglc-assignment",
-            "format_version": 1, "files": stamps, "binary": ZARR_NAME,
-            "token": hashlib.sha256(json.dumps(stamps, sort_keys=True).encode()).hexdigest()[:16]}
-    _fs.atomic_write_bytes(_fs.join(out, SIDECAR_NAME),
-                           json.dumps(body, indent=2, sort_keys=True, default=str).encode(), storage_options)
+    body = {
+        **dict(provenance or {}),
+        "num_parts": meta.num_parts,
+        "method": meta.method,
+        "dgl_algo_name": meta.algo_name,
+        "dgl_chunked_version": __version__,
+        "format": "dglc-assignment",
+        "format_version": 1,
+        "files": stamps,
+        "binary": ZARR_NAME,
+        "token": hashlib.sha256(json.dumps(stamps, sort_keys=True).encode()).hexdigest()[:16],
+    }
+    _fs.atomic_write_bytes(
+        _fs.join(out, SIDECAR_NAME), json.dumps(body, indent=2, sort_keys=True, default=str).encode(), storage_options
+    )
 
 
 def retract_assignment(assign_dir: PathLike, *, storage_options: StorageOptions = None) -> None:

@@ -73,9 +73,7 @@ class ChunkRef:
         return self.stop - self.start
 
 
-def _refs(
-    source: ArraySource, rows: Sequence[int], storage_options: StorageOptions
-) -> list[ChunkRef]:
+def _refs(source: ArraySource, rows: Sequence[int], storage_options: StorageOptions) -> list[ChunkRef]:
     bounds = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
     return [
         ChunkRef(
@@ -101,9 +99,7 @@ def _split(total: int, size: int) -> tuple[int, ...]:
 # --- kernels (pure numpy/pandas; run inside tasks) ------------------------------
 
 
-def edge_id_problems(
-    src: IdArray, dst: IdArray, *, num_src: int, num_dst: int, path: str
-) -> list[str]:
+def edge_id_problems(src: IdArray, dst: IdArray, *, num_src: int, num_dst: int, path: str) -> list[str]:
     """Messages for negative or out-of-range node IDs, naming the first bad row."""
     out = []
     for name, ids, bound in (("src", src, num_src), ("dst", dst, num_dst)):
@@ -148,13 +144,9 @@ def read_edges_partition(ref: ChunkRef, *, num_src: int, num_dst: int) -> pd.Dat
     return pd.DataFrame({"src": src, "dst": dst}, index=index)
 
 
-def read_feature_block(
-    ref: ChunkRef, row_shape: tuple[int, ...], dtype: np.dtype[Any]
-) -> npt.NDArray[Any]:
+def read_feature_block(ref: ChunkRef, row_shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     """Read one feature file (memory-mapped when local) and check its shape."""
-    array = _formats.read_feature_chunk(
-        ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options
-    )
+    array = _formats.read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
     rows = array.shape[0] if array.ndim else 1
     if rows != ref.rows:
         raise ChunkMismatchError(
@@ -193,9 +185,7 @@ class ChunkedGraph:
         self.storage_options = storage_options
         self.node_chunk_rows = int(node_chunk_rows)
         self._edge_refs: dict[str, list[ChunkRef]] = {}
-        self._feature_infos: dict[
-            tuple[str, str, str], list[tuple[int, tuple[int, ...], np.dtype[Any]]]
-        ] = {}
+        self._feature_infos: dict[tuple[str, str, str], list[tuple[int, tuple[int, ...], np.dtype[Any]]]] = {}
 
     def __repr__(self) -> str:
         m = self.metadata
@@ -272,9 +262,7 @@ class ChunkedGraph:
         with ThreadPoolExecutor(min(_IO_THREADS, max(len(source.paths), 1))) as pool:
             return list(pool.map(count, source.paths))
 
-    def _infos(
-        self, kind: str, type_name: str, feat: str
-    ) -> list[tuple[int, tuple[int, ...], np.dtype[Any]]]:
+    def _infos(self, kind: str, type_name: str, feat: str) -> list[tuple[int, tuple[int, ...], np.dtype[Any]]]:
         key = (kind, type_name, feat)
         if key not in self._feature_infos:
             source = self._feature_source(kind, type_name, feat)
@@ -297,13 +285,9 @@ class ChunkedGraph:
             return data[type_name][feat]
         except KeyError:
             known = {t: sorted(f) for t, f in data.items()}
-            raise KeyError(
-                f"no {kind} feature {feat!r} for type {type_name!r}; known: {known}"
-            ) from None
+            raise KeyError(f"no {kind} feature {feat!r} for type {type_name!r}; known: {known}") from None
 
-    def _feature_chunks(
-        self, kind: Literal["node", "edge"], type_name: str, feat: str
-    ) -> list[ChunkRef]:
+    def _feature_chunks(self, kind: Literal["node", "edge"], type_name: str, feat: str) -> list[ChunkRef]:
         infos = self._infos(kind, type_name, feat)
         return _refs(
             self._feature_source(kind, type_name, feat),
@@ -337,9 +321,7 @@ class ChunkedGraph:
         shapes = {s for r, s, _ in infos if r} or {s for _, s, _ in infos}
         if len(dtypes) > 1 or len(shapes) > 1:
             found = [f"{p}: {d} {s}" for p, (_, s, d) in zip(source.paths, infos, strict=True)]
-            raise ChunkMismatchError(
-                f"{where}: expected one dtype and row shape in all files, found {found}"
-            )
+            raise ChunkMismatchError(f"{where}: expected one dtype and row shape in all files, found {found}")
         dtype = dtypes.pop() if dtypes else np.dtype("float32")
         row_shape = shapes.pop() if shapes else ()
         if len(row_shape) > 1:
@@ -403,8 +385,7 @@ class ChunkedGraph:
         name = f"dglc-read-{kind}-feature-" + tokenize(refs, row_shape, str(dtype))
         tail = (0,) * len(row_shape)
         layer: dict[Any, Any] = {
-            (name, i, *tail): (read_feature_block, ref, row_shape, dtype)
-            for i, ref in enumerate(refs)
+            (name, i, *tail): (read_feature_block, ref, row_shape, dtype) for i, ref in enumerate(refs)
         }
         graph = HighLevelGraph.from_collections(name, layer, dependencies=())
         chunks = (tuple(r.rows for r in refs), *((n,) for n in row_shape))
@@ -459,7 +440,5 @@ def open_chunked_graph(
     >>> g = open_chunked_graph("in_dir")  # doctest: +SKIP
     >>> g.edges("author:writes:paper").compute()  # doctest: +SKIP
     """
-    metadata = read_metadata(
-        path, storage_options=storage_options, metadata_filename=metadata_filename
-    )
+    metadata = read_metadata(path, storage_options=storage_options, metadata_filename=metadata_filename)
     return ChunkedGraph(metadata, storage_options=storage_options, node_chunk_rows=node_chunk_rows)

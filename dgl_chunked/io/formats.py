@@ -108,9 +108,7 @@ def supported_formats(role: Role) -> tuple[str, ...]:
     return tuple(name for name, roles in _ROLES.items() if role in roles)
 
 
-def normalize_options(
-    fmt: str, options: Mapping[str, Any], *, role: Role, where: str
-) -> dict[str, Any]:
+def normalize_options(fmt: str, options: Mapping[str, Any], *, role: Role, where: str) -> dict[str, Any]:
     """Check a ``format`` object's name and options; return the options as a dict.
 
     Raises
@@ -128,8 +126,7 @@ def normalize_options(
     for key, value in options.items():
         if key not in allowed:
             raise UnsupportedFormatError(
-                f"{where}.format: expected only options {sorted(allowed)} for {fmt!r}, "
-                f"found {key!r}; remove it"
+                f"{where}.format: expected only options {sorted(allowed)} for {fmt!r}, found {key!r}; remove it"
             )
         if not isinstance(value, allowed[key]):
             raise UnsupportedFormatError(
@@ -138,9 +135,7 @@ def normalize_options(
         out[key] = list(value) if isinstance(value, list) else value
     delimiter = out.get("delimiter")
     if delimiter is not None and len(delimiter) != 1:
-        raise UnsupportedFormatError(
-            f"{where}.format.delimiter: expected a single character, found {delimiter!r}"
-        )
+        raise UnsupportedFormatError(f"{where}.format.delimiter: expected a single character, found {delimiter!r}")
     return out
 
 
@@ -264,9 +259,7 @@ class _EmptyCsv(Exception):
     """Internal: the CSV file holds no data row."""
 
 
-def _parse_csv(
-    path: str, storage_options: StorageOptions, parse: Callable[[Any], pa.Table]
-) -> pa.Table:
+def _parse_csv(path: str, storage_options: StorageOptions, parse: Callable[[Any], pa.Table]) -> pa.Table:
     """``parse(src)``, retried in memory when pyarrow cannot infer the columns of a
     file with one line and no final newline; :class:`_EmptyCsv` for no data rows."""
     with _source(path, storage_options) as src:
@@ -351,16 +344,12 @@ def _diagnose_csv(
     def parse(src: Any) -> pa.Table:
         return pacsv.read_csv(
             src,
-            read_options=pacsv.ReadOptions(
-                autogenerate_column_names=True, skip_rows=skip, use_threads=False
-            ),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True, skip_rows=skip, use_threads=False),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter,
                 invalid_row_handler=handler,
             ),
-            convert_options=pacsv.ConvertOptions(
-                column_types=dict.fromkeys(_EDGE_COLUMNS, pa.string())
-            ),
+            convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(_EDGE_COLUMNS, pa.string())),
         )
 
     try:
@@ -395,9 +384,7 @@ def _bad_integer(column: pa.ChunkedArray, *, skip: int) -> str | None:
         header = first == 0 and not skip
         hint = "; it looks like a header row: DGL edge files have no header" if header else ""
         hint += " (remove it, or set format.header=true)" if header else ""
-        return (
-            f"row {first + 1 + skip}, column #: expected an integer node ID, found {value!r}{hint}"
-        )
+        return f"row {first + 1 + skip}, column #: expected an integer node ID, found {value!r}{hint}"
     lengths = pc.utf8_length(column).to_numpy(zero_copy_only=False)
     for row in np.flatnonzero(lengths >= 19):  # only 19+ characters can overflow int64
         value = column[int(row)].as_py()
@@ -410,9 +397,7 @@ def _parquet_file(src: str | IO[bytes], path: str) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(src, memory_map=isinstance(src, str))
     except (pa.ArrowInvalid, OSError) as err:
-        raise ChunkReadError(
-            f"chunk file {path!r} is not a readable Parquet file ({err}); rewrite it"
-        ) from err
+        raise ChunkReadError(f"chunk file {path!r} is not a readable Parquet file ({err}); rewrite it") from err
 
 
 def _read_parquet_edges(
@@ -511,8 +496,7 @@ def _read_npy(path: str, storage_options: StorageOptions, mmap: bool) -> npt.NDA
                 return np.load(data, allow_pickle=False)  # type: ignore[no-any-return]
         except (ValueError, OSError, EOFError) as err:
             raise ChunkReadError(
-                f"feature file {path!r} is not a valid .npy file or is truncated ({err}); "
-                "rewrite it with numpy.save"
+                f"feature file {path!r} is not a valid .npy file or is truncated ({err}); rewrite it with numpy.save"
             ) from err
 
 
@@ -526,40 +510,26 @@ def _parquet_shape(schema: pa.Schema, path: str) -> tuple[int, ...] | None:
         return tuple(int(s) for s in shape)
     except (ValueError, SyntaxError, TypeError) as err:
         raise ChunkReadError(
-            f"feature file {path!r}: schema metadata 'shape' should be a tuple like '(10, 4)', "
-            f"found {raw!r}"
+            f"feature file {path!r}: schema metadata 'shape' should be a tuple like '(10, 4)', found {raw!r}"
         ) from err
 
 
 def _is_list(dtype: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_list(dtype)
-        or pa.types.is_large_list(dtype)
-        or pa.types.is_fixed_size_list(dtype)
-    )
+    return bool(pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype))
 
 
 def _column_numpy(column: pa.ChunkedArray, name: str, path: str) -> npt.NDArray[Any]:
-    if not (
-        pa.types.is_integer(column.type)
-        or pa.types.is_floating(column.type)
-        or pa.types.is_boolean(column.type)
-    ):
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)):
         raise ChunkMismatchError(
-            f"feature file {path!r}: column {name!r}: expected a numeric or bool type, found "
-            f"{column.type}"
+            f"feature file {path!r}: column {name!r}: expected a numeric or bool type, found {column.type}"
         )
     if column.null_count:
         row = pc.index(pc.is_null(column), True).as_py()
-        raise ChunkMismatchError(
-            f"feature file {path!r}: row {row + 1}, column {name!r}: found null"
-        )
+        raise ChunkMismatchError(f"feature file {path!r}: row {row + 1}, column {name!r}: found null")
     return np.asarray(column.to_numpy())
 
 
-def _read_parquet_feature(
-    path: str, options: Mapping[str, Any], storage_options: StorageOptions
-) -> npt.NDArray[Any]:
+def _read_parquet_feature(path: str, options: Mapping[str, Any], storage_options: StorageOptions) -> npt.NDArray[Any]:
     with _source(path, storage_options) as src:
         pf = _parquet_file(src, path)
         table = pf.read(columns=options.get("columns"))
@@ -625,9 +595,7 @@ def read_npy_header(
         return tuple(int(x) for x in shape), dtype, f.tell(), bool(fortran)
 
 
-def _npy_info(
-    path: str, storage_options: StorageOptions
-) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
+def _npy_info(path: str, storage_options: StorageOptions) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
     size = file_size(path, storage_options)
     try:
         shape, dtype, offset, _ = read_npy_header(path, storage_options)
@@ -636,9 +604,7 @@ def _npy_info(
             f"feature file {path!r} has no valid .npy header ({err}); rewrite it with numpy.save"
         ) from err
     if dtype.hasobject:
-        raise ChunkReadError(
-            f"feature file {path!r}: expected a numeric dtype, found {dtype} (pickled objects)"
-        )
+        raise ChunkReadError(f"feature file {path!r}: expected a numeric dtype, found {dtype} (pickled objects)")
     expected = offset + int(np.prod(shape)) * dtype.itemsize
     if size < expected:
         raise ChunkReadError(
@@ -670,9 +636,7 @@ def _parquet_info(
         try:
             dtype = np.result_type(*[np.dtype(t.to_pandas_dtype()) for t in types])
         except (NotImplementedError, TypeError) as err:
-            raise ChunkMismatchError(
-                f"feature file {path!r}: expected numeric columns, found types {types}"
-            ) from err
+            raise ChunkMismatchError(f"feature file {path!r}: expected numeric columns, found types {types}") from err
         row_shape = () if len(types) == 1 else (len(types),)
     shape = _parquet_shape(schema, path)
     if shape is not None:

@@ -130,18 +130,14 @@ class ChunkedGraphMetadata:
         try:
             return self.node_types.index(ntype)
         except ValueError:
-            raise KeyError(
-                f"unknown node type {ntype!r}; expected one of {list(self.node_types)}"
-            ) from None
+            raise KeyError(f"unknown node type {ntype!r}; expected one of {list(self.node_types)}") from None
 
     def etype_id(self, etype: str) -> int:
         """Edge type ID of a canonical edge type (position in ``edge_type``)."""
         try:
             return self.edge_type_names.index(etype)
         except ValueError:
-            raise KeyError(
-                f"unknown edge type {etype!r}; expected one of {list(self.edge_type_names)}"
-            ) from None
+            raise KeyError(f"unknown edge type {etype!r}; expected one of {list(self.edge_type_names)}") from None
 
     def etype(self, etype: str) -> EdgeTypeSpec:
         """The :class:`EdgeTypeSpec` of a canonical edge type string."""
@@ -163,9 +159,7 @@ class ChunkedGraphMetadata:
     @cached_property
     def node_type_offsets(self) -> IdArray:
         """``orig_nid`` of the first node of each type, int64 ``[T + 1]``."""
-        return np.concatenate([[0], np.cumsum(self.num_nodes_per_type, dtype=np.int64)]).astype(
-            np.int64
-        )
+        return np.concatenate([[0], np.cumsum(self.num_nodes_per_type, dtype=np.int64)]).astype(np.int64)
 
     @cached_property
     def edge_type_offsets(self) -> IdArray:
@@ -234,9 +228,7 @@ class _Problems:
     def add(self, where: str, expected: str, found: Any, fix: str = "") -> None:
         text = repr(found)
         text = text if len(text) <= 80 else text[:77] + "..."
-        self.items.append(
-            f"{where}: expected {expected}, found {text}" + (f"; {fix}" if fix else "")
-        )
+        self.items.append(f"{where}: expected {expected}, found {text}" + (f"; {fix}" if fix else ""))
 
     def error(self) -> MetadataError:
         if len(self.items) == 1:
@@ -288,9 +280,7 @@ def _nested_counts(
     if not isinstance(value, list) or len(value) != len(names):
         errs.add(key, f"a list of {len(names)} lists (one per type)", value)
         return None
-    bad = [
-        i for i, v in enumerate(value) if not isinstance(v, list) or not all(_count(c) for c in v)
-    ]
+    bad = [i for i, v in enumerate(value) if not isinstance(v, list) or not all(_count(c) for c in v)]
     for i in bad:
         errs.add(_key(key, i), f"a list of non-negative integers for {names[i]!r}", value[i])
     return None if bad else tuple(tuple(v) for v in value)
@@ -417,9 +407,7 @@ def _parse_source(
         errs.items.append(str(err))
         return None
     paths = [
-        p
-        for i, e in enumerate(data)
-        for p in _expand(e, base_dir, storage_options, _key(f"{where}.data", i), errs)
+        p for i, e in enumerate(data) for p in _expand(e, base_dir, storage_options, _key(f"{where}.data", i), errs)
     ]
     return ArraySource(format=fmt["name"], paths=tuple(paths), options=options, where=where)
 
@@ -518,15 +506,11 @@ def _edge_counts(
     single = len(edges) == len(etypes) and all(len(s.paths) <= 1 for s in edges.values())
     if per_chunk is None and per_type is not None and single:
         # one file (or none) per type: its count is the type's count, no I/O needed
-        per_chunk = tuple(
-            (n,) if edges[e].paths else () for e, n in zip(etypes, per_type, strict=True)
-        )
+        per_chunk = tuple((n,) if edges[e].paths else () for e, n in zip(etypes, per_type, strict=True))
     return per_type, per_chunk
 
 
-def parse_metadata(
-    data: object, *, base_dir: str, storage_options: StorageOptions = None
-) -> ChunkedGraphMetadata:
+def parse_metadata(data: object, *, base_dir: str, storage_options: StorageOptions = None) -> ChunkedGraphMetadata:
     """Validate a decoded ``metadata.json`` object and build the model.
 
     Parameters
@@ -544,9 +528,7 @@ def parse_metadata(
         Listing every problem found (``err.problems``), each with its JSON path.
     """
     if not isinstance(data, dict):
-        raise MetadataError(
-            f"metadata.json: expected a JSON object at the top level, found {type(data).__name__}"
-        )
+        raise MetadataError(f"metadata.json: expected a JSON object at the top level, found {type(data).__name__}")
     errs = _Problems()
     base_dir = base_dir if _fs.is_url(base_dir) else os.path.abspath(base_dir)
     graph_name = data.get("graph_name")
@@ -563,9 +545,7 @@ def parse_metadata(
         edges = _parse_edges(data, etypes, ctx, errs)
         num_edges, edge_chunks = _edge_counts(data, etypes, edges, errs)
     node_data = _parse_features(data, "node_data", ntypes, ctx, errs)
-    edge_data = _parse_features(
-        data, "edge_data", etypes if raw_etypes is not None else None, ctx, errs
-    )
+    edge_data = _parse_features(data, "edge_data", etypes if raw_etypes is not None else None, ctx, errs)
     if errs.items:
         raise errs.error()
     return ChunkedGraphMetadata(
@@ -625,7 +605,5 @@ def read_metadata(
     try:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise MetadataError(
-            f"{file}: expected valid JSON, found a syntax error ({err}); fix the file"
-        ) from err
+        raise MetadataError(f"{file}: expected valid JSON, found a syntax error ({err}); fix the file") from err
     return parse_metadata(data, base_dir=_fs.parent(file), storage_options=storage_options)

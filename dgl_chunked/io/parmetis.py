@@ -154,10 +154,14 @@ def form_of(ncols: int, form: OutputForm, path: str) -> Literal["nodes", "gnid"]
     """The form of a file with ``ncols`` columns; AssignmentError when it cannot be one."""
     found: Literal["nodes", "gnid"] | None = "gnid" if ncols == 2 else "nodes" if ncols >= 3 else None
     if found is None or (form != "auto" and form != found):
-        want = {"auto": "2 (<orig_nid> <part_id>) or at least 3", "gnid": "2 (<orig_nid> <part_id>)",
-                "nodes": "at least 3 (<ntype_id> <weights...> <type_nid> <part_id>)"}[form]
-        raise AssignmentError(f"{path}: line 1: expected {want} columns, found {ncols}; "
-                              "is this a ParMETIS output file?")
+        want = {
+            "auto": "2 (<orig_nid> <part_id>) or at least 3",
+            "gnid": "2 (<orig_nid> <part_id>)",
+            "nodes": "at least 3 (<ntype_id> <weights...> <type_nid> <part_id>)",
+        }[form]
+        raise AssignmentError(
+            f"{path}: line 1: expected {want} columns, found {ncols}; is this a ParMETIS output file?"
+        )
     return found
 
 
@@ -190,8 +194,9 @@ def _fast_columns(data: bytes, ncols: int, keep: list[int]) -> list[npt.NDArray[
     return [np.asarray(table.column(k).to_numpy(), np.int64) for k in keep]
 
 
-def _slow_columns(data: bytes, ncols: int, keep: list[int], first_line: int,
-                  path: str) -> tuple[list[npt.NDArray[np.int64]], IdArray]:
+def _slow_columns(
+    data: bytes, ncols: int, keep: list[int], first_line: int, path: str
+) -> tuple[list[npt.NDArray[np.int64]], IdArray]:
     """Line-by-line parse (any whitespace, blank lines skipped); errors name the line."""
     rows: list[list[int]] = []
     lines: list[int] = []
@@ -201,13 +206,16 @@ def _slow_columns(data: bytes, ncols: int, keep: list[int], first_line: int,
             continue
         where = f"{path}: line {first_line + i}"
         if len(tokens) != ncols:
-            raise AssignmentError(f"{where}: expected {ncols} columns (as on the first line), found "
-                                  f"{len(tokens)} in {raw[:80]!r}; every line needs the same columns")
+            raise AssignmentError(
+                f"{where}: expected {ncols} columns (as on the first line), found "
+                f"{len(tokens)} in {raw[:80]!r}; every line needs the same columns"
+            )
         try:
             values = [int(token) for token in tokens]
         except ValueError:
-            raise AssignmentError(f"{where}: expected integers, found {raw[:80]!r}; "
-                                  "ParMETIS output holds integer columns only") from None
+            raise AssignmentError(
+                f"{where}: expected integers, found {raw[:80]!r}; ParMETIS output holds integer columns only"
+            ) from None
         rows.append([values[k] for k in keep])
         lines.append(first_line + i)
     if not rows:
@@ -216,14 +224,19 @@ def _slow_columns(data: bytes, ncols: int, keep: list[int], first_line: int,
         matrix = np.array(rows, dtype=np.int64)
     except OverflowError:
         bad = next(j for j, r in enumerate(rows) if any(not -(2**63) <= v < 2**63 for v in r))
-        raise AssignmentError(f"{path}: line {lines[bad]}: expected int64 values, found "
-                              f"{rows[bad]}") from None
+        raise AssignmentError(f"{path}: line {lines[bad]}: expected int64 values, found {rows[bad]}") from None
     return [matrix[:, j] for j in range(len(keep))], np.asarray(lines, np.int64)
 
 
 def parse_output_block(
-    data: bytes, *, path: str, first_line: int, ncols: int, form: Literal["nodes", "gnid"],
-    type_offsets: IdArray, num_parts: int,
+    data: bytes,
+    *,
+    path: str,
+    first_line: int,
+    ncols: int,
+    form: Literal["nodes", "gnid"],
+    type_offsets: IdArray,
+    num_parts: int,
 ) -> ParsedBlock:
     """Parse whole lines of one output file (``first_line`` is the 1-based number of
     the first line in ``data``) and check every value.
@@ -250,22 +263,35 @@ def parse_output_block(
         counts = np.diff(type_offsets)[safe]
         nid_ok = type_ok & (type_nid >= 0) & (type_nid < counts)
         orig = type_offsets[safe] + np.where(nid_ok, type_nid, 0)
-        checks = [(type_ok, lambda r: f"a node type ID in [0, {num_types}), found {int(ntype[r])}"),
-                  (nid_ok, lambda r: f"a type_nid in [0, {int(counts[r])}) (the node count of type "
-                                     f"{int(ntype[r])}), found {int(type_nid[r])}")]
+        checks = [
+            (type_ok, lambda r: f"a node type ID in [0, {num_types}), found {int(ntype[r])}"),
+            (
+                nid_ok,
+                lambda r: (
+                    f"a type_nid in [0, {int(counts[r])}) (the node count of type "
+                    f"{int(ntype[r])}), found {int(type_nid[r])}"
+                ),
+            ),
+        ]
     else:
         orig, part = cols
         total = int(type_offsets[-1])
-        checks = [((orig >= 0) & (orig < total),
-                   lambda r: f"a homogeneous node ID in [0, {total}), found {int(orig[r])}")]
-    checks.append(((part >= 0) & (part < num_parts),
-                   lambda r: f"a partition ID in [0, {num_parts}) (num_parts), found {int(part[r])}"))
+        checks = [
+            ((orig >= 0) & (orig < total), lambda r: f"a homogeneous node ID in [0, {total}), found {int(orig[r])}")
+        ]
+    checks.append(
+        (
+            (part >= 0) & (part < num_parts),
+            lambda r: f"a partition ID in [0, {num_parts}) (num_parts), found {int(part[r])}",
+        )
+    )
     ok = np.logical_and.reduce([c for c, _ in checks])
     if not ok.all():
         row = int(np.argmin(ok))
         what = next(msg for c, msg in checks if not c[row])
-        raise AssignmentError(f"{path}: line {int(lines[row])}: expected {what(row)}; "
-                              "fix the file, or num_parts if it is wrong")
+        raise AssignmentError(
+            f"{path}: line {int(lines[row])}: expected {what(row)}; fix the file, or num_parts if it is wrong"
+        )
     return ParsedBlock(orig_nid=np.asarray(orig, np.int64), part_id=part.astype(np.int32), line=lines)
 
 
@@ -275,8 +301,16 @@ def _describe_node(orig_nid: int, type_names: Sequence[str], type_offsets: IdArr
 
 
 def check_exactly_once(
-    orig_nid: IdArray, part_id: PartArray, file: npt.NDArray[np.int32], line: IdArray, *, lo: int, hi: int,
-    files: Sequence[str], type_names: Sequence[str], type_offsets: IdArray,
+    orig_nid: IdArray,
+    part_id: PartArray,
+    file: npt.NDArray[np.int32],
+    line: IdArray,
+    *,
+    lo: int,
+    hi: int,
+    files: Sequence[str],
+    type_names: Sequence[str],
+    type_offsets: IdArray,
 ) -> PartArray:
     """Partition IDs of nodes ``[lo, hi)`` (``orig_nid``) from rows that must name each
     of them exactly once (every ``orig_nid`` given is inside the range).
@@ -294,7 +328,8 @@ def check_exactly_once(
         node = _describe_node(int(ids[dup[0]]), type_names, type_offsets)
         raise AssignmentError(
             f"{files[file[b]]}: line {int(line[b])}: expected each node once, found node {node} again "
-            f"(first at {files[file[a]]}: line {int(line[a])}); remove the duplicate line")
+            f"(first at {files[file[a]]}: line {int(line[a])}); remove the duplicate line"
+        )
     if len(ids) != hi - lo:
         present = np.zeros(hi - lo, bool)
         present[ids - lo] = True
@@ -303,7 +338,8 @@ def check_exactly_once(
         raise AssignmentError(
             f"{shown}: expected a line for every node, found no line for node {node} "
             f"({hi - lo - len(ids)} node(s) missing in orig_nid range [{lo}, {hi})); "
-            "pass every ParMETIS output file")
+            "pass every ParMETIS output file"
+        )
     return np.asarray(part_id[order], np.int32)
 
 
@@ -337,11 +373,23 @@ def count_block_lines(path: str, start: int, stop: int, storage_options: Storage
 def read_output_partition(block: OutputBlock, *, type_offsets: IdArray, num_parts: int) -> pd.DataFrame:
     """One block of an output file -> ``orig_nid``, ``part_id``, ``file``, ``line``."""
     data = _read_range(block.path, block.start, block.stop, block.storage_options)
-    parsed = parse_output_block(data, path=block.path, first_line=block.first_line, ncols=block.ncols,
-                                    form=block.form, type_offsets=type_offsets, num_parts=num_parts)
-    return pd.DataFrame({"orig_nid": parsed.orig_nid, "part_id": parsed.part_id,
-                         "file": np.full(len(parsed.line), block.file, np.int32), "line": parsed.line})
-
+    parsed = parse_output_block(
+        data,
+        path=block.path,
+        first_line=block.first_line,
+        ncols=block.ncols,
+        form=block.form,
+        type_offsets=type_offsets,
+        num_parts=num_parts,
+    )
+    return pd.DataFrame(
+        {
+            "orig_nid": parsed.orig_nid,
+            "part_id": parsed.part_id,
+            "file": np.full(len(parsed.line), block.file, np.int32),
+            "line": parsed.line,
+        }
+    )
 
 
 def _listing(path: str, storage_options: StorageOptions, pattern: bool) -> list[str]:
@@ -358,13 +406,16 @@ def rank_files(directory: str, name: str | None, storage_options: StorageOptions
             ranked.append((int(m.group(1)), path))
     if not ranked:
         want = f"p<rank>-{name or '<name>'}_nodes.txt"
-        raise AssignmentError(f"{directory}: expected ParMETIS output files {want}, found none; "
-                              "pass the files themselves or the right --name")
+        raise AssignmentError(
+            f"{directory}: expected ParMETIS output files {want}, found none; "
+            "pass the files themselves or the right --name"
+        )
     return [p for _, p in sorted(ranked)]
 
 
-def resolve_outputs(spec: PathLike | Sequence[PathLike], name: str | None,
-                     storage_options: StorageOptions) -> list[str] | str:
+def resolve_outputs(
+    spec: PathLike | Sequence[PathLike], name: str | None, storage_options: StorageOptions
+) -> list[str] | str:
     """Output files in order, or the path of a DGL ``<ntype>.txt`` assignment directory."""
     items = [os.fspath(spec)] if isinstance(spec, (str, os.PathLike)) else [os.fspath(s) for s in spec]
     if not items:
@@ -380,8 +431,9 @@ def resolve_outputs(spec: PathLike | Sequence[PathLike], name: str | None,
         elif fs.isdir(inner):
             if fs.exists(f"{inner.rstrip('/')}/{META_NAME}"):
                 if len(items) > 1:
-                    raise AssignmentError(f"{item}: an assignment directory (it has {META_NAME}) must be "
-                                          "the only ParMETIS output given")
+                    raise AssignmentError(
+                        f"{item}: an assignment directory (it has {META_NAME}) must be the only ParMETIS output given"
+                    )
                 return item
             files += rank_files(item, name, storage_options)
         elif fs.exists(inner):

@@ -92,9 +92,7 @@ def write_partition_config(
     return path
 
 
-def read_partition_config(
-    path: PathLike, *, storage_options: StorageOptions = None
-) -> PartitionConfig:
+def read_partition_config(path: PathLike, *, storage_options: StorageOptions = None) -> PartitionConfig:
     """Read a partition config written by us, DGL's pipeline or ``partition_graph``.
 
     ``path`` is the JSON file or the output directory holding ``metadata.json``.
@@ -114,8 +112,18 @@ def read_partition_config(
         raise MetadataError(f"partition config {target!r} lacks required key(s) {missing}")
     node_map = {k: [list(map(int, r)) for r in v] for k, v in doc["node_map"].items()}
     edge_map = {k: [list(map(int, r)) for r in v] for k, v in doc["edge_map"].items()}
-    known = {"graph_name", "num_parts", "node_map", "edge_map", "ntypes", "etypes",
-             "part_method", "halo_hops", "num_nodes", "num_edges"}
+    known = {
+        "graph_name",
+        "num_parts",
+        "node_map",
+        "edge_map",
+        "ntypes",
+        "etypes",
+        "part_method",
+        "halo_hops",
+        "num_nodes",
+        "num_edges",
+    }
     extra = {k: v for k, v in doc.items() if k not in known and not k.startswith("part-")}
     return PartitionConfig(
         graph_name=doc["graph_name"],

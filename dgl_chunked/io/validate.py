@@ -104,10 +104,7 @@ class ValidationReport:
             lines.append(f"{t.kind:<5} {t.name:<40} {t.rows:>12} {t.files:>6} {t.nbytes:>12}")
             for f in t.features:
                 shape = "?" if f.row_shape is None else str((f.rows, *f.row_shape))
-                lines.append(
-                    f"{'':<5} {'':<40} {f.rows:>12} {f.files:>6} {f.nbytes:>12}  "
-                    f"{f.name} {shape} {f.dtype}"
-                )
+                lines.append(f"{'':<5} {'':<40} {f.rows:>12} {f.files:>6} {f.nbytes:>12}  {f.name} {shape} {f.dtype}")
         return "\n".join(lines)
 
 
@@ -139,18 +136,12 @@ def check_edge_file(
         if expected_rows == 0:
             return FileCheck(path=path, rows=0)
         if expected_rows is None:
-            warning = (
-                f"edge file {path!r} is empty; read as 0 edges (DGL v2.2.1 rejects empty CSV files)"
-            )
+            warning = f"edge file {path!r} is empty; read as 0 edges (DGL v2.2.1 rejects empty CSV files)"
             return FileCheck(path=path, rows=0, warnings=(warning,))
-        problem = (
-            f"edge file {path!r} is empty, but metadata.json declares {expected_rows} rows for it"
-        )
+        problem = f"edge file {path!r} is empty, but metadata.json declares {expected_rows} rows for it"
         return FileCheck(path=path, rows=0, problems=(problem,))
     try:
-        src, dst = _formats.read_edge_chunk(
-            path, fmt=fmt, options=options, storage_options=storage_options
-        )
+        src, dst = _formats.read_edge_chunk(path, fmt=fmt, options=options, storage_options=storage_options)
     except DglChunkedError as err:
         return FileCheck(path=path, nbytes=size, problems=(str(err),))
     problems = edge_id_problems(src, dst, num_src=num_src, num_dst=num_dst, path=path)
@@ -174,9 +165,7 @@ def check_feature_file(
             path, fmt=fmt, options=options, storage_options=storage_options
         )
         if fmt != "numpy":  # the footer does not prove the values convert
-            _formats.read_feature_chunk(
-                path, fmt=fmt, options=options, storage_options=storage_options
-            )
+            _formats.read_feature_chunk(path, fmt=fmt, options=options, storage_options=storage_options)
     except DglChunkedError as err:
         problem = "empty file: " + str(err) if size == 0 else str(err)
         return FileCheck(path=path, nbytes=size, problems=(problem,))
@@ -202,9 +191,7 @@ def check_feature_file(
 # --- wiring --------------------------------------------------------------------
 
 
-def _edge_tasks(
-    meta: ChunkedGraphMetadata, storage_options: StorageOptions
-) -> dict[str, list[Any]]:
+def _edge_tasks(meta: ChunkedGraphMetadata, storage_options: StorageOptions) -> dict[str, list[Any]]:
     tasks: dict[str, list[Any]] = {}
     for i, spec in enumerate(meta.edge_types):
         source = meta.edges[spec.name]
@@ -371,9 +358,7 @@ def validate_chunked_graph(
         ``ok`` is True when no problem was found; ``summary`` has one row per type.
     """
     try:
-        meta = read_metadata(
-            path, storage_options=storage_options, metadata_filename=metadata_filename
-        )
+        meta = read_metadata(path, storage_options=storage_options, metadata_filename=metadata_filename)
     except DglChunkedError as err:  # MetadataError lists every problem in .problems
         return ValidationReport(problems=list(getattr(err, "problems", [str(err)])))
     edge_tasks = _edge_tasks(meta, storage_options)

@@ -61,7 +61,11 @@ _INT32 = np.iinfo(np.int32)
 
 
 def cached_lookup(
-    array: zarr.Array, ids: npt.NDArray[np.integer[Any]], *, key: Hashable, budget_bytes: int,
+    array: zarr.Array,
+    ids: npt.NDArray[np.integer[Any]],
+    *,
+    key: Hashable,
+    budget_bytes: int,
     dtype: npt.DTypeLike = None,
 ) -> npt.NDArray[Any]:
     """``array[ids]`` from a whole copy of ``array`` kept in this process, if it fits.
@@ -144,9 +148,7 @@ def _groups(block: npt.NDArray[Any], num_blocks: int) -> list[tuple[int, npt.NDA
     return [(int(sorted_blocks[lo]), order[lo:hi]) for lo, hi in zip(starts, stops, strict=True)]
 
 
-def create_1d(
-    store: Any, path: str, *, length: int, dtype: Any, chunk: int, overwrite: bool = True
-) -> zarr.Array:
+def create_1d(store: Any, path: str, *, length: int, dtype: Any, chunk: int, overwrite: bool = True) -> zarr.Array:
     """Create an uncompressed 1-D Zarr v3 array (staging data is short-lived)."""
     return zarr.create_array(
         store=store,

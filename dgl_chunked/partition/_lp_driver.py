@@ -68,18 +68,26 @@ class _State:
 
     def block_kw(self, b: int) -> dict[str, Any]:
         rows = min(self.plan.block_rows, self.num_nodes - b * self.plan.block_rows)
-        return {"root": self.root, "b": b, "block_rows": self.plan.block_rows, "rows": rows,
-                "num_nodes": self.num_nodes}
+        return {
+            "root": self.root,
+            "b": b,
+            "block_rows": self.plan.block_rows,
+            "rows": rows,
+            "num_nodes": self.num_nodes,
+        }
 
     def absorb(self, moved: list[T.Groups], blocks: list[int]) -> int:
         """Add the moves the blocks report to the sizes; return how many nodes moved."""
-        return plan_.add_moves(self.sizes, self.wsizes, moved, num_parts=self.plan.num_parts, placed=self.placed,
-                               blocks=blocks)
+        return plan_.add_moves(
+            self.sizes, self.wsizes, moved, num_parts=self.plan.num_parts, placed=self.placed, blocks=blocks
+        )
 
     def add_planned(self, graph: TaskGraph) -> tuple[list[str], list[int]]:
         """Add the planned moves to ``graph`` and forget them; return their keys and blocks."""
-        keys = [graph.add(T.apply_task, q, **self.block_kw(b), seed=self.plan.seed, salt=self.planned_salt)
-                for b, q in zip(self.planned_blocks, self.planned, strict=True)]
+        keys = [
+            graph.add(T.apply_task, q, **self.block_kw(b), seed=self.plan.seed, salt=self.planned_salt)
+            for b, q in zip(self.planned_blocks, self.planned, strict=True)
+        ]
         blocks, self.planned, self.planned_blocks = self.planned_blocks, [], []
         return keys, blocks
 
@@ -87,8 +95,9 @@ class _State:
         """Sizes, owned edges and placed nodes once the planned moves are done (exact
         without ``balance_edges``, else an upper bound of the nodes that move)."""
         sizes, wsizes, placed = self.sizes.copy(), self.wsizes.copy(), self.placed.copy()
-        plan_.add_moves(sizes, wsizes, self.planned, num_parts=self.plan.num_parts, placed=placed,
-                        blocks=self.planned_blocks)
+        plan_.add_moves(
+            sizes, wsizes, self.planned, num_parts=self.plan.num_parts, placed=placed, blocks=self.planned_blocks
+        )
         return sizes, wsizes, placed
 
 
@@ -116,11 +125,16 @@ def _stage(graph: ChunkedGraph, plan: _Plan, root: str, num_blocks: int, tasks: 
     for spec in md.edge_types:
         si, di = md.ntype_id(spec.src_type), md.ntype_id(spec.dst_type)
         kw: dict[str, Any] = {
-            "root": root, "offsets": (int(md.node_type_offsets[si]), int(md.node_type_offsets[di])),
+            "root": root,
+            "offsets": (int(md.node_type_offsets[si]), int(md.node_type_offsets[di])),
             "bounds": (graph.num_nodes(spec.src_type), graph.num_nodes(spec.dst_type)),
-            "block_rows": plan.block_rows, "num_blocks": num_blocks, "v_dtype": v_dtype}
-        keys += [tasks.add(T.stage_task, ref, c=len(keys) + i, **kw)
-                 for i, ref in enumerate(graph.edge_chunks(spec.name))]
+            "block_rows": plan.block_rows,
+            "num_blocks": num_blocks,
+            "v_dtype": v_dtype,
+        }
+        keys += [
+            tasks.add(T.stage_task, ref, c=len(keys) + i, **kw) for i, ref in enumerate(graph.edge_chunks(spec.name))
+        ]
     return keys
 
 
@@ -135,27 +149,48 @@ def _prepare(graph: ChunkedGraph, plan: _Plan, root: str) -> _State:
     stage = _stage(graph, plan, root, num_blocks, tasks)
     strata, num_strata = _strata(graph, plan)
     tasks.merge(strata.__dask_graph__())
-    prepare = [tasks.add(T.prepare_task, Ref(blk), *map(Ref, stage), root=root, b=b, block_rows=plan.block_rows,
-                         num_strata=num_strata, owned=plan.balance_edges)
-               for b, blk in enumerate(strata.__dask_keys__())]
+    prepare = [
+        tasks.add(
+            T.prepare_task,
+            Ref(blk),
+            *map(Ref, stage),
+            root=root,
+            b=b,
+            block_rows=plan.block_rows,
+            num_strata=num_strata,
+            owned=plan.balance_edges,
+        )
+        for b, blk in enumerate(strata.__dask_keys__())
+    ]
     restage = [tasks.add(T.restage_task, Ref(st), root=root, c=c, after=prepare) for c, st in enumerate(stage)]
     results = tasks.compute(stage + prepare + restage)
-    block_counts = [r[0] for r in results[:len(stage)]]
-    out, level_counts = results[len(stage):len(stage) + len(prepare)], results[len(stage) + len(prepare):]
+    block_counts = [r[0] for r in results[: len(stage)]]
+    out, level_counts = results[len(stage) : len(stage) + len(prepare)], results[len(stage) + len(prepare) :]
     table, level_weight = np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
     entries, gamma = int(sum(int(bc.sum()) for bc in block_counts)), plan.config.gamma
-    return _State(plan=plan, root=root, num_nodes=n, block_counts=block_counts, level_counts=level_counts,
-                  segs=plan_.file_segments(block_counts, num_blocks), table=table, level_weight=level_weight,
-                  caps=plan_.caps_for(table.sum(axis=(0, 1)), plan.num_parts, plan.config.eps),
-                  wcap=int(plan_.caps_for(int(level_weight.sum()), plan.num_parts, plan.config.eps))
-                  if plan.balance_edges else None,
-                  alpha=(entries / 2) * plan.num_parts ** (gamma - 1) / max(n, 1) ** gamma,
-                  sizes=np.zeros((num_strata, plan.num_parts), np.int64), wsizes=np.zeros(plan.num_parts, np.int64),
-                  placed=np.zeros((num_blocks, num_strata), np.int64))
+    return _State(
+        plan=plan,
+        root=root,
+        num_nodes=n,
+        block_counts=block_counts,
+        level_counts=level_counts,
+        segs=plan_.file_segments(block_counts, num_blocks),
+        table=table,
+        level_weight=level_weight,
+        caps=plan_.caps_for(table.sum(axis=(0, 1)), plan.num_parts, plan.config.eps),
+        wcap=int(plan_.caps_for(int(level_weight.sum()), plan.num_parts, plan.config.eps))
+        if plan.balance_edges
+        else None,
+        alpha=(entries / 2) * plan.num_parts ** (gamma - 1) / max(n, 1) ** gamma,
+        sizes=np.zeros((num_strata, plan.num_parts), np.int64),
+        wsizes=np.zeros(plan.num_parts, np.int64),
+        placed=np.zeros((num_blocks, num_strata), np.int64),
+    )
 
 
-def _propose(state: _State, tasks: TaskGraph, b: int, segs: T.Segments, span: T.Span, *, after: list[str],
-             **kw: Any) -> str:
+def _propose(
+    state: _State, tasks: TaskGraph, b: int, segs: T.Segments, span: T.Span, *, after: list[str], **kw: Any
+) -> str:
     """Proposal task of block ``b``: histogram tasks of about ``group_entries`` entries
     summed in a tree of fan-in 4, or one task computing it all when one group."""
     groups = plan_.group_segments(segs, state.plan.config.group_entries)
@@ -165,7 +200,7 @@ def _propose(state: _State, tasks: TaskGraph, b: int, segs: T.Segments, span: T.
     hist_kw = {k: kw[k] for k in ("root", "b", "block_rows", "rows", "num_nodes", "span", "num_parts")}
     parts = [tasks.add(T.hist_task, segs=g, after=after, **hist_kw) for g in groups]
     while len(parts) > _FAN_IN:
-        parts = [tasks.add(T.sum_task, *map(Ref, parts[i:i + _FAN_IN])) for i in range(0, len(parts), _FAN_IN)]
+        parts = [tasks.add(T.sum_task, *map(Ref, parts[i : i + _FAN_IN])) for i in range(0, len(parts), _FAN_IN)]
     return tasks.add(T.propose_task, *map(Ref, parts), segs=None, **kw)
 
 
@@ -183,19 +218,23 @@ def _round(state: _State, *, mode: str, levels: tuple[int, int] | None, salt: in
         spans, segs, blocks = [None] * state.num_blocks, state.segs, list(range(state.num_blocks))
     sizes, wsizes, _ = state.projected()
     kw: dict[str, Any] = {
-        "mode": mode, "open_parts": plan_.open_parts(sizes, wsizes, caps=state.caps, wcap=state.wcap),
-        "penalties": plan_.fennel_costs(sizes, wsizes, caps=state.caps, wcap=state.wcap, alpha=state.alpha,
-                                        gamma=plan.config.gamma)}
+        "mode": mode,
+        "open_parts": plan_.open_parts(sizes, wsizes, caps=state.caps, wcap=state.wcap),
+        "penalties": plan_.fennel_costs(
+            sizes, wsizes, caps=state.caps, wcap=state.wcap, alpha=state.alpha, gamma=plan.config.gamma
+        ),
+    }
     tasks = TaskGraph()
     moves, moved_blocks = state.add_planned(tasks)
     results = tasks.compute(moves + [_propose(state, tasks, b, segs[b], spans[b], after=moves, **kw) for b in blocks])
-    state.absorb(results[:len(moves)], moved_blocks)
-    summaries = [r[:3] for r in results[len(moves):]]
-    state.cut_entries = sum(r[3] for r in results[len(moves):])
+    state.absorb(results[: len(moves)], moved_blocks)
+    summaries = [r[:3] for r in results[len(moves) :]]
+    state.cut_entries = sum(r[3] for r in results[len(moves) :])
     if not sum(s[0].size for s in summaries):
         return 0
-    state.planned = plan_.block_quotas(summaries, sizes=state.sizes, caps=state.caps, wsizes=state.wsizes,
-                                       wcap=state.wcap, num_parts=plan.num_parts)
+    state.planned = plan_.block_quotas(
+        summaries, sizes=state.sizes, caps=state.caps, wsizes=state.wsizes, wcap=state.wcap, num_parts=plan.num_parts
+    )
     state.planned_blocks, state.planned_salt = blocks, salt
     return int(sum(int(q[1].sum()) for q in state.planned))
 
@@ -214,11 +253,24 @@ def _fill(state: _State, *, salt: int, isolated: bool) -> int:
     blocks = [b for b in range(state.num_blocks) if unplaced[b].sum()]
     tasks = TaskGraph()
     moves, moved_blocks = state.add_planned(tasks)
-    results = tasks.compute(moves + [tasks.add(T.fill_task, fills[b], **state.block_kw(b), seed=plan.seed, salt=salt,
-                                               num_parts=plan.num_parts, isolated=isolated, after=moves)
-                                     for b in blocks])
-    state.absorb(results[:len(moves)], moved_blocks)
-    return state.absorb(results[len(moves):], blocks)
+    results = tasks.compute(
+        moves
+        + [
+            tasks.add(
+                T.fill_task,
+                fills[b],
+                **state.block_kw(b),
+                seed=plan.seed,
+                salt=salt,
+                num_parts=plan.num_parts,
+                isolated=isolated,
+                after=moves,
+            )
+            for b in blocks
+        ]
+    )
+    state.absorb(results[: len(moves)], moved_blocks)
+    return state.absorb(results[len(moves) :], blocks)
 
 
 def _place(state: _State, linked: int) -> None:
@@ -229,7 +281,7 @@ def _place(state: _State, linked: int) -> None:
     for levels in plan_.level_rounds(state.table.sum(axis=(0, 2)), min_round):
         moved = _round(state, mode="place", levels=levels, salt=levels[1])
         logger.debug("lp: round for degree in [2**%d, 2**%d) places %d nodes", levels[1], levels[0] + 1, moved)
-        if moved < state.table[:, levels[1] + 1:levels[0] + 2, :].sum():
+        if moved < state.table[:, levels[1] + 1 : levels[0] + 2, :].sum():
             refused.append(levels)
     # refused nodes retry with fresh neighbour counts, over the levels that refused
     # some (with balance_edges moves may fall short of the plan: every level)

@@ -58,8 +58,9 @@ NUM_LEVELS = 64
 _NO_TARGET = -1
 
 
-def _local_and_block(ids: IdArray, block_rows: int, local: npt.NDArray[np.uint32],
-                     block: npt.NDArray[Any] | None) -> None:
+def _local_and_block(
+    ids: IdArray, block_rows: int, local: npt.NDArray[np.uint32], block: npt.NDArray[Any] | None
+) -> None:
     """Write the block-local index (and, unless None, the block) of ``ids`` into the outputs."""
     if block_rows & (block_rows - 1) == 0:  # a power of two: shifts, no division
         np.bitwise_and(ids, block_rows - 1, out=local, casting="unsafe")
@@ -82,9 +83,9 @@ def group_by_key(key: npt.NDArray[Any], num_keys: int, arrays: list[npt.NDArray[
     return [a[order] for a in arrays]
 
 
-def orient_edges(src: IdArray, dst: IdArray, *, block_rows: int, num_blocks: int,
-                 v_dtype: type[np.signedinteger[Any]] = np.int64) -> tuple[npt.NDArray[np.uint32], IdArray, IdArray,
-                                                                            IdArray]:
+def orient_edges(
+    src: IdArray, dst: IdArray, *, block_rows: int, num_blocks: int, v_dtype: type[np.signedinteger[Any]] = np.int64
+) -> tuple[npt.NDArray[np.uint32], IdArray, IdArray, IdArray]:
     """Both directions of every non-self-loop edge, stably ordered by the block of ``u``.
 
     Parameters
@@ -128,8 +129,9 @@ def orient_edges(src: IdArray, dst: IdArray, *, block_rows: int, num_blocks: int
     return u_local, v, np.bincount(block, minlength=num_blocks).astype(np.int64), self_loops
 
 
-def block_degrees(u_locals: list[npt.NDArray[np.uint32]], self_loops: IdArray, *, rows: int,
-                  owned: bool = True) -> tuple[IdArray, IdArray]:
+def block_degrees(
+    u_locals: list[npt.NDArray[np.uint32]], self_loops: IdArray, *, rows: int, owned: bool = True
+) -> tuple[IdArray, IdArray]:
     """Undirected degree (no self-loops) and owned edges (in-degree + self-loops) of a
     block; the owned edges are zero unless ``owned``."""
     degree = np.zeros(rows, np.int64)
@@ -168,9 +170,15 @@ def rows_of(nodes: npt.NDArray[np.integer[Any]], rows: int, *, out: IdArray | No
     return out
 
 
-def neighbour_histogram(u_local: npt.NDArray[np.uint32], v_part: npt.NDArray[np.integer[Any]],
-                        row_of: IdArray | None, *, num_rows: int, num_parts: int,
-                        keys: IdArray | None = None) -> IdArray:
+def neighbour_histogram(
+    u_local: npt.NDArray[np.uint32],
+    v_part: npt.NDArray[np.integer[Any]],
+    row_of: IdArray | None,
+    *,
+    num_rows: int,
+    num_parts: int,
+    keys: IdArray | None = None,
+) -> IdArray:
     """Neighbours per partition of every table row: ``[num_rows, P]`` int64.
 
     ``row_of`` maps a block-local node to its row (``num_rows``: not counted; None:
@@ -188,7 +196,7 @@ def neighbour_histogram(u_local: npt.NDArray[np.uint32], v_part: npt.NDArray[np.
     keys += v_part  # -1 (not placed) lands in column 0, dropped below
     keys += 1
     counts = np.bincount(keys, minlength=(num_rows + 1) * width)
-    return counts[:num_rows * width].reshape(num_rows, width)[:, 1:]
+    return counts[: num_rows * width].reshape(num_rows, width)[:, 1:]
 
 
 def priority_of(score: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int16]:
@@ -197,9 +205,14 @@ def priority_of(score: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int16]:
     return np.minimum(NUM_PRIORITIES - 1, np.floor(8.0 * np.log2(1.0 + s))).astype(np.int16)
 
 
-def group_key(stratum: npt.NDArray[np.integer[Any]], src_part: npt.NDArray[np.integer[Any]],
-              dst_part: npt.NDArray[np.integer[Any]], priority: npt.NDArray[np.integer[Any]], *,
-              num_parts: int) -> IdArray:
+def group_key(
+    stratum: npt.NDArray[np.integer[Any]],
+    src_part: npt.NDArray[np.integer[Any]],
+    dst_part: npt.NDArray[np.integer[Any]],
+    priority: npt.NDArray[np.integer[Any]],
+    *,
+    num_parts: int,
+) -> IdArray:
     """One int64 per ``(stratum, from, to, priority)``; ``from`` may be ``num_parts``."""
     key = np.asarray(stratum, np.int64) * (num_parts + 1) + np.asarray(src_part, np.int64)
     key = key * num_parts + np.asarray(dst_part, np.int64)
@@ -229,10 +242,16 @@ def summarise_groups(keys: IdArray, weight: IdArray) -> tuple[IdArray, IdArray, 
     return k[starts].astype(np.int64), counts, weights.astype(np.int64)
 
 
-def propose_placement(hist: npt.NDArray[np.integer[Any]], stratum: npt.NDArray[np.int32], weight: IdArray, *,
-                      penalty: npt.NDArray[np.float64], weight_penalty: npt.NDArray[np.float64],
-                      open_parts: npt.NDArray[np.bool_],
-                      weight_open: npt.NDArray[np.bool_]) -> tuple[IdArray, npt.NDArray[np.int16]]:
+def propose_placement(
+    hist: npt.NDArray[np.integer[Any]],
+    stratum: npt.NDArray[np.int32],
+    weight: IdArray,
+    *,
+    penalty: npt.NDArray[np.float64],
+    weight_penalty: npt.NDArray[np.float64],
+    open_parts: npt.NDArray[np.bool_],
+    weight_open: npt.NDArray[np.bool_],
+) -> tuple[IdArray, npt.NDArray[np.int16]]:
     """Fennel choice for unplaced candidates over the parts open to them:
     ``argmax_q hist[q] - penalty[q] - weight * weight_penalty[q]`` (lowest part on ties).
 
@@ -257,9 +276,13 @@ def propose_placement(hist: npt.NDArray[np.integer[Any]], stratum: npt.NDArray[n
     return target, prio
 
 
-def propose_refinement(hist: npt.NDArray[np.integer[Any]], part: npt.NDArray[np.integer[Any]],
-                       stratum: npt.NDArray[np.int32], *,
-                       open_parts: npt.NDArray[np.bool_]) -> tuple[IdArray, npt.NDArray[np.int16]]:
+def propose_refinement(
+    hist: npt.NDArray[np.integer[Any]],
+    part: npt.NDArray[np.integer[Any]],
+    stratum: npt.NDArray[np.int32],
+    *,
+    open_parts: npt.NDArray[np.bool_],
+) -> tuple[IdArray, npt.NDArray[np.int16]]:
     """Label propagation for placed candidates: a node proposes the part with the most
     neighbours among those with room when that beats its own part (gain > 0), else
     the best full part (reachable by a swap only); priority = bucket of the gain.
@@ -290,9 +313,14 @@ def node_order(orig_nids: IdArray, *, seed: int, salt: int) -> npt.NDArray[np.ui
         return splitmix64(np.asarray(orig_nids).astype(np.uint64) + key)
 
 
-def apply_quotas(keys: IdArray, weight: IdArray, rank: npt.NDArray[np.uint64], quota_keys: IdArray,
-                 quota_count: IdArray, quota_weight: IdArray) -> tuple[npt.NDArray[np.bool_], IdArray, IdArray,
-                                                                       IdArray]:
+def apply_quotas(
+    keys: IdArray,
+    weight: IdArray,
+    rank: npt.NDArray[np.uint64],
+    quota_keys: IdArray,
+    quota_count: IdArray,
+    quota_weight: IdArray,
+) -> tuple[npt.NDArray[np.bool_], IdArray, IdArray, IdArray]:
     """Take, in every group, the first candidates in ``rank`` order within its count and
     weight quota.
 
@@ -319,8 +347,13 @@ def apply_quotas(keys: IdArray, weight: IdArray, rank: npt.NDArray[np.uint64], q
     return take, mk, mc, mw
 
 
-def fill_block(stratum: npt.NDArray[np.int32], rank: npt.NDArray[np.uint64], fill_strata: IdArray,
-               fill_parts: IdArray, fill_counts: IdArray) -> PartArray:
+def fill_block(
+    stratum: npt.NDArray[np.int32],
+    rank: npt.NDArray[np.uint64],
+    fill_strata: IdArray,
+    fill_parts: IdArray,
+    fill_counts: IdArray,
+) -> PartArray:
     """Partitions of nodes to place: in each stratum, nodes in ``rank`` order go to the
     listed parts, ``fill_counts`` each (rows of ``(stratum, part, count)``; counts sum per
     stratum to the stratum's nodes here). Arguments have one row per node to place."""
@@ -333,8 +366,9 @@ def fill_block(stratum: npt.NDArray[np.int32], rank: npt.NDArray[np.uint64], fil
     return new
 
 
-def level_order(u_local: npt.NDArray[np.uint32], block_counts: IdArray, level_of: npt.NDArray[np.int8], *,
-                max_level: int) -> tuple[IdArray, IdArray]:
+def level_order(
+    u_local: npt.NDArray[np.uint32], block_counts: IdArray, level_of: npt.NDArray[np.int8], *, max_level: int
+) -> tuple[IdArray, IdArray]:
     """Reorder block-ordered entries by (block, falling level of ``u``).
 
     ``level_of`` gives each entry's ``u`` level. Returns the permutation and the entry

@@ -15,9 +15,23 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition._lp_kernels import split_group_key
 
-__all__ = ["add_moves", "block_quotas", "caps_for", "fennel_costs", "file_segments", "fill_plan",
-           "group_segments", "level_rounds", "open_parts", "plan_moves", "planned_gain", "round_segments",
-           "round_spans", "split_quotas", "water_fill"]
+__all__ = [
+    "add_moves",
+    "block_quotas",
+    "caps_for",
+    "fennel_costs",
+    "file_segments",
+    "fill_plan",
+    "group_segments",
+    "level_rounds",
+    "open_parts",
+    "plan_moves",
+    "planned_gain",
+    "round_segments",
+    "round_spans",
+    "split_quotas",
+    "water_fill",
+]
 
 Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight sums)
 Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
@@ -32,16 +46,29 @@ def _take(groups: IdArray, counts: IdArray, weights: IdArray, k: int) -> tuple[I
     return take, quota_w, int(quota_w.sum()), int(weights[groups][full & (take > 0)].sum())
 
 
-def _swaps(strata: IdArray, src: IdArray, dst: IdArray, order: IdArray, counts: IdArray, weights: IdArray,
-           wroom: IdArray, *, num_parts: int, acc_n: IdArray, acc_w: IdArray, done: npt.NDArray[np.bool_]) -> None:
+def _swaps(
+    strata: IdArray,
+    src: IdArray,
+    dst: IdArray,
+    order: IdArray,
+    counts: IdArray,
+    weights: IdArray,
+    wroom: IdArray,
+    *,
+    num_parts: int,
+    acc_n: IdArray,
+    acc_w: IdArray,
+    done: npt.NDArray[np.bool_],
+) -> None:
     """Pair moves ``p -> q`` with moves ``q -> p`` of one stratum (best first, equal numbers):
     they keep every node count, so they pass even when both parts are full. With an
     edge bound, a pair of parts swaps only if the worst case fits the weight room."""
     ranked = np.empty(order.size, np.int64)
     ranked[order] = np.arange(order.size)
     inner = src < num_parts
-    for s, p, q in sorted({(int(a), int(b), int(c)) for a, b, c in zip(strata[inner], src[inner], dst[inner],
-                                                                          strict=True) if b < c}):
+    for s, p, q in sorted(
+        {(int(a), int(b), int(c)) for a, b, c in zip(strata[inner], src[inner], dst[inner], strict=True) if b < c}
+    ):
         fwd = np.flatnonzero((strata == s) & (src == p) & (dst == q))
         bwd = np.flatnonzero((strata == s) & (src == q) & (dst == p))
         k = min(int(counts[fwd].sum()), int(counts[bwd].sum()))
@@ -59,8 +86,18 @@ def _swaps(strata: IdArray, src: IdArray, dst: IdArray, order: IdArray, counts: 
             acc_n[groups[used]], acc_w[groups[used]], done[groups[used]] = n[used], w[used], True
 
 
-def plan_moves(keys: IdArray, counts: IdArray, weights: IdArray, *, sizes: IdArray, caps: IdArray,
-               wsizes: IdArray, wcap: int | None, num_parts: int, sweeps: int = 3) -> tuple[IdArray, IdArray]:
+def plan_moves(
+    keys: IdArray,
+    counts: IdArray,
+    weights: IdArray,
+    *,
+    sizes: IdArray,
+    caps: IdArray,
+    wsizes: IdArray,
+    wcap: int | None,
+    num_parts: int,
+    sweeps: int = 3,
+) -> tuple[IdArray, IdArray]:
     """How many nodes (and how much weight) of every group may move without breaking a cap.
 
     First, moves between two placed parts are paired into swaps (:func:`_swaps`).
@@ -76,14 +113,16 @@ def plan_moves(keys: IdArray, counts: IdArray, weights: IdArray, *, sizes: IdArr
     """
     strata, src, dst, prio = split_group_key(keys, num_parts=num_parts)
     room = (np.asarray(caps, np.int64)[:, None] - np.asarray(sizes, np.int64)).copy()
-    wroom = (np.full(num_parts, np.iinfo(np.int64).max // 4, np.int64) if wcap is None
-             else int(wcap) - np.asarray(wsizes, np.int64))
+    wroom = (
+        np.full(num_parts, np.iinfo(np.int64).max // 4, np.int64)
+        if wcap is None
+        else int(wcap) - np.asarray(wsizes, np.int64)
+    )
     acc_n = np.zeros(keys.size, np.int64)
     acc_w = np.zeros(keys.size, np.int64)
     done = np.zeros(keys.size, bool)
     order = np.lexsort((keys, -prio))
-    _swaps(strata, src, dst, order, counts, weights, wroom, num_parts=num_parts, acc_n=acc_n, acc_w=acc_w,
-           done=done)
+    _swaps(strata, src, dst, order, counts, weights, wroom, num_parts=num_parts, acc_n=acc_n, acc_w=acc_w, done=done)
     for _ in range(sweeps):
         progress = False
         for g in order.tolist():
@@ -106,9 +145,17 @@ def plan_moves(keys: IdArray, counts: IdArray, weights: IdArray, *, sizes: IdArr
     return acc_n, acc_w
 
 
-def split_quotas(block_ids: IdArray, keys: IdArray, counts: IdArray, weights: IdArray,
-                 group_keys: IdArray, group_counts: IdArray, group_weights: IdArray,
-                 acc_n: IdArray, acc_w: IdArray) -> tuple[IdArray, IdArray]:
+def split_quotas(
+    block_ids: IdArray,
+    keys: IdArray,
+    counts: IdArray,
+    weights: IdArray,
+    group_keys: IdArray,
+    group_counts: IdArray,
+    group_weights: IdArray,
+    acc_n: IdArray,
+    acc_w: IdArray,
+) -> tuple[IdArray, IdArray]:
     """Share every group's accepted count and weight among the blocks that hold it.
 
     Rows ``(block, key, count, weight)``; a fully accepted group gives every block
@@ -175,8 +222,15 @@ def caps_for(total: IdArray | int, num_parts: int, eps: float) -> IdArray:
     return np.maximum(-(-total // num_parts), np.floor((1 + eps) * total / num_parts).astype(np.int64))
 
 
-def add_moves(sizes: IdArray, wsizes: IdArray, moved: list[Groups], *, num_parts: int,
-              placed: IdArray | None = None, blocks: list[int] | None = None) -> int:
+def add_moves(
+    sizes: IdArray,
+    wsizes: IdArray,
+    moved: list[Groups],
+    *,
+    num_parts: int,
+    placed: IdArray | None = None,
+    blocks: list[int] | None = None,
+) -> int:
     """Apply per-group moves ``(keys, nodes, weight)`` to the size tables in place;
     return the number of nodes moved. With ``placed`` (``[blocks, S]``), also count the
     nodes newly placed per block and stratum (``moved[i]`` is block ``blocks[i]``'s)."""
@@ -194,8 +248,9 @@ def add_moves(sizes: IdArray, wsizes: IdArray, moved: list[Groups], *, num_parts
     return total
 
 
-def fennel_costs(sizes: IdArray, wsizes: IdArray, *, caps: IdArray, wcap: int | None, alpha: float,
-                 gamma: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def fennel_costs(
+    sizes: IdArray, wsizes: IdArray, *, caps: IdArray, wcap: int | None, alpha: float, gamma: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Fennel's marginal cost per part of one more node and of one more owned edge
     (edges scaled to nodes at the caps, so ``W / n`` edges cost like one node)."""
     nodes = alpha * gamma * sizes.sum(axis=0).astype(np.float64) ** (gamma - 1)
@@ -205,23 +260,26 @@ def fennel_costs(sizes: IdArray, wsizes: IdArray, *, caps: IdArray, wcap: int | 
     return nodes, alpha * gamma * (scale * wsizes.astype(np.float64)) ** (gamma - 1) * scale
 
 
-def open_parts(sizes: IdArray, wsizes: IdArray, *, caps: IdArray,
-               wcap: int | None) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+def open_parts(
+    sizes: IdArray, wsizes: IdArray, *, caps: IdArray, wcap: int | None
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Parts with node room per stratum ``[S, P]`` and with owned-edge room ``[P]``."""
     weight_room = np.ones(wsizes.size, bool) if wcap is None else wcap - wsizes > 0
     return caps[:, None] - sizes > 0, weight_room
 
 
-def block_quotas(summaries: list[Groups], *, sizes: IdArray, caps: IdArray, wsizes: IdArray, wcap: int | None,
-                 num_parts: int) -> list[Groups]:
+def block_quotas(
+    summaries: list[Groups], *, sizes: IdArray, caps: IdArray, wsizes: IdArray, wcap: int | None, num_parts: int
+) -> list[Groups]:
     """The move step: from every block's proposal summary, its quota per group (sorted keys)."""
     ids = np.concatenate([np.full(s[0].size, i, np.int64) for i, s in enumerate(summaries)])
     keys, counts, weights = (np.concatenate([s[i] for s in summaries]) for i in range(3))
     gkeys, inv = np.unique(keys, return_inverse=True)
     gcounts = np.bincount(inv, weights=counts, minlength=gkeys.size).astype(np.int64)
     gweights = np.bincount(inv, weights=weights, minlength=gkeys.size).astype(np.int64)
-    acc_n, acc_w = plan_moves(gkeys, gcounts, gweights, sizes=sizes, caps=caps, wsizes=wsizes, wcap=wcap,
-                              num_parts=num_parts)
+    acc_n, acc_w = plan_moves(
+        gkeys, gcounts, gweights, sizes=sizes, caps=caps, wsizes=wsizes, wcap=wcap, num_parts=num_parts
+    )
     qn, qw = split_quotas(ids, keys, counts, weights, gkeys, gcounts, gweights, acc_n, acc_w)
     bounds = np.searchsorted(ids, np.arange(len(summaries) + 1))
     return [(keys[lo:hi], qn[lo:hi], qw[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
@@ -230,8 +288,7 @@ def block_quotas(summaries: list[Groups], *, sizes: IdArray, caps: IdArray, wsiz
 def file_segments(counts: list[IdArray], num_blocks: int) -> list[Segments]:
     """Per block, the (file, start, stop) ranges of files whose entries are block-major."""
     offs = [np.concatenate([[0], np.cumsum(c)]) for c in counts]
-    return [[(c, int(o[b]), int(o[b + 1])) for c, o in enumerate(offs) if o[b + 1] > o[b]]
-            for b in range(num_blocks)]
+    return [[(c, int(o[b]), int(o[b + 1])) for c, o in enumerate(offs) if o[b + 1] > o[b]] for b in range(num_blocks)]
 
 
 def level_rounds(nodes_per_level: IdArray, min_nodes: int) -> list[tuple[int, int]]:
@@ -257,20 +314,19 @@ def level_rounds(nodes_per_level: IdArray, min_nodes: int) -> list[tuple[int, in
 def round_spans(nodes_per_level: IdArray, high: int, low: int) -> list[tuple[int, int]]:
     """Per block, the positions in its level order (falling level) of levels ``high..low``
     (``nodes_per_level`` is ``[blocks, 64]``, indexed by level + 1)."""
-    above = nodes_per_level[:, high + 2:].sum(axis=1)
-    inside = nodes_per_level[:, low + 1:high + 2].sum(axis=1)
+    above = nodes_per_level[:, high + 2 :].sum(axis=1)
+    inside = nodes_per_level[:, low + 1 : high + 2].sum(axis=1)
     return [(int(a), int(a + n)) for a, n in zip(above, inside, strict=True)]
 
 
-def round_segments(block_counts: list[IdArray], level_counts: list[IdArray], high: int,
-                   low: int) -> list[Segments]:
+def round_segments(block_counts: list[IdArray], level_counts: list[IdArray], high: int, low: int) -> list[Segments]:
     """Per block, the staged entries of its nodes of levels ``high..low``: one range per
     edge file, as levels fall within a block of a restaged file."""
     num_blocks = block_counts[0].size if block_counts else 0
     out: list[Segments] = [[] for _ in range(num_blocks)]
     for c, (bc, lc) in enumerate(zip(block_counts, level_counts, strict=True)):
         start = np.concatenate([[0], np.cumsum(bc)])[:-1]
-        first = start + lc[:, high + 1:].sum(axis=1)
+        first = start + lc[:, high + 1 :].sum(axis=1)
         stop = start + lc[:, low:].sum(axis=1)
         for b in np.flatnonzero(stop > first):
             out[b].append((c, int(first[b]), int(stop[b])))

@@ -105,7 +105,7 @@ def read_result(root: str, lo: int, hi: int, block_rows: int) -> npt.NDArray[np.
     for b in range(lo // block_rows, (hi - 1) // block_rows + 1):
         first = b * block_rows
         part = np.load(_node_file(root, b, "part"), mmap_mode="r")
-        pieces.append(np.array(part[max(lo - first, 0):hi - first], np.int32))
+        pieces.append(np.array(part[max(lo - first, 0) : hi - first], np.int32))
     return np.concatenate(pieces)
 
 
@@ -157,13 +157,22 @@ def _read_segments(root: str, segs: Segments, name: str, *, scratch: bool = Fals
                 size = sum(h - lo_ for _, lo_, h in segs)
                 out = _scratch(name, size, dtype) if scratch else np.empty(size, dtype)
             f.seek(offset + lo * dtype.itemsize)
-            f.readinto(out[pos:pos + hi - lo].data.cast("B"))
+            f.readinto(out[pos : pos + hi - lo].data.cast("B"))
         pos += hi - lo
     return out if out is not None else np.empty(0, np.int64)
 
 
-def stage_task(ref: Any, *, root: str, c: int, offsets: tuple[int, int], bounds: tuple[int, int],
-               block_rows: int, num_blocks: int, v_dtype: str) -> tuple[IdArray, IdArray]:
+def stage_task(
+    ref: Any,
+    *,
+    root: str,
+    c: int,
+    offsets: tuple[int, int],
+    bounds: tuple[int, int],
+    block_rows: int,
+    num_blocks: int,
+    v_dtype: str,
+) -> tuple[IdArray, IdArray]:
     """Stage edge file ``c``; return its entries and its self-loops per node block."""
     from dgl_chunked.io.chunked import read_edges_partition
 
@@ -171,8 +180,9 @@ def stage_task(ref: Any, *, root: str, c: int, offsets: tuple[int, int], bounds:
     src, dst = (df[k].to_numpy(np.int64) for k in ("src", "dst"))
     del df
     src, dst = (x + off if off else x for x, off in ((src, offsets[0]), (dst, offsets[1])))
-    u, v, counts, loops = K.orient_edges(src, dst, block_rows=block_rows, num_blocks=num_blocks,
-                                         v_dtype=np.dtype(v_dtype).type)
+    u, v, counts, loops = K.orient_edges(
+        src, dst, block_rows=block_rows, num_blocks=num_blocks, v_dtype=np.dtype(v_dtype).type
+    )
     del src, dst
     loops = np.sort(loops)
     for name, arr in (("u", u), ("v", v), ("loops", loops)):
@@ -180,8 +190,15 @@ def stage_task(ref: Any, *, root: str, c: int, offsets: tuple[int, int], bounds:
     return counts, np.bincount(loops // block_rows, minlength=num_blocks).astype(np.int64)
 
 
-def prepare_task(stratum: npt.NDArray[Any], *staged: tuple[IdArray, IdArray], root: str, b: int,
-                 block_rows: int, num_strata: int, owned: bool) -> tuple[IdArray, IdArray]:
+def prepare_task(
+    stratum: npt.NDArray[Any],
+    *staged: tuple[IdArray, IdArray],
+    root: str,
+    b: int,
+    block_rows: int,
+    num_strata: int,
+    owned: bool,
+) -> tuple[IdArray, IdArray]:
     """Degree, level, stratum, owned edges (with ``owned``), level order and empty
     assignment of block ``b``; ``staged`` holds every edge file's entries and
     self-loops per block (what :func:`stage_task` returns).
@@ -202,8 +219,13 @@ def prepare_task(stratum: npt.NDArray[Any], *staged: tuple[IdArray, IdArray], ro
     if owned and loop_segs:
         weight += np.bincount(_read_segments(root, loop_segs, "loops") - lo, minlength=rows)
     level = K.degree_levels(degree)
-    for name, arr in (("level", level), ("stratum", stratum), ("weight", weight), ("order", K.node_level_order(level)),
-                      ("part", np.full(rows, -1, np.int32))):
+    for name, arr in (
+        ("level", level),
+        ("stratum", stratum),
+        ("weight", weight),
+        ("order", K.node_level_order(level)),
+        ("part", np.full(rows, -1, np.int32)),
+    ):
         write_block(root, b, name, arr)
     index = level.astype(np.int64) + 1
     table = np.bincount(index * num_strata + stratum, minlength=K.NUM_LEVELS * num_strata)
@@ -243,23 +265,25 @@ def _span_nodes(root: str, b: int, rows: int, span: Span) -> npt.NDArray[Any]:
     """Block-local IDs of the nodes of ``span``, in histogram-row order."""
     if span is None:
         return np.arange(rows, dtype=np.int32)
-    return np.asarray(np.load(_node_file(root, b, "order"), mmap_mode="r")[span[0]:span[1]])
+    return np.asarray(np.load(_node_file(root, b, "order"), mmap_mode="r")[span[0] : span[1]])
 
 
-def _parts_table(root: str, blocks: range, block_rows: int, num_nodes: int,
-                 num_parts: int) -> npt.NDArray[np.integer[Any]]:
+def _parts_table(
+    root: str, blocks: range, block_rows: int, num_nodes: int, num_parts: int
+) -> npt.NDArray[np.integer[Any]]:
     """The assignment of ``blocks`` (a :func:`_scratch` array); int8 when the parts fit
     (a 4x smaller table stays in cache for the random gather)."""
     lo = blocks.start * block_rows
     table = _scratch("table", min(blocks.stop * block_rows, num_nodes) - lo, np.int8 if num_parts <= 127 else np.int32)
     for b in blocks:
         part = read_block(root, b, "part", scratch=True)
-        np.copyto(table[b * block_rows - lo:b * block_rows - lo + part.size], part, casting="unsafe")
+        np.copyto(table[b * block_rows - lo : b * block_rows - lo + part.size], part, casting="unsafe")
     return table
 
 
-def _neighbour_parts(root: str, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int,
-                     num_parts: int) -> npt.NDArray[np.integer[Any]]:
+def _neighbour_parts(
+    root: str, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int, num_parts: int
+) -> npt.NDArray[np.integer[Any]]:
     """The current partition of every ``v`` (a :func:`_scratch` array): from the whole
     assignment when small, else block by block (one block in memory at a time)."""
     num_blocks = -(-num_nodes // block_rows)
@@ -274,26 +298,37 @@ def _neighbour_parts(root: str, v: npt.NDArray[Any], *, block_rows: int, num_nod
     return out
 
 
-def _histogram(root: str, b: int, rows: int, segs: Segments, span: Span, *, num_parts: int, block_rows: int,
-               num_nodes: int) -> IdArray:
+def _histogram(
+    root: str, b: int, rows: int, segs: Segments, span: Span, *, num_parts: int, block_rows: int, num_nodes: int
+) -> IdArray:
     """Neighbours per partition of ``span``'s nodes over the listed entries, ``[nodes, P]``."""
-    row_of = None if span is None else K.rows_of(_span_nodes(root, b, rows, span), rows,
-                                                 out=_scratch("row_of", rows, np.int64))
+    row_of = (
+        None
+        if span is None
+        else K.rows_of(_span_nodes(root, b, rows, span), rows, out=_scratch("row_of", rows, np.int64))
+    )
     num_rows = rows if span is None else span[1] - span[0]
     if not segs:
         return np.zeros((num_rows, num_parts), np.int64)
     u = _read_segments(root, segs, "u", scratch=True)
-    v_part = _neighbour_parts(root, _read_segments(root, segs, "v", scratch=True), block_rows=block_rows,
-                              num_nodes=num_nodes, num_parts=num_parts)
+    v_part = _neighbour_parts(
+        root,
+        _read_segments(root, segs, "v", scratch=True),
+        block_rows=block_rows,
+        num_nodes=num_nodes,
+        num_parts=num_parts,
+    )
     keys = _scratch("keys", u.size, np.int64)
     return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, keys=keys)
 
 
-def hist_task(*, root: str, b: int, block_rows: int, rows: int, num_nodes: int, segs: Segments, span: Span,
-              num_parts: int) -> npt.NDArray[np.int32]:
+def hist_task(
+    *, root: str, b: int, block_rows: int, rows: int, num_nodes: int, segs: Segments, span: Span, num_parts: int
+) -> npt.NDArray[np.int32]:
     """One group of entries' neighbour histogram of block ``b``'s span."""
-    return _histogram(root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows,
-                      num_nodes=num_nodes).astype(np.int32)
+    return _histogram(
+        root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes
+    ).astype(np.int32)
 
 
 def sum_task(*hists: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
@@ -318,11 +353,20 @@ def _candidates(root: str, b: int, part: npt.NDArray[np.int32], span: Span, mode
     return local, local
 
 
-def propose_task(*hists: npt.NDArray[np.int32], root: str, b: int, block_rows: int, rows: int, num_nodes: int,
-                 segs: Segments | None, span: Span, mode: str,
-                 penalties: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
-                 open_parts: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
-                 num_parts: int) -> tuple[IdArray, IdArray, IdArray, int]:
+def propose_task(
+    *hists: npt.NDArray[np.int32],
+    root: str,
+    b: int,
+    block_rows: int,
+    rows: int,
+    num_nodes: int,
+    segs: Segments | None,
+    span: Span,
+    mode: str,
+    penalties: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    open_parts: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
+    num_parts: int,
+) -> tuple[IdArray, IdArray, IdArray, int]:
     """Propose targets for block ``b``'s candidates; return them summarised per group
     (:data:`Groups`) and, when refining, the candidates' neighbours in other parts
     (their share of the current cut, counted from both ends of an edge).
@@ -333,8 +377,11 @@ def propose_task(*hists: npt.NDArray[np.int32], root: str, b: int, block_rows: i
     The proposals wait in the block's ``moves`` file for :func:`apply_task` (moving
     here would change what other blocks' histograms of this round see).
     """
-    hist = sum_task(*hists) if segs is None else _histogram(root, b, rows, segs, span, num_parts=num_parts,
-                                                             block_rows=block_rows, num_nodes=num_nodes)
+    hist = (
+        sum_task(*hists)
+        if segs is None
+        else _histogram(root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes)
+    )
     part = read_block(root, b, "part", scratch=True)
     row, local = _candidates(root, b, part, span, mode)
     hist = hist[row]
@@ -342,9 +389,15 @@ def propose_task(*hists: npt.NDArray[np.int32], root: str, b: int, block_rows: i
     weight = read_block(root, b, "weight", scratch=True)[local]
     cut = 0
     if mode == "place":
-        target, prio = K.propose_placement(hist, stratum, weight, penalty=penalties[0],
-                                           weight_penalty=penalties[1], open_parts=open_parts[0],
-                                           weight_open=open_parts[1])
+        target, prio = K.propose_placement(
+            hist,
+            stratum,
+            weight,
+            penalty=penalties[0],
+            weight_penalty=penalties[1],
+            open_parts=open_parts[0],
+            weight_open=open_parts[1],
+        )
         src = np.full(local.size, num_parts, np.int64)
     else:
         src = part[local].astype(np.int64)
@@ -357,8 +410,9 @@ def propose_task(*hists: npt.NDArray[np.int32], root: str, b: int, block_rows: i
     return (*K.summarise_groups(keys, weight), cut)
 
 
-def apply_task(quota: Groups, *, root: str, b: int, block_rows: int, rows: int, num_nodes: int, seed: int,
-               salt: int) -> Groups:
+def apply_task(
+    quota: Groups, *, root: str, b: int, block_rows: int, rows: int, num_nodes: int, seed: int, salt: int
+) -> Groups:
     """Move block ``b``'s proposals within its quotas; return the moves per group."""
     local, target, keys, weight = read_block(root, b, "moves")
     rank = K.node_order(b * block_rows + local, seed=seed, salt=salt)
@@ -370,8 +424,19 @@ def apply_task(quota: Groups, *, root: str, b: int, block_rows: int, rows: int, 
     return mk, mc, mw
 
 
-def fill_task(fill: Groups, *, root: str, b: int, block_rows: int, rows: int, num_nodes: int, seed: int, salt: int,
-              num_parts: int, isolated: bool) -> Groups:
+def fill_task(
+    fill: Groups,
+    *,
+    root: str,
+    b: int,
+    block_rows: int,
+    rows: int,
+    num_nodes: int,
+    seed: int,
+    salt: int,
+    num_parts: int,
+    isolated: bool,
+) -> Groups:
     """Place block ``b``'s unplaced (isolated, or other) nodes as ``fill`` says; return the
     moves per group."""
     part = read_block(root, b, "part")
@@ -380,6 +445,7 @@ def fill_task(fill: Groups, *, root: str, b: int, block_rows: int, rows: int, nu
     new = K.fill_block(stratum, K.node_order(b * block_rows + local, seed=seed, salt=salt), *fill)
     part[local] = new
     write_block(root, b, "part", part)
-    keys = K.group_key(stratum, np.full(local.size, num_parts), new, np.zeros(local.size, np.int64),
-                       num_parts=num_parts)
+    keys = K.group_key(
+        stratum, np.full(local.size, num_parts), new, np.zeros(local.size, np.int64), num_parts=num_parts
+    )
     return K.summarise_groups(keys, read_block(root, b, "weight")[local])

@@ -80,8 +80,10 @@ def register_method(name: str, impl: PartitionMethod, *, overwrite: bool = False
         ``name`` is taken (unless ``overwrite``) or ``impl`` lacks the protocol.
     """
     if not isinstance(impl, PartitionMethod) or impl.dgl_algo_name not in ("random", "metis"):
-        raise AssignmentError(f"register_method({name!r}): expected an object with name, dgl_algo_name "
-                              f"('random' or 'metis') and assign(graph, num_parts, options); found {impl!r}")
+        raise AssignmentError(
+            f"register_method({name!r}): expected an object with name, dgl_algo_name "
+            f"('random' or 'metis') and assign(graph, num_parts, options); found {impl!r}"
+        )
     if name in _REGISTRY and not overwrite:
         raise AssignmentError(f"register_method: method {name!r} is already registered; pass overwrite=True")
     _REGISTRY[name] = impl
@@ -92,8 +94,10 @@ def get_method(name: str) -> PartitionMethod:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise AssignmentError(f"method: expected one of {available_methods()}, found {name!r}; "
-                              "register new methods with register_method()") from None
+        raise AssignmentError(
+            f"method: expected one of {available_methods()}, found {name!r}; "
+            "register new methods with register_method()"
+        ) from None
 
 
 def available_methods() -> tuple[str, ...]:
@@ -110,8 +114,9 @@ def _check_balance_names(graph: ChunkedGraph, names: Sequence[str] | None) -> tu
     known = set(md.node_types) | {f for feats in md.node_data.values() for f in feats}
     for name in names:
         if name not in known:
-            raise AssignmentError(f"balance_ntypes: expected node types or node feature names "
-                                  f"(one of {sorted(known)}), found {name!r}")
+            raise AssignmentError(
+                f"balance_ntypes: expected node types or node feature names (one of {sorted(known)}), found {name!r}"
+            )
     return tuple(names)
 
 
@@ -166,15 +171,20 @@ def assign_partitions(
     if not isinstance(num_parts, (int, np.integer)) or isinstance(num_parts, bool) or num_parts < 1:
         raise AssignmentError(f"num_parts: expected an integer >= 1, found {num_parts!r}")
     impl = get_method(method)
-    options = PartitionOptions(seed=seed, balance_ntypes=_check_balance_names(graph, balance_ntypes),
-                               balance_edges=bool(balance_edges), max_memory=max_memory)
+    options = PartitionOptions(
+        seed=seed,
+        balance_ntypes=_check_balance_names(graph, balance_ntypes),
+        balance_edges=bool(balance_edges),
+        max_memory=max_memory,
+    )
     parts = impl.assign(graph, int(num_parts), options)
     for ntype in graph.metadata.node_types:
         got = parts.get(ntype)
         if got is None or got.chunks != (tuple(graph.node_chunks(ntype)),) or got.dtype != np.int32:
             raise AssignmentError(
                 f"method {method!r} returned {None if got is None else (got.dtype, got.chunks)} for node "
-                f"type {ntype!r}; expected int32 chunked like {graph.node_chunks(ntype)} (a bug in the method)")
+                f"type {ntype!r}; expected int32 chunked like {graph.node_chunks(ntype)} (a bug in the method)"
+            )
     return dict(parts)
 
 

@@ -159,11 +159,14 @@ class LPConfig:
         if not 0 <= self.eps < 1:
             problems.append(f"eps: expected 0 <= eps < 1, found {self.eps!r}")
         if self.refine_passes < 0 or self.group_entries < 1:
-            problems.append(f"refine_passes, group_entries: expected >= 0 and >= 1, found "
-                            f"{self.refine_passes!r}, {self.group_entries!r}")
+            problems.append(
+                f"refine_passes, group_entries: expected >= 0 and >= 1, found "
+                f"{self.refine_passes!r}, {self.group_entries!r}"
+            )
         fractions = {"refine_min_gain": self.refine_min_gain, "round_nodes": self.round_nodes}
-        problems += [f"{k}: expected a fraction in [0, 1], found {v!r}"
-                     for k, v in fractions.items() if not 0 <= v <= 1]
+        problems += [
+            f"{k}: expected a fraction in [0, 1], found {v!r}" for k, v in fractions.items() if not 0 <= v <= 1
+        ]
         if self.block_rows is not None and not 1 <= self.block_rows < 1 << 31:
             problems.append(f"block_rows: expected 1 <= block_rows < 2**31, found {self.block_rows!r}")
         if not self.gamma > 1:
@@ -225,16 +228,24 @@ class LPMethod:
         from dgl_chunked.partition.metis import _mask_features
 
         md = graph.metadata
-        plan = _Plan(num_parts=num_parts, seed=_check_seed(options.seed), balance_edges=options.balance_edges,
-                     config=self.config,
-                     block_rows=self.config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
-                     masks=tuple(_mask_features(graph, options.balance_ntypes)))
+        plan = _Plan(
+            num_parts=num_parts,
+            seed=_check_seed(options.seed),
+            balance_edges=options.balance_edges,
+            config=self.config,
+            block_rows=self.config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
+            masks=tuple(_mask_features(graph, options.balance_ntypes)),
+        )
         token = tokenize(plan, md.fingerprint(), _input_stamp(graph, plan))
         plan = replace(plan, token=token)
         driver = dask.delayed(run_lp, pure=True)(graph, plan, dask_key_name=f"dglc-assign-lp-driver-{token}")
         offsets = md.node_type_offsets
-        return {t: _type_view(driver, int(offsets[i]), tuple(graph.node_chunks(t)), f"dglc-assign-lp-{t}-{token}",
-                              plan.block_rows) for i, t in enumerate(md.node_types)}
+        return {
+            t: _type_view(
+                driver, int(offsets[i]), tuple(graph.node_chunks(t)), f"dglc-assign-lp-{t}-{token}", plan.block_rows
+            )
+            for i, t in enumerate(md.node_types)
+        }
 
 
 def _input_stamp(graph: ChunkedGraph, plan: _Plan) -> list[tuple[Any, ...]]:
@@ -258,8 +269,10 @@ def _type_view(driver: Any, offset: int, chunks: tuple[int, ...], name: str, blo
     from dask.highlevelgraph import HighLevelGraph
 
     bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int) + offset
-    layer: dict[Any, Any] = {(name, i): (T.read_result, driver.key, int(bounds[i]), int(bounds[i + 1]), block_rows)
-                             for i in range(len(chunks))}
+    layer: dict[Any, Any] = {
+        (name, i): (T.read_result, driver.key, int(bounds[i]), int(bounds[i + 1]), block_rows)
+        for i in range(len(chunks))
+    }
     graph = HighLevelGraph.from_collections(name, layer, dependencies=[driver])
     return da.Array(graph, name, (chunks,), meta=np.empty(0, np.int32))
 

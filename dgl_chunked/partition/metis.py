@@ -81,8 +81,9 @@ def _require_pymetis() -> Any:
     try:
         import pymetis
     except ImportError as err:
-        raise ImportError("method 'metis' needs pymetis: pip install dgl_chunked[metis] "
-                          "(or pip install pymetis)") from err
+        raise ImportError(
+            "method 'metis' needs pymetis: pip install dgl_chunked[metis] (or pip install pymetis)"
+        ) from err
     return pymetis
 
 
@@ -156,8 +157,9 @@ def _quotas(counts: npt.NDArray[np.int64], tolerance: float) -> tuple[npt.NDArra
     return give, take
 
 
-def _move_stratum(part: PartArray, nodes: IdArray, xadj: IdArray, adjncy: IdArray,
-                  num_parts: int, tolerance: float) -> int:
+def _move_stratum(
+    part: PartArray, nodes: IdArray, xadj: IdArray, adjncy: IdArray, num_parts: int, tolerance: float
+) -> int:
     """Rebalance one stratum in place; return the number of nodes moved."""
     give, take = _quotas(np.bincount(part[nodes], minlength=num_parts).astype(np.int64), tolerance)
     moved = 0
@@ -170,8 +172,9 @@ def _move_stratum(part: PartArray, nodes: IdArray, xadj: IdArray, adjncy: IdArra
         col = np.full(num_parts, -1, np.int64)
         col[receivers] = np.arange(receivers.size)
         hit = col[nbr_part] >= 0
-        score = np.bincount(rows[hit] * receivers.size + col[nbr_part[hit]],
-                            minlength=cand.size * receivers.size).reshape(cand.size, receivers.size)
+        score = np.bincount(
+            rows[hit] * receivers.size + col[nbr_part[hit]], minlength=cand.size * receivers.size
+        ).reshape(cand.size, receivers.size)
         score = score - np.bincount(rows[nbr_part == p], minlength=cand.size)[:, None]
         free = np.ones(cand.size, bool)
         left = int(give[p])
@@ -189,8 +192,15 @@ def _move_stratum(part: PartArray, nodes: IdArray, xadj: IdArray, adjncy: IdArra
     return moved
 
 
-def rebalance_strata(part: PartArray, labels: npt.NDArray[np.int32], xadj: IdArray, adjncy: IdArray,
-                     num_parts: int, *, tolerance: float = BALANCE_TOLERANCE) -> tuple[PartArray, int]:
+def rebalance_strata(
+    part: PartArray,
+    labels: npt.NDArray[np.int32],
+    xadj: IdArray,
+    adjncy: IdArray,
+    num_parts: int,
+    *,
+    tolerance: float = BALANCE_TOLERANCE,
+) -> tuple[PartArray, int]:
     """Bring every stratum's per-partition count into ``[(1-tol)*mean, (1+tol)*mean]``.
 
     Returns the new partition vector and the number of nodes moved.
@@ -200,14 +210,15 @@ def rebalance_strata(part: PartArray, labels: npt.NDArray[np.int32], xadj: IdArr
     bounds = np.searchsorted(labels[order], np.arange(int(labels.max(initial=-1)) + 2))
     moved = 0
     for s in range(bounds.size - 1):
-        nodes = order[bounds[s]:bounds[s + 1]].astype(np.int64)
+        nodes = order[bounds[s] : bounds[s + 1]].astype(np.int64)
         if nodes.size:
             moved += _move_stratum(part, nodes, xadj, adjncy, num_parts, tolerance)
     return part, moved
 
 
-def metis_parts(xadj: IdArray, adjncy: IdArray, num_parts: int, *, seed: int,
-                vweights: npt.NDArray[np.int64] | None = None) -> PartArray:
+def metis_parts(
+    xadj: IdArray, adjncy: IdArray, num_parts: int, *, seed: int, vweights: npt.NDArray[np.int64] | None = None
+) -> PartArray:
     """METIS k-way partition (minimum edge cut) of a symmetric CSR graph."""
     num_nodes = xadj.size - 1
     if num_parts == 1 or num_nodes == 0:
@@ -242,12 +253,14 @@ class _Plan:
 
 def _metis_task(plan: _Plan, frames: list[list[pd.DataFrame]], masks: list[npt.NDArray[Any]]) -> PartArray:
     num_nodes = plan.type_offsets[-1]
-    src = np.concatenate([f["src"].to_numpy(np.int64) + so for (so, _), fs in zip(plan.edge_offsets, frames,
-                                                                                    strict=True) for f in fs]
-                         or [np.empty(0, np.int64)])
-    dst = np.concatenate([f["dst"].to_numpy(np.int64) + do for (_, do), fs in zip(plan.edge_offsets, frames,
-                                                                                    strict=True) for f in fs]
-                         or [np.empty(0, np.int64)])
+    src = np.concatenate(
+        [f["src"].to_numpy(np.int64) + so for (so, _), fs in zip(plan.edge_offsets, frames, strict=True) for f in fs]
+        or [np.empty(0, np.int64)]
+    )
+    dst = np.concatenate(
+        [f["dst"].to_numpy(np.int64) + do for (_, do), fs in zip(plan.edge_offsets, frames, strict=True) for f in fs]
+        or [np.empty(0, np.int64)]
+    )
     weights = (np.bincount(dst, minlength=num_nodes) + 1).astype(np.int64) if plan.balance_edges else None
     xadj, adjncy = symmetric_csr(src, dst, num_nodes)
     del src, dst
@@ -255,8 +268,9 @@ def _metis_task(plan: _Plan, frames: list[list[pd.DataFrame]], masks: list[npt.N
     offsets = np.asarray(plan.type_offsets, np.int64)
     labels = strata_labels(offsets, [[masks[i] for i in slots] for slots in plan.mask_slots])
     part, moved = rebalance_strata(part, labels, xadj, adjncy, plan.num_parts)
-    logger.info("metis: %d nodes, %d undirected edges; balance repair moved %d nodes",
-                num_nodes, adjncy.size // 2, moved)
+    logger.info(
+        "metis: %d nodes, %d undirected edges; balance repair moved %d nodes", num_nodes, adjncy.size // 2, moved
+    )
     return part
 
 
@@ -299,24 +313,33 @@ class MetisMethod:
         if need > limit:
             raise MetisMemoryError(
                 f"metis: expected at most {limit} bytes (max_memory) for {num_nodes} nodes and {num_edges} "
-                f"edges, found an estimated {need} bytes; use method 'random' (out of core) or raise max_memory")
+                f"edges, found an estimated {need} bytes; use method 'random' (out of core) or raise max_memory"
+            )
         masks = _mask_features(graph, options.balance_ntypes)
-        plan = _Plan(num_parts=num_parts, seed=options.seed, balance_edges=options.balance_edges,
-                     type_offsets=tuple(int(x) for x in md.node_type_offsets),
-                     edge_offsets=tuple((int(md.node_type_offsets[md.ntype_id(e.src_type)]),
-                                         int(md.node_type_offsets[md.ntype_id(e.dst_type)])) for e in md.edge_types),
-                     mask_slots=tuple(tuple(i for i, (t, _) in enumerate(masks) if t == ti)
-                                      for ti in range(len(md.node_types))))
+        plan = _Plan(
+            num_parts=num_parts,
+            seed=options.seed,
+            balance_edges=options.balance_edges,
+            type_offsets=tuple(int(x) for x in md.node_type_offsets),
+            edge_offsets=tuple(
+                (int(md.node_type_offsets[md.ntype_id(e.src_type)]), int(md.node_type_offsets[md.ntype_id(e.dst_type)]))
+                for e in md.edge_types
+            ),
+            mask_slots=tuple(tuple(i for i, (t, _) in enumerate(masks) if t == ti) for ti in range(len(md.node_types))),
+        )
         frames = [graph.edges(e).to_delayed() for e in graph.edge_types]
         mask_arrays = [graph.node_feature(md.node_types[t], f).reshape(-1) for t, f in masks]
-        token = tokenize(plan, md.fingerprint(), [[d.key for d in fs] for fs in frames],
-                         [m.name for m in mask_arrays])
-        task = dask.delayed(_metis_task, pure=True)(plan, frames, mask_arrays,
-                                                     dask_key_name=f"dglc-assign-metis-task-{token}")
-        full = da.from_delayed(task, shape=(num_nodes,), dtype=np.int32, meta=np.empty(0, np.int32),
-                               name=f"dglc-assign-metis-all-{token}")
-        return {ntype: _type_view(full, plan.type_offsets[t], tuple(graph.node_chunks(ntype)), f"{ntype}-{token}")
-                for t, ntype in enumerate(md.node_types)}
+        token = tokenize(plan, md.fingerprint(), [[d.key for d in fs] for fs in frames], [m.name for m in mask_arrays])
+        task = dask.delayed(_metis_task, pure=True)(
+            plan, frames, mask_arrays, dask_key_name=f"dglc-assign-metis-task-{token}"
+        )
+        full = da.from_delayed(
+            task, shape=(num_nodes,), dtype=np.int32, meta=np.empty(0, np.int32), name=f"dglc-assign-metis-all-{token}"
+        )
+        return {
+            ntype: _type_view(full, plan.type_offsets[t], tuple(graph.node_chunks(ntype)), f"{ntype}-{token}")
+            for t, ntype in enumerate(md.node_types)
+        }
 
 
 def _type_view(full: da.Array, offset: int, chunks: tuple[int, ...], token: str) -> da.Array:
@@ -328,7 +351,9 @@ def _type_view(full: da.Array, offset: int, chunks: tuple[int, ...], token: str)
 
     name = f"dglc-assign-metis-{token}"
     bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int) + offset
-    layer: dict[Any, Any] = {(name, i): (operator.getitem, (full.name, 0), slice(int(bounds[i]), int(bounds[i + 1])))
-             for i in range(len(chunks))}
+    layer: dict[Any, Any] = {
+        (name, i): (operator.getitem, (full.name, 0), slice(int(bounds[i]), int(bounds[i + 1])))
+        for i in range(len(chunks))
+    }
     graph = HighLevelGraph.from_collections(name, layer, dependencies=[full])  # type: ignore[list-item]
     return da.Array(graph, name, (chunks,), meta=np.empty(0, np.int32))

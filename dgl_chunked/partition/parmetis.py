@@ -102,8 +102,9 @@ def _open(graph: ChunkedGraph | PathLike, storage_options: StorageOptions) -> Ch
 # --- export: kernels ------------------------------------------------------------------
 
 
-def edge_keys_partition(df: pd.DataFrame, *, src_offset: int, dst_offset: int, eid_offset: int,
-                        unordered: bool) -> pd.DataFrame:
+def edge_keys_partition(
+    df: pd.DataFrame, *, src_offset: int, dst_offset: int, eid_offset: int, unordered: bool
+) -> pd.DataFrame:
     """One edge file -> ``u``, ``v`` (orig_nid), ``orig_eid`` and ``key`` (a hash of the pair)."""
     u = df["src"].to_numpy(np.int64) + src_offset
     v = df["dst"].to_numpy(np.int64) + dst_offset
@@ -134,15 +135,17 @@ def _write_bytes(path: str, data: bytes, storage_options: StorageOptions) -> Non
         f.write(data)
 
 
-def _write_node_piece(*masks: Any, path: str, type_id: int, num_types: int, start: int, stop: int,
-                      storage_options: StorageOptions) -> int:
+def _write_node_piece(
+    *masks: Any, path: str, type_id: int, num_types: int, start: int, stop: int, storage_options: StorageOptions
+) -> int:
     data = _pm.encode_node_lines(type_id=type_id, num_types=num_types, start=start, stop=stop, masks=masks)
     _write_bytes(path, data, storage_options)
     return stop - start
 
 
-def _write_edge_piece(df: pd.DataFrame, *, path: str, unordered: bool, etype_offsets: IdArray,
-                      storage_options: StorageOptions) -> tuple[int, int, int]:
+def _write_edge_piece(
+    df: pd.DataFrame, *, path: str, unordered: bool, etype_offsets: IdArray, storage_options: StorageOptions
+) -> tuple[int, int, int]:
     u, v, eid = (df[c].to_numpy(np.int64) for c in ("u", "v", "orig_eid"))
     kept, loops, dups = dedup_edges_block(u, v, eid, unordered=unordered)
     eid = eid[kept]
@@ -183,11 +186,20 @@ def _finish_export(node_rows: list[int], edge_counts: list[tuple[int, int, int]]
     kept, loops, dups = (int(sum(c[i] for c in edge_counts)) for i in range(3))
     _fs.atomic_write_bytes(stats, _pm.encode_stats(plan.num_nodes, kept, plan.num_weights), plan.storage_options)
     _remove(plan.tmp, plan.storage_options)
-    logger.info("parmetis export: %d nodes, %d edges (dropped %d self loops, %d duplicates)",
-                plan.num_nodes, kept, loops, dups)
-    return ParmetisFiles(nodes_path=nodes, edges_path=edges, stats_path=stats, num_nodes=plan.num_nodes,
-                         num_edges=kept, num_node_weights=plan.num_weights, self_loops_dropped=loops,
-                         duplicates_dropped=dups, dedup=plan.dedup)
+    logger.info(
+        "parmetis export: %d nodes, %d edges (dropped %d self loops, %d duplicates)", plan.num_nodes, kept, loops, dups
+    )
+    return ParmetisFiles(
+        nodes_path=nodes,
+        edges_path=edges,
+        stats_path=stats,
+        num_nodes=plan.num_nodes,
+        num_edges=kept,
+        num_node_weights=plan.num_weights,
+        self_loops_dropped=loops,
+        duplicates_dropped=dups,
+        dedup=plan.dedup,
+    )
 
 
 # --- export: wiring -------------------------------------------------------------------
@@ -199,8 +211,10 @@ def _mask_arrays(graph: ChunkedGraph, names: Sequence[str]) -> list[list[da.Arra
     unknown = [m for m in names if not any(m in data.get(t, {}) for t in graph.node_types)]
     if unknown:
         known = sorted({f for t in graph.node_types for f in data.get(t, {})})
-        raise MetadataError(f"balance_masks: expected node features named in metadata.json node_data, found "
-                            f"{unknown!r} on no node type; known node features: {known}")
+        raise MetadataError(
+            f"balance_masks: expected node features named in metadata.json node_data, found "
+            f"{unknown!r} on no node type; known node features: {known}"
+        )
     out: list[list[da.Array | None]] = []
     for ntype in graph.node_types:
         row: list[da.Array | None] = []
@@ -210,15 +224,18 @@ def _mask_arrays(graph: ChunkedGraph, names: Sequence[str]) -> list[list[da.Arra
                 continue
             dtype, shape = graph.feature_info("node", ntype, m)
             if shape not in ((), (1,)) or not (dtype == np.bool_ or np.issubdtype(dtype, np.integer)):
-                raise MetadataError(f'node_data["{ntype}"]["{m}"]: expected a 1-D bool (or 0/1 integer) mask to '
-                                    f"balance, found {dtype} with row shape {shape}")
+                raise MetadataError(
+                    f'node_data["{ntype}"]["{m}"]: expected a 1-D bool (or 0/1 integer) mask to '
+                    f"balance, found {dtype} with row shape {shape}"
+                )
             row.append(graph.node_feature(ntype, m).reshape(-1))  # type: ignore[no-untyped-call]
         out.append(row)
     return out
 
 
-def _node_tasks(graph: ChunkedGraph, masks: list[list[da.Array | None]], tmp: str,
-                storage_options: StorageOptions) -> tuple[list[Delayed], list[str]]:
+def _node_tasks(
+    graph: ChunkedGraph, masks: list[list[da.Array | None]], tmp: str, storage_options: StorageOptions
+) -> tuple[list[Delayed], list[str]]:
     from dask.base import tokenize
     from dask.delayed import delayed
 
@@ -235,9 +252,18 @@ def _node_tasks(graph: ChunkedGraph, masks: list[list[da.Array | None]], tmp: st
                 continue
             path = f"{tmp}/nodes-{t:05d}-{c:07d}.txt"
             args = [b[c] if b is not None else None for b in blocks]
-            tasks.append(write(*args, path=path, type_id=t, num_types=len(graph.node_types), start=bounds[c],
-                               stop=bounds[c + 1], storage_options=storage_options,
-                               dask_key_name=f"dglc-parmetis-nodes-{t}-{c}-{tokenize(path, args)}"))
+            tasks.append(
+                write(
+                    *args,
+                    path=path,
+                    type_id=t,
+                    num_types=len(graph.node_types),
+                    start=bounds[c],
+                    stop=bounds[c + 1],
+                    storage_options=storage_options,
+                    dask_key_name=f"dglc-parmetis-nodes-{t}-{c}-{tokenize(path, args)}",
+                )
+            )
             pieces.append(path)
     return tasks, pieces
 
@@ -253,17 +279,26 @@ def _edge_frame(graph: ChunkedGraph, unordered: bool) -> dd.DataFrame | None:
     for i, spec in enumerate(md.edge_types):
         if not graph.num_edges(spec.name):
             continue
-        frames.append(graph.edges(spec.name).map_partitions(  # type: ignore[no-untyped-call]
-            edge_keys_partition, src_offset=int(offsets[md.ntype_id(spec.src_type)]),
-            dst_offset=int(offsets[md.ntype_id(spec.dst_type)]), eid_offset=int(eoffsets[i]),
-            unordered=unordered, meta=meta, clear_divisions=True, token="dglc-parmetis-edge-keys"))
+        frames.append(
+            graph.edges(spec.name).map_partitions(  # type: ignore[no-untyped-call]
+                edge_keys_partition,
+                src_offset=int(offsets[md.ntype_id(spec.src_type)]),
+                dst_offset=int(offsets[md.ntype_id(spec.dst_type)]),
+                eid_offset=int(eoffsets[i]),
+                unordered=unordered,
+                meta=meta,
+                clear_divisions=True,
+                token="dglc-parmetis-edge-keys",
+            )
+        )
     if not frames:
         return None
     return frames[0] if len(frames) == 1 else dd.concat(frames)  # type: ignore[no-any-return,no-untyped-call]
 
 
-def _edge_tasks(graph: ChunkedGraph, unordered: bool, bucket_rows: int, tmp: str,
-                storage_options: StorageOptions) -> tuple[list[Delayed], list[str]]:
+def _edge_tasks(
+    graph: ChunkedGraph, unordered: bool, bucket_rows: int, tmp: str, storage_options: StorageOptions
+) -> tuple[list[Delayed], list[str]]:
     from dask.base import tokenize
     from dask.delayed import delayed
 
@@ -275,10 +310,17 @@ def _edge_tasks(graph: ChunkedGraph, unordered: bool, bucket_rows: int, tmp: str
     parts = frame.shuffle(on="key", npartitions=buckets).to_delayed()
     write = delayed(_write_edge_piece, pure=True)
     pieces = [f"{tmp}/edges-{b:07d}.txt" for b in range(len(parts))]
-    tasks = [write(part, path=path, unordered=unordered, etype_offsets=graph.edge_type_offsets,
-                   storage_options=storage_options,
-                   dask_key_name=f"dglc-parmetis-edges-{b}-{tokenize(part, path, unordered)}")
-             for b, (part, path) in enumerate(zip(parts, pieces, strict=True))]
+    tasks = [
+        write(
+            part,
+            path=path,
+            unordered=unordered,
+            etype_offsets=graph.edge_type_offsets,
+            storage_options=storage_options,
+            dask_key_name=f"dglc-parmetis-edges-{b}-{tokenize(part, path, unordered)}",
+        )
+        for b, (part, path) in enumerate(zip(parts, pieces, strict=True))
+    ]
     return tasks, pieces
 
 
@@ -286,8 +328,10 @@ def _prepare_export(out: str, names: Sequence[str], overwrite: bool, storage_opt
     fs, inner = _fs.filesystem(out, storage_options)
     present = [n for n in names if fs.exists(f"{inner.rstrip('/')}/{n}")]
     if present and not overwrite:
-        raise OutputExistsError(f"{out}: expected no ParMETIS input files, found {present}; pass overwrite=True "
-                                "(--overwrite) or choose another directory")
+        raise OutputExistsError(
+            f"{out}: expected no ParMETIS input files, found {present}; pass overwrite=True "
+            "(--overwrite) or choose another directory"
+        )
     stats = f"{inner.rstrip('/')}/{names[2]}"
     if fs.exists(stats):  # the stats file marks a complete export: remove it first
         fs.rm(stats)
@@ -357,12 +401,20 @@ def export_parmetis(
     tmp = _prepare_export(out, _pm.parmetis_file_names(name), overwrite, storage_options)
     node_tasks, node_pieces = _node_tasks(graph, masks, tmp, storage_options)
     edge_tasks, edge_pieces = _edge_tasks(graph, dedup == "unordered", bucket_rows, tmp, storage_options)
-    plan = _ExportPlan(out=out, name=name, tmp=tmp, node_pieces=tuple(node_pieces), edge_pieces=tuple(edge_pieces),
-                       num_nodes=int(sum(graph.metadata.num_nodes_per_type)),
-                       num_weights=len(graph.node_types) + len(balance_masks), dedup=dedup,
-                       storage_options=storage_options)
-    finish = delayed(_finish_export, pure=False)(node_tasks, edge_tasks, plan,
-                                                      dask_key_name=f"dglc-parmetis-finish-{tokenize(plan)}")
+    plan = _ExportPlan(
+        out=out,
+        name=name,
+        tmp=tmp,
+        node_pieces=tuple(node_pieces),
+        edge_pieces=tuple(edge_pieces),
+        num_nodes=int(sum(graph.metadata.num_nodes_per_type)),
+        num_weights=len(graph.node_types) + len(balance_masks),
+        dedup=dedup,
+        storage_options=storage_options,
+    )
+    finish = delayed(_finish_export, pure=False)(
+        node_tasks, edge_tasks, plan, dask_key_name=f"dglc-parmetis-finish-{tokenize(plan)}"
+    )
     if not compute:
         return finish  # type: ignore[no-any-return]
     try:
@@ -381,11 +433,28 @@ def _remove(path: str, storage_options: StorageOptions) -> None:
 # --- import ---------------------------------------------------------------------------
 
 
-def _store_chunk(df: pd.DataFrame, *, lo: int, hi: int, path: str, files: tuple[str, ...],
-                 type_names: tuple[str, ...], type_offsets: IdArray, storage_options: StorageOptions) -> int:
+def _store_chunk(
+    df: pd.DataFrame,
+    *,
+    lo: int,
+    hi: int,
+    path: str,
+    files: tuple[str, ...],
+    type_names: tuple[str, ...],
+    type_offsets: IdArray,
+    storage_options: StorageOptions,
+) -> int:
     parts = _pm.check_exactly_once(
-        df.index.to_numpy(np.int64), df["part_id"].to_numpy(np.int32), df["file"].to_numpy(np.int32),
-        df["line"].to_numpy(np.int64), lo=lo, hi=hi, files=files, type_names=type_names, type_offsets=type_offsets)
+        df.index.to_numpy(np.int64),
+        df["part_id"].to_numpy(np.int32),
+        df["file"].to_numpy(np.int32),
+        df["line"].to_numpy(np.int64),
+        lo=lo,
+        hi=hi,
+        files=files,
+        type_names=type_names,
+        type_offsets=type_offsets,
+    )
     with _fs.open_file(path, "wb", storage_options) as f:
         np.save(f, parts, allow_pickle=False)
     return len(parts)
@@ -398,8 +467,9 @@ def _load_chunk(path: str, storage_options: StorageOptions) -> PartArray:
         return np.load(io.BytesIO(f.read()), allow_pickle=False)  # type: ignore[no-any-return]
 
 
-def _plan_blocks(files: list[str], *, form: _pm.OutputForm, blocksize: int,
-                 storage_options: StorageOptions) -> list[_pm.OutputBlock]:
+def _plan_blocks(
+    files: list[str], *, form: _pm.OutputForm, blocksize: int, storage_options: StorageOptions
+) -> list[_pm.OutputBlock]:
     """Line-aligned blocks of every file (one planning compute counts their lines)."""
     from dask.base import compute
     from dask.delayed import delayed
@@ -415,8 +485,12 @@ def _plan_blocks(files: list[str], *, form: _pm.OutputForm, blocksize: int,
         cuts = list(range(0, size, blocksize)) + [size]
         layout.append((i, path, size, ncols, cuts))
     plan = delayed(_pm.count_block_lines, pure=True)
-    counts = compute(*[[plan(p, a, b, storage_options) for a, b in pairwise(c)]  # type: ignore[no-untyped-call]
-                            for _, p, _, _, c in layout])
+    counts = compute(
+        *[
+            [plan(p, a, b, storage_options) for a, b in pairwise(c)]  # type: ignore[no-untyped-call]
+            for _, p, _, _, c in layout
+        ]
+    )
     blocks = []
     for (i, path, size, ncols, _), found in zip(layout, counts, strict=True):
         form_i = _pm.form_of(ncols, form, path)
@@ -424,14 +498,30 @@ def _plan_blocks(files: list[str], *, form: _pm.OutputForm, blocksize: int,
         line = 1
         for k, (first, n) in enumerate(starts):
             stop = starts[k + 1][0] if k + 1 < len(starts) else size
-            blocks.append(_pm.OutputBlock(path=path, file=i, start=first, stop=stop, first_line=line, ncols=ncols,
-                                 form=form_i, storage_options=storage_options))
+            blocks.append(
+                _pm.OutputBlock(
+                    path=path,
+                    file=i,
+                    start=first,
+                    stop=stop,
+                    first_line=line,
+                    ncols=ncols,
+                    form=form_i,
+                    storage_options=storage_options,
+                )
+            )
             line += n
     return blocks
 
 
-def _scatter(graph: ChunkedGraph, blocks: list[_pm.OutputBlock], files: list[str], num_parts: int, tmp: str,
-             storage_options: StorageOptions) -> dict[str, Any]:
+def _scatter(
+    graph: ChunkedGraph,
+    blocks: list[_pm.OutputBlock],
+    files: list[str],
+    num_parts: int,
+    tmp: str,
+    storage_options: StorageOptions,
+) -> dict[str, Any]:
     """Compute 2: parse, shuffle into node chunks, check, store; lazy per-type arrays of the result."""
     import dask.array as da
     import dask.dataframe as dd
@@ -445,25 +535,59 @@ def _scatter(graph: ChunkedGraph, blocks: list[_pm.OutputBlock], files: list[str
         bounds = int(offsets[t]) + np.concatenate([[0], np.cumsum(graph.node_chunks(ntype))])
         chunks += [(ntype, int(a), int(b)) for a, b in pairwise(bounds) if b > a]
     if not blocks:
-        raise AssignmentError(f"{', '.join(files[:4])}: expected {int(offsets[-1])} node lines, found none; "
-                              "pass the ParMETIS output files")
-    meta = pd.DataFrame({"orig_nid": np.empty(0, np.int64), "part_id": np.empty(0, np.int32),
-                         "file": np.empty(0, np.int32), "line": np.empty(0, np.int64)})
-    frame = dd.from_map(_pm.read_output_partition, blocks, meta=meta, label="dglc-parmetis-parse",  # type: ignore[no-untyped-call]
-                        enforce_metadata=False, type_offsets=offsets, num_parts=num_parts)
+        raise AssignmentError(
+            f"{', '.join(files[:4])}: expected {int(offsets[-1])} node lines, found none; "
+            "pass the ParMETIS output files"
+        )
+    meta = pd.DataFrame(
+        {
+            "orig_nid": np.empty(0, np.int64),
+            "part_id": np.empty(0, np.int32),
+            "file": np.empty(0, np.int32),
+            "line": np.empty(0, np.int64),
+        }
+    )
+    frame = dd.from_map(
+        _pm.read_output_partition,
+        blocks,
+        meta=meta,
+        label="dglc-parmetis-parse",  # type: ignore[no-untyped-call]
+        enforce_metadata=False,
+        type_offsets=offsets,
+        num_parts=num_parts,
+    )
     divisions = tuple(lo for _, lo, _ in chunks) + (int(offsets[-1]) - 1,)
     parts = frame.set_index("orig_nid", divisions=divisions).to_delayed()
     store = delayed(_store_chunk, pure=True)
     paths = [f"{tmp}/chunk-{k:07d}.npy" for k in range(len(chunks))]
-    compute(*[store(p, lo=lo, hi=hi, path=path, files=tuple(files), type_names=md.node_types,  # type: ignore[no-untyped-call]
-                         type_offsets=offsets, storage_options=storage_options)
-                   for p, (_, lo, hi), path in zip(parts, chunks, paths, strict=True)])
+    compute(
+        *[
+            store(
+                p,
+                lo=lo,
+                hi=hi,
+                path=path,
+                files=tuple(files),
+                type_names=md.node_types,  # type: ignore[no-untyped-call]
+                type_offsets=offsets,
+                storage_options=storage_options,
+            )
+            for p, (_, lo, hi), path in zip(parts, chunks, paths, strict=True)
+        ]
+    )
     load = delayed(_load_chunk, pure=True)
     out: dict[str, Any] = {name: np.empty(0, np.int32) for name in md.node_types}
     for name in md.node_types:
-        mine = [da.from_delayed(load(path, storage_options), shape=(hi - lo,), dtype=np.int32,  # type: ignore[no-untyped-call]
-                                meta=np.empty(0, np.int32))
-                for (ntype, lo, hi), path in zip(chunks, paths, strict=True) if ntype == name]
+        mine = [
+            da.from_delayed(
+                load(path, storage_options),
+                shape=(hi - lo,),
+                dtype=np.int32,  # type: ignore[no-untyped-call]
+                meta=np.empty(0, np.int32),
+            )
+            for (ntype, lo, hi), path in zip(chunks, paths, strict=True)
+            if ntype == name
+        ]
         if mine:
             out[name] = da.concatenate(mine)  # type: ignore[no-untyped-call]
     return out
@@ -474,8 +598,10 @@ def _check_target(assign: str, graph: ChunkedGraph, overwrite: bool, storage_opt
     names = [META_NAME, *(f"{t}.txt" for t in graph.node_types)]
     present = [n for n in names if fs.exists(f"{inner.rstrip('/')}/{n}")]
     if present and not overwrite:
-        raise OutputExistsError(f"{assign}: expected an empty or new assignment directory, found {present}; "
-                                "pass overwrite=True (--overwrite) or choose another directory")
+        raise OutputExistsError(
+            f"{assign}: expected an empty or new assignment directory, found {present}; "
+            "pass overwrite=True (--overwrite) or choose another directory"
+        )
 
 
 def import_parmetis(
@@ -556,22 +682,49 @@ def import_parmetis(
             fs.rmdir(inner)  # leave no trace of a failed import
         raise
     try:
-        return write_assignment(assign, parts, num_parts=num_parts, algo_name=algo, overwrite=overwrite,
-                                storage_options=storage_options,
-                                provenance={"partitioner": "parmetis", "parmetis_output": sources})
+        return write_assignment(
+            assign,
+            parts,
+            num_parts=num_parts,
+            algo_name=algo,
+            overwrite=overwrite,
+            storage_options=storage_options,
+            provenance={"partitioner": "parmetis", "parmetis_output": sources},
+        )
     finally:
         _remove(tmp, storage_options)
 
 
-def _import_assignment_dir(source: str, graph: ChunkedGraph, assign: str, num_parts: int, algo: str,
-                           overwrite: bool, storage_options: StorageOptions) -> PartitionMeta:
+def _import_assignment_dir(
+    source: str,
+    graph: ChunkedGraph,
+    assign: str,
+    num_parts: int,
+    algo: str,
+    overwrite: bool,
+    storage_options: StorageOptions,
+) -> PartitionMeta:
     """DGL's ``<ntype>.txt`` directory, rewritten with the given ``num_parts``."""
-    same = _fs.filesystem(source, storage_options)[1].rstrip("/") == _fs.filesystem(assign, storage_options)[1].rstrip("/")
+    same = _fs.filesystem(source, storage_options)[1].rstrip("/") == _fs.filesystem(assign, storage_options)[1].rstrip(
+        "/"
+    )
     if same:
-        raise AssignmentError(f"{source}: is already an assignment directory; pass it to dispatch as it is, "
-                              "or import it into another directory to fix its num_parts")
-    _, parts = open_assignment(source, graph.metadata, storage_options=storage_options,
-                               chunks={t: graph.node_chunks(t) for t in graph.node_types})
-    return write_assignment(assign, parts, num_parts=num_parts, algo_name=algo, overwrite=overwrite,
-                            storage_options=storage_options,
-                            provenance={"partitioner": "parmetis", "parmetis_output": [source]})
+        raise AssignmentError(
+            f"{source}: is already an assignment directory; pass it to dispatch as it is, "
+            "or import it into another directory to fix its num_parts"
+        )
+    _, parts = open_assignment(
+        source,
+        graph.metadata,
+        storage_options=storage_options,
+        chunks={t: graph.node_chunks(t) for t in graph.node_types},
+    )
+    return write_assignment(
+        assign,
+        parts,
+        num_parts=num_parts,
+        algo_name=algo,
+        overwrite=overwrite,
+        storage_options=storage_options,
+        provenance={"partitioner": "parmetis", "parmetis_output": [source]},
+    )

@@ -112,4 +112,3 @@ class RandomMethod:
                 num_parts=num_parts,
             )
         return out
-

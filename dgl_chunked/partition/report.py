@@ -50,8 +50,9 @@ if TYPE_CHECKING:
 __all__ = ["PartitionReport", "compute_partition_report", "part_counts_block", "edge_stats_block"]
 
 _ZARR_CHUNK = 1 << 20
-_PAIR_META = pd.DataFrame({"part_id": np.empty(0, np.int32), "type_id": np.empty(0, np.int32),
-                           "orig_nid": np.empty(0, np.int64)})
+_PAIR_META = pd.DataFrame(
+    {"part_id": np.empty(0, np.int32), "type_id": np.empty(0, np.int32), "orig_nid": np.empty(0, np.int64)}
+)
 
 
 def _ratio(values: list[int]) -> float | None:
@@ -150,33 +151,50 @@ class PartitionReport:
 # --- pure kernels -------------------------------------------------------------------
 
 
-def part_counts_block(part: npt.NDArray[np.integer[Any]], weights: npt.NDArray[Any] | None = None, *,
-                      num_parts: int, where: str = "assignment") -> npt.NDArray[np.int64]:
+def part_counts_block(
+    part: npt.NDArray[np.integer[Any]],
+    weights: npt.NDArray[Any] | None = None,
+    *,
+    num_parts: int,
+    where: str = "assignment",
+) -> npt.NDArray[np.int64]:
     """Per-partition counts (of nodes, or of true ``weights``) as int64 ``[1, num_parts]``."""
     part = np.asarray(part)
     bad = np.flatnonzero((part < 0) | (part >= num_parts))
     if bad.size:
-        raise AssignmentError(f"{where}: expected partition IDs in [0, {num_parts}), found "
-                              f"{int(part[bad[0]])} (block row {int(bad[0])})")
+        raise AssignmentError(
+            f"{where}: expected partition IDs in [0, {num_parts}), found {int(part[bad[0]])} (block row {int(bad[0])})"
+        )
     w = None if weights is None else np.asarray(weights).reshape(-1).astype(bool)
     counts = np.bincount(part, minlength=num_parts) if w is None else np.bincount(part[w], minlength=num_parts)
     return counts.astype(np.int64).reshape(1, num_parts)
 
 
-def edge_stats_block(src_part: npt.NDArray[np.int32], dst_part: npt.NDArray[np.int32], src_orig: IdArray, *,
-                     src_type_id: int, num_parts: int) -> tuple[npt.NDArray[np.int64], int, pd.DataFrame]:
+def edge_stats_block(
+    src_part: npt.NDArray[np.int32],
+    dst_part: npt.NDArray[np.int32],
+    src_orig: IdArray,
+    *,
+    src_type_id: int,
+    num_parts: int,
+) -> tuple[npt.NDArray[np.int64], int, pd.DataFrame]:
     """Owned edges per partition, cut edges, and distinct ``(part_id, orig_nid)`` HALO pairs."""
     owned = np.bincount(dst_part, minlength=num_parts).astype(np.int64)
     cross = src_part != dst_part
     keys = sorted_unique(dst_part[cross].astype(np.int64) << 40 | src_orig[cross])
-    pairs = pd.DataFrame({"part_id": (keys >> 40).astype(np.int32),
-                          "type_id": np.full(keys.size, src_type_id, np.int32),
-                          "orig_nid": keys & ((1 << 40) - 1)})
+    pairs = pd.DataFrame(
+        {
+            "part_id": (keys >> 40).astype(np.int32),
+            "type_id": np.full(keys.size, src_type_id, np.int32),
+            "orig_nid": keys & ((1 << 40) - 1),
+        }
+    )
     return owned, int(np.count_nonzero(cross)), pairs
 
 
-def _edge_task(df: pd.DataFrame, *, store: str, src_type: str, dst_type: str, src_type_id: int,
-               src_offset: int, num_parts: int) -> tuple[npt.NDArray[np.int64], int, pd.DataFrame]:
+def _edge_task(
+    df: pd.DataFrame, *, store: str, src_type: str, dst_type: str, src_type_id: int, src_offset: int, num_parts: int
+) -> tuple[npt.NDArray[np.int64], int, pd.DataFrame]:
     import zarr
 
     src = df["src"].to_numpy(np.int64)
@@ -201,13 +219,15 @@ def _materialise(parts: Mapping[str, da.Array], store: str) -> dict[str, da.Arra
     for ntype, arr in parts.items():
         n = int(arr.shape[0])
         chunk = max(1, min(n, _ZARR_CHUNK))
-        target: Any = group.create_array(ntype, shape=(n,), chunks=(chunk,), dtype=np.int32,
-                                    fill_value=0, compressors=None)
+        target: Any = group.create_array(
+            ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0, compressors=None
+        )
         if n:
             writes.append(da.store(arr.astype(np.int32).rechunk(chunk), target, lock=False, compute=False))
     dask.compute(*writes)
-    return {t: da.from_zarr(group[t], chunks=parts[t].chunks, name=f"dglc-report-parts-{t}-{parts[t].name}")
-            for t in parts}
+    return {
+        t: da.from_zarr(group[t], chunks=parts[t].chunks, name=f"dglc-report-parts-{t}-{parts[t].name}") for t in parts
+    }
 
 
 def _node_counts(graph: ChunkedGraph, parts: Mapping[str, da.Array], num_parts: int) -> dict[str, Any]:
@@ -215,9 +235,17 @@ def _node_counts(graph: ChunkedGraph, parts: Mapping[str, da.Array], num_parts: 
 
     def counts(arr: da.Array, weights: da.Array | None, where: str) -> da.Array:
         args = [arr] if weights is None else [arr, weights.reshape(-1).rechunk(arr.chunks)]
-        return da.map_blocks(part_counts_block, *args, num_parts=num_parts, where=where, dtype=np.int64,
-                             chunks=((1,) * arr.numblocks[0], (num_parts,)), new_axis=1,
-                             meta=np.empty((0, 0), np.int64), token="dglc-report-counts").sum(axis=0)
+        return da.map_blocks(
+            part_counts_block,
+            *args,
+            num_parts=num_parts,
+            where=where,
+            dtype=np.int64,
+            chunks=((1,) * arr.numblocks[0], (num_parts,)),
+            new_axis=1,
+            meta=np.empty((0, 0), np.int64),
+            token="dglc-report-counts",
+        ).sum(axis=0)
 
     out: dict[str, Any] = {"nodes": {}, "masks": {}}
     for ntype in graph.metadata.node_types:
@@ -239,9 +267,14 @@ def _edge_stats(graph: ChunkedGraph, store: str, num_parts: int) -> tuple[dict[s
     stats: dict[str, Any] = {}
     pairs: list[Any] = []
     for spec in md.edge_types:
-        kw = {"store": store, "src_type": spec.src_type, "dst_type": spec.dst_type, "num_parts": num_parts,
-              "src_type_id": md.ntype_id(spec.src_type),
-              "src_offset": int(md.node_type_offsets[md.ntype_id(spec.src_type)])}
+        kw = {
+            "store": store,
+            "src_type": spec.src_type,
+            "dst_type": spec.dst_type,
+            "num_parts": num_parts,
+            "src_type_id": md.ntype_id(spec.src_type),
+            "src_offset": int(md.node_type_offsets[md.ntype_id(spec.src_type)]),
+        }
         results = [task(df, **kw) for df in graph.edges(spec.name).to_delayed()]
         stats[spec.name] = ([r[0] for r in results], [r[1] for r in results])
         pairs += [r[2] for r in results]
@@ -262,8 +295,9 @@ def _halo_counts(pairs: list[Any]) -> Any:
     if not pairs:
         return None
     ddf = dd.from_delayed(pairs, meta=_PAIR_META, verify_meta=False)
-    distinct = ddf.drop_duplicates(subset=["part_id", "orig_nid"], split_out=max(1, ddf.npartitions // 2),
-                                   shuffle_method=_shuffle_method())
+    distinct = ddf.drop_duplicates(
+        subset=["part_id", "orig_nid"], split_out=max(1, ddf.npartitions // 2), shuffle_method=_shuffle_method()
+    )
     return distinct.groupby(["part_id", "type_id"]).size()
 
 
@@ -299,11 +333,15 @@ def compute_partition_report(
     for ntype in graph.metadata.node_types:
         arr = parts.get(ntype)
         if arr is None or arr.ndim != 1 or arr.shape[0] != graph.num_nodes(ntype):
-            raise AssignmentError(f"parts[{ntype!r}]: expected {graph.num_nodes(ntype)} partition IDs, "
-                                  f"found {None if arr is None else arr.shape}")
+            raise AssignmentError(
+                f"parts[{ntype!r}]: expected {graph.num_nodes(ntype)} partition IDs, "
+                f"found {None if arr is None else arr.shape}"
+            )
     if graph.metadata.node_type_offsets[-1] >= 1 << 40 or num_parts >= 1 << 23:
-        raise AssignmentError(f"report: supports fewer than 2**40 nodes and 2**23 partitions, found "
-                              f"{int(graph.metadata.node_type_offsets[-1])} nodes and {num_parts} partitions")
+        raise AssignmentError(
+            f"report: supports fewer than 2**40 nodes and 2**23 partitions, found "
+            f"{int(graph.metadata.node_type_offsets[-1])} nodes and {num_parts} partitions"
+        )
     own_dir = scratch_dir is None
     root = tempfile.mkdtemp(prefix="dglc-report-") if own_dir else os.fspath(scratch_dir)  # type: ignore[arg-type]
     store = os.path.join(root, "assignment.zarr")
@@ -317,14 +355,15 @@ def compute_partition_report(
     finally:
         shutil.rmtree(root if own_dir else store, ignore_errors=True)
     halo_nodes = {t: [0] * num_parts for t in graph.metadata.node_types}
-    for (p, t), n in (halo.items() if halo is not None else []):
+    for (p, t), n in halo.items() if halo is not None else []:
         halo_nodes[graph.metadata.node_types[int(t)]][int(p)] += int(n)
     return PartitionReport(
         num_parts=num_parts,
         nodes={t: v.tolist() for t, v in nodes["nodes"].items()},
         masks={t: {f: v.tolist() for f, v in feats.items()} for t, feats in nodes["masks"].items()},
-        owned_edges={e: np.sum(o, axis=0).astype(np.int64).tolist() if o else [0] * num_parts
-                     for e, (o, _) in edges.items()},
+        owned_edges={
+            e: np.sum(o, axis=0).astype(np.int64).tolist() if o else [0] * num_parts for e, (o, _) in edges.items()
+        },
         cut_edges={e: int(sum(c)) for e, (_, c) in edges.items()},
         halo_nodes=halo_nodes,
     )

@@ -12,10 +12,16 @@ import pandas as pd
 from dgl_chunked.testing import GraphTruth, load_truth
 
 
-def reference_relation(src: np.ndarray, dst: np.ndarray, feats: dict[str, np.ndarray], *,
-                       num_nodes: int | None = None, self_loops: str = "keep",
-                       dedup: bool = False, fill: float = 1.0
-                       ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+def reference_relation(
+    src: np.ndarray,
+    dst: np.ndarray,
+    feats: dict[str, np.ndarray],
+    *,
+    num_nodes: int | None = None,
+    self_loops: str = "keep",
+    dedup: bool = False,
+    fill: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """The relation after the transforms, written as plainly as possible (Python loops)."""
     keep = []
     seen: set[tuple[int, int]] = set()
@@ -32,8 +38,10 @@ def reference_relation(src: np.ndarray, dst: np.ndarray, feats: dict[str, np.nda
     if self_loops == "add":
         loops = np.arange(num_nodes or 0, dtype=np.int64)
         out_src, out_dst = np.concatenate([out_src, loops]), np.concatenate([out_dst, loops])
-        out_feats = {f: np.concatenate([a, np.full((len(loops), *a.shape[1:]), fill).astype(a.dtype)])
-                     for f, a in out_feats.items()}
+        out_feats = {
+            f: np.concatenate([a, np.full((len(loops), *a.shape[1:]), fill).astype(a.dtype)])
+            for f, a in out_feats.items()
+        }
     return out_src, out_dst, out_feats
 
 
@@ -54,8 +62,8 @@ def small_raw(raw: Path, *, seed: int = 0) -> dict[str, Any]:
     raw.mkdir(parents=True, exist_ok=True)
     n_paper, n_author, n_inst = 30, 12, 4
     cites = rng.integers(0, n_paper, (2, 200))
-    cites[:, 10:40] = cites[:, 50:80]          # repeats
-    cites[1, 5:15] = cites[0, 5:15]            # self loops
+    cites[:, 10:40] = cites[:, 50:80]  # repeats
+    cites[1, 5:15] = cites[0, 5:15]  # self loops
     weight = rng.random((200, 2)).astype(np.float64)
     np.save(raw / "cites.npy", cites)
     np.save(raw / "cites_w.npy", weight)
@@ -65,11 +73,15 @@ def small_raw(raw: Path, *, seed: int = 0) -> dict[str, Any]:
     pd.DataFrame({"name": keys, "x": np.arange(n_author)}).to_csv(raw / "authors.csv", index=False)
     w_author = rng.integers(0, n_author, 90)
     w_paper = rng.integers(0, n_paper, 90)
-    pd.DataFrame({"paper": w_paper, "author": keys[w_author]}).to_csv(
-        raw / "writes.tsv", sep="\t", index=False)
+    pd.DataFrame({"paper": w_paper, "author": keys[w_author]}).to_csv(raw / "writes.tsv", sep="\t", index=False)
     a_author, a_inst = rng.integers(0, n_author, 25), rng.integers(0, n_inst, 25)
-    pd.DataFrame({"who": keys[a_author], "where": a_inst}).to_parquet(raw / "aff.parquet",
-                                                                      row_group_size=7)
-    return {"n": {"paper": n_paper, "author": n_author, "inst": n_inst}, "cites": cites,
-            "weight": weight, "feat": feat, "keys": keys, "writes": (w_author, w_paper),
-            "aff": (a_author, a_inst)}
+    pd.DataFrame({"who": keys[a_author], "where": a_inst}).to_parquet(raw / "aff.parquet", row_group_size=7)
+    return {
+        "n": {"paper": n_paper, "author": n_author, "inst": n_inst},
+        "cites": cites,
+        "weight": weight,
+        "feat": feat,
+        "keys": keys,
+        "writes": (w_author, w_paper),
+        "aff": (a_author, a_inst),
+    }

@@ -75,40 +75,42 @@ def _feat_rows(start: int, stop: int) -> np.ndarray:
 
 def _make_raw(raw: Path) -> dict[str, Any]:
     rng = np.random.default_rng(240)
-    for sub in ("paper", "institution", "paper___cites___paper", "author___writes___paper",
-                "author___affiliated_with___institution"):
+    for sub in (
+        "paper",
+        "institution",
+        "paper___cites___paper",
+        "author___writes___paper",
+        "author___affiliated_with___institution",
+    ):
         (raw / sub).mkdir(parents=True)
-    feat = np.lib.format.open_memmap(raw / "paper/node_feat.npy", mode="w+", dtype=np.float16,
-                                     shape=(N["paper"], DIM))
+    feat = np.lib.format.open_memmap(raw / "paper/node_feat.npy", mode="w+", dtype=np.float16, shape=(N["paper"], DIM))
     for start in range(0, N["paper"], 32_768):  # written chunk-wise: never whole in memory
-        feat[start:start + 32_768] = _feat_rows(start, min(start + 32_768, N["paper"]))
+        feat[start : start + 32_768] = _feat_rows(start, min(start + 32_768, N["paper"]))
     feat.flush()
     del feat
     np.save(raw / "paper/node_label.npy", rng.integers(0, 153, N["paper"]).astype(np.float32))
     np.save(raw / "paper/node_year.npy", rng.integers(1990, 2022, N["paper"]))
     cites = rng.integers(0, N["paper"], (2, E["cites"]))
-    cites[:, 1000:21000] = cites[:, 100_000:120_000]          # repeated edges
-    cites[1, 50:550] = cites[0, 50:550]                       # self loops
+    cites[:, 1000:21000] = cites[:, 100_000:120_000]  # repeated edges
+    cites[1, 50:550] = cites[0, 50:550]  # self loops
     np.save(raw / "paper___cites___paper/edge_index.npy", cites)
     weight = rng.random(E["cites"]).astype(np.float32)
     np.save(raw / "paper___cites___paper/weight.npy", weight)
-    writes = np.stack([rng.integers(0, N["author"], E["writes"]),
-                       rng.integers(0, N["paper"], E["writes"])])
+    writes = np.stack([rng.integers(0, N["author"], E["writes"]), rng.integers(0, N["paper"], E["writes"])])
     np.save(raw / "author___writes___paper/edge_index.npy", writes)
     keys = np.array([f"inst-{(i * 7919) % 100_003:06d}" for i in range(N["institution"])])
     pd.DataFrame({"name": keys}).to_parquet(raw / "institution/keys.parquet")
-    aff = (rng.integers(0, N["author"], E["affiliated_with"]),
-           rng.integers(0, N["institution"], E["affiliated_with"]))
+    aff = (rng.integers(0, N["author"], E["affiliated_with"]), rng.integers(0, N["institution"], E["affiliated_with"]))
     pd.DataFrame({"author": aff[0], "inst": keys[aff[1]]}).to_parquet(
-        raw / "author___affiliated_with___institution/edges.parquet", row_group_size=5000)
+        raw / "author___affiliated_with___institution/edges.parquet", row_group_size=5000
+    )
     (raw / "spec.yaml").write_text(SPEC.format(**N))
     return {"cites": cites, "weight": weight, "writes": writes, "keys": keys, "aff": aff}
 
 
 def _assert_same(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
     """Exact (bitwise) equality of dtype, shape and values; fast on large float16 arrays."""
-    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape,
-                                                                 want.dtype, want.shape)
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape, want.dtype, want.shape)
     bits = np.dtype(f"u{got.dtype.itemsize}") if got.dtype.itemsize in (1, 2, 4, 8) else None
     if bits is None or got.dtype == bool:
         np.testing.assert_array_equal(got, want, err_msg=what)
@@ -142,9 +144,13 @@ def _peaks(dask_worker: Any) -> dict[str, int]:
 def _chunk_on_limited_cluster(raw: Path, out: Path) -> dict[str, dict[str, int]]:
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=LIMIT,
-                      dashboard_address=":0") as cluster, Client(cluster) as client, \
-            dask.config.set(scheduler="dask.distributed"):
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit=LIMIT, dashboard_address=":0"
+        ) as cluster,
+        Client(cluster) as client,
+        dask.config.set(scheduler="dask.distributed"),
+    ):
         pids = client.run(_start_sampler)
         chunk_graph(raw / "spec.yaml", out, num_chunks=16)
         peaks = client.run(_peaks)
@@ -157,8 +163,9 @@ def _check_chunked(out: Path, raw: Path, truth: dict[str, Any]) -> None:
     got = read_output(out)
     _assert_same(got.node_data["paper"]["feat"], _feat_rows(0, N["paper"]), "paper/feat")
     assert got.node_data["paper"]["year"].dtype == np.int16
-    src, dst, feats = reference_relation(truth["cites"][0], truth["cites"][1],
-                                         {"weight": truth["weight"]}, self_loops="remove", dedup=True)
+    src, dst, feats = reference_relation(
+        truth["cites"][0], truth["cites"][1], {"weight": truth["weight"]}, self_loops="remove", dedup=True
+    )
     np.testing.assert_array_equal(got.edges["paper:cites:paper"][0], src)
     np.testing.assert_array_equal(got.edges["paper:rev-cites:paper"][0], dst)
     np.testing.assert_array_equal(got.edge_data["paper:rev-cites:paper"]["weight"], feats["weight"])
@@ -177,8 +184,7 @@ def _check_real_dgl(parts_dir: Path) -> None:
             for name, value in data.items():
                 np.testing.assert_array_equal(arrays[f"p{p}/{kind}/{name}"], value)
         for kind, feats in (("node", part.node_feats), ("edge", part.edge_feats)):
-            dgl_keys = {k.split(f"p{p}/{kind}_feats/", 1)[1] for k in arrays
-                        if k.startswith(f"p{p}/{kind}_feats/")}
+            dgl_keys = {k.split(f"p{p}/{kind}_feats/", 1)[1] for k in arrays if k.startswith(f"p{p}/{kind}_feats/")}
             assert dgl_keys == set(feats)
             for key, value in feats.items():
                 _assert_same(arrays[f"p{p}/{kind}_feats/{key}"], value, key)
@@ -192,15 +198,16 @@ def mag(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     raw, out = base / "raw", base / "chunked"
     truth = _make_raw(raw)
     assert (raw / "paper/node_feat.npy").stat().st_size > LIMIT
-    return {"base": base, "raw": raw, "out": out, "truth": truth,
-            "peaks": _chunk_on_limited_cluster(raw, out)}
+    return {"base": base, "raw": raw, "out": out, "truth": truth, "peaks": _chunk_on_limited_cluster(raw, out)}
 
 
 @pytest.mark.slow
 def test_mag_shaped_chunking_stays_under_the_worker_memory_limit(mag):
     for worker, peak in mag["peaks"].items():
-        print(f"{worker}: peak RSS sampled {peak['sampled'] / 2**20:.0f} MiB, "
-              f"VmHWM {peak['hwm'] / 2**20:.0f} MiB, limit {LIMIT / 2**20:.0f} MiB")
+        print(
+            f"{worker}: peak RSS sampled {peak['sampled'] / 2**20:.0f} MiB, "
+            f"VmHWM {peak['hwm'] / 2**20:.0f} MiB, limit {LIMIT / 2**20:.0f} MiB"
+        )
         assert 0 < peak["sampled"] < LIMIT and 0 < peak["hwm"] < LIMIT, (worker, peak)
     _check_chunked(mag["out"], mag["raw"], mag["truth"])
 

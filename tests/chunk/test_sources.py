@@ -27,11 +27,14 @@ from .helpers import read_output
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(values=st.lists(st.integers(0, 10**12), min_size=0, max_size=40),
-       cuts=st.lists(st.integers(0, 2000), max_size=6), header=st.booleans(),
-       crlf=st.booleans(), final_newline=st.booleans())
-def test_csv_pieces_read_every_line_exactly_once(tmp_path, values, cuts, header, crlf,
-                                                  final_newline):
+@given(
+    values=st.lists(st.integers(0, 10**12), min_size=0, max_size=40),
+    cuts=st.lists(st.integers(0, 2000), max_size=6),
+    header=st.booleans(),
+    crlf=st.booleans(),
+    final_newline=st.booleans(),
+)
+def test_csv_pieces_read_every_line_exactly_once(tmp_path, values, cuts, header, crlf, final_newline):
     end = "\r\n" if crlf else "\n"
     text = ("a,b" + end if header else "") + "".join(f"{v},{v % 7}{end}" for v in values)
     text = text if final_newline else text.removesuffix(end)
@@ -41,9 +44,14 @@ def test_csv_pieces_read_every_line_exactly_once(tmp_path, values, cuts, header,
     bounds = sorted({0, size, *[c % (size + 1) for c in cuts]})
     got = []
     for lo, hi in itertools.pairwise(bounds):
-        _, table = read_csv_piece(Piece(path=str(path), start=lo, stop=hi), where="w",
-                                  delimiter=",", header=header, columns=[0, 1],
-                                  types=[pa.int64(), pa.int64()])
+        _, table = read_csv_piece(
+            Piece(path=str(path), start=lo, stop=hi),
+            where="w",
+            delimiter=",",
+            header=header,
+            columns=[0, 1],
+            types=[pa.int64(), pa.int64()],
+        )
         got.extend(table.column(0).to_pylist())
     assert got == values
 
@@ -63,8 +71,7 @@ def test_npy_row_ranges_match_a_memmap(tmp_path):
     np.save(tmp_path / "a.npy", array)
     info = npy_header(str(tmp_path / "a.npy"), "w")
     for start, stop in [(0, 7), (2, 3), (6, 7), (4, 4)]:
-        np.testing.assert_array_equal(read_npy_rows(str(tmp_path / "a.npy"), info, start, stop),
-                                      array[start:stop])
+        np.testing.assert_array_equal(read_npy_rows(str(tmp_path / "a.npy"), info, start, stop), array[start:stop])
 
 
 def test_truncated_npy_is_reported(tmp_path):
@@ -82,8 +89,9 @@ def test_parquet_pieces_read_only_overlapping_row_groups(tmp_path):
     assert info.row_groups == (16,) * 6 + (4,)
     for start, stop in [(0, 100), (15, 17), (95, 100), (40, 40), (3, 61)]:
         for batch_rows in (5, 1 << 16):
-            table = read_parquet_piece(Piece(path=info.path, start=start, stop=stop), info, ["x"],
-                                       batch_rows=batch_rows)
+            table = read_parquet_piece(
+                Piece(path=info.path, start=start, stop=stop), info, ["x"], batch_rows=batch_rows
+            )
             np.testing.assert_array_equal(table.column("x").to_numpy(), values[start:stop])
 
 
@@ -93,8 +101,7 @@ def test_npy_edge_layouts_and_orders(tmp_path, shape, order):
     src, dst = np.arange(11) % 4, (np.arange(11) * 3) % 4
     pair = np.stack([src, dst]) if shape == "2xE" else np.stack([src, dst], axis=1)
     np.save(tmp_path / "e.npy", np.asarray(pair, order=order))
-    spec = {"base_dir": str(tmp_path), "node_types": {"n": {"count": 4}},
-            "edge_types": {"n:e:n": {"source": "e.npy"}}}
+    spec = {"base_dir": str(tmp_path), "node_types": {"n": {"count": 4}}, "edge_types": {"n:e:n": {"source": "e.npy"}}}
     chunk_graph(spec, tmp_path / "out", num_chunks=3)
     got = read_output(tmp_path / "out").edges["n:e:n"]
     np.testing.assert_array_equal(got[0], src)
@@ -103,8 +110,7 @@ def test_npy_edge_layouts_and_orders(tmp_path, shape, order):
 
 def test_square_npy_edges_need_a_layout(tmp_path):
     np.save(tmp_path / "e.npy", np.array([[0, 1], [1, 0]]))
-    spec = {"base_dir": str(tmp_path), "node_types": {"n": {"count": 2}},
-            "edge_types": {"n:e:n": {"source": "e.npy"}}}
+    spec = {"base_dir": str(tmp_path), "node_types": {"n": {"count": 2}}, "edge_types": {"n:e:n": {"source": "e.npy"}}}
     with pytest.raises(ValueError, match="layout"):
         chunk_graph(spec, tmp_path / "out", num_chunks=1)
     spec["edge_types"]["n:e:n"]["source"] = {"path": "e.npy", "layout": "Ex2"}

@@ -30,12 +30,10 @@ def test_duplicate_rows_of_nothing():
     assert tf.duplicate_rows(empty, empty, empty, empty).size == 0
 
 
-@pytest.mark.parametrize("keys", [np.array([10, 3, 7], np.int64),
-                                  np.array(["b", "a", "long-key"], dtype=object)])
+@pytest.mark.parametrize("keys", [np.array([10, 3, 7], np.int64), np.array(["b", "a", "long-key"], dtype=object)])
 def test_lookup_keys_and_missing(keys):
     ids = np.array([4, 5, 6])
-    query = np.concatenate([keys[[2, 0, 0]], np.array(["zz" if keys.dtype == object else 99],
-                                                      dtype=keys.dtype)])
+    query = np.concatenate([keys[[2, 0, 0]], np.array(["zz" if keys.dtype == object else 99], dtype=keys.dtype)])
     np.testing.assert_array_equal(tf.lookup_keys(keys, ids, query), [6, 4, 4, -1])
     assert tf.lookup_keys(keys, ids, keys[:0]).size == 0
     assert (tf.lookup_keys(keys[:0], ids[:0], keys) == -1).all()

@@ -10,12 +10,25 @@ from dgl_chunked.io.metadata import read_metadata
 from dgl_chunked.testing import load_truth, write_graph_from_truth
 
 
-def rechunk_graph(src_dir: Path, out_dir: Path, *, edge_chunks: int, feature_chunks: int,
-                  edge_format: str = "csv", feature_format: str = "numpy") -> Path:
+def rechunk_graph(
+    src_dir: Path,
+    out_dir: Path,
+    *,
+    edge_chunks: int,
+    feature_chunks: int,
+    edge_format: str = "csv",
+    feature_format: str = "numpy",
+) -> Path:
     """Write the same graph as ``src_dir`` with another chunking and other file formats."""
     truth = load_truth(read_metadata(src_dir))
-    write_graph_from_truth(out_dir, truth, edge_chunks=edge_chunks, feature_chunks=feature_chunks,
-                           edge_format=edge_format, feature_format=feature_format)  # type: ignore[arg-type]
+    write_graph_from_truth(
+        out_dir,
+        truth,
+        edge_chunks=edge_chunks,
+        feature_chunks=feature_chunks,
+        edge_format=edge_format,
+        feature_format=feature_format,
+    )  # type: ignore[arg-type]
     return out_dir
 
 
@@ -25,5 +38,8 @@ def read_assignment_txt(assign_dir: Path, ntypes: list[str]) -> dict[str, np.nda
 
 def output_files(out_dir: Path) -> dict[str, bytes]:
     """Every file of an output tree (relative path -> bytes), staging excluded."""
-    return {str(p.relative_to(out_dir)): p.read_bytes()
-            for p in sorted(out_dir.rglob("*")) if p.is_file() and "_staging" not in p.parts}
+    return {
+        str(p.relative_to(out_dir)): p.read_bytes()
+        for p in sorted(out_dir.rglob("*"))
+        if p.is_file() and "_staging" not in p.parts
+    }

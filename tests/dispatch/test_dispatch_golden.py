@@ -26,9 +26,12 @@ def outputs(request, golden_dir, tmp_path_factory):
     import dask
 
     with dask.config.set(scheduler="synchronous"):
-        dispatch(tiny / "chunked", tiny / "partition_assignment", out,
-                 options=DispatchOptions(save_orig_nids=True, save_orig_eids=True,
-                                         graph_formats=formats, overwrite=True))
+        dispatch(
+            tiny / "chunked",
+            tiny / "partition_assignment",
+            out,
+            options=DispatchOptions(save_orig_nids=True, save_orig_eids=True, graph_formats=formats, overwrite=True),
+        )
     return out, tiny / f"pipeline_out_{request.param}", formats
 
 
@@ -39,8 +42,17 @@ def _config(path: Path) -> dict:
 def test_config_ranges_equal_dgl(outputs):
     ours, dgl, _ = outputs
     a, b = _config(ours), _config(dgl)
-    for key in ("node_map", "edge_map", "ntypes", "etypes", "num_nodes", "num_edges", "num_parts",
-                "graph_name", "halo_hops"):
+    for key in (
+        "node_map",
+        "edge_map",
+        "ntypes",
+        "etypes",
+        "num_nodes",
+        "num_edges",
+        "num_parts",
+        "graph_name",
+        "halo_hops",
+    ):
         assert a[key] == b[key], key
     for p in range(a["num_parts"]):
         assert a[f"part-{p}"] == b[f"part-{p}"]
@@ -69,7 +81,7 @@ def _blocks(out: Path):
             edge_sets[p, etype] = sorted(part.orig_eids[etype].tolist())
     for p, part in enumerate(parts):
         lo, hi = config.node_map[NTYPES[0]][p][0], config.node_map[NTYPES[-1]][p][1]
-        halo_ids = part.ndata["_ID"][hi - lo:]
+        halo_ids = part.ndata["_ID"][hi - lo :]
         halos[p] = sorted(new_to_orig[int(i)] for i in halo_ids)
     return node_sets, edge_sets, halos, parts
 
@@ -108,8 +120,7 @@ def test_existing_output_is_refused_then_overwritten(tmp_path, golden_dir):
     first = (out / "part0" / "graph.dgl").read_bytes()
     with pytest.raises(OutputExistsError, match="--overwrite"):
         dispatch(tiny / "chunked", tiny / "partition_assignment", out)
-    dispatch(tiny / "chunked", tiny / "partition_assignment", out,
-             options=DispatchOptions(overwrite=True))
+    dispatch(tiny / "chunked", tiny / "partition_assignment", out, options=DispatchOptions(overwrite=True))
     assert (out / "part0" / "graph.dgl").read_bytes() == first
     assert not (out / "_staging").exists()
     assert sorted(p.name for p in out.iterdir()) == ["metadata.json", "part0", "part1"]

@@ -50,15 +50,20 @@ def _dispatch_and_verify(in_dir, out_dir, num_parts, *, seed=0, options=ORIG, bl
 @pytest.mark.parametrize("num_parts", [1, 2, 4, 7])
 def test_heterogeneous_csv_npy(tmp_path, num_parts):
     _hetero(tmp_path, num_edge_chunks=3, num_node_chunks=2, num_feature_chunks=2)
-    result, report = _dispatch_and_verify(tmp_path / "chunked", tmp_path / "out", num_parts,
-                                          block_rows=64)
+    result, report = _dispatch_and_verify(tmp_path / "chunked", tmp_path / "out", num_parts, block_rows=64)
     assert result.config.num_parts == num_parts
     assert report.checked["edges"] == result.config.num_edges > 0
 
 
 def test_parquet_edges_and_features_chunked_differently(tmp_path):
-    _hetero(tmp_path, edge_format="parquet", feature_format="parquet",
-            num_edge_chunks=4, num_node_chunks=3, num_feature_chunks=2)
+    _hetero(
+        tmp_path,
+        edge_format="parquet",
+        feature_format="parquet",
+        num_edge_chunks=4,
+        num_node_chunks=3,
+        num_feature_chunks=2,
+    )
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "out", 3)
 
 
@@ -75,15 +80,19 @@ def test_sparse_formats(tmp_path, formats):
     _hetero(tmp_path)
     from dataclasses import replace
 
-    _dispatch_and_verify(tmp_path / "chunked", tmp_path / "out", 2,
-                         options=replace(ORIG, graph_formats=formats))
+    _dispatch_and_verify(tmp_path / "chunked", tmp_path / "out", 2, options=replace(ORIG, graph_formats=formats))
 
 
 def test_bytes_identical_for_other_chunkings_and_block_sizes(tmp_path):
     _hetero(tmp_path, num_edge_chunks=2, num_feature_chunks=2)
-    other = rechunk_graph(tmp_path / "chunked", tmp_path / "rechunked", edge_chunks=5,
-                          feature_chunks=3, edge_format="parquet",
-                          feature_format="parquet")
+    other = rechunk_graph(
+        tmp_path / "chunked",
+        tmp_path / "rechunked",
+        edge_chunks=5,
+        feature_chunks=3,
+        edge_format="parquet",
+        feature_format="parquet",
+    )
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "a", 3)
     _dispatch_and_verify(other, tmp_path / "b", 3, block_rows=37)
     a, b = output_files(tmp_path / "a"), output_files(tmp_path / "b")
@@ -140,8 +149,9 @@ def test_bytes_identical_without_the_in_memory_fast_paths(tmp_path, monkeypatch)
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "fast", 3, block_rows=64)
     monkeypatch.setattr(finalize, "DENSE_BYTES", 0)
     monkeypatch.setattr(ids, "INT32_IDS_BELOW", 0)
-    _dispatch_and_verify(tmp_path / "chunked", tmp_path / "slow", 3, block_rows=64,
-                         options=replace(ORIG, lookup_cache_bytes=0))
+    _dispatch_and_verify(
+        tmp_path / "chunked", tmp_path / "slow", 3, block_rows=64, options=replace(ORIG, lookup_cache_bytes=0)
+    )
     assert output_files(tmp_path / "fast") == output_files(tmp_path / "slow")
 
 

@@ -40,17 +40,14 @@ def test_new_ids_match_global_sort_for_any_blocking(sizes, num_parts, cuts, seed
     parts = [rng.integers(0, num_parts, n).astype(np.int32) for n in sizes]
     blocks = [_split(n, cuts) for n in sizes]
     counts = [
-        np.array([np.bincount(p[a:b], minlength=num_parts) for a, b in bl], np.int64).reshape(
-            len(bl), num_parts
-        )
+        np.array([np.bincount(p[a:b], minlength=num_parts) for a, b in bl], np.int64).reshape(len(bl), num_parts)
         for p, bl in zip(parts, blocks, strict=True)
     ]
     layout = layout_ids(counts)
     truth = _oracle(parts, num_parts)
     for t, (p, bl) in enumerate(zip(parts, blocks, strict=True)):
         got = np.concatenate(
-            [new_ids_block(p[a:b], layout.block_bases[t][k]) for k, (a, b) in enumerate(bl)]
-            or [np.zeros(0, np.int64)]
+            [new_ids_block(p[a:b], layout.block_bases[t][k]) for k, (a, b) in enumerate(bl)] or [np.zeros(0, np.int64)]
         )
         np.testing.assert_array_equal(got, truth[t])
         np.testing.assert_array_equal(owner_of(got, layout.part_starts), p)

@@ -41,10 +41,29 @@ def graph(tmp_path_factory) -> tuple[Path, Path, Path]:
     """A graph whose staging and writing take long enough to be interrupted, and a clean run."""
     root = tmp_path_factory.mktemp("resume")
     chunked, assign, clean = root / "chunked", root / "assign", root / "clean"
-    assert main(["synth", "--out-dir", str(chunked), "--preset", "homogeneous", "--num-nodes",
-                 "100000", "--num-edges", "1200000", "--num-chunks", "16", "--feat-dim", "8"]) == 0
-    assert main(["partition", "--in-dir", str(chunked), "--out-dir", str(assign),
-                 "--num-parts", "6", "--seed", "1"]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                "--out-dir",
+                str(chunked),
+                "--preset",
+                "homogeneous",
+                "--num-nodes",
+                "100000",
+                "--num-edges",
+                "1200000",
+                "--num-chunks",
+                "16",
+                "--feat-dim",
+                "8",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["partition", "--in-dir", str(chunked), "--out-dir", str(assign), "--num-parts", "6", "--seed", "1"]) == 0
+    )
     import dask
 
     with dask.config.set(scheduler="synchronous"):
@@ -55,7 +74,7 @@ def graph(tmp_path_factory) -> tuple[Path, Path, Path]:
 def _markers(out: Path) -> dict[str, float]:
     done = out / "_staging" / "_done"
     found = {}
-    for path in (done.iterdir() if done.is_dir() else []):
+    for path in done.iterdir() if done.is_dir() else []:
         try:
             if path.name.endswith(".json"):
                 found[path.name] = path.stat().st_mtime_ns
@@ -112,8 +131,9 @@ def test_changed_assignment_invalidates_staging(graph, tmp_path):
     out = tmp_path / "out"
     _kill_client_when(graph, out, lambda m: _count(m, "edges/") >= 2)
     changed = tmp_path / "assign2"
-    assert main(["partition", "--in-dir", str(chunked), "--out-dir", str(changed),
-                 "--num-parts", "6", "--seed", "2"]) == 0
+    assert (
+        main(["partition", "--in-dir", str(chunked), "--out-dir", str(changed), "--num-parts", "6", "--seed", "2"]) == 0
+    )
     import dask
 
     with dask.config.set(scheduler="synchronous"):

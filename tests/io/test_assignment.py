@@ -47,8 +47,9 @@ def _truth(d: Path, ntype: str) -> np.ndarray:
 
 
 @pytest.mark.parametrize("chunks", [None, {"author": (5, 7), "paper": (1, 1, 13), "institution": (5,)}])
-def test_golden_assignment_reads_back_exactly(golden_assign: Path, tiny_meta: ChunkedGraphMetadata,
-                                              chunks: dict[str, tuple[int, ...]] | None) -> None:
+def test_golden_assignment_reads_back_exactly(
+    golden_assign: Path, tiny_meta: ChunkedGraphMetadata, chunks: dict[str, tuple[int, ...]] | None
+) -> None:
     meta, parts = open_assignment(golden_assign, tiny_meta, chunks=chunks)
     assert meta == PartitionMeta(num_parts=2, algo_name="random", version="1.0.0", method=None)
     for ntype in tiny_meta.node_types:
@@ -72,8 +73,9 @@ def test_open_is_lazy_and_values_are_checked_in_tasks(assign_copy: Path, tiny_me
 
 
 def test_num_parts_comes_from_meta_not_from_ids(assign_copy: Path, tiny_meta: ChunkedGraphMetadata) -> None:
-    (assign_copy / "partition_meta.json").write_text(json.dumps({"algo_name": "metis", "num_parts": 5,
-                                                                 "version": "1.0.0"}))
+    (assign_copy / "partition_meta.json").write_text(
+        json.dumps({"algo_name": "metis", "num_parts": 5, "version": "1.0.0"})
+    )
     meta, parts = open_assignment(assign_copy, tiny_meta)
     assert meta.num_parts == 5  # only IDs 0 and 1 occur; partitions 2..4 are empty, not dropped
     with pytest.raises(AssignmentError, match="num_parts is 5"):
@@ -114,8 +116,9 @@ def test_wrong_length_is_eager(assign_copy: Path, tiny_meta: ChunkedGraphMetadat
     ],
     ids=["too-big", "negative", "float", "word", "blank", "two-columns"],
 )
-def test_bad_values_name_file_and_line(assign_copy: Path, tiny_meta: ChunkedGraphMetadata,
-                                       line: str, pattern: str) -> None:
+def test_bad_values_name_file_and_line(
+    assign_copy: Path, tiny_meta: ChunkedGraphMetadata, line: str, pattern: str
+) -> None:
     lines = ["1", "0", "1", line, "1"]
     _edit(assign_copy, "institution", "\n".join(lines) + "\n")
     _, parts = open_assignment(assign_copy, tiny_meta, chunks={"institution": (2, 3)})
@@ -143,8 +146,9 @@ def test_missing_file(assign_copy: Path, tiny_meta: ChunkedGraphMetadata) -> Non
     ],
     ids=["missing", "bad-json", "not-object", "zero-parts", "string-parts", "no-algo", "bad-version"],
 )
-def test_invalid_partition_meta(assign_copy: Path, tiny_meta: ChunkedGraphMetadata, content: str | None,
-                                pattern: str) -> None:
+def test_invalid_partition_meta(
+    assign_copy: Path, tiny_meta: ChunkedGraphMetadata, content: str | None, pattern: str
+) -> None:
     meta_path = assign_copy / "partition_meta.json"
     if content is None:
         meta_path.unlink()
@@ -179,7 +183,10 @@ def test_write_read_round_trip(tmp_path: Path, tiny_meta: ChunkedGraphMetadata, 
     meta = write_assignment(out, parts, num_parts=num_parts, algo_name="metis", provenance={"seed": 3})
     assert meta == read_partition_meta(out)
     assert json.loads((out / "partition_meta.json").read_text()) == {
-        "algo_name": "metis", "num_parts": num_parts, "version": "1.0.0"}
+        "algo_name": "metis",
+        "num_parts": num_parts,
+        "version": "1.0.0",
+    }
     sidecar = json.loads((out / "dglc_partition.json").read_text())
     assert sidecar["method"] == "metis" and sidecar["seed"] == 3 and sidecar["num_parts"] == num_parts
     assert not (out / ".dglc-tmp").exists()

@@ -96,10 +96,7 @@ def test_synthetic_graph_equals_its_generators(tmp_path: Path) -> None:
         np.testing.assert_array_equal(got.index.to_numpy(), np.arange(count))
     refs = g.node_feature_chunks("paper", "feat")
     expected = np.concatenate(
-        [
-            generate_feature_block(spec, "node", "paper", "feat", k, r.rows)
-            for k, r in enumerate(refs)
-        ]
+        [generate_feature_block(spec, "node", "paper", "feat", k, r.rows) for k, r in enumerate(refs)]
     )
     da.utils.assert_eq(g.node_feature("paper", "feat"), expected)
 
@@ -115,9 +112,7 @@ def test_chunks_divisions_and_refs(tmp_path: Path) -> None:
     g = open_chunked_graph(meta.base_dir)
     refs = g.edge_chunks("author:writes:paper")
     assert [(r.start, r.stop) for r in refs] == [(0, 14), (14, 27), (27, 40)]
-    assert all(
-        isinstance(r, ChunkRef) and r.fmt == "csv" and r.options == {"delimiter": " "} for r in refs
-    )
+    assert all(isinstance(r, ChunkRef) and r.fmt == "csv" and r.options == {"delimiter": " "} for r in refs)
     ddf = g.edges("author:writes:paper")
     assert ddf.divisions == (0, 14, 27, 39)
     assert ddf.npartitions == 3
@@ -364,7 +359,5 @@ def test_counted_edges_must_match_declared_per_type(tiny_chunked: Path, tmp_path
     (d / "metadata.json").write_text(json.dumps(meta))
     g = open_chunked_graph(d)
     assert [r.rows for r in g.edge_chunks("author:writes:paper")] == [13, 12]  # counted
-    with pytest.raises(
-        ChunkMismatchError, match=r"num_edges_per_type\[2\]: expected 31 .* found 30"
-    ):
+    with pytest.raises(ChunkMismatchError, match=r"num_edges_per_type\[2\]: expected 31 .* found 30"):
         g.edge_chunks("paper:cites:paper")

@@ -218,7 +218,7 @@ def test_annotation_matches_golden_field_by_field(golden_dir: Path) -> None:
         golden.append((int(m.group(1)), int(m.group(2)), m.group(3), m.group(4) or ""))
     ours = annotate_dgl_file(golden_dir / SER / "g_default.dgl")
     assert len(ours) == len(golden) == 142
-    for mine, theirs in zip(ours, golden):
+    for mine, theirs in zip(ours, golden, strict=False):
         assert mine == theirs
     assert sum(size for _, size, _, _ in ours) == 4920
 
@@ -248,7 +248,7 @@ def test_pipeline_outputs_match_chunked_input(golden_dir: Path) -> None:
             assert dtypes == {"_ID": np.int64, "_TYPE": np.int32, "inner_node": np.uint8}
     none = read_graphs(tiny / "pipeline_out_none" / "part1" / "graph.dgl")[0][0]
     csc = read_graphs(tiny / "pipeline_out_csc" / "part1" / "graph.dgl")[0][0]
-    assert all(np.array_equal(a, b) for a, b in zip(none.edges(), csc.edges()))
+    assert all(np.array_equal(a, b) for a, b in zip(none.edges(), csc.edges(), strict=False))
 
 
 # --- golden files: our writer reproduces DGL's bytes ----------------------------------
@@ -278,7 +278,7 @@ def _entry_bytes(path: Path) -> dict[str, bytes]:
     data, rows, out = path.read_bytes(), annotate_dgl_file(path), {}
     starts = [(o, n) for o, _, n, _ in rows if n.endswith(".name.len")] + [(len(data), "end")]
     names = [v for _, _, n, v in rows if re.fullmatch(r"entries\[\d+\]\.name", n)]
-    for (lo, _), (hi, _), name in zip(starts, starts[1:], names):
+    for (lo, _), (hi, _), name in zip(starts, starts[1:], names, strict=False):
         out[name] = data[lo:hi]
     return out
 

@@ -15,8 +15,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "O_DIRECT"), reason="no O_DIRECT
 
 
 @settings(max_examples=30, deadline=None)
-@given(sizes=st.lists(st.integers(0, 40_000), max_size=12), buffer_pages=st.integers(1, 4),
-       seed=st.integers(0, 2**16))
+@given(sizes=st.lists(st.integers(0, 40_000), max_size=12), buffer_pages=st.integers(1, 4), seed=st.integers(0, 2**16))
 def test_direct_file_writes_exactly_the_concatenation(tmp_path_factory, sizes, buffer_pages, seed):
     path = str(tmp_path_factory.mktemp("d") / "f.bin")
     rng = np.random.default_rng(seed)

@@ -51,9 +51,7 @@ def _edges(path: Path, text: str | bytes, **options: Any) -> tuple[np.ndarray, n
     delimiter=st.sampled_from([" ", ",", "\t", "|", ";"]),
     fmt=st.sampled_from(["csv", "parquet"]),
 )
-def test_edge_round_trip(
-    tmp_path_factory: pytest.TempPathFactory, ids: np.ndarray, delimiter: str, fmt: str
-) -> None:
+def test_edge_round_trip(tmp_path_factory: pytest.TempPathFactory, ids: np.ndarray, delimiter: str, fmt: str) -> None:
     path = str(tmp_path_factory.mktemp("e") / f"edges.{fmt}")
     options = {"delimiter": delimiter} if fmt == "csv" else {}
     write_edge_chunk(path, ids[:, 0], ids[:, 1], fmt=fmt, options=options)
@@ -223,9 +221,7 @@ DTYPES = [
     fmt=st.sampled_from(["numpy", "parquet"]),
     layout=st.sampled_from(["columns", "list"]),
 )
-def test_feature_round_trip(
-    tmp_path_factory: pytest.TempPathFactory, array: np.ndarray, fmt: str, layout: str
-) -> None:
+def test_feature_round_trip(tmp_path_factory: pytest.TempPathFactory, array: np.ndarray, fmt: str, layout: str) -> None:
     path = str(tmp_path_factory.mktemp("f") / f"x.{fmt}")
     write_feature_chunk(path, array, fmt=fmt, parquet_layout=layout)  # type: ignore[arg-type]
     back = read_feature_chunk(path, fmt=fmt, options={})
@@ -281,9 +277,7 @@ def test_parquet_flat_columns_shape_metadata_and_selection(tmp_path: Path) -> No
         read_feature_chunk(path, fmt="parquet", options={"columns": ["a", "b"]}),
         [[1, 3], [2, 4]],
     )
-    np.testing.assert_array_equal(
-        read_feature_chunk(path, fmt="parquet", options={"columns": ["b"]}), [3, 4]
-    )
+    np.testing.assert_array_equal(read_feature_chunk(path, fmt="parquet", options={"columns": ["b"]}), [3, 4])
     assert feature_chunk_info(path, fmt="parquet", options={"columns": ["a", "b"]}) == (
         2,
         (2,),
@@ -309,9 +303,7 @@ def test_readers_work_on_fsspec_urls(tmp_path: Path) -> None:
     array = np.arange(6, dtype=np.int16).reshape(3, 2)
     for fmt in ("numpy", "parquet"):
         write_feature_chunk(f"memory://fmt/x.{fmt}", array, fmt=fmt)
-        np.testing.assert_array_equal(
-            read_feature_chunk(f"memory://fmt/x.{fmt}", fmt=fmt, options={}), array
-        )
+        np.testing.assert_array_equal(read_feature_chunk(f"memory://fmt/x.{fmt}", fmt=fmt, options={}), array)
         assert feature_chunk_info(f"memory://fmt/x.{fmt}", fmt=fmt, options={})[0] == 3
     write_edge_chunk("memory://fmt/e.parquet", [5], [6], fmt="parquet")
     assert count_edge_rows("memory://fmt/e.parquet", fmt="parquet", options={}) == 1
@@ -324,9 +316,7 @@ def test_readers_work_on_fsspec_urls(tmp_path: Path) -> None:
 def test_registry_and_option_checks() -> None:
     assert supported_formats("edges") == ("csv", "parquet")
     assert supported_formats("features") == ("parquet", "numpy")
-    assert normalize_options("csv", {"delimiter": "\t"}, role="edges", where="w") == {
-        "delimiter": "\t"
-    }
+    assert normalize_options("csv", {"delimiter": "\t"}, role="edges", where="w") == {"delimiter": "\t"}
     cases = [
         ("hdf5", {}, "edges", "expected one of"),
         ("numpy", {}, "edges", "expected one of"),

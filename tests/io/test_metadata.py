@@ -58,17 +58,13 @@ def test_golden_metadata_parses(tiny_chunked: Path) -> None:
     assert meta.num_nodes("institution") == 5 and meta.num_edges("author:writes:paper") == 25
 
 
-def test_read_metadata_accepts_file_path_and_custom_name(
-    tiny_chunked: Path, tmp_path: Path
-) -> None:
+def test_read_metadata_accepts_file_path_and_custom_name(tiny_chunked: Path, tmp_path: Path) -> None:
     by_file = read_metadata(tiny_chunked / "metadata.json")
     assert by_file == read_metadata(tiny_chunked)
     (tmp_path / "graph.json").write_text((tiny_chunked / "metadata.json").read_text())
     other = read_metadata(tmp_path, metadata_filename="graph.json")
     assert other.base_dir == str(tmp_path)
-    assert other.edges["paper:cites:paper"].paths[0] == str(
-        tmp_path / "edge_index" / "paper:cites:paper0.txt"
-    )
+    assert other.edges["paper:cites:paper"].paths[0] == str(tmp_path / "edge_index" / "paper:cites:paper0.txt")
 
 
 def test_read_metadata_from_fsspec_url(tiny_chunked: Path) -> None:
@@ -76,10 +72,7 @@ def test_read_metadata_from_fsspec_url(tiny_chunked: Path) -> None:
     fs.pipe("/meta-url/metadata.json", (tiny_chunked / "metadata.json").read_bytes())
     meta = read_metadata("memory://meta-url")
     assert meta.base_dir == "memory://meta-url"
-    assert (
-        meta.edges["paper:cites:paper"].paths[0]
-        == "memory://meta-url/edge_index/paper:cites:paper0.txt"
-    )
+    assert meta.edges["paper:cites:paper"].paths[0] == "memory://meta-url/edge_index/paper:cites:paper0.txt"
     fs.rm("/meta-url", recursive=True)
 
 
@@ -274,9 +267,7 @@ def metadata_dicts(draw: st.DrawFn) -> dict[str, Any]:
     ntypes = draw(st.lists(_NAMES, min_size=1, max_size=4, unique=True))
     counts = [draw(st.integers(0, 50)) for _ in ntypes]
     triples = [(s, r, d) for s in ntypes for d in ntypes for r in ("r1", "r2")]
-    etypes = [
-        ":".join(t) for t in draw(st.lists(st.sampled_from(triples), max_size=4, unique=True))
-    ]
+    etypes = [":".join(t) for t in draw(st.lists(st.sampled_from(triples), max_size=4, unique=True))]
     edges, per_chunk = {}, []
     for i, etype in enumerate(etypes):
         files = draw(st.integers(0, 3))
@@ -353,16 +344,12 @@ def test_to_dict_round_trip(data: dict[str, Any]) -> None:
 def test_fingerprint_changes_with_content(golden_dict: dict[str, Any]) -> None:
     a = parse_metadata(copy.deepcopy(golden_dict), base_dir="/in")
     golden_dict["num_nodes_per_type"][0] = 12
-    assert (
-        parse_metadata(copy.deepcopy(golden_dict), base_dir="/in").fingerprint() == a.fingerprint()
-    )
+    assert parse_metadata(copy.deepcopy(golden_dict), base_dir="/in").fingerprint() == a.fingerprint()
     golden_dict["edges"][_CITES]["format"]["delimiter"] = ","
     assert parse_metadata(golden_dict, base_dir="/in").fingerprint() != a.fingerprint()
 
 
 def test_missing_directory_is_a_metadata_error(golden_dict: dict[str, Any], tmp_path: Path) -> None:
     golden_dict["edges"][_CITES]["data"] = "no-such-dir"
-    with pytest.raises(
-        MetadataError, match=r'edges\["paper:cites:paper"\]\.data\[0\].*no-such-dir/'
-    ):
+    with pytest.raises(MetadataError, match=r'edges\["paper:cites:paper"\]\.data\[0\].*no-such-dir/'):
         parse_metadata(golden_dict, base_dir=str(tmp_path))

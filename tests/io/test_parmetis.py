@@ -72,8 +72,17 @@ def homogeneous_edges(meta: ChunkedGraphMetadata, truth: GraphTruth) -> np.ndarr
     rows = []
     for i, spec in enumerate(meta.edge_types):
         s, d = truth.edges[spec.name]
-        rows.append(np.stack([s + off[meta.ntype_id(spec.src_type)], d + off[meta.ntype_id(spec.dst_type)],
-                              np.arange(len(s)), np.full(len(s), i)], axis=1))
+        rows.append(
+            np.stack(
+                [
+                    s + off[meta.ntype_id(spec.src_type)],
+                    d + off[meta.ntype_id(spec.dst_type)],
+                    np.arange(len(s)),
+                    np.full(len(s), i),
+                ],
+                axis=1,
+            )
+        )
     return np.concatenate(rows).astype(np.int64)
 
 
@@ -118,8 +127,9 @@ def rule(type_id: np.ndarray, type_nid: np.ndarray, num_parts: int) -> np.ndarra
     return (type_nid * 7 + type_id * 3 + type_nid // 5) % num_parts
 
 
-def simulate_parmetis(nodes_path: str, out_dir: Path, name: str, num_parts: int, *, ranks: int = 2,
-                      parts_used: int | None = None) -> list[Path]:
+def simulate_parmetis(
+    nodes_path: str, out_dir: Path, name: str, num_parts: int, *, ranks: int = 2, parts_used: int | None = None
+) -> list[Path]:
     """Append a partition to every input node line, shuffle the lines, split them between ranks."""
     lines = Path(nodes_path).read_text().splitlines()
     table = read_ints(nodes_path)
@@ -136,8 +146,10 @@ def simulate_parmetis(nodes_path: str, out_dir: Path, name: str, num_parts: int,
 
 
 def intended_assignment(meta: ChunkedGraphMetadata, num_parts: int) -> dict[str, np.ndarray]:
-    return {t: rule(np.full(meta.num_nodes(t), i), np.arange(meta.num_nodes(t)), num_parts).astype(np.int32)
-            for i, t in enumerate(meta.node_types)}
+    return {
+        t: rule(np.full(meta.num_nodes(t), i), np.arange(meta.num_nodes(t)), num_parts).astype(np.int32)
+        for i, t in enumerate(meta.node_types)
+    }
 
 
 def read_assignment(assign_dir: Path, meta: ChunkedGraphMetadata) -> dict[str, np.ndarray]:
@@ -169,7 +181,11 @@ def test_export_is_parsed_back_exactly(tmp_path, graph_dir, dedup):
     n = sum(meta.num_nodes_per_type)
     assert Path(files.stats_path).read_text() == f"{n} {len(edges)} {len(meta.node_types) + len(MASKS)}\n"
     assert (files.num_nodes, files.num_edges, files.self_loops_dropped, files.duplicates_dropped) == (
-        n, len(edges), loops, dups)
+        n,
+        len(edges),
+        loops,
+        dups,
+    )
     assert sorted(os.listdir(tmp_path / "pm")) == ["small_edges.txt", "small_nodes.txt", "small_stats.txt"]
 
 
@@ -227,7 +243,7 @@ def test_line_starts_count_every_line_once_at_any_block_size(data):
     starts = [0] + [i + 1 for i, c in enumerate(data) if c == 10 and i + 1 < len(data)] if data else []
     for size in (1, 2, 3, 100):
         for start in range(0, len(data), size):
-            first, count = pm.line_starts(data[max(start - 1, 0):start + size], start=start)
+            first, count = pm.line_starts(data[max(start - 1, 0) : start + size], start=start)
             inside = [e for e in starts if start <= e < start + size]
             assert (first, count) == ((inside[0], len(inside)) if inside else (-1, 0))
 
@@ -252,8 +268,12 @@ def test_import_rank_files_dispatches_and_verifies(tmp_path, graph_dir):
         np.testing.assert_array_equal(got[t], intended[t])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tiny types may leave a partition without nodes of a type
-        dispatch(graph, tmp_path / "assign", tmp_path / "out",
-                 options=DispatchOptions(save_orig_nids=True, save_orig_eids=True))
+        dispatch(
+            graph,
+            tmp_path / "assign",
+            tmp_path / "out",
+            options=DispatchOptions(save_orig_nids=True, save_orig_eids=True),
+        )
     report = verify_partitions(graph, tmp_path / "out", assignment=intended)
     assert report.ok, report.problems
     assert report.checked["edges"] == sum(graph.num_edges(e) for e in graph.edge_types)  # loops kept
@@ -351,19 +371,62 @@ def test_import_refuses_missing_paths_empty_dirs_and_existing_output(tmp_path, g
 def test_cli_export_then_import(tmp_path, graph_dir, capsys):
     from dgl_chunked.cli import main
 
-    assert main(["parmetis-export", "--in-dir", str(graph_dir), "--out-dir", str(tmp_path / "pm"),
-                 "--balance-masks", "train_mask,val_mask", "--name", "g"]) == 0
+    assert (
+        main(
+            [
+                "parmetis-export",
+                "--in-dir",
+                str(graph_dir),
+                "--out-dir",
+                str(tmp_path / "pm"),
+                "--balance-masks",
+                "train_mask,val_mask",
+                "--name",
+                "g",
+            ]
+        )
+        == 0
+    )
     assert "self loop(s)" in capsys.readouterr().out
     stats = (tmp_path / "pm" / "g_stats.txt").read_text().split()
     assert stats[2] == "5"
     p0, p1 = simulate_parmetis(str(tmp_path / "pm" / "g_nodes.txt"), tmp_path / "pm", "g", 2)
-    assert main(["parmetis-import", "--in-dir", str(graph_dir), "--parmetis-output", str(p0), str(p1),
-                 "--out-dir", str(tmp_path / "assign"), "--num-parts", "2"]) == 0
+    assert (
+        main(
+            [
+                "parmetis-import",
+                "--in-dir",
+                str(graph_dir),
+                "--parmetis-output",
+                str(p0),
+                str(p1),
+                "--out-dir",
+                str(tmp_path / "assign"),
+                "--num-parts",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "2 partitions" in capsys.readouterr().out
     lines = p1.read_text().splitlines()
     p1.write_text("\n".join([lines[0].rsplit(" ", 1)[0] + " 9", *lines[1:]]) + "\n")
-    assert main(["parmetis-import", "--in-dir", str(graph_dir), "--parmetis-output", str(tmp_path / "pm"),
-                 "--out-dir", str(tmp_path / "assign2"), "--num-parts", "2"]) == 1
+    assert (
+        main(
+            [
+                "parmetis-import",
+                "--in-dir",
+                str(graph_dir),
+                "--parmetis-output",
+                str(tmp_path / "pm"),
+                "--out-dir",
+                str(tmp_path / "assign2"),
+                "--num-parts",
+                "2",
+            ]
+        )
+        == 1
+    )
     assert "p1-g_nodes.txt: line 1: expected a partition ID in [0, 2)" in capsys.readouterr().err
 
 
@@ -383,4 +446,6 @@ def test_round_trip_on_process_cluster_matches_synchronous(tmp_path, graph_dir, 
     for name in ("small_nodes.txt", "small_edges.txt", "small_stats.txt"):
         assert (tmp_path / "cluster" / name).read_bytes() == (tmp_path / "sync" / name).read_bytes()
     for t in ("author", "institution", "paper"):
-        assert (tmp_path / "assign-cluster" / f"{t}.txt").read_bytes() == (tmp_path / "assign-sync" / f"{t}.txt").read_bytes()
+        assert (tmp_path / "assign-cluster" / f"{t}.txt").read_bytes() == (
+            tmp_path / "assign-sync" / f"{t}.txt"
+        ).read_bytes()

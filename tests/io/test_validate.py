@@ -138,9 +138,7 @@ BREAKAGES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ),
     (
         "truncated .npy",
-        lambda d: (d / "node_data/paper/feat-1.npy").write_bytes(
-            (d / "node_data/paper/feat-1.npy").read_bytes()[:-5]
-        ),
+        lambda d: (d / "node_data/paper/feat-1.npy").write_bytes((d / "node_data/paper/feat-1.npy").read_bytes()[:-5]),
         ["feat-1.npy", "truncated"],
     ),
     (
@@ -158,9 +156,7 @@ BREAKAGES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ),
     (
         "'/' in an edge type",
-        lambda d: _edit_meta(
-            d, lambda m: m["edge_type"].__setitem__(0, "author:affil/iated:institution")
-        ),
+        lambda d: _edit_meta(d, lambda m: m["edge_type"].__setitem__(0, "author:affil/iated:institution")),
         ["edge_type[0]", "without '/'"],
     ),
     (
@@ -199,9 +195,7 @@ BREAKAGES: list[tuple[str, Callable[[Path], None], list[str]]] = [
 ]
 
 
-def test_golden_passes_and_prints_summary(
-    tiny_chunked: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_golden_passes_and_prints_summary(tiny_chunked: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "--in-dir", str(tiny_chunked)]) == 0
     out = capsys.readouterr().out
     assert "ok:" in out

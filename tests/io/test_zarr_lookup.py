@@ -11,8 +11,7 @@ from dgl_chunked.io.zarr_lookup import create_1d, lookup
 
 
 @settings(max_examples=40, deadline=None)
-@given(length=st.integers(1, 400), chunk=st.integers(1, 50), count=st.integers(0, 300),
-       seed=st.integers(0, 2**16))
+@given(length=st.integers(1, 400), chunk=st.integers(1, 50), count=st.integers(0, 300), seed=st.integers(0, 2**16))
 def test_lookup_equals_fancy_indexing(tmp_path_factory, length, chunk, count, seed):
     store = str(tmp_path_factory.mktemp("z"))
     values = np.random.default_rng(seed).integers(-(10**12), 10**12, length)
@@ -53,12 +52,10 @@ def test_cached_lookup_keeps_int64_values_beyond_int32(tmp_path):
     values = np.arange(300, dtype=np.int64) * (1 << 33)
     arr = _array(str(tmp_path), "v", values, chunk=50)
     ids = np.array([299, 0, 150, 150])
-    np.testing.assert_array_equal(
-        zarr_lookup.cached_lookup(arr, ids, key="big", budget_bytes=10_000), values[ids])
+    np.testing.assert_array_equal(zarr_lookup.cached_lookup(arr, ids, key="big", budget_bytes=10_000), values[ids])
     assert zarr_lookup._CACHE["big"].dtype == np.int64
     # int32 would fit a 1500-byte budget, the native 2400 bytes do not: block-wise, nothing kept
-    np.testing.assert_array_equal(
-        zarr_lookup.cached_lookup(arr, ids, key="over", budget_bytes=1500), values[ids])
+    np.testing.assert_array_equal(zarr_lookup.cached_lookup(arr, ids, key="over", budget_bytes=1500), values[ids])
     assert "over" not in zarr_lookup._CACHE
     zarr_lookup.clear_lookup_cache()
 

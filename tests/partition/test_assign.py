@@ -32,8 +32,9 @@ class _FirstPart:
     dgl_algo_name = "random"
 
     def assign(self, graph: ChunkedGraph, num_parts: int, options: PartitionOptions) -> dict[str, da.Array]:
-        return {t: da.zeros(graph.num_nodes(t), chunks=(graph.node_chunks(t),), dtype=np.int32)
-                for t in graph.node_types}
+        return {
+            t: da.zeros(graph.num_nodes(t), chunks=(graph.node_chunks(t),), dtype=np.int32) for t in graph.node_types
+        }
 
 
 class _Broken(_FirstPart):

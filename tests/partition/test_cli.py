@@ -18,7 +18,10 @@ def test_partition_writes_assignment_and_report(tiny_chunked: Path, tmp_path: Pa
     assert result.exit_code == 0, result.output
     assert "edge cut:" in result.output and "max/mean" in result.output
     assert json.loads((out / "partition_meta.json").read_text()) == {
-        "algo_name": "random", "num_parts": 3, "version": "1.0.0"}
+        "algo_name": "random",
+        "num_parts": 3,
+        "version": "1.0.0",
+    }
     assert json.loads((out / "dglc_partition.json").read_text())["seed"] == 4
     report = json.loads((out / "report.json").read_text())
     assert report["num_parts"] == 3 and report["num_nodes"] == 32 and report["num_edges"] == 65
@@ -31,8 +34,22 @@ def test_partition_writes_assignment_and_report(tiny_chunked: Path, tmp_path: Pa
 
 def test_partition_metis_with_masks(tiny_chunked: Path, tmp_path: Path) -> None:
     out = tmp_path / "assign"
-    result = CliRunner().invoke(cli, ["partition", "--in-dir", str(tiny_chunked), "--out-dir", str(out),
-                                      "--num-parts", "2", "--method", "metis", "--balance-ntypes", "mask"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "partition",
+            "--in-dir",
+            str(tiny_chunked),
+            "--out-dir",
+            str(out),
+            "--num-parts",
+            "2",
+            "--method",
+            "metis",
+            "--balance-ntypes",
+            "mask",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((out / "partition_meta.json").read_text())["algo_name"] == "metis"
     assert json.loads((out / "report.json").read_text())["masks"]["author"]["mask"] == [1, 1]
@@ -48,8 +65,10 @@ def test_partition_user_errors(tiny_chunked: Path, tmp_path: Path) -> None:
 
 def test_report_on_dgl_directory(tiny_chunked: Path, golden_dir: Path, tmp_path: Path) -> None:
     assign = golden_dir / "tiny-pipeline" / "partition_assignment"
-    result = CliRunner().invoke(cli, ["report", "--in-dir", str(tiny_chunked), "--partitions-dir", str(assign),
-                                      "--json", str(tmp_path / "r.json")])
+    result = CliRunner().invoke(
+        cli,
+        ["report", "--in-dir", str(tiny_chunked), "--partitions-dir", str(assign), "--json", str(tmp_path / "r.json")],
+    )
     assert result.exit_code == 0, result.output
     assert "2 partitions, 32 nodes, 65 edges" in result.output
     assert json.loads((tmp_path / "r.json").read_text())["nodes"]["author"] == [6, 6]
@@ -58,8 +77,9 @@ def test_report_on_dgl_directory(tiny_chunked: Path, golden_dir: Path, tmp_path:
 def test_dispatch_lookup_cache_flag(tiny_chunked: Path, tmp_path: Path) -> None:
     """``--lookup-cache`` takes sizes (0 turns the cache off) and names itself when wrong."""
     assign = tmp_path / "assign"
-    ok = CliRunner().invoke(cli, ["partition", "--in-dir", str(tiny_chunked), "--out-dir", str(assign),
-                                  "--num-parts", "2"])
+    ok = CliRunner().invoke(
+        cli, ["partition", "--in-dir", str(tiny_chunked), "--out-dir", str(assign), "--num-parts", "2"]
+    )
     assert ok.exit_code == 0, ok.output
     base = ["dispatch", "--in-dir", str(tiny_chunked), "--partitions-dir", str(assign), "--no-progress"]
     bad = CliRunner().invoke(cli, [*base, "--out-dir", str(tmp_path / "bad"), "--lookup-cache", "lots"])

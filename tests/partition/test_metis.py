@@ -36,8 +36,11 @@ def rmat(tmp_path_factory: pytest.TempPathFactory) -> ChunkedGraph:
 @pytest.fixture(scope="module")
 def reports(rmat: ChunkedGraph) -> dict[str, PartitionReport]:
     out = {}
-    for name, kwargs in {"random": {}, "metis": {"method": "metis"},
-                         "metis-masks": {"method": "metis", "balance_ntypes": MASKS}}.items():
+    for name, kwargs in {
+        "random": {},
+        "metis": {"method": "metis"},
+        "metis-masks": {"method": "metis", "balance_ntypes": MASKS},
+    }.items():
         out[name] = compute_partition_report(rmat, assign_partitions(rmat, 4, seed=0, **kwargs), 4)
     return out
 

@@ -86,8 +86,9 @@ def test_any_chunking_gives_identical_files(small_graph: ChunkedGraph, chunks: t
     assert got == ref
 
 
-def test_sync_and_two_worker_cluster_give_identical_files(large_graph: ChunkedGraph, tmp_path: Path,
-                                                          client: object) -> None:
+def test_sync_and_two_worker_cluster_give_identical_files(
+    large_graph: ChunkedGraph, tmp_path: Path, client: object
+) -> None:
     on_cluster = _files(large_graph, tmp_path / "cluster", seed=3, num_parts=16)
     with dask.config.set(scheduler="synchronous"):
         on_sync = _files(large_graph, tmp_path / "sync", seed=3, num_parts=16)
@@ -124,8 +125,7 @@ def test_assignment_is_lazy_and_labelled(large_graph: ChunkedGraph) -> None:
 
 
 @pytest.mark.distributed
-def test_write_and_report_on_process_cluster(small_graph: ChunkedGraph, tmp_path: Path,
-                                             process_client: object) -> None:
+def test_write_and_report_on_process_cluster(small_graph: ChunkedGraph, tmp_path: Path, process_client: object) -> None:
     """Kernels and arguments pickle: the same files and report as on the synchronous scheduler."""
     from dgl_chunked.partition import compute_partition_report
 

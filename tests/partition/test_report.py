@@ -121,8 +121,14 @@ def test_output_formats(small: tuple[ChunkedGraph, GraphTruth], tmp_path: Path) 
 def test_kernels() -> None:
     np.testing.assert_array_equal(part_counts_block(np.array([0, 2, 2]), num_parts=3), [[1, 0, 2]])
     np.testing.assert_array_equal(
-        part_counts_block(np.array([0, 2, 2]), np.array([True, False, True]), num_parts=3), [[1, 0, 1]])
-    owned, cut, pairs = edge_stats_block(np.array([0, 1, 1, 0], np.int32), np.array([1, 1, 0, 1], np.int32),
-                                         np.array([5, 6, 6, 5]), src_type_id=2, num_parts=2)
+        part_counts_block(np.array([0, 2, 2]), np.array([True, False, True]), num_parts=3), [[1, 0, 1]]
+    )
+    owned, cut, pairs = edge_stats_block(
+        np.array([0, 1, 1, 0], np.int32),
+        np.array([1, 1, 0, 1], np.int32),
+        np.array([5, 6, 6, 5]),
+        src_type_id=2,
+        num_parts=2,
+    )
     assert owned.tolist() == [1, 3] and cut == 3
     assert sorted(zip(pairs["part_id"], pairs["orig_nid"], pairs["type_id"], strict=True)) == [(0, 6, 2), (1, 5, 2)]

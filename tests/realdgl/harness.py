@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-__all__ = ["DGL_SIDE", "dgl_python", "require_dgl", "run_dgl", "run_dgl_json", "split_files",
-           "assert_real_dgl_loads"]
+__all__ = ["DGL_SIDE", "dgl_python", "require_dgl", "run_dgl", "run_dgl_json", "split_files", "assert_real_dgl_loads"]
 
 DGL_SIDE = Path(__file__).with_name("dgl_side.py")
 _DEFAULT = Path.home() / ".cache" / "dgl_chunked" / "dgl210" / "bin" / "python"
@@ -107,8 +106,7 @@ def split_files(arrays: dict[str, np.ndarray], count: int) -> list[dict[str, np.
 
 def assert_same_array(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
     """Equal dtype, shape and values, bit for bit (NaNs included)."""
-    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape,
-                                                                 want.dtype, want.shape)
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape, want.dtype, want.shape)
     if got.dtype.itemsize in (1, 2, 4, 8) and got.dtype != bool:
         got, want = got.view(f"u{got.dtype.itemsize}"), want.view(f"u{want.dtype.itemsize}")
     np.testing.assert_array_equal(got, want, err_msg=what)
@@ -137,7 +135,7 @@ def assert_real_dgl_loads(out_dir: str | Path) -> tuple[dict[str, np.ndarray], d
                 assert_same_array(arrays[f"p{p}/{kind}/{name}"], value, f"{kind}/{name}")
         for kind, feats in (("node", part.node_feats), ("edge", part.edge_feats)):
             prefix = f"p{p}/{kind}_feats/"
-            assert {k[len(prefix):] for k in arrays if k.startswith(prefix)} == set(feats)
+            assert {k[len(prefix) :] for k in arrays if k.startswith(prefix)} == set(feats)
             for key, value in feats.items():
                 assert_same_array(arrays[prefix + key], value, key)
                 assert_same_array(arrays[f"p{p}/partition_feats/{kind}/{key}"], value, key)

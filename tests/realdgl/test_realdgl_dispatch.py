@@ -30,13 +30,23 @@ ORIG = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
 CASES = {
     "homogeneous-2": (SynthSpec.homogeneous(400, 2500, feat_dim=8), 2, ("coo",)),
     "hetero-csv-npy-4": (SynthSpec.heterogeneous(scale=1), 4, ("coo",)),
-    "hetero-parquet-csc-3": (replace(SynthSpec.heterogeneous(scale=1, seed=5), edge_format="parquet",
-                                     feature_format="parquet", num_edge_chunks=3,
-                                     num_feature_chunks=2), 3, ("csc",)),
-    "hetero-more-parts-than-chunks-1": (SynthSpec.heterogeneous(scale=1, seed=7), 1,
-                                        ("coo", "csr", "csc")),
-    "hetero-9-parts": (replace(SynthSpec.heterogeneous(scale=2, seed=9), num_edge_chunks=2,
-                               num_node_chunks=3, num_feature_chunks=4), 9, ("coo", "csc")),
+    "hetero-parquet-csc-3": (
+        replace(
+            SynthSpec.heterogeneous(scale=1, seed=5),
+            edge_format="parquet",
+            feature_format="parquet",
+            num_edge_chunks=3,
+            num_feature_chunks=2,
+        ),
+        3,
+        ("csc",),
+    ),
+    "hetero-more-parts-than-chunks-1": (SynthSpec.heterogeneous(scale=1, seed=7), 1, ("coo", "csr", "csc")),
+    "hetero-9-parts": (
+        replace(SynthSpec.heterogeneous(scale=2, seed=9), num_edge_chunks=2, num_node_chunks=3, num_feature_chunks=4),
+        9,
+        ("coo", "csc"),
+    ),
 }
 
 
@@ -46,8 +56,7 @@ def _write(tmp_path: Path, spec: SynthSpec, num_parts: int, formats: tuple[str, 
     parts = assign_partitions(graph, num_parts, seed=11)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # small types leave partitions without nodes of a type
-        dispatch(graph, parts, tmp_path / "out", num_parts=num_parts,
-                 options=replace(ORIG, graph_formats=formats))
+        dispatch(graph, parts, tmp_path / "out", num_parts=num_parts, options=replace(ORIG, graph_formats=formats))
     assignment = {t: np.asarray(a.compute()) for t, a in parts.items()}
     report = verify_partitions(graph, tmp_path / "out", assignment=assignment)
     assert report.ok, report.problems

@@ -227,7 +227,7 @@ def _one_partition(root: Path, layout: dict[str, Any], formats: tuple[str, ...])
     """
     rng = np.random.default_rng(3)
     ntypes, etypes = layout["ntypes"], layout["etypes"]
-    offset = dict(zip(ntypes, np.cumsum([0, *ntypes.values()]).tolist()))
+    offset = dict(zip(ntypes, np.cumsum([0, *ntypes.values()]).tolist(), strict=False))
     truth: dict[str, Any] = {"edges": {}, "nfeat": {}, "efeat": {}}
     homo_src, homo_dst, ntype_ids, etype_ids = [], [], [], []
     for t, (nt, n) in enumerate(ntypes.items()):
@@ -255,7 +255,7 @@ def _one_partition(root: Path, layout: dict[str, Any], formats: tuple[str, ...])
     write_graph(root / "part0" / "graph.dgl", graph, formats=formats)
     write_tensor_dict(root / "part0" / "node_feat.dgl", truth["nfeat"])
     write_tensor_dict(root / "part0" / "edge_feat.dgl", truth["efeat"])
-    emap = dict(zip(truth["edges"], np.cumsum([0, *etypes.values()]).tolist()))
+    emap = dict(zip(truth["edges"], np.cumsum([0, *etypes.values()]).tolist(), strict=False))
     config = {
         "graph_name": "one",
         "part_method": "random",
@@ -302,8 +302,13 @@ def test_distgraph(tmp_path: Path, mode: str, layout: dict[str, Any], formats: t
             assert np.array_equal(arrays[f"find_edges/{etype}/src"], src)
             assert np.array_equal(arrays[f"find_edges/{etype}/dst"], dst)
         seeds = set(range(min(layout["ntypes"][etype.split(":")[2]], 8)))
-        expected = sorted((int(s), int(d), k) for k, (s, d) in enumerate(zip(src, dst)) if d in seeds)
-        got = zip(arrays[f"{prefix}/src"].tolist(), arrays[f"{prefix}/dst"].tolist(), arrays[f"{prefix}/eid"].tolist())
+        expected = sorted((int(s), int(d), k) for k, (s, d) in enumerate(zip(src, dst, strict=False)) if d in seeds)
+        got = zip(
+            arrays[f"{prefix}/src"].tolist(),
+            arrays[f"{prefix}/dst"].tolist(),
+            arrays[f"{prefix}/eid"].tolist(),
+            strict=False,
+        )
         assert sorted(got) == expected  # fanout -1: every in-edge of every seed, with its edge id
 
 

@@ -41,8 +41,12 @@ def test_real_dgl_loads_partitions_of_an_imported_parmetis_assignment(tmp_path):
     import_parmetis(tmp_path / "pm", graph, tmp_path / "assign", num_parts=NUM_PARTS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # small types leave partitions without nodes of a type
-        dispatch(graph, tmp_path / "assign", tmp_path / "out",
-                 options=DispatchOptions(save_orig_nids=True, save_orig_eids=True))
+        dispatch(
+            graph,
+            tmp_path / "assign",
+            tmp_path / "out",
+            options=DispatchOptions(save_orig_nids=True, save_orig_eids=True),
+        )
     intended = intended_assignment(graph.metadata, NUM_PARTS)
     report = verify_partitions(graph, tmp_path / "out", assignment=intended)
     assert report.ok, report.problems

@@ -20,8 +20,14 @@ def test_two_trainers_per_machine(tmp_path):
     meta = write_synthetic_graph(tmp_path / "chunked", SynthSpec.heterogeneous(scale=4, seed=2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run(tmp_path / "chunked", tmp_path / "out", num_parts=2, num_trainers_per_machine=2,
-                     seed=4, options=DispatchOptions(save_orig_nids=True, save_orig_eids=True))
+        run(
+            tmp_path / "chunked",
+            tmp_path / "out",
+            num_parts=2,
+            num_trainers_per_machine=2,
+            seed=4,
+            options=DispatchOptions(save_orig_nids=True, save_orig_eids=True),
+        )
     config, parts = load_partition_output(tmp_path / "out")
     arrays, _ = assert_real_dgl_loads(tmp_path / "out")
     for p, part in enumerate(parts):
@@ -42,5 +48,6 @@ def test_two_trainers_per_machine(tmp_path):
     for p, part in enumerate(parts):
         for ntype in meta.node_types:
             orig = part.orig_nids[ntype]
-            np.testing.assert_array_equal(part.node_feats[f"{ntype}/trainer_id"],
-                                          np.asarray(fine[ntype].compute())[orig])
+            np.testing.assert_array_equal(
+                part.node_feats[f"{ntype}/trainer_id"], np.asarray(fine[ntype].compute())[orig]
+            )
