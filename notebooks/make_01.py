@@ -15,9 +15,7 @@ cells = [
     ),
     code(
         "import os, tempfile\n"
-        "import matplotlib\n"
-        "matplotlib.use('Agg')\n"
-        "import matplotlib.pyplot as plt\n"
+                "import matplotlib.pyplot as plt\n"
         "import numpy as np\n"
         "import pandas as pd\n"
         "import dask\n"
