@@ -63,6 +63,11 @@ plot_html_show_formats = False
 plot_formats = [("png", 100)]
 plot_rcparams = {"figure.autolayout": True}
 
-# Doctests in the docstrings (sphinx-build -b doctest) run from the repository root.
-doctest_global_setup = "import numpy as np\nimport dgl_chunked as dglc"
+# Doctests in the rendered docstrings (sphinx-build -b doctest) see the public names, like a user.
+doctest_global_setup = """
+import numpy as np
+import dgl_chunked as dglc
+from dgl_chunked import *
+from dgl_chunked.io import *
+"""
 plot_working_directory = str(DOCS.parent)  # the plots read benchmarks/results/*.json

@@ -40,7 +40,7 @@ cells = [
         "Edges whose two ends land in different partitions cost network traffic when sampling. "
         "`random` cuts about `(N-1)/N` of them; `lp` (out of core) and `metis` (in memory, needs "
         "`pymetis`) place neighbours together. The synthetic graph has no community structure, "
-        "so this is the gap on the hardest kind of graph; real graphs with communities gain more."
+        "so this is the gap on the hardest kind of graph; graphs with communities usually gain more."
     ),
     nbf.v4.new_code_cell(
         "methods = ['random', 'lp'] + (['metis'] if importlib.util.find_spec('pymetis') else [])\n"

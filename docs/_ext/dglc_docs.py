@@ -78,13 +78,8 @@ def _api_index(names: list[str]) -> str:
 
 
 def _cli_page(name: str) -> str:
-    title = f"dgl-chunked {name}"
-    return (
-        f"{title}\n{'=' * len(title)}\n\n"
-        f".. click:: dglc_docs_cli:{name.replace('-', '_')}\n"
-        f"   :prog: dgl-chunked {name}\n"
-        "   :nested: full\n"
-    )
+    # sphinx-click's own section ("dgl-chunked NAME") is the page title.
+    return f".. click:: dglc_docs_cli:{name.replace('-', '_')}\n   :prog: dgl-chunked {name}\n   :nested: full\n"
 
 
 def _cli_index(names: list[str]) -> str:
@@ -99,8 +94,7 @@ def _cli_index(names: list[str]) -> str:
         "   :prog: dgl-chunked",
         "   :nested: none",
         "",
-        "Commands",
-        "--------",
+        "One page per command:",
         "",
         ".. toctree::",
         "   :maxdepth: 1",
@@ -124,31 +118,36 @@ def _sync_dir(folder: Path, wanted: set[str]) -> None:
             old.unlink()
 
 
-def generate() -> None:
-    """Write every generated page under ``docs/_generated/``."""
+def generate(out_dir: str | Path = GENERATED) -> None:
+    """Write every generated page under ``out_dir`` (the build uses ``docs/_generated/``).
+
+    Parameters
+    ----------
+    out_dir
+        Folder to write ``api/``, ``cli/``, ``notebooks/`` and ``chunk_spec.rst`` into.
+    """
     import dgl_chunked.chunk
 
+    out = Path(out_dir)
     names = api_names()
     for name in names:
-        _write(GENERATED / "api" / f"{name}.rst", _api_page(name))
-    _write(GENERATED / "api" / "index.rst", _api_index(names))
-    _sync_dir(GENERATED / "api", {f"{n}.rst" for n in names} | {"index.rst"})
+        _write(out / "api" / f"{name}.rst", _api_page(name))
+    _write(out / "api" / "index.rst", _api_index(names))
+    _sync_dir(out / "api", {f"{n}.rst" for n in names} | {"index.rst"})
 
     commands = sorted(cli_commands())
     for name in commands:
-        _write(GENERATED / "cli" / f"{name}.rst", _cli_page(name))
-    _write(GENERATED / "cli" / "index.rst", _cli_index(commands))
-    _sync_dir(GENERATED / "cli", {f"{n}.rst" for n in commands} | {"index.rst"})
+        _write(out / "cli" / f"{name}.rst", _cli_page(name))
+    _write(out / "cli" / "index.rst", _cli_index(commands))
+    _sync_dir(out / "cli", {f"{n}.rst" for n in commands} | {"index.rst"})
 
-    doc = inspect.getdoc(dgl_chunked.chunk) or ""
-    summary, _, body = doc.partition("\n\n")
-    spec = f"The chunk spec reference\n{'=' * 24}\n\n{summary}\n\n{body}\n"
-    _write(GENERATED / "chunk_spec.rst", spec)
+    title = "The chunk spec reference"
+    _write(out / "chunk_spec.rst", f"{title}\n{'=' * len(title)}\n\n{inspect.getdoc(dgl_chunked.chunk)}\n")
 
     notebooks = sorted((REPO / "notebooks").glob("*.ipynb"))
     for nb in notebooks:
-        _write(GENERATED / "notebooks" / nb.name, nb.read_text())
-    _sync_dir(GENERATED / "notebooks", {nb.name for nb in notebooks})
+        _write(out / "notebooks" / nb.name, nb.read_text())
+    _sync_dir(out / "notebooks", {nb.name for nb in notebooks})
 
 
 def site_problems(html_dir: str | Path) -> list[str]:
