@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,15 +13,12 @@ import dask
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("DGLC_SHARED_DIR", REPO.parent / "shared"))
-GOLDEN = SHARED / "spec" / "golden"
+GOLDEN = REPO / "tests" / "data" / "golden"
 
 
 @pytest.fixture(scope="session")
 def golden_dir() -> Path:
-    """``../shared/spec/golden`` (override with DGLC_SHARED_DIR)."""
-    if not GOLDEN.is_dir():
-        pytest.fail(f"golden files not found at {GOLDEN}; set DGLC_SHARED_DIR to the shared/ folder")
+    """``tests/data/golden``: files written by real DGL 2.1.0 (``scripts/make-golden.py``)."""
     return GOLDEN
 
 
