@@ -174,10 +174,8 @@ def _write_truth_edges(
     sources, per_chunk = {}, []
     options = {k: v for k, v in fmt.items() if k != "name"}
     for i, (etype, (src, dst)) in enumerate(truth.edges.items()):
-        if isinstance(chunks, int):  # near-equal, no empty files
-            sizes = [s for s in _cuts(len(src), chunks) if s]
-        else:  # explicit, zeros allowed (empty files)
-            sizes = _cuts(len(src), chunks[etype])
+        # an int: near-equal sizes, no empty files; a dict: explicit, zeros allowed (empty files)
+        sizes = [s for s in _cuts(len(src), chunks) if s] if isinstance(chunks, int) else _cuts(len(src), chunks[etype])
         bounds = np.cumsum([0, *sizes])
         rels = [f"edge_index/{i}-{k}.{fmt['name']}" for k in range(len(sizes))]
         for k, rel in enumerate(rels):

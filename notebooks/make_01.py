@@ -30,7 +30,8 @@ cells = [
         "work = tempfile.mkdtemp(prefix='dglc-nb01-')"
     ),
     md(
-        "## 1. Get a graph\n\n`write_synthetic_graph` writes one file per chunk as Dask tasks on the cluster, then `metadata.json`."
+        "## 1. Get a graph\n\n`write_synthetic_graph` writes one file per chunk as Dask tasks on the cluster, "
+        "then `metadata.json`."
     ),
     code(
         "in_dir = os.environ.get('DGL_CHUNKED_DATA')\n"
@@ -41,7 +42,8 @@ cells = [
         "sorted(os.listdir(in_dir))"
     ),
     md(
-        "## 2. Validate it\n\nEvery chunk file is checked in its own task; every problem would be listed with its file and row."
+        "## 2. Validate it\n\nEvery chunk file is checked in its own task; every problem would be listed "
+        "with its file and row."
     ),
     code("report = validate_chunked_graph(in_dir)\nassert report.ok, report.problems\nprint(report.summary_table())"),
     md(
@@ -99,7 +101,8 @@ cells = [
         "fig.savefig(os.path.join(work, 'degrees.png'))"
     ),
     md(
-        "## 5. Feature statistics\n\nColumn statistics of every node feature, computed on the cluster from the memory-mapped chunks."
+        "## 5. Feature statistics\n\nColumn statistics of every node feature, computed on the cluster "
+        "from the memory-mapped chunks."
     ),
     code(
         "stats = {}\n"

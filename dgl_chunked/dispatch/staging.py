@@ -17,8 +17,8 @@ Type and feature names are used as Zarr node names; DGL forbids ``/`` in them an
 ``attrs["counts"]`` (rows per partition): a partition's rows are one contiguous
 segment per array. Staged edge endpoints are int64 instead of int32 when the graph
 has 2**31 nodes or more (:func:`~dgl_chunked.dispatch.ids.staged_id_dtype`), owners
-wider than uint8 with more than 256 partitions (``compact_owner_dtype``). The attribute is written after the data, so an array with
-counts is complete; resume relies on that.
+wider than uint8 with more than 256 partitions (``compact_owner_dtype``). The attribute
+is written after the data, so an array with counts is complete; resume relies on that.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -302,10 +303,8 @@ def _output(path: PathLike, storage_options: StorageOptions) -> Iterator[Any]:
 
 def _discard(f: IO[bytes], fs: Any, inner: str) -> None:
     """Close ``f`` ignoring errors (its buffer cannot be flushed) and remove the file."""
-    try:
+    with contextlib.suppress(OSError):
         f.close()
-    except OSError:
-        pass
     try:
         if fs.exists(inner):
             fs.rm(inner)
