@@ -558,10 +558,10 @@ def parmetis_import_command(
             out_dir,
             num_parts=num_parts,
             name=name,
-            form=form,
+            form=form,  # type: ignore[arg-type]
             overwrite=overwrite,
             storage_options=storage_options,
-        )  # type: ignore[arg-type]
+        )
     click.echo(f"assignment written to {out_dir} ({meta.num_parts} partitions, algo_name {meta.algo_name!r})")
 
 

@@ -76,7 +76,7 @@ def stage_part_block(
 def stage_new_nid_block(staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64]) -> None:
     """Number one block's nodes (ascending type_nid inside each partition) and group them by owner."""
     store = staging.store()
-    owner = zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop]
+    owner = np.asarray(zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop])
     new_nid = zarr.open_array(store=store, path=node_array(ntype, "new_nid"), mode="r+")
     new_nid[start:stop] = new_ids_block(owner, bases)
     order, _ = sort_by_owner(owner, bases.shape[0])
@@ -138,7 +138,7 @@ def _stage_feature_rows(
     staging: Staging,
     name: str,
     rows: npt.NDArray[Any],
-    owner: npt.NDArray[np.int32],
+    owner: npt.NDArray[np.integer[Any]],
     num_parts: int,
 ) -> npt.NDArray[np.int64]:
     order, counts = sort_by_owner(owner, num_parts)

@@ -358,7 +358,7 @@ class ChunkedGraph:
         meta = pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))
         parts = [r for r in refs if r.rows]
         if not parts:  # an empty edge type: one empty partition
-            return dd.from_map(  # type: ignore[no-any-return,no-untyped-call]
+            return dd.from_map(  # type: ignore[no-any-return]
                 _empty_edges,
                 [0],
                 meta=meta,
@@ -367,7 +367,7 @@ class ChunkedGraph:
                 enforce_metadata=False,
             )
         divisions = tuple(r.start for r in parts) + (parts[-1].stop - 1,)
-        return dd.from_map(  # type: ignore[no-any-return,no-untyped-call]
+        return dd.from_map(  # type: ignore[no-any-return]
             read_edges_partition,
             parts,
             meta=meta,
@@ -390,7 +390,7 @@ class ChunkedGraph:
         graph = HighLevelGraph.from_collections(name, layer, dependencies=())
         chunks = (tuple(r.rows for r in refs), *((n,) for n in row_shape))
         meta = np.empty((0,) * (1 + len(row_shape)), dtype)
-        return da.Array(graph, name, chunks, meta=meta)  # type: ignore[no-untyped-call]
+        return da.Array(graph, name, chunks, meta=meta)
 
     def node_feature(self, ntype: str, feat: str) -> da.Array:
         """Node feature ``feat`` of ``ntype``, rows in ``type_nid`` order.

@@ -53,7 +53,7 @@ from dgl_chunked.io._dgl_records import (
     pack_string,
     pack_u64,
 )
-from dgl_chunked.io.direct_io import open_for_writing
+from dgl_chunked.io.direct_io import DirectFile, open_for_writing
 from dgl_chunked.io.fs import filesystem, with_filename
 
 __all__ = [
@@ -301,7 +301,7 @@ def _output(path: PathLike, storage_options: StorageOptions) -> Iterator[Any]:
         raise
 
 
-def _discard(f: IO[bytes], fs: Any, inner: str) -> None:
+def _discard(f: IO[bytes] | DirectFile, fs: Any, inner: str) -> None:
     """Close ``f`` ignoring errors (its buffer cannot be flushed) and remove the file."""
     with contextlib.suppress(OSError):
         f.close()

@@ -364,5 +364,5 @@ def validate_chunked_graph(
     edge_tasks = _edge_tasks(meta, storage_options)
     node_tasks = _feature_tasks(meta.node_data, storage_options)
     edge_feat_tasks = _feature_tasks(meta.edge_data, storage_options)
-    edge_checks, node_feats, edge_feats = compute(edge_tasks, node_tasks, edge_feat_tasks)  # type: ignore[no-untyped-call]
+    edge_checks, node_feats, edge_feats = compute(edge_tasks, node_tasks, edge_feat_tasks)
     return _collect(meta, edge_checks, node_feats, edge_feats)
