@@ -33,7 +33,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
-from dgl_chunked.errors import ChunkMismatchError
+from dgl_chunked.errors import ChunkMismatchError, UnknownNameError
 from dgl_chunked.io import formats as _formats
 from dgl_chunked.io.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
 
@@ -285,7 +285,7 @@ class ChunkedGraph:
             return data[type_name][feat]
         except KeyError:
             known = {t: sorted(f) for t, f in data.items()}
-            raise KeyError(f"no {kind} feature {feat!r} for type {type_name!r}; known: {known}") from None
+            raise UnknownNameError(f"no {kind} feature {feat!r} for type {type_name!r}; known: {known}") from None
 
     def _feature_chunks(self, kind: Literal["node", "edge"], type_name: str, feat: str) -> list[ChunkRef]:
         infos = self._infos(kind, type_name, feat)

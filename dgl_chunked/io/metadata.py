@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
-from dgl_chunked.errors import DglChunkedError, MetadataError
+from dgl_chunked.errors import DglChunkedError, MetadataError, UnknownNameError
 from dgl_chunked.io import formats as _formats
 from dgl_chunked.io import fs as _fs
 
@@ -130,14 +130,16 @@ class ChunkedGraphMetadata:
         try:
             return self.node_types.index(ntype)
         except ValueError:
-            raise KeyError(f"unknown node type {ntype!r}; expected one of {list(self.node_types)}") from None
+            raise UnknownNameError(f"unknown node type {ntype!r}; expected one of {list(self.node_types)}") from None
 
     def etype_id(self, etype: str) -> int:
         """Edge type ID of a canonical edge type (position in ``edge_type``)."""
         try:
             return self.edge_type_names.index(etype)
         except ValueError:
-            raise KeyError(f"unknown edge type {etype!r}; expected one of {list(self.edge_type_names)}") from None
+            raise UnknownNameError(
+                f"unknown edge type {etype!r}; expected one of {list(self.edge_type_names)}"
+            ) from None
 
     def etype(self, etype: str) -> EdgeTypeSpec:
         """The :class:`EdgeTypeSpec` of a canonical edge type string."""

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from dgl_chunked._typing import IdArray, PartArray, PathLike, StorageOptions
-from dgl_chunked.errors import AssignmentError, MetadataError, OutputExistsError
+from dgl_chunked.errors import AssignmentError, MetadataError, OptionError, OutputExistsError
 from dgl_chunked.io import fs as _fs
 from dgl_chunked.io import parmetis as _pm
 from dgl_chunked.io.assignment import (
@@ -389,13 +389,13 @@ def export_parmetis(
     from dask.delayed import delayed
 
     if dedup not in ("unordered", "ordered"):
-        raise ValueError(f"dedup: expected 'unordered' or 'ordered', found {dedup!r}")
+        raise OptionError(f"dedup: expected 'unordered' or 'ordered', found {dedup!r}")
     if bucket_rows < 1:
-        raise ValueError(f"bucket_rows: expected a positive integer, found {bucket_rows!r}")
+        raise OptionError(f"bucket_rows: expected a positive integer, found {bucket_rows!r}")
     graph = _open(graph, storage_options)
     name = name or graph.metadata.graph_name
     if not name or "/" in name:
-        raise ValueError(f"name: expected a file name prefix without '/', found {name!r}")
+        raise OptionError(f"name: expected a file name prefix without '/', found {name!r}")
     masks = _mask_arrays(graph, list(balance_masks))
     out = os.fspath(out_dir)
     tmp = _prepare_export(out, _pm.parmetis_file_names(name), overwrite, storage_options)
@@ -656,7 +656,7 @@ def import_parmetis(
     if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
         raise AssignmentError(f"num_parts: expected a positive integer, found {num_parts!r}")
     if blocksize < 1:
-        raise ValueError(f"blocksize: expected a positive number of bytes, found {blocksize!r}")
+        raise OptionError(f"blocksize: expected a positive number of bytes, found {blocksize!r}")
     graph = _open(graph, storage_options)
     assign = os.fspath(assign_dir)
     sources = _pm.resolve_outputs(parmetis_output, name, storage_options)
