@@ -109,7 +109,9 @@ def stage_edge_chunk(
     *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Relabel one edge chunk, group it by owner (the destination's partition), store it."""
-    src, dst = read_edge_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
+    src, dst = read_edge_chunk(
+        ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options, allow_empty=ref.rows == 0
+    )
     if src.shape[0] != ref.stop - ref.start:
         raise ChunkMismatchError(f"{ref.path}: has {src.shape[0]} edges, metadata.json says {ref.stop - ref.start}")
     _check_ids(src, num_src, ref, "source", src_type)

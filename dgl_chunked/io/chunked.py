@@ -334,6 +334,7 @@ class ChunkedGraph:
             raise ChunkMismatchError(
                 f"{where}: expected {expected} rows in total (the {kind} count of {type_name!r}), "
                 f"found {total} across {len(infos)} files"
+                + self.metadata.misfit_feature_files(kind, type_name, source.paths, [r for r, _, _ in infos])
             )
         return dtype, row_shape
 

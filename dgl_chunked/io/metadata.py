@@ -45,7 +45,7 @@ import hashlib
 import json
 import os
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -144,6 +144,31 @@ class ChunkedGraphMetadata:
     def etype(self, etype: str) -> EdgeTypeSpec:
         """The :class:`EdgeTypeSpec` of a canonical edge type string."""
         return self.edge_types[self.etype_id(etype)]
+
+    def misfit_feature_files(self, kind: str, type_name: str, paths: Sequence[str], rows: Sequence[int]) -> str:
+        """Which feature files disagree with the per-chunk counts, as a message suffix.
+
+        Only when metadata gives ``num_nodes_per_chunk`` (``kind="node"``) or
+        ``num_edges_per_chunk`` (``kind="edge"``) and the feature has one file per
+        chunk; otherwise, and when every file agrees, the empty string.
+
+        >>> meta = parse_metadata({"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[2, 3]],
+        ...     "edge_type": [], "edges": {}}, base_dir="/in")
+        >>> meta.misfit_feature_files("node", "n", ["/in/f0.npy", "/in/f1.npy"], [2, 4])
+        "; file '/in/f1.npy' has 4 rows, num_nodes_per_chunk[0][1] says 3"
+        """
+        if kind == "node":
+            key, table, i = "num_nodes_per_chunk", self.num_nodes_per_chunk, self.ntype_id(type_name)
+        else:
+            key, table, i = "num_edges_per_chunk", self.num_edges_per_chunk, self.etype_id(type_name)
+        if table is None or len(table[i]) != len(paths):
+            return ""
+        found = [
+            f"file {path!r} has {n} rows, {key}[{i}][{k}] says {want}"
+            for k, (path, n, want) in enumerate(zip(paths, rows, table[i], strict=True))
+            if n != want
+        ]
+        return "; " + "; ".join(found) if found else ""
 
     def num_nodes(self, ntype: str) -> int:
         """Number of nodes of ``ntype``."""
