@@ -34,6 +34,9 @@ from dgl_chunked.verify import verify_partitions
 
 from .realdgl.harness import assert_real_dgl_loads
 
+# an edge type without edges leaves every partition without rows of its feature: expected here
+pytestmark = pytest.mark.filterwarnings("ignore::dgl_chunked.errors.EmptyPartitionWarning")
+
 OPTIONS = DispatchOptions(save_orig_nids=True, save_orig_eids=True, progress=False)
 NUM = {"author": 6, "paper": 20}
 

@@ -153,7 +153,7 @@ class ChunkedGraphMetadata:
         chunk; otherwise, and when every file agrees, the empty string.
 
         >>> meta = parse_metadata({"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[2, 3]],
-        ...     "edge_type": [], "edges": {}}, base_dir="/in")
+        ...     "edge_type": [], "edges": {}, "node_data": {}, "edge_data": {}}, base_dir="/in")
         >>> meta.misfit_feature_files("node", "n", ["/in/f0.npy", "/in/f1.npy"], [2, 4])
         "; file '/in/f1.npy' has 4 rows, num_nodes_per_chunk[0][1] says 3"
         """
