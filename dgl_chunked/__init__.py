@@ -12,9 +12,8 @@ It runs on whatever Dask scheduler is current (a ``distributed.Client`` if one e
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from dgl_chunked import errors
+from dgl_chunked._version import __version__
 from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.dispatch import DispatchOptions, DispatchResult, dispatch
 from dgl_chunked.io import (

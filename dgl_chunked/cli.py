@@ -15,7 +15,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -108,6 +108,13 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _fail(what: str, problems: list[str]) -> NoReturn:
+    """The one ``error:`` line closing a list of problems (it repeats the first), then exit 1."""
+    more = f" (and {len(problems) - 1} more, listed above)" if len(problems) > 1 else ""
+    click.echo(f"error: {what}: {problems[0]}{more}", err=True)
+    sys.exit(1)  # main() maps SystemExit to the exit code
+
+
 def _parse_storage_options(ctx: Any, param: Any, value: str | None) -> dict[str, Any] | None:
     """``--storage-options '{"endpoint_url": "http://..."}'`` -> dict (click callback)."""
     if value is None:
@@ -193,7 +200,7 @@ def validate_command(
         click.echo(f"{len(report.problems)} problem(s) found in {in_dir}:")
         for problem in report.problems:
             click.echo(f"  - {problem}")
-        sys.exit(1)  # main() maps SystemExit to the exit code
+        _fail(f"{in_dir} is not a valid chunked graph", report.problems)
     click.echo(report.summary_table())
     click.echo(f"ok: {in_dir} is a valid chunked graph")
 
@@ -558,10 +565,10 @@ def parmetis_import_command(
             out_dir,
             num_parts=num_parts,
             name=name,
-            form=form,
+            form=form,  # type: ignore[arg-type]
             overwrite=overwrite,
             storage_options=storage_options,
-        )  # type: ignore[arg-type]
+        )
     click.echo(f"assignment written to {out_dir} ({meta.num_parts} partitions, algo_name {meta.algo_name!r})")
 
 
@@ -924,7 +931,7 @@ def verify_command(
     if not report.ok:
         for problem in report.problems:
             click.echo(f"problem: {problem}", err=True)
-        sys.exit(1)
+        _fail(f"{out_dir} does not match {in_dir}", report.problems)
     checked = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(report.checked.items()))
     click.echo(f"ok: {checked} checked against {in_dir}")
 

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dgl_chunked.errors import SchedulerError
+
 __all__ = ["dask_client"]
 
 logger = logging.getLogger(__name__)
@@ -41,7 +43,13 @@ def dask_client(
 
     if scheduler:
         kwargs = {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
-        with Client(**kwargs) as client:
+        try:
+            connected = Client(**kwargs)
+        except (OSError, ValueError) as err:  # refused, timed out, unreachable or not an address
+            raise SchedulerError(
+                f"scheduler {scheduler!r}: could not connect ({err}); start the scheduler or fix --scheduler"
+            ) from err
+        with connected as client:
             logger.info("connected to %s; dashboard: %s", scheduler, client.dashboard_link)
             yield client
         return

@@ -17,10 +17,13 @@ __all__ = [
     "ChunkMismatchError",
     "ChunkReadError",
     "UnsupportedFormatError",
+    "OptionError",
+    "UnknownNameError",
     "AssignmentError",
     "DGLFormatError",
     "OutputExistsError",
     "StagingError",
+    "SchedulerError",
     "ValidationFailed",
     "DglChunkedWarning",
     "EmptyPartitionWarning",
@@ -48,6 +51,17 @@ class UnsupportedFormatError(DglChunkedError, ValueError):
     """A ``format.name`` (or option) that dgl_chunked does not know."""
 
 
+class OptionError(DglChunkedError, ValueError):
+    """An option or argument has a value out of range or of the wrong kind."""
+
+
+class UnknownNameError(DglChunkedError, KeyError):
+    """A node type, edge type or feature name that the graph does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class AssignmentError(DglChunkedError, ValueError):
     """A partition-assignment directory is missing files or holds invalid IDs."""
 
@@ -62,6 +76,10 @@ class OutputExistsError(DglChunkedError, FileExistsError):
 
 class StagingError(DglChunkedError, RuntimeError):
     """Zarr staging is missing, incomplete or belongs to another input."""
+
+
+class SchedulerError(DglChunkedError, OSError):
+    """The Dask scheduler given (``--scheduler``) cannot be reached."""
 
 
 class ValidationFailed(DglChunkedError):

@@ -10,6 +10,7 @@ import numpy as np
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
+from dgl_chunked.errors import OptionError
 from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions
@@ -59,7 +60,7 @@ def run(
         graph = open_chunked_graph(graph, storage_options=storage_options)
     trainers = num_trainers_per_machine
     if trainers < 1:
-        raise ValueError(f"num_trainers_per_machine must be >= 1, found {trainers}")
+        raise OptionError(f"num_trainers_per_machine must be >= 1, found {trainers}")
     parts = assign_partitions(
         graph,
         num_parts * trainers,

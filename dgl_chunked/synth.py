@@ -414,7 +414,7 @@ def write_synthetic_graph(
     out = out if _fs.is_url(out) else os.path.abspath(out)
     _fs.make_empty_dir(out, storage_options, overwrite=overwrite)
     meta, tasks = _plan(spec, out, storage_options)
-    compute(*tasks)  # type: ignore[no-untyped-call]
+    compute(*tasks)
     text = json.dumps(meta, indent=4, sort_keys=True).encode()
     _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
     return parse_metadata(meta, base_dir=out, storage_options=storage_options)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +23,8 @@ import dask
 import numpy as np
 import numpy.typing as npt
 from dask.local import get_sync
+from dask.utils import key_split
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.io import formats as _formats
@@ -33,6 +36,7 @@ __all__ = [
     "SMALL_SPEC",
     "CountingScheduler",
     "GraphTruth",
+    "KillWorkerAfter",
     "load_truth",
     "make_chunked_graph",
     "raise_if_dask_computes",
@@ -174,10 +178,8 @@ def _write_truth_edges(
     sources, per_chunk = {}, []
     options = {k: v for k, v in fmt.items() if k != "name"}
     for i, (etype, (src, dst)) in enumerate(truth.edges.items()):
-        if isinstance(chunks, int):  # near-equal, no empty files
-            sizes = [s for s in _cuts(len(src), chunks) if s]
-        else:  # explicit, zeros allowed (empty files)
-            sizes = _cuts(len(src), chunks[etype])
+        # an int: near-equal sizes, no empty files; a dict: explicit, zeros allowed (empty files)
+        sizes = [s for s in _cuts(len(src), chunks) if s] if isinstance(chunks, int) else _cuts(len(src), chunks[etype])
         bounds = np.cumsum([0, *sizes])
         rels = [f"edge_index/{i}-{k}.{fmt['name']}" for k in range(len(sizes))]
         for k, rel in enumerate(rels):
@@ -293,3 +295,27 @@ def raise_if_dask_computes(max_computes: int = 0) -> Any:
     ...     g = open_chunked_graph(path); g.edges(etype)
     """
     return dask.config.set(scheduler=CountingScheduler(max_computes))
+
+
+class KillWorkerAfter(WorkerPlugin):
+    """Fault injection: SIGKILL the worker process ``pid`` once it has finished
+    ``count`` tasks whose key name is ``prefix``; other workers are untouched.
+
+    Deterministic (no polling, no timing): the kill happens in the worker's own task
+    transition, right after the ``count``-th such task completed there.
+
+    Examples
+    --------
+    >>> client.register_plugin(KillWorkerAfter("dglc-stage-edges", 2, pid))  # doctest: +SKIP
+    """
+
+    def __init__(self, prefix: str, count: int, pid: int) -> None:
+        self.prefix, self.count, self.pid = prefix, count, pid
+        self.seen = 0
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish != "memory" or os.getpid() != self.pid or key_split(key) != self.prefix:
+            return
+        self.seen += 1
+        if self.seen >= self.count:
+            os.kill(os.getpid(), signal.SIGKILL)

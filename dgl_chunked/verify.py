@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -692,7 +693,7 @@ def verify_partitions(
 @contextlib.contextmanager
 def _scratch(scratch_dir: PathLike | None, storage_options: StorageOptions) -> Iterator[tuple[str, StorageOptions]]:
     if scratch_dir is not None:
-        path = fs.join(str(scratch_dir), f"dglc-verify-{tokenize(np.random.random())}")
+        path = fs.join(str(scratch_dir), f"dglc-verify-{uuid.uuid4().hex}")
         options = storage_options if fs.is_url(path) else None
         filesystem, inner = fs.filesystem(path, options)
         filesystem.makedirs(inner, exist_ok=True)

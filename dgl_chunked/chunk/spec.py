@@ -326,5 +326,6 @@ def read_spec(path: PathLike, *, storage_options: StorageOptions = None) -> RawG
         else:
             data = json.loads(raw)
     except Exception as err:  # yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError
-        raise MetadataError(f"{path}: expected valid JSON/YAML, found a syntax error ({err})") from err
+        detail = " ".join(str(err).split())  # YAML's messages span several lines
+        raise MetadataError(f"{path}: expected valid JSON/YAML, found a syntax error ({detail})") from err
     return parse_spec(data, base_dir=_fs.parent(path), storage_options=storage_options)

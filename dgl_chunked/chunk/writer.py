@@ -117,7 +117,7 @@ class Run:
                 )
                 for k, pieces in enumerate(rel.blocks)
             ]
-        done_keys, done_edges = compute(keys, edges)  # type: ignore[no-untyped-call]
+        done_keys, done_edges = compute(keys, edges)
         return done_keys, done_edges
 
     def after_read(self, keys: Mapping[str, list[dict[str, Any]]], edges: Mapping[str, list[dict[str, Any]]]) -> None:
@@ -125,8 +125,10 @@ class Run:
         self.key_starts = {t: _bounds([r["rows"] for r in res]) for t, res in keys.items()}
         self.key_locators = {
             t: RowLocator.build(
-                self.plan.nodes[t].key_blocks, [r["piece_rows"] for r in res], header=self.plan.nodes[t].key.spec.header
-            )  # type: ignore[union-attr]
+                self.plan.nodes[t].key_blocks,
+                [r["piece_rows"] for r in res],
+                header=self.plan.nodes[t].key.spec.header,  # type: ignore[union-attr]
+            )
             for t, res in keys.items()
         }
         for e, res in edges.items():
@@ -179,7 +181,7 @@ class Run:
                 for b in range(self.B)
             ]
         resolves = [self._resolve(e, rel, joins) for e, rel in self.plan.relations.items() if any(rel.keyed)]
-        compute(joins, resolves)  # type: ignore[no-untyped-call]
+        compute(joins, resolves)
         self.joined = {e for e, rel in self.plan.relations.items() if any(rel.keyed)}
 
     def _resolve(self, e: str, rel: RelationPlan, joins: Mapping[str, list[Any]]) -> list[Any]:
@@ -236,7 +238,7 @@ class Run:
                 )
                 for b in range(self.B)
             ]
-        (done,) = compute(reduces)  # type: ignore[no-untyped-call]
+        (done,) = compute(reduces)
         self.drops = {
             e: [(self.staged("dedup", e, "drop", f"{b}.npy"), bounds) for b, bounds in enumerate(res)]
             for e, res in done.items()
@@ -352,7 +354,7 @@ class Run:
     def write(self) -> dict[str, Any]:
         """Phase 4: every output chunk; returns the row counts (and masks) per task."""
         edges = {e: self._edge_tasks(e, rel) for e, rel in self.plan.relations.items()}
-        (done,) = compute({"edges": edges, "nodes": self._node_tasks()})  # type: ignore[no-untyped-call]
+        (done,) = compute({"edges": edges, "nodes": self._node_tasks()})
         return done  # type: ignore[no-any-return]
 
     # --- metadata ------------------------------------------------------------------

@@ -26,7 +26,7 @@ from dgl_chunked.dispatch.finalize import (
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.staging import MISSING, STAGING_FORMAT, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
-from dgl_chunked.errors import EmptyPartitionWarning, OutputExistsError, UnsupportedFormatError
+from dgl_chunked.errors import EmptyPartitionWarning, OptionError, OutputExistsError, UnsupportedFormatError
 from dgl_chunked.io import fs
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
@@ -147,7 +147,7 @@ def dispatch(
     opts = options or DispatchOptions()
     _check_formats(opts.graph_formats)
     if opts.halo_hops < 1:
-        raise ValueError(f"halo_hops must be >= 1, found {opts.halo_hops}")
+        raise OptionError(f"halo_hops must be >= 1, found {opts.halo_hops}")
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
     parts, num_parts, method = _resolve_assignment(graph, assignment, num_parts, storage_options)
@@ -241,7 +241,7 @@ def _resolve_assignment(
 ) -> tuple[dict[str, da.Array], int, str]:
     if isinstance(assignment, Mapping):
         if num_parts is None:
-            raise ValueError("num_parts is required when the assignment is given as arrays")
+            raise OptionError("num_parts is required when the assignment is given as arrays")
         return dict(assignment), num_parts, "custom"
     meta, parts = open_assignment(assignment, graph.metadata, num_parts=num_parts, storage_options=storage_options)
     return parts, meta.num_parts, _method_name(assignment, meta.algo_name, storage_options)

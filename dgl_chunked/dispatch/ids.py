@@ -166,4 +166,4 @@ def type_of(new_ids: Int64s, layout: IdLayout) -> npt.NDArray[np.int32]:
     """Type ID of each new ID, from the (partition, type) block that contains it."""
     flat_starts = layout.ranges[:, :, 0].ravel()
     block = np.searchsorted(flat_starts, new_ids, side="right") - 1
-    return (block % layout.ranges.shape[1]).astype(np.int32)
+    return np.asarray(block % layout.ranges.shape[1], dtype=np.int32)

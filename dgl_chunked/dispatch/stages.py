@@ -76,7 +76,7 @@ def stage_part_block(
 def stage_new_nid_block(staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64]) -> None:
     """Number one block's nodes (ascending type_nid inside each partition) and group them by owner."""
     store = staging.store()
-    owner = zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop]
+    owner = np.asarray(zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop])
     new_nid = zarr.open_array(store=store, path=node_array(ntype, "new_nid"), mode="r+")
     new_nid[start:stop] = new_ids_block(owner, bases)
     order, _ = sort_by_owner(owner, bases.shape[0])
@@ -109,7 +109,9 @@ def stage_edge_chunk(
     *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Relabel one edge chunk, group it by owner (the destination's partition), store it."""
-    src, dst = read_edge_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
+    src, dst = read_edge_chunk(
+        ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options, allow_empty=ref.rows == 0
+    )
     if src.shape[0] != ref.stop - ref.start:
         raise ChunkMismatchError(f"{ref.path}: has {src.shape[0]} edges, metadata.json says {ref.stop - ref.start}")
     _check_ids(src, num_src, ref, "source", src_type)
@@ -138,7 +140,7 @@ def _stage_feature_rows(
     staging: Staging,
     name: str,
     rows: npt.NDArray[Any],
-    owner: npt.NDArray[np.int32],
+    owner: npt.NDArray[np.integer[Any]],
     num_parts: int,
 ) -> npt.NDArray[np.int64]:
     order, counts = sort_by_owner(owner, num_parts)

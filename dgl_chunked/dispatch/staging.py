@@ -17,8 +17,8 @@ Type and feature names are used as Zarr node names; DGL forbids ``/`` in them an
 ``attrs["counts"]`` (rows per partition): a partition's rows are one contiguous
 segment per array. Staged edge endpoints are int64 instead of int32 when the graph
 has 2**31 nodes or more (:func:`~dgl_chunked.dispatch.ids.staged_id_dtype`), owners
-wider than uint8 with more than 256 partitions (``compact_owner_dtype``). The attribute is written after the data, so an array with
-counts is complete; resume relies on that.
+wider than uint8 with more than 256 partitions (``compact_owner_dtype``). The attribute
+is written after the data, so an array with counts is complete; resume relies on that.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Staging:
         dtype: Any,
         *,
         chunks: tuple[int, ...] | None = None,
-    ) -> zarr.Array:
+    ) -> zarr.Array[Any]:
         """Create (or replace) an uncompressed array; staging data is short-lived."""
         chunks = chunks or _default_chunks(shape, np.dtype(dtype))
         with fs.naming(fs.join(self.root, name)):
@@ -178,10 +178,12 @@ class Staging:
 
     # --- reading -----------------------------------------------------------
 
-    def open(self, name: str) -> zarr.Array:
+    def open(self, name: str) -> zarr.Array[Any]:
         return zarr.open_array(store=self.store(), path=name, mode="r")
 
-    def lookup(self, name: str, ids: npt.NDArray[np.integer[Any]], dtype: npt.DTypeLike = None) -> npt.NDArray[Any]:
+    def lookup(
+        self, name: str, ids: npt.NDArray[np.integer[Any]], dtype: npt.DTypeLike | None = None
+    ) -> npt.NDArray[Any]:
         """``array[ids]`` (as ``dtype``) of the 1-D staged array ``name``, kept whole in
         this process when it fits ``lookup_cache_bytes``, else read a Zarr chunk at a time."""
         array = self.open(name)
@@ -196,7 +198,7 @@ class Staging:
         except (FileNotFoundError, KeyError, zarr.errors.NodeNotFoundError):
             return None
         counts = arr.attrs.get("counts")
-        return None if counts is None else [int(c) for c in counts]  # type: ignore[union-attr]
+        return None if counts is None else [int(c) for c in counts]  # type: ignore[union-attr,arg-type]
 
     def segment(self, name: str, counts: Sequence[int], part: int) -> npt.NDArray[Any]:
         """Partition ``part``'s rows (along axis 0) of an owner-sorted array."""

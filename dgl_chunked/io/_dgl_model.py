@@ -9,7 +9,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.errors import DGLFormatError
+from dgl_chunked.errors import DGLFormatError, OptionError, UnknownNameError
 
 __all__ = ["FORMAT_ORDER", "CanonicalEtype", "GraphData", "HomogeneousGraph"]
 
@@ -105,17 +105,19 @@ class GraphData:
         """Resolve ``None`` (only one relation), a relation name or a triple."""
         if etype is None:
             if len(self.canonical_etypes) != 1:
-                raise ValueError(
+                raise OptionError(
                     f"the graph has {len(self.canonical_etypes)} edge types {self.canonical_etypes}; pass etype=..."
                 )
             return self.canonical_etypes[0]
         if isinstance(etype, tuple):
             if etype not in self.canonical_etypes:
-                raise KeyError(f"edge type {etype!r} not in {self.canonical_etypes}")
+                raise UnknownNameError(f"edge type {etype!r} not in {self.canonical_etypes}")
             return etype
         found = [c for c in self.canonical_etypes if c[1] == etype]
         if len(found) != 1:
-            raise KeyError(f"relation {etype!r} matches {len(found)} of {self.canonical_etypes}; pass the triple")
+            raise UnknownNameError(
+                f"relation {etype!r} matches {len(found)} of {self.canonical_etypes}; pass the triple"
+            )
         return found[0]
 
     def num_edges(self, etype: str | CanonicalEtype | None = None) -> int:

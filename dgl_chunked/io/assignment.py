@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from dgl_chunked._typing import PartArray, PathLike, StorageOptions
+from dgl_chunked._version import __version__
 from dgl_chunked.errors import AssignmentError, OutputExistsError
 from dgl_chunked.io import fs as _fs
 
@@ -299,7 +300,7 @@ def _open_text(
             f"{path}: line {line}: expected {n} lines (one per {ntype!r} node, num_nodes_per_type), "
             f"{what}; regenerate the assignment for this graph"
         )
-    return da.map_blocks(
+    return da.map_blocks(  # type: ignore[no-any-return]
         _read_text_block,
         chunks=(chunks,),
         dtype=np.int32,
@@ -399,7 +400,7 @@ def _open_zarr(array: Any, chunks: tuple[int, ...], identity: Any) -> da.Array:
     from dask.base import tokenize
 
     name = f"dglc-read-assignment-zarr-{tokenize(identity, chunks)}"
-    return da.from_zarr(array, chunks=(chunks,), name=name)
+    return da.from_zarr(array, chunks=(chunks,), name=name)  # type: ignore[no-any-return]
 
 
 def _file_stamp(path: str, storage_options: StorageOptions) -> list[Any]:
@@ -485,13 +486,13 @@ def _as_blocks(values: Any, ntype: str) -> da.Array:
         values = np.asarray(values)
         if values.ndim != 1:
             raise AssignmentError(f"parts[{ntype!r}]: expected a 1-D array, found shape {values.shape}")
-        return da.from_array(values, chunks=max(1, min(values.shape[0], _DEFAULT_CHUNK_ROWS)))
+        return da.from_array(values, chunks=max(1, min(values.shape[0], _DEFAULT_CHUNK_ROWS)))  # type: ignore[no-any-return]
     if values.ndim != 1:
         raise AssignmentError(f"parts[{ntype!r}]: expected a 1-D array, found shape {values.shape}")
     chunks = values.chunks[0]
     if len(set(chunks[:-1])) <= 1 and chunks[-1] <= chunks[0] and 0 < chunks[0] <= 8 * _DEFAULT_CHUNK_ROWS:
         return values
-    return values.rechunk(max(1, min(values.shape[0], _DEFAULT_CHUNK_ROWS)))
+    return values.rechunk(max(1, min(values.shape[0], _DEFAULT_CHUNK_ROWS)))  # type: ignore[no-any-return]
 
 
 def _prepare_dir(assign_dir: str, names: list[str], overwrite: bool, storage_options: StorageOptions) -> None:
@@ -630,8 +631,6 @@ def _write_sidecar(
     provenance: Mapping[str, Any] | None,
     storage_options: StorageOptions,
 ) -> None:
-    from dgl_chunked import __version__
-
     body = {
         **dict(provenance or {}),
         "num_parts": meta.num_parts,

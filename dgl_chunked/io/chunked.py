@@ -33,7 +33,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
-from dgl_chunked.errors import ChunkMismatchError
+from dgl_chunked.errors import ChunkMismatchError, UnknownNameError
 from dgl_chunked.io import formats as _formats
 from dgl_chunked.io.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
 
@@ -285,7 +285,7 @@ class ChunkedGraph:
             return data[type_name][feat]
         except KeyError:
             known = {t: sorted(f) for t, f in data.items()}
-            raise KeyError(f"no {kind} feature {feat!r} for type {type_name!r}; known: {known}") from None
+            raise UnknownNameError(f"no {kind} feature {feat!r} for type {type_name!r}; known: {known}") from None
 
     def _feature_chunks(self, kind: Literal["node", "edge"], type_name: str, feat: str) -> list[ChunkRef]:
         infos = self._infos(kind, type_name, feat)
@@ -334,6 +334,7 @@ class ChunkedGraph:
             raise ChunkMismatchError(
                 f"{where}: expected {expected} rows in total (the {kind} count of {type_name!r}), "
                 f"found {total} across {len(infos)} files"
+                + self.metadata.misfit_feature_files(kind, type_name, source.paths, [r for r, _, _ in infos])
             )
         return dtype, row_shape
 
@@ -358,7 +359,7 @@ class ChunkedGraph:
         meta = pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))
         parts = [r for r in refs if r.rows]
         if not parts:  # an empty edge type: one empty partition
-            return dd.from_map(  # type: ignore[no-any-return,no-untyped-call]
+            return dd.from_map(  # type: ignore[no-any-return]
                 _empty_edges,
                 [0],
                 meta=meta,
@@ -367,7 +368,7 @@ class ChunkedGraph:
                 enforce_metadata=False,
             )
         divisions = tuple(r.start for r in parts) + (parts[-1].stop - 1,)
-        return dd.from_map(  # type: ignore[no-any-return,no-untyped-call]
+        return dd.from_map(  # type: ignore[no-any-return]
             read_edges_partition,
             parts,
             meta=meta,
@@ -390,7 +391,7 @@ class ChunkedGraph:
         graph = HighLevelGraph.from_collections(name, layer, dependencies=())
         chunks = (tuple(r.rows for r in refs), *((n,) for n in row_shape))
         meta = np.empty((0,) * (1 + len(row_shape)), dtype)
-        return da.Array(graph, name, chunks, meta=meta)  # type: ignore[no-untyped-call]
+        return da.Array(graph, name, chunks, meta=meta)
 
     def node_feature(self, ntype: str, feat: str) -> da.Array:
         """Node feature ``feat`` of ``ntype``, rows in ``type_nid`` order.

@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -52,7 +53,7 @@ from dgl_chunked.io._dgl_records import (
     pack_string,
     pack_u64,
 )
-from dgl_chunked.io.direct_io import open_for_writing
+from dgl_chunked.io.direct_io import DirectFile, open_for_writing
 from dgl_chunked.io.fs import filesystem, with_filename
 
 __all__ = [
@@ -300,12 +301,10 @@ def _output(path: PathLike, storage_options: StorageOptions) -> Iterator[Any]:
         raise
 
 
-def _discard(f: IO[bytes], fs: Any, inner: str) -> None:
+def _discard(f: IO[bytes] | DirectFile, fs: Any, inner: str) -> None:
     """Close ``f`` ignoring errors (its buffer cannot be flushed) and remove the file."""
-    try:
+    with contextlib.suppress(OSError):
         f.close()
-    except OSError:
-        pass
     try:
         if fs.exists(inner):
             fs.rm(inner)

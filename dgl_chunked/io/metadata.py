@@ -45,7 +45,7 @@ import hashlib
 import json
 import os
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
-from dgl_chunked.errors import DglChunkedError, MetadataError
+from dgl_chunked.errors import DglChunkedError, MetadataError, UnknownNameError
 from dgl_chunked.io import formats as _formats
 from dgl_chunked.io import fs as _fs
 
@@ -130,18 +130,45 @@ class ChunkedGraphMetadata:
         try:
             return self.node_types.index(ntype)
         except ValueError:
-            raise KeyError(f"unknown node type {ntype!r}; expected one of {list(self.node_types)}") from None
+            raise UnknownNameError(f"unknown node type {ntype!r}; expected one of {list(self.node_types)}") from None
 
     def etype_id(self, etype: str) -> int:
         """Edge type ID of a canonical edge type (position in ``edge_type``)."""
         try:
             return self.edge_type_names.index(etype)
         except ValueError:
-            raise KeyError(f"unknown edge type {etype!r}; expected one of {list(self.edge_type_names)}") from None
+            raise UnknownNameError(
+                f"unknown edge type {etype!r}; expected one of {list(self.edge_type_names)}"
+            ) from None
 
     def etype(self, etype: str) -> EdgeTypeSpec:
         """The :class:`EdgeTypeSpec` of a canonical edge type string."""
         return self.edge_types[self.etype_id(etype)]
+
+    def misfit_feature_files(self, kind: str, type_name: str, paths: Sequence[str], rows: Sequence[int]) -> str:
+        """Which feature files disagree with the per-chunk counts, as a message suffix.
+
+        Only when metadata gives ``num_nodes_per_chunk`` (``kind="node"``) or
+        ``num_edges_per_chunk`` (``kind="edge"``) and the feature has one file per
+        chunk; otherwise, and when every file agrees, the empty string.
+
+        >>> meta = parse_metadata({"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[2, 3]],
+        ...     "edge_type": [], "edges": {}, "node_data": {}, "edge_data": {}}, base_dir="/in")
+        >>> meta.misfit_feature_files("node", "n", ["/in/f0.npy", "/in/f1.npy"], [2, 4])
+        "; file '/in/f1.npy' has 4 rows, num_nodes_per_chunk[0][1] says 3"
+        """
+        if kind == "node":
+            key, table, i = "num_nodes_per_chunk", self.num_nodes_per_chunk, self.ntype_id(type_name)
+        else:
+            key, table, i = "num_edges_per_chunk", self.num_edges_per_chunk, self.etype_id(type_name)
+        if table is None or len(table[i]) != len(paths):
+            return ""
+        found = [
+            f"file {path!r} has {n} rows, {key}[{i}][{k}] says {want}"
+            for k, (path, n, want) in enumerate(zip(paths, rows, table[i], strict=True))
+            if n != want
+        ]
+        return "; " + "; ".join(found) if found else ""
 
     def num_nodes(self, ntype: str) -> int:
         """Number of nodes of ``ntype``."""

@@ -13,7 +13,8 @@ from their headers and sizes; Parquet features are read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -239,6 +240,7 @@ def _feature_summary(
     checks: list[FileCheck],
     expected: int | None,
     report: ValidationReport,
+    misfits: Callable[[Sequence[str], Sequence[int]], str] = lambda paths, rows: "",
 ) -> FeatureSummary:
     good = [c for c in checks if c.rows is not None and not c.problems]
     first = next((c for c in good if c.rows), good[0] if good else None)
@@ -257,7 +259,8 @@ def _feature_summary(
     if expected is not None and len(good) == len(checks) and rows != expected:
         report.problems.append(
             f"{source.where}: expected {expected} rows in total (the type's count), found {rows} "
-            f"across {len(checks)} files; fix the files or the counts"
+            f"across {len(checks)} files{misfits([c.path for c in checks], [c.rows or 0 for c in checks])}; "
+            "fix the files or the counts"
         )
     return FeatureSummary(
         name=name,
@@ -288,6 +291,7 @@ def _collect(
                 node_feats[(ntype, f)],
                 meta.num_nodes_per_type[i],
                 report,
+                functools.partial(meta.misfit_feature_files, "node", ntype),
             )
             for f in meta.node_data.get(ntype, {})
         )
@@ -314,7 +318,14 @@ def _collect(
             )
         expected = declared if declared is not None else (counted if complete else None)
         feats = tuple(
-            _feature_summary(f, meta.edge_data[etype][f], edge_feats[(etype, f)], expected, report)
+            _feature_summary(
+                f,
+                meta.edge_data[etype][f],
+                edge_feats[(etype, f)],
+                expected,
+                report,
+                functools.partial(meta.misfit_feature_files, "edge", etype),
+            )
             for f in meta.edge_data.get(etype, {})
         )
         nbytes = sum(c.nbytes for c in checks) + sum(f.nbytes for f in feats)
@@ -364,5 +375,5 @@ def validate_chunked_graph(
     edge_tasks = _edge_tasks(meta, storage_options)
     node_tasks = _feature_tasks(meta.node_data, storage_options)
     edge_feat_tasks = _feature_tasks(meta.edge_data, storage_options)
-    edge_checks, node_feats, edge_feats = compute(edge_tasks, node_tasks, edge_feat_tasks)  # type: ignore[no-untyped-call]
+    edge_checks, node_feats, edge_feats = compute(edge_tasks, node_tasks, edge_feat_tasks)
     return _collect(meta, edge_checks, node_feats, edge_feats)

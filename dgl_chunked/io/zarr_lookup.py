@@ -26,7 +26,7 @@ import zarr
 __all__ = ["lookup", "cached_lookup", "clear_lookup_cache", "create_1d", "open_array"]
 
 
-def lookup(array: zarr.Array, ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
+def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
     """Gather ``array[ids]`` chunk by chunk.
 
     Parameters
@@ -61,12 +61,12 @@ _INT32 = np.iinfo(np.int32)
 
 
 def cached_lookup(
-    array: zarr.Array,
+    array: zarr.Array[Any],
     ids: npt.NDArray[np.integer[Any]],
     *,
     key: Hashable,
     budget_bytes: int,
-    dtype: npt.DTypeLike = None,
+    dtype: npt.DTypeLike | None = None,
 ) -> npt.NDArray[Any]:
     """``array[ids]`` from a whole copy of ``array`` kept in this process, if it fits.
 
@@ -103,7 +103,7 @@ def clear_lookup_cache() -> None:
         _CACHE.clear()
 
 
-def _cached_values(array: zarr.Array, key: Hashable, budget_bytes: int) -> npt.NDArray[Any] | None:
+def _cached_values(array: zarr.Array[Any], key: Hashable, budget_bytes: int) -> npt.NDArray[Any] | None:
     itemsize = 4 if np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
     if array.ndim != 1 or array.shape[0] * itemsize > budget_bytes:
         return None
@@ -120,7 +120,7 @@ def _cached_values(array: zarr.Array, key: Hashable, budget_bytes: int) -> npt.N
         return values
 
 
-def _read_compact(array: zarr.Array, budget_bytes: int) -> npt.NDArray[Any] | None:
+def _read_compact(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any] | None:
     """The whole array, chunk by chunk, as int32 when every value fits (half the memory);
     None when its values need the native dtype and that exceeds ``budget_bytes``."""
     dtype = np.dtype(array.dtype)
@@ -148,7 +148,7 @@ def _groups(block: npt.NDArray[Any], num_blocks: int) -> list[tuple[int, npt.NDA
     return [(int(sorted_blocks[lo]), order[lo:hi]) for lo, hi in zip(starts, stops, strict=True)]
 
 
-def create_1d(store: Any, path: str, *, length: int, dtype: Any, chunk: int, overwrite: bool = True) -> zarr.Array:
+def create_1d(store: Any, path: str, *, length: int, dtype: Any, chunk: int, overwrite: bool = True) -> zarr.Array[Any]:
     """Create an uncompressed 1-D Zarr v3 array (staging data is short-lived)."""
     return zarr.create_array(
         store=store,
@@ -162,6 +162,6 @@ def create_1d(store: Any, path: str, *, length: int, dtype: Any, chunk: int, ove
     )
 
 
-def open_array(store: Any, path: str) -> zarr.Array:
+def open_array(store: Any, path: str) -> zarr.Array[Any]:
     """Open an existing Zarr array read-only."""
     return zarr.open_array(store=store, path=path, mode="r")

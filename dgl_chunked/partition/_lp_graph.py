@@ -71,7 +71,7 @@ class TaskGraph:
             import dask.threaded
             from dask.base import get_scheduler
 
-            get = get_scheduler() or dask.threaded.get  # type: ignore[no-untyped-call]
+            get = get_scheduler() or dask.threaded.get
             return list(get(self.dsk, list(keys)))
         with worker_client() as client:
             return list(client.gather(client.get(self.dsk, list(keys), sync=False)))

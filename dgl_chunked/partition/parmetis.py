@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from dgl_chunked._typing import IdArray, PartArray, PathLike, StorageOptions
-from dgl_chunked.errors import AssignmentError, MetadataError, OutputExistsError
+from dgl_chunked.errors import AssignmentError, MetadataError, OptionError, OutputExistsError
 from dgl_chunked.io import fs as _fs
 from dgl_chunked.io import parmetis as _pm
 from dgl_chunked.io.assignment import (
@@ -228,7 +228,7 @@ def _mask_arrays(graph: ChunkedGraph, names: Sequence[str]) -> list[list[da.Arra
                     f'node_data["{ntype}"]["{m}"]: expected a 1-D bool (or 0/1 integer) mask to '
                     f"balance, found {dtype} with row shape {shape}"
                 )
-            row.append(graph.node_feature(ntype, m).reshape(-1))  # type: ignore[no-untyped-call]
+            row.append(graph.node_feature(ntype, m).reshape(-1))
         out.append(row)
     return out
 
@@ -245,7 +245,7 @@ def _node_tasks(
         chunks = graph.node_chunks(ntype)
         if not sum(chunks):
             continue
-        blocks = [m.rechunk((chunks,)).to_delayed().ravel() if m is not None else None for m in masks[t]]  # type: ignore[no-untyped-call]
+        blocks = [m.rechunk((chunks,)).to_delayed().ravel() if m is not None else None for m in masks[t]]
         bounds = np.concatenate([[0], np.cumsum(chunks)]).tolist()
         for c in range(len(chunks)):
             if not chunks[c]:
@@ -280,7 +280,7 @@ def _edge_frame(graph: ChunkedGraph, unordered: bool) -> dd.DataFrame | None:
         if not graph.num_edges(spec.name):
             continue
         frames.append(
-            graph.edges(spec.name).map_partitions(  # type: ignore[no-untyped-call]
+            graph.edges(spec.name).map_partitions(
                 edge_keys_partition,
                 src_offset=int(offsets[md.ntype_id(spec.src_type)]),
                 dst_offset=int(offsets[md.ntype_id(spec.dst_type)]),
@@ -293,7 +293,7 @@ def _edge_frame(graph: ChunkedGraph, unordered: bool) -> dd.DataFrame | None:
         )
     if not frames:
         return None
-    return frames[0] if len(frames) == 1 else dd.concat(frames)  # type: ignore[no-any-return,no-untyped-call]
+    return frames[0] if len(frames) == 1 else dd.concat(frames)  # type: ignore[no-any-return]
 
 
 def _edge_tasks(
@@ -389,13 +389,13 @@ def export_parmetis(
     from dask.delayed import delayed
 
     if dedup not in ("unordered", "ordered"):
-        raise ValueError(f"dedup: expected 'unordered' or 'ordered', found {dedup!r}")
+        raise OptionError(f"dedup: expected 'unordered' or 'ordered', found {dedup!r}")
     if bucket_rows < 1:
-        raise ValueError(f"bucket_rows: expected a positive integer, found {bucket_rows!r}")
+        raise OptionError(f"bucket_rows: expected a positive integer, found {bucket_rows!r}")
     graph = _open(graph, storage_options)
     name = name or graph.metadata.graph_name
     if not name or "/" in name:
-        raise ValueError(f"name: expected a file name prefix without '/', found {name!r}")
+        raise OptionError(f"name: expected a file name prefix without '/', found {name!r}")
     masks = _mask_arrays(graph, list(balance_masks))
     out = os.fspath(out_dir)
     tmp = _prepare_export(out, _pm.parmetis_file_names(name), overwrite, storage_options)
@@ -485,12 +485,7 @@ def _plan_blocks(
         cuts = list(range(0, size, blocksize)) + [size]
         layout.append((i, path, size, ncols, cuts))
     plan = delayed(_pm.count_block_lines, pure=True)
-    counts = compute(
-        *[
-            [plan(p, a, b, storage_options) for a, b in pairwise(c)]  # type: ignore[no-untyped-call]
-            for _, p, _, _, c in layout
-        ]
-    )
+    counts = compute(*[[plan(p, a, b, storage_options) for a, b in pairwise(c)] for _, p, _, _, c in layout])
     blocks = []
     for (i, path, size, ncols, _), found in zip(layout, counts, strict=True):
         form_i = _pm.form_of(ncols, form, path)
@@ -551,7 +546,7 @@ def _scatter(
         _pm.read_output_partition,
         blocks,
         meta=meta,
-        label="dglc-parmetis-parse",  # type: ignore[no-untyped-call]
+        label="dglc-parmetis-parse",
         enforce_metadata=False,
         type_offsets=offsets,
         num_parts=num_parts,
@@ -568,7 +563,7 @@ def _scatter(
                 hi=hi,
                 path=path,
                 files=tuple(files),
-                type_names=md.node_types,  # type: ignore[no-untyped-call]
+                type_names=md.node_types,
                 type_offsets=offsets,
                 storage_options=storage_options,
             )
@@ -582,14 +577,14 @@ def _scatter(
             da.from_delayed(
                 load(path, storage_options),
                 shape=(hi - lo,),
-                dtype=np.int32,  # type: ignore[no-untyped-call]
+                dtype=np.int32,
                 meta=np.empty(0, np.int32),
             )
             for (ntype, lo, hi), path in zip(chunks, paths, strict=True)
             if ntype == name
         ]
         if mine:
-            out[name] = da.concatenate(mine)  # type: ignore[no-untyped-call]
+            out[name] = da.concatenate(mine)
     return out
 
 
@@ -661,7 +656,7 @@ def import_parmetis(
     if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
         raise AssignmentError(f"num_parts: expected a positive integer, found {num_parts!r}")
     if blocksize < 1:
-        raise ValueError(f"blocksize: expected a positive number of bytes, found {blocksize!r}")
+        raise OptionError(f"blocksize: expected a positive number of bytes, found {blocksize!r}")
     graph = _open(graph, storage_options)
     assign = os.fspath(assign_dir)
     sources = _pm.resolve_outputs(parmetis_output, name, storage_options)

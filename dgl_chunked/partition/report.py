@@ -235,7 +235,7 @@ def _node_counts(graph: ChunkedGraph, parts: Mapping[str, da.Array], num_parts: 
 
     def counts(arr: da.Array, weights: da.Array | None, where: str) -> da.Array:
         args = [arr] if weights is None else [arr, weights.reshape(-1).rechunk(arr.chunks)]
-        return da.map_blocks(
+        return da.map_blocks(  # type: ignore[no-any-return]
             part_counts_block,
             *args,
             num_parts=num_parts,

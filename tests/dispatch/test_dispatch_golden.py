@@ -71,7 +71,7 @@ def _blocks(out: Path):
     node_sets, edge_sets, halos = {}, {}, {}
     new_to_orig = {}
     for p, part in enumerate(parts):
-        for t, ntype in enumerate(NTYPES):
+        for ntype in NTYPES:
             s, e = config.node_map[ntype][p]
             ids = part.orig_nids[ntype]
             node_sets[p, ntype] = sorted(ids.tolist())

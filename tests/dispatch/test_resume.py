@@ -1,7 +1,9 @@
 """Crash and restart: a killed client resumes from staging; a killed worker costs nothing.
 
-Faults are injected for real: the client is a subprocess killed with SIGKILL while
-staging or while writing partitions; a `dask worker` process is killed mid-dispatch.
+Faults are injected for real and at a chosen point, never by timing: the client is a
+subprocess that SIGKILLs itself right after its N-th completion record of one kind
+(staging or writing partitions); a `dask worker` process SIGKILLs itself right after
+finishing its N-th edge-staging task (``dgl_chunked.testing.KillWorkerAfter``).
 Every scenario ends with output byte-identical to an undisturbed run.
 """
 
@@ -11,8 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
@@ -28,8 +28,21 @@ from .helpers import output_files
 OPTIONS = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
 
 CLIENT = """
-import sys, dask
+import os, signal, sys, dask
 from dgl_chunked.dispatch import DispatchOptions, dispatch
+from dgl_chunked.dispatch.staging import Staging
+
+prefix, limit, seen = sys.argv[4], int(sys.argv[5]), []
+mark_done = Staging.mark_done
+
+def crash_after_limit(self, key, value):  # the fault: SIGKILL right after the limit-th record
+    mark_done(self, key, value)
+    if key.startswith(prefix):
+        seen.append(key)
+        if len(seen) == limit:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+Staging.mark_done = crash_after_limit
 with dask.config.set(scheduler="synchronous"):
     dispatch(sys.argv[1], sys.argv[2], sys.argv[3],
              options=DispatchOptions(save_orig_nids=True, save_orig_eids=True))
@@ -38,7 +51,7 @@ with dask.config.set(scheduler="synchronous"):
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory) -> tuple[Path, Path, Path]:
-    """A graph whose staging and writing take long enough to be interrupted, and a clean run."""
+    """A graph with several edge chunks and partitions to interrupt, and a clean run."""
     root = tmp_path_factory.mktemp("resume")
     chunked, assign, clean = root / "chunked", root / "assign", root / "clean"
     assert (
@@ -50,9 +63,9 @@ def graph(tmp_path_factory) -> tuple[Path, Path, Path]:
                 "--preset",
                 "homogeneous",
                 "--num-nodes",
-                "100000",
+                "20000",
                 "--num-edges",
-                "1200000",
+                "200000",
                 "--num-chunks",
                 "16",
                 "--feat-dim",
@@ -83,23 +96,16 @@ def _markers(out: Path) -> dict[str, float]:
     return found
 
 
-def _kill_client_when(graph, out: Path, ready) -> dict[str, float]:
+def _crash_client_after(graph, out: Path, prefix: str, limit: int) -> dict[str, float]:
+    """Run the client until its ``limit``-th completion record starting with ``prefix``, then SIGKILL it."""
     chunked, assign, _ = graph
-    proc = subprocess.Popen([sys.executable, "-c", CLIENT, str(chunked), str(assign), str(out)])
-    try:
-        deadline = time.monotonic() + 240
-        while not ready(_markers(out)):
-            if proc.poll() is not None:
-                pytest.fail("the client finished before the fault could be injected")
-            if time.monotonic() > deadline:
-                pytest.fail("timed out waiting for the moment to kill the client")
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    args = [sys.executable, "-c", CLIENT, str(chunked), str(assign), str(out), prefix, str(limit)]
+    proc = subprocess.run(args, timeout=600, check=False)
+    assert proc.returncode == -signal.SIGKILL, "the client finished before the fault was injected"
     assert not (out / "metadata.json").exists()
-    return _markers(out)
+    markers = _markers(out)
+    assert _count(markers, prefix) == limit
+    return markers
 
 
 def _count(markers: dict[str, float], prefix: str) -> int:
@@ -111,11 +117,10 @@ def test_killed_client_resumes_from_staging(graph, tmp_path, moment):
     chunked, assign, clean = graph
     out = tmp_path / "out"
     if moment == "staging":
-        before = _kill_client_when(graph, out, lambda m: _count(m, "edges/") >= 3)
+        before = _crash_client_after(graph, out, "edges/", 3)
         assert _count(before, "write/") == 0
     else:
-        before = _kill_client_when(graph, out, lambda m: _count(m, "write/") >= 1)
-    assert before
+        before = _crash_client_after(graph, out, "write/", 1)
     import dask
 
     with dask.config.set(scheduler="synchronous"):
@@ -129,7 +134,7 @@ def test_killed_client_resumes_from_staging(graph, tmp_path, moment):
 def test_changed_assignment_invalidates_staging(graph, tmp_path):
     chunked, assign, _ = graph
     out = tmp_path / "out"
-    _kill_client_when(graph, out, lambda m: _count(m, "edges/") >= 2)
+    _crash_client_after(graph, out, "edges/", 2)
     changed = tmp_path / "assign2"
     assert (
         main(["partition", "--in-dir", str(chunked), "--out-dir", str(changed), "--num-parts", "6", "--seed", "2"]) == 0
@@ -144,32 +149,18 @@ def test_changed_assignment_invalidates_staging(graph, tmp_path):
 
 @pytest.mark.distributed
 def test_killed_worker_process_costs_nothing(graph, tmp_path, scheduler_address):
-    import psutil
     from distributed import Client
+
+    from dgl_chunked.testing import KillWorkerAfter
 
     chunked, assign, clean = graph
     out = tmp_path / "out"
     with Client(scheduler_address) as client:
-        pids = sorted(client.run(os.getpid).values())
-        errors: list[BaseException] = []
-
-        def job() -> None:
-            try:
-                dispatch(chunked, assign, out, options=OPTIONS, client=client)
-            except BaseException as err:  # noqa: BLE001 - reported below
-                errors.append(err)
-
-        thread = threading.Thread(target=job)
-        thread.start()
-        deadline = time.monotonic() + 240
-        while _count(_markers(out), "edges/") < 2:
-            assert thread.is_alive(), errors
-            assert time.monotonic() < deadline, "dispatch never reached edge staging"
-            time.sleep(0.005)
-        victim = psutil.Process(pids[0])
-        victim.kill()
-        victim.wait(timeout=30)
-        thread.join(timeout=600)
-        assert not errors, errors
+        workers = client.run(os.getpid)
+        victim = min(workers.values())
+        client.register_plugin(KillWorkerAfter("dglc-stage-edges", 2, victim), name="dglc-kill-worker")
+        dispatch(chunked, assign, out, options=OPTIONS, client=client)
+        survivors = set(client.run(os.getpid).values())
+    assert victim not in survivors, "the worker was never killed: the fault was not injected"
     assert output_files(out) == output_files(clean)
     assert np.all([(out / f"part{p}" / "graph.dgl").exists() for p in range(6)])

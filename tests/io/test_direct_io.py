@@ -56,7 +56,8 @@ def test_rejected_direct_writes_fall_back_to_buffered(tmp_path, monkeypatch):
     with f:
         f.write(data)
     monkeypatch.undo()
-    assert open(path, "rb").read() == data.tobytes()
+    with open(path, "rb") as check:
+        assert check.read() == data.tobytes()
 
 
 def test_disabled_by_environment(tmp_path, monkeypatch):

@@ -45,7 +45,7 @@ def require_dgl() -> str:
     if python is None:
         message = (
             "real DGL not available: set DGL_VENV_PYTHON to a python with dgl 2.1.0 "
-            f"(default {_DEFAULT}; install recipe in ../shared/spec/dgl-formats.md section 8)"
+            f"(default {_DEFAULT}; install it with scripts/setup-real-dgl.sh)"
         )
         if os.environ.get("DGLC_REQUIRE_REAL_DGL") == "1":
             pytest.fail(message + " and DGLC_REQUIRE_REAL_DGL=1")

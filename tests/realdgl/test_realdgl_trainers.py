@@ -45,7 +45,7 @@ def test_two_trainers_per_machine(tmp_path):
     from dgl_chunked import assign_partitions, open_chunked_graph
 
     fine = assign_partitions(open_chunked_graph(tmp_path / "chunked"), 4, seed=4)
-    for p, part in enumerate(parts):
+    for part in parts:
         for ntype in meta.node_types:
             orig = part.orig_nids[ntype]
             np.testing.assert_array_equal(

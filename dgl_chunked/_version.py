@@ -1,0 +1,3 @@
+"""The package version (a leaf module, so every layer may read it)."""
+
+__version__ = "0.1.0"
