@@ -36,6 +36,7 @@ publishing results.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import logging
@@ -47,7 +48,6 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from types import TracebackType
-from typing import Any
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DglChunkedError
@@ -281,10 +281,8 @@ def _rm_entries(path: str, names: Iterable[str], storage_options: StorageOptions
     filesystem, inner = fs.filesystem(path, storage_options)
     for name in names:
         target = f"{inner.rstrip('/')}/{name}"
-        try:
+        with contextlib.suppress(FileNotFoundError):
             filesystem.rm(target, recursive=True)
-        except FileNotFoundError:
-            pass
 
 
 def clear_owned(path: str, *, expected: Iterable[str], storage_options: StorageOptions = None) -> None:
@@ -321,12 +319,10 @@ def remove_owned(path: str, *, storage_options: StorageOptions = None, expected:
     _rm_entries(path, names, storage_options)
     _rm_entries(path, [MARKER_NAME], storage_options)
     filesystem, inner = fs.filesystem(path, storage_options)
-    if "/" in inner.strip("/") or not fs.is_url(path):
-        try:
-            if filesystem.exists(inner):
-                filesystem.rm(inner, recursive=True)
-        except (FileNotFoundError, OSError):
-            pass
+    if fs.is_url(path) and not path.startswith("file://"):
+        return  # an object store has no directories (and a bucket is never removed)
+    with contextlib.suppress(OSError):  # rmdir: only when nothing appeared meanwhile
+        filesystem.rmdir(inner)
 
 
 # --- overlap --------------------------------------------------------------------------
