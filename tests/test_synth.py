@@ -24,7 +24,7 @@ def _digests(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != ".dglc-owned.json"  # the marker records the run, not the data
     }
 
 

@@ -68,8 +68,10 @@ __all__ = [
     "clear_owned",
     "create_owned_dir",
     "foreign_entries",
+    "location_token",
     "read_marker",
     "remove_owned",
+    "require_owned",
     "scratch_dir",
 ]
 
@@ -260,8 +262,18 @@ def foreign_entries(path: str, expected: Iterable[str], *, storage_options: Stor
     return [n for n in names if not any(fnmatch.fnmatchcase(n, p) for p in patterns)]
 
 
-def _require_owned(path: str, expected: Iterable[str] | None, storage_options: StorageOptions, verb: str) -> bool:
-    """False when ``path`` does not exist; raise unless it is ours with only expected entries."""
+def require_owned(
+    path: str, *, expected: Iterable[str] | None = None, verb: str = "changed", storage_options: StorageOptions = None
+) -> bool:
+    """Check before removing anything in ``path``: False when it does not exist.
+
+    Raises
+    ------
+    ForeignDataError
+        ``path`` has no marker, or (with ``expected`` glob patterns) holds an entry
+        matching none of them; the message names it and says ``not <verb>``.
+    """
+    path = os.fspath(path)
     names = _entries(path, storage_options)
     if names is None:
         return False
@@ -295,7 +307,7 @@ def clear_owned(path: str, *, expected: Iterable[str], storage_options: StorageO
         nothing is removed then.
     """
     path = os.fspath(path)
-    if _require_owned(path, expected, storage_options, "cleared"):
+    if require_owned(path, expected=expected, verb="cleared", storage_options=storage_options):
         names = [n for n in _entries(path, storage_options) or [] if n != MARKER_NAME]
         _rm_entries(path, names, storage_options)
 
@@ -313,7 +325,7 @@ def remove_owned(path: str, *, storage_options: StorageOptions = None, expected:
         write; nothing is removed then.
     """
     path = os.fspath(path)
-    if not _require_owned(path, expected, storage_options, "removed"):
+    if not require_owned(path, expected=expected, verb="removed", storage_options=storage_options):
         return
     names = [n for n in _entries(path, storage_options) or [] if n != MARKER_NAME]
     _rm_entries(path, names, storage_options)
@@ -337,6 +349,17 @@ def _location(path: str, storage_options: StorageOptions) -> tuple[str, str]:
     filesystem, inner = fs.filesystem(path, storage_options)
     protocol = filesystem.protocol if isinstance(filesystem.protocol, str) else filesystem.protocol[0]
     return protocol, "/" + inner.strip("/")
+
+
+def location_token(path: str, *, storage_options: StorageOptions = None) -> str:
+    """A short stable name for the location ``path`` (symlinks and trailing slashes ignored).
+
+    Used to name a scratch directory after the output it serves, so a rerun finds it.
+    """
+    import hashlib
+
+    protocol, where = _location(path, storage_options)
+    return hashlib.sha256(f"{protocol}://{where}".encode()).hexdigest()[:16]
 
 
 def _inside(inner: str, outer: str) -> bool:
