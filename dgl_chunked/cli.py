@@ -389,6 +389,7 @@ def partition_command(
             overwrite=overwrite,
             provenance={"seed": seed, "balance_ntypes": balance, "balance_edges": balance_edges},
             storage_options=so,
+            inputs=graph.input_locations(),
         )
         try:  # the report reads every edge: a bad input fails here, after the assignment
             _, written = open_assignment(
