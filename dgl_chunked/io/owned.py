@@ -69,6 +69,7 @@ __all__ = [
     "create_owned_dir",
     "foreign_entries",
     "location_token",
+    "prepare_owned_output",
     "read_marker",
     "remove_owned",
     "require_owned",
@@ -312,11 +313,18 @@ def clear_owned(path: str, *, expected: Iterable[str], storage_options: StorageO
         _rm_entries(path, names, storage_options)
 
 
-def remove_owned(path: str, *, storage_options: StorageOptions = None, expected: Iterable[str] | None = None) -> None:
+def remove_owned(
+    path: str,
+    *,
+    storage_options: StorageOptions = None,
+    expected: Iterable[str] | None = None,
+    keep_dir: bool = False,
+) -> None:
     """Remove ``path`` recursively, only when it carries our marker (a missing path is fine).
 
     The marker goes last, so an interrupted removal can be retried. A bucket
-    (``s3://bucket``) is emptied but never deleted.
+    (``s3://bucket``) is emptied but never deleted; with ``keep_dir`` the (then
+    empty) directory itself stays.
 
     Raises
     ------
@@ -330,11 +338,44 @@ def remove_owned(path: str, *, storage_options: StorageOptions = None, expected:
     names = [n for n in _entries(path, storage_options) or [] if n != MARKER_NAME]
     _rm_entries(path, names, storage_options)
     _rm_entries(path, [MARKER_NAME], storage_options)
+    if keep_dir:  # e.g. an empty directory the user made before the run
+        return
     filesystem, inner = fs.filesystem(path, storage_options)
-    if fs.is_url(path) and not path.startswith("file://"):
-        return  # an object store has no directories (and a bucket is never removed)
+    if fs.is_url(path) and "/" not in inner.strip("/"):
+        return  # a bucket (or a store's root) is never removed
     with contextlib.suppress(OSError):  # rmdir: only when nothing appeared meanwhile
         filesystem.rmdir(inner)
+
+
+def prepare_owned_output(
+    path: str, kind: str, *, overwrite: bool, expected: Iterable[str], storage_options: StorageOptions = None
+) -> str:
+    """Create or reuse the marked output ``path``; with ``overwrite``, empty our earlier output.
+
+    ``--overwrite`` means "replace my earlier output", never "empty this directory":
+    only a marked directory of the same ``kind`` is emptied, and only when every
+    entry matches ``expected`` (checked before anything is removed).
+
+    Raises
+    ------
+    OutputExistsError
+        ``path`` holds our earlier output and ``overwrite`` is False.
+    ForeignDataError
+        ``path`` holds data dgl_chunked did not write (see :func:`create_owned_dir`,
+        :func:`clear_owned`).
+    """
+    from dgl_chunked.errors import OutputExistsError
+
+    path = create_owned_dir(path, kind, storage_options=storage_options)
+    names = [n for n in _entries(path, storage_options) or [] if n != MARKER_NAME]
+    if names and not overwrite:
+        raise OutputExistsError(
+            f"{path}: expected a new or empty output directory, found an earlier {kind} output "
+            f"({names[0]!r}, ...); pass overwrite=True (--overwrite) or choose another directory"
+        )
+    if names:
+        clear_owned(path, expected=expected, storage_options=storage_options)
+    return path
 
 
 # --- overlap --------------------------------------------------------------------------
