@@ -196,6 +196,7 @@ def _new_marker(kind: str, run_id: str | None, *, released: bool, created: float
 def _entries(path: str, storage_options: StorageOptions) -> list[str] | None:
     """Names directly inside ``path`` (None when it does not exist)."""
     filesystem, inner = fs.filesystem(path, storage_options)
+    filesystem.invalidate_cache(inner)  # workers may have written there: no stale listing
     try:
         if not filesystem.exists(inner):
             return None
@@ -292,6 +293,7 @@ def require_owned(
 
 def _rm_entries(path: str, names: Iterable[str], storage_options: StorageOptions) -> None:
     filesystem, inner = fs.filesystem(path, storage_options)
+    filesystem.invalidate_cache(inner)
     for name in names:
         target = f"{inner.rstrip('/')}/{name}"
         with contextlib.suppress(FileNotFoundError):
