@@ -396,6 +396,7 @@ def partition_command(
             overwrite=overwrite,
             provenance={"seed": seed, "balance_ntypes": balance, "balance_edges": balance_edges},
             storage_options=so,
+            inputs=graph.input_locations(),
         )
         try:  # the report reads every edge: a bad input fails here, after the assignment
             _, written = open_assignment(
@@ -597,7 +598,11 @@ def parmetis_import_command(
     help="Hash buckets of the key join and dedup (default: --num-chunks).",
 )
 @click.option("--edge-format", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
-@click.option("--staging-dir", default=None, help="Scratch folder (default OUT/_staging).")
+@click.option(
+    "--staging-dir",
+    default=None,
+    help="Folder to create the scratch in, as DIR/dglc-chunk-staging-<token> (default OUT/_staging).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
 @click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
@@ -693,7 +698,11 @@ def _dispatch_options(func: F) -> F:
             metavar="coo,csc,csr",
             help="Sparse formats stored in graph.dgl (default: coo, as DGL).",
         ),
-        click.option("--staging-dir", default=None, help="Zarr staging location (default OUT/_staging)."),
+        click.option(
+            "--staging-dir",
+            default=None,
+            help="Folder to create the Zarr staging in, as DIR/dglc-staging-<token> (default OUT/_staging).",
+        ),
         click.option("--keep-staging", is_flag=True, help="Keep the Zarr staging after success."),
         click.option("--overwrite", is_flag=True, help="Replace partitions already in --out-dir."),
         click.option(

@@ -13,6 +13,7 @@ from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.owned import check_no_overlap
 from dgl_chunked.partition import assign_partitions
 
 __all__ = ["run"]
@@ -58,6 +59,12 @@ def run(
     """
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
+    if partitions_dir is not None:  # before anything is written: dispatch checks the rest
+        check_no_overlap(
+            {"--partitions-dir": str(partitions_dir)},
+            {**graph.input_locations(), "--out-dir": str(out_dir)},
+            storage_options=storage_options,
+        )
     trainers = num_trainers_per_machine
     if trainers < 1:
         raise OptionError(f"num_trainers_per_machine must be >= 1, found {trainers}")

@@ -37,6 +37,7 @@ from dgl_chunked.errors import MetadataError
 from dgl_chunked.io import formats as _formats
 from dgl_chunked.io import fs as _fs
 from dgl_chunked.io.metadata import ChunkedGraphMetadata, parse_metadata
+from dgl_chunked.io.owned import acquire_lease, prepare_owned_output
 
 __all__ = [
     "MASK_NAMES",
@@ -45,6 +46,10 @@ __all__ = [
     "generate_feature_block",
     "write_synthetic_graph",
 ]
+
+SYNTH_KIND = "synth"
+SYNTH_ENTRIES = ("metadata.json", "metadata.json.tmp-dglc", "edge_index", "node_data", "edge_data")
+"""What :func:`write_synthetic_graph` writes at the top of its output; ``overwrite`` refuses anything else."""
 
 MASK_NAMES = ("train_mask", "val_mask", "test_mask")
 _RMAT = (0.57, 0.19, 0.19, 0.05)
@@ -398,7 +403,8 @@ def write_synthetic_graph(
     storage_options
         fsspec options for URLs.
     overwrite
-        Delete an existing non-empty ``out_dir`` first (else OutputExistsError).
+        Replace an earlier synthetic graph in ``out_dir`` (else OutputExistsError). Only a
+        directory dgl_chunked created is emptied, and only of the entries it writes.
 
     Returns
     -------
@@ -412,9 +418,12 @@ def write_synthetic_graph(
     """
     out = os.fspath(out_dir)
     out = out if _fs.is_url(out) else os.path.abspath(out)
-    _fs.make_empty_dir(out, storage_options, overwrite=overwrite)
-    meta, tasks = _plan(spec, out, storage_options)
-    compute(*tasks)
-    text = json.dumps(meta, indent=4, sort_keys=True).encode()
-    _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
+    with acquire_lease(out, SYNTH_KIND, storage_options=storage_options):
+        prepare_owned_output(
+            out, SYNTH_KIND, overwrite=overwrite, expected=SYNTH_ENTRIES, storage_options=storage_options
+        )
+        meta, tasks = _plan(spec, out, storage_options)
+        compute(*tasks)  # type: ignore[no-untyped-call]
+        text = json.dumps(meta, indent=4, sort_keys=True).encode()
+        _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
     return parse_metadata(meta, base_dir=out, storage_options=storage_options)

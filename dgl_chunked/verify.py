@@ -45,7 +45,6 @@ one run. Nothing holds the whole input or a whole node-ID space.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
@@ -70,6 +69,8 @@ from dgl_chunked.io.chunked import (
 )
 from dgl_chunked.io.dgl_format import read_graphs, read_tensor_dict
 from dgl_chunked.io.formats import read_edge_chunk, read_feature_chunk
+from dgl_chunked.io.owned import check_no_overlap, remove_owned
+from dgl_chunked.io.owned import scratch_dir as make_scratch_dir
 from dgl_chunked.io.partition_config import PartitionConfig, read_partition_config
 
 __all__ = ["PartitionFiles", "VerifyReport", "load_partition_output", "verify_partitions"]
@@ -663,6 +664,9 @@ def verify_partitions(
     config = read_partition_config(out_dir, storage_options=storage_options)
     if not _check_maps(graph, config, report):
         return report
+    if scratch_dir is not None:
+        inputs = {**graph.input_locations(), "partitioned output": str(out_dir)}
+        check_no_overlap({"--scratch-dir": str(scratch_dir)}, inputs, storage_options=storage_options)
     with _scratch(scratch_dir, storage_options) as (scratch, scratch_options):
         plan = _make_plan(graph, config, str(out_dir), storage_options, scratch, scratch_options, block_rows)
         if not _check_config(graph, config, plan, report):
@@ -692,22 +696,15 @@ def verify_partitions(
 
 @contextlib.contextmanager
 def _scratch(scratch_dir: PathLike | None, storage_options: StorageOptions) -> Iterator[tuple[str, StorageOptions]]:
-    if scratch_dir is not None:
-        path = fs.join(str(scratch_dir), f"dglc-verify-{uuid.uuid4().hex}")
-        options = storage_options if fs.is_url(path) else None
-        filesystem, inner = fs.filesystem(path, options)
-        filesystem.makedirs(inner, exist_ok=True)
-        try:
-            yield path, options
-        finally:
-            if filesystem.exists(inner):
-                filesystem.rm(inner, recursive=True)
-        return
-    path = tempfile.mkdtemp(prefix="dglc-verify-")
+    """A marked ``dglc-verify-<token>`` directory under ``scratch_dir`` (default: the
+    system's temporary directory), removed afterwards; nothing else there is touched."""
+    parent = tempfile.gettempdir() if scratch_dir is None else str(scratch_dir)
+    options = storage_options if fs.is_url(parent) else None
+    path = make_scratch_dir(parent, "verify", uuid.uuid4().hex, storage_options=options)
     try:
-        yield path, None
+        yield path, options
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_owned(path, storage_options=options)
 
 
 def _make_plan(

@@ -141,7 +141,7 @@ def s3_in_local_out(s3: S3, local_graph: Path, scheduler: str, tmp_path_factory:
 
 
 def test_s3_input_local_output_verifies(s3: S3, local_graph: Path, s3_in_local_out: Path) -> None:
-    assert sorted(p.name for p in s3_in_local_out.iterdir()) == ["metadata.json", "part0", "part1"]
+    assert sorted(p.name for p in s3_in_local_out.iterdir()) == [".dglc-owned.json", "metadata.json", "part0", "part1"]
     assignment = _assignment(s3, "assign-local-out", local_graph)  # written to S3 by --partitions-dir
     report = verify_partitions(local_graph, s3_in_local_out, assignment=assignment)
     assert report.ok, report.problems

@@ -15,6 +15,7 @@ import pytest
 from dgl_chunked.cli import main
 from dgl_chunked.errors import MetadataError, OutputExistsError
 from dgl_chunked.io.chunked import open_chunked_graph
+from dgl_chunked.io.owned import ForeignDataError
 from dgl_chunked.io.validate import validate_chunked_graph
 from dgl_chunked.synth import MASK_NAMES, SynthSpec, write_synthetic_graph
 from dgl_chunked.testing import load_truth, make_chunked_graph
@@ -24,7 +25,7 @@ def _digests(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != ".dglc-owned.json"  # the marker records the run, not the data
     }
 
 
@@ -197,11 +198,17 @@ def test_empty_types_and_unaligned_feature_chunks(tmp_path: Path) -> None:
 def test_overwrite_rules(tmp_path: Path) -> None:
     spec = SynthSpec.homogeneous(10, 20)
     write_synthetic_graph(tmp_path, spec)
-    (tmp_path / "stale.txt").write_text("x")
+    first = _digests(tmp_path)
     with pytest.raises(OutputExistsError, match="overwrite"):
         write_synthetic_graph(tmp_path, spec)
+    (tmp_path / "stale.txt").write_text("x")  # not ours: --overwrite refuses, touches nothing
+    with pytest.raises(ForeignDataError, match=r"stale\.txt"):
+        write_synthetic_graph(tmp_path, spec, overwrite=True)
+    assert (tmp_path / "stale.txt").read_text() == "x"
+    (tmp_path / "stale.txt").unlink()
+    assert _digests(tmp_path) == first
     write_synthetic_graph(tmp_path, spec, overwrite=True)
-    assert not (tmp_path / "stale.txt").exists()
+    assert _digests(tmp_path) == first
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,17 @@ from dgl_chunked.chunk.writer import EDGE_EXTENSIONS, NODE_KEYS_FILE, Run
 from dgl_chunked.errors import MetadataError
 from dgl_chunked.io import fs as _fs
 from dgl_chunked.io.metadata import ChunkedGraphMetadata, parse_metadata
+from dgl_chunked.io.owned import (
+    ForeignDataError,
+    acquire_lease,
+    check_no_overlap,
+    clear_owned,
+    create_owned_dir,
+    location_token,
+    prepare_owned_output,
+    read_marker,
+    remove_owned,
+)
 
 __all__ = ["chunk_graph", "read_orig_keys"]
 
@@ -38,17 +49,60 @@ def _load_spec(spec: RawGraphSpec | Mapping[str, Any] | PathLike, storage_option
     return read_spec(spec, storage_options=storage_options)
 
 
-def _remove(path: str, storage_options: StorageOptions) -> None:
-    fs, inner = _fs.filesystem(path, storage_options)
-    if fs.exists(inner):
-        fs.rm(inner, recursive=True)
+CHUNK_KIND = "chunk"
+CHUNK_ENTRIES = (
+    "metadata.json",
+    "metadata.json.tmp-dglc",
+    "node_keys.json",
+    "node_keys.json.tmp-dglc",
+    "edge_index",
+    "node_data",
+    "edge_data",
+    "node_keys",
+    "_staging",
+)
+"""What :func:`chunk_graph` writes at the top of its output; ``overwrite`` refuses anything else."""
 
 
-def _clear(path: str, storage_options: StorageOptions) -> None:
-    """Remove what a failed run wrote into ``path`` (it was empty, or emptied, before)."""
-    fs, inner = _fs.filesystem(path, storage_options)
-    for child in fs.ls(inner, detail=False) if fs.exists(inner) else []:
-        fs.rm(child, recursive=True)
+def _spec_inputs(spec: object, raw: RawGraphSpec) -> dict[str, str]:
+    """``label -> path`` of the spec file and every raw source: nothing may be written there."""
+    out: dict[str, str] = {}
+    if isinstance(spec, (str, os.PathLike)):
+        out["chunk spec"] = os.fspath(spec)
+    sources = [(f"node type {n.name!r} key", n.key) for n in raw.node_types if n.key is not None]
+    sources += [(f"node feature {n.name}/{f}", src) for n in raw.node_types for f, src in n.features.items()]
+    sources += [(f"relation {r.name!r}", r.source) for r in raw.edge_types]
+    sources += [(f"edge feature {r.name}/{f}", src) for r in raw.edge_types for f, src in r.features.items()]
+    for label, src in sources:
+        out.update({f"raw source ({label}) [{i}]": p for i, p in enumerate(src.paths)})
+    return out
+
+
+def _staging_location(out: str, staging_dir: PathLike | None, storage_options: StorageOptions) -> str:
+    """``OUT/_staging``, or ``DIR/dglc-chunk-staging-<token of OUT>`` inside a given ``DIR``."""
+    if staging_dir is None:
+        return _fs.join(out, "_staging")
+    token = location_token(out, storage_options=storage_options)
+    return _fs.join(os.fspath(staging_dir), f"dglc-chunk-staging-{token}")
+
+
+def _clear(out: str, storage_options: StorageOptions, *, before: str) -> None:
+    """Remove what a failed run wrote into ``out``, back to its state ``before`` the run:
+    ``"absent"`` (remove it), ``"empty"`` (keep the empty directory), ``"ours"`` (an
+    earlier output of ours: keep the marker)."""
+    try:
+        if before != "ours":
+            remove_owned(out, expected=CHUNK_ENTRIES, keep_dir=before == "empty", storage_options=storage_options)
+        else:
+            clear_owned(out, expected=CHUNK_ENTRIES, storage_options=storage_options)
+    except ForeignDataError as err:  # keep the run's own error; say what was left
+        logger.warning("a failed chunk run left its files in place: %s", err)
+
+
+def _state(out: str, storage_options: StorageOptions) -> str:
+    if read_marker(out, storage_options=storage_options) is not None:
+        return "ours"
+    return "empty" if _fs.exists(out, storage_options) else "absent"
 
 
 def _execute(run: Run) -> dict[str, Any]:
@@ -93,11 +147,15 @@ def chunk_graph(
     edge_format
         ``"parquet"`` (default) or ``"csv"`` (space-delimited, as DGL's dispatcher reads).
     staging_dir
-        Scratch folder (default ``OUT/_staging``); removed at the end.
+        A folder to create the scratch in, as ``staging_dir/dglc-chunk-staging-<token>``
+        (default ``OUT/_staging``); the scratch is removed at the end, nothing else
+        in ``staging_dir`` is touched.
     storage_options
         fsspec options for URLs.
     overwrite
-        Replace a non-empty ``out_dir`` (else :class:`~dgl_chunked.errors.OutputExistsError`).
+        Replace an earlier chunked graph that this tool wrote in ``out_dir`` (else
+        :class:`~dgl_chunked.errors.OutputExistsError`). A directory it did not create,
+        or an entry it does not write, is refused and left alone.
 
     Returns
     -------
@@ -109,7 +167,10 @@ def chunk_graph(
     MetadataError
         A bad spec (every problem, each with its JSON path).
     OutputExistsError
-        ``out_dir`` holds files and ``overwrite`` is False.
+        ``out_dir`` holds an earlier output and ``overwrite`` is False.
+    ForeignDataError, OverlapError, LeaseHeldError
+        ``out_dir`` holds files dgl_chunked did not write, overlaps the spec or a raw
+        source, or another run is writing it (:mod:`dgl_chunked.io.owned`).
     ChunkReadError, ChunkMismatchError
         Missing or bad input files or values, naming the spec key, file and row.
         Problems found before reading data rows are reported before anything is
@@ -128,21 +189,27 @@ def chunk_graph(
     if edge_format not in EDGE_EXTENSIONS:
         raise MetadataError(f"edge_format: expected 'parquet' or 'csv', found {edge_format!r}")
     raw = _load_spec(spec, storage_options)
-    plan = make_plan(raw, num_chunks=num_chunks, num_buckets=num_buckets, storage_options=storage_options)
     out = os.fspath(out_dir)
     out = out if _fs.is_url(out) else os.path.abspath(out)
-    _fs.make_empty_dir(out, storage_options, overwrite=overwrite)
-    stage = os.fspath(staging_dir) if staging_dir is not None else _fs.join(out, "_staging")
-    run = Run(plan, out, stage, edge_format)
-    try:
-        meta = _execute(run)
-    except BaseException:
-        _clear(out, storage_options)  # nothing half-written stays behind
-        raise
-    finally:
-        _remove(stage, storage_options)
-    text = json.dumps(meta, indent=4).encode()
-    _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
+    stage = _staging_location(out, staging_dir, storage_options)
+    outputs = {"--out-dir": out, "--staging-dir": stage}
+    check_no_overlap(outputs, _spec_inputs(spec, raw), storage_options=storage_options)
+    plan = make_plan(raw, num_chunks=num_chunks, num_buckets=num_buckets, storage_options=storage_options)
+    before = _state(out, storage_options)
+    with acquire_lease(out, CHUNK_KIND, storage_options=storage_options):
+        prepare_owned_output(
+            out, CHUNK_KIND, overwrite=overwrite, expected=CHUNK_ENTRIES, storage_options=storage_options
+        )
+        create_owned_dir(stage, "chunk-staging", storage_options=storage_options)
+        try:
+            meta = _execute(Run(plan, out, stage, edge_format))
+        except BaseException:
+            _clear(out, storage_options, before=before)  # nothing half-written stays behind
+            raise
+        finally:
+            remove_owned(stage, storage_options=storage_options)
+        text = json.dumps(meta, indent=4).encode()
+        _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
     logger.info("wrote %s: %d node types, %d edge types", out, len(meta["node_type"]), len(meta["edge_type"]))
     return parse_metadata(meta, base_dir=out, storage_options=storage_options)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import time
@@ -30,14 +31,20 @@ from dgl_chunked.errors import EmptyPartitionWarning, OptionError, OutputExistsE
 from dgl_chunked.io import fs
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.owned import acquire_lease, check_no_overlap, location_token, require_owned
 from dgl_chunked.io.partition_config import CONFIG_NAME, PartitionConfig, write_partition_config
 from dgl_chunked.io.zarr_lookup import clear_lookup_cache
 
-__all__ = ["DispatchOptions", "DispatchResult", "dispatch"]
+__all__ = ["DispatchOptions", "DispatchResult", "dispatch", "staging_location", "OUTPUT_KIND", "OUTPUT_ENTRIES"]
 
 logger = logging.getLogger(__name__)
 
 GRAPH_FORMATS = ("coo", "csr", "csc")
+OUTPUT_KIND = "dispatch"
+"""The kind in the output directory's ownership marker (:mod:`dgl_chunked.io.owned`)."""
+STAGING_NAME = "_staging"
+OUTPUT_ENTRIES = (CONFIG_NAME, f"{CONFIG_NAME}.tmp-dglc", "part[0-9]*", "_tmp_part[0-9]*", STAGING_NAME)
+"""What dispatch writes at the top of its output; ``--overwrite`` refuses anything else."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +59,9 @@ class DispatchOptions:
         Sparse formats stored in ``graph.dgl``: any of ``"coo"``, ``"csr"``, ``"csc"``.
         DGL stores COO when unset, and so do we.
     staging_dir
-        Where the Zarr staging lives (default ``OUT/_staging``); local path or URL.
+        A directory (local path or URL) to create the Zarr staging in, as
+        ``staging_dir/dglc-staging-<token>`` (the token names the output); default
+        ``OUT/_staging``. Nothing else in ``staging_dir`` is touched.
     keep_staging
         Keep the staging after success (it is removed by default).
     overwrite
@@ -152,19 +161,74 @@ def dispatch(
         graph = open_chunked_graph(graph, storage_options=storage_options)
     parts, num_parts, method = _resolve_assignment(graph, assignment, num_parts, storage_options)
     out = str(out_dir)
-    _prepare_out_dir(out, opts.overwrite, storage_options)
     staging = Staging(
-        opts.staging_dir or fs.join(out, "_staging"),
+        staging_location(out, opts.staging_dir, storage_options),
         storage_options,
         token=uuid.uuid4().hex,
         lookup_cache_bytes=opts.lookup_cache_bytes,
     )
-    fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
-    if staging.start(fingerprint):
-        logger.info("resuming from the staging in %s", staging.root)
-    runner = _Runner(client=client, progress=opts.progress)
-    meta = graph.metadata
+    inputs = graph.input_locations()
+    if not isinstance(assignment, Mapping):
+        inputs["assignment directory"] = str(assignment)
+    check_no_overlap({"--out-dir": out, "staging directory": staging.root}, inputs, storage_options=storage_options)
+    with acquire_lease(out, OUTPUT_KIND, storage_options=storage_options) as lease:
+        _prepare_out_dir(out, opts.overwrite, storage_options)
+        fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
+        if staging.start(fingerprint):
+            logger.info("resuming from the staging in %s", staging.root)
+        runner = _Runner(client=client, progress=opts.progress)
+        plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, storage_options)
+        writes = [
+            dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
+            for p in range(num_parts)
+        ]
+        summaries = list(runner.compute(writes, "write partitions"))
+        lease.check()  # never publish over a run that took this output over
+        for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete
+            publish_partition(out, p, storage_options)
+        meta = graph.metadata
+        config = PartitionConfig(
+            graph_name=meta.graph_name,
+            num_parts=num_parts,
+            node_map=plan.node_layout.to_map(meta.node_types),
+            edge_map=plan.edge_layout.to_map(plan.etypes),
+            ntypes={t: i for i, t in enumerate(meta.node_types)},
+            etypes={e: i for i, e in enumerate(plan.etypes)},
+            part_method=opts.part_method or method,
+            halo_hops=opts.halo_hops,
+        )
+        path = write_partition_config(out, config, storage_options=storage_options)
+        if not opts.keep_staging:
+            staging.wipe()
+    return DispatchResult(config_path=path, config=config, partitions=summaries, stage_seconds=dict(runner.seconds))
 
+
+def staging_location(out: str, staging_dir: str | None, storage_options: StorageOptions = None) -> str:
+    """Where dispatch stages: ``OUT/_staging``, or ``DIR/dglc-staging-<token>`` for ``--staging-dir DIR``.
+
+    The token names the output, so a rerun into the same output finds (and resumes)
+    its staging, and runs into different outputs can share ``DIR``. ``DIR`` itself
+    is never marked, emptied or removed.
+    """
+    if staging_dir is None:
+        return fs.join(out, STAGING_NAME)
+    token = location_token(out, storage_options=storage_options)
+    return fs.join(str(staging_dir), f"dglc-staging-{token}")
+
+
+def _stage(
+    graph: ChunkedGraph,
+    parts: Mapping[str, da.Array],
+    num_parts: int,
+    staging: Staging,
+    opts: DispatchOptions,
+    runner: _Runner,
+    extra_node_data: Mapping[str, Mapping[str, da.Array]],
+    out: str,
+    storage_options: StorageOptions,
+) -> PartitionPlan:
+    """Stage nodes, edges and features; return the plan of the partition writers."""
+    meta = graph.metadata
     node_layout, node_starts, node_counts = stage_nodes(graph, parts, num_parts, staging, opts.block_rows, runner)
     _warn_empty(meta.node_data, meta.node_types, node_layout, "node")
     try:
@@ -174,7 +238,7 @@ def dispatch(
             node_layout,
             num_parts,
             runner,
-            extra_node_data=extra_node_data or {},
+            extra_node_data=extra_node_data,
             block_rows=opts.block_rows,
         )
     finally:  # only the edge staging uses the node-ID cache: free the workers' memory
@@ -182,8 +246,7 @@ def dispatch(
     edge_layout = layout_ids(edge_counts)
     etypes = tuple(e.name for e in meta.edge_types)
     _warn_empty(meta.edge_data, etypes, edge_layout, "edge")
-
-    plan = PartitionPlan(
+    return PartitionPlan(
         staging=staging,
         out_dir=out,
         storage_options=storage_options,
@@ -202,27 +265,6 @@ def dispatch(
         halo_hops=opts.halo_hops,
         keep_halo_edges=opts.keep_halo_edges or opts.halo_hops > 1,
     )
-    writes = [
-        dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
-        for p in range(num_parts)
-    ]
-    summaries = list(runner.compute(writes, "write partitions"))
-    for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete
-        publish_partition(out, p, storage_options)
-    config = PartitionConfig(
-        graph_name=meta.graph_name,
-        num_parts=num_parts,
-        node_map=node_layout.to_map(meta.node_types),
-        edge_map=edge_layout.to_map(etypes),
-        ntypes={t: i for i, t in enumerate(meta.node_types)},
-        etypes={e: i for i, e in enumerate(etypes)},
-        part_method=opts.part_method or method,
-        halo_hops=opts.halo_hops,
-    )
-    path = write_partition_config(out, config, storage_options=storage_options)
-    if not opts.keep_staging:
-        staging.wipe()
-    return DispatchResult(config_path=path, config=config, partitions=summaries, stage_seconds=dict(runner.seconds))
 
 
 def _check_formats(formats: Sequence[str]) -> None:
@@ -259,14 +301,12 @@ def _method_name(assign_dir: PathLike, algo_name: str, storage_options: StorageO
 def _prepare_out_dir(out: str, overwrite: bool, storage_options: StorageOptions) -> None:
     """Refuse a complete output unless overwriting; keep a crashed run's parts for resume.
 
-    An output is complete when its partition config exists (it is written last).
-    Partition directories without a config belong to an interrupted run: the
-    staging fingerprint decides later whether they are reused or rewritten.
+    ``out`` is already ours (marked, leased). An output is complete when its
+    partition config exists (it is written last). Partition directories without a
+    config belong to an interrupted run: the staging fingerprint decides later
+    whether they are reused or rewritten. Overwriting removes only the entries
+    dispatch writes, and refuses (before removing anything) when ``out`` holds others.
     """
-    filesystem, inner = fs.filesystem(out, storage_options)
-    if not filesystem.exists(inner):
-        filesystem.makedirs(inner, exist_ok=True)
-        return
     config = fs.join(out, CONFIG_NAME)
     if not fs.exists(config, storage_options):
         return
@@ -275,10 +315,13 @@ def _prepare_out_dir(out: str, overwrite: bool, storage_options: StorageOptions)
             f"output directory {out!r} already holds a partitioned graph ({CONFIG_NAME}); "
             "pass overwrite (--overwrite) to replace it or choose another --out-dir"
         )
+    require_owned(out, expected=OUTPUT_ENTRIES, verb="overwritten", storage_options=storage_options)
+    filesystem, inner = fs.filesystem(out, storage_options)
     _, config_inner = fs.filesystem(config, storage_options)
     filesystem.rm(config_inner)  # first, so the output never looks complete meanwhile
     for path in filesystem.ls(inner, detail=False):
-        if path.rstrip("/").rsplit("/", 1)[-1].startswith("part"):
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        if name != STAGING_NAME and any(fnmatch.fnmatchcase(name, p) for p in OUTPUT_ENTRIES):
             filesystem.rm(path, recursive=True)
 
 

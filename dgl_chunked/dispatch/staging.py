@@ -19,6 +19,7 @@ segment per array. Staged edge endpoints are int64 instead of int32 when the gra
 has 2**31 nodes or more (:func:`~dgl_chunked.dispatch.ids.staged_id_dtype`), owners
 wider than uint8 with more than 256 partitions (``compact_owner_dtype``). The attribute
 is written after the data, so an array with counts is complete; resume relies on that.
+The staging directory carries the ownership marker of :mod:`dgl_chunked.io.owned`.
 """
 
 from __future__ import annotations
@@ -35,13 +36,28 @@ import zarr
 import zarr.storage
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.io import fs
+from dgl_chunked.io import fs, owned
 from dgl_chunked.io.zarr_lookup import cached_lookup
 
-__all__ = ["Staging", "segment_bounds", "resumable", "MISSING", "STAGING_FORMAT"]
+__all__ = ["Staging", "segment_bounds", "resumable", "MISSING", "STAGING_FORMAT", "STAGING_KIND", "STAGING_ENTRIES"]
 
 STAGING_FORMAT = 3
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
+
+STAGING_KIND = "dispatch-staging"
+"""The kind recorded in the staging directory's ownership marker (:mod:`dgl_chunked.io.owned`)."""
+
+STAGING_ENTRIES = (
+    "fingerprint.json",
+    "fingerprint.json.tmp-dglc",
+    "zarr.json",
+    "_done",
+    "nodes",
+    "edges",
+    "node_feat",
+    "edge_feat",
+)
+"""Everything the staging holds at its top level (besides the marker); anything else is refused."""
 
 MISSING = object()
 """What :meth:`Staging.done_value` returns for a task that has not finished."""
@@ -155,13 +171,16 @@ class Staging:
             return None
 
     def start(self, fingerprint: str) -> bool:
-        """Reuse this staging when it belongs to ``fingerprint``, else wipe it.
+        """Reuse this staging when it belongs to ``fingerprint``, else empty it.
 
+        The staging directory is created and marked as ours (a directory that
+        holds anything else is refused before anything is written or removed).
         Returns True when earlier work is reused.
         """
+        owned.create_owned_dir(self.root, STAGING_KIND, storage_options=self.storage_options)
         if self.fingerprint() == fingerprint:
             return True
-        self.wipe()
+        owned.clear_owned(self.root, expected=STAGING_ENTRIES, storage_options=self.storage_options)
         filesystem, inner = fs.filesystem(fs.join(self.root, "_done"), self.storage_options)
         filesystem.makedirs(inner, exist_ok=True)
         fs.atomic_write_bytes(
@@ -172,9 +191,8 @@ class Staging:
         return False
 
     def wipe(self) -> None:
-        filesystem, inner = fs.filesystem(self.root, self.storage_options)
-        if filesystem.exists(inner):
-            filesystem.rm(inner, recursive=True)
+        """Remove the staging directory (only if it is ours and holds only staging entries)."""
+        owned.remove_owned(self.root, expected=STAGING_ENTRIES, storage_options=self.storage_options)
 
     # --- reading -----------------------------------------------------------
 

@@ -33,7 +33,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,14 @@ from dgl_chunked._typing import PartArray, PathLike, StorageOptions
 from dgl_chunked._version import __version__
 from dgl_chunked.errors import AssignmentError, OutputExistsError
 from dgl_chunked.io import fs as _fs
+from dgl_chunked.io.owned import (
+    acquire_lease,
+    check_no_overlap,
+    create_owned_dir,
+    read_marker,
+    remove_owned,
+    require_owned,
+)
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -495,8 +503,33 @@ def _as_blocks(values: Any, ntype: str) -> da.Array:
     return values.rechunk(max(1, min(values.shape[0], _DEFAULT_CHUNK_ROWS)))  # type: ignore[no-any-return]
 
 
+ASSIGNMENT_KIND = "assignment"
+"""The kind in an assignment directory's ownership marker (:mod:`dgl_chunked.io.owned`)."""
+
+
+def assignment_entries(assign_dir: str, ntypes: Iterable[str], storage_options: StorageOptions = None) -> list[str]:
+    """Names dgl_chunked writes in an assignment directory (glob patterns).
+
+    The node types of the assignment already there (its sidecar lists them) count
+    too, so overwriting one with other node types is not refused.
+    """
+    names = [META_NAME, SIDECAR_NAME, ZARR_NAME, ".dglc-*", "*.tmp-dglc", "report.json", "dglc-*"]
+    names += [f"{t}.txt" for t in ntypes]
+    try:
+        with _fs.open_file(_fs.join(assign_dir, SIDECAR_NAME), "rb", storage_options) as f:
+            names += [f"{t}.txt" for t in json.load(f).get("files", {})]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return names
+
+
 def _prepare_dir(assign_dir: str, names: list[str], overwrite: bool, storage_options: StorageOptions) -> None:
-    """Refuse to clobber an assignment unless ``overwrite``; then drop the meta file first."""
+    """Create or reuse the marked directory; refuse to clobber an assignment unless ``overwrite``.
+
+    Overwriting drops the meta file first, and refuses (before removing anything)
+    when the directory holds entries dgl_chunked does not write.
+    """
+    create_owned_dir(assign_dir, ASSIGNMENT_KIND, storage_options=storage_options)
     fs, inner = _fs.filesystem(assign_dir, storage_options)
     inner = inner.rstrip("/")
     present = [n for n in (META_NAME, SIDECAR_NAME, ZARR_NAME, *names) if fs.exists(f"{inner}/{n}")]
@@ -505,10 +538,13 @@ def _prepare_dir(assign_dir: str, names: list[str], overwrite: bool, storage_opt
             f"{assign_dir}: expected an empty or new assignment directory, found "
             f"{present}; pass overwrite=True (--overwrite) or choose another directory"
         )
+    if present:
+        ntypes = [n[: -len(".txt")] for n in names]
+        expected = assignment_entries(assign_dir, ntypes, storage_options)
+        require_owned(assign_dir, expected=expected, verb="overwritten", storage_options=storage_options)
     for name in (META_NAME, SIDECAR_NAME, ZARR_NAME):  # partition_meta.json first
         if name in present:
             fs.rm(f"{inner}/{name}", recursive=True)
-    fs.makedirs(inner, exist_ok=True)
 
 
 def write_assignment(
@@ -520,6 +556,7 @@ def write_assignment(
     storage_options: StorageOptions = None,
     overwrite: bool = False,
     provenance: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, str] | None = None,
 ) -> PartitionMeta:
     """Write an assignment directory that DGL's ``dispatch_data.py`` accepts.
 
@@ -541,6 +578,9 @@ def write_assignment(
         removed first so an interrupted rewrite never looks complete).
     provenance
         Extra JSON-able facts for the sidecar (e.g. ``seed``, ``balance_ntypes``).
+    inputs
+        ``label -> path`` of what the assignment is computed from (e.g.
+        :meth:`ChunkedGraph.input_locations`): ``assign_dir`` may not overlap them.
 
     Returns
     -------
@@ -556,7 +596,6 @@ def write_assignment(
     last. An empty node type gives an empty file, which DGL v2.2.1 rejects. Do not
     write over the directory the ``parts`` are being read from.
     """
-    import dask
 
     if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
         raise AssignmentError(f"num_parts: expected a positive integer, found {num_parts!r}")
@@ -564,7 +603,22 @@ def write_assignment(
     if bad:
         raise AssignmentError(f"parts: node type {bad[0]!r} cannot name a file; it must be non-empty without '/'")
     out = str(assign_dir)
-    _prepare_dir(out, [f"{t}.txt" for t in parts], overwrite, storage_options)
+    check_no_overlap({"assignment directory": out}, dict(inputs or {}), storage_options=storage_options)
+    with acquire_lease(out, ASSIGNMENT_KIND, storage_options=storage_options):
+        _prepare_dir(out, [f"{t}.txt" for t in parts], overwrite, storage_options)
+        return _write_assignment(out, parts, num_parts, algo_name, provenance, storage_options)
+
+
+def _write_assignment(
+    out: str,
+    parts: Mapping[str, da.Array | npt.ArrayLike],
+    num_parts: int,
+    algo_name: str,
+    provenance: Mapping[str, Any] | None,
+    storage_options: StorageOptions,
+) -> PartitionMeta:
+    import dask
+
     zarr_path, tmp_dir = _fs.join(out, ZARR_NAME), _fs.join(out, ".dglc-tmp")
     with _fs.naming(zarr_path):
         group = _zarr_group(zarr_path, "w", storage_options)
@@ -594,13 +648,12 @@ def write_assignment(
             for i in range(arr.numblocks[0])
             if arr.chunks[0][i]
         ]
-    fs, tmp_inner = _fs.filesystem(tmp_dir, storage_options)
-    fs.makedirs(tmp_inner, exist_ok=True)
+    create_owned_dir(tmp_dir, "assignment-tmp", storage_options=storage_options)
     try:
         dask.compute(*tasks)
         stamps = {t: _concatenate(out, t, pieces[t], storage_options) for t in parts}
     finally:
-        fs.rm(tmp_inner, recursive=True)
+        remove_owned(tmp_dir, storage_options=storage_options)
     meta = PartitionMeta(num_parts=num_parts, algo_name=dgl_algo_name(algo_name), method=algo_name)
     _write_sidecar(out, meta, stamps, provenance, storage_options)
     _fs.atomic_write_bytes(
@@ -658,6 +711,8 @@ def retract_assignment(assign_dir: PathLike, *, storage_options: StorageOptions 
     path = _fs.join(str(assign_dir), META_NAME)
     fs, inner = _fs.filesystem(path, storage_options)
     try:
+        if read_marker(str(assign_dir), storage_options=storage_options) is None:
+            return  # not a directory dgl_chunked wrote: leave it alone
         if fs.exists(inner):
             fs.rm(inner)
     except OSError:

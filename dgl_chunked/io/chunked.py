@@ -194,6 +194,19 @@ class ChunkedGraph:
             f"{sum(m.num_nodes_per_type)} nodes, {len(m.edge_types)} edge types, base_dir={m.base_dir!r}>"
         )
 
+    def input_locations(self) -> dict[str, str]:
+        """``label -> path`` of the graph's directory and every file ``metadata.json`` names.
+
+        For :func:`~dgl_chunked.io.owned.check_no_overlap`: nothing may be written there.
+        """
+        m = self.metadata
+        out = {"chunked graph directory": m.base_dir}
+        sources = [*m.edges.values()]
+        sources += [s for feats in (*m.node_data.values(), *m.edge_data.values()) for s in feats.values()]
+        for src in sources:
+            out.update({f"input file {src.where}[{i}]": p for i, p in enumerate(src.paths)})
+        return out
+
     @property
     def node_types(self) -> tuple[str, ...]:
         """Node type names in type ID order."""

@@ -23,7 +23,6 @@ __all__ = [
     "filesystem",
     "is_url",
     "join",
-    "make_empty_dir",
     "naming",
     "open_file",
     "parent",
@@ -129,18 +128,3 @@ def naming(path: PathLike) -> Iterator[None]:
     except OSError as err:
         with_filename(err, os.fspath(path))
         raise
-
-
-def make_empty_dir(path: PathLike, storage_options: StorageOptions = None, *, overwrite: bool = False) -> None:
-    """Create ``path`` as an empty directory; a non-empty one is replaced only with ``overwrite``."""
-    from dgl_chunked.errors import OutputExistsError
-
-    fs, inner = filesystem(path, storage_options)
-    if fs.exists(inner) and fs.ls(inner):
-        if not overwrite:
-            raise OutputExistsError(
-                f"{path}: expected a new or empty output directory, found existing files; "
-                "pass overwrite=True (--overwrite) or choose another directory"
-            )
-        fs.rm(inner, recursive=True)
-    fs.makedirs(inner, exist_ok=True)

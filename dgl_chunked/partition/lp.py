@@ -78,18 +78,23 @@ scheduler.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shutil
 import tempfile
+import uuid
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dgl_chunked.errors import AssignmentError
+from dgl_chunked.errors import AssignmentError, DglChunkedError
+from dgl_chunked.io.owned import remove_owned, scratch_dir
 from dgl_chunked.partition import _lp_tasks as T
 from dgl_chunked.partition._lp_driver import run_rounds
 from dgl_chunked.partition.random import _check_seed
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -277,6 +282,13 @@ def _type_view(driver: Any, offset: int, chunks: tuple[int, ...], name: str, blo
     return da.Array(graph, name, (chunks,), meta=np.empty(0, np.int32))
 
 
+def _remove_quietly(root: str) -> None:
+    try:
+        remove_owned(root)
+    except (OSError, DglChunkedError) as err:  # at exit: say what is left, never raise
+        logger.warning("could not remove the lp scratch %s: %s", root, err)
+
+
 def run_lp(graph: ChunkedGraph, plan: _Plan) -> str:
     """The driver task: run every round; return the root of the result files.
 
@@ -288,15 +300,16 @@ def run_lp(graph: ChunkedGraph, plan: _Plan) -> str:
     known = _RESULTS.get(plan.token)
     if known is not None and os.path.isdir(known):
         return known
-    root = tempfile.mkdtemp(prefix="dglc-lp-", dir=plan.config.scratch_dir)
-    atexit.register(shutil.rmtree, root, True)
+    parent = plan.config.scratch_dir or tempfile.gettempdir()
+    root = scratch_dir(parent, "lp", uuid.uuid4().hex)  # marked as ours: only it is ever removed
+    atexit.register(_remove_quietly, root)
     if not graph.metadata.node_type_offsets[-1]:
         return root  # no nodes: every output chunk is empty and reads nothing
     try:
         run_rounds(graph, plan, root)
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
+        _remove_quietly(root)
         raise
-    shutil.rmtree(os.path.join(root, "work"), ignore_errors=True)
+    shutil.rmtree(os.path.join(root, "work"), ignore_errors=True)  # inside our marked root
     _RESULTS[plan.token] = root
     return root

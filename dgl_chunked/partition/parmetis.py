@@ -40,6 +40,7 @@ is written to ``assign_dir`` unless the whole output is valid.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Sequence
@@ -55,6 +56,7 @@ from dgl_chunked.errors import AssignmentError, MetadataError, OptionError, Outp
 from dgl_chunked.io import fs as _fs
 from dgl_chunked.io import parmetis as _pm
 from dgl_chunked.io.assignment import (
+    ASSIGNMENT_KIND,
     META_NAME,
     PartitionMeta,
     dgl_algo_name,
@@ -62,6 +64,14 @@ from dgl_chunked.io.assignment import (
     write_assignment,
 )
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.owned import (
+    ForeignDataError,
+    acquire_lease,
+    check_no_overlap,
+    create_owned_dir,
+    remove_owned,
+    require_owned,
+)
 from dgl_chunked.partition.random import splitmix64
 
 if TYPE_CHECKING:
@@ -78,6 +88,7 @@ DEFAULT_BLOCKSIZE = 1 << 24
 _COPY_BLOCK = 1 << 22
 _EXPORT_TMP = ".dglc-parmetis-tmp"
 _IMPORT_TMP = ".dglc-parmetis-import-tmp"
+EXPORT_KIND = "parmetis-export"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,6 +336,8 @@ def _edge_tasks(
 
 
 def _prepare_export(out: str, names: Sequence[str], overwrite: bool, storage_options: StorageOptions) -> str:
+    """Mark ``out`` as ours; refuse existing files unless ``overwrite`` (foreign ones always)."""
+    create_owned_dir(out, EXPORT_KIND, storage_options=storage_options)
     fs, inner = _fs.filesystem(out, storage_options)
     present = [n for n in names if fs.exists(f"{inner.rstrip('/')}/{n}")]
     if present and not overwrite:
@@ -332,12 +345,14 @@ def _prepare_export(out: str, names: Sequence[str], overwrite: bool, storage_opt
             f"{out}: expected no ParMETIS input files, found {present}; pass overwrite=True "
             "(--overwrite) or choose another directory"
         )
+    if present:
+        require_owned(
+            out, expected=[*names, ".dglc-*", "*.tmp-dglc"], verb="overwritten", storage_options=storage_options
+        )
     stats = f"{inner.rstrip('/')}/{names[2]}"
     if fs.exists(stats):  # the stats file marks a complete export: remove it first
         fs.rm(stats)
-    tmp = _fs.join(out, _EXPORT_TMP)
-    fs.makedirs(_fs.filesystem(tmp, storage_options)[1], exist_ok=True)
-    return tmp
+    return create_owned_dir(_fs.join(out, _EXPORT_TMP), "parmetis-export-tmp", storage_options=storage_options)
 
 
 def export_parmetis(
@@ -385,9 +400,6 @@ def export_parmetis(
     >>> files = export_parmetis("chunked/", "pm/", balance_masks=["train_mask"])  # doctest: +SKIP
     >>> files.self_loops_dropped, files.duplicates_dropped  # doctest: +SKIP
     """
-    from dask.base import tokenize
-    from dask.delayed import delayed
-
     if dedup not in ("unordered", "ordered"):
         raise OptionError(f"dedup: expected 'unordered' or 'ordered', found {dedup!r}")
     if bucket_rows < 1:
@@ -398,6 +410,28 @@ def export_parmetis(
         raise OptionError(f"name: expected a file name prefix without '/', found {name!r}")
     masks = _mask_arrays(graph, list(balance_masks))
     out = os.fspath(out_dir)
+    check_no_overlap({"--out-dir": out}, graph.input_locations(), storage_options=storage_options)
+    if compute:
+        with acquire_lease(out, EXPORT_KIND, storage_options=storage_options):
+            return _export(graph, out, name, masks, dedup, bucket_rows, overwrite, storage_options, compute=True)
+    return _export(graph, out, name, masks, dedup, bucket_rows, overwrite, storage_options, compute=False)
+
+
+def _export(
+    graph: ChunkedGraph,
+    out: str,
+    name: str,
+    masks: list[list[da.Array | None]],
+    dedup: str,
+    bucket_rows: int,
+    overwrite: bool,
+    storage_options: StorageOptions,
+    *,
+    compute: bool,
+) -> ParmetisFiles | Delayed:
+    from dask.base import tokenize
+    from dask.delayed import delayed
+
     tmp = _prepare_export(out, _pm.parmetis_file_names(name), overwrite, storage_options)
     node_tasks, node_pieces = _node_tasks(graph, masks, tmp, storage_options)
     edge_tasks, edge_pieces = _edge_tasks(graph, dedup == "unordered", bucket_rows, tmp, storage_options)
@@ -408,7 +442,7 @@ def export_parmetis(
         node_pieces=tuple(node_pieces),
         edge_pieces=tuple(edge_pieces),
         num_nodes=int(sum(graph.metadata.num_nodes_per_type)),
-        num_weights=len(graph.node_types) + len(balance_masks),
+        num_weights=len(graph.node_types) + (len(masks[0]) if masks else 0),
         dedup=dedup,
         storage_options=storage_options,
     )
@@ -425,9 +459,7 @@ def export_parmetis(
 
 
 def _remove(path: str, storage_options: StorageOptions) -> None:
-    fs, inner = _fs.filesystem(path, storage_options)
-    if fs.exists(inner):
-        fs.rm(inner, recursive=True)
+    remove_owned(path, storage_options=storage_options)
 
 
 # --- import ---------------------------------------------------------------------------
@@ -660,21 +692,26 @@ def import_parmetis(
     graph = _open(graph, storage_options)
     assign = os.fspath(assign_dir)
     sources = _pm.resolve_outputs(parmetis_output, name, storage_options)
+    inputs = graph.input_locations()
+    inputs.update(
+        {f"ParMETIS output [{i}]": p for i, p in enumerate([sources] if isinstance(sources, str) else sources)}
+    )
+    check_no_overlap({"assignment directory": assign}, inputs, storage_options=storage_options)
     _check_target(assign, graph, overwrite, storage_options)
     algo = "parmetis" if dgl_algo_name("parmetis") == "metis" else "metis"
     if isinstance(sources, str):
         return _import_assignment_dir(sources, graph, assign, num_parts, algo, overwrite, storage_options)
     blocks = _plan_blocks(sources, form=form, blocksize=blocksize, storage_options=storage_options)
-    fs, inner = _fs.filesystem(assign, storage_options)
-    created = not fs.exists(inner)
-    tmp = _fs.join(assign, _IMPORT_TMP)
-    fs.makedirs(_fs.filesystem(tmp, storage_options)[1], exist_ok=True)
+    created = not _fs.exists(assign, storage_options)
+    create_owned_dir(assign, ASSIGNMENT_KIND, storage_options=storage_options)
+    tmp = create_owned_dir(_fs.join(assign, _IMPORT_TMP), "parmetis-import-tmp", storage_options=storage_options)
     try:
         parts = _scatter(graph, blocks, sources, num_parts, tmp, storage_options)
     except BaseException:
-        _remove(tmp, storage_options)
-        if created and not fs.ls(inner, detail=False):
-            fs.rmdir(inner)  # leave no trace of a failed import
+        remove_owned(tmp, storage_options=storage_options)
+        if created:  # leave no trace of a failed import (when only our marker is left there)
+            with contextlib.suppress(ForeignDataError):
+                remove_owned(assign, expected=(), storage_options=storage_options)
         raise
     try:
         return write_assignment(
@@ -687,7 +724,7 @@ def import_parmetis(
             provenance={"partitioner": "parmetis", "parmetis_output": sources},
         )
     finally:
-        _remove(tmp, storage_options)
+        remove_owned(tmp, storage_options=storage_options)
 
 
 def _import_assignment_dir(

@@ -3,7 +3,7 @@
 How it is computed (:func:`compute_partition_report`, two Dask computes):
 
 1. The assignment is materialised as a Zarr copy (one int32 array per node type,
-   regular chunks) in ``scratch_dir``.
+   regular chunks) in a marked ``dglc-report-<token>`` directory under ``scratch_dir``.
 2. Nodes: per node block, a bincount of partition IDs (and of every boolean node
    feature whose name contains ``mask``, e.g. ``train_mask``), summed.
 3. Edges: per edge file, the partitions of both endpoints are gathered with
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
+import uuid
 import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -39,6 +39,8 @@ import pandas as pd
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.io import fs as _fs
+from dgl_chunked.io.owned import check_no_overlap, remove_owned
+from dgl_chunked.io.owned import scratch_dir as make_scratch_dir
 from dgl_chunked.io.zarr_lookup import lookup
 from dgl_chunked.partition.metis import sorted_unique
 
@@ -320,9 +322,10 @@ def compute_partition_report(
     num_parts
         Number of partitions; IDs outside ``[0, num_parts)`` raise AssignmentError.
     scratch_dir
-        Local directory for the temporary Zarr copy of the assignment (default: a new
-        temporary directory, removed afterwards). On a multi-host cluster give a path
-        every worker can read.
+        Local directory in which the temporary Zarr copy of the assignment is made,
+        as ``scratch_dir/dglc-report-<token>`` (marked as ours and removed afterwards;
+        nothing else there is touched). Default: the system's temporary directory. On a
+        multi-host cluster give a path every worker can read.
 
     Returns
     -------
@@ -342,8 +345,10 @@ def compute_partition_report(
             f"report: supports fewer than 2**40 nodes and 2**23 partitions, found "
             f"{int(graph.metadata.node_type_offsets[-1])} nodes and {num_parts} partitions"
         )
-    own_dir = scratch_dir is None
-    root = tempfile.mkdtemp(prefix="dglc-report-") if own_dir else os.fspath(scratch_dir)  # type: ignore[arg-type]
+    if scratch_dir is not None:
+        check_no_overlap({"scratch_dir": os.fspath(scratch_dir)}, graph.input_locations())
+    parent = tempfile.gettempdir() if scratch_dir is None else os.fspath(scratch_dir)
+    root = make_scratch_dir(parent, "report", uuid.uuid4().hex)  # marked: only it is removed
     store = os.path.join(root, "assignment.zarr")
     try:
         stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store)
@@ -353,7 +358,7 @@ def compute_partition_report(
             warnings.filterwarnings("ignore", message="Computing mixed collections", category=UserWarning)
             nodes, edges, halo = dask.compute(nodes, edges, _halo_counts(pairs))
     finally:
-        shutil.rmtree(root if own_dir else store, ignore_errors=True)
+        remove_owned(root)
     halo_nodes = {t: [0] * num_parts for t in graph.metadata.node_types}
     for (p, t), n in halo.items() if halo is not None else []:
         halo_nodes[graph.metadata.node_types[int(t)]][int(p)] += int(n)

@@ -37,9 +37,10 @@ def read_assignment_txt(assign_dir: Path, ntypes: list[str]) -> dict[str, np.nda
 
 
 def output_files(out_dir: Path) -> dict[str, bytes]:
-    """Every file of an output tree (relative path -> bytes), staging excluded."""
+    """Every file of an output tree (relative path -> bytes), staging and the ownership
+    marker (it records the run: host, pid, times) excluded."""
     return {
         str(p.relative_to(out_dir)): p.read_bytes()
         for p in sorted(out_dir.rglob("*"))
-        if p.is_file() and "_staging" not in p.parts
+        if p.is_file() and "_staging" not in p.parts and p.name != ".dglc-owned.json"
     }

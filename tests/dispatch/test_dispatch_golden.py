@@ -123,5 +123,5 @@ def test_existing_output_is_refused_then_overwritten(tmp_path, golden_dir):
     dispatch(tiny / "chunked", tiny / "partition_assignment", out, options=DispatchOptions(overwrite=True))
     assert (out / "part0" / "graph.dgl").read_bytes() == first
     assert not (out / "_staging").exists()
-    assert sorted(p.name for p in out.iterdir()) == ["metadata.json", "part0", "part1"]
+    assert sorted(p.name for p in out.iterdir()) == [".dglc-owned.json", "metadata.json", "part0", "part1"]
     shutil.rmtree(out)

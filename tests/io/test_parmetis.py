@@ -186,7 +186,12 @@ def test_export_is_parsed_back_exactly(tmp_path, graph_dir, dedup):
         loops,
         dups,
     )
-    assert sorted(os.listdir(tmp_path / "pm")) == ["small_edges.txt", "small_nodes.txt", "small_stats.txt"]
+    assert sorted(os.listdir(tmp_path / "pm")) == [
+        ".dglc-owned.json",
+        "small_edges.txt",
+        "small_nodes.txt",
+        "small_stats.txt",
+    ]
 
 
 def test_unordered_drops_reversed_pairs_that_ordered_keeps(tmp_path, graph_dir):
