@@ -7,6 +7,7 @@ Every scenario ends with output byte-identical to an undisturbed run.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -99,6 +100,8 @@ def _kill_client_when(graph, out: Path, ready) -> dict[str, float]:
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
     assert not (out / "metadata.json").exists()
+    lease = json.loads((out / ".dglc-owned.json").read_text())  # the dead client still holds it
+    assert lease["pid"] == proc.pid and not lease["released"]
     return _markers(out)
 
 
@@ -120,6 +123,8 @@ def test_killed_client_resumes_from_staging(graph, tmp_path, moment):
 
     with dask.config.set(scheduler="synchronous"):
         dispatch(chunked, assign, out, options=replace(OPTIONS, keep_staging=True))
+    lease = json.loads((out / ".dglc-owned.json").read_text())  # taken over at once (dead pid), released
+    assert lease["pid"] == os.getpid() and lease["released"]
     after = _markers(out)
     # work finished before the crash was not redone: its completion records are untouched
     assert {k: after[k] for k in before} == before
