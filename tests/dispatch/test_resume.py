@@ -9,6 +9,7 @@ Every scenario ends with output byte-identical to an undisturbed run.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -103,6 +104,8 @@ def _crash_client_after(graph, out: Path, prefix: str, limit: int) -> dict[str, 
     proc = subprocess.run(args, timeout=600, check=False)
     assert proc.returncode == -signal.SIGKILL, "the client finished before the fault was injected"
     assert not (out / "metadata.json").exists()
+    lease = json.loads((out / ".dglc-owned.json").read_text())  # the dead client still holds it
+    assert not lease["released"]
     markers = _markers(out)
     assert _count(markers, prefix) == limit
     return markers
@@ -125,6 +128,8 @@ def test_killed_client_resumes_from_staging(graph, tmp_path, moment):
 
     with dask.config.set(scheduler="synchronous"):
         dispatch(chunked, assign, out, options=replace(OPTIONS, keep_staging=True))
+    lease = json.loads((out / ".dglc-owned.json").read_text())  # taken over at once (dead pid), released
+    assert lease["pid"] == os.getpid() and lease["released"]
     after = _markers(out)
     # work finished before the crash was not redone: its completion records are untouched
     assert {k: after[k] for k in before} == before
