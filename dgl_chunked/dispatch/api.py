@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -15,6 +14,7 @@ from typing import Any
 import dask
 import dask.array as da
 
+from dgl_chunked._dask import current_client, run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.finalize import (
     PartitionPlan,
@@ -153,13 +153,14 @@ def dispatch(
     parts, num_parts, method = _resolve_assignment(graph, assignment, num_parts, storage_options)
     out = str(out_dir)
     _prepare_out_dir(out, opts.overwrite, storage_options)
+    fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
+    staging_root = opts.staging_dir or fs.join(out, "_staging")
     staging = Staging(
-        opts.staging_dir or fs.join(out, "_staging"),
+        staging_root,
         storage_options,
-        token=uuid.uuid4().hex,
+        token=run_token(fingerprint, out, staging_root),  # names every task of this run
         lookup_cache_bytes=opts.lookup_cache_bytes,
     )
-    fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
     if staging.start(fingerprint):
         logger.info("resuming from the staging in %s", staging.root)
     runner = _Runner(client=client, progress=opts.progress)
@@ -203,7 +204,9 @@ def dispatch(
         keep_halo_edges=opts.keep_halo_edges or opts.halo_hops > 1,
     )
     writes = [
-        dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
+        dask.delayed(_write_partition_once, pure=False)(
+            plan, p, dask_key_name=(f"dglc-write-partition-{staging.token}", p)
+        )
         for p in range(num_parts)
     ]
     summaries = list(runner.compute(writes, "write partitions"))
@@ -375,14 +378,14 @@ class _Runner:
     def run_everywhere(self, func: Callable[[], Any]) -> None:
         """Call ``func()`` in every worker process (and here, for in-process schedulers)."""
         func()
-        client = self.client or _current_client()
+        client = current_client(self.client)
         if client is not None:
             client.run(func)
 
     def _compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
         if not tasks:
             return ()
-        client = self.client or _current_client()
+        client = current_client(self.client)
         if client is not None:
             futures = client.compute(list(tasks))
             if self.progress:
@@ -396,15 +399,6 @@ class _Runner:
 
         with ProgressBar() if self.progress else nullcontext():
             return tuple(dask.compute(*tasks))
-
-
-def _current_client() -> Any:
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
 
 
 def _warn_empty(data: Mapping[str, Mapping[str, Any]], names: Sequence[str], layout: IdLayout, kind: str) -> None:

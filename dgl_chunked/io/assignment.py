@@ -42,6 +42,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PartArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError, OutputExistsError
 from dgl_chunked.io import fs as _fs
@@ -569,7 +570,8 @@ def write_assignment(
         group = _zarr_group(zarr_path, "w", storage_options)
     pieces: dict[str, list[str]] = {}
     tasks = []
-    write = dask.delayed(_write_block, pure=True)
+    write = dask.delayed(_write_block, pure=False)
+    run = run_token(out, num_parts, {t: getattr(v, "name", None) for t, v in parts.items()})
     for ntype, values in parts.items():
         arr = _as_blocks(values, ntype)
         n, chunk = int(arr.shape[0]), int(arr.chunks[0][0]) or 1
@@ -588,7 +590,7 @@ def write_assignment(
                 start=starts[i],
                 num_parts=num_parts,
                 storage_options=storage_options,
-                dask_key_name=f"dglc-write-assignment-{arr.name}-{i}",
+                dask_key_name=(f"dglc-write-assignment-{run}", ntype, i),
             )
             for i in range(arr.numblocks[0])
             if arr.chunks[0][i]

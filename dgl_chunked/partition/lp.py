@@ -86,7 +86,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dgl_chunked._dask import run_token
+from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import AssignmentError
+from dgl_chunked.io import fs
 from dgl_chunked.partition import _lp_tasks as T
 from dgl_chunked.partition._lp_driver import run_rounds
 from dgl_chunked.partition.random import _check_seed
@@ -99,7 +102,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LPConfig", "LPMethod", "run_lp"]
 
-_RESULTS: dict[str, str] = {}  # token -> result root in this process (a recompute reuses it)
+_RESULTS: dict[str, T.ScratchRoot] = {}  # token -> result root in this process (a recompute reuses it)
 _MIN_BLOCKS = 4  # default blocks per graph (when above 4096 rows each): block tasks can share the workers
 _MAX_BLOCK_ROWS = 1 << 18  # default block size from 1M nodes up: per-task memory stops growing there
 
@@ -141,8 +144,10 @@ class LPConfig:
     group_entries
         Staged edge entries per histogram task.
     scratch_dir
-        Parent directory of the scratch stores (None: the system temp dir). On a
-        multi-host cluster it must be a path every worker can read and write.
+        Parent directory of the scratch stores (None: the system temp dir), used when
+        the caller passes no ``scratch_dir`` to :func:`assign_partitions`. On a
+        multi-host cluster it must be a location every worker can read and write (a
+        URL such as ``s3://bucket/scratch``, or a shared file system).
     """
 
     eps: float = 0.05
@@ -191,6 +196,8 @@ class _Plan:
     block_rows: int
     masks: tuple[tuple[int, str], ...]  # (node type ID, bool feature) to balance, in priority order
     token: str = ""
+    scratch_dir: str | None = None  # parent of this run's scratch store (None: the system temp dir)
+    scratch_options: StorageOptions = None  # fsspec options when scratch_dir is a URL
 
 
 class LPMethod:
@@ -228,6 +235,7 @@ class LPMethod:
         from dgl_chunked.partition.metis import _mask_features
 
         md = graph.metadata
+        scratch = options.scratch_dir or self.config.scratch_dir
         plan = _Plan(
             num_parts=num_parts,
             seed=_check_seed(options.seed),
@@ -235,10 +243,13 @@ class LPMethod:
             config=self.config,
             block_rows=self.config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
             masks=tuple(_mask_features(graph, options.balance_ntypes)),
+            scratch_dir=None if scratch is None else str(scratch),
+            scratch_options=options.storage_options if scratch is not None and fs.is_url(scratch) else None,
         )
-        token = tokenize(plan, md.fingerprint(), _input_stamp(graph, plan))
+        # per run: the result lives in this run's scratch store, which its caller removes
+        token = run_token(tokenize(plan, md.fingerprint(), _input_stamp(graph, plan)))
         plan = replace(plan, token=token)
-        driver = dask.delayed(run_lp, pure=True)(graph, plan, dask_key_name=f"dglc-assign-lp-driver-{token}")
+        driver = dask.delayed(run_lp, pure=False)(graph, plan, dask_key_name=f"dglc-assign-lp-driver-{token}")
         offsets = md.node_type_offsets
         return {
             t: _type_view(
@@ -277,26 +288,50 @@ def _type_view(driver: Any, offset: int, chunks: tuple[int, ...], name: str, blo
     return da.Array(graph, name, (chunks,), meta=np.empty(0, np.int32))
 
 
-def run_lp(graph: ChunkedGraph, plan: _Plan) -> str:
+def run_lp(graph: ChunkedGraph, plan: _Plan) -> T.ScratchRoot:
     """The driver task: run every round; return the root of the result files.
 
     The work arrays (staged edges, degrees, proposals) are deleted at the end. The
-    result (``4 x num_nodes`` bytes) stays under the scratch directory for the output
-    chunks to read until this process exits; computing the same arrays again in this
+    result (``4 x num_nodes`` bytes) stays in the scratch store for the output chunks
+    to read: in a local directory until this process exits, under a URL until the
+    caller removes ``plan.scratch_dir``. Computing the same arrays again in this
     process reuses it.
     """
     known = _RESULTS.get(plan.token)
-    if known is not None and os.path.isdir(known):
+    if known is not None and known.exists():
         return known
-    root = tempfile.mkdtemp(prefix="dglc-lp-", dir=plan.config.scratch_dir)
-    atexit.register(shutil.rmtree, root, True)
+    root = _new_root(plan)
     if not graph.metadata.node_type_offsets[-1]:
         return root  # no nodes: every output chunk is empty and reads nothing
     try:
         run_rounds(graph, plan, root)
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
+        _remove(root, root.path)
         raise
-    shutil.rmtree(os.path.join(root, "work"), ignore_errors=True)
+    _remove(root, root.join("work"))
     _RESULTS[plan.token] = root
     return root
+
+
+def _new_root(plan: _Plan) -> T.ScratchRoot:
+    """A fresh scratch store: a temporary local directory (removed at exit) or, for a
+    URL, ``<scratch_dir>/dglc-lp-<token>`` that every worker can reach."""
+    if plan.scratch_dir is None or not fs.is_url(plan.scratch_dir):
+        if plan.scratch_dir is not None:
+            os.makedirs(plan.scratch_dir, exist_ok=True)
+        root = tempfile.mkdtemp(prefix="dglc-lp-", dir=plan.scratch_dir)
+        atexit.register(shutil.rmtree, root, True)
+        return T.ScratchRoot(root)
+    root = T.ScratchRoot(fs.join(plan.scratch_dir, f"dglc-lp-{plan.token}"), plan.scratch_options)
+    root.makedirs(root.path)
+    return root
+
+
+def _remove(root: T.ScratchRoot, path: str) -> None:
+    """Remove ``path`` inside the run's own scratch store ``root``."""
+    if root.local:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    filesystem, inner = fs.filesystem(path, root.storage_options)
+    if filesystem.exists(inner):
+        filesystem.rm(inner, recursive=True)
