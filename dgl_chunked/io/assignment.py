@@ -581,9 +581,12 @@ def write_assignment(
             )
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])]).tolist()
         pieces[ntype] = [f"{tmp_dir}/{ntype}.{i}.txt" for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
+        # unoptimised: optimising each block apart would rename (and so rerun) a task
+        # shared by all blocks, such as the lp driver
+        blocks = arr.to_delayed(optimize_graph=False).ravel()
         tasks += [
             write(
-                arr.blocks[i],
+                blocks[i],
                 text_path=f"{tmp_dir}/{ntype}.{i}.txt",
                 zarr_path=zarr_path,
                 ntype=ntype,

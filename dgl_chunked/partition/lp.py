@@ -81,15 +81,16 @@ import atexit
 import os
 import shutil
 import tempfile
+import uuid
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dgl_chunked._dask import run_token
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.io import fs
+from dgl_chunked.io.owned import create_owned_dir, remove_owned, scratch_dir
 from dgl_chunked.partition import _lp_tasks as T
 from dgl_chunked.partition._lp_driver import run_rounds
 from dgl_chunked.partition.random import _check_seed
@@ -246,10 +247,11 @@ class LPMethod:
             scratch_dir=None if scratch is None else str(scratch),
             scratch_options=options.storage_options if scratch is not None and fs.is_url(scratch) else None,
         )
-        # per run: the result lives in this run's scratch store, which its caller removes
-        token = run_token(tokenize(plan, md.fingerprint(), _input_stamp(graph, plan)))
+        # the plan holds the scratch location: jobs writing elsewhere never share keys,
+        # and a rerun into the same place keeps its keys (a resumed dispatch matches)
+        token = tokenize(plan, md.fingerprint(), _input_stamp(graph, plan))
         plan = replace(plan, token=token)
-        driver = dask.delayed(run_lp, pure=False)(graph, plan, dask_key_name=f"dglc-assign-lp-driver-{token}")
+        driver = dask.delayed(run_lp, pure=True)(graph, plan, dask_key_name=f"dglc-assign-lp-driver-{token}")
         offsets = md.node_type_offsets
         return {
             t: _type_view(
@@ -293,45 +295,43 @@ def run_lp(graph: ChunkedGraph, plan: _Plan) -> T.ScratchRoot:
 
     The work arrays (staged edges, degrees, proposals) are deleted at the end. The
     result (``4 x num_nodes`` bytes) stays in the scratch store for the output chunks
-    to read: in a local directory until this process exits, under a URL until the
-    caller removes ``plan.scratch_dir``. Computing the same arrays again in this
-    process reuses it.
+    to read: in a temporary local directory until this process exits, else under
+    ``plan.scratch_dir`` until the caller removes that. Computing the same arrays
+    again in this process reuses it.
     """
     known = _RESULTS.get(plan.token)
     if known is not None and known.exists():
         return known
-    root = _new_root(plan)
+    root, owned = _new_root(plan)
     if not graph.metadata.node_type_offsets[-1]:
         return root  # no nodes: every output chunk is empty and reads nothing
+    so = root.storage_options
     try:
+        work = create_owned_dir(root.join("work"), "lp-work", storage_options=so)
         run_rounds(graph, plan, root)
     except BaseException:
-        _remove(root, root.path)
+        if owned:
+            remove_owned(root.path, storage_options=so)
+        else:
+            shutil.rmtree(root.path, ignore_errors=True)
         raise
-    _remove(root, root.join("work"))
+    remove_owned(work, storage_options=so)
     _RESULTS[plan.token] = root
     return root
 
 
-def _new_root(plan: _Plan) -> T.ScratchRoot:
-    """A fresh scratch store: a temporary local directory (removed at exit) or, for a
-    URL, ``<scratch_dir>/dglc-lp-<token>`` that every worker can reach."""
-    if plan.scratch_dir is None or not fs.is_url(plan.scratch_dir):
-        if plan.scratch_dir is not None:
-            os.makedirs(plan.scratch_dir, exist_ok=True)
-        root = tempfile.mkdtemp(prefix="dglc-lp-", dir=plan.scratch_dir)
+def _new_root(plan: _Plan) -> tuple[T.ScratchRoot, bool]:
+    """The run's scratch store and whether it is a marked (owned) directory: a new
+    temporary local directory (removed at exit) without ``scratch_dir``, else
+    ``<scratch_dir>/dglc-lp-<token>`` (local or URL: every worker must reach it). A
+    rerun of the driver (a worker died) gets a new one; the caller removes them all
+    with ``scratch_dir``."""
+    if plan.scratch_dir is None:
+        root = tempfile.mkdtemp(prefix="dglc-lp-")
         atexit.register(shutil.rmtree, root, True)
-        return T.ScratchRoot(root)
-    root = T.ScratchRoot(fs.join(plan.scratch_dir, f"dglc-lp-{plan.token}"), plan.scratch_options)
-    root.makedirs(root.path)
-    return root
-
-
-def _remove(root: T.ScratchRoot, path: str) -> None:
-    """Remove ``path`` inside the run's own scratch store ``root``."""
-    if root.local:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    filesystem, inner = fs.filesystem(path, root.storage_options)
-    if filesystem.exists(inner):
-        filesystem.rm(inner, recursive=True)
+        return T.ScratchRoot(root), False
+    # one store per execution: a driver rerun while the first still runs must not share it
+    path = scratch_dir(
+        plan.scratch_dir, "lp", f"{plan.token[:16]}-{uuid.uuid4().hex[:16]}", storage_options=plan.scratch_options
+    )
+    return T.ScratchRoot(path, plan.scratch_options), True
