@@ -13,8 +13,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+import uuid
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,20 +93,45 @@ def _alone(job: str, graphs: dict[str, Path], out: Path) -> dict[str, bytes]:
     return output_files(out)
 
 
+# a lambda, so it is pickled by value (the scheduler may not import this test module)
+_waiting_clients: Any = lambda dask_scheduler: sum(1 for cs in dask_scheduler.clients.values() if cs.wants_what)  # noqa: E731
+
+
 def _run_together(jobs: list[str], graphs: dict[str, Path], root: Path, address: str) -> dict[str, Path]:
-    """Start every job as its own ``dgl-chunked run --scheduler`` process at once."""
+    """Start every job as its own ``dgl-chunked run --scheduler`` process at once.
+
+    To make the jobs' tasks meet on the scheduler for sure, every worker thread is held
+    by a gate task until every job has submitted its first tasks; then all run together.
+    """
+    from distributed import Client, Event
+
     outs = {job: root / job for job in jobs}
+    root.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    procs = {
-        job: subprocess.Popen(
-            [sys.executable, "-m", "dgl_chunked", *_argv(job, graphs, outs[job]), "--scheduler", address],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for job in jobs
-    }
+    with Client(address) as client:
+        gate = f"dglc-test-gate-{uuid.uuid4().hex}"
+        event = Event(gate, client=client)
+        workers = list(client.scheduler_info()["workers"])
+        # Event.wait by reference (the workers may not import this test module)
+        held = [client.submit(Event.wait, event, 300, key=f"{gate}-{i}", workers=[w]) for i, w in enumerate(workers)]
+        procs = {
+            job: subprocess.Popen(
+                [sys.executable, "-m", "dgl_chunked", *_argv(job, graphs, outs[job]), "--scheduler", address],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=root,  # not the repository: the package comes from the environment, as for users
+            )
+            for job in jobs
+        }
+        deadline = time.monotonic() + 120
+        while client.run_on_scheduler(_waiting_clients) < len(jobs) + 1 and time.monotonic() < deadline:
+            if any(p.poll() is not None for p in procs.values()):
+                break  # a job ended early: report it below
+            time.sleep(0.2)
+        event.set()
+        client.gather(held)
     failed = {}
     for job, proc in procs.items():
         out, err = proc.communicate(timeout=600)
