@@ -52,5 +52,5 @@ def current_client(client: Any = None) -> Any:
         return client
     from dask.base import get_scheduler
 
-    owner = getattr(get_scheduler(), "__self__", None)
+    owner = getattr(get_scheduler(), "__self__", None)  # type: ignore[no-untyped-call]
     return owner if type(owner).__name__ == "Client" and hasattr(owner, "gather") else None

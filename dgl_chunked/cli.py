@@ -324,7 +324,7 @@ def _assignment_cluster_options(func: F) -> F:
 
 
 def _scratch_option(default: str) -> Callable[[F], F]:
-    return click.option(  # type: ignore[return-value]
+    return click.option(
         "--scratch-dir",
         default=None,
         metavar="DIR",

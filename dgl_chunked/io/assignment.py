@@ -583,7 +583,7 @@ def write_assignment(
         pieces[ntype] = [f"{tmp_dir}/{ntype}.{i}.txt" for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
         # unoptimised: optimising each block apart would rename (and so rerun) a task
         # shared by all blocks, such as the lp driver
-        blocks = arr.to_delayed(optimize_graph=False).ravel()
+        blocks = arr.to_delayed(optimize_graph=False).ravel()  # type: ignore[no-untyped-call]
         tasks += [
             write(
                 blocks[i],
