@@ -127,9 +127,9 @@ def test_dispatch_on_a_local_scheduler_inside_a_client_context(client: Any, grap
     parts = {
         t: dask.array.zeros(graph.num_nodes(t), dtype=np.int32, chunks=graph.node_chunks(t)) for t in graph.node_types
     }
-    before = len(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.task_prefixes)))
+    transitions = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
     with dask.config.set(scheduler="synchronous"), warnings.catch_warnings():
         warnings.simplefilter("ignore", EmptyPartitionWarning)
         dispatch(graph, parts, tmp_path / "o", num_parts=1)
-    prefixes = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.task_prefixes))
-    assert len(prefixes) == before and not [p for p in prefixes if p.startswith("dglc-")], prefixes
+    after = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+    assert after == transitions, "tasks went to the Client's scheduler"

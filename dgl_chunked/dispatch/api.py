@@ -383,22 +383,28 @@ class _Runner:
             client.run(func)
 
     def _compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
+        """Results in the order of ``tasks``, matched to them by task key."""
         if not tasks:
             return ()
+        by_key = {task.key: task for task in tasks}
+        if len(by_key) != len(tasks):  # a key named twice would silently share one result
+            raise RuntimeError(f"dispatch stage {stage!r}: {len(tasks) - len(by_key)} task key(s) repeat")
         client = current_client(self.client)
         if client is not None:
-            futures = client.compute(list(tasks))
+            futures = client.compute(list(by_key.values()))  # a future's key is its task's
             if self.progress:
                 from distributed import progress
 
                 print(f"[dgl-chunked] {stage}")
                 progress(futures)
                 print()
-            return tuple(client.gather(futures))
-        from dask.diagnostics import ProgressBar
+            results = {f.key: value for f, value in zip(futures, client.gather(futures), strict=True)}
+        else:
+            from dask.diagnostics import ProgressBar
 
-        with ProgressBar() if self.progress else nullcontext():
-            return tuple(dask.compute(*tasks))
+            with ProgressBar() if self.progress else nullcontext():
+                (results,) = dask.compute(by_key)
+        return tuple(results[task.key] for task in tasks)
 
 
 def _warn_empty(data: Mapping[str, Mapping[str, Any]], names: Sequence[str], layout: IdLayout, kind: str) -> None:
