@@ -81,6 +81,7 @@ class Cluster:
 
     def download(self, key: str) -> Path:
         local = self.data / "downloads" / key
+        shutil.rmtree(local, ignore_errors=True)  # a second get would nest inside the first copy
         self.fs.get(f"{BUCKET}/{key}", str(local), recursive=True)
         return local
 
