@@ -330,6 +330,33 @@ def _assignment_cluster_options(func: F) -> F:
     )(func)
 
 
+def _scratch_option(default: str) -> Callable[[F], F]:
+    return click.option(
+        "--scratch-dir",
+        default=None,
+        metavar="DIR",
+        help=f"Where intermediate data goes, in a dglc-* folder removed afterwards (default: {default}); "
+        "on a cluster without a shared disk, a URL every worker reaches (s3://...).",
+    )
+
+
+@contextlib.contextmanager
+def _owned_scratch(parent: str, kind: str, storage_options: dict[str, Any] | None) -> Any:
+    """A marked scratch folder ``parent/dglc-<kind>-<token>``, removed afterwards; yields
+    ``(path, fsspec options for it)``."""
+    from dask.base import tokenize
+
+    from dgl_chunked.io.fs import is_url
+    from dgl_chunked.io.owned import remove_owned, scratch_dir
+
+    so = storage_options if is_url(parent) else None
+    path = scratch_dir(parent, kind, tokenize(parent, kind)[:16], storage_options=so)
+    try:
+        yield path, so
+    finally:
+        remove_owned(path, storage_options=so)
+
+
 @cli.command("partition")
 @click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
 @click.option("--out-dir", required=True, help="Assignment directory to write (<ntype>.txt, partition_meta.json).")
@@ -351,6 +378,7 @@ def _assignment_cluster_options(func: F) -> F:
 @click.option("--max-memory", default=None, metavar="SIZE", help="metis: refuse above this estimate [4GiB].")
 @click.option("--overwrite", is_flag=True, help="Replace an existing assignment in --out-dir.")
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
+@_scratch_option("--out-dir")
 @_assignment_cluster_options
 @_storage_option
 @user_errors
@@ -365,6 +393,7 @@ def partition_command(
     max_memory: str | None,
     overwrite: bool,
     metadata_filename: str,
+    scratch_dir: str | None,
     scheduler: str | None,
     workers: int | None,
     storage_options: dict[str, Any] | None,
@@ -378,7 +407,10 @@ def partition_command(
     so = storage_options
     balance = [b.strip() for b in balance_ntypes.split(",") if b.strip()] if balance_ntypes else None
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=so)
-    with _assignment_cluster(scheduler, workers):
+    with (
+        _assignment_cluster(scheduler, workers),
+        _owned_scratch(scratch_dir or out_dir, "partition", so) as (scratch, scratch_so),
+    ):
         parts = assign_partitions(
             graph,
             num_parts,
@@ -387,6 +419,8 @@ def partition_command(
             balance_ntypes=balance,
             balance_edges=balance_edges,
             max_memory=_parse_size(max_memory, "--max-memory") if max_memory else None,
+            scratch_dir=scratch,
+            storage_options=scratch_so,
         )
         write_assignment(
             out_dir,
@@ -406,7 +440,9 @@ def partition_command(
                 storage_options=so,
                 chunks={t: graph.node_chunks(t) for t in graph.node_types},
             )
-            report = compute_partition_report(graph, written, num_parts)
+            report = compute_partition_report(
+                graph, written, num_parts, scratch_dir=scratch, storage_options=scratch_so
+            )
             report.to_json(join(out_dir, "report.json"), storage_options=so)
         except BaseException:
             retract_assignment(out_dir, storage_options=so)  # a failed command leaves nothing complete
@@ -420,6 +456,7 @@ def partition_command(
 @click.option("--partitions-dir", required=True, help="Assignment directory (DGL's or ours).")
 @click.option("--json", "json_path", default=None, metavar="OUT", help="Also write the report as JSON.")
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
+@_scratch_option("--partitions-dir")
 @_assignment_cluster_options
 @_storage_option
 @user_errors
@@ -428,6 +465,7 @@ def report_command(
     partitions_dir: str,
     json_path: str | None,
     metadata_filename: str,
+    scratch_dir: str | None,
     scheduler: str | None,
     workers: int | None,
     storage_options: dict[str, Any] | None,
@@ -445,7 +483,9 @@ def report_command(
             storage_options=storage_options,
             chunks={t: graph.node_chunks(t) for t in graph.node_types},
         )
-        report = compute_partition_report(graph, parts, meta.num_parts)
+        report = compute_partition_report(
+            graph, parts, meta.num_parts, scratch_dir=scratch_dir or partitions_dir, storage_options=storage_options
+        )
     if json_path:
         report.to_json(json_path, storage_options=storage_options)
     click.echo(report.to_table())
@@ -865,6 +905,7 @@ def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
     help="As DGL's partition_graph: partition per trainer, store node data trainer_id, "
     "coalesce each machine's trainers into one partition.",
 )
+@_scratch_option("--out-dir")
 @_dispatch_options
 @_cluster_options
 @user_errors
@@ -877,6 +918,7 @@ def run_command(
     balance_edges: bool,
     partitions_dir: str | None,
     num_trainers_per_machine: int,
+    scratch_dir: str | None,
     **kw: Any,
 ) -> None:
     """Partition and dispatch in one go: chunked graph -> DGL partitions."""
@@ -902,6 +944,7 @@ def run_command(
             client=client,
             storage_options=so,
             num_trainers_per_machine=num_trainers_per_machine,
+            scratch_dir=scratch_dir,
         )
     _print_result(result)
 
@@ -912,13 +955,7 @@ def run_command(
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
-@click.option(
-    "--scratch-dir",
-    default=None,
-    metavar="DIR",
-    help="Where verify stages its facts (default: a local temporary directory; "
-    "use a shared path or URL when workers run on several hosts).",
-)
+@_scratch_option("--out-dir")
 @_storage_option
 @user_errors
 def verify_command(
@@ -936,7 +973,7 @@ def verify_command(
 
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     with _io_cluster(scheduler, workers):
-        report = verify_partitions(graph, out_dir, storage_options=storage_options, scratch_dir=scratch_dir)
+        report = verify_partitions(graph, out_dir, storage_options=storage_options, scratch_dir=scratch_dir or out_dir)
     if not report.ok:
         for problem in report.problems:
             click.echo(f"problem: {problem}", err=True)

@@ -7,13 +7,16 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+from dask.base import tokenize
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
 from dgl_chunked.errors import OptionError
+from dgl_chunked.io import fs
 from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
-from dgl_chunked.io.owned import check_no_overlap
+from dgl_chunked.io.owned import check_no_overlap, remove_owned
+from dgl_chunked.io.owned import scratch_dir as owned_scratch_dir
 from dgl_chunked.partition import assign_partitions
 
 __all__ = ["run"]
@@ -33,6 +36,7 @@ def run(
     options: DispatchOptions | None = None,
     storage_options: StorageOptions = None,
     client: Any = None,
+    scratch_dir: PathLike | None = None,
 ) -> DispatchResult:
     """Partition ``graph`` with ``method`` and write DGL partitions to ``out_dir``.
 
@@ -52,6 +56,10 @@ def run(
         ``<ntype>/trainer_id``), and coalesce parts ``[p*T, (p+1)*T)`` into partition ``p``.
     options, storage_options, client
         As for :func:`~dgl_chunked.dispatch.dispatch`.
+    scratch_dir
+        Parent of this run's scratch directory ``dglc-run-<token>`` (partitioner
+        data, e.g. ``lp``'s), removed at the end; default ``out_dir``. Local or a URL
+        (with ``storage_options``): every worker must reach it.
 
     Returns
     -------
@@ -68,6 +76,48 @@ def run(
     trainers = num_trainers_per_machine
     if trainers < 1:
         raise OptionError(f"num_trainers_per_machine must be >= 1, found {trainers}")
+    parent = str(out_dir if scratch_dir is None else scratch_dir)
+    so = storage_options if fs.is_url(parent) else None
+    # named after the output: a rerun (resume) finds the same scratch, so the same task keys
+    scratch = owned_scratch_dir(parent, "run", tokenize(str(out_dir), parent)[:16], storage_options=so)
+    try:
+        return _run(
+            graph,
+            out_dir,
+            scratch,
+            so,
+            num_parts=num_parts,
+            method=method,
+            seed=seed,
+            balance_ntypes=balance_ntypes,
+            balance_edges=balance_edges,
+            partitions_dir=partitions_dir,
+            trainers=trainers,
+            options=options,
+            storage_options=storage_options,
+            client=client,
+        )
+    finally:
+        remove_owned(scratch, storage_options=so)
+
+
+def _run(
+    graph: ChunkedGraph,
+    out_dir: PathLike,
+    scratch: str,
+    scratch_options: StorageOptions,
+    *,
+    num_parts: int,
+    method: str,
+    seed: int,
+    balance_ntypes: Sequence[str] | None,
+    balance_edges: bool,
+    partitions_dir: PathLike | None,
+    trainers: int,
+    options: DispatchOptions | None,
+    storage_options: StorageOptions,
+    client: Any,
+) -> DispatchResult:
     parts = assign_partitions(
         graph,
         num_parts * trainers,
@@ -75,6 +125,8 @@ def run(
         seed=seed,
         balance_ntypes=balance_ntypes,
         balance_edges=balance_edges,
+        scratch_dir=scratch,
+        storage_options=scratch_options,
     )
     extra: dict[str, dict[str, da.Array]] = {}
     if trainers > 1:

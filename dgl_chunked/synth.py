@@ -32,6 +32,7 @@ import numpy.typing as npt
 from dask.base import compute
 from dask.delayed import delayed
 
+from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import MetadataError
 from dgl_chunked.io import formats as _formats
@@ -318,14 +319,15 @@ def _plan_edges(spec: SynthSpec, out: str, so: StorageOptions, meta: dict[str, A
     edge_fmt: dict[str, str] = {"name": spec.edge_format}
     if spec.edge_format == "csv":
         edge_fmt["delimiter"] = spec.csv_delimiter
-    write = delayed(_write_edges, pure=True)
+    write = delayed(_write_edges, pure=False)
+    run = run_token(out, spec)
     for etype, count in spec.edge_types.items():
         rows = _split(count, spec.num_edge_chunks) if count else []
         rels = [f"edge_index/{etype}{k}.{_EXT[spec.edge_format]}" for k in range(len(rows))]
         meta["num_edges_per_chunk"].append(rows)
         meta["edges"][etype] = {"format": edge_fmt, "data": rels}
         for k, (rel, n) in enumerate(zip(rels, rows, strict=True)):
-            name = f"dglc-synth-edges-{etype}-{k}"
+            name = (f"dglc-synth-edges-{run}", etype, k)
             tasks.append(write(_fs.join(out, rel), spec, etype, k, n, so, dask_key_name=name))
     return tasks
 
@@ -341,7 +343,8 @@ def _plan_features(
     feats = spec.all_node_features() if kind == "node" else spec.edge_features
     counts: Mapping[str, int] = spec.node_types if kind == "node" else spec.edge_types
     folder = f"{kind}_data"
-    write = delayed(_write_feature, pure=True)
+    write = delayed(_write_feature, pure=False)
+    run = run_token(out, spec, kind)
     for tname, fmap in feats.items():
         rows = _split(counts[tname], spec.feature_chunks(kind))
         for feat in fmap:
@@ -351,7 +354,7 @@ def _plan_features(
                 "data": rels,
             }
             for k, (rel, n) in enumerate(zip(rels, rows, strict=True)):
-                name = f"dglc-synth-{kind}-feature-{tname}-{feat}-{k}"
+                name = (f"dglc-synth-{kind}-feature-{run}", tname, feat, k)
                 tasks.append(
                     write(
                         _fs.join(out, rel),
@@ -423,7 +426,7 @@ def write_synthetic_graph(
             out, SYNTH_KIND, overwrite=overwrite, expected=SYNTH_ENTRIES, storage_options=storage_options
         )
         meta, tasks = _plan(spec, out, storage_options)
-        compute(*tasks)  # type: ignore[no-untyped-call]
+        compute(*tasks)
         text = json.dumps(meta, indent=4, sort_keys=True).encode()
         _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
     return parse_metadata(meta, base_dir=out, storage_options=storage_options)

@@ -45,8 +45,8 @@ one run. Nothing holds the whole input or a whole node-ID space.
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
-import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +56,7 @@ import numpy as np
 import numpy.typing as npt
 from dask.base import tokenize
 
+from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, DglChunkedError
 from dgl_chunked.io import fs
@@ -70,7 +71,7 @@ from dgl_chunked.io.chunked import (
 from dgl_chunked.io.dgl_format import read_graphs, read_tensor_dict
 from dgl_chunked.io.formats import read_edge_chunk, read_feature_chunk
 from dgl_chunked.io.owned import check_no_overlap, remove_owned
-from dgl_chunked.io.owned import scratch_dir as make_scratch_dir
+from dgl_chunked.io.owned import scratch_dir as owned_scratch_dir
 from dgl_chunked.io.partition_config import PartitionConfig, read_partition_config
 
 __all__ = ["PartitionFiles", "VerifyReport", "load_partition_output", "verify_partitions"]
@@ -640,9 +641,9 @@ def verify_partitions(
     storage_options
         fsspec options for ``out_dir`` (and for ``graph`` when it is a path).
     scratch_dir
-        Where the staged facts go (about 16 bytes per node and 40 per edge); default a
-        temporary local directory. Removed afterwards. Use a shared location (a URL)
-        when workers are on several hosts.
+        Where the staged facts go (about 16 bytes per node and 40 per edge), in a new
+        directory ``dglc-verify-<token>`` removed afterwards; default the system temp
+        dir. Use a location every worker reaches (a URL) when they are on several hosts.
     block_rows
         Node IDs per node-check task (and per staged block of the node map).
 
@@ -696,11 +697,11 @@ def verify_partitions(
 
 @contextlib.contextmanager
 def _scratch(scratch_dir: PathLike | None, storage_options: StorageOptions) -> Iterator[tuple[str, StorageOptions]]:
-    """A marked ``dglc-verify-<token>`` directory under ``scratch_dir`` (default: the
-    system's temporary directory), removed afterwards; nothing else there is touched."""
-    parent = tempfile.gettempdir() if scratch_dir is None else str(scratch_dir)
+    """A new marked directory ``dglc-verify-<token>`` under ``scratch_dir`` (default
+    the system temp dir), removed afterwards."""
+    parent = tempfile.gettempdir() if scratch_dir is None else os.fspath(scratch_dir)
     options = storage_options if fs.is_url(parent) else None
-    path = make_scratch_dir(parent, "verify", uuid.uuid4().hex, storage_options=options)
+    path = owned_scratch_dir(parent, "verify", run_token(parent), storage_options=options)
     try:
         yield path, options
     finally:

@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dask
@@ -91,9 +92,27 @@ def process_client(process_cluster: object) -> Iterator[object]:
 DASK = str(Path(sys.executable).parent / "dask")
 
 
-@pytest.fixture
-def scheduler_address(tmp_path: Path) -> Iterator[str]:
-    sched_file = tmp_path / "scheduler.json"
+def _read_address(sched_file: Path, deadline: float) -> str:
+    """The address in a ``--scheduler-file`` once the scheduler has written it whole."""
+    while True:
+        try:
+            return str(json.loads(sched_file.read_text())["address"])
+        except (FileNotFoundError, ValueError, KeyError):
+            if time.monotonic() > deadline:
+                pytest.fail("dask scheduler did not start within 60 s")
+            time.sleep(0.2)
+
+
+@contextmanager
+def dask_processes(
+    workdir: Path, worker_cmd: Callable[[list[str], int], list[str]] | None = None, n_workers: int = 2
+) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
+    """A ``dask scheduler`` and ``n_workers`` ``dask worker`` processes on 127.0.0.1.
+
+    ``worker_cmd(argv, i)`` may wrap worker ``i``'s command line (e.g. in ``unshare``).
+    Yields the scheduler address and the worker processes (index ``i``), then stops them.
+    """
+    sched_file = workdir / "scheduler.json"
     procs = [
         subprocess.Popen(
             [
@@ -111,39 +130,47 @@ def scheduler_address(tmp_path: Path) -> Iterator[str]:
             stderr=subprocess.DEVNULL,
         )
     ]
+    workers: list[subprocess.Popen[bytes]] = []
     try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists():
-            if time.monotonic() > deadline:
-                pytest.fail("dask scheduler did not start within 60 s")
-            time.sleep(0.2)
-        address = json.loads(sched_file.read_text())["address"]
-        for i in range(2):
-            procs.append(
-                subprocess.Popen(
-                    [
-                        DASK,
-                        "worker",
-                        address,
-                        "--nthreads",
-                        "1",
-                        "--no-dashboard",
-                        "--name",
-                        f"w{i}",
-                        "--local-directory",
-                        str(tmp_path / f"w{i}"),
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
+        address = _read_address(sched_file, time.monotonic() + 60)
+        for i in range(n_workers):
+            workers.append(start_worker(address, workdir, i, worker_cmd))
+        procs += workers
         from distributed import Client
 
         with Client(address) as c:
-            c.wait_for_workers(2, timeout=60)
-        yield address
+            c.wait_for_workers(n_workers, timeout=60)
+        yield address, workers
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=30)
+        for proc in reversed(procs + [w for w in workers if w not in procs]):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs + workers:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def start_worker(
+    address: str, workdir: Path, i: int, worker_cmd: Callable[[list[str], int], list[str]] | None = None
+) -> subprocess.Popen[bytes]:
+    """One ``dask worker`` process named ``w<i>`` (one thread), optionally wrapped."""
+    argv = [DASK, "worker", address, "--nthreads", "1", "--no-dashboard", "--name", f"w{i}"]
+    argv += ["--local-directory", str(workdir / f"w{i}")] if worker_cmd is None else []
+    return subprocess.Popen(
+        worker_cmd(argv, i) if worker_cmd else argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+@pytest.fixture
+def scheduler_address(tmp_path: Path) -> Iterator[str]:
+    with dask_processes(tmp_path) as (address, _):
+        yield address
+
+
+@pytest.fixture(scope="module")
+def module_scheduler_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """As ``scheduler_address``, shared by a module's tests."""
+    with dask_processes(tmp_path_factory.mktemp("dask")) as (address, _):
+        yield address

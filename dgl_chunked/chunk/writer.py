@@ -21,7 +21,6 @@ staging folder is removed in any case.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +28,7 @@ import numpy as np
 from dask.base import compute
 from dask.delayed import delayed
 
+from dgl_chunked._dask import run_token
 from dgl_chunked.chunk import tasks
 from dgl_chunked.chunk.plan import GraphPlan, RelationPlan, with_counts
 from dgl_chunked.chunk.readers import EdgeEnds, RowLocator
@@ -57,7 +57,7 @@ class Run:
     def __init__(self, plan: GraphPlan, out: str, stage: str, edge_format: str) -> None:
         self.plan, self.out, self.stage, self.fmt = plan, out, stage, edge_format
         self.so = plan.storage_options
-        self.token = uuid.uuid4().hex[:8]
+        self.token = run_token(out, stage)
         self.B = plan.num_buckets
         self.edge_starts: dict[str, list[int]] = {}
         self.locators: dict[str, RowLocator] = {}

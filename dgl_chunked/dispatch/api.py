@@ -6,7 +6,6 @@ import fnmatch
 import json
 import logging
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -16,6 +15,7 @@ from typing import Any
 import dask
 import dask.array as da
 
+from dgl_chunked._dask import current_client, run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.finalize import (
     PartitionPlan,
@@ -161,25 +161,28 @@ def dispatch(
         graph = open_chunked_graph(graph, storage_options=storage_options)
     parts, num_parts, method = _resolve_assignment(graph, assignment, num_parts, storage_options)
     out = str(out_dir)
-    staging = Staging(
-        staging_location(out, opts.staging_dir, storage_options),
-        storage_options,
-        token=uuid.uuid4().hex,
-        lookup_cache_bytes=opts.lookup_cache_bytes,
-    )
+    staging_root = staging_location(out, opts.staging_dir, storage_options)
     inputs = graph.input_locations()
     if not isinstance(assignment, Mapping):
         inputs["assignment directory"] = str(assignment)
-    check_no_overlap({"--out-dir": out, "staging directory": staging.root}, inputs, storage_options=storage_options)
+    check_no_overlap({"--out-dir": out, "staging directory": staging_root}, inputs, storage_options=storage_options)
     with acquire_lease(out, OUTPUT_KIND, storage_options=storage_options) as lease:
         _prepare_out_dir(out, opts.overwrite, storage_options)
         fingerprint = _fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
+        staging = Staging(
+            staging_root,
+            storage_options,
+            token=run_token(fingerprint, out, staging_root),  # names every task of this run
+            lookup_cache_bytes=opts.lookup_cache_bytes,
+        )
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
         runner = _Runner(client=client, progress=opts.progress)
         plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, storage_options)
         writes = [
-            dask.delayed(_write_partition_once, pure=False)(plan, p, dask_key_name=("dglc-write-partition", p))
+            dask.delayed(_write_partition_once, pure=False)(
+                plan, p, dask_key_name=(f"dglc-write-partition-{staging.token}", p)
+            )
             for p in range(num_parts)
         ]
         summaries = list(runner.compute(writes, "write partitions"))
@@ -418,36 +421,33 @@ class _Runner:
     def run_everywhere(self, func: Callable[[], Any]) -> None:
         """Call ``func()`` in every worker process (and here, for in-process schedulers)."""
         func()
-        client = self.client or _current_client()
+        client = current_client(self.client)
         if client is not None:
             client.run(func)
 
     def _compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
+        """Results in the order of ``tasks``, matched to them by task key."""
         if not tasks:
             return ()
-        client = self.client or _current_client()
+        by_key = {task.key: task for task in tasks}
+        if len(by_key) != len(tasks):  # a key named twice would silently share one result
+            raise RuntimeError(f"dispatch stage {stage!r}: {len(tasks) - len(by_key)} task key(s) repeat")
+        client = current_client(self.client)
         if client is not None:
-            futures = client.compute(list(tasks))
+            futures = client.compute(list(by_key.values()))  # a future's key is its task's
             if self.progress:
                 from distributed import progress
 
                 print(f"[dgl-chunked] {stage}")
                 progress(futures)
                 print()
-            return tuple(client.gather(futures))
-        from dask.diagnostics import ProgressBar
+            results = {f.key: value for f, value in zip(futures, client.gather(futures), strict=True)}
+        else:
+            from dask.diagnostics import ProgressBar
 
-        with ProgressBar() if self.progress else nullcontext():
-            return tuple(dask.compute(*tasks))
-
-
-def _current_client() -> Any:
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
+            with ProgressBar() if self.progress else nullcontext():
+                (results,) = dask.compute(by_key)
+        return tuple(results[task.key] for task in tasks)
 
 
 def _warn_empty(data: Mapping[str, Mapping[str, Any]], names: Sequence[str], layout: IdLayout, kind: str) -> None:

@@ -346,7 +346,9 @@ def publish_partition(out_dir: str, part: int, storage_options: StorageOptions) 
     if filesystem.exists(final_inner):
         filesystem.rm(final_inner, recursive=True)
     if fs.is_url(out_dir) and not out_dir.startswith("file://"):
-        # object stores have no directories: move the objects one by one
+        # object stores have no directories: move the objects one by one, as listed now
+        # (workers wrote them: a listing cached in this process may be stale)
+        filesystem.invalidate_cache(tmp_inner)
         for src in filesystem.find(tmp_inner):
             filesystem.mv(src, final_inner + src[len(tmp_inner) :])
     else:

@@ -72,7 +72,7 @@ def stage_nodes(
                     block,
                     num_parts,
                     f"assignment of {ntype!r}",
-                    dask_key_name=("dglc-stage-assignment", len(count_tasks)),
+                    dask_key_name=(f"dglc-stage-assignment-{staging.token}", len(count_tasks)),
                 )
             )
     flat = iter(runner.compute(count_tasks, "stage assignment"))
@@ -90,7 +90,7 @@ def stage_nodes(
             start,
             min(start + block_rows, meta.num_nodes(ntype)),
             layout.block_bases[t][b],
-            dask_key_name=("dglc-number-nodes", t, b),
+            dask_key_name=(f"dglc-number-nodes-{staging.token}", t, b),
         )
         for t, ntype in enumerate(meta.node_types)
         for b, start in enumerate(starts_per_type[t])
@@ -128,7 +128,7 @@ def stage_edges_and_features(
                 meta.num_nodes(spec.src_type),
                 meta.num_nodes(spec.dst_type),
                 part_starts,
-                dask_key_name=("dglc-stage-edges", meta.etype_id(spec.name), c),
+                dask_key_name=(f"dglc-stage-edges-{staging.token}", meta.etype_id(spec.name), c),
             )
             for c, ref in enumerate(graph.edge_chunks(spec.name))
         ]
@@ -172,7 +172,7 @@ def _extra_node_data_tasks(staging: Staging, extra: ExtraNodeData, num_parts: in
                             int(starts[b]),
                             block,
                             num_parts,
-                            dask_key_name=("dglc-stage-node-data", ntype, name, b),
+                            dask_key_name=(f"dglc-stage-node-data-{staging.token}", ntype, name, b),
                         )
                         for b, block in enumerate(blocks)
                     ],
@@ -223,7 +223,7 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int) -
                             k,
                             ref,
                             num_parts,
-                            dask_key_name=("dglc-stage-node-features", ntype, feat, k),
+                            dask_key_name=(f"dglc-stage-node-features-{staging.token}", ntype, feat, k),
                         )
                         for k, ref in enumerate(refs)
                     ],
@@ -257,7 +257,7 @@ def _edge_feature_tasks(
                             num_parts,
                             bounds,
                             *edge_tasks[etype],
-                            dask_key_name=("dglc-stage-edge-features", etype, feat, k),
+                            dask_key_name=(f"dglc-stage-edge-features-{staging.token}", etype, feat, k),
                         )
                         for k, ref in enumerate(refs)
                     ],

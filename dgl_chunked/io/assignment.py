@@ -42,6 +42,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PartArray, PathLike, StorageOptions
 from dgl_chunked._version import __version__
 from dgl_chunked.errors import AssignmentError, OutputExistsError
@@ -624,7 +625,8 @@ def _write_assignment(
         group = _zarr_group(zarr_path, "w", storage_options)
     pieces: dict[str, list[str]] = {}
     tasks = []
-    write = dask.delayed(_write_block, pure=True)
+    write = dask.delayed(_write_block, pure=False)
+    run = run_token(out, num_parts, {t: getattr(v, "name", None) for t, v in parts.items()})
     for ntype, values in parts.items():
         arr = _as_blocks(values, ntype)
         n, chunk = int(arr.shape[0]), int(arr.chunks[0][0]) or 1
@@ -634,16 +636,19 @@ def _write_assignment(
             )
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])]).tolist()
         pieces[ntype] = [f"{tmp_dir}/{ntype}.{i}.txt" for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
+        # unoptimised: optimising each block apart would rename (and so rerun) a task
+        # shared by all blocks, such as the lp driver
+        blocks = arr.to_delayed(optimize_graph=False).ravel()
         tasks += [
             write(
-                arr.blocks[i],
+                blocks[i],
                 text_path=f"{tmp_dir}/{ntype}.{i}.txt",
                 zarr_path=zarr_path,
                 ntype=ntype,
                 start=starts[i],
                 num_parts=num_parts,
                 storage_options=storage_options,
-                dask_key_name=f"dglc-write-assignment-{arr.name}-{i}",
+                dask_key_name=(f"dglc-write-assignment-{run}", ntype, i),
             )
             for i in range(arr.numblocks[0])
             if arr.chunks[0][i]

@@ -39,7 +39,7 @@ class _State:
     """What the driver knows between rounds (small: per-stratum, per-part and per-block tables)."""
 
     plan: _Plan
-    root: str
+    root: T.ScratchRoot
     num_nodes: int
     block_counts: list[IdArray]  # per edge file: entries per block
     level_counts: list[IdArray]  # per edge file: entries per (block, level)
@@ -117,7 +117,7 @@ def _strata(graph: ChunkedGraph, plan: _Plan) -> tuple[da.Array, int]:
     return da.concatenate(pieces).rechunk(plan.block_rows), base
 
 
-def _stage(graph: ChunkedGraph, plan: _Plan, root: str, num_blocks: int, tasks: TaskGraph) -> list[str]:
+def _stage(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot, num_blocks: int, tasks: TaskGraph) -> list[str]:
     """Staging tasks, one per edge file (each returns its entries and self-loops per block)."""
     md = graph.metadata
     v_dtype = "int32" if md.node_type_offsets[-1] <= np.iinfo(np.int32).max else "int64"
@@ -138,7 +138,7 @@ def _stage(graph: ChunkedGraph, plan: _Plan, root: str, num_blocks: int, tasks: 
     return keys
 
 
-def _prepare(graph: ChunkedGraph, plan: _Plan, root: str) -> _State:
+def _prepare(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot) -> _State:
     """Stage the edges, compute degrees, levels and strata, reorder entries by level: one
     computation (the prepare and restage tasks find their entries from the staging
     tasks' counts themselves, so the driver need not step in between)."""
@@ -309,7 +309,7 @@ def _refine(state: _State) -> None:
             break
 
 
-def run_rounds(graph: ChunkedGraph, plan: _Plan, root: str) -> None:
+def run_rounds(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot) -> None:
     """Stage, place by degree level, retry, fill, refine, place the isolated nodes."""
     try:
         state = _prepare(graph, plan, root)

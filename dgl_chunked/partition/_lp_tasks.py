@@ -29,16 +29,18 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked._typing import IdArray
+from dgl_chunked._typing import IdArray, StorageOptions
+from dgl_chunked.io import fs
 from dgl_chunked.partition import _lp_kernels as K
 from dgl_chunked.partition import _lp_plan as plan_
 
-__all__: list[str] = []
+__all__ = ["ScratchRoot"]
 
 FULL_READ_BYTES = 1 << 26
 """A histogram task reads the whole assignment at once below this size, else block by block."""
@@ -50,62 +52,116 @@ Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight su
 Span = tuple[int, int] | None
 
 
-def create_dirs(root: str) -> None:
+@dataclass(frozen=True)
+class ScratchRoot:
+    """Where a run's scratch files live: a local directory (the fast path: plain
+    ``open``, ``readinto``, memory maps, atomic renames) or an fsspec URL (``s3://``)
+    that workers on other hosts can reach, with its storage options."""
+
+    path: str
+    storage_options: StorageOptions = None
+
+    @property
+    def local(self) -> bool:
+        return not fs.is_url(self.path)
+
+    def join(self, *parts: str) -> str:
+        return os.path.join(self.path, *parts) if self.local else "/".join([self.path.rstrip("/"), *parts])
+
+    def open(self, path: str, mode: str = "rb") -> Any:
+        return open(path, mode) if self.local else fs.open_file(path, mode, self.storage_options)
+
+    def makedirs(self, path: str) -> None:
+        if self.local:
+            os.makedirs(path, exist_ok=True)
+        else:
+            filesystem, inner = fs.filesystem(path, self.storage_options)
+            filesystem.makedirs(inner, exist_ok=True)
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.path) if self.local else fs.exists(self.path, self.storage_options)
+
+    def load(self, path: str, lo: int = 0, hi: int | None = None) -> npt.NDArray[Any]:
+        """Elements ``[lo, hi)`` of the 1-D (or all of a 2-D) ``.npy`` file ``path``."""
+        if self.local:
+            if lo == 0 and hi is None:
+                return np.load(path)  # type: ignore[no-any-return]
+            return np.asarray(np.load(path, mmap_mode="r")[lo:hi])
+        with self.open(path) as f:
+            if lo == 0 and hi is None:
+                return np.load(f)  # type: ignore[no-any-return]
+            offset, dtype, size = _npy_header(f)
+            hi = size if hi is None else min(hi, size)
+            out = np.empty(max(hi - lo, 0), dtype)
+            f.seek(offset + lo * dtype.itemsize)
+            _read_exact(f, out)
+            return out
+
+
+def _read_exact(f: Any, out: npt.NDArray[Any]) -> None:
+    """Fill ``out`` from ``f`` (``readinto`` may return less than asked on a stream)."""
+    view, pos = out.data.cast("B"), 0
+    while pos < view.nbytes:
+        got = f.readinto(view[pos:])
+        if not got:
+            raise OSError(f"{getattr(f, 'path', f)}: file ended {view.nbytes - pos} bytes early")
+        pos += got
+
+
+def create_dirs(root: ScratchRoot) -> None:
     """Create the scratch directories of a run."""
-    for sub in ("result", os.path.join("work", "edges"), os.path.join("work", "blocks")):
-        os.makedirs(os.path.join(root, sub), exist_ok=True)
+    for sub in (("result",), ("work", "edges"), ("work", "blocks")):
+        root.makedirs(root.join(*sub))
 
 
-def _node_file(root: str, b: int, name: str) -> str:
+def _node_file(root: ScratchRoot, b: int, name: str) -> str:
     if name == "part":
-        return os.path.join(root, "result", f"{b}.npy")
-    return os.path.join(root, "work", "blocks", f"{b}-{name}.npy")
+        return root.join("result", f"{b}.npy")
+    return root.join("work", "blocks", f"{b}-{name}.npy")
 
 
-def _edges_file(root: str, c: int, name: str) -> str:
-    return os.path.join(root, "work", "edges", f"{c}-{name}.npy")
+def _edges_file(root: ScratchRoot, c: int, name: str) -> str:
+    return root.join("work", "edges", f"{c}-{name}.npy")
 
 
-def _save(path: str, arr: npt.NDArray[Any]) -> None:
-    """Write ``arr`` to ``path`` through a temporary file and an atomic rename."""
+def _save(root: ScratchRoot, path: str, arr: npt.NDArray[Any]) -> None:
+    """Write ``arr`` to ``path`` through a temporary file and an atomic rename (on an
+    object store one PUT, which is atomic already)."""
+    if not root.local:
+        with root.open(path, "wb") as f:
+            np.save(f, arr)
+        return
     tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     with open(tmp, "wb") as f:
         np.save(f, arr)
     os.replace(tmp, path)
 
 
-def read_block(root: str, b: int, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
+def read_block(root: ScratchRoot, b: int, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
     """Node array ``name`` of block ``b`` (a :func:`_scratch` array with ``scratch``)."""
     if not scratch:
-        return np.load(_node_file(root, b, name))  # type: ignore[no-any-return]
-    with open(_node_file(root, b, name), "rb") as f:
+        return root.load(_node_file(root, b, name))
+    with root.open(_node_file(root, b, name)) as f:
         _, dtype, size = _npy_header(f)
         out = _scratch(f"block-{name}", size, dtype)
-        f.readinto(out.data.cast("B"))
+        _read_exact(f, out)
     return out
 
 
-def write_block(root: str, b: int, name: str, arr: npt.NDArray[Any]) -> None:
+def write_block(root: ScratchRoot, b: int, name: str, arr: npt.NDArray[Any]) -> None:
     """Replace node array ``name`` of block ``b``."""
-    _save(_node_file(root, b, name), arr)
+    _save(root, _node_file(root, b, name), arr)
 
 
-def _read_into(path: str, out: npt.NDArray[Any]) -> None:
-    """Read the ``.npy`` file ``path`` into ``out`` (same dtype and size)."""
-    with open(path, "rb") as f:
-        _npy_header(f)
-        f.readinto(out.data.cast("B"))
-
-
-def read_result(root: str, lo: int, hi: int, block_rows: int) -> npt.NDArray[np.int32]:
+def read_result(root: ScratchRoot, lo: int, hi: int, block_rows: int) -> npt.NDArray[np.int32]:
     """Output chunk ``[lo, hi)`` of the homogeneous assignment."""
     if hi <= lo:
         return np.empty(0, np.int32)
     pieces = []
     for b in range(lo // block_rows, (hi - 1) // block_rows + 1):
         first = b * block_rows
-        part = np.load(_node_file(root, b, "part"), mmap_mode="r")
-        pieces.append(np.array(part[max(lo - first, 0) : hi - first], np.int32))
+        part = root.load(_node_file(root, b, "part"), max(lo - first, 0), hi - first)
+        pieces.append(np.asarray(part, np.int32))
     return np.concatenate(pieces)
 
 
@@ -141,7 +197,7 @@ def release_scratch() -> None:
     _POOLS.clear()
 
 
-def _read_segments(root: str, segs: Segments, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
+def _read_segments(root: ScratchRoot, segs: Segments, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
     """The staged entries ``[lo, hi)`` of every listed edge file, concatenated (into a
     :func:`_scratch` array named ``name`` with ``scratch``, else a new one).
 
@@ -151,13 +207,13 @@ def _read_segments(root: str, segs: Segments, name: str, *, scratch: bool = Fals
     out: npt.NDArray[Any] | None = None
     pos = 0
     for c, lo, hi in segs:
-        with open(_edges_file(root, c, name), "rb") as f:
+        with root.open(_edges_file(root, c, name)) as f:
             offset, dtype, _ = _npy_header(f)
             if out is None:
                 size = sum(h - lo_ for _, lo_, h in segs)
                 out = _scratch(name, size, dtype) if scratch else np.empty(size, dtype)
             f.seek(offset + lo * dtype.itemsize)
-            f.readinto(out[pos : pos + hi - lo].data.cast("B"))
+            _read_exact(f, out[pos : pos + hi - lo])
         pos += hi - lo
     return out if out is not None else np.empty(0, np.int64)
 
@@ -165,7 +221,7 @@ def _read_segments(root: str, segs: Segments, name: str, *, scratch: bool = Fals
 def stage_task(
     ref: Any,
     *,
-    root: str,
+    root: ScratchRoot,
     c: int,
     offsets: tuple[int, int],
     bounds: tuple[int, int],
@@ -186,14 +242,14 @@ def stage_task(
     del src, dst
     loops = np.sort(loops)
     for name, arr in (("u", u), ("v", v), ("loops", loops)):
-        _save(_edges_file(root, c, name), arr)
+        _save(root, _edges_file(root, c, name), arr)
     return counts, np.bincount(loops // block_rows, minlength=num_blocks).astype(np.int64)
 
 
 def prepare_task(
     stratum: npt.NDArray[Any],
     *staged: tuple[IdArray, IdArray],
-    root: str,
+    root: ScratchRoot,
     b: int,
     block_rows: int,
     num_strata: int,
@@ -233,7 +289,7 @@ def prepare_task(
     return table.reshape(K.NUM_LEVELS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
 
 
-def restage_task(staged: tuple[IdArray, IdArray], *, root: str, c: int) -> IdArray:
+def restage_task(staged: tuple[IdArray, IdArray], *, root: ScratchRoot, c: int) -> IdArray:
     """Reorder edge file ``c``'s entries by (block, falling level of ``u``) once every
     block's levels are written; ``staged`` is what :func:`stage_task` returned for it.
     Returns the entries per ``(block, level)`` ``[blocks, 63]``."""
@@ -256,20 +312,20 @@ def restage_task(staged: tuple[IdArray, IdArray], *, root: str, c: int) -> IdArr
         np.take(u[lo:hi], order, out=u_out[lo:hi])
         np.take(v[lo:hi], order, out=v_out[lo:hi])
         counts[b] = np.bincount(level, minlength=max_level + 1)
-    _save(_edges_file(root, c, "u"), u_out)
-    _save(_edges_file(root, c, "v"), v_out)
+    _save(root, _edges_file(root, c, "u"), u_out)
+    _save(root, _edges_file(root, c, "v"), v_out)
     return counts
 
 
-def _span_nodes(root: str, b: int, rows: int, span: Span) -> npt.NDArray[Any]:
+def _span_nodes(root: ScratchRoot, b: int, rows: int, span: Span) -> npt.NDArray[Any]:
     """Block-local IDs of the nodes of ``span``, in histogram-row order."""
     if span is None:
         return np.arange(rows, dtype=np.int32)
-    return np.asarray(np.load(_node_file(root, b, "order"), mmap_mode="r")[span[0] : span[1]])
+    return root.load(_node_file(root, b, "order"), span[0], span[1])
 
 
 def _parts_table(
-    root: str, blocks: range, block_rows: int, num_nodes: int, num_parts: int
+    root: ScratchRoot, blocks: range, block_rows: int, num_nodes: int, num_parts: int
 ) -> npt.NDArray[np.integer[Any]]:
     """The assignment of ``blocks`` (a :func:`_scratch` array); int8 when the parts fit
     (a 4x smaller table stays in cache for the random gather)."""
@@ -282,7 +338,7 @@ def _parts_table(
 
 
 def _neighbour_parts(
-    root: str, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int, num_parts: int
+    root: ScratchRoot, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int, num_parts: int
 ) -> npt.NDArray[np.integer[Any]]:
     """The current partition of every ``v`` (a :func:`_scratch` array): from the whole
     assignment when small, else block by block (one block in memory at a time)."""
@@ -299,7 +355,7 @@ def _neighbour_parts(
 
 
 def _histogram(
-    root: str, b: int, rows: int, segs: Segments, span: Span, *, num_parts: int, block_rows: int, num_nodes: int
+    root: ScratchRoot, b: int, rows: int, segs: Segments, span: Span, *, num_parts: int, block_rows: int, num_nodes: int
 ) -> IdArray:
     """Neighbours per partition of ``span``'s nodes over the listed entries, ``[nodes, P]``."""
     row_of = (
@@ -323,7 +379,7 @@ def _histogram(
 
 
 def hist_task(
-    *, root: str, b: int, block_rows: int, rows: int, num_nodes: int, segs: Segments, span: Span, num_parts: int
+    *, root: ScratchRoot, b: int, block_rows: int, rows: int, num_nodes: int, segs: Segments, span: Span, num_parts: int
 ) -> npt.NDArray[np.int32]:
     """One group of entries' neighbour histogram of block ``b``'s span."""
     return _histogram(
@@ -339,7 +395,9 @@ def sum_task(*hists: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
     return out
 
 
-def _candidates(root: str, b: int, part: npt.NDArray[np.int32], span: Span, mode: str) -> tuple[IdArray, IdArray]:
+def _candidates(
+    root: ScratchRoot, b: int, part: npt.NDArray[np.int32], span: Span, mode: str
+) -> tuple[IdArray, IdArray]:
     """Histogram rows and block-local IDs of the round's candidates (unplaced nodes of
     the span for ``place``, placed ones for ``refine``)."""
     if span is not None:
@@ -355,7 +413,7 @@ def _candidates(root: str, b: int, part: npt.NDArray[np.int32], span: Span, mode
 
 def propose_task(
     *hists: npt.NDArray[np.int32],
-    root: str,
+    root: ScratchRoot,
     b: int,
     block_rows: int,
     rows: int,
@@ -411,7 +469,7 @@ def propose_task(
 
 
 def apply_task(
-    quota: Groups, *, root: str, b: int, block_rows: int, rows: int, num_nodes: int, seed: int, salt: int
+    quota: Groups, *, root: ScratchRoot, b: int, block_rows: int, rows: int, num_nodes: int, seed: int, salt: int
 ) -> Groups:
     """Move block ``b``'s proposals within its quotas; return the moves per group."""
     local, target, keys, weight = read_block(root, b, "moves")
@@ -427,7 +485,7 @@ def apply_task(
 def fill_task(
     fill: Groups,
     *,
-    root: str,
+    root: ScratchRoot,
     b: int,
     block_rows: int,
     rows: int,

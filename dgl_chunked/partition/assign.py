@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
 
 if TYPE_CHECKING:
@@ -48,12 +49,20 @@ class PartitionOptions:
     max_memory
         In-memory methods (``metis``) refuse graphs whose estimated peak exceeds this
         many bytes; None uses the method's default.
+    scratch_dir
+        Where out-of-core methods (``lp``) keep intermediate data: a local directory
+        or an fsspec URL every worker can reach (None: the method's default, a local
+        temporary directory). The caller removes it when done with the arrays.
+    storage_options
+        fsspec options for a ``scratch_dir`` URL.
     """
 
     seed: int = 0
     balance_ntypes: tuple[str, ...] | None = None
     balance_edges: bool = False
     max_memory: int | None = None
+    scratch_dir: str | None = None
+    storage_options: StorageOptions = None
 
 
 @runtime_checkable
@@ -129,6 +138,8 @@ def assign_partitions(
     balance_ntypes: Sequence[str] | None = None,
     balance_edges: bool = False,
     max_memory: int | None = None,
+    scratch_dir: PathLike | None = None,
+    storage_options: StorageOptions = None,
 ) -> dict[str, da.Array]:
     """Assign every node to a partition (lazy: nothing is computed here).
 
@@ -150,6 +161,10 @@ def assign_partitions(
         Also balance owned edges (``metis``).
     max_memory
         Memory limit in bytes for in-memory methods (``metis`` default: 4 GiB).
+    scratch_dir, storage_options
+        Intermediate data of out-of-core methods (``lp``): see :class:`PartitionOptions`.
+        On a cluster whose workers share no local disk pass a URL (``s3://...``) and
+        its fsspec options, and remove it once the arrays are computed.
 
     Returns
     -------
@@ -176,6 +191,8 @@ def assign_partitions(
         balance_ntypes=_check_balance_names(graph, balance_ntypes),
         balance_edges=bool(balance_edges),
         max_memory=max_memory,
+        scratch_dir=None if scratch_dir is None else str(scratch_dir),
+        storage_options=storage_options,
     )
     parts = impl.assign(graph, int(num_parts), options)
     for ntype in graph.metadata.node_types:

@@ -80,7 +80,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass, replace
@@ -88,8 +87,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import AssignmentError, DglChunkedError
-from dgl_chunked.io.owned import remove_owned, scratch_dir
+from dgl_chunked.io import fs
+from dgl_chunked.io.owned import create_owned_dir, remove_owned, scratch_dir
 from dgl_chunked.partition import _lp_tasks as T
 from dgl_chunked.partition._lp_driver import run_rounds
 from dgl_chunked.partition.random import _check_seed
@@ -104,7 +105,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LPConfig", "LPMethod", "run_lp"]
 
-_RESULTS: dict[str, str] = {}  # token -> result root in this process (a recompute reuses it)
+_RESULTS: dict[str, T.ScratchRoot] = {}  # token -> result root in this process (a recompute reuses it)
 _MIN_BLOCKS = 4  # default blocks per graph (when above 4096 rows each): block tasks can share the workers
 _MAX_BLOCK_ROWS = 1 << 18  # default block size from 1M nodes up: per-task memory stops growing there
 
@@ -146,8 +147,10 @@ class LPConfig:
     group_entries
         Staged edge entries per histogram task.
     scratch_dir
-        Parent directory of the scratch stores (None: the system temp dir). On a
-        multi-host cluster it must be a path every worker can read and write.
+        Parent directory of the scratch stores (None: the system temp dir), used when
+        the caller passes no ``scratch_dir`` to :func:`assign_partitions`. On a
+        multi-host cluster it must be a location every worker can read and write (a
+        URL such as ``s3://bucket/scratch``, or a shared file system).
     """
 
     eps: float = 0.05
@@ -196,6 +199,8 @@ class _Plan:
     block_rows: int
     masks: tuple[tuple[int, str], ...]  # (node type ID, bool feature) to balance, in priority order
     token: str = ""
+    scratch_dir: str | None = None  # parent of this run's scratch store (None: the system temp dir)
+    scratch_options: StorageOptions = None  # fsspec options when scratch_dir is a URL
 
 
 class LPMethod:
@@ -233,6 +238,7 @@ class LPMethod:
         from dgl_chunked.partition.metis import _mask_features
 
         md = graph.metadata
+        scratch = options.scratch_dir or self.config.scratch_dir
         plan = _Plan(
             num_parts=num_parts,
             seed=_check_seed(options.seed),
@@ -240,7 +246,11 @@ class LPMethod:
             config=self.config,
             block_rows=self.config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
             masks=tuple(_mask_features(graph, options.balance_ntypes)),
+            scratch_dir=None if scratch is None else str(scratch),
+            scratch_options=options.storage_options if scratch is not None and fs.is_url(scratch) else None,
         )
+        # the plan holds the scratch location: jobs writing elsewhere never share keys,
+        # and a rerun into the same place keeps its keys (a resumed dispatch matches)
         token = tokenize(plan, md.fingerprint(), _input_stamp(graph, plan))
         plan = replace(plan, token=token)
         driver = dask.delayed(run_lp, pure=True)(graph, plan, dask_key_name=f"dglc-assign-lp-driver-{token}")
@@ -282,34 +292,50 @@ def _type_view(driver: Any, offset: int, chunks: tuple[int, ...], name: str, blo
     return da.Array(graph, name, (chunks,), meta=np.empty(0, np.int32))
 
 
-def _remove_quietly(root: str) -> None:
+def _remove_quietly(root: str, storage_options: StorageOptions = None) -> None:
     try:
-        remove_owned(root)
+        remove_owned(root, storage_options=storage_options)
     except (OSError, DglChunkedError) as err:  # at exit: say what is left, never raise
         logger.warning("could not remove the lp scratch %s: %s", root, err)
 
 
-def run_lp(graph: ChunkedGraph, plan: _Plan) -> str:
+def run_lp(graph: ChunkedGraph, plan: _Plan) -> T.ScratchRoot:
     """The driver task: run every round; return the root of the result files.
 
     The work arrays (staged edges, degrees, proposals) are deleted at the end. The
-    result (``4 x num_nodes`` bytes) stays under the scratch directory for the output
-    chunks to read until this process exits; computing the same arrays again in this
-    process reuses it.
+    result (``4 x num_nodes`` bytes) stays in the scratch store for the output chunks
+    to read: in a temporary local directory until this process exits, else under
+    ``plan.scratch_dir`` until the caller removes that. Computing the same arrays
+    again in this process reuses it.
     """
     known = _RESULTS.get(plan.token)
-    if known is not None and os.path.isdir(known):
+    if known is not None and known.exists():
         return known
-    parent = plan.config.scratch_dir or tempfile.gettempdir()
-    root = scratch_dir(parent, "lp", uuid.uuid4().hex)  # marked as ours: only it is ever removed
-    atexit.register(_remove_quietly, root)
+    root = _new_root(plan)
     if not graph.metadata.node_type_offsets[-1]:
         return root  # no nodes: every output chunk is empty and reads nothing
+    so = root.storage_options
     try:
+        work = create_owned_dir(root.join("work"), "lp-work", storage_options=so)
         run_rounds(graph, plan, root)
     except BaseException:
-        _remove_quietly(root)
+        _remove_quietly(root.path, so)
         raise
-    shutil.rmtree(os.path.join(root, "work"), ignore_errors=True)  # inside our marked root
+    remove_owned(work, storage_options=so)
     _RESULTS[plan.token] = root
     return root
+
+
+def _new_root(plan: _Plan) -> T.ScratchRoot:
+    """The run's scratch store, a marked ``dglc-lp-<token>`` directory under
+    ``plan.scratch_dir`` (local or URL: every worker must reach it), or under the
+    system temp dir (removed at exit) without one. A rerun of the driver (a worker
+    died) gets a new one; the caller removes them all with ``scratch_dir``."""
+    # one store per execution: a driver rerun while the first still runs must not share it
+    name = f"{plan.token[:16]}-{uuid.uuid4().hex[:16]}"
+    if plan.scratch_dir is None:
+        path = scratch_dir(tempfile.gettempdir(), "lp", name)
+        atexit.register(_remove_quietly, path)
+        return T.ScratchRoot(path)
+    path = scratch_dir(plan.scratch_dir, "lp", name, storage_options=plan.scratch_options)
+    return T.ScratchRoot(path, plan.scratch_options)

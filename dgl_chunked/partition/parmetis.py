@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PartArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError, MetadataError, OptionError, OutputExistsError
 from dgl_chunked.io import fs as _fs
@@ -247,11 +248,11 @@ def _mask_arrays(graph: ChunkedGraph, names: Sequence[str]) -> list[list[da.Arra
 def _node_tasks(
     graph: ChunkedGraph, masks: list[list[da.Array | None]], tmp: str, storage_options: StorageOptions
 ) -> tuple[list[Delayed], list[str]]:
-    from dask.base import tokenize
     from dask.delayed import delayed
 
     tasks, pieces = [], []
-    write = delayed(_write_node_piece, pure=True)
+    write = delayed(_write_node_piece, pure=False)
+    run = run_token(tmp)
     for t, ntype in enumerate(graph.node_types):
         chunks = graph.node_chunks(ntype)
         if not sum(chunks):
@@ -272,7 +273,7 @@ def _node_tasks(
                     start=bounds[c],
                     stop=bounds[c + 1],
                     storage_options=storage_options,
-                    dask_key_name=f"dglc-parmetis-nodes-{t}-{c}-{tokenize(path, args)}",
+                    dask_key_name=(f"dglc-parmetis-nodes-{run}", t, c),
                 )
             )
             pieces.append(path)
@@ -310,7 +311,6 @@ def _edge_frame(graph: ChunkedGraph, unordered: bool) -> dd.DataFrame | None:
 def _edge_tasks(
     graph: ChunkedGraph, unordered: bool, bucket_rows: int, tmp: str, storage_options: StorageOptions
 ) -> tuple[list[Delayed], list[str]]:
-    from dask.base import tokenize
     from dask.delayed import delayed
 
     frame = _edge_frame(graph, unordered)
@@ -319,7 +319,8 @@ def _edge_tasks(
     total = int(graph.edge_type_offsets[-1])
     buckets = max(1, -(-total // bucket_rows))
     parts = frame.shuffle(on="key", npartitions=buckets).to_delayed()
-    write = delayed(_write_edge_piece, pure=True)
+    write = delayed(_write_edge_piece, pure=False)
+    run = run_token(tmp, unordered)
     pieces = [f"{tmp}/edges-{b:07d}.txt" for b in range(len(parts))]
     tasks = [
         write(
@@ -328,7 +329,7 @@ def _edge_tasks(
             unordered=unordered,
             etype_offsets=graph.edge_type_offsets,
             storage_options=storage_options,
-            dask_key_name=f"dglc-parmetis-edges-{b}-{tokenize(part, path, unordered)}",
+            dask_key_name=(f"dglc-parmetis-edges-{run}", b),
         )
         for b, (part, path) in enumerate(zip(parts, pieces, strict=True))
     ]
@@ -400,6 +401,7 @@ def export_parmetis(
     >>> files = export_parmetis("chunked/", "pm/", balance_masks=["train_mask"])  # doctest: +SKIP
     >>> files.self_loops_dropped, files.duplicates_dropped  # doctest: +SKIP
     """
+
     if dedup not in ("unordered", "ordered"):
         raise OptionError(f"dedup: expected 'unordered' or 'ordered', found {dedup!r}")
     if bucket_rows < 1:
@@ -429,7 +431,6 @@ def _export(
     *,
     compute: bool,
 ) -> ParmetisFiles | Delayed:
-    from dask.base import tokenize
     from dask.delayed import delayed
 
     tmp = _prepare_export(out, _pm.parmetis_file_names(name), overwrite, storage_options)
@@ -447,7 +448,7 @@ def _export(
         storage_options=storage_options,
     )
     finish = delayed(_finish_export, pure=False)(
-        node_tasks, edge_tasks, plan, dask_key_name=f"dglc-parmetis-finish-{tokenize(plan)}"
+        node_tasks, edge_tasks, plan, dask_key_name=f"dglc-parmetis-finish-{run_token(plan)}"
     )
     if not compute:
         return finish  # type: ignore[no-any-return]
@@ -585,7 +586,8 @@ def _scatter(
     )
     divisions = tuple(lo for _, lo, _ in chunks) + (int(offsets[-1]) - 1,)
     parts = frame.set_index("orig_nid", divisions=divisions).to_delayed()
-    store = delayed(_store_chunk, pure=True)
+    store = delayed(_store_chunk, pure=False)
+    run = run_token(tmp, tuple(files), num_parts)
     paths = [f"{tmp}/chunk-{k:07d}.npy" for k in range(len(chunks))]
     compute(
         *[
@@ -598,16 +600,18 @@ def _scatter(
                 type_names=md.node_types,
                 type_offsets=offsets,
                 storage_options=storage_options,
+                dask_key_name=(f"dglc-parmetis-store-{run}", k),
             )
-            for p, (_, lo, hi), path in zip(parts, chunks, paths, strict=True)
+            for k, (p, (_, lo, hi), path) in enumerate(zip(parts, chunks, paths, strict=True))
         ]
     )
-    load = delayed(_load_chunk, pure=True)
+    load = delayed(_load_chunk, pure=False)
+    index = {path: k for k, path in enumerate(paths)}
     out: dict[str, Any] = {name: np.empty(0, np.int32) for name in md.node_types}
     for name in md.node_types:
         mine = [
             da.from_delayed(
-                load(path, storage_options),
+                load(path, storage_options, dask_key_name=(f"dglc-parmetis-load-{run}", index[path])),
                 shape=(hi - lo,),
                 dtype=np.int32,
                 meta=np.empty(0, np.int32),

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import uuid
 import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -36,11 +35,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.io import fs as _fs
 from dgl_chunked.io.owned import check_no_overlap, remove_owned
-from dgl_chunked.io.owned import scratch_dir as make_scratch_dir
+from dgl_chunked.io.owned import scratch_dir as owned_scratch_dir
 from dgl_chunked.io.zarr_lookup import lookup
 from dgl_chunked.partition.metis import sorted_unique
 
@@ -194,29 +194,47 @@ def edge_stats_block(
     return owned, int(np.count_nonzero(cross)), pairs
 
 
+def _zarr_store(path: str, storage_options: StorageOptions) -> Any:
+    """A Zarr store for a local path or an fsspec URL (every worker opens its own)."""
+    import zarr.storage
+
+    if _fs.is_url(path):
+        return zarr.storage.FsspecStore.from_url(path, storage_options=storage_options or {})
+    return zarr.storage.LocalStore(path)
+
+
 def _edge_task(
-    df: pd.DataFrame, *, store: str, src_type: str, dst_type: str, src_type_id: int, src_offset: int, num_parts: int
+    df: pd.DataFrame,
+    *,
+    store: str,
+    storage_options: StorageOptions,
+    src_type: str,
+    dst_type: str,
+    src_type_id: int,
+    src_offset: int,
+    num_parts: int,
 ) -> tuple[npt.NDArray[np.int64], int, pd.DataFrame]:
     import zarr
 
     src = df["src"].to_numpy(np.int64)
     dst = df["dst"].to_numpy(np.int64)
-    src_part = lookup(zarr.open_array(store=store, path=src_type, mode="r"), src)
-    dst_part = lookup(zarr.open_array(store=store, path=dst_type, mode="r"), dst)
+    opened = _zarr_store(store, storage_options)
+    src_part = lookup(zarr.open_array(store=opened, path=src_type, mode="r"), src)
+    dst_part = lookup(zarr.open_array(store=opened, path=dst_type, mode="r"), dst)
     return edge_stats_block(src_part, dst_part, src + src_offset, src_type_id=src_type_id, num_parts=num_parts)
 
 
 # --- wiring -----------------------------------------------------------------------------
 
 
-def _materialise(parts: Mapping[str, da.Array], store: str) -> dict[str, da.Array]:
+def _materialise(parts: Mapping[str, da.Array], store: str, storage_options: StorageOptions) -> dict[str, da.Array]:
     """Store the assignment as Zarr (one compute); return lazy views of the copy,
     so nothing upstream of ``parts`` (e.g. a METIS task) is evaluated twice."""
     import dask
     import dask.array as da
     import zarr
 
-    group = zarr.open_group(store, mode="w")
+    group = zarr.open_group(_zarr_store(store, storage_options), mode="w")
     writes = []
     for ntype, arr in parts.items():
         n = int(arr.shape[0])
@@ -228,7 +246,10 @@ def _materialise(parts: Mapping[str, da.Array], store: str) -> dict[str, da.Arra
             writes.append(da.store(arr.astype(np.int32).rechunk(chunk), target, lock=False, compute=False))
     dask.compute(*writes)
     return {
-        t: da.from_zarr(group[t], chunks=parts[t].chunks, name=f"dglc-report-parts-{t}-{parts[t].name}") for t in parts
+        t: da.from_zarr(
+            group[t], chunks=parts[t].chunks, name=f"dglc-report-parts-{t}-{run_token(store, parts[t].name)}"
+        )
+        for t in parts
     }
 
 
@@ -261,7 +282,9 @@ def _node_counts(graph: ChunkedGraph, parts: Mapping[str, da.Array], num_parts: 
     return out
 
 
-def _edge_stats(graph: ChunkedGraph, store: str, num_parts: int) -> tuple[dict[str, Any], list[Any]]:
+def _edge_stats(
+    graph: ChunkedGraph, store: str, storage_options: StorageOptions, num_parts: int
+) -> tuple[dict[str, Any], list[Any]]:
     import dask
 
     md = graph.metadata
@@ -271,6 +294,7 @@ def _edge_stats(graph: ChunkedGraph, store: str, num_parts: int) -> tuple[dict[s
     for spec in md.edge_types:
         kw = {
             "store": store,
+            "storage_options": storage_options,
             "src_type": spec.src_type,
             "dst_type": spec.dst_type,
             "num_parts": num_parts,
@@ -309,6 +333,7 @@ def compute_partition_report(
     num_parts: int,
     *,
     scratch_dir: PathLike | None = None,
+    storage_options: StorageOptions = None,
 ) -> PartitionReport:
     """Compute the quality report of an assignment (two Dask computes; see the module docs).
 
@@ -322,10 +347,12 @@ def compute_partition_report(
     num_parts
         Number of partitions; IDs outside ``[0, num_parts)`` raise AssignmentError.
     scratch_dir
-        Local directory in which the temporary Zarr copy of the assignment is made,
-        as ``scratch_dir/dglc-report-<token>`` (marked as ours and removed afterwards;
-        nothing else there is touched). Default: the system's temporary directory. On a
-        multi-host cluster give a path every worker can read.
+        Where the temporary Zarr copy of the assignment goes, in a new directory
+        ``dglc-report-<token>`` removed afterwards: a local path or an fsspec URL
+        (default: the system temp dir). On a cluster whose workers share no local
+        disk give a URL every worker can reach (``s3://bucket/scratch``).
+    storage_options
+        fsspec options for a ``scratch_dir`` URL.
 
     Returns
     -------
@@ -348,17 +375,18 @@ def compute_partition_report(
     if scratch_dir is not None:
         check_no_overlap({"scratch_dir": os.fspath(scratch_dir)}, graph.input_locations())
     parent = tempfile.gettempdir() if scratch_dir is None else os.fspath(scratch_dir)
-    root = make_scratch_dir(parent, "report", uuid.uuid4().hex)  # marked: only it is removed
-    store = os.path.join(root, "assignment.zarr")
+    so = storage_options if _fs.is_url(parent) else None
+    root = owned_scratch_dir(parent, "report", run_token(parent), storage_options=so)
+    store = _fs.join(root, "assignment.zarr")
     try:
-        stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store)
+        stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store, so)
         nodes = _node_counts(graph, stored, num_parts)
-        edges, pairs = _edge_stats(graph, store, num_parts)
+        edges, pairs = _edge_stats(graph, store, so, num_parts)
         with warnings.catch_warnings():  # delayed edge tasks feed a DataFrame shuffle: expected
             warnings.filterwarnings("ignore", message="Computing mixed collections", category=UserWarning)
             nodes, edges, halo = dask.compute(nodes, edges, _halo_counts(pairs))
     finally:
-        remove_owned(root)
+        remove_owned(root, storage_options=so)
     halo_nodes = {t: [0] * num_parts for t in graph.metadata.node_types}
     for (p, t), n in halo.items() if halo is not None else []:
         halo_nodes[graph.metadata.node_types[int(t)]][int(p)] += int(n)
