@@ -341,16 +341,27 @@ def _scratch_option(default: str) -> Callable[[F], F]:
 
 
 @contextlib.contextmanager
-def _owned_scratch(parent: str, kind: str, storage_options: dict[str, Any] | None) -> Any:
+def _owned_scratch(
+    parent: str,
+    kind: str,
+    storage_options: dict[str, Any] | None,
+    *,
+    outputs: dict[str, str],
+    inputs: dict[str, str],
+) -> Any:
     """A marked scratch folder ``parent/dglc-<kind>-<token>``, removed afterwards; yields
-    ``(path, fsspec options for it)``."""
+    ``(path, fsspec options for it)``. ``outputs`` (the scratch parent among them) are
+    checked against ``inputs`` first, so a refused command creates nothing."""
     from dask.base import tokenize
 
-    from dgl_chunked.io.fs import is_url
-    from dgl_chunked.io.owned import remove_owned, scratch_dir
+    from dgl_chunked.io.fs import is_url, join
+    from dgl_chunked.io.owned import check_no_overlap, remove_owned, scratch_dir
 
+    token = tokenize(parent, kind)[:16]
+    where = join(parent, f"dglc-{kind}-{token}")  # what is written; ``parent`` is only created if missing
+    check_no_overlap({**outputs, "scratch directory": where}, inputs, storage_options=storage_options)
     so = storage_options if is_url(parent) else None
-    path = scratch_dir(parent, kind, tokenize(parent, kind)[:16], storage_options=so)
+    path = scratch_dir(parent, kind, token, storage_options=so)
     try:
         yield path, so
     finally:
@@ -409,7 +420,13 @@ def partition_command(
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=so)
     with (
         _assignment_cluster(scheduler, workers),
-        _owned_scratch(scratch_dir or out_dir, "partition", so) as (scratch, scratch_so),
+        _owned_scratch(
+            scratch_dir or out_dir,
+            "partition",
+            so,
+            outputs={"--out-dir": out_dir},
+            inputs=graph.input_locations(),
+        ) as (scratch, scratch_so),
     ):
         parts = assign_partitions(
             graph,

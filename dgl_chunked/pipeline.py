@@ -67,7 +67,15 @@ def run(
     """
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
-    if partitions_dir is not None:  # before anything is written: dispatch checks the rest
+    parent = str(out_dir if scratch_dir is None else scratch_dir)
+    # named after the output: a rerun (resume) finds the same scratch, so the same task keys
+    scratch_name = f"dglc-run-{tokenize(str(out_dir), parent)[:16]}"
+    check_no_overlap(  # before anything (the scratch first) is written
+        {"--out-dir": str(out_dir), "scratch directory": fs.join(parent, scratch_name)},
+        graph.input_locations(),
+        storage_options=storage_options,
+    )
+    if partitions_dir is not None:
         check_no_overlap(
             {"--partitions-dir": str(partitions_dir)},
             {**graph.input_locations(), "--out-dir": str(out_dir)},
@@ -76,10 +84,8 @@ def run(
     trainers = num_trainers_per_machine
     if trainers < 1:
         raise OptionError(f"num_trainers_per_machine must be >= 1, found {trainers}")
-    parent = str(out_dir if scratch_dir is None else scratch_dir)
     so = storage_options if fs.is_url(parent) else None
-    # named after the output: a rerun (resume) finds the same scratch, so the same task keys
-    scratch = owned_scratch_dir(parent, "run", tokenize(str(out_dir), parent)[:16], storage_options=so)
+    scratch = owned_scratch_dir(parent, "run", scratch_name.removeprefix("dglc-run-"), storage_options=so)
     try:
         return _run(
             graph,

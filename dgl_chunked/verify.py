@@ -665,10 +665,7 @@ def verify_partitions(
     config = read_partition_config(out_dir, storage_options=storage_options)
     if not _check_maps(graph, config, report):
         return report
-    if scratch_dir is not None:
-        inputs = {**graph.input_locations(), "partitioned output": str(out_dir)}
-        check_no_overlap({"--scratch-dir": str(scratch_dir)}, inputs, storage_options=storage_options)
-    with _scratch(scratch_dir, storage_options) as (scratch, scratch_options):
+    with _scratch(scratch_dir, graph.input_locations(), storage_options) as (scratch, scratch_options):
         plan = _make_plan(graph, config, str(out_dir), storage_options, scratch, scratch_options, block_rows)
         if not _check_config(graph, config, plan, report):
             return report
@@ -696,12 +693,20 @@ def verify_partitions(
 
 
 @contextlib.contextmanager
-def _scratch(scratch_dir: PathLike | None, storage_options: StorageOptions) -> Iterator[tuple[str, StorageOptions]]:
+def _scratch(
+    scratch_dir: PathLike | None, inputs: dict[str, str], storage_options: StorageOptions
+) -> Iterator[tuple[str, StorageOptions]]:
     """A new marked directory ``dglc-verify-<token>`` under ``scratch_dir`` (default
-    the system temp dir), removed afterwards."""
+    the system temp dir), removed afterwards.
+
+    Only that directory is written, so only it must stay clear of the chunked input;
+    inside the (marked) output it verifies it is a marked child like a run's scratch.
+    """
     parent = tempfile.gettempdir() if scratch_dir is None else os.fspath(scratch_dir)
     options = storage_options if fs.is_url(parent) else None
-    path = owned_scratch_dir(parent, "verify", run_token(parent), storage_options=options)
+    token = run_token(parent)
+    check_no_overlap({"scratch directory": fs.join(parent, f"dglc-verify-{token}")}, inputs)
+    path = owned_scratch_dir(parent, "verify", token, storage_options=options)
     try:
         yield path, options
     finally:

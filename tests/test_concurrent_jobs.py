@@ -154,7 +154,8 @@ def _check(jobs: list[str], graphs: dict[str, Path], outs: dict[str, Path], alon
         assert report.ok, (job, report.problems)
         assert output_files(outs[job]) == alone[job], f"{job}: output differs from the job run alone"
         left = sorted(p.name for p in outs[job].iterdir())
-        assert left == ["metadata.json"] + [f"part{p}" for p in range(JOBS[job][1])], f"{job}: left {left}"
+        parts = [f"part{p}" for p in range(JOBS[job][1])]
+        assert left == [".dglc-owned.json", "metadata.json", *parts], f"{job}: left {left} (no scratch, no staging)"
 
 
 def test_jobs_on_other_graphs_and_other_options_at_once(graphs, alone, module_scheduler_address, tmp_path):

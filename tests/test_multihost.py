@@ -204,7 +204,11 @@ def _assert_clean(cluster: Cluster, *keys: str) -> None:
     """No staging, scratch or temporary entries left under the outputs."""
     for key in keys:
         names = {p.rsplit("/", 1)[-1] for p in cluster.fs.ls(f"{BUCKET}/{key}", refresh=True)}
-        assert not {n for n in names if n.startswith(("_staging", "_tmp", "dglc-", ".dglc-"))}, (key, names)
+        assert ".dglc-owned.json" in names, (key, names)  # the ownership marker stays with the output
+        assert not {n for n in names - {".dglc-owned.json"} if n.startswith(("_staging", "_tmp", "dglc-", ".dglc-"))}, (
+            key,
+            names,
+        )
 
 
 def test_run(cluster: Cluster, graph: Path) -> None:
@@ -215,7 +219,7 @@ def test_run(cluster: Cluster, graph: Path) -> None:
 def test_parmetis_export_and_import(cluster: Cluster, graph: Path) -> None:
     cluster.cli("parmetis-export", "--in-dir", cluster.url("chunked"), "--out-dir", cluster.url("pm"))
     names = sorted(p.rsplit("/", 1)[-1] for p in cluster.fs.ls(f"{BUCKET}/pm"))
-    assert names == ["synth_edges.txt", "synth_nodes.txt", "synth_stats.txt"], names
+    assert names == [".dglc-owned.json", "synth_edges.txt", "synth_nodes.txt", "synth_stats.txt"], names
     # a ParMETIS-style result: "<orig_nid> <part_id>" lines, split over two rank files
     num_nodes = sum(json.loads((graph / "metadata.json").read_text())["num_nodes_per_type"])
     part = (np.arange(num_nodes) * 7919 % 3).astype(np.int64)

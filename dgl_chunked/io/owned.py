@@ -210,6 +210,22 @@ def _entries(path: str, storage_options: StorageOptions) -> list[str] | None:
     return sorted(names)
 
 
+def _is_scratch(path: str, name: str, storage_options: StorageOptions) -> bool:
+    """True for a ``dglc-<kind>-<token>`` scratch directory of ours inside ``path``."""
+    return name.startswith("dglc-") and read_marker(fs.join(path, name), storage_options=storage_options) is not None
+
+
+def _contents(path: str, storage_options: StorageOptions) -> list[str]:
+    """Entries of ``path`` beside our marker and our scratch directories.
+
+    A command may keep its scratch under its output (``run``: ``OUT/dglc-run-<token>``)
+    while the output is being prepared: such a marked child is ours, belongs to the
+    run that made it (which removes it), and is neither foreign nor earlier output.
+    """
+    names = [n for n in _entries(path, storage_options) or [] if n != MARKER_NAME]
+    return [n for n in names if not _is_scratch(path, n, storage_options)]
+
+
 def _foreign_message(path: str, names: list[str], what: str) -> str:
     more = f" (and {len(names) - 1} more)" if len(names) > 1 else ""
     return f"{path}: {what}; found {fs.join(path, names[0])!r}{more}, which dgl_chunked did not write"
@@ -230,6 +246,7 @@ def create_owned_dir(path: str, kind: str, *, storage_options: StorageOptions = 
     path = os.fspath(path)
     names = _entries(path, storage_options)
     marker = read_marker(path, storage_options=storage_options) if names else None
+    names = _contents(path, storage_options) if names else names
     if marker is not None:
         if marker.kind != kind:
             raise ForeignDataError(
@@ -259,9 +276,8 @@ def scratch_dir(parent: str, kind: str, token: str, *, storage_options: StorageO
 
 def foreign_entries(path: str, expected: Iterable[str], *, storage_options: StorageOptions = None) -> list[str]:
     """Names directly inside ``path`` that match none of the ``expected`` glob patterns."""
-    patterns = [MARKER_NAME, *expected]
-    names = _entries(os.fspath(path), storage_options) or []
-    return [n for n in names if not any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    names = _contents(os.fspath(path), storage_options)
+    return [n for n in names if not any(fnmatch.fnmatchcase(n, p) for p in expected)]
 
 
 def require_owned(
@@ -301,7 +317,7 @@ def _rm_entries(path: str, names: Iterable[str], storage_options: StorageOptions
 
 
 def clear_owned(path: str, *, expected: Iterable[str], storage_options: StorageOptions = None) -> None:
-    """Empty the marked directory ``path`` (its marker stays), checking every entry first.
+    """Empty the marked directory ``path`` (its marker and our scratch dirs stay), checking every entry first.
 
     Raises
     ------
@@ -311,8 +327,7 @@ def clear_owned(path: str, *, expected: Iterable[str], storage_options: StorageO
     """
     path = os.fspath(path)
     if require_owned(path, expected=expected, verb="cleared", storage_options=storage_options):
-        names = [n for n in _entries(path, storage_options) or [] if n != MARKER_NAME]
-        _rm_entries(path, names, storage_options)
+        _rm_entries(path, _contents(path, storage_options), storage_options)
 
 
 def remove_owned(
@@ -369,7 +384,7 @@ def prepare_owned_output(
     from dgl_chunked.errors import OutputExistsError
 
     path = create_owned_dir(path, kind, storage_options=storage_options)
-    names = [n for n in _entries(path, storage_options) or [] if n != MARKER_NAME]
+    names = _contents(path, storage_options)
     if names and not overwrite:
         raise OutputExistsError(
             f"{path}: expected a new or empty output directory, found an earlier {kind} output "

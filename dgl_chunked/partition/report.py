@@ -372,11 +372,12 @@ def compute_partition_report(
             f"report: supports fewer than 2**40 nodes and 2**23 partitions, found "
             f"{int(graph.metadata.node_type_offsets[-1])} nodes and {num_parts} partitions"
         )
-    if scratch_dir is not None:
-        check_no_overlap({"scratch_dir": os.fspath(scratch_dir)}, graph.input_locations())
     parent = tempfile.gettempdir() if scratch_dir is None else os.fspath(scratch_dir)
     so = storage_options if _fs.is_url(parent) else None
-    root = owned_scratch_dir(parent, "report", run_token(parent), storage_options=so)
+    token = run_token(parent)
+    # where we write is the marked child, never scratch_dir itself: only it must avoid the input
+    check_no_overlap({"scratch directory": _fs.join(parent, f"dglc-report-{token}")}, graph.input_locations())
+    root = owned_scratch_dir(parent, "report", token, storage_options=so)
     store = _fs.join(root, "assignment.zarr")
     try:
         stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store, so)
