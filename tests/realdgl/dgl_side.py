@@ -13,7 +13,14 @@ Modes::
     distgraph CONFIG.json OUT.npz     1-partition config: DistGraph in standalone mode
     distgraph-server CONFIG.json OUT.npz
                                       1-partition config: a DistGraphServer on 127.0.0.1 in a
-                                      child process (os.posix_spawn) and a DistGraph client
+                                      child process (os.posix_spawn) and a DistGraph client;
+                                      DGLC_USE_GRAPHBOLT=1 serves fused_csc_sampling_graph.pt
+    graphbolt CONFIG.json OUT.npz     load_partition(use_graphbolt=True) per part: every field
+                                      of the FusedCSCSamplingGraph, "p{i}/gb/..." (DGL's own
+                                      partition check runs when edge _ID is stored)
+    to-graphbolt CONFIG.json EIDS INNER_NODE INNER_EDGE OUT.npz
+                                      dgl_partition_to_graphbolt(CONFIG, store_eids=EIDS, ...)
+                                      with flags 0/1, in place (run it on a copy)
 """
 
 from __future__ import annotations
@@ -232,6 +239,43 @@ def mode_distserver(config: str, ip_config: str, ready_fd: str) -> None:
     server.start()
 
 
+def mode_graphbolt(config: str, out: dict[str, np.ndarray], info: dict) -> None:
+    from dgl.distributed.partition import _verify_graphbolt_partition
+
+    os.environ.pop("DGL_DIST_DEBUG", None)  # its check requires edge _ID: run it only then
+    with open(config) as f:
+        num_parts = json.load(f)["num_parts"]
+    for i in range(num_parts):
+        g, _, _, gpb, graph_name, ntypes, etypes = dgl.distributed.load_partition(
+            config, i, load_feats=False, use_graphbolt=True
+        )
+        facts = {"type": type(g).__name__, "node_type_to_id": g.node_type_to_id, "edge_type_to_id": g.edge_type_to_id}
+        for name in ("csc_indptr", "indices", "node_type_offset", "type_per_edge"):
+            value = getattr(g, name)
+            facts[name] = None if value is None else str(value.dtype)
+            if value is not None:
+                out[f"p{i}/gb/{name}"] = to_numpy(value)
+        for kind in ("node_attributes", "edge_attributes"):
+            attrs = getattr(g, kind)
+            facts[kind] = None if attrs is None else {k: str(v.dtype) for k, v in attrs.items()}
+            for key, value in (attrs or {}).items():
+                out[f"p{i}/gb/{kind}/{key}"] = to_numpy(value)
+        if g.edge_attributes is not None and dgl.EID in g.edge_attributes:
+            _verify_graphbolt_partition(g, i, gpb, *dgl.distributed.load_partition_book(config, i)[2:])
+            facts["verified"] = True
+        info[f"p{i}"] = facts
+
+
+def mode_to_graphbolt(config: str, flags: list[str], out: dict[str, np.ndarray], info: dict) -> None:
+    os.environ.pop("DGL_DIST_DEBUG", None)  # debug mode would store every attribute
+    eids, inner_node, inner_edge = (flag == "1" for flag in flags)
+    dgl.distributed.dgl_partition_to_graphbolt(
+        config, store_eids=eids, store_inner_node=inner_node, store_inner_edge=inner_edge
+    )
+    with open(config) as f:
+        info["config"] = json.load(f)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -248,6 +292,10 @@ def main(argv: list[str]) -> int:
         mode_distgraph(inputs[0], out, info)
     elif mode == "distgraph-server":
         mode_distgraph_server(inputs[0], out, info)
+    elif mode == "graphbolt":
+        mode_graphbolt(inputs[0], out, info)
+    elif mode == "to-graphbolt":
+        mode_to_graphbolt(inputs[0], inputs[1:4], out, info)
     elif mode == "distserver":
         mode_distserver(inputs[0], inputs[1], inputs[2])
         return 0

@@ -1,0 +1,242 @@
+"""A partition's graph as GraphBolt CSC, built in bounded memory, and written.
+
+:func:`write_graphbolt_partition` takes the same :class:`HomogeneousGraph` a
+partition's ``graph.dgl`` is written from (local ``src``/``dst`` in edge-id order,
+``ndata``/``edata`` with ``_ID``, ``_TYPE``, ``inner_node``, ``inner_edge``) and
+writes what ``dgl.distributed.dgl_partition_to_graphbolt`` (DGL 2.1) makes of that
+``graph.dgl``: CSC by local destination with every destination's in-edges in
+edge-id order, the fields it keeps and the dtypes it casts them to.
+
+Sorting by destination is a stable bucket sort. Destinations are split into
+ranges whose in-edges fit ``sort_bytes`` (about :data:`BYTES_PER_EDGE` per edge);
+each range is one pass over the edge stream that keeps the range's edges and
+sorts them. When everything fits one range (the usual case) the order is computed
+once and reused for every edge column; otherwise each column repeats the passes,
+so memory stays at one range whatever the partition's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.io._dgl_blocks import Stream, as_stream
+from dgl_chunked.io._dgl_model import HomogeneousGraph
+from dgl_chunked.io.dgl_format import ArrayBlocks
+from dgl_chunked.io.graphbolt import write_graphbolt_graph
+
+__all__ = ["BYTES_PER_EDGE", "SORT_BYTES", "CscSorter", "GraphBoltOptions", "min_dtype", "write_graphbolt_partition"]
+
+SORT_BYTES = 1 << 30
+"""Default memory budget of the destination sort (per partition writer)."""
+BYTES_PER_EDGE = 32
+"""Sort memory per edge of a range: destination, position, order and one column."""
+OUT_BLOCK = 1 << 21
+
+
+@dataclass(frozen=True)
+class GraphBoltOptions:
+    """``dgl_partition_to_graphbolt``'s flags (DGL's names) and the sort budget."""
+
+    store_eids: bool = False
+    store_inner_node: bool = False
+    store_inner_edge: bool = False
+    sort_bytes: int = SORT_BYTES
+
+
+def min_dtype(bound: int, candidates: tuple[Any, ...] = (np.int32, np.int64)) -> np.dtype[Any]:
+    """DGL's ``_cast_to_minimum_dtype``: the first candidate with ``bound < max``."""
+    for dtype in candidates:
+        if bound < np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(candidates[-1])
+
+
+def _full(stream: Stream) -> npt.NDArray[Any]:
+    out = np.empty(stream.shape, dtype=stream.dtype)
+    pos = 0
+    for block in stream.blocks():
+        out[pos : pos + block.shape[0]] = block
+        pos += block.shape[0]
+    return out
+
+
+class CscSorter:
+    """The CSC order of edges by destination, in bounded memory.
+
+    Parameters
+    ----------
+    num_nodes
+        Local node count (destinations lie in ``[0, num_nodes)``).
+    dst
+        Destination stream in edge-id order.
+    sort_bytes
+        Memory budget; ranges hold at most ``sort_bytes // BYTES_PER_EDGE`` edges.
+    """
+
+    def __init__(self, num_nodes: int, dst: Stream, sort_bytes: int = SORT_BYTES) -> None:
+        self.num_nodes = num_nodes
+        self.num_edges = dst.shape[0]
+        self.dst = dst
+        budget = max(1, sort_bytes // BYTES_PER_EDGE)
+        self._single: npt.NDArray[np.int64] | None = None
+        if self.num_edges <= budget:  # one range: keep the order for every column
+            d = _full(dst)
+            self.degree = np.bincount(d, minlength=num_nodes).astype(np.int64)
+            self._single = np.argsort(d, kind="stable").astype(np.int64)
+            self.ranges = [(0, num_nodes)]
+            return
+        self.degree = np.zeros(num_nodes, dtype=np.int64)
+        for block in dst.blocks():
+            self.degree += np.bincount(block, minlength=num_nodes)
+        self.ranges = _ranges(self.degree, budget)
+
+    def indptr(self) -> npt.NDArray[np.int64]:
+        out = np.zeros(self.num_nodes + 1, dtype=np.int64)
+        np.cumsum(self.degree, out=out[1:])
+        return out
+
+    def _range_order(self, lo: int, hi: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Edge ids with destination in ``[lo, hi)`` (ascending) and their stable sort order."""
+        picked, dsts, pos = [], [], 0
+        for block in self.dst.blocks():
+            keep = np.flatnonzero((block >= lo) & (block < hi))
+            picked.append(keep + pos)
+            dsts.append(block[keep])
+            pos += block.shape[0]
+        d = np.concatenate(dsts) if dsts else np.zeros(0, np.int64)
+        return (np.concatenate(picked) if picked else np.zeros(0, np.int64)), np.argsort(d, kind="stable")
+
+    def column(self, stream: Stream, dtype: Any) -> ArrayBlocks:
+        """``stream`` (an edge column in edge-id order) permuted into CSC order, as ``dtype``."""
+        dtype = np.dtype(dtype)
+        shape = (self.num_edges, *stream.shape[1:])
+
+        def blocks() -> Iterator[npt.NDArray[Any]]:
+            if self._single is not None:
+                values = _full(stream)
+                for lo in range(0, self.num_edges, OUT_BLOCK):
+                    yield values[self._single[lo : lo + OUT_BLOCK]].astype(dtype, copy=False)
+                return
+            for lo, hi in self.ranges:
+                edges, order = self._range_order(lo, hi)
+                yield _take(stream, edges)[order].astype(dtype, copy=False)
+
+        return ArrayBlocks(shape, dtype, blocks)
+
+
+def _ranges(degree: npt.NDArray[np.int64], budget: int) -> list[tuple[int, int]]:
+    """Split ``[0, n)`` into destination ranges of at most ``budget`` in-edges (one node may exceed)."""
+    ends = np.cumsum(degree)
+    ranges, lo, base = [], 0, 0
+    n = degree.shape[0]
+    while lo < n:
+        hi = int(np.searchsorted(ends, base + budget, side="right"))
+        hi = max(hi, lo + 1)
+        ranges.append((lo, hi))
+        base = int(ends[hi - 1])
+        lo = hi
+    return ranges or [(0, 0)]
+
+
+def _take(stream: Stream, edges: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+    """Rows ``edges`` (ascending) of a stream, reading it once."""
+    out = np.empty((edges.shape[0], *stream.shape[1:]), dtype=stream.dtype)
+    pos, got = 0, 0
+    for block in stream.blocks():
+        a, b = np.searchsorted(edges, [pos, pos + block.shape[0]])
+        out[got : got + b - a] = block[edges[a:b] - pos]
+        got += b - a
+        pos += block.shape[0]
+    return out
+
+
+def write_graphbolt_partition(
+    path: PathLike,
+    graph: HomogeneousGraph,
+    *,
+    ntypes: Mapping[str, int],
+    etypes: Mapping[str, int],
+    options: GraphBoltOptions = GraphBoltOptions(),
+    storage_options: StorageOptions = None,
+) -> dict[str, Any]:
+    """Write ``fused_csc_sampling_graph.pt`` for one partition graph.
+
+    Parameters
+    ----------
+    path
+        Output file.
+    graph
+        The partition's graph as for ``graph.dgl``; ``ndata["_ID"]`` is required,
+        ``ndata["inner_node"]``, ``edata["_ID"]``, ``edata["_TYPE"]`` and
+        ``edata["inner_edge"]`` when the options or a heterogeneous graph need them.
+    ntypes, etypes
+        The partition config's ``ntypes`` / ``etypes`` (name -> id, config order;
+        etypes as ``"src:rel:dst"``). One of each means homogeneous: no type fields.
+    options
+        Which optional fields to store, and the sort budget.
+
+    Returns
+    -------
+    dict
+        ``{"field": dtype name}`` of what was written (for logs and tests).
+    """
+    where = str(path)
+    n = graph.num_nodes
+    src = as_stream(graph.src, f"{where}: src")
+    dst = as_stream(graph.dst, f"{where}: dst")
+    sorter = CscSorter(n, dst, options.sort_bytes)
+    e = sorter.num_edges
+    homo = len(ntypes) == 1 and len(etypes) == 1
+    edata = {k: as_stream(v, f"{where}: edata[{k!r}]") for k, v in graph.edata.items()}
+    indptr_dtype = min_dtype(e)
+    indptr = sorter.indptr()
+    fields: dict[str, Any] = {
+        "indptr": _array_blocks(indptr, indptr_dtype),
+        "indices": sorter.column(src, min_dtype(n)),
+    }
+    type_per_edge = None
+    if not homo:
+        type_per_edge = sorter.column(edata["_TYPE"], min_dtype(len(etypes), (np.int8, np.int16, np.int32, np.int64)))
+    # _ID stays int64 whatever the counts: DGL 2.1 casts it only among [int64]
+    node_attributes: dict[str, Any] = {"_ID": _cast(graph.ndata["_ID"], np.int64)}
+    if options.store_inner_node:
+        node_attributes["inner_node"] = graph.ndata["inner_node"]
+    edge_attributes: dict[str, Any] = {}
+    if options.store_eids:
+        edge_attributes["_ID"] = sorter.column(edata["_ID"], np.int64)
+    if options.store_inner_edge:
+        edge_attributes["inner_edge"] = sorter.column(edata["inner_edge"], edata["inner_edge"].dtype)
+    write_graphbolt_graph(
+        path,
+        indptr=fields["indptr"],
+        indices=fields["indices"],
+        type_per_edge=type_per_edge,
+        node_type_to_id=None if homo else {t: i for i, t in enumerate(ntypes)},
+        edge_type_to_id=None if homo else dict(etypes),
+        node_attributes=node_attributes,
+        edge_attributes=edge_attributes,
+        storage_options=storage_options,
+    )
+    return {"indptr": str(indptr_dtype), "indices": str(fields["indices"].dtype), "ranges": len(sorter.ranges)}
+
+
+def _array_blocks(values: npt.NDArray[Any], dtype: Any) -> ArrayBlocks:
+    def blocks() -> Iterator[npt.NDArray[Any]]:
+        for lo in range(0, values.shape[0], OUT_BLOCK):
+            yield values[lo : lo + OUT_BLOCK].astype(dtype, copy=False)
+
+    return ArrayBlocks(values.shape, dtype, blocks)
+
+
+def _cast(value: Any, dtype: Any) -> Any:
+    stream = as_stream(value, "ndata")
+    if stream.dtype == np.dtype(dtype):
+        return value
+    make: Callable[[], Iterator[npt.NDArray[Any]]] = lambda: (b.astype(dtype) for b in stream.blocks())  # noqa: E731
+    return ArrayBlocks(stream.shape, dtype, make)
