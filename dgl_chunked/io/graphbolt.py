@@ -92,7 +92,7 @@ def write_graphbolt_graph(
 
     Every tensor argument is a numpy array, memmap, zarr array or
     :class:`~dgl_chunked.io.dgl_format.ArrayBlocks`; it is stored with its own dtype
-    (bool as uint8 is not applied: pass the dtype you want stored) and streamed.
+    (bool too, as torch's BoolStorage) and streamed.
     Dict arguments keep their order, as torch does. ``None`` leaves a field out,
     exactly as GraphBolt's ``GetState`` does for unset optionals.
 
@@ -107,6 +107,8 @@ def write_graphbolt_graph(
 
     def stream(value: Any, name: str) -> Stream:
         s = as_stream(value, f"{where}: {name}")
+        if np.dtype(value.dtype) == np.bool_:  # torch has bool storages: keep the dtype (same bytes)
+            s = Stream(s.shape, np.dtype(np.bool_), s.blocks)
         if s.dtype not in STORAGE_TYPES:
             raise DGLFormatError(f"{where}: {name} has dtype {s.dtype}, which torch storages do not hold here")
         return s

@@ -36,6 +36,8 @@ ALIGN = 64
 """Record data alignment torch uses (``kFieldAlignment``)."""
 ZIP64_LIMIT = 0xFFFFFFFF
 """Sizes and offsets at or above this go to zip64 extra fields (tests lower it)."""
+_MASK32 = 0xFFFFFFFF
+"""What a 32-bit field holds when the value is in the zip64 extra field."""
 
 _LOCAL = struct.Struct("<IHHHHHIIIHH")
 _CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")
@@ -128,8 +130,8 @@ class TorchZipWriter:
         for full, crc, size, offset, flags in self._records:
             big = [v for v in (size, size) if v >= ZIP64_LIMIT] + ([offset] if offset >= ZIP64_LIMIT else [])
             extra = struct.pack("<HH", 1, 8 * len(big)) + struct.pack(f"<{len(big)}Q", *big) if big else b""
-            small_size = min(size, ZIP64_LIMIT)
-            small_offset = min(offset, ZIP64_LIMIT)
+            small_size = _MASK32 if size >= ZIP64_LIMIT else size
+            small_offset = _MASK32 if offset >= ZIP64_LIMIT else offset
             self._write(
                 _CENTRAL.pack(
                     _SIG_CENTRAL, 0, 0, flags, 0, 0, 0, crc, small_size, small_size,
@@ -143,9 +145,12 @@ class TorchZipWriter:
         self._write(_EOCD64.pack(_SIG_EOCD64, 44, 0x031E, 0x2D, 0, 0, n, n, end - start, start))
         self._write(_LOCATOR.pack(_SIG_LOCATOR, 0, end, 1))
         self._write(
-            _EOCD.pack(_SIG_EOCD, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), min(end - start, ZIP64_LIMIT),
-                       min(start, ZIP64_LIMIT), 0)  # fmt: skip
+            _EOCD.pack(_SIG_EOCD, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), _small(end - start), _small(start), 0)
         )
+
+
+def _small(value: int) -> int:
+    return _MASK32 if value >= ZIP64_LIMIT else value
 
 
 def _local_zip64(size: int, offset: int) -> bytes:
@@ -202,7 +207,7 @@ class TorchZipReader:
             raise self._fail("no zip end-of-central-directory record")
         eocd_pos = self.size - tail_len + at
         _, _, _, _, count, cd_size, cd_start, _ = _EOCD.unpack_from(tail, at)
-        if count == 0xFFFF or cd_size == ZIP64_LIMIT or cd_start == ZIP64_LIMIT or eocd_pos >= _LOCATOR.size:
+        if eocd_pos >= _LOCATOR.size:  # torch always writes the zip64 record; others when needed
             loc = self._read_at(eocd_pos - _LOCATOR.size, _LOCATOR.size) if eocd_pos >= _LOCATOR.size else b""
             if loc[:4] == struct.pack("<I", _SIG_LOCATOR):
                 rec = _EOCD64.unpack(self._read_at(_LOCATOR.unpack(loc)[2], _EOCD64.size))
@@ -274,11 +279,11 @@ def _apply_zip64(extra: bytes, usize: int, csize: int, offset: int) -> tuple[int
         tag, length = struct.unpack_from("<HH", extra, pos)
         if tag == 1:
             values = list(struct.unpack_from(f"<{length // 8}Q", extra, pos + 4))
-            if usize == ZIP64_LIMIT and values:
+            if usize == _MASK32 and values:
                 usize = values.pop(0)
-            if csize == ZIP64_LIMIT and values:
+            if csize == _MASK32 and values:
                 csize = values.pop(0)
-            if offset == ZIP64_LIMIT and values:
+            if offset == _MASK32 and values:
                 offset = values.pop(0)
         pos += 4 + length
     return usize, csize, offset
