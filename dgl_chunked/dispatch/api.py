@@ -105,7 +105,9 @@ class DispatchOptions:
         """The GraphBolt writer options, or None for DGL's graph.dgl."""
         if not self.use_graphbolt:
             return None
-        return GraphBoltOptions(self.store_eids, self.store_inner_node, self.store_inner_edge, self.graphbolt_sort_bytes)
+        return GraphBoltOptions(
+            self.store_eids, self.store_inner_node, self.store_inner_edge, self.graphbolt_sort_bytes
+        )
 
 
 @dataclass(frozen=True)

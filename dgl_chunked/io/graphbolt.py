@@ -30,8 +30,14 @@ from fsspec.implementations.local import LocalFileSystem
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io._dgl_blocks import Stream, as_stream
-from dgl_chunked.io._torch_pickle import STORAGE_TYPES, GraphStub, PickleEmitter, ScriptObjectStub, TensorRef
-from dgl_chunked.io._torch_pickle import load_restricted
+from dgl_chunked.io._torch_pickle import (
+    STORAGE_TYPES,
+    GraphStub,
+    PickleEmitter,
+    ScriptObjectStub,
+    TensorRef,
+    load_restricted,
+)
 from dgl_chunked.io.dgl_format import _output
 from dgl_chunked.io.fs import filesystem
 from dgl_chunked.io.torch_zip import TorchZipReader, TorchZipWriter, archive_name

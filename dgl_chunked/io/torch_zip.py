@@ -134,8 +134,23 @@ class TorchZipWriter:
             small_offset = _MASK32 if offset >= ZIP64_LIMIT else offset
             self._write(
                 _CENTRAL.pack(
-                    _SIG_CENTRAL, 0, 0, flags, 0, 0, 0, crc, small_size, small_size,
-                    len(full), len(extra), 0, 0, 0, 0, small_offset,
+                    _SIG_CENTRAL,
+                    0,
+                    0,
+                    flags,
+                    0,
+                    0,
+                    0,
+                    crc,
+                    small_size,
+                    small_size,
+                    len(full),
+                    len(extra),
+                    0,
+                    0,
+                    0,
+                    0,
+                    small_offset,
                 )  # fmt: skip
             )
             self._write(full)
@@ -144,9 +159,7 @@ class TorchZipWriter:
         n = len(self._records)
         self._write(_EOCD64.pack(_SIG_EOCD64, 44, 0x031E, 0x2D, 0, 0, n, n, end - start, start))
         self._write(_LOCATOR.pack(_SIG_LOCATOR, 0, end, 1))
-        self._write(
-            _EOCD.pack(_SIG_EOCD, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), _small(end - start), _small(start), 0)
-        )
+        self._write(_EOCD.pack(_SIG_EOCD, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), _small(end - start), _small(start), 0))
 
 
 def _small(value: int) -> int:

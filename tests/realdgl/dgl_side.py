@@ -180,6 +180,31 @@ def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
         out[f"sample/{etype_str(c)}/eid"] = to_numpy(sub.edges[c].data[dgl.EID])
 
 
+def read_distgraph_graphbolt(g: object, out: dict[str, np.ndarray], info: dict) -> None:
+    """GraphBolt serving: features and full-fanout sampling with every node as a seed.
+
+    Keys as :func:`read_distgraph` (``sample/...``); ``sample/eid`` only when edge _ID is stored.
+    """
+    info["ntypes"], info["etypes"] = list(g.ntypes), [etype_str(c) for c in g.canonical_etypes]
+    for nt in g.ntypes:
+        for name in g.nodes[nt].data:
+            out[f"ndata/{nt}/{name}"] = to_numpy(g.nodes[nt].data[name][torch.arange(g.num_nodes(nt))])
+    if len(g.canonical_etypes) == 1:
+        sub = g.sample_neighbors(torch.arange(g.num_nodes()), -1)  # passes use_graphbolt
+        src, dst = sub.edges()
+        out["sample/src"], out["sample/dst"] = to_numpy(src), to_numpy(dst)
+        if dgl.EID in sub.edata:
+            out["sample/eid"] = to_numpy(sub.edata[dgl.EID])
+        return
+    seeds = {nt: torch.arange(g.num_nodes(nt)) for nt in g.ntypes if g.num_nodes(nt) > 0}
+    sub = g.sample_neighbors(seeds, -1)
+    for c in sub.canonical_etypes:
+        src, dst = sub.edges(etype=c)
+        out[f"sample/{etype_str(c)}/src"], out[f"sample/{etype_str(c)}/dst"] = to_numpy(src), to_numpy(dst)
+        if dgl.EID in sub.edges[c].data:
+            out[f"sample/{etype_str(c)}/eid"] = to_numpy(sub.edges[c].data[dgl.EID])
+
+
 def mode_distgraph(config: str, out: dict[str, np.ndarray], info: dict) -> None:
     """Standalone-mode DistGraph (1 partition, no server process)."""
     os.environ["DGL_DIST_MODE"] = "standalone"
@@ -215,11 +240,13 @@ def mode_distgraph_server(config: str, out: dict[str, np.ndarray], info: dict) -
             raise RuntimeError(
                 f"DistGraphServer failed while loading {config} (wait status {status}); see its stderr above"
             )
-        dgl.distributed.initialize(ip_config)
+        use_graphbolt = os.environ.get("DGLC_USE_GRAPHBOLT") == "1"
+        dgl.distributed.initialize(ip_config, use_graphbolt=use_graphbolt)
         with open(config) as f:
             graph_name = json.load(f)["graph_name"]
         gpb = dgl.distributed.load_partition_book(config, 0)[0]
-        read_distgraph(dgl.distributed.DistGraph(graph_name, gpb=gpb), out, info)
+        read = read_distgraph_graphbolt if use_graphbolt else read_distgraph
+        read(dgl.distributed.DistGraph(graph_name, gpb=gpb), out, info)
         dgl.distributed.exit_client()  # shuts the server down
     except BaseException:
         if server:
@@ -233,7 +260,17 @@ def mode_distgraph_server(config: str, out: dict[str, np.ndarray], info: dict) -
 
 def mode_distserver(config: str, ip_config: str, ready_fd: str) -> None:
     """Child of distgraph-server: load partition 0, report "ready", serve until the client exits."""
-    server = dgl.distributed.DistGraphServer(0, ip_config, 1, 1, config, graph_format=["csc", "coo"])
+    if os.environ.get("DGLC_USE_GRAPHBOLT") == "1":
+        os.environ.pop("DGL_DIST_DEBUG", None)  # DGL's check needs edge _ID, which is optional here
+    server = dgl.distributed.DistGraphServer(
+        0,
+        ip_config,
+        1,
+        1,
+        config,
+        graph_format=["csc", "coo"],
+        use_graphbolt=os.environ.get("DGLC_USE_GRAPHBOLT") == "1",
+    )
     os.write(int(ready_fd), b"ready")
     os.close(int(ready_fd))
     server.start()

@@ -17,7 +17,10 @@ g = gb.fused_csc_sampling_graph(
     type_per_edge=torch.tensor([0, 1, 0, 1, 1, 0, 0, 0], dtype=torch.int8),
     node_type_to_id={"n1": 0, "n2": 1},
     edge_type_to_id={"n1:e1:n2": 0, "n2:e2:n1": 1},
-    node_attributes={"_ID": torch.arange(4, dtype=torch.int64), "inner_node": torch.tensor([1, 1, 0, 1], dtype=torch.uint8)},
+    node_attributes={
+        "_ID": torch.arange(4, dtype=torch.int64),
+        "inner_node": torch.tensor([1, 1, 0, 1], dtype=torch.uint8),
+    },
     edge_attributes={"_ID": torch.arange(8, dtype=torch.int64)},
 )
 torch.save(g, f"{sys.argv[1]}/hetero.pt")

@@ -1,0 +1,136 @@
+"""GraphBolt partitions written without torch load in real DGL 2.1.0 exactly as DGL's own.
+
+For every case the same graph and assignment are dispatched twice: to DGL's format
+(``graph.dgl``) and with ``use_graphbolt``. Real DGL's ``dgl_partition_to_graphbolt``
+converts a copy of the first; ``load_partition(..., use_graphbolt=True)`` of both must
+give the same fields, dtypes and values. One known difference is asserted as such:
+DGL's converter numbers node types by their order in the config JSON (our config
+sorts keys), so its ``node_type_to_id`` is the sorted enumeration while ours keeps
+the config's own IDs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dgl_chunked.dispatch import DispatchOptions, dispatch
+from dgl_chunked.io.chunked import open_chunked_graph
+from dgl_chunked.io.graphbolt import read_graphbolt_graph
+from dgl_chunked.io.partition_config import read_partition_config
+from dgl_chunked.io.torch_zip import TorchZipReader
+from dgl_chunked.partition import assign_partitions
+from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+from dgl_chunked.verify import load_partition_output
+
+from .harness import assert_same_array, run_dgl_json
+
+pytestmark = pytest.mark.realdgl
+
+FLAGS = {"none": (0, 0, 0), "all": (1, 1, 1), "eids": (1, 0, 0)}
+GRAPHS = {
+    "homogeneous-3": (SynthSpec.homogeneous(400, 2500, feat_dim=4), 3),
+    "hetero-4": (SynthSpec.heterogeneous(scale=1, seed=2), 4),
+}
+
+
+def _dispatch_both(tmp_path: Path, spec: SynthSpec, num_parts: int, flags: tuple[int, int, int]) -> tuple[Path, Path]:
+    write_synthetic_graph(tmp_path / "chunked", spec)
+    graph = open_chunked_graph(tmp_path / "chunked")
+    parts = assign_partitions(graph, num_parts, seed=11)
+    eids, inner_node, inner_edge = (bool(f) for f in flags)
+    base = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
+    gb = replace(base, use_graphbolt=True, store_eids=eids, store_inner_node=inner_node, store_inner_edge=inner_edge)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small types leave partitions without nodes of a type
+        dispatch(graph, parts, tmp_path / "dgl", num_parts=num_parts, options=base)
+        dispatch(graph, parts, tmp_path / "gb", num_parts=num_parts, options=gb)
+    return tmp_path / "dgl", tmp_path / "gb"
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("case", list(GRAPHS))
+def test_load_partition_graphbolt_equals_dgl_converter(tmp_path, case, flags):
+    spec, num_parts = GRAPHS[case]
+    dgl_out, gb_out = _dispatch_both(tmp_path, spec, num_parts, FLAGS[flags])
+    converted = tmp_path / "converted"
+    shutil.copytree(dgl_out, converted)
+    _, conv_info = run_dgl_json("to-graphbolt", str(converted / "metadata.json"), *map(str, FLAGS[flags]))
+    ours, ours_info = run_dgl_json("graphbolt", str(gb_out / "metadata.json"))
+    theirs, theirs_info = run_dgl_json("graphbolt", str(converted / "metadata.json"))
+
+    assert set(ours) == set(theirs)
+    for key in theirs:
+        assert_same_array(ours[key], theirs[key], key)
+    config = read_partition_config(gb_out)
+    hetero = len(config.ntypes) > 1 or len(config.etypes) > 1
+    for p in range(num_parts):
+        mine, dgl = dict(ours_info[f"p{p}"]), dict(theirs_info[f"p{p}"])
+        if hetero:
+            assert mine.pop("node_type_to_id") == config.ntypes
+            assert dgl.pop("node_type_to_id") == {t: i for i, t in enumerate(sorted(config.ntypes))}
+        assert mine == dgl
+        assert mine.get("verified") == (FLAGS[flags][0] == 1 or None)
+        # the pickles are the same bytes apart from that mapping: compare our data.pkl with DGL's
+        ours_pt, dgl_pt = (
+            gb_out / f"part{p}/fused_csc_sampling_graph.pt",
+            converted / f"part{p}/fused_csc_sampling_graph.pt",
+        )
+        if not hetero:
+            assert _pickle(ours_pt) == _pickle(dgl_pt)
+        mine_g, dgl_g = read_graphbolt_graph(ours_pt), read_graphbolt_graph(dgl_pt)
+        np.testing.assert_array_equal(mine_g.indices, dgl_g.indices)
+
+    # the config: part_graph_graphbolt and int64 map dtypes as DGL's converter writes them;
+    # like DGL's partition_graph(use_graphbolt=True) we write no graph.dgl
+    want = conv_info["config"]
+    doc = __import__("json").loads((gb_out / "metadata.json").read_text())
+    assert doc["node_map_dtype"] == want["node_map_dtype"] == "int64"
+    assert doc["edge_map_dtype"] == want["edge_map_dtype"] == "int64"
+    for p in range(num_parts):
+        assert doc[f"part-{p}"]["part_graph_graphbolt"] == want[f"part-{p}"]["part_graph_graphbolt"]
+        assert "part_graph" not in doc[f"part-{p}"] and not (gb_out / f"part{p}/graph.dgl").exists()
+        for name in ("node_feat.dgl", "edge_feat.dgl", "orig_nids.dgl", "orig_eids.dgl"):
+            assert (gb_out / f"part{p}" / name).read_bytes() == (dgl_out / f"part{p}" / name).read_bytes()
+
+
+def _pickle(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return TorchZipReader(f, path.stat().st_size, str(path)).read("data.pkl")
+
+
+@pytest.mark.parametrize(("case", "store_eids"), [("homogeneous", True), ("heterogeneous", False)])
+def test_distgraph_server_samples_in_edges_from_graphbolt(tmp_path, monkeypatch, case, store_eids):
+    spec = SynthSpec.homogeneous(300, 2000, feat_dim=4) if case == "homogeneous" else SynthSpec.heterogeneous(scale=1)
+    dgl_out, gb_out = _dispatch_both(tmp_path, spec, 1, (int(store_eids), 0, 0))
+    monkeypatch.setenv("DGLC_USE_GRAPHBOLT", "1")
+    arrays, info = run_dgl_json("distgraph-server", str(gb_out / "metadata.json"))
+    config, (part,) = load_partition_output(dgl_out)
+    nid, eid = part.ndata["_ID"], part.edata["_ID"]
+    src, dst = nid[part.src], nid[part.dst]  # every edge's endpoints as new homogeneous IDs
+    for key, value in part.node_feats.items():
+        ntype, name = key.split("/")
+        np.testing.assert_array_equal(arrays[f"ndata/{ntype}/{name}"], value)
+    if case == "homogeneous":
+        got_eid = arrays.get("sample/eid", np.zeros(len(arrays["sample/src"])))
+        got = sorted(zip(arrays["sample/dst"], arrays["sample/src"], got_eid, strict=True))
+        want = sorted(zip(dst, src, eid if store_eids else np.zeros(len(src)), strict=True))
+        assert got == want  # every node is a seed: exactly every in-edge, once
+        assert ("sample/eid" in arrays) == store_eids
+        return
+    starts = {t: r[0][0] for t, r in config.node_map.items()}
+    etype_of = part.edata["_TYPE"]
+    for etype, r in config.etypes.items():
+        s_type, _, d_type = etype.split(":")
+        mask = etype_of == r
+        want = sorted(zip(dst[mask] - starts[d_type], src[mask] - starts[s_type], strict=True))
+        got_dst, got_src = arrays.get(f"sample/{etype}/dst", []), arrays.get(f"sample/{etype}/src", [])
+        assert sorted(zip(got_dst, got_src, strict=True)) == want, etype
+        if store_eids and mask.any():
+            e_start = config.edge_map[etype][0][0]
+            assert sorted(arrays[f"sample/{etype}/eid"]) == sorted(eid[mask] - e_start)
