@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 from dgl_chunked import errors
 from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.dispatch import DispatchOptions, DispatchResult, dispatch
+from dgl_chunked.dispatch.convert_graphbolt import convert_to_graphbolt
 from dgl_chunked.io import (
     ChunkedGraph,
     ChunkedGraphMetadata,
@@ -50,6 +51,7 @@ __all__ = [
     "assign_partitions",
     "chunk_graph",
     "compute_partition_report",
+    "convert_to_graphbolt",
     "dispatch",
     "errors",
     "load_partition_output",

@@ -93,6 +93,7 @@ def write_graphbolt_graph(
     node_attributes: Mapping[str, Any] | None = None,
     edge_attributes: Mapping[str, Any] | None = None,
     storage_options: StorageOptions = None,
+    archive: str | None = None,
 ) -> None:
     """Write what ``torch.save(dgl.graphbolt.fused_csc_sampling_graph(...), path)`` writes.
 
@@ -100,7 +101,9 @@ def write_graphbolt_graph(
     :class:`~dgl_chunked.io.dgl_format.ArrayBlocks`; it is stored with its own dtype
     (bool too, as torch's BoolStorage) and streamed.
     Dict arguments keep their order, as torch does. ``None`` leaves a field out,
-    exactly as GraphBolt's ``GetState`` does for unset optionals.
+    exactly as GraphBolt's ``GetState`` does for unset optionals. ``archive`` is the
+    zip's top directory (default: the file name without suffix, as torch; pass the
+    final name's when writing under a temporary name).
 
     Raises
     ------
@@ -166,7 +169,7 @@ def write_graphbolt_graph(
     pickle_bytes = pk.getvalue()
 
     with _output(path, storage_options) as f:
-        zw = TorchZipWriter(f, archive_name(where))
+        zw = TorchZipWriter(f, archive or archive_name(where))
         zw.write_record("data.pkl", pickle_bytes, len(pickle_bytes))
         zw.write_record("byteorder", b"little", 6)
         for key, s in sorted(tensors, key=lambda kv: kv[0]):

@@ -164,6 +164,7 @@ def write_graphbolt_partition(
     etypes: Mapping[str, int],
     options: GraphBoltOptions = GraphBoltOptions(),
     storage_options: StorageOptions = None,
+    archive: str | None = None,
 ) -> dict[str, Any]:
     """Write ``fused_csc_sampling_graph.pt`` for one partition graph.
 
@@ -180,6 +181,9 @@ def write_graphbolt_partition(
         etypes as ``"src:rel:dst"``). One of each means homogeneous: no type fields.
     options
         Which optional fields to store, and the sort budget.
+    archive
+        The zip's top directory when ``path`` is a temporary name (see
+        :func:`~dgl_chunked.io.graphbolt.write_graphbolt_graph`).
 
     Returns
     -------
@@ -217,13 +221,20 @@ def write_graphbolt_partition(
         indptr=fields["indptr"],
         indices=fields["indices"],
         type_per_edge=type_per_edge,
-        node_type_to_id=None if homo else {t: i for i, t in enumerate(ntypes)},
-        edge_type_to_id=None if homo else dict(etypes),
+        # the config's own type IDs, in ID order (DGL 2.1's converter enumerates the JSON
+        # key order instead, which differs when the keys are sorted: see the docs)
+        node_type_to_id=None if homo else _by_id(ntypes),
+        edge_type_to_id=None if homo else _by_id(etypes),
         node_attributes=node_attributes,
         edge_attributes=edge_attributes,
         storage_options=storage_options,
+        archive=archive,
     )
     return {"indptr": str(indptr_dtype), "indices": str(fields["indices"].dtype), "ranges": len(sorter.ranges)}
+
+
+def _by_id(types: Mapping[str, int]) -> dict[str, int]:
+    return {name: int(i) for name, i in sorted(types.items(), key=lambda kv: int(kv[1]))}
 
 
 def _array_blocks(values: npt.NDArray[Any], dtype: Any) -> ArrayBlocks:
