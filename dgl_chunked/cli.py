@@ -288,7 +288,6 @@ def inspect_command(file: str, values: int, annotate: bool, storage_options: dic
     """
     from dgl_chunked.io.dgl_format import annotate_dgl_file, describe_dgl_file, format_annotation
     from dgl_chunked.io.fs import filesystem
-
     from dgl_chunked.io.graphbolt import describe_graphbolt_file, is_torch_zip
 
     if is_torch_zip(file, storage_options=storage_options):  # a torch.save file: GraphBolt's graph

@@ -282,8 +282,20 @@ class TorchZipReader:
                 f"record {rec.name!r} holds {rec.size} bytes, fewer than {count} x {dtype.itemsize} the pickle needs",
                 rec.offset,
             )
-        data = self.read(name)
-        return np.frombuffer(data, dtype=dtype.newbyteorder("<"), count=count).astype(dtype, copy=False)
+        out = np.empty(count, dtype=dtype.newbyteorder("<"))
+        raw = memoryview(out).cast("B")
+        self._f.seek(rec.offset)
+        got = self._f.readinto(raw) if hasattr(self._f, "readinto") else None
+        if got is None:  # a file object without readinto
+            raw[:] = self._read_at(rec.offset, out.nbytes)
+        elif got != out.nbytes:
+            raise self._fail(f"short read in record {rec.name!r}", rec.offset)
+        crc = zlib.crc32(raw)
+        if rec.size > out.nbytes:  # trailing bytes of the storage beyond the tensor
+            crc = zlib.crc32(self._read_at(rec.offset + out.nbytes, rec.size - out.nbytes), crc)
+        if crc != rec.crc:
+            raise self._fail(f"CRC mismatch in record {rec.name!r} (corrupt data)", rec.offset)
+        return out.astype(dtype, copy=False)
 
 
 def _apply_zip64(extra: bytes, usize: int, csize: int, offset: int) -> tuple[int, int, int]:
