@@ -21,6 +21,9 @@ Modes::
     to-graphbolt CONFIG.json EIDS INNER_NODE INNER_EDGE OUT.npz
                                       dgl_partition_to_graphbolt(CONFIG, store_eids=EIDS, ...)
                                       with flags 0/1, in place (run it on a copy)
+    dgl-partition DIR NUM_PARTS KIND OUT.npz
+                                      partition_graph of a seeded random graph (KIND homogeneous or
+                                      heterogeneous) into DIR: DGL's own partitions, for conversion
 """
 
 from __future__ import annotations
@@ -313,6 +316,33 @@ def mode_to_graphbolt(config: str, flags: list[str], out: dict[str, np.ndarray],
         info["config"] = json.load(f)
 
 
+def mode_dgl_partition(out_dir: str, num_parts: str, kind: str, out: dict[str, np.ndarray], info: dict) -> None:
+    os.environ.pop("DGL_DIST_DEBUG", None)
+    gen = torch.Generator().manual_seed(7)
+    if kind == "homogeneous":
+        g = dgl.graph((torch.randint(0, 300, (2000,), generator=gen), torch.randint(0, 300, (2000,), generator=gen)))
+    else:
+        g = dgl.heterograph(
+            {
+                ("user", "follows", "user"): (
+                    torch.randint(0, 120, (600,), generator=gen),
+                    torch.randint(0, 120, (600,), generator=gen),
+                ),
+                ("user", "buys", "item"): (
+                    torch.randint(0, 120, (500,), generator=gen),
+                    torch.randint(0, 80, (500,), generator=gen),
+                ),
+                ("item", "bought-by", "user"): (
+                    torch.randint(0, 80, (400,), generator=gen),
+                    torch.randint(0, 120, (400,), generator=gen),
+                ),
+            },
+            num_nodes_dict={"user": 120, "item": 80},
+        )
+    dgl.distributed.partition_graph(g, "dglgraph", int(num_parts), out_dir, part_method="random")
+    info["num_edges"] = int(g.num_edges())
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -333,6 +363,8 @@ def main(argv: list[str]) -> int:
         mode_graphbolt(inputs[0], out, info)
     elif mode == "to-graphbolt":
         mode_to_graphbolt(inputs[0], inputs[1:4], out, info)
+    elif mode == "dgl-partition":
+        mode_dgl_partition(inputs[0], inputs[1], inputs[2], out, info)
     elif mode == "distserver":
         mode_distserver(inputs[0], inputs[1], inputs[2])
         return 0

@@ -11,6 +11,7 @@ the config's own IDs.
 
 from __future__ import annotations
 
+import json
 import shutil
 import warnings
 from dataclasses import replace
@@ -89,7 +90,7 @@ def test_load_partition_graphbolt_equals_dgl_converter(tmp_path, case, flags):
     # the config: part_graph_graphbolt and int64 map dtypes as DGL's converter writes them;
     # like DGL's partition_graph(use_graphbolt=True) we write no graph.dgl
     want = conv_info["config"]
-    doc = __import__("json").loads((gb_out / "metadata.json").read_text())
+    doc = json.loads((gb_out / "metadata.json").read_text())
     assert doc["node_map_dtype"] == want["node_map_dtype"] == "int64"
     assert doc["edge_map_dtype"] == want["edge_map_dtype"] == "int64"
     for p in range(num_parts):
@@ -134,3 +135,24 @@ def test_distgraph_server_samples_in_edges_from_graphbolt(tmp_path, monkeypatch,
         if store_eids and mask.any():
             e_start = config.edge_map[etype][0][0]
             assert sorted(arrays[f"sample/{etype}/eid"]) == sorted(eid[mask] - e_start)
+
+
+@pytest.mark.parametrize("kind", ["homogeneous", "heterogeneous"])
+def test_convert_graphbolt_of_dgl_partition_graph_output_equals_dgl_converter(tmp_path, kind):
+    """DGL's own partitions (partition_graph): convert-graphbolt and DGL's converter agree on every field."""
+    from dgl_chunked import convert_to_graphbolt
+
+    run_dgl_json("dgl-partition", str(tmp_path / "dgl"), "2", kind)
+    shutil.copytree(tmp_path / "dgl", tmp_path / "ours")
+    config = tmp_path / "dgl" / "dglgraph.json"
+    run_dgl_json("to-graphbolt", str(config), "1", "1", "0")
+    convert_to_graphbolt(tmp_path / "ours" / "dglgraph.json", store_eids=True, store_inner_node=True)
+    ours, ours_info = run_dgl_json("graphbolt", str(tmp_path / "ours" / "dglgraph.json"))
+    theirs, theirs_info = run_dgl_json("graphbolt", str(config))
+    assert set(ours) == set(theirs) and ours_info == theirs_info  # DGL's config lists types in ID order
+    for key in theirs:
+        assert_same_array(ours[key], theirs[key], key)
+    for p in range(2):
+        name = f"part{p}/fused_csc_sampling_graph.pt"
+        assert _pickle(tmp_path / "ours" / name) == _pickle(tmp_path / "dgl" / name)
+    assert json.loads((tmp_path / "ours" / "dglgraph.json").read_text()) == json.loads(config.read_text())
