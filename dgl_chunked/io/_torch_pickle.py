@@ -22,7 +22,7 @@ from dgl_chunked.errors import DGLFormatError
 
 __all__ = ["GraphStub", "PickleEmitter", "STORAGE_TYPES", "ScriptObjectStub", "TensorRef", "load_restricted"]
 
-STORAGE_TYPES = {
+STORAGE_TYPES: dict[np.dtype[Any], str] = {
     np.dtype(np.int64): "LongStorage",
     np.dtype(np.int32): "IntStorage",
     np.dtype(np.int16): "ShortStorage",
@@ -33,7 +33,7 @@ STORAGE_TYPES = {
     np.dtype(np.float32): "FloatStorage",
     np.dtype(np.float64): "DoubleStorage",
 }
-_DTYPE_OF = {name: dtype for dtype, name in STORAGE_TYPES.items()}
+_DTYPE_OF: dict[str, np.dtype[Any]] = {name: dtype for dtype, name in STORAGE_TYPES.items()}
 
 
 class PickleEmitter:

@@ -19,7 +19,7 @@ archive in blocks; :func:`read_graphbolt_graph` checks every field and raises
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,7 +154,7 @@ def write_graphbolt_graph(
         for key, value in values.items():
             pk.string(key)
             if isinstance(value, np.ndarray) and value.ndim == 0:  # type ids: 0-d int64
-                s = Stream((), value.dtype, lambda v=value: iter([v.reshape(1)]))
+                s = Stream((), value.dtype, _one_block(value.reshape(1)))
             else:
                 s = stream(value, f"{name}[{key!r}]")
             storage_key = str(len(tensors))
@@ -176,6 +176,10 @@ def write_graphbolt_graph(
             nbytes = int(np.prod(s.shape, dtype=np.int64)) * s.dtype.itemsize
             zw.write_record(f"data/{key}", _le_blocks(s), nbytes)
         zw.close(seed=pickle_bytes)
+
+
+def _one_block(block: npt.NDArray[Any]) -> Callable[[], Iterator[npt.NDArray[Any]]]:
+    return lambda: iter([block])
 
 
 def _le_blocks(s: Stream) -> Any:

@@ -53,8 +53,10 @@ def min_dtype(bound: int, candidates: tuple[Any, ...] = (np.int32, np.int64)) ->
     """DGL's ``_cast_to_minimum_dtype``: the first candidate with ``bound < max``."""
     for dtype in candidates:
         if bound < np.iinfo(dtype).max:
-            return np.dtype(dtype)
-    return np.dtype(candidates[-1])
+            found: np.dtype[Any] = np.dtype(dtype)
+            return found
+    last: np.dtype[Any] = np.dtype(candidates[-1])
+    return last
 
 
 def _full(stream: Stream) -> npt.NDArray[Any]:

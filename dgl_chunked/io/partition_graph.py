@@ -69,7 +69,7 @@ def read_partition_graph(
             "write GraphBolt partitions with --store-eids to verify them"
         )
     order = np.argsort(eattrs["_ID"], kind="stable")
-    dst = np.repeat(np.arange(gb.total_num_nodes, dtype=np.int64), np.diff(gb.indptr.astype(np.int64)))
+    dst = np.repeat(np.arange(gb.total_num_nodes, dtype=np.int64), np.diff(gb.indptr).astype(np.int64))
     edata: dict[str, Any] = {k: np.asarray(v)[order] for k, v in eattrs.items()}
     if gb.type_per_edge is not None:
         edata["_TYPE"] = gb.type_per_edge.astype(np.int64)[order]

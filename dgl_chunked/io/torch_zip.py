@@ -100,7 +100,9 @@ class TorchZipWriter:
         self._write(extra)
         crc, written = 0, 0
         for block in [blocks] if isinstance(blocks, bytes | bytearray) else blocks:
-            raw = np.ascontiguousarray(block).reshape(-1).view(np.uint8) if isinstance(block, np.ndarray) else block
+            raw: Any = (
+                np.ascontiguousarray(block).reshape(-1).view(np.uint8) if isinstance(block, np.ndarray) else block
+            )
             view = memoryview(raw).cast("B")
             crc = zlib.crc32(view, crc)
             written += view.nbytes
@@ -257,7 +259,7 @@ class TorchZipReader:
         nlen, elen = fields[9], fields[10]
         if self._read_at(header_offset + _LOCAL.size, nlen).decode("utf-8", "replace") != name:
             raise self._fail(f"local header name differs from the central directory for {name!r}", header_offset)
-        return header_offset + _LOCAL.size + nlen + elen
+        return int(header_offset + _LOCAL.size + nlen + elen)
 
     def record(self, name: str) -> ZipRecord:
         """The record ``<archive>/<name>``; :class:`DGLFormatError` if absent."""
@@ -283,7 +285,7 @@ class TorchZipReader:
                 rec.offset,
             )
         out = np.empty(count, dtype=dtype.newbyteorder("<"))
-        raw = memoryview(out).cast("B")
+        raw = memoryview(out.view(np.uint8))  # type: ignore[arg-type]
         self._f.seek(rec.offset)
         got = self._f.readinto(raw) if hasattr(self._f, "readinto") else None
         if got is None:  # a file object without readinto
