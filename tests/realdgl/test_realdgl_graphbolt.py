@@ -33,7 +33,7 @@ from .harness import assert_same_array, run_dgl_json
 
 pytestmark = pytest.mark.realdgl
 
-FLAGS = {"none": (0, 0, 0), "all": (1, 1, 1), "eids": (1, 0, 0)}
+FLAGS = {"none": (0, 0, 0), "all": (1, 1, 1)}  # each store flag off and on
 GRAPHS = {
     "homogeneous-3": (SynthSpec.homogeneous(400, 2500, feat_dim=4), 3),
     "hetero-4": (SynthSpec.heterogeneous(scale=1, seed=2), 4),
