@@ -724,6 +724,14 @@ def _dispatch_options(func: F) -> F:
         click.option("--store-inner-node", is_flag=True, help="GraphBolt: also store node inner_node."),
         click.option("--store-inner-edge", is_flag=True, help="GraphBolt: also store edge inner_edge."),
         click.option(
+            "--graphbolt-sort-memory",
+            default="1GiB",
+            show_default=True,
+            metavar="SIZE",
+            help="GraphBolt: memory of a partition writer's sort by destination (about 32 bytes "
+            "per edge); larger partitions are sorted in several passes.",
+        ),
+        click.option(
             "--ip-config",
             "--ssh-port",
             "--python-path",
@@ -756,6 +764,9 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
             "use --scheduler ADDRESS to run on an existing Dask cluster",
             err=True,
         )
+    stores = [f"--{k.replace('_', '-')}" for k in ("store_eids", "store_inner_node", "store_inner_edge") if kw[k]]
+    if stores and not kw["use_graphbolt"]:
+        raise click.UsageError(f"{', '.join(stores)} only apply with --use-graphbolt")
     formats = tuple(f.strip() for f in kw["graph_formats"].split(",")) if kw["graph_formats"] else ("coo",)
     return DispatchOptions(
         save_orig_nids=kw["save_orig_nids"],
@@ -773,6 +784,7 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
         store_eids=kw["store_eids"],
         store_inner_node=kw["store_inner_node"],
         store_inner_edge=kw["store_inner_edge"],
+        graphbolt_sort_bytes=max(1, _parse_size(kw["graphbolt_sort_memory"], "--graphbolt-sort-memory")),
     )
 
 

@@ -150,8 +150,24 @@ def test_cli_run_inspect_verify_convert(tmp_path, capsys):
     assert main(["synth", "--out-dir", str(chunked), "--preset", "homogeneous", "--num-nodes", "300",
                  "--num-edges", "2000"]) == 0  # fmt: skip
     out = tmp_path / "out"
-    args = ["run", "--in-dir", str(chunked), "--out-dir", str(out), "--num-parts", "2", "--use-graphbolt",
-            "--store-eids", "--save-orig-nids", "--save-orig-eids", "--workers", "1", "--no-progress"]  # fmt: skip
+    args = [
+        "run",
+        "--in-dir",
+        str(chunked),
+        "--out-dir",
+        str(out),
+        "--num-parts",
+        "2",
+        "--use-graphbolt",
+        "--store-eids",
+        "--save-orig-nids",
+        "--save-orig-eids",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--graphbolt-sort-memory",
+        "16KiB",
+    ]  # fmt: skip  (several sort passes per partition)
     assert main(args) == 0
     capsys.readouterr()
     assert main(["inspect", str(out / "part0" / GRAPHBOLT_FILE), "--values", "2"]) == 0
@@ -165,3 +181,7 @@ def test_cli_run_inspect_verify_convert(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("error:") and "trunc.pt" in err[0]
     assert main(["convert-graphbolt", str(out)]) == 1  # no graph.dgl to convert: one clear error
     assert "part_graph" in capsys.readouterr().err
+    bad = ["dispatch", "--in-dir", str(chunked), "--partitions-dir", str(tmp_path), "--out-dir", str(tmp_path / "x"),
+           "--store-eids"]  # fmt: skip
+    assert main(bad) != 0
+    assert "only apply with --use-graphbolt" in capsys.readouterr().err
