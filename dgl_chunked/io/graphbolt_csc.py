@@ -194,8 +194,8 @@ def write_graphbolt_partition(
     """
     where = str(path)
     n = graph.num_nodes
-    src = as_stream(graph.src, f"{where}: src")
-    dst = as_stream(graph.dst, f"{where}: dst")
+    src = as_stream(graph.src, f"{where}: src", ids=(np.dtype(np.int64), n))  # checked to lie in [0, n)
+    dst = as_stream(graph.dst, f"{where}: dst", ids=(np.dtype(np.int64), n))
     sorter = CscSorter(n, dst, options.sort_bytes)
     e = sorter.num_edges
     homo = len(ntypes) == 1 and len(etypes) == 1

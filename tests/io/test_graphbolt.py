@@ -208,3 +208,13 @@ def test_empty_partition(tmp_path):
     g = read_graphbolt_graph(path)
     assert g.total_num_nodes == 0 and g.total_num_edges == 0 and g.type_per_edge is None
     assert g.node_type_to_id is None and g.edge_attributes == {}
+
+
+def test_partition_writer_rejects_ids_out_of_range(tmp_path):
+    graph = HomogeneousGraph(
+        num_nodes=3, src=np.array([0, 3]), dst=np.array([1, 2]), ndata={"_ID": np.arange(3, dtype=np.int64)}
+    )
+    path = tmp_path / "fused_csc_sampling_graph.pt"
+    with pytest.raises(DGLFormatError, match=r"src: node ids must lie in \[0, 3\)"):
+        write_graphbolt_partition(path, graph, ntypes={"_N": 0}, etypes={"_N:_E:_N": 0})
+    assert not path.exists()  # the partial file is removed
