@@ -156,3 +156,27 @@ def test_convert_graphbolt_of_dgl_partition_graph_output_equals_dgl_converter(tm
         name = f"part{p}/fused_csc_sampling_graph.pt"
         assert _pickle(tmp_path / "ours" / name) == _pickle(tmp_path / "dgl" / name)
     assert json.loads((tmp_path / "ours" / "dglgraph.json").read_text()) == json.loads(config.read_text())
+
+
+def test_empty_partitions_load_in_real_dgl(tmp_path):
+    """Every node in partition 0 of 3: partitions 1 and 2 hold no nodes and no edges."""
+    import dask.array as da
+
+    write_synthetic_graph(tmp_path / "chunked", SynthSpec.heterogeneous(scale=1, seed=8))
+    graph = open_chunked_graph(tmp_path / "chunked")
+    meta = graph.metadata
+    zeros = {
+        t: da.zeros(n, dtype=np.int32, chunks=(graph.node_chunks(t),))
+        for t, n in zip(meta.node_types, meta.num_nodes_per_type, strict=True)
+    }
+    gb = DispatchOptions(use_graphbolt=True, store_eids=True, store_inner_node=True, store_inner_edge=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dispatch(graph, zeros, tmp_path / "gb", num_parts=3, options=gb)
+    arrays, info = run_dgl_json("graphbolt", str(tmp_path / "gb" / "metadata.json"))
+    assert info["p0"]["verified"]  # DGL's own check (it cannot build an empty heterograph for p1, p2)
+    assert info["p1"]["type"] == info["p2"]["type"] == "FusedCSCSamplingGraph"
+    for p in (1, 2):
+        assert arrays[f"p{p}/gb/csc_indptr"].tolist() == [0] and arrays[f"p{p}/gb/indices"].shape == (0,)
+        assert arrays[f"p{p}/gb/type_per_edge"].dtype == np.int8
+    assert arrays["p0/gb/indices"].shape[0] == sum(meta.num_edges_per_type)
