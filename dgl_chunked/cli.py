@@ -925,6 +925,7 @@ def run_command(
 @click.option("--store-eids", is_flag=True, help="Also store edge _ID (DGL's flag).")
 @click.option("--store-inner-node", is_flag=True, help="Also store node inner_node.")
 @click.option("--store-inner-edge", is_flag=True, help="Also store edge inner_edge.")
+@click.option("--overwrite", is_flag=True, help="Replace fused_csc_sampling_graph.pt files that exist.")
 @click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
 @_storage_option
@@ -934,6 +935,7 @@ def convert_graphbolt_command(
     store_eids: bool,
     store_inner_node: bool,
     store_inner_edge: bool,
+    overwrite: bool,
     scheduler: str | None,
     workers: int | None,
     storage_options: dict[str, Any] | None,
@@ -952,6 +954,7 @@ def convert_graphbolt_command(
             store_eids=store_eids,
             store_inner_node=store_inner_node,
             store_inner_edge=store_inner_edge,
+            overwrite=overwrite,
             storage_options=storage_options,
         )
     click.echo(f"partition config: {path} (load with use_graphbolt=True)")

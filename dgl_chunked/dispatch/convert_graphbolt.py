@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.errors import DGLFormatError, MetadataError
+from dgl_chunked.errors import DGLFormatError, MetadataError, OutputExistsError
 from dgl_chunked.io import fs
 from dgl_chunked.io.dgl_format import HomogeneousGraph, read_graphs
 from dgl_chunked.io.graphbolt import GRAPHBOLT_FILE
@@ -50,6 +50,21 @@ def _etype_ranges(doc: dict[str, Any]) -> tuple[npt.NDArray[np.int64], npt.NDArr
     return np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64)
 
 
+def _paths(base: str, part_graph: str) -> tuple[str, str]:
+    """``graph.dgl``'s full path and the ``.pt``'s path as the config records it.
+
+    Relative entries (DGL's ``partition_graph`` and ours) stay relative to the config;
+    an absolute one (older DGL) gets an absolute ``.pt`` path next to it.
+    """
+    if posixpath.isabs(part_graph) or fs.is_url(part_graph):
+        return part_graph, _target(part_graph)
+    return fs.join(base, part_graph), posixpath.join(posixpath.dirname(part_graph), GRAPHBOLT_FILE)
+
+
+def _target(graph_path: str) -> str:
+    return fs.join(fs.parent(graph_path), GRAPHBOLT_FILE)
+
+
 def convert_partition_to_graphbolt(
     config_path: str, part: int, options: GraphBoltOptions, storage_options: StorageOptions = None
 ) -> str:
@@ -60,7 +75,7 @@ def convert_partition_to_graphbolt(
     if "part_graph" not in entry:
         raise MetadataError(f"{config_path}: part-{part} has no part_graph (graph.dgl) to convert")
     base = fs.parent(config_path)
-    graph_path = fs.join(base, entry["part_graph"])
+    graph_path, rel = _paths(base, entry["part_graph"])
     graphs, _ = read_graphs(graph_path, storage_options=storage_options)
     if len(graphs) != 1 or len(graphs[0].ntypes) != 1 or len(graphs[0].canonical_etypes) != 1:
         raise DGLFormatError(f"{graph_path}: expected one homogeneous partition graph, as DGL writes")
@@ -78,8 +93,7 @@ def convert_partition_to_graphbolt(
     # as DGL: the edge type comes from the partition book (edge_map), not from edata _TYPE
     edata["_TYPE"] = ids[np.searchsorted(starts, eid, side="right") - 1].astype(np.int32)
     graph = HomogeneousGraph(num_nodes=g.num_nodes[g.ntypes[0]], src=src, dst=dst, ndata=ndata, edata=edata)
-    rel = posixpath.join(posixpath.dirname(entry["part_graph"]), GRAPHBOLT_FILE)
-    target = fs.join(base, rel)
+    target = _target(graph_path)
     tmp = target + ".tmp"
     write_graphbolt_partition(
         tmp,
@@ -102,6 +116,7 @@ def convert_to_graphbolt(
     store_inner_node: bool = False,
     store_inner_edge: bool = False,
     sort_bytes: int | None = None,
+    overwrite: bool = False,
     storage_options: StorageOptions = None,
 ) -> str:
     """Add GraphBolt graphs to finished DGL partitions (``dgl_partition_to_graphbolt``).
@@ -115,6 +130,8 @@ def convert_to_graphbolt(
     sort_bytes
         Memory budget of each task's destination sort (default
         :data:`~dgl_chunked.io.graphbolt_csc.SORT_BYTES`).
+    overwrite
+        Replace ``fused_csc_sampling_graph.pt`` files that already exist (refused otherwise).
 
     Returns
     -------
@@ -126,6 +143,15 @@ def convert_to_graphbolt(
         raise MetadataError(f"partition config {config_path!r} does not exist; pass a finished output directory")
     with fs.open_file(config_path, "rb", storage_options) as f:
         doc = json.load(f)
+    if not overwrite:
+        base = fs.parent(config_path)
+        for p in range(int(doc["num_parts"])):
+            graph = doc.get(f"part-{p}", {}).get("part_graph")
+            existing = _target(_paths(base, graph)[0]) if graph else None
+            if existing and fs.exists(existing, storage_options):
+                raise OutputExistsError(
+                    f"{existing} already exists; pass overwrite (--overwrite) to replace the GraphBolt graphs"
+                )
     options = GraphBoltOptions(store_eids, store_inner_node, store_inner_edge)
     if sort_bytes is not None:
         options = GraphBoltOptions(store_eids, store_inner_node, store_inner_edge, sort_bytes)

@@ -88,6 +88,12 @@ def test_convert_graphbolt_equals_direct_dispatch_bytes(hetero, tmp_path):
     assert {k: v for k, v in after.items() if not k.startswith("part-") and not k.endswith("map_dtype")} == {
         k: v for k, v in before.items() if not k.startswith("part-")
     }
+    from dgl_chunked.errors import OutputExistsError
+
+    with pytest.raises(OutputExistsError, match="fused_csc_sampling_graph.pt already exists"):
+        convert_to_graphbolt(copy)  # never replaces a GraphBolt file unasked
+    convert_to_graphbolt(copy, overwrite=True)
+    assert read_graphbolt_graph(copy / "part0" / GRAPHBOLT_FILE).edge_attributes == {}
 
 
 def test_multi_pass_sort_gives_the_same_bytes(hetero, tmp_path):
