@@ -7,12 +7,12 @@ writes what ``dgl.distributed.dgl_partition_to_graphbolt`` (DGL 2.1) makes of th
 ``graph.dgl``: CSC by local destination with every destination's in-edges in
 edge-id order, the fields it keeps and the dtypes it casts them to.
 
-Sorting by destination is a stable bucket sort. Destinations are split into
-ranges whose in-edges fit ``sort_bytes`` (about :data:`BYTES_PER_EDGE` per edge);
-each range is one pass over the edge stream that keeps the range's edges and
-sorts them. When everything fits one range (the usual case) the order is computed
-once and reused for every edge column; otherwise each column repeats the passes,
-so memory stays at one range whatever the partition's size.
+Sorting by destination is a stable counting sort (:class:`CscSorter`): a pass
+counts in-degrees, a second one places each edge. When the order (4 bytes per edge)
+and one column fit ``sort_bytes`` it is computed once and reused for every edge
+column. Otherwise destinations are split into ranges whose in-edges fit (about
+:data:`BYTES_PER_EDGE` per edge), each sorted on its own per column, so memory stays
+at one range whatever the partition's size.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ __all__ = ["BYTES_PER_EDGE", "SORT_BYTES", "CscSorter", "GraphBoltOptions", "min
 
 SORT_BYTES = 1 << 30
 """Default memory budget of the destination sort (per partition writer)."""
-BYTES_PER_EDGE = 32
-"""Sort memory per edge of a range: destination, position, order and one column."""
+BYTES_PER_EDGE = 40
+"""Sort memory per edge of a destination range: order, its inverse, one column, copies."""
 OUT_BLOCK = 1 << 21
 
 
@@ -59,8 +59,9 @@ def min_dtype(bound: int, candidates: tuple[Any, ...] = (np.int32, np.int64)) ->
     return last
 
 
-def _full(stream: Stream) -> npt.NDArray[Any]:
-    out = np.empty(stream.shape, dtype=stream.dtype)
+def _full(stream: Stream, dtype: Any = None) -> npt.NDArray[Any]:
+    """The whole stream in memory, cast block by block to ``dtype`` (default: its own)."""
+    out = np.empty(stream.shape, dtype=stream.dtype if dtype is None else dtype)
     pos = 0
     for block in stream.blocks():
         out[pos : pos + block.shape[0]] = block
@@ -69,7 +70,11 @@ def _full(stream: Stream) -> npt.NDArray[Any]:
 
 
 class CscSorter:
-    """The CSC order of edges by destination, in bounded memory.
+    """The CSC order of edges by destination (stable), in bounded memory.
+
+    A counting sort: one pass counts in-degrees, one more pass places every edge at
+    ``indptr[dst] + (earlier edges with that dst)``, block by block. The result is
+    the edge IDs in CSC order (int32 when there are fewer than 2^31 edges).
 
     Parameters
     ----------
@@ -78,41 +83,57 @@ class CscSorter:
     dst
         Destination stream in edge-id order.
     sort_bytes
-        Memory budget; ranges hold at most ``sort_bytes // BYTES_PER_EDGE`` edges.
+        Memory budget. When the order and one column fit (about 12 bytes per edge) the
+        order is computed once for every column; otherwise destinations are split into
+        ranges of at most ``sort_bytes // BYTES_PER_EDGE`` in-edges, each sorted on its
+        own for every column.
     """
 
     def __init__(self, num_nodes: int, dst: Stream, sort_bytes: int = SORT_BYTES) -> None:
         self.num_nodes = num_nodes
         self.num_edges = dst.shape[0]
         self.dst = dst
-        budget = max(1, sort_bytes // BYTES_PER_EDGE)
-        self._single: npt.NDArray[np.int64] | None = None
-        if self.num_edges <= budget:  # one range: keep the order for every column
-            d = _full(dst)
-            self.degree = np.bincount(d, minlength=num_nodes).astype(np.int64)
-            self._single = np.argsort(d, kind="stable").astype(np.int64)
-            self.ranges = [(0, num_nodes)]
-            return
+        self.index_dtype = np.dtype(np.int32 if self.num_edges < 2**31 else np.int64)
         self.degree = np.zeros(num_nodes, dtype=np.int64)
         for block in dst.blocks():
             self.degree += np.bincount(block, minlength=num_nodes)
-        self.ranges = _ranges(self.degree, budget)
+        self._indptr = self.indptr()
+        self._single: npt.NDArray[Any] | None = None
+        if self.num_edges * (self.index_dtype.itemsize + 8) <= sort_bytes:
+            self.ranges = [(0, num_nodes)]
+            self._single = self._order(0, num_nodes)  # kept for every column
+        else:
+            self.ranges = _ranges(self.degree, max(1, sort_bytes // BYTES_PER_EDGE))
 
     def indptr(self) -> npt.NDArray[np.int64]:
         out = np.zeros(self.num_nodes + 1, dtype=np.int64)
         np.cumsum(self.degree, out=out[1:])
         return out
 
-    def _range_order(self, lo: int, hi: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Edge ids with destination in ``[lo, hi)`` (ascending) and their stable sort order."""
-        picked, dsts, pos = [], [], 0
+    def _order(self, lo: int, hi: int) -> npt.NDArray[Any]:
+        """IDs of the edges with destination in ``[lo, hi)``, in CSC order (one pass)."""
+        base = int(self._indptr[lo])
+        fill = self._indptr[lo:hi] - base  # next free slot per destination
+        order = np.empty(int(self._indptr[hi]) - base, dtype=self.index_dtype)
+        whole = (lo, hi) == (0, self.num_nodes)
+        pos = 0
         for block in self.dst.blocks():
-            keep = np.flatnonzero((block >= lo) & (block < hi))
-            picked.append(keep + pos)
-            dsts.append(block[keep])
+            if whole:
+                ids, d = np.arange(pos, pos + block.shape[0]), block
+            else:
+                keep = np.flatnonzero((block >= lo) & (block < hi))
+                ids, d = keep + pos, block[keep]
             pos += block.shape[0]
-        d = np.concatenate(dsts) if dsts else np.zeros(0, np.int64)
-        return (np.concatenate(picked) if picked else np.zeros(0, np.int64)), np.argsort(d, kind="stable")
+            if d.size == 0:
+                continue
+            o = np.argsort(d, kind="stable")  # within the block only
+            ds = d[o] - lo
+            first = np.flatnonzero(np.concatenate([[True], ds[1:] != ds[:-1]]))
+            runs = np.diff(np.append(first, ds.shape[0]))
+            rank = np.arange(ds.shape[0]) - np.repeat(first, runs)
+            order[fill[ds] + rank] = ids[o]
+            fill[ds[first]] += runs
+        return order
 
     def column(self, stream: Stream, dtype: Any) -> ArrayBlocks:
         """``stream`` (an edge column in edge-id order) permuted into CSC order, as ``dtype``."""
@@ -121,13 +142,17 @@ class CscSorter:
 
         def blocks() -> Iterator[npt.NDArray[Any]]:
             if self._single is not None:
-                values = _full(stream)
+                values = _full(stream, dtype)
                 for lo in range(0, self.num_edges, OUT_BLOCK):
-                    yield values[self._single[lo : lo + OUT_BLOCK]].astype(dtype, copy=False)
+                    yield values[self._single[lo : lo + OUT_BLOCK]]
                 return
             for lo, hi in self.ranges:
-                edges, order = self._range_order(lo, hi)
-                yield _take(stream, edges)[order].astype(dtype, copy=False)
+                order = self._order(lo, hi)
+                inverse = np.argsort(order, kind="stable")  # CSC slot of each edge, by edge ID
+                out = np.empty((order.shape[0], *stream.shape[1:]), dtype=dtype)
+                out[inverse] = _take(stream, order[inverse])
+                del order, inverse
+                yield out
 
         return ArrayBlocks(shape, dtype, blocks)
 
