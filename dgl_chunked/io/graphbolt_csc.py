@@ -83,8 +83,9 @@ class CscSorter:
     dst
         Destination stream in edge-id order.
     sort_bytes
-        Memory budget. When the order and one column fit (about 12 bytes per edge) the
-        order is computed once for every column; otherwise destinations are split into
+        Memory budget. When the destinations, the order and one column fit (about 16
+        bytes per edge) the destinations are read once and the order is computed once
+        for every column; otherwise destinations are split into
         ranges of at most ``sort_bytes // BYTES_PER_EDGE`` in-edges, each sorted on its
         own for every column.
     """
@@ -94,16 +95,24 @@ class CscSorter:
         self.num_edges = dst.shape[0]
         self.dst = dst
         self.index_dtype = np.dtype(np.int32 if self.num_edges < 2**31 else np.int64)
+        self._single: npt.NDArray[Any] | None = None
+        node_dtype = np.dtype(np.int32 if num_nodes < 2**31 else np.int64)
+        if self.num_edges * (self.index_dtype.itemsize + node_dtype.itemsize + 8) <= sort_bytes:
+            # everything fits: read the destinations once, keep the order for every column
+            cached = _full(dst, node_dtype)
+            self.dst = Stream(dst.shape, node_dtype, lambda: _slices(cached))
+            self.degree = np.bincount(cached, minlength=num_nodes).astype(np.int64)
+            self._indptr = self.indptr()
+            self.ranges = [(0, num_nodes)]
+            self._single = self._order(0, num_nodes)
+            del cached
+            self.dst = dst
+            return
         self.degree = np.zeros(num_nodes, dtype=np.int64)
         for block in dst.blocks():
             self.degree += np.bincount(block, minlength=num_nodes)
         self._indptr = self.indptr()
-        self._single: npt.NDArray[Any] | None = None
-        if self.num_edges * (self.index_dtype.itemsize + 8) <= sort_bytes:
-            self.ranges = [(0, num_nodes)]
-            self._single = self._order(0, num_nodes)  # kept for every column
-        else:
-            self.ranges = _ranges(self.degree, max(1, sort_bytes // BYTES_PER_EDGE))
+        self.ranges = _ranges(self.degree, max(1, sort_bytes // BYTES_PER_EDGE))
 
     def indptr(self) -> npt.NDArray[np.int64]:
         out = np.zeros(self.num_nodes + 1, dtype=np.int64)
@@ -155,6 +164,11 @@ class CscSorter:
                 yield out
 
         return ArrayBlocks(shape, dtype, blocks)
+
+
+def _slices(values: npt.NDArray[Any]) -> Iterator[npt.NDArray[Any]]:
+    for lo in range(0, values.shape[0], OUT_BLOCK):
+        yield values[lo : lo + OUT_BLOCK]
 
 
 def _ranges(degree: npt.NDArray[np.int64], budget: int) -> list[tuple[int, int]]:
