@@ -72,9 +72,11 @@ def _full(stream: Stream, dtype: Any = None) -> npt.NDArray[Any]:
 class CscSorter:
     """The CSC order of edges by destination (stable), in bounded memory.
 
-    A counting sort: one pass counts in-degrees, one more pass places every edge at
-    ``indptr[dst] + (earlier edges with that dst)``, block by block. The result is
-    the edge IDs in CSC order (int32 when there are fewer than 2^31 edges).
+    When the partition fits the budget, one in-place sort of the unique keys
+    ``dst * E + edge ID`` (8 bytes per edge) gives the stable order. Otherwise a
+    counting sort per destination range: one pass counts in-degrees, one more pass
+    places every edge at ``indptr[dst] + (earlier edges with that dst)``, block by
+    block. The result is the edge IDs in CSC order (int32 below 2^31 edges).
 
     Parameters
     ----------
@@ -83,9 +85,8 @@ class CscSorter:
     dst
         Destination stream in edge-id order.
     sort_bytes
-        Memory budget. When the destinations, the order and one column fit (about 16
-        bytes per edge) the destinations are read once and the order is computed once
-        for every column; otherwise destinations are split into
+        Memory budget. When the keys (8 bytes per edge), then the order and one column
+        (about 12) fit, the order is computed once for every column; otherwise destinations are split into
         ranges of at most ``sort_bytes // BYTES_PER_EDGE`` in-edges, each sorted on its
         own for every column.
     """
@@ -96,17 +97,19 @@ class CscSorter:
         self.dst = dst
         self.index_dtype = np.dtype(np.int32 if self.num_edges < 2**31 else np.int64)
         self._single: npt.NDArray[Any] | None = None
-        node_dtype = np.dtype(np.int32 if num_nodes < 2**31 else np.int64)
-        if self.num_edges * (self.index_dtype.itemsize + node_dtype.itemsize + 8) <= sort_bytes:
-            # everything fits: read the destinations once, keep the order for every column
-            cached = _full(dst, node_dtype)
-            self.dst = Stream(dst.shape, node_dtype, lambda: _slices(cached))
-            self.degree = np.bincount(cached, minlength=num_nodes).astype(np.int64)
+        e = self.num_edges
+        if e * (self.index_dtype.itemsize + 8) <= sort_bytes and num_nodes * max(e, 1) < 2**62:
+            # everything fits: one sort of the unique keys dst * E + edge ID is the stable order
+            key = _full(dst, np.int64)
+            self.degree = np.bincount(key, minlength=num_nodes).astype(np.int64)
             self._indptr = self.indptr()
             self.ranges = [(0, num_nodes)]
-            self._single = self._order(0, num_nodes)
-            del cached
-            self.dst = dst
+            key *= e
+            for lo in range(0, e, OUT_BLOCK):
+                key[lo : lo + OUT_BLOCK] += np.arange(lo, min(lo + OUT_BLOCK, e))
+            key.sort()
+            np.remainder(key, max(e, 1), out=key)
+            self._single = key.astype(self.index_dtype)
             return
         self.degree = np.zeros(num_nodes, dtype=np.int64)
         for block in dst.blocks():
@@ -164,11 +167,6 @@ class CscSorter:
                 yield out
 
         return ArrayBlocks(shape, dtype, blocks)
-
-
-def _slices(values: npt.NDArray[Any]) -> Iterator[npt.NDArray[Any]]:
-    for lo in range(0, values.shape[0], OUT_BLOCK):
-        yield values[lo : lo + OUT_BLOCK]
 
 
 def _ranges(degree: npt.NDArray[np.int64], budget: int) -> list[tuple[int, int]]:
