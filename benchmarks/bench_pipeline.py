@@ -13,6 +13,11 @@ Usage::
     python benchmarks/bench_pipeline.py [--scales 1 10] [--workers 2] [--json out.json]
                                         [--memory-limit 1GiB] [--work-dir DIR] [--staging-dir DIR]
                                         [--performance-report report.html]
+                                        [--use-graphbolt | --compare-graphbolt]
+
+``--use-graphbolt`` dispatches to GraphBolt's ``fused_csc_sampling_graph.pt`` instead
+of ``graph.dgl``; ``--compare-graphbolt`` runs both formats alternately on the same
+graph and assignment (``--repeat`` times each, fastest kept) and prints the ratio.
 
 Peak RSS per worker is the worker process's ``ru_maxrss`` read at the end (each
 run uses a fresh cluster, so it is that run's peak).
@@ -68,7 +73,13 @@ def _synth(out: Path, scale: int) -> float:
 
 
 def _run_once(
-    chunked: Path, work: Path, workers: int, memory_limit: str | None, staging_dir: str | None, report: str | None
+    chunked: Path,
+    work: Path,
+    workers: int,
+    memory_limit: str | None,
+    staging_dir: str | None,
+    report: str | None,
+    use_graphbolt: bool = False,
 ) -> dict[str, Any]:
     from contextlib import nullcontext
 
@@ -98,7 +109,7 @@ def _run_once(
         dglc.write_assignment(assign, parts, num_parts=2, algo_name="random")
         t_partition = time.perf_counter() - start
         start = time.perf_counter()
-        options = dglc.DispatchOptions(staging_dir=staging_dir)
+        options = dglc.DispatchOptions(staging_dir=staging_dir, use_graphbolt=use_graphbolt)
         result = dglc.dispatch(graph, assign, out, client=client, options=options)
         t_dispatch = time.perf_counter() - start
         worker_rss = client.run(_peak_rss_mb)
@@ -147,31 +158,44 @@ def main() -> None:
         help="write Dask's performance report of the last run here",
     )
     parser.add_argument("--json", default=None)
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--use-graphbolt", action="store_true", help="write GraphBolt .pt partitions")
+    fmt.add_argument("--compare-graphbolt", action="store_true", help="run DGL format and GraphBolt alternately")
     args = parser.parse_args()
+    formats = [False, True] if args.compare_graphbolt else [args.use_graphbolt]
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="dglc-bench-"))
     rows = []
     for scale in args.scales:
         nodes, edges, chunks = SCALES[scale]
         chunked = work / f"graph-{scale}x"
         synth_s = _synth(chunked, scale)
-        runs = [
-            _run_once(
-                chunked,
-                work / f"run-{scale}x",
-                args.workers,
-                args.memory_limit,
-                args.staging_dir,
-                args.performance_report,
-            )
-            for _ in range(args.repeat)
-        ]
-        best = min(runs, key=lambda r: r["total_s"])
-        rows.append({"graph": f"{nodes // 10**6}M/{edges // 10**6}M", "synth_s": synth_s, "chunks": chunks, **best})
+        runs: dict[bool, list[dict[str, Any]]] = {f: [] for f in formats}
+        for _ in range(args.repeat):
+            for use_graphbolt in formats:  # alternate, so a busy period hurts both formats alike
+                runs[use_graphbolt].append(
+                    _run_once(
+                        chunked,
+                        work / f"run-{scale}x",
+                        args.workers,
+                        args.memory_limit,
+                        args.staging_dir,
+                        args.performance_report,
+                        use_graphbolt,
+                    )
+                )
+        for use_graphbolt in formats:
+            best = min(runs[use_graphbolt], key=lambda r: r["total_s"])
+            label = f"{nodes // 10**6}M/{edges // 10**6}M" + (" gb" if use_graphbolt else "")
+            rows.append({"graph": label, "synth_s": synth_s, "chunks": chunks, "graphbolt": use_graphbolt, **best})
     print(
         f"machine: {os.cpu_count()} CPUs; workers: {args.workers} x 1 thread; "
         f"memory limit per worker: {args.memory_limit or 'default'}"
     )
     print(_table(rows))
+    for gb_row in (r for r in rows if r["graphbolt"] and args.compare_graphbolt):
+        dgl_row = next(r for r in rows if not r["graphbolt"] and r["graph"] == gb_row["graph"][:-3])
+        ratio = gb_row["dispatch_s"] / dgl_row["dispatch_s"]
+        print(f"{dgl_row['graph']}: GraphBolt dispatch / DGL-format dispatch = {ratio:.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

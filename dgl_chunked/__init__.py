@@ -16,6 +16,7 @@ from dgl_chunked import errors
 from dgl_chunked._version import __version__
 from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.dispatch import DispatchOptions, DispatchResult, dispatch
+from dgl_chunked.dispatch.convert_graphbolt import convert_to_graphbolt
 from dgl_chunked.io import (
     ChunkedGraph,
     ChunkedGraphMetadata,
@@ -49,6 +50,7 @@ __all__ = [
     "assign_partitions",
     "chunk_graph",
     "compute_partition_report",
+    "convert_to_graphbolt",
     "dispatch",
     "errors",
     "load_partition_output",

@@ -287,7 +287,7 @@ def synth_command(
 @_storage_option
 @user_errors
 def inspect_command(file: str, values: int, annotate: bool, storage_options: dict[str, Any] | None) -> None:
-    """Show what a DGL .dgl file holds (tensor dict or graph file).
+    """Show what a DGL .dgl file (tensor dict or graph file) or GraphBolt .pt file holds.
 
     FILE is a local path or an fsspec URL. Tensor dicts list key, dtype and shape;
     graph files list node/edge types and counts, stored formats, idtype, ndata/edata
@@ -295,7 +295,13 @@ def inspect_command(file: str, values: int, annotate: bool, storage_options: dic
     """
     from dgl_chunked.io.dgl_format import annotate_dgl_file, describe_dgl_file, format_annotation
     from dgl_chunked.io.fs import filesystem
+    from dgl_chunked.io.graphbolt import describe_graphbolt_file, is_torch_zip
 
+    if is_torch_zip(file, storage_options=storage_options):  # a torch.save file: GraphBolt's graph
+        if annotate:
+            raise click.UsageError("--annotate is for .dgl files; GraphBolt .pt files support --values")
+        click.echo(describe_graphbolt_file(file, values=values, storage_options=storage_options))
+        return
     if annotate:
         fs, inner = filesystem(file, storage_options)
         rows = annotate_dgl_file(file, storage_options=storage_options)
@@ -783,6 +789,22 @@ def _dispatch_options(func: F) -> F:
             help="Keep HALO edges (inner_edge=0) and part_id node data, as partition_graph.",
         ),
         click.option(
+            "--use-graphbolt",
+            is_flag=True,
+            help="Write GraphBolt's part<i>/fused_csc_sampling_graph.pt instead of graph.dgl.",
+        ),
+        click.option("--store-eids", is_flag=True, help="GraphBolt: also store edge _ID (as DGL's flag)."),
+        click.option("--store-inner-node", is_flag=True, help="GraphBolt: also store node inner_node."),
+        click.option("--store-inner-edge", is_flag=True, help="GraphBolt: also store edge inner_edge."),
+        click.option(
+            "--graphbolt-sort-memory",
+            default="1GiB",
+            show_default=True,
+            metavar="SIZE",
+            help="GraphBolt: memory of a partition writer's sort by destination (about 32 bytes "
+            "per edge); larger partitions are sorted in several passes.",
+        ),
+        click.option(
             "--ip-config",
             "--ssh-port",
             "--python-path",
@@ -815,6 +837,9 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
             "use --scheduler ADDRESS to run on an existing Dask cluster",
             err=True,
         )
+    stores = [f"--{k.replace('_', '-')}" for k in ("store_eids", "store_inner_node", "store_inner_edge") if kw[k]]
+    if stores and not kw["use_graphbolt"]:
+        raise click.UsageError(f"{', '.join(stores)} only apply with --use-graphbolt")
     formats = tuple(f.strip() for f in kw["graph_formats"].split(",")) if kw["graph_formats"] else ("coo",)
     return DispatchOptions(
         save_orig_nids=kw["save_orig_nids"],
@@ -828,6 +853,11 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
         halo_hops=kw["halo_hops"],
         keep_halo_edges=kw["keep_halo_edges"],
         lookup_cache_bytes=_parse_size(kw["lookup_cache"], "--lookup-cache"),
+        use_graphbolt=kw["use_graphbolt"],
+        store_eids=kw["store_eids"],
+        store_inner_node=kw["store_inner_node"],
+        store_inner_edge=kw["store_inner_edge"],
+        graphbolt_sort_bytes=max(1, _parse_size(kw["graphbolt_sort_memory"], "--graphbolt-sort-memory")),
     )
 
 
@@ -964,6 +994,47 @@ def run_command(
             scratch_dir=scratch_dir,
         )
     _print_result(result)
+
+
+@cli.command("convert-graphbolt")
+@click.argument("out_dir", metavar="OUT")
+@click.option("--store-eids", is_flag=True, help="Also store edge _ID (DGL's flag).")
+@click.option("--store-inner-node", is_flag=True, help="Also store node inner_node.")
+@click.option("--store-inner-edge", is_flag=True, help="Also store edge inner_edge.")
+@click.option("--overwrite", is_flag=True, help="Replace fused_csc_sampling_graph.pt files that exist.")
+@click.option("--scheduler", metavar="ADDRESS", default=None, help=_SCHEDULER_HELP)
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster.")
+@_storage_option
+@user_errors
+def convert_graphbolt_command(
+    out_dir: str,
+    store_eids: bool,
+    store_inner_node: bool,
+    store_inner_edge: bool,
+    overwrite: bool,
+    scheduler: str | None,
+    workers: int | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Add GraphBolt graphs to finished partitions (ours or DGL's), without torch.
+
+    Writes part<i>/fused_csc_sampling_graph.pt next to each graph.dgl (one task per
+    partition) and adds part_graph_graphbolt and int64 node/edge_map_dtype to the
+    config, as dgl.distributed.dgl_partition_to_graphbolt does. An output dgl_chunked did not
+    write keeps its config: the GraphBolt one is written beside it as <name>_graphbolt.json.
+    """
+    from dgl_chunked import convert_to_graphbolt
+
+    with _io_cluster(scheduler, workers):
+        path = convert_to_graphbolt(
+            out_dir,
+            store_eids=store_eids,
+            store_inner_node=store_inner_node,
+            store_inner_edge=store_inner_edge,
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
+    click.echo(f"partition config: {path} (load with use_graphbolt=True)")
 
 
 @cli.command("verify")

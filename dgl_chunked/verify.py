@@ -68,11 +68,12 @@ from dgl_chunked.io.chunked import (
     edge_id_problems,
     open_chunked_graph,
 )
-from dgl_chunked.io.dgl_format import read_graphs, read_tensor_dict
+from dgl_chunked.io.dgl_format import read_tensor_dict
 from dgl_chunked.io.formats import read_edge_chunk, read_feature_chunk
 from dgl_chunked.io.owned import check_no_overlap, remove_owned
 from dgl_chunked.io.owned import scratch_dir as owned_scratch_dir
 from dgl_chunked.io.partition_config import PartitionConfig, read_partition_config
+from dgl_chunked.io.partition_graph import read_partition_graph
 
 __all__ = ["PartitionFiles", "VerifyReport", "load_partition_output", "verify_partitions"]
 
@@ -127,21 +128,20 @@ def load_partition_output(
     parts = []
     for p in range(config.num_parts):
         base = fs.join(str(out_dir), f"part{p}")
-        graphs, _ = read_graphs(fs.join(base, "graph.dgl"), storage_options=storage_options)
-        g = graphs[0]
-        src, dst = g.edges()
-        etype = g.canonical_etypes[0]
+        lo = min(r[p][0] for r in config.node_map.values())
+        hi = max(r[p][1] for r in config.node_map.values())
+        g = read_partition_graph(base, node_range=(lo, hi), storage_options=storage_options)
         parts.append(
             PartitionFiles(
-                ndata=g.ndata.get(g.ntypes[0], {}),
-                edata=g.edata.get(etype, {}),
-                src=np.asarray(src, np.int64),
-                dst=np.asarray(dst, np.int64),
+                ndata=g.ndata,
+                edata=g.edata,
+                src=g.src,
+                dst=g.dst,
                 node_feats=read_tensor_dict(fs.join(base, "node_feat.dgl"), storage_options=storage_options),
                 edge_feats=read_tensor_dict(fs.join(base, "edge_feat.dgl"), storage_options=storage_options),
                 orig_nids=_optional(fs.join(base, "orig_nids.dgl"), storage_options),
                 orig_eids=_optional(fs.join(base, "orig_eids.dgl"), storage_options),
-                formats=g.stored_formats[etype],
+                formats=g.formats,
             )
         )
     return config, parts
@@ -243,7 +243,8 @@ def _partition_task(plan: _Plan, p: int) -> _PartFacts:
     out = _PartFacts()
     base = fs.join(plan.out_dir, f"part{p}")
     try:
-        graphs, _ = read_graphs(fs.join(base, "graph.dgl"), storage_options=plan.storage_options)
+        lo, hi = int(plan.node_ranges[p, 0, 0]), int(plan.node_ranges[p, -1, 1])
+        g = read_partition_graph(base, node_range=(lo, hi), storage_options=plan.storage_options)
         orig = {
             name: _optional(fs.join(base, f"{name}.dgl"), plan.storage_options) for name in ("orig_nids", "orig_eids")
         }
@@ -259,13 +260,10 @@ def _partition_task(plan: _Plan, p: int) -> _PartFacts:
         )
         out.fatal = True
         return out
-    g = graphs[0]
-    etype = g.canonical_etypes[0]
-    ndata, edata = g.ndata.get(g.ntypes[0], {}), g.edata.get(etype, {})
+    ndata, edata, src, dst = g.ndata, g.edata, g.src, g.dst
     if not all(k in ndata for k in ("_ID", "inner_node")) or "_ID" not in edata:
-        out.problems.append(f"part{p}: graph.dgl lacks ndata _ID / inner_node or edata _ID")
+        out.problems.append(f"part{p}: {g.source} lacks ndata _ID / inner_node or edata _ID")
         return out
-    src, dst = (np.asarray(a, np.int64) for a in g.edges())
     nid = np.asarray(ndata["_ID"], np.int64)
     _check_nodes(plan, p, nid, ndata, out.problems)
     edges_ok = _check_edges(plan, p, nid, src, dst, edata, out.problems)

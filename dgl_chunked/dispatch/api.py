@@ -31,6 +31,7 @@ from dgl_chunked.errors import EmptyPartitionWarning, OptionError, OutputExistsE
 from dgl_chunked.io import fs
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.graphbolt_csc import SORT_BYTES, GraphBoltOptions
 from dgl_chunked.io.owned import acquire_lease, check_no_overlap, location_token, require_owned
 from dgl_chunked.io.partition_config import CONFIG_NAME, PartitionConfig, write_partition_config
 from dgl_chunked.io.zarr_lookup import clear_lookup_cache
@@ -82,6 +83,13 @@ class DispatchOptions:
         also holds the in-edges of its HALO nodes up to ``halo_hops`` hops
         (``inner_edge = 0``) and ``part_id`` node data. ``halo_hops > 1`` implies
         ``keep_halo_edges``. The default is the chunked pipeline's: 1 hop, owned edges only.
+    use_graphbolt, store_eids, store_inner_node, store_inner_edge
+        Write GraphBolt's ``fused_csc_sampling_graph.pt`` per partition instead of
+        ``graph.dgl`` (for ``load_partition(..., use_graphbolt=True)``), with the
+        optional fields of ``dgl_partition_to_graphbolt``'s flags of the same names.
+    graphbolt_sort_bytes
+        Memory budget of a partition writer's sort by destination (``--use-graphbolt``);
+        larger partitions are sorted in several passes.
     """
 
     save_orig_nids: bool = False
@@ -96,6 +104,19 @@ class DispatchOptions:
     part_method: str | None = None
     halo_hops: int = 1
     keep_halo_edges: bool = False
+    use_graphbolt: bool = False
+    store_eids: bool = False
+    store_inner_node: bool = False
+    store_inner_edge: bool = False
+    graphbolt_sort_bytes: int = SORT_BYTES
+
+    def graphbolt(self) -> GraphBoltOptions | None:
+        """The GraphBolt writer options, or None for DGL's graph.dgl."""
+        if not self.use_graphbolt:
+            return None
+        return GraphBoltOptions(
+            self.store_eids, self.store_inner_node, self.store_inner_edge, self.graphbolt_sort_bytes
+        )
 
 
 @dataclass(frozen=True)
@@ -199,6 +220,7 @@ def dispatch(
             etypes={e: i for i, e in enumerate(plan.etypes)},
             part_method=opts.part_method or method,
             halo_hops=opts.halo_hops,
+            graphbolt=opts.use_graphbolt,
         )
         path = write_partition_config(out, config, storage_options=storage_options)
         if not opts.keep_staging:
@@ -267,6 +289,7 @@ def _stage(
         save_orig_eids=opts.save_orig_eids,
         halo_hops=opts.halo_hops,
         keep_halo_edges=opts.keep_halo_edges or opts.halo_hops > 1,
+        graphbolt=opts.graphbolt(),
     )
 
 
@@ -377,6 +400,7 @@ def _fingerprint(
         opts.part_method,
         opts.halo_hops,
         opts.keep_halo_edges,
+        opts.graphbolt(),
         sorted((t, n, tokenize(a)) for t, d in extra_node_data.items() for n, a in d.items()),
     )
     return str(

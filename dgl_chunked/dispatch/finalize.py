@@ -24,6 +24,8 @@ from dgl_chunked.dispatch.stages import edge_array, node_array
 from dgl_chunked.dispatch.staging import Staging, segment_bounds
 from dgl_chunked.io import fs
 from dgl_chunked.io.dgl_format import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
+from dgl_chunked.io.graphbolt import GRAPHBOLT_FILE
+from dgl_chunked.io.graphbolt_csc import GraphBoltOptions, write_graphbolt_partition
 
 __all__ = ["FeatureStage", "PartitionPlan", "write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
 
@@ -69,6 +71,8 @@ class PartitionPlan:
     save_orig_eids: bool
     halo_hops: int = 1
     keep_halo_edges: bool = False
+    graphbolt: GraphBoltOptions | None = None
+    """Write ``fused_csc_sampling_graph.pt`` instead of ``graph.dgl`` (``--use-graphbolt``)."""
 
     def edge_segments(self, part: int, column: str) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
         """``(etype id, segment)`` of one staged edge column (``new_src`` or ``new_dst``)."""
@@ -308,7 +312,17 @@ def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
     filesystem.makedirs(tmp_inner, exist_ok=True)
     graph = _graph(plan, part)
     so = plan.storage_options
-    write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=so)
+    if plan.graphbolt is not None:
+        write_graphbolt_partition(
+            fs.join(tmp, GRAPHBOLT_FILE),
+            graph,
+            ntypes={t: i for i, t in enumerate(plan.ntypes)},
+            etypes={e: i for i, e in enumerate(plan.etypes)},
+            options=plan.graphbolt,
+            storage_options=so,
+        )
+    else:
+        write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=so)
     write_tensor_dict(
         fs.join(tmp, "node_feat.dgl"),
         _feature_tensors(plan, plan.node_features, plan.node_layout, part),

@@ -48,6 +48,8 @@ class PartitionConfig:
     etypes: dict[str, int]
     part_method: str = "random"
     halo_hops: int = 1
+    graphbolt: bool = False
+    """Partitions hold ``fused_csc_sampling_graph.pt`` (``part_graph_graphbolt``) instead of graph.dgl."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -76,8 +78,13 @@ class PartitionConfig:
             doc[f"part-{p}"] = {
                 "node_feats": f"part{p}/node_feat.dgl",
                 "edge_feats": f"part{p}/edge_feat.dgl",
-                "part_graph": f"part{p}/graph.dgl",
             }
+            if self.graphbolt:  # as DGL's partition_graph(use_graphbolt=True): no graph.dgl
+                doc[f"part-{p}"]["part_graph_graphbolt"] = f"part{p}/fused_csc_sampling_graph.pt"
+            else:
+                doc[f"part-{p}"]["part_graph"] = f"part{p}/graph.dgl"
+        if self.graphbolt:  # dgl_partition_to_graphbolt: GraphBolt IDs are int64 in RPC (dgl#7175)
+            doc["node_map_dtype"] = doc["edge_map_dtype"] = "int64"
         doc.update(self.extra)
         return doc
 
@@ -125,6 +132,10 @@ def read_partition_config(path: PathLike, *, storage_options: StorageOptions = N
         "num_edges",
     }
     extra = {k: v for k, v in doc.items() if k not in known and not k.startswith("part-")}
+    part0 = doc.get("part-0", {})
+    graphbolt = "part_graph_graphbolt" in part0 and "part_graph" not in part0
+    if graphbolt:
+        extra = {k: v for k, v in extra.items() if k not in ("node_map_dtype", "edge_map_dtype")}
     return PartitionConfig(
         graph_name=doc["graph_name"],
         num_parts=int(doc["num_parts"]),
@@ -134,5 +145,6 @@ def read_partition_config(path: PathLike, *, storage_options: StorageOptions = N
         etypes=dict(doc.get("etypes", {"_N:_E:_N": 0})),
         part_method=doc.get("part_method", "unknown"),
         halo_hops=int(doc.get("halo_hops", 1)),
+        graphbolt=graphbolt,
         extra=extra,
     )

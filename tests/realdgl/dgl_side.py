@@ -13,7 +13,17 @@ Modes::
     distgraph CONFIG.json OUT.npz     1-partition config: DistGraph in standalone mode
     distgraph-server CONFIG.json OUT.npz
                                       1-partition config: a DistGraphServer on 127.0.0.1 in a
-                                      child process (os.posix_spawn) and a DistGraph client
+                                      child process (os.posix_spawn) and a DistGraph client;
+                                      DGLC_USE_GRAPHBOLT=1 serves fused_csc_sampling_graph.pt
+    graphbolt CONFIG.json OUT.npz     load_partition(use_graphbolt=True) per part: every field
+                                      of the FusedCSCSamplingGraph, "p{i}/gb/..." (DGL's own
+                                      partition check runs when edge _ID is stored)
+    to-graphbolt CONFIG.json EIDS INNER_NODE INNER_EDGE OUT.npz
+                                      dgl_partition_to_graphbolt(CONFIG, store_eids=EIDS, ...)
+                                      with flags 0/1, in place (run it on a copy)
+    dgl-partition DIR NUM_PARTS KIND OUT.npz
+                                      partition_graph of a seeded random graph (KIND homogeneous or
+                                      heterogeneous) into DIR: DGL's own partitions, for conversion
 """
 
 from __future__ import annotations
@@ -173,6 +183,31 @@ def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
         out[f"sample/{etype_str(c)}/eid"] = to_numpy(sub.edges[c].data[dgl.EID])
 
 
+def read_distgraph_graphbolt(g: object, out: dict[str, np.ndarray], info: dict) -> None:
+    """GraphBolt serving: features and full-fanout sampling with every node as a seed.
+
+    Keys as :func:`read_distgraph` (``sample/...``); ``sample/eid`` only when edge _ID is stored.
+    """
+    info["ntypes"], info["etypes"] = list(g.ntypes), [etype_str(c) for c in g.canonical_etypes]
+    for nt in g.ntypes:
+        for name in g.nodes[nt].data:
+            out[f"ndata/{nt}/{name}"] = to_numpy(g.nodes[nt].data[name][torch.arange(g.num_nodes(nt))])
+    if len(g.canonical_etypes) == 1:
+        sub = g.sample_neighbors(torch.arange(g.num_nodes()), -1)  # passes use_graphbolt
+        src, dst = sub.edges()
+        out["sample/src"], out["sample/dst"] = to_numpy(src), to_numpy(dst)
+        if dgl.EID in sub.edata:
+            out["sample/eid"] = to_numpy(sub.edata[dgl.EID])
+        return
+    seeds = {nt: torch.arange(g.num_nodes(nt)) for nt in g.ntypes if g.num_nodes(nt) > 0}
+    sub = g.sample_neighbors(seeds, -1)
+    for c in sub.canonical_etypes:
+        src, dst = sub.edges(etype=c)
+        out[f"sample/{etype_str(c)}/src"], out[f"sample/{etype_str(c)}/dst"] = to_numpy(src), to_numpy(dst)
+        if dgl.EID in sub.edges[c].data:
+            out[f"sample/{etype_str(c)}/eid"] = to_numpy(sub.edges[c].data[dgl.EID])
+
+
 def mode_distgraph(config: str, out: dict[str, np.ndarray], info: dict) -> None:
     """Standalone-mode DistGraph (1 partition, no server process)."""
     os.environ["DGL_DIST_MODE"] = "standalone"
@@ -208,11 +243,13 @@ def mode_distgraph_server(config: str, out: dict[str, np.ndarray], info: dict) -
             raise RuntimeError(
                 f"DistGraphServer failed while loading {config} (wait status {status}); see its stderr above"
             )
-        dgl.distributed.initialize(ip_config)
+        use_graphbolt = os.environ.get("DGLC_USE_GRAPHBOLT") == "1"
+        dgl.distributed.initialize(ip_config, use_graphbolt=use_graphbolt)
         with open(config) as f:
             graph_name = json.load(f)["graph_name"]
         gpb = dgl.distributed.load_partition_book(config, 0)[0]
-        read_distgraph(dgl.distributed.DistGraph(graph_name, gpb=gpb), out, info)
+        read = read_distgraph_graphbolt if use_graphbolt else read_distgraph
+        read(dgl.distributed.DistGraph(graph_name, gpb=gpb), out, info)
         dgl.distributed.exit_client()  # shuts the server down
     except BaseException:
         if server:
@@ -226,10 +263,85 @@ def mode_distgraph_server(config: str, out: dict[str, np.ndarray], info: dict) -
 
 def mode_distserver(config: str, ip_config: str, ready_fd: str) -> None:
     """Child of distgraph-server: load partition 0, report "ready", serve until the client exits."""
-    server = dgl.distributed.DistGraphServer(0, ip_config, 1, 1, config, graph_format=["csc", "coo"])
+    if os.environ.get("DGLC_USE_GRAPHBOLT") == "1":
+        os.environ.pop("DGL_DIST_DEBUG", None)  # DGL's check needs edge _ID, which is optional here
+    server = dgl.distributed.DistGraphServer(
+        0,
+        ip_config,
+        1,
+        1,
+        config,
+        graph_format=["csc", "coo"],
+        use_graphbolt=os.environ.get("DGLC_USE_GRAPHBOLT") == "1",
+    )
     os.write(int(ready_fd), b"ready")
     os.close(int(ready_fd))
     server.start()
+
+
+def mode_graphbolt(config: str, out: dict[str, np.ndarray], info: dict) -> None:
+    from dgl.distributed.partition import _verify_graphbolt_partition
+
+    os.environ.pop("DGL_DIST_DEBUG", None)  # its check requires edge _ID: run it only then
+    with open(config) as f:
+        num_parts = json.load(f)["num_parts"]
+    for i in range(num_parts):
+        g, _, _, gpb, graph_name, ntypes, etypes = dgl.distributed.load_partition(
+            config, i, load_feats=False, use_graphbolt=True
+        )
+        facts = {"type": type(g).__name__, "node_type_to_id": g.node_type_to_id, "edge_type_to_id": g.edge_type_to_id}
+        for name in ("csc_indptr", "indices", "node_type_offset", "type_per_edge"):
+            value = getattr(g, name)
+            facts[name] = None if value is None else str(value.dtype)
+            if value is not None:
+                out[f"p{i}/gb/{name}"] = to_numpy(value)
+        for kind in ("node_attributes", "edge_attributes"):
+            attrs = getattr(g, kind)
+            facts[kind] = None if attrs is None else {k: str(v.dtype) for k, v in attrs.items()}
+            for key, value in (attrs or {}).items():
+                out[f"p{i}/gb/{kind}/{key}"] = to_numpy(value)
+        # DGL's check needs edge _ID, and builds a heterograph that DGL refuses when empty
+        if g.edge_attributes is not None and dgl.EID in g.edge_attributes and g.total_num_edges > 0:
+            _verify_graphbolt_partition(g, i, gpb, *dgl.distributed.load_partition_book(config, i)[2:])
+            facts["verified"] = True
+        info[f"p{i}"] = facts
+
+
+def mode_to_graphbolt(config: str, flags: list[str], out: dict[str, np.ndarray], info: dict) -> None:
+    os.environ.pop("DGL_DIST_DEBUG", None)  # debug mode would store every attribute
+    eids, inner_node, inner_edge = (flag == "1" for flag in flags)
+    dgl.distributed.dgl_partition_to_graphbolt(
+        config, store_eids=eids, store_inner_node=inner_node, store_inner_edge=inner_edge
+    )
+    with open(config) as f:
+        info["config"] = json.load(f)
+
+
+def mode_dgl_partition(out_dir: str, num_parts: str, kind: str, out: dict[str, np.ndarray], info: dict) -> None:
+    os.environ.pop("DGL_DIST_DEBUG", None)
+    gen = torch.Generator().manual_seed(7)
+    if kind == "homogeneous":
+        g = dgl.graph((torch.randint(0, 300, (2000,), generator=gen), torch.randint(0, 300, (2000,), generator=gen)))
+    else:
+        g = dgl.heterograph(
+            {
+                ("user", "follows", "user"): (
+                    torch.randint(0, 120, (600,), generator=gen),
+                    torch.randint(0, 120, (600,), generator=gen),
+                ),
+                ("user", "buys", "item"): (
+                    torch.randint(0, 120, (500,), generator=gen),
+                    torch.randint(0, 80, (500,), generator=gen),
+                ),
+                ("item", "bought-by", "user"): (
+                    torch.randint(0, 80, (400,), generator=gen),
+                    torch.randint(0, 120, (400,), generator=gen),
+                ),
+            },
+            num_nodes_dict={"user": 120, "item": 80},
+        )
+    dgl.distributed.partition_graph(g, "dglgraph", int(num_parts), out_dir, part_method="random")
+    info["num_edges"] = int(g.num_edges())
 
 
 def main(argv: list[str]) -> int:
@@ -248,6 +360,12 @@ def main(argv: list[str]) -> int:
         mode_distgraph(inputs[0], out, info)
     elif mode == "distgraph-server":
         mode_distgraph_server(inputs[0], out, info)
+    elif mode == "graphbolt":
+        mode_graphbolt(inputs[0], out, info)
+    elif mode == "to-graphbolt":
+        mode_to_graphbolt(inputs[0], inputs[1:4], out, info)
+    elif mode == "dgl-partition":
+        mode_dgl_partition(inputs[0], inputs[1], inputs[2], out, info)
     elif mode == "distserver":
         mode_distserver(inputs[0], inputs[1], inputs[2])
         return 0

@@ -1,0 +1,186 @@
+"""``dgl-chunked convert-graphbolt``: existing DGL partitions to GraphBolt, without torch.
+
+The counterpart of ``dgl.distributed.dgl_partition_to_graphbolt`` (DGL 2.1): every
+partition's ``graph.dgl`` (ours or DGL's) becomes ``fused_csc_sampling_graph.pt``
+next to it, in one Dask task per partition, and the partition config gains
+``part-<i>/part_graph_graphbolt`` and ``node_map_dtype``/``edge_map_dtype``
+``"int64"``, exactly the keys DGL's converter adds (``part_graph`` and every other
+key are kept). Each ``.pt`` is written under a temporary name and renamed; the
+config is rewritten last, atomically, so an interrupted conversion never looks
+finished. Memory per task: the partition's ``graph.dgl`` (read whole, as DGL does)
+plus the destination sort (bounded by ``sort_bytes``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import uuid
+from typing import Any
+
+import dask
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.errors import DGLFormatError, MetadataError, OutputExistsError
+from dgl_chunked.io import fs
+from dgl_chunked.io.dgl_format import HomogeneousGraph, read_graphs
+from dgl_chunked.io.graphbolt import GRAPHBOLT_FILE
+from dgl_chunked.io.graphbolt_csc import GraphBoltOptions, write_graphbolt_partition
+from dgl_chunked.io.owned import read_marker
+from dgl_chunked.io.partition_config import CONFIG_NAME
+
+__all__ = ["convert_partition_to_graphbolt", "convert_to_graphbolt"]
+
+
+def _config_path(out: PathLike) -> str:
+    path = str(out)
+    return path if path.endswith(".json") else fs.join(path, CONFIG_NAME)
+
+
+def _etype_ranges(doc: dict[str, Any]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Sorted range starts of the edge ID space and the etype ID of each range."""
+    etypes = doc.get("etypes", {"_N:_E:_N": 0})
+    rows = []
+    for name, ranges in doc["edge_map"].items():
+        if name not in etypes:
+            raise MetadataError(f"partition config: edge_map names {name!r}, which etypes lacks")
+        rows += [(int(s), int(etypes[name])) for s, e in ranges if int(e) > int(s)]
+    rows.sort()
+    return np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64)
+
+
+def _paths(base: str, part_graph: str) -> tuple[str, str]:
+    """``graph.dgl``'s full path and the ``.pt``'s path as the config records it.
+
+    Relative entries (DGL's ``partition_graph`` and ours) stay relative to the config;
+    an absolute one (older DGL) gets an absolute ``.pt`` path next to it.
+    """
+    if posixpath.isabs(part_graph) or fs.is_url(part_graph):
+        return part_graph, _target(part_graph)
+    return fs.join(base, part_graph), posixpath.join(posixpath.dirname(part_graph), GRAPHBOLT_FILE)
+
+
+def _target(graph_path: str) -> str:
+    return fs.join(fs.parent(graph_path), GRAPHBOLT_FILE)
+
+
+def convert_partition_to_graphbolt(
+    config_path: str, part: int, options: GraphBoltOptions, storage_options: StorageOptions = None
+) -> str:
+    """Convert partition ``part`` of the config at ``config_path``; return the ``.pt`` path relative to it."""
+    with fs.open_file(config_path, "rb", storage_options) as f:
+        doc = json.load(f)
+    entry = doc.get(f"part-{part}", {})
+    if "part_graph" not in entry:
+        raise MetadataError(f"{config_path}: part-{part} has no part_graph (graph.dgl) to convert")
+    base = fs.parent(config_path)
+    graph_path, rel = _paths(base, entry["part_graph"])
+    graphs, _ = read_graphs(graph_path, storage_options=storage_options)
+    if len(graphs) != 1 or len(graphs[0].ntypes) != 1 or len(graphs[0].canonical_etypes) != 1:
+        raise DGLFormatError(f"{graph_path}: expected one homogeneous partition graph, as DGL writes")
+    g = graphs[0]
+    etype = g.canonical_etypes[0]
+    ndata, edata = dict(g.ndata.get(g.ntypes[0], {})), dict(g.edata.get(etype, {}))
+    for name, data in (("ndata", ndata), ("edata", edata)):
+        if "_ID" not in data:
+            raise DGLFormatError(f"{graph_path}: {name} lacks _ID; is this a DGL partition?")
+    src, dst = g.edges()
+    starts, ids = _etype_ranges(doc)
+    eid = np.asarray(edata["_ID"], np.int64)
+    if eid.size and (starts.size == 0 or eid.min() < starts[0]):
+        raise DGLFormatError(f"{graph_path}: edge _ID below the config's edge_map")
+    # as DGL: the edge type comes from the partition book (edge_map), not from edata _TYPE
+    edata["_TYPE"] = ids[np.searchsorted(starts, eid, side="right") - 1].astype(np.int32)
+    graph = HomogeneousGraph(num_nodes=g.num_nodes[g.ntypes[0]], src=src, dst=dst, ndata=ndata, edata=edata)
+    target = _target(graph_path)
+    tmp = target + ".tmp"
+    write_graphbolt_partition(
+        tmp,
+        graph,
+        ntypes=doc.get("ntypes", {"_N": 0}),
+        etypes=doc.get("etypes", {"_N:_E:_N": 0}),
+        options=options,
+        storage_options=storage_options,
+        archive=GRAPHBOLT_FILE.rsplit(".", 1)[0],
+    )
+    filesystem, tmp_inner = fs.filesystem(tmp, storage_options)
+    filesystem.mv(tmp_inner, fs.filesystem(target, storage_options)[1])
+    return rel
+
+
+def convert_to_graphbolt(
+    out_dir: PathLike,
+    *,
+    store_eids: bool = False,
+    store_inner_node: bool = False,
+    store_inner_edge: bool = False,
+    sort_bytes: int | None = None,
+    overwrite: bool = False,
+    storage_options: StorageOptions = None,
+) -> str:
+    """Add GraphBolt graphs to finished DGL partitions (``dgl_partition_to_graphbolt``).
+
+    Parameters
+    ----------
+    out_dir
+        The partition output directory or its config JSON.
+    store_eids, store_inner_node, store_inner_edge
+        DGL's flags: also store edge ``_ID``, node ``inner_node``, edge ``inner_edge``.
+    sort_bytes
+        Memory budget of each task's destination sort (default
+        :data:`~dgl_chunked.io.graphbolt_csc.SORT_BYTES`).
+    overwrite
+        Replace ``fused_csc_sampling_graph.pt`` files that already exist (refused otherwise).
+
+    Returns
+    -------
+    str
+        The GraphBolt config's path: the output's own config when dgl_chunked wrote the
+        output (it carries our marker), else a new ``<name>_graphbolt.json`` beside the
+        untouched original (see :func:`graphbolt_config_path`).
+    """
+    config_path = _config_path(out_dir)
+    if not fs.exists(config_path, storage_options):
+        raise MetadataError(f"partition config {config_path!r} does not exist; pass a finished output directory")
+    with fs.open_file(config_path, "rb", storage_options) as f:
+        doc = json.load(f)
+    # an output we did not write (DGL's) is never altered: its config stays as it is and the
+    # GraphBolt config goes beside it; its existing .pt files are never replaced
+    ours = read_marker(fs.parent(config_path), storage_options=storage_options) is not None
+    target = config_path if ours else graphbolt_config_path(config_path)
+    base = fs.parent(config_path)
+    for p in range(int(doc["num_parts"])):
+        graph = doc.get(f"part-{p}", {}).get("part_graph")
+        existing = _target(_paths(base, graph)[0]) if graph else None
+        if existing and fs.exists(existing, storage_options) and not (ours and overwrite):
+            raise OutputExistsError(
+                f"{existing} already exists; pass overwrite (--overwrite) to replace the GraphBolt graphs"
+                if ours
+                else f"{existing} already exists and dgl_chunked did not write it; move it away to convert again"
+            )
+    if not ours and not overwrite and fs.exists(target, storage_options):
+        raise OutputExistsError(f"{target} already exists; pass overwrite (--overwrite) to replace it")
+    options = GraphBoltOptions(store_eids, store_inner_node, store_inner_edge)
+    if sort_bytes is not None:
+        options = GraphBoltOptions(store_eids, store_inner_node, store_inner_edge, sort_bytes)
+    run = uuid.uuid4().hex[:12]
+    tasks = [
+        dask.delayed(convert_partition_to_graphbolt, pure=False)(
+            config_path, p, options, storage_options, dask_key_name=(f"dglc-convert-graphbolt-{run}", p)
+        )
+        for p in range(int(doc["num_parts"]))
+    ]
+    rels = dask.compute(*tasks)
+    for p, rel in enumerate(rels):
+        doc[f"part-{p}"]["part_graph_graphbolt"] = rel
+    doc["node_map_dtype"] = doc["edge_map_dtype"] = "int64"
+    fs.atomic_write_bytes(target, (json.dumps(doc, indent=4) + "\n").encode(), storage_options)
+    return target
+
+
+def graphbolt_config_path(config_path: str) -> str:
+    """Where :func:`convert_to_graphbolt` puts the config of an output it did not write:
+    ``<name>_graphbolt.json`` beside ``<name>.json`` (DGL's loaders take any config path)."""
+    return config_path.removesuffix(".json") + "_graphbolt.json"

@@ -1,0 +1,292 @@
+"""A partition's graph as GraphBolt CSC, built in bounded memory, and written.
+
+:func:`write_graphbolt_partition` takes the same :class:`HomogeneousGraph` a
+partition's ``graph.dgl`` is written from (local ``src``/``dst`` in edge-id order,
+``ndata``/``edata`` with ``_ID``, ``_TYPE``, ``inner_node``, ``inner_edge``) and
+writes what ``dgl.distributed.dgl_partition_to_graphbolt`` (DGL 2.1) makes of that
+``graph.dgl``: CSC by local destination with every destination's in-edges in
+edge-id order, the fields it keeps and the dtypes it casts them to.
+
+Sorting by destination is a stable counting sort (:class:`CscSorter`): a pass
+counts in-degrees, a second one places each edge. When the order (4 bytes per edge)
+and one column fit ``sort_bytes`` it is computed once and reused for every edge
+column. Otherwise destinations are split into ranges whose in-edges fit (about
+:data:`BYTES_PER_EDGE` per edge), each sorted on its own per column, so memory stays
+at one range whatever the partition's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.io._dgl_blocks import Stream, as_stream
+from dgl_chunked.io._dgl_model import HomogeneousGraph
+from dgl_chunked.io.dgl_format import ArrayBlocks
+from dgl_chunked.io.graphbolt import write_graphbolt_graph
+
+__all__ = ["BYTES_PER_EDGE", "SORT_BYTES", "CscSorter", "GraphBoltOptions", "min_dtype", "write_graphbolt_partition"]
+
+SORT_BYTES = 1 << 30
+"""Default memory budget of the destination sort (per partition writer)."""
+BYTES_PER_EDGE = 40
+"""Sort memory per edge of a destination range: order, its inverse, one column, copies."""
+OUT_BLOCK = 1 << 21
+
+
+@dataclass(frozen=True)
+class GraphBoltOptions:
+    """``dgl_partition_to_graphbolt``'s flags (DGL's names) and the sort budget."""
+
+    store_eids: bool = False
+    store_inner_node: bool = False
+    store_inner_edge: bool = False
+    sort_bytes: int = SORT_BYTES
+
+
+def min_dtype(bound: int, candidates: tuple[Any, ...] = (np.int32, np.int64)) -> np.dtype[Any]:
+    """DGL's ``_cast_to_minimum_dtype``: the first candidate with ``bound < max``."""
+    for dtype in candidates:
+        if bound < np.iinfo(dtype).max:
+            found: np.dtype[Any] = np.dtype(dtype)
+            return found
+    last: np.dtype[Any] = np.dtype(candidates[-1])
+    return last
+
+
+def _full(stream: Stream, dtype: Any = None) -> npt.NDArray[Any]:
+    """The whole stream in memory, cast block by block to ``dtype`` (default: its own)."""
+    out = np.empty(stream.shape, dtype=stream.dtype if dtype is None else dtype)
+    pos = 0
+    for block in stream.blocks():
+        out[pos : pos + block.shape[0]] = block
+        pos += block.shape[0]
+    return out
+
+
+class CscSorter:
+    """The CSC order of edges by destination (stable), in bounded memory.
+
+    When the partition fits the budget, one in-place sort of the unique keys
+    ``dst * E + edge ID`` (8 bytes per edge) gives the stable order. Otherwise a
+    counting sort per destination range: one pass counts in-degrees, one more pass
+    places every edge at ``indptr[dst] + (earlier edges with that dst)``, block by
+    block. The result is the edge IDs in CSC order (int32 below 2^31 edges).
+
+    Parameters
+    ----------
+    num_nodes
+        Local node count (destinations lie in ``[0, num_nodes)``).
+    dst
+        Destination stream in edge-id order.
+    sort_bytes
+        Memory budget. When the keys (8 bytes per edge), then the order and one column
+        (about 12) fit, the order is computed once for every column; otherwise destinations are split into
+        ranges of at most ``sort_bytes // BYTES_PER_EDGE`` in-edges, each sorted on its
+        own for every column.
+    """
+
+    def __init__(self, num_nodes: int, dst: Stream, sort_bytes: int = SORT_BYTES) -> None:
+        self.num_nodes = num_nodes
+        self.num_edges = dst.shape[0]
+        self.dst = dst
+        self.index_dtype = np.dtype(np.int32 if self.num_edges < 2**31 else np.int64)
+        self._single: npt.NDArray[Any] | None = None
+        e = self.num_edges
+        if e * (self.index_dtype.itemsize + 8) <= sort_bytes and num_nodes * max(e, 1) < 2**62:
+            # everything fits: one sort of the unique keys dst * E + edge ID is the stable order
+            key = _full(dst, np.int64)
+            self.degree = np.bincount(key, minlength=num_nodes).astype(np.int64)
+            self._indptr = self.indptr()
+            self.ranges = [(0, num_nodes)]
+            key *= e
+            for lo in range(0, e, OUT_BLOCK):
+                key[lo : lo + OUT_BLOCK] += np.arange(lo, min(lo + OUT_BLOCK, e))
+            key.sort()
+            np.remainder(key, max(e, 1), out=key)
+            self._single = key.astype(self.index_dtype)
+            return
+        self.degree = np.zeros(num_nodes, dtype=np.int64)
+        for block in dst.blocks():
+            self.degree += np.bincount(block, minlength=num_nodes)
+        self._indptr = self.indptr()
+        self.ranges = _ranges(self.degree, max(1, sort_bytes // BYTES_PER_EDGE))
+
+    def indptr(self) -> npt.NDArray[np.int64]:
+        out = np.zeros(self.num_nodes + 1, dtype=np.int64)
+        np.cumsum(self.degree, out=out[1:])
+        return out
+
+    def _order(self, lo: int, hi: int) -> npt.NDArray[Any]:
+        """IDs of the edges with destination in ``[lo, hi)``, in CSC order (one pass)."""
+        base = int(self._indptr[lo])
+        fill = self._indptr[lo:hi] - base  # next free slot per destination
+        order = np.empty(int(self._indptr[hi]) - base, dtype=self.index_dtype)
+        whole = (lo, hi) == (0, self.num_nodes)
+        pos = 0
+        for block in self.dst.blocks():
+            if whole:
+                ids, d = np.arange(pos, pos + block.shape[0]), block
+            else:
+                keep = np.flatnonzero((block >= lo) & (block < hi))
+                ids, d = keep + pos, block[keep]
+            pos += block.shape[0]
+            if d.size == 0:
+                continue
+            o = np.argsort(d, kind="stable")  # within the block only
+            ds = d[o] - lo
+            first = np.flatnonzero(np.concatenate([[True], ds[1:] != ds[:-1]]))
+            runs = np.diff(np.append(first, ds.shape[0]))
+            rank = np.arange(ds.shape[0]) - np.repeat(first, runs)
+            order[fill[ds] + rank] = ids[o]
+            fill[ds[first]] += runs
+        return order
+
+    def column(self, stream: Stream, dtype: Any) -> ArrayBlocks:
+        """``stream`` (an edge column in edge-id order) permuted into CSC order, as ``dtype``."""
+        dtype = np.dtype(dtype)
+        shape = (self.num_edges, *stream.shape[1:])
+
+        def blocks() -> Iterator[npt.NDArray[Any]]:
+            if self._single is not None:
+                values = _full(stream, dtype)
+                for lo in range(0, self.num_edges, OUT_BLOCK):
+                    yield values[self._single[lo : lo + OUT_BLOCK]]
+                return
+            for lo, hi in self.ranges:
+                order = self._order(lo, hi)
+                inverse = np.argsort(order, kind="stable")  # CSC slot of each edge, by edge ID
+                out = np.empty((order.shape[0], *stream.shape[1:]), dtype=dtype)
+                out[inverse] = _take(stream, order[inverse])
+                del order, inverse
+                yield out
+
+        return ArrayBlocks(shape, dtype, blocks)
+
+
+def _ranges(degree: npt.NDArray[np.int64], budget: int) -> list[tuple[int, int]]:
+    """Split ``[0, n)`` into destination ranges of at most ``budget`` in-edges (one node may exceed)."""
+    ends = np.cumsum(degree)
+    ranges, lo, base = [], 0, 0
+    n = degree.shape[0]
+    while lo < n:
+        hi = int(np.searchsorted(ends, base + budget, side="right"))
+        hi = max(hi, lo + 1)
+        ranges.append((lo, hi))
+        base = int(ends[hi - 1])
+        lo = hi
+    return ranges or [(0, 0)]
+
+
+def _take(stream: Stream, edges: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+    """Rows ``edges`` (ascending) of a stream, reading it once."""
+    out = np.empty((edges.shape[0], *stream.shape[1:]), dtype=stream.dtype)
+    pos, got = 0, 0
+    for block in stream.blocks():
+        a, b = np.searchsorted(edges, [pos, pos + block.shape[0]])
+        out[got : got + b - a] = block[edges[a:b] - pos]
+        got += b - a
+        pos += block.shape[0]
+    return out
+
+
+def write_graphbolt_partition(
+    path: PathLike,
+    graph: HomogeneousGraph,
+    *,
+    ntypes: Mapping[str, int],
+    etypes: Mapping[str, int],
+    options: GraphBoltOptions = GraphBoltOptions(),
+    storage_options: StorageOptions = None,
+    archive: str | None = None,
+) -> dict[str, Any]:
+    """Write ``fused_csc_sampling_graph.pt`` for one partition graph.
+
+    Parameters
+    ----------
+    path
+        Output file.
+    graph
+        The partition's graph as for ``graph.dgl``; ``ndata["_ID"]`` is required,
+        ``ndata["inner_node"]``, ``edata["_ID"]``, ``edata["_TYPE"]`` and
+        ``edata["inner_edge"]`` when the options or a heterogeneous graph need them.
+    ntypes, etypes
+        The partition config's ``ntypes`` / ``etypes`` (name -> id, config order;
+        etypes as ``"src:rel:dst"``). One of each means homogeneous: no type fields.
+    options
+        Which optional fields to store, and the sort budget.
+    archive
+        The zip's top directory when ``path`` is a temporary name (see
+        :func:`~dgl_chunked.io.graphbolt.write_graphbolt_graph`).
+
+    Returns
+    -------
+    dict
+        ``{"field": dtype name}`` of what was written (for logs and tests).
+    """
+    where = str(path)
+    n = graph.num_nodes
+    src = as_stream(graph.src, f"{where}: src", ids=(np.dtype(np.int64), n))  # checked to lie in [0, n)
+    dst = as_stream(graph.dst, f"{where}: dst", ids=(np.dtype(np.int64), n))
+    sorter = CscSorter(n, dst, options.sort_bytes)
+    e = sorter.num_edges
+    homo = len(ntypes) == 1 and len(etypes) == 1
+    edata = {k: as_stream(v, f"{where}: edata[{k!r}]") for k, v in graph.edata.items()}
+    indptr_dtype = min_dtype(e)
+    indptr = sorter.indptr()
+    fields: dict[str, Any] = {
+        "indptr": _array_blocks(indptr, indptr_dtype),
+        "indices": sorter.column(src, min_dtype(n)),
+    }
+    type_per_edge = None
+    if not homo:
+        type_per_edge = sorter.column(edata["_TYPE"], min_dtype(len(etypes), (np.int8, np.int16, np.int32, np.int64)))
+    # _ID stays int64 whatever the counts: DGL 2.1 casts it only among [int64]
+    node_attributes: dict[str, Any] = {"_ID": _cast(graph.ndata["_ID"], np.int64)}
+    if options.store_inner_node:
+        node_attributes["inner_node"] = graph.ndata["inner_node"]
+    edge_attributes: dict[str, Any] = {}
+    if options.store_eids:
+        edge_attributes["_ID"] = sorter.column(edata["_ID"], np.int64)
+    if options.store_inner_edge:
+        edge_attributes["inner_edge"] = sorter.column(edata["inner_edge"], edata["inner_edge"].dtype)
+    write_graphbolt_graph(
+        path,
+        indptr=fields["indptr"],
+        indices=fields["indices"],
+        type_per_edge=type_per_edge,
+        # the config's own type IDs, in ID order (DGL 2.1's converter enumerates the JSON
+        # key order instead, which differs when the keys are sorted: see the docs)
+        node_type_to_id=None if homo else _by_id(ntypes),
+        edge_type_to_id=None if homo else _by_id(etypes),
+        node_attributes=node_attributes,
+        edge_attributes=edge_attributes,
+        storage_options=storage_options,
+        archive=archive,
+    )
+    return {"indptr": str(indptr_dtype), "indices": str(fields["indices"].dtype), "ranges": len(sorter.ranges)}
+
+
+def _by_id(types: Mapping[str, int]) -> dict[str, int]:
+    return {name: int(i) for name, i in sorted(types.items(), key=lambda kv: int(kv[1]))}
+
+
+def _array_blocks(values: npt.NDArray[Any], dtype: Any) -> ArrayBlocks:
+    def blocks() -> Iterator[npt.NDArray[Any]]:
+        for lo in range(0, values.shape[0], OUT_BLOCK):
+            yield values[lo : lo + OUT_BLOCK].astype(dtype, copy=False)
+
+    return ArrayBlocks(values.shape, dtype, blocks)
+
+
+def _cast(value: Any, dtype: Any) -> Any:
+    stream = as_stream(value, "ndata")
+    if stream.dtype == np.dtype(dtype):
+        return value
+    make: Callable[[], Iterator[npt.NDArray[Any]]] = lambda: (b.astype(dtype) for b in stream.blocks())  # noqa: E731
+    return ArrayBlocks(stream.shape, dtype, make)
