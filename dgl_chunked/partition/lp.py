@@ -88,7 +88,7 @@ import numpy as np
 
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.partition import _lp_tasks as T
-from dgl_chunked.partition._lp_driver import run_rounds
+from dgl_chunked.partition._ml_driver import run_multilevel
 from dgl_chunked.partition.random import _check_seed
 
 if TYPE_CHECKING:
@@ -143,6 +143,24 @@ class LPConfig:
     scratch_dir
         Parent directory of the scratch stores (None: the system temp dir). On a
         multi-host cluster it must be a path every worker can read and write.
+    coarse_nodes, coarse_entries
+        The in-memory budget: coarsening stops at the first level with at most this
+        many nodes and entries (both directions of every weighted edge), which the
+        driver task then partitions with METIS. The driver's peak for it is about
+        ``100 * coarse_entries + 200 * coarse_nodes`` bytes (about 0.5 GB at the
+        defaults), whatever the graph size.
+    cluster_rounds
+        Clustering rounds per coarsening level (each lets a seeded half of the
+        singleton nodes join a neighbouring cluster of the other half).
+    cluster_weight
+        Most weight of one cluster, in every balance column (stratum nodes, owned
+        edges), as a fraction of a part's even share.
+    min_shrink
+        A level must have at most ``1 - min_shrink`` times the nodes of the level
+        before, else coarsening has stalled and the streaming placement (Fennel by
+        degree level, the method before the multilevel one) places the nodes.
+    max_levels
+        Most coarsening levels (then, too, the streaming placement).
     """
 
     eps: float = 0.05
@@ -153,6 +171,12 @@ class LPConfig:
     block_rows: int | None = None
     group_entries: int = 1 << 21
     scratch_dir: str | None = None
+    coarse_nodes: int = 1 << 17
+    coarse_entries: int = 1 << 22
+    cluster_rounds: int = 4
+    cluster_weight: float = 0.125
+    min_shrink: float = 0.05
+    max_levels: int = 16
 
     def __post_init__(self) -> None:
         problems = []
@@ -163,7 +187,18 @@ class LPConfig:
                 f"refine_passes, group_entries: expected >= 0 and >= 1, found "
                 f"{self.refine_passes!r}, {self.group_entries!r}"
             )
-        fractions = {"refine_min_gain": self.refine_min_gain, "round_nodes": self.round_nodes}
+        if min(self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels) < 1:
+            problems.append(
+                "coarse_nodes, coarse_entries, cluster_rounds, max_levels: expected >= 1, found "
+                f"{self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, {self.max_levels!r}"
+            )
+        if not 0 < self.cluster_weight <= 1:
+            problems.append(f"cluster_weight: expected 0 < cluster_weight <= 1, found {self.cluster_weight!r}")
+        fractions = {
+            "refine_min_gain": self.refine_min_gain,
+            "round_nodes": self.round_nodes,
+            "min_shrink": self.min_shrink,
+        }
         problems += [
             f"{k}: expected a fraction in [0, 1], found {v!r}" for k, v in fractions.items() if not 0 <= v <= 1
         ]
@@ -293,7 +328,7 @@ def run_lp(graph: ChunkedGraph, plan: _Plan) -> str:
     if not graph.metadata.node_type_offsets[-1]:
         return root  # no nodes: every output chunk is empty and reads nothing
     try:
-        run_rounds(graph, plan, root)
+        run_multilevel(graph, plan, root)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

@@ -1,0 +1,147 @@
+"""Pure numpy kernels of the multilevel ``lp`` method (no Dask, no I/O).
+
+Vocabulary (see :mod:`dgl_chunked.partition.lp`):
+
+- a *level* is a graph: level 0 is the input (homogeneous, symmetrised, self-loops
+  dropped, isolated nodes left out), level ``L + 1`` the contraction of level ``L``'s
+  clustering;
+- an *entry* is one direction of one weighted edge: ``(u, v, w)``, ``u`` block-local,
+  ``v`` a global ID of the same level;
+- a node's *weight* is a vector of ``C`` counts: one column per balance stratum (node
+  type x first true mask) and, with ``balance_edges``, one of owned edges;
+- a *cluster* is named by its *leader*, a node of the level; a node joins a cluster at
+  most once per level and only while it is a singleton, so leaders never move and no
+  chain of labels forms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import IdArray
+from dgl_chunked.partition._lp_kernels import node_order
+
+__all__ = [
+    "accept_joins",
+    "active_bit",
+    "cluster_caps",
+    "contract_entries",
+    "propose_joins",
+    "weighted_csr",
+]
+
+
+def active_bit(ids: IdArray, *, seed: int, salt: int) -> npt.NDArray[np.bool_]:
+    """Whether each node is a *mover* this round (else a *target*): a seeded coin per ID."""
+    return (node_order(np.asarray(ids, np.int64), seed=seed, salt=salt) & np.uint64(1)).astype(bool)
+
+
+def cluster_caps(totals: IdArray, num_parts: int, fraction: float) -> IdArray:
+    """Most weight one cluster may hold per column: ``fraction`` of a part's even share (>= 1)."""
+    totals = np.asarray(totals, np.int64)
+    return np.maximum(1, np.floor(totals * fraction / num_parts)).astype(np.int64)
+
+
+def propose_joins(
+    u: IdArray,
+    c: IdArray,
+    w: IdArray,
+    *,
+    movers: npt.NDArray[np.bool_],
+    targets: npt.NDArray[np.bool_],
+    node_weight: IdArray,
+    cluster_weight: IdArray,
+    caps: IdArray,
+    rank: npt.NDArray[np.uint64],
+) -> tuple[IdArray, IdArray, IdArray]:
+    """The cluster each mover would join: the one it is most connected to among the
+    target clusters that still have room for it.
+
+    Parameters
+    ----------
+    u, c, w
+        Per entry: block-local node, its neighbour's cluster (-1: none) and edge weight.
+    movers
+        Per block-local node: may move this round.
+    targets
+        Per entry: ``c`` is a target cluster this round.
+    node_weight
+        ``[rows, C]`` weight of every block-local node.
+    cluster_weight
+        ``[entries, C]`` weight of ``c`` at the start of the round.
+    caps
+        ``[C]`` most weight per cluster.
+    rank
+        Per entry: a seeded hash of ``c`` (ties go to the lowest).
+
+    Returns
+    -------
+    (node, cluster, connection weight) per proposing mover, sorted by node.
+    """
+    ok = (c >= 0) & targets & movers[u]
+    if ok.any():
+        ok[ok] = np.all(cluster_weight[ok] + node_weight[u[ok]] <= caps[None, :], axis=1)
+    u, c, w, rank = u[ok], c[ok], w[ok], rank[ok]
+    if u.size == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty
+    order = np.lexsort((c, u))
+    u, c, w, rank = u[order], c[order], w[order], rank[order]
+    starts = np.flatnonzero(np.concatenate([[True], (u[1:] != u[:-1]) | (c[1:] != c[:-1])]))
+    conn = np.add.reduceat(w, starts)
+    u, c, rank = u[starts], c[starts], rank[starts]
+    best = np.lexsort((rank, -conn, u))  # per node: most connected, then lowest rank
+    u, c, conn = u[best], c[best], conn[best]
+    first = np.concatenate([[True], u[1:] != u[:-1]])
+    return u[first], c[first], conn[first]
+
+
+def accept_joins(
+    c: IdArray,
+    conn: IdArray,
+    rank: npt.NDArray[np.uint64],
+    node_weight: IdArray,
+    cluster_weight: IdArray,
+    caps: IdArray,
+) -> npt.NDArray[np.bool_]:
+    """Which proposals to a cluster are accepted: most connected first (then ``rank``),
+    while the cluster's weight plus the accepted ones stays within ``caps`` in every column.
+
+    ``c``, ``conn``, ``rank`` and ``node_weight`` (``[k, C]``) have one row per proposal;
+    ``cluster_weight`` (``[k, C]``) is the weight of each proposal's cluster.
+    """
+    accept = np.zeros(c.size, bool)
+    if c.size == 0:
+        return accept
+    order = np.lexsort((rank, -conn, c))
+    cs, nw = c[order], node_weight[order]
+    starts = np.flatnonzero(np.concatenate([[True], cs[1:] != cs[:-1]]))
+    first = np.repeat(starts, np.diff(np.concatenate([starts, [cs.size]])))
+    csum = np.cumsum(nw, axis=0)
+    cum = csum - csum[first] + nw[first]  # running weight within each cluster's group
+    fits = np.all(cluster_weight[order] + cum <= caps[None, :], axis=1)
+    # weights are >= 0, so the fitting proposals of a cluster form a prefix of its group
+    accept[order] = fits
+    return accept
+
+
+def contract_entries(cu: IdArray, cv: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
+    """Entries between clusters: drop the internal ones, sum the weights of equal
+    ``(cu, cv)`` pairs; sorted by ``(cu, cv)``."""
+    keep = cu != cv
+    cu, cv, w = cu[keep], cv[keep], w[keep]
+    if cu.size == 0:
+        return cu, cv, w
+    order = np.lexsort((cv, cu))
+    cu, cv, w = cu[order], cv[order], w[order]
+    starts = np.flatnonzero(np.concatenate([[True], (cu[1:] != cu[:-1]) | (cv[1:] != cv[:-1])]))
+    return cu[starts], cv[starts], np.add.reduceat(w, starts)
+
+
+def weighted_csr(u: IdArray, v: IdArray, w: IdArray, num_nodes: int) -> tuple[IdArray, IdArray, IdArray]:
+    """Symmetric weighted CSR ``(xadj, adjncy, eweights)`` of entries given in both
+    directions (equal pairs summed, self-loops dropped)."""
+    cu, cv, cw = contract_entries(np.asarray(u, np.int64), np.asarray(v, np.int64), np.asarray(w, np.int64))
+    xadj = np.searchsorted(cu, np.arange(num_nodes + 1, dtype=np.int64)).astype(np.int64)
+    return xadj, cv, cw

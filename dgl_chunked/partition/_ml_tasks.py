@@ -1,0 +1,297 @@
+"""Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`._ml_kernels`.
+
+Every level has the same number of node *blocks* ``B``: block ``b`` of level ``L + 1``
+holds the clusters whose leader is in block ``b`` of level ``L``, in leader order, so
+a level is described by its block offsets alone. Level 0 is read from the ``lp``
+staging (:mod:`._lp_tasks`: entries per block, strata, owned edges, degree levels);
+the other files are ``.npy`` files under ``ML = <lp root>/work/ml``, written and read
+through fsspec (``ml`` is a URL), each by one task (temporary name, then a move)::
+
+    ML/<L>/e-<s>-<b>.npy     int64 [3, k]  entries of block b (u local, v, w) from block s of L-1
+    ML/<L>/w-<b>.npy         int64 [rows, C]  node weights of block b (L >= 1)
+    ML/<L>/label-<b>.npy     int64  cluster (leader's global ID) of every node; -1: not in the graph
+    ML/<L>/cw-<b>.npy        int64 [rows, C]  cluster weight at the leaders, 0 elsewhere
+    ML/<L>/prop-<b>-<t>.npy  int64 [3 + C, k]  joins proposed by block b to clusters of block t
+    ML/<L>/acc-<t>-<b>.npy   int64 [2, k]  joins of block b's nodes accepted by block t
+    ML/<L>/lcid-<b>.npy      int64  coarse ID of the leaders of block b (-1 elsewhere)
+    ML/<L>/cid-<b>.npy       int64  coarse ID (level L + 1) of every node; -1: not in the graph
+    ML/<L>/part-<b>.npy      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
+
+Memory per task: one block's entries (about 40 bytes each with temporaries), its node
+arrays, and one other block's labels or weights at a time for lookups.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import IdArray
+from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition import _ml_kernels as MK
+from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
+
+__all__: list[str] = []
+
+
+@dataclass(frozen=True, kw_only=True)
+class Level:
+    """What a task needs to know of one level (small: block offsets and paths)."""
+
+    index: int
+    offsets: tuple[int, ...]  # B + 1 global-ID offsets of the blocks
+    lp_root: str  # the ``lp`` scratch root (level 0's staging)
+    ml: str  # URL of the multilevel scratch directory
+    segs: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # level 0: staged entry ranges per block
+    num_strata: int = 1
+    owned: bool = False  # a column of owned edges (balance_edges)
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def width(self) -> int:
+        return self.num_strata + int(self.owned)
+
+    def rows(self, b: int) -> int:
+        return self.offsets[b + 1] - self.offsets[b]
+
+    def url(self, name: str) -> str:
+        return posixpath.join(self.ml, str(self.index), f"{name}.npy")
+
+
+def save(url: str, arr: npt.NDArray[Any]) -> None:
+    """Write ``arr`` to ``url`` through a temporary name and a move."""
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(url)
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    fs.makedirs(posixpath.dirname(path), exist_ok=True)
+    with fs.open(tmp, "wb") as f:
+        np.save(f, np.ascontiguousarray(arr))
+    fs.mv(tmp, path)
+
+
+def load(url: str) -> npt.NDArray[Any]:
+    """Read the ``.npy`` file at ``url``."""
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(url)
+    with fs.open(path, "rb") as f:
+        return np.load(f)  # type: ignore[no-any-return]
+
+
+def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
+    """Rows ``ids`` (global, >= 0) of the per-block arrays ``name-<b>``: one block in
+    memory at a time."""
+    ids = np.asarray(ids, np.int64)
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
+    out: npt.NDArray[Any] | None = None
+    for b in np.unique(block).tolist():
+        arr = load(level.url(f"{name}-{b}"))
+        if out is None:
+            out = np.empty((ids.size, *arr.shape[1:]), arr.dtype)
+        sel = block == b
+        out[sel] = arr[ids[sel] - level.offsets[b]]
+    if out is None:
+        return np.empty((0, level.width) if name in ("cw", "w") else 0, np.int64)
+    return out
+
+
+def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
+    """Entries ``(u local, v global, w)`` of block ``b``."""
+    if level.index == 0:
+        segs = list(level.segs[b])
+        if not segs:
+            empty = np.empty(0, np.int64)
+            return empty, empty, empty
+        u = (T._read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(np.int64)
+        v = T._read_segments(level.lp_root, segs, "v").astype(np.int64)
+        return u, v, np.ones(u.size, np.int64)
+    parts = [load(level.url(f"e-{s}-{b}")) for s in range(level.num_blocks)]
+    e = np.concatenate(parts, axis=1) if parts else np.empty((3, 0), np.int64)
+    return e[0], e[1], e[2]
+
+
+def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
+    """``[rows, C]`` weights of block ``b``'s nodes and which are in the graph."""
+    if level.index > 0:
+        w = load(level.url(f"w-{b}"))
+        return w, np.ones(w.shape[0], bool)
+    stratum = T.read_block(level.lp_root, b, "stratum").astype(np.int64)
+    w = np.zeros((stratum.size, level.width), np.int64)
+    w[np.arange(stratum.size), stratum] = 1
+    if level.owned:
+        w[:, -1] = T.read_block(level.lp_root, b, "weight")
+    active = T.read_block(level.lp_root, b, "level") >= 0
+    w[~active] = 0
+    return w, active
+
+
+def init_task(level: Level, b: int) -> tuple[int, IdArray]:
+    """Every node its own cluster; return the nodes in the graph and their weight sums."""
+    w, active = node_weights(level, b)
+    label = np.where(active, np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64), -1)
+    save(level.url(f"label-{b}"), label)
+    save(level.url(f"cw-{b}"), w)
+    return int(active.sum()), w.sum(axis=0)
+
+
+def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray) -> int:
+    """Movers of block ``b`` (singletons with the coin) propose to join their best
+    target cluster; proposals go to the target's block. Returns their number."""
+    lo = level.offsets[b]
+    label, cw = load(level.url(f"label-{b}")), load(level.url(f"cw-{b}"))
+    w, _ = node_weights(level, b)
+    ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
+    movers = (label == ids) & np.all(cw == w, axis=1) & MK.active_bit(ids, seed=seed, salt=salt)
+    u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
+    c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
+    keep = c >= 0
+    u, c, ew = u[keep], c[keep], ew[keep]
+    targets = ~MK.active_bit(c, seed=seed, salt=salt)
+    u, c, ew = u[targets], c[targets], ew[targets]
+    ccw = lookup(level, "cw", c) if c.size else np.empty((0, level.width), np.int64)
+    node, cluster, conn = MK.propose_joins(
+        u,
+        c,
+        ew,
+        movers=movers,
+        targets=np.ones(c.size, bool),
+        node_weight=w,
+        cluster_weight=ccw,
+        caps=caps,
+        rank=node_order(c, seed=seed, salt=salt + 1),
+    )
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), cluster, side="right") - 1
+    rows = np.vstack([node + lo, cluster, conn, w[node].T]) if node.size else np.empty((3 + level.width, 0), np.int64)
+    for t in range(level.num_blocks):
+        save(level.url(f"prop-{b}-{t}"), rows[:, block == t])
+    return int(node.size)
+
+
+def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) -> int:
+    """Accept the joins to block ``t``'s clusters within the caps; update their weights
+    and tell each mover's block. Returns the number accepted."""
+    props = np.concatenate([load(level.url(f"prop-{b}-{t}")) for b in range(level.num_blocks)], axis=1)
+    cw = load(level.url(f"cw-{t}"))
+    u, c, conn, nw = props[0], props[1], props[2], props[3:].T
+    local = c - level.offsets[t]
+    accept = MK.accept_joins(c, conn, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
+    np.add.at(cw, local[accept], nw[accept])
+    save(level.url(f"cw-{t}"), cw)
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
+    for b in range(level.num_blocks):
+        sel = accept & (block == b)
+        save(level.url(f"acc-{t}-{b}"), np.vstack([u[sel], c[sel]]))
+    return int(accept.sum())
+
+
+def apply_task(level: Level, b: int) -> None:
+    """Move block ``b``'s accepted joiners: new label, no cluster weight of their own."""
+    acc = np.concatenate([load(level.url(f"acc-{t}-{b}")) for t in range(level.num_blocks)], axis=1)
+    if acc.shape[1] == 0:
+        return
+    label, cw = load(level.url(f"label-{b}")), load(level.url(f"cw-{b}"))
+    local = acc[0] - level.offsets[b]
+    label[local] = acc[1]
+    cw[local] = 0
+    save(level.url(f"label-{b}"), label)
+    save(level.url(f"cw-{b}"), cw)
+
+
+def leaders_task(level: Level, b: int) -> int:
+    """Number of clusters (leaders) in block ``b``."""
+    label = load(level.url(f"label-{b}"))
+    return int((label == np.arange(level.offsets[b], level.offsets[b + 1])).sum())
+
+
+def number_task(level: Level, b: int, coarse: Level) -> None:
+    """Coarse IDs of block ``b``'s leaders (leader order) and the coarse node weights."""
+    label, cw = load(level.url(f"label-{b}")), load(level.url(f"cw-{b}"))
+    lead = label == np.arange(level.offsets[b], level.offsets[b + 1])
+    lcid = np.full(label.size, -1, np.int64)
+    lcid[lead] = coarse.offsets[b] + np.arange(int(lead.sum()))
+    save(level.url(f"lcid-{b}"), lcid)
+    save(coarse.url(f"w-{b}"), cw[lead])
+
+
+def map_task(level: Level, b: int) -> None:
+    """Coarse ID of every node of block ``b``: its leader's."""
+    label = load(level.url(f"label-{b}"))
+    cid = np.full(label.size, -1, np.int64)
+    pos = label >= 0
+    cid[pos] = lookup(level, "lcid", label[pos])
+    save(level.url(f"cid-{b}"), cid)
+
+
+def contract_task(level: Level, b: int, coarse: Level) -> int:
+    """Block ``b``'s entries between clusters, summed per cluster pair, written to the
+    blocks of the coarse level. Returns their number."""
+    u, v, w = read_entries(level, b)
+    cid = load(level.url(f"cid-{b}"))
+    cu = cid[u]
+    cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
+    cu, cv, w = MK.contract_entries(cu, cv, w)
+    block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
+    for t in range(coarse.num_blocks):
+        sel = block == t
+        save(coarse.url(f"e-{b}-{t}"), np.vstack([cu[sel] - coarse.offsets[t], cv[sel], w[sel]]))
+    return int(cu.size)
+
+
+def gather_task(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray, IdArray, npt.NDArray[np.bool_]]:
+    """Block ``b`` of the coarsest level for the in-memory partitioner: global ``u``,
+    ``v``, ``w`` of its entries, its node weights and which nodes are in the graph."""
+    u, v, w = read_entries(level, b)
+    nw, active = node_weights(level, b)
+    return u + level.offsets[b], v, w, nw, active
+
+
+def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: int) -> tuple[IdArray, IdArray]:
+    """Store block ``b``'s partitions; at level 0 into ``lp``'s result, returning the
+    nodes per (stratum, part) ``[S, P]`` and owned edges per part ``[P]``."""
+    if level.index > 0:
+        save(level.url(f"part-{b}"), part)
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    T.write_block(level.lp_root, b, "part", part.astype(np.int32))
+    placed = part >= 0
+    stratum = T.read_block(level.lp_root, b, "stratum").astype(np.int64)[placed]
+    sizes = np.bincount(stratum * num_parts + part[placed], minlength=level.num_strata * num_parts)
+    weight = T.read_block(level.lp_root, b, "weight")[placed]
+    wsizes = np.bincount(part[placed], weights=weight, minlength=num_parts)
+    return sizes.reshape(level.num_strata, num_parts).astype(np.int64), np.rint(wsizes).astype(np.int64)
+
+
+def project_task(level: Level, b: int, coarse: Level, num_parts: int) -> tuple[IdArray, IdArray]:
+    """Partitions of block ``b``: those of their clusters at the coarse level."""
+    cid = load(level.url(f"cid-{b}"))
+    part = np.full(cid.size, -1, np.int32)
+    pos = cid >= 0
+    part[pos] = lookup(coarse, "part", cid[pos])
+    return write_parts(level, b, part, num_parts)
+
+
+def unplace_task(lp_root: str, b: int, lo: int, quota: IdArray, *, seed: int, salt: int) -> tuple[IdArray, IdArray]:
+    """Unplace ``quota[s, p]`` nodes of stratum ``s`` from part ``p`` (seeded hash order)
+    in block ``b`` (first ``orig_nid`` ``lo``); return the nodes ``[S]`` and owned edges ``[P]`` taken away."""
+    part = T.read_block(lp_root, b, "part")
+    stratum = T.read_block(lp_root, b, "stratum")
+    weight = T.read_block(lp_root, b, "weight")
+    num_strata, num_parts = quota.shape
+    rank = node_order(np.arange(lo, lo + part.size, dtype=np.int64), seed=seed, salt=salt)
+    gone_n, gone_w = np.zeros(num_strata, np.int64), np.zeros(num_parts, np.int64)
+    for s, p in zip(*np.nonzero(quota), strict=True):
+        nodes = np.flatnonzero((part == p) & (stratum == s))
+        nodes = nodes[np.argsort(rank[nodes], kind="stable")][: int(quota[s, p])]
+        part[nodes] = -1
+        gone_n[s] += nodes.size
+        gone_w[p] += int(weight[nodes].sum())
+    T.write_block(lp_root, b, "part", part)
+    return gone_n, gone_w
