@@ -32,6 +32,8 @@ __all__ = ["run_multilevel"]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
+_MAX_FRACTION = 0.5  # cluster caps grow 4x per stalled level up to half a part's share
+
 
 def run_multilevel(graph: ChunkedGraph, plan: _Plan, root: str) -> None:
     """Stage; coarsen and partition the coarsest graph, project to the input, settle the
@@ -76,19 +78,23 @@ def _multilevel(state: _State, root: str) -> list[tuple[IdArray, IdArray]] | Non
     level = _level0(state, root)
     levels = [level]
     nodes, entries = int(state.linked.sum()), int(sum(int(c.sum()) for c in state.block_counts))
+    fraction = cfg.cluster_weight
     while nodes > cfg.coarse_nodes or entries > cfg.coarse_entries:
         if level.index >= cfg.max_levels:
             logger.warning("lp: %d nodes left after %d levels; streaming placement instead", nodes, level.index)
             return None
-        coarse, coarse_nodes, entries = _coarsen(level, plan)
-        logger.debug("lp: level %d: %d nodes, %d entries", coarse.index, coarse_nodes, entries)
-        if coarse_nodes > (1 - cfg.min_shrink) * nodes:
-            logger.warning(
-                "lp: clustering stalled at %d nodes (level %d); streaming placement instead", nodes, level.index
-            )
-            return None
-        level, nodes = coarse, coarse_nodes
-        levels.append(level)
+        coarse, coarse_nodes, coarse_entries = _coarsen(level, plan, fraction)
+        logger.debug("lp: level %d: %d nodes, %d entries", coarse.index, coarse_nodes, coarse_entries)
+        if coarse_nodes > (1 - cfg.min_shrink) * nodes:  # the cluster caps hold it back: relax them
+            if fraction >= _MAX_FRACTION:
+                logger.warning(
+                    "lp: clustering stalled at %d nodes (level %d); streaming placement instead", nodes, level.index
+                )
+                return None
+            fraction = min(_MAX_FRACTION, 4 * fraction)
+        if coarse_nodes < nodes:
+            level, nodes, entries = coarse, coarse_nodes, coarse_entries
+            levels.append(level)
     try:
         counts = _initial(level, plan)
     except ImportError:
@@ -102,13 +108,13 @@ def _multilevel(state: _State, root: str) -> list[tuple[IdArray, IdArray]] | Non
     return counts
 
 
-def _coarsen(level: M.Level, plan: _Plan) -> tuple[M.Level, int, int]:
+def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int, int]:
     """Size-constrained clustering of ``level``, then its contraction: the coarse level,
     its node and entry counts."""
     cfg, blocks = plan.config, range(level.num_blocks)
     tasks = TaskGraph()
     init = tasks.compute([tasks.add(M.init_task, level, b) for b in blocks])
-    caps = MK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, cfg.cluster_weight)
+    caps = MK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
     for r in range(cfg.cluster_rounds):
         kw: dict[str, Any] = {"seed": plan.seed, "salt": (1 << 24) + (level.index << 8) + 4 * r, "caps": caps}
         tasks = TaskGraph()
@@ -176,10 +182,11 @@ def metis_weighted(
     pymetis = _require_pymetis()
     opts = pymetis.Options()
     opts.seed = int(seed) % (1 << 31)
+    graph = pymetis.CSRAdjacency(xadj, adjncy) if hasattr(pymetis, "CSRAdjacency") else None
     result = pymetis.part_graph(
         num_parts,
-        xadj=xadj,
-        adjncy=adjncy,
+        adjacency=graph,
+        **({} if graph is not None else {"xadj": xadj, "adjncy": adjncy}),
         vweights=vweights,
         eweights=eweights,
         options=opts,

@@ -174,7 +174,7 @@ class LPConfig:
     coarse_nodes: int = 1 << 17
     coarse_entries: int = 1 << 22
     cluster_rounds: int = 4
-    cluster_weight: float = 0.125
+    cluster_weight: float = 0.015
     min_shrink: float = 0.05
     max_levels: int = 16
 
