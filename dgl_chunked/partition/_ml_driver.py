@@ -36,22 +36,44 @@ _MAX_FRACTION = 0.5  # cluster caps grow 4x per stalled level up to half a part'
 
 
 def run_multilevel(graph: ChunkedGraph, plan: _Plan, root: str) -> None:
-    """Stage; coarsen and partition the coarsest graph, project to the input, settle the
-    caps (or, when coarsening stalls, the streaming placement); refine; place the
-    isolated nodes."""
+    """Stage; two initial assignments, the streaming placement and the multilevel one
+    (coarsen, partition the coarsest graph, project), keeping the one with the lower
+    cut; settle the caps; refine; place the isolated nodes."""
     try:
         state = _prepare(graph, plan, root)
         linked = int(state.linked.sum())
         if linked:
-            counts = _multilevel(state, root)
-            if counts is None:
-                _place(state, linked)
-            else:
-                _settle(state, counts, linked)
+            _initial_assignment(state, root, linked)
         _refine(state)
         logger.debug("lp: isolated nodes: %d", _fill(state, salt=(1 << 20) + 1, isolated=True))
     finally:
         _release_scratch()
+
+
+def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
+    """``func(level, b, *args)`` for every block ``b``, as one computation."""
+    return tasks.compute([tasks.add(func, level, b, *args) for b in range(level.num_blocks)])
+
+
+def _initial_assignment(state: _State, root: str, linked: int) -> None:
+    """The streaming placement and the multilevel assignment, measured by their cut
+    (entries between parts); the better one stays in the ``lp`` state."""
+    level = _level0(state, root)
+    _place(state, linked)
+    tasks = TaskGraph()
+    moves, blocks = state.add_planned(tasks)  # the last placement round's moves
+    state.absorb(tasks.compute(moves), blocks)
+    stream_cut = sum(_run(TaskGraph(), M.cut_task, level, "stream"))
+    stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
+    _run(TaskGraph(), M.restore_task, level, None)
+    counts = _multilevel(state, level)
+    ml_cut = sum(_run(TaskGraph(), M.cut_task, level, None)) if counts is not None else None
+    logger.info("lp: initial cut entries: streaming %d, multilevel %s", stream_cut, ml_cut)
+    if counts is not None and ml_cut is not None and ml_cut < stream_cut:
+        _settle(state, counts, linked)
+        return
+    _run(TaskGraph(), M.restore_task, level, "stream")
+    state.sizes, state.wsizes, state.placed = stream
 
 
 def _level0(state: _State, root: str) -> M.Level:
@@ -68,27 +90,26 @@ def _level0(state: _State, root: str) -> M.Level:
     )
 
 
-def _multilevel(state: _State, root: str) -> list[tuple[IdArray, IdArray]] | None:
+def _multilevel(state: _State, level: M.Level) -> list[tuple[IdArray, IdArray]] | None:
     """Coarsen until the graph fits the budget, partition it, project it to level 0.
 
     Returns per block the nodes per (stratum, part) and owned edges per part at level 0,
     or None (nothing written) when the method falls back to the streaming placement.
     """
     plan, cfg = state.plan, state.plan.config
-    level = _level0(state, root)
     levels = [level]
     nodes, entries = int(state.linked.sum()), int(sum(int(c.sum()) for c in state.block_counts))
     fraction = cfg.cluster_weight
     while nodes > cfg.coarse_nodes or entries > cfg.coarse_entries:
         if level.index >= cfg.max_levels:
-            logger.warning("lp: %d nodes left after %d levels; streaming placement instead", nodes, level.index)
+            logger.warning("lp: %d nodes left after %d levels; streaming placement only", nodes, level.index)
             return None
         coarse, coarse_nodes, coarse_entries = _coarsen(level, plan, fraction)
         logger.debug("lp: level %d: %d nodes, %d entries", coarse.index, coarse_nodes, coarse_entries)
         if coarse_nodes > (1 - cfg.min_shrink) * nodes:  # the cluster caps hold it back: relax them
             if fraction >= _MAX_FRACTION:
                 logger.warning(
-                    "lp: clustering stalled at %d nodes (level %d); streaming placement instead", nodes, level.index
+                    "lp: clustering stalled at %d nodes (level %d); streaming placement only", nodes, level.index
                 )
                 return None
             fraction = min(_MAX_FRACTION, 4 * fraction)
@@ -98,7 +119,7 @@ def _multilevel(state: _State, root: str) -> list[tuple[IdArray, IdArray]] | Non
     try:
         counts = _initial(level, plan)
     except ImportError:
-        logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement instead")
+        logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement only")
         return None
     for fine in reversed(levels[:-1]):
         tasks = TaskGraph()
@@ -160,7 +181,9 @@ def _initial(level: M.Level, plan: _Plan) -> list[tuple[IdArray, IdArray]]:
     vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
     part = np.full(active.size, -1, np.int32)
     part[active] = metis_weighted(xadj, adjncy, eweights, np.maximum(vweights, 1), plan.num_parts, seed=plan.seed)
-    logger.debug("lp: initial partition of %d nodes, %d entries", int(active.sum()), adjncy.size)
+    coarse = part[active]
+    cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
+    logger.debug("lp: initial partition of %d nodes, %d entries: %d cut", int(active.sum()), adjncy.size, cut)
     tasks = TaskGraph()
     off = level.offsets
     return tasks.compute(

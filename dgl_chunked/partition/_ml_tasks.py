@@ -295,3 +295,37 @@ def unplace_task(lp_root: str, b: int, lo: int, quota: IdArray, *, seed: int, sa
         gone_w[p] += int(weight[nodes].sum())
     T.write_block(lp_root, b, "part", part)
     return gone_n, gone_w
+
+
+def _lp_parts(level: Level, ids: IdArray) -> npt.NDArray[np.int32]:
+    """The level-0 assignment (``lp``'s result files) of ``ids``, one block at a time."""
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
+    out = np.empty(ids.size, np.int32)
+    for b in np.unique(block).tolist():
+        sel = block == b
+        out[sel] = T.read_block(level.lp_root, b, "part")[ids[sel] - level.offsets[b]]
+    return out
+
+
+def cut_task(level: Level, b: int, save: str | None) -> int:
+    """Cut entries of block ``b`` under the current level-0 assignment (unplaced nodes
+    count as cut); with ``save``, keep a copy of the block's assignment under that name."""
+    part = T.read_block(level.lp_root, b, "part")
+    if save is not None:
+        save_(level.url(f"{save}-{b}"), part)
+    u, v, w = read_entries(level, b)
+    if u.size == 0:
+        return 0
+    pu = part[u]
+    return int(w[(pu < 0) | (pu != _lp_parts(level, v))].sum())
+
+
+def restore_task(level: Level, b: int, name: str | None) -> None:
+    """Put back the saved assignment ``name`` of block ``b`` (None: nothing placed)."""
+    if name is None:
+        T.write_block(level.lp_root, b, "part", np.full(level.rows(b), -1, np.int32))
+    else:
+        T.write_block(level.lp_root, b, "part", load(level.url(f"{name}-{b}")))
+
+
+save_ = save  # ``save`` is a parameter name in cut_task

@@ -171,8 +171,8 @@ class LPConfig:
     block_rows: int | None = None
     group_entries: int = 1 << 21
     scratch_dir: str | None = None
-    coarse_nodes: int = 1 << 17
-    coarse_entries: int = 1 << 22
+    coarse_nodes: int = 1 << 15
+    coarse_entries: int = 1 << 21
     cluster_rounds: int = 4
     cluster_weight: float = 0.015
     min_shrink: float = 0.05

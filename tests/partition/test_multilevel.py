@@ -166,7 +166,7 @@ def test_stalled_coarsening_falls_back_to_streaming(planted: tuple[GraphTruth, C
             got = _parts(planted[1], 4)["_N"]
     finally:
         register_method("lp", LPMethod(), overwrite=True)
-    assert "streaming placement instead" in caplog.text  # type: ignore[attr-defined]
+    assert "streaming placement only" in caplog.text  # type: ignore[attr-defined]
     _check_caps(planted[1], got, 4)
 
 
