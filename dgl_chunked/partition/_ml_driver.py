@@ -59,6 +59,7 @@ def _initial_assignment(state: _State, root: str, linked: int) -> None:
     """The streaming placement and the multilevel assignment, measured by their cut
     (entries between parts); the better one stays in the ``lp`` state."""
     level = _level0(state, root)
+    level.create()
     _place(state, linked)
     tasks = TaskGraph()
     moves, blocks = state.add_planned(tasks)  # the last placement round's moves
@@ -133,6 +134,7 @@ def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int
     """Size-constrained clustering of ``level``, then its contraction: the coarse level,
     its node and entry counts."""
     cfg, blocks = plan.config, range(level.num_blocks)
+    level.create()
     tasks = TaskGraph()
     init = tasks.compute([tasks.add(M.init_task, level, b) for b in blocks])
     caps = MK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
@@ -161,6 +163,7 @@ def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int
         num_strata=level.num_strata,
         owned=level.owned,
     )
+    coarse.create()
     tasks = TaskGraph()
     number = [tasks.add(M.number_task, level, b, coarse) for b in blocks]
     mapped = [tasks.add(M.map_task, level, b, after=number) for b in blocks]

@@ -5,14 +5,14 @@ holds the clusters whose leader is in block ``b`` of level ``L``, in leader orde
 a level is described by its block offsets alone. Level 0 is read from the ``lp``
 staging (:mod:`._lp_tasks`: entries per block, strata, owned edges, degree levels);
 the other files are ``.npy`` files under ``ML = <lp root>/work/ml``, written and read
-through fsspec (``ml`` is a URL), each by one task (temporary name, then a move)::
+through fsspec (``ml`` is a URL), each by one task::
 
-    ML/<L>/e-<s>-<b>.npy     int64 [3, k]  entries of block b (u local, v, w) from block s of L-1
+    ML/<L>/e-<s>.npz         int64 [3, k]  member p<b>: entries of block b (u local, v, w) from block s of L-1
     ML/<L>/w-<b>.npy         int64 [rows, C]  node weights of block b (L >= 1)
     ML/<L>/label-<b>.npy     int64  cluster (leader's global ID) of every node; -1: not in the graph
     ML/<L>/cw-<b>.npy        int64 [rows, C]  cluster weight at the leaders, 0 elsewhere
-    ML/<L>/prop-<b>-<t>.npy  int64 [3 + C, k]  joins proposed by block b to clusters of block t
-    ML/<L>/acc-<t>-<b>.npy   int64 [2, k]  joins of block b's nodes accepted by block t
+    ML/<L>/prop-<b>.npz      int64 [3 + C, k]  member p<t>: joins proposed by block b to clusters of block t
+    ML/<L>/acc-<t>.npz       int64 [2, k]  member p<b>: joins of block b's nodes accepted by block t
     ML/<L>/lcid-<b>.npy      int64  coarse ID of the leaders of block b (-1 elsewhere)
     ML/<L>/cid-<b>.npy       int64  coarse ID (level L + 1) of every node; -1: not in the graph
     ML/<L>/part-<b>.npy      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
@@ -24,7 +24,6 @@ arrays, and one other block's labels or weights at a time for lookups.
 from __future__ import annotations
 
 import posixpath
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,20 +61,28 @@ class Level:
     def rows(self, b: int) -> int:
         return self.offsets[b + 1] - self.offsets[b]
 
-    def url(self, name: str) -> str:
-        return posixpath.join(self.ml, str(self.index), f"{name}.npy")
+    def url(self, name: str, ext: str = "npy") -> str:
+        return posixpath.join(self.ml, str(self.index), f"{name}.{ext}")
+
+    def create(self) -> None:
+        """Create the level's scratch directory."""
+        from fsspec.core import url_to_fs
+
+        fs, path = url_to_fs(posixpath.join(self.ml, str(self.index)))
+        fs.makedirs(path, exist_ok=True)
 
 
 def save(url: str, arr: npt.NDArray[Any]) -> None:
-    """Write ``arr`` to ``url`` through a temporary name and a move."""
+    """Write ``arr`` to ``url`` (the level's directory exists).
+
+    No temporary name: a scratch file is read only by tasks that depend on its writer,
+    and a rerun of the writer rewrites it whole before they start.
+    """
     from fsspec.core import url_to_fs
 
     fs, path = url_to_fs(url)
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    fs.makedirs(posixpath.dirname(path), exist_ok=True)
-    with fs.open(tmp, "wb") as f:
+    with fs.open(path, "wb") as f:
         np.save(f, np.ascontiguousarray(arr))
-    fs.mv(tmp, path)
 
 
 def load(url: str) -> npt.NDArray[Any]:
@@ -85,6 +92,28 @@ def load(url: str) -> npt.NDArray[Any]:
     fs, path = url_to_fs(url)
     with fs.open(path, "rb") as f:
         return np.load(f)  # type: ignore[no-any-return]
+
+
+def save_split(url: str, rows: npt.NDArray[Any], block: IdArray, num_blocks: int) -> None:
+    """Write the columns of ``rows`` per destination ``block`` as the members of one
+    ``.npz`` file (a reader reads its own member only)."""
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(url)
+    order = np.argsort(block, kind="stable")
+    bounds = np.searchsorted(block[order], np.arange(num_blocks + 1))
+    rows = rows[:, order]
+    with fs.open(path, "wb") as f:
+        np.savez(f, **{f"p{t}": rows[:, bounds[t] : bounds[t + 1]] for t in range(num_blocks)})
+
+
+def load_piece(url: str, t: int) -> npt.NDArray[Any]:
+    """Member ``t`` of a :func:`save_split` file."""
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(url)
+    with fs.open(path, "rb") as f, np.load(f) as z:
+        return z[f"p{t}"]  # type: ignore[no-any-return]
 
 
 def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
@@ -114,7 +143,7 @@ def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
         u = (T._read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(np.int64)
         v = T._read_segments(level.lp_root, segs, "v").astype(np.int64)
         return u, v, np.ones(u.size, np.int64)
-    parts = [load(level.url(f"e-{s}-{b}")) for s in range(level.num_blocks)]
+    parts = [load_piece(level.url(f"e-{s}", "npz"), b) for s in range(level.num_blocks)]
     e = np.concatenate(parts, axis=1) if parts else np.empty((3, 0), np.int64)
     return e[0], e[1], e[2]
 
@@ -171,15 +200,14 @@ def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray) -
     )
     block = np.searchsorted(np.asarray(level.offsets, np.int64), cluster, side="right") - 1
     rows = np.vstack([node + lo, cluster, conn, w[node].T]) if node.size else np.empty((3 + level.width, 0), np.int64)
-    for t in range(level.num_blocks):
-        save(level.url(f"prop-{b}-{t}"), rows[:, block == t])
+    save_split(level.url(f"prop-{b}", "npz"), rows, block, level.num_blocks)
     return int(node.size)
 
 
 def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) -> int:
     """Accept the joins to block ``t``'s clusters within the caps; update their weights
     and tell each mover's block. Returns the number accepted."""
-    props = np.concatenate([load(level.url(f"prop-{b}-{t}")) for b in range(level.num_blocks)], axis=1)
+    props = np.concatenate([load_piece(level.url(f"prop-{b}", "npz"), t) for b in range(level.num_blocks)], axis=1)
     cw = load(level.url(f"cw-{t}"))
     u, c, conn, nw = props[0], props[1], props[2], props[3:].T
     local = c - level.offsets[t]
@@ -187,15 +215,13 @@ def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) ->
     np.add.at(cw, local[accept], nw[accept])
     save(level.url(f"cw-{t}"), cw)
     block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
-    for b in range(level.num_blocks):
-        sel = accept & (block == b)
-        save(level.url(f"acc-{t}-{b}"), np.vstack([u[sel], c[sel]]))
+    save_split(level.url(f"acc-{t}", "npz"), np.vstack([u[accept], c[accept]]), block[accept], level.num_blocks)
     return int(accept.sum())
 
 
 def apply_task(level: Level, b: int) -> None:
     """Move block ``b``'s accepted joiners: new label, no cluster weight of their own."""
-    acc = np.concatenate([load(level.url(f"acc-{t}-{b}")) for t in range(level.num_blocks)], axis=1)
+    acc = np.concatenate([load_piece(level.url(f"acc-{t}", "npz"), b) for t in range(level.num_blocks)], axis=1)
     if acc.shape[1] == 0:
         return
     label, cw = load(level.url(f"label-{b}")), load(level.url(f"cw-{b}"))
@@ -240,9 +266,8 @@ def contract_task(level: Level, b: int, coarse: Level) -> int:
     cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
     cu, cv, w = MK.contract_entries(cu, cv, w)
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
-    for t in range(coarse.num_blocks):
-        sel = block == t
-        save(coarse.url(f"e-{b}-{t}"), np.vstack([cu[sel] - coarse.offsets[t], cv[sel], w[sel]]))
+    local = cu - np.asarray(coarse.offsets, np.int64)[block]
+    save_split(coarse.url(f"e-{b}", "npz"), np.vstack([local, cv, w]), block, coarse.num_blocks)
     return int(cu.size)
 
 
