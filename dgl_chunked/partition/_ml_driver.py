@@ -69,9 +69,15 @@ def _initial_assignment(state: _State, root: str, linked: int) -> None:
     _run(TaskGraph(), M.restore_task, level, None)
     counts = _multilevel(state, level)
     ml_cut = sum(_run(TaskGraph(), M.cut_task, level, None)) if counts is not None else None
-    logger.info("lp: initial cut entries: streaming %d, multilevel %s", stream_cut, ml_cut)
-    if counts is not None and ml_cut is not None and ml_cut < stream_cut:
-        _settle(state, counts, linked)
+    better = counts is not None and ml_cut is not None and ml_cut < stream_cut
+    logger.info(
+        "lp: initial cut entries: streaming %d, multilevel %s: keeping the %s assignment",
+        stream_cut,
+        ml_cut,
+        "multilevel" if better else "streaming",
+    )
+    if better:
+        _settle(state, counts, linked)  # type: ignore[arg-type]
         return
     _run(TaskGraph(), M.restore_task, level, "stream")
     state.sizes, state.wsizes, state.placed = stream
