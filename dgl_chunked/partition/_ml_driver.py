@@ -128,12 +128,34 @@ def _multilevel(state: _State, level: M.Level) -> list[tuple[IdArray, IdArray]] 
     except ImportError:
         logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement only")
         return None
+    name = "part"  # the coarser level's partition files
     for fine in reversed(levels[:-1]):
-        tasks = TaskGraph()
-        counts = tasks.compute(
-            [tasks.add(M.project_task, fine, b, levels[fine.index + 1], plan.num_parts) for b in range(fine.num_blocks)]
-        )
+        counts = _run(TaskGraph(), M.project_task, fine, levels[fine.index + 1], plan.num_parts, name)
+        name = "part"
+        if fine.index > 0:
+            name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
     return counts
+
+
+def _refine_level(level: M.Level, plan: _Plan, weights: IdArray, caps: IdArray, wcap: int | None) -> str:
+    """``LPConfig.coarse_refine_rounds`` label-propagation rounds on a coarse level
+    under the caps (per stratum, and owned edges with ``balance_edges``): each block may
+    fill ``1 / B`` of a part's room per round. The rounds read and write alternate
+    files (every block reads every block's); returns the name of the last."""
+    src = "part"
+    limit = np.concatenate([caps, [wcap if wcap is not None else 0]])[: level.width] if level.owned else caps
+    for r in range(plan.config.coarse_refine_rounds):
+        room = np.clip(limit[None, :] - weights, 0, None) // level.num_blocks
+        kw = {"num_parts": plan.num_parts, "seed": plan.seed, "salt": (1 << 26) + (level.index << 8) + 2 * r}
+        tasks = TaskGraph()
+        dst = f"part{r % 2}"
+        deltas = tasks.compute(
+            [tasks.add(M.refine_task, level, b, src=src, dst=dst, room=room, **kw) for b in range(level.num_blocks)]
+        )
+        moved = np.sum(deltas, axis=0)
+        weights, src = weights + moved, dst
+        logger.debug("lp: level %d refinement round %d moved weight %d", level.index, r, int(np.abs(moved).sum()) // 2)
+    return src
 
 
 def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int, int]:

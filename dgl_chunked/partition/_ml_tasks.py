@@ -284,7 +284,8 @@ def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: in
     nodes per (stratum, part) ``[S, P]`` and owned edges per part ``[P]``."""
     if level.index > 0:
         save(level.url(f"part-{b}"), part)
-        return np.empty(0, np.int64), np.empty(0, np.int64)
+        w, _ = node_weights(level, b)
+        return part_weights(part, w, num_parts), np.empty(0, np.int64)
     T.write_block(level.lp_root, b, "part", part.astype(np.int32))
     placed = part >= 0
     stratum = T.read_block(level.lp_root, b, "stratum").astype(np.int64)[placed]
@@ -294,12 +295,12 @@ def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: in
     return sizes.reshape(level.num_strata, num_parts).astype(np.int64), np.rint(wsizes).astype(np.int64)
 
 
-def project_task(level: Level, b: int, coarse: Level, num_parts: int) -> tuple[IdArray, IdArray]:
-    """Partitions of block ``b``: those of their clusters at the coarse level."""
+def project_task(level: Level, b: int, coarse: Level, num_parts: int, name: str) -> tuple[IdArray, IdArray]:
+    """Partitions of block ``b``: those of their clusters at the coarse level (files ``name``)."""
     cid = load(level.url(f"cid-{b}"))
     part = np.full(cid.size, -1, np.int32)
     pos = cid >= 0
-    part[pos] = lookup(coarse, "part", cid[pos])
+    part[pos] = lookup(coarse, name, cid[pos])
     return write_parts(level, b, part, num_parts)
 
 
@@ -354,3 +355,48 @@ def restore_task(level: Level, b: int, name: str | None) -> None:
 
 
 save_ = save  # ``save`` is a parameter name in cut_task
+
+
+def part_weights(part: npt.NDArray[np.integer[Any]], w: IdArray, num_parts: int) -> IdArray:
+    """Weight per part ``[P, C]`` of nodes with partitions ``part`` (-1: none) and weights ``w``."""
+    out = np.zeros((num_parts, w.shape[1]), np.int64)
+    placed = part >= 0
+    np.add.at(out, part[placed], w[placed])
+    return out
+
+
+def refine_task(
+    level: Level, b: int, *, src: str, dst: str, num_parts: int, seed: int, salt: int, room: IdArray
+) -> IdArray:
+    """One label-propagation pass over block ``b`` of a coarse level: a seeded half of
+    the nodes may move to the part they are most connected to (by edge weight) when
+    that beats their own, best gain first, within this block's share of every part's
+    room ``[P, C]``. Reads the partitions ``src-<b>`` (every block's), writes ``dst-<b>``.
+    Returns the weight moved ``[P, C]`` (+ into, - out of a part)."""
+    part = load(level.url(f"{src}-{b}"))
+    w, _ = node_weights(level, b)
+    u, v, ew = read_entries(level, b)
+    delta = np.zeros((num_parts, level.width), np.int64)
+    pv = lookup(level, src, v).astype(np.int64)
+    rows = part.size
+    hist = np.bincount(u * num_parts + pv, weights=ew, minlength=rows * num_parts).reshape(rows, num_parts)
+    idx = np.arange(rows)
+    best = np.argmax(hist, axis=1)
+    gain = hist[idx, best] - hist[idx, part]
+    ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
+    cand = np.flatnonzero((gain > 0) & (best != part) & MK.active_bit(ids, seed=seed, salt=salt))
+    target = best[cand]
+    accept = MK.accept_joins(
+        target,
+        gain[cand].astype(np.int64),
+        node_order(ids[cand], seed=seed, salt=salt + 1),
+        w[cand],
+        -room[target],
+        np.zeros(level.width, np.int64),
+    )
+    moved = cand[accept]
+    np.add.at(delta, target[accept], w[moved])
+    np.subtract.at(delta, part[moved], w[moved])
+    part[moved] = target[accept]
+    save(level.url(f"{dst}-{b}"), part)
+    return delta

@@ -161,6 +161,9 @@ class LPConfig:
         degree level, the method before the multilevel one) places the nodes.
     max_levels
         Most coarsening levels (then, too, the streaming placement).
+    coarse_refine_rounds
+        Label-propagation rounds on every coarse level but the coarsest while
+        uncoarsening (each moves a seeded half of the nodes at most).
     """
 
     eps: float = 0.05
@@ -177,6 +180,7 @@ class LPConfig:
     cluster_weight: float = 0.015
     min_shrink: float = 0.05
     max_levels: int = 16
+    coarse_refine_rounds: int = 4
 
     def __post_init__(self) -> None:
         problems = []
