@@ -172,7 +172,8 @@ def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int
         propose = [tasks.add(M.propose_task, level, b, **kw) for b in blocks]
         accept = [tasks.add(M.accept_task, level, t, after=propose, **kw) for t in blocks]
         apply = [tasks.add(M.apply_task, level, b, after=accept) for b in blocks]
-        out = tasks.compute(propose + accept + apply)
+        release = [tasks.add(M.release_task, level, t, after=apply) for t in blocks]
+        out = tasks.compute(propose + accept + release)
         logger.debug(
             "lp: level %d round %d: %d joins proposed, %d accepted",
             level.index,

@@ -9,9 +9,8 @@ Vocabulary (see :mod:`dgl_chunked.partition.lp`):
   ``v`` a global ID of the same level;
 - a node's *weight* is a vector of ``C`` counts: one column per balance stratum (node
   type x first true mask) and, with ``balance_edges``, one of owned edges;
-- a *cluster* is named by its *leader*, a node of the level; a node joins a cluster at
-  most once per level and only while it is a singleton, so leaders never move and no
-  chain of labels forms.
+- a *cluster* is a label: the ID of one node of the level (which may itself have
+  moved on since); its weight is kept at that ID's row.
 """
 
 from __future__ import annotations
@@ -49,14 +48,14 @@ def propose_joins(
     w: IdArray,
     *,
     movers: npt.NDArray[np.bool_],
-    targets: npt.NDArray[np.bool_],
+    own: IdArray,
     node_weight: IdArray,
     cluster_weight: IdArray,
     caps: IdArray,
     rank: npt.NDArray[np.uint64],
 ) -> tuple[IdArray, IdArray, IdArray]:
     """The cluster each mover would join: the one it is most connected to among the
-    target clusters that still have room for it.
+    other clusters that still have room for it, when that beats its own cluster.
 
     Parameters
     ----------
@@ -64,8 +63,8 @@ def propose_joins(
         Per entry: block-local node, its neighbour's cluster (-1: none) and edge weight.
     movers
         Per block-local node: may move this round.
-    targets
-        Per entry: ``c`` is a target cluster this round.
+    own
+        Per block-local node: its current cluster.
     node_weight
         ``[rows, C]`` weight of every block-local node.
     cluster_weight
@@ -77,9 +76,13 @@ def propose_joins(
 
     Returns
     -------
-    (node, cluster, connection weight) per proposing mover, sorted by node.
+    (node, cluster, gain) per proposing mover, sorted by node; the gain is the
+    connection to the new cluster minus the connection to the own one (> 0).
     """
-    ok = (c >= 0) & targets & movers[u]
+    ok = (c >= 0) & movers[u]
+    home = ok & (c == own[u])
+    conn_own = np.bincount(u[home], weights=w[home], minlength=own.size).astype(np.int64)
+    ok &= ~home
     if ok.any():
         ok[ok] = np.all(cluster_weight[ok] + node_weight[u[ok]] <= caps[None, :], axis=1)
     u, c, w, rank = u[ok], c[ok], w[ok], rank[ok]
@@ -94,7 +97,9 @@ def propose_joins(
     best = np.lexsort((rank, -conn, u))  # per node: most connected, then lowest rank
     u, c, conn = u[best], c[best], conn[best]
     first = np.concatenate([[True], u[1:] != u[:-1]])
-    return u[first], c[first], conn[first]
+    u, c, gain = u[first], c[first], conn[first] - conn_own[u[first]]
+    better = gain > 0
+    return u[better], c[better], gain[better]
 
 
 def accept_joins(

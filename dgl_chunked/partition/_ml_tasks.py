@@ -1,7 +1,7 @@
 """Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`._ml_kernels`.
 
 Every level has the same number of node *blocks* ``B``: block ``b`` of level ``L + 1``
-holds the clusters whose leader is in block ``b`` of level ``L``, in leader order, so
+holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, so
 a level is described by its block offsets alone. Level 0 is read from the ``lp``
 staging (:mod:`._lp_tasks`: entries per block, strata, owned edges, degree levels);
 the other files are ``.npy`` files under ``ML = <lp root>/work/ml``, written and read
@@ -9,11 +9,12 @@ through fsspec (``ml`` is a URL), each by one task::
 
     ML/<L>/e-<s>.npz         int64 [3, k]  member p<b>: entries of block b (u local, v, w) from block s of L-1
     ML/<L>/w-<b>.npy         int64 [rows, C]  node weights of block b (L >= 1)
-    ML/<L>/label-<b>.npy     int64  cluster (leader's global ID) of every node; -1: not in the graph
-    ML/<L>/cw-<b>.npy        int64 [rows, C]  cluster weight at the leaders, 0 elsewhere
+    ML/<L>/label-<b>.npy     int64  cluster (a node's global ID) of every node; -1: not in the graph
+    ML/<L>/cw-<b>.npy        int64 [rows, C]  weight of the cluster named by each row's node
     ML/<L>/prop-<b>.npz      int64 [3 + C, k]  member p<t>: joins proposed by block b to clusters of block t
     ML/<L>/acc-<t>.npz       int64 [2, k]  member p<b>: joins of block b's nodes accepted by block t
-    ML/<L>/lcid-<b>.npy      int64  coarse ID of the leaders of block b (-1 elsewhere)
+    ML/<L>/left-<b>.npz      int64 [1 + C, k]  member p<t>: clusters of block t left by block b's nodes
+    ML/<L>/lcid-<b>.npy      int64  coarse ID of the clusters named by block b's nodes (-1: none)
     ML/<L>/cid-<b>.npy       int64  coarse ID (level L + 1) of every node; -1: not in the graph
     ML/<L>/part-<b>.npy      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
 
@@ -173,45 +174,44 @@ def init_task(level: Level, b: int) -> tuple[int, IdArray]:
 
 
 def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray) -> int:
-    """Movers of block ``b`` (singletons with the coin) propose to join their best
-    target cluster; proposals go to the target's block. Returns their number."""
+    """Movers of block ``b`` (a seeded half of its nodes) propose to join the cluster
+    they are most connected to when it beats their own and has room; proposals go to
+    the cluster's block. Returns their number."""
     lo = level.offsets[b]
-    label, cw = load(level.url(f"label-{b}")), load(level.url(f"cw-{b}"))
+    label = load(level.url(f"label-{b}"))
     w, _ = node_weights(level, b)
     ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
-    movers = (label == ids) & np.all(cw == w, axis=1) & MK.active_bit(ids, seed=seed, salt=salt)
+    movers = (label >= 0) & MK.active_bit(ids, seed=seed, salt=salt)
     u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
+    keep = movers[u]
+    u, v, ew = u[keep], v[keep], ew[keep]
     c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
-    keep = c >= 0
-    u, c, ew = u[keep], c[keep], ew[keep]
-    targets = ~MK.active_bit(c, seed=seed, salt=salt)
-    u, c, ew = u[targets], c[targets], ew[targets]
-    ccw = lookup(level, "cw", c) if c.size else np.empty((0, level.width), np.int64)
-    node, cluster, conn = MK.propose_joins(
+    ccw = lookup(level, "cw", np.maximum(c, 0)) if c.size else np.empty((0, level.width), np.int64)
+    node, cluster, gain = MK.propose_joins(
         u,
         c,
         ew,
         movers=movers,
-        targets=np.ones(c.size, bool),
+        own=label,
         node_weight=w,
         cluster_weight=ccw,
         caps=caps,
         rank=node_order(c, seed=seed, salt=salt + 1),
     )
     block = np.searchsorted(np.asarray(level.offsets, np.int64), cluster, side="right") - 1
-    rows = np.vstack([node + lo, cluster, conn, w[node].T]) if node.size else np.empty((3 + level.width, 0), np.int64)
+    rows = np.vstack([node + lo, cluster, gain, w[node].T]) if node.size else np.empty((3 + level.width, 0), np.int64)
     save_split(level.url(f"prop-{b}", "npz"), rows, block, level.num_blocks)
     return int(node.size)
 
 
 def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) -> int:
-    """Accept the joins to block ``t``'s clusters within the caps; update their weights
-    and tell each mover's block. Returns the number accepted."""
+    """Accept the joins to block ``t``'s clusters within the caps (highest gain first);
+    add their weights and tell each mover's block. Returns the number accepted."""
     props = np.concatenate([load_piece(level.url(f"prop-{b}", "npz"), t) for b in range(level.num_blocks)], axis=1)
     cw = load(level.url(f"cw-{t}"))
-    u, c, conn, nw = props[0], props[1], props[2], props[3:].T
+    u, c, gain, nw = props[0], props[1], props[2], props[3:].T
     local = c - level.offsets[t]
-    accept = MK.accept_joins(c, conn, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
+    accept = MK.accept_joins(c, gain, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
     np.add.at(cw, local[accept], nw[accept])
     save(level.url(f"cw-{t}"), cw)
     block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
@@ -220,36 +220,48 @@ def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) ->
 
 
 def apply_task(level: Level, b: int) -> None:
-    """Move block ``b``'s accepted joiners: new label, no cluster weight of their own."""
+    """Move block ``b``'s accepted joiners to their new clusters; send their weights to
+    the blocks of the clusters they leave."""
     acc = np.concatenate([load_piece(level.url(f"acc-{t}", "npz"), b) for t in range(level.num_blocks)], axis=1)
-    if acc.shape[1] == 0:
-        return
-    label, cw = load(level.url(f"label-{b}")), load(level.url(f"cw-{b}"))
+    label = load(level.url(f"label-{b}"))
     local = acc[0] - level.offsets[b]
+    old = label[local]
+    w, _ = node_weights(level, b)
     label[local] = acc[1]
-    cw[local] = 0
-    save(level.url(f"label-{b}"), label)
-    save(level.url(f"cw-{b}"), cw)
+    if local.size:
+        save(level.url(f"label-{b}"), label)
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), old, side="right") - 1
+    save_split(level.url(f"left-{b}", "npz"), np.vstack([old, w[local].T]), block, level.num_blocks)
+
+
+def release_task(level: Level, t: int) -> None:
+    """Take the weight of the nodes that left block ``t``'s clusters off those clusters."""
+    left = np.concatenate([load_piece(level.url(f"left-{b}", "npz"), t) for b in range(level.num_blocks)], axis=1)
+    if left.shape[1] == 0:
+        return
+    cw = load(level.url(f"cw-{t}"))
+    np.subtract.at(cw, left[0] - level.offsets[t], left[1:].T)
+    save(level.url(f"cw-{t}"), cw)
 
 
 def leaders_task(level: Level, b: int) -> int:
-    """Number of clusters (leaders) in block ``b``."""
-    label = load(level.url(f"label-{b}"))
-    return int((label == np.arange(level.offsets[b], level.offsets[b + 1])).sum())
+    """Number of clusters (labels in use) named by block ``b``'s nodes."""
+    return int(load(level.url(f"cw-{b}")).any(axis=1).sum())
 
 
 def number_task(level: Level, b: int, coarse: Level) -> None:
-    """Coarse IDs of block ``b``'s leaders (leader order) and the coarse node weights."""
-    label, cw = load(level.url(f"label-{b}")), load(level.url(f"cw-{b}"))
-    lead = label == np.arange(level.offsets[b], level.offsets[b + 1])
-    lcid = np.full(label.size, -1, np.int64)
+    """Coarse IDs of the clusters named by block ``b``'s nodes (in ID order) and the
+    coarse node weights."""
+    cw = load(level.url(f"cw-{b}"))
+    lead = cw.any(axis=1)
+    lcid = np.full(lead.size, -1, np.int64)
     lcid[lead] = coarse.offsets[b] + np.arange(int(lead.sum()))
     save(level.url(f"lcid-{b}"), lcid)
     save(coarse.url(f"w-{b}"), cw[lead])
 
 
 def map_task(level: Level, b: int) -> None:
-    """Coarse ID of every node of block ``b``: its leader's."""
+    """Coarse ID of every node of block ``b``: its cluster's."""
     label = load(level.url(f"label-{b}"))
     cid = np.full(label.size, -1, np.int64)
     pos = label >= 0
