@@ -111,8 +111,10 @@ def _multilevel(state: _State, level: M.Level) -> list[tuple[IdArray, IdArray]] 
         if level.index >= cfg.max_levels:
             logger.warning("lp: %d nodes left after %d levels; streaming placement only", nodes, level.index)
             return None
-        coarse, coarse_nodes, coarse_entries = _coarsen(level, plan, fraction)
-        logger.debug("lp: level %d: %d nodes, %d entries", coarse.index, coarse_nodes, coarse_entries)
+        coarse, coarse_nodes, coarse_entries, between = _coarsen(level, plan, fraction)
+        logger.debug(
+            "lp: level %d: %d nodes, %d entries of weight %d", coarse.index, coarse_nodes, coarse_entries, between
+        )
         if coarse_nodes > (1 - cfg.min_shrink) * nodes:  # the cluster caps hold it back: relax them
             if fraction >= _MAX_FRACTION:
                 logger.warning(
@@ -158,9 +160,9 @@ def _refine_level(level: M.Level, plan: _Plan, weights: IdArray, caps: IdArray, 
     return src
 
 
-def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int, int]:
+def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int, int, int]:
     """Size-constrained clustering of ``level``, then its contraction: the coarse level,
-    its node and entry counts."""
+    its node and entry counts and its entries' weight (the weight between clusters)."""
     cfg, blocks = plan.config, range(level.num_blocks)
     level.create()
     tasks = TaskGraph()
@@ -196,8 +198,8 @@ def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int
     tasks = TaskGraph()
     number = [tasks.add(M.number_task, level, b, coarse) for b in blocks]
     mapped = [tasks.add(M.map_task, level, b, after=number) for b in blocks]
-    entries = tasks.compute([tasks.add(M.contract_task, level, b, coarse, after=mapped) for b in blocks])
-    return coarse, offsets[-1], int(sum(entries))
+    out = tasks.compute([tasks.add(M.contract_task, level, b, coarse, after=mapped) for b in blocks])
+    return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out))
 
 
 def _initial(level: M.Level, plan: _Plan) -> list[tuple[IdArray, IdArray]]:

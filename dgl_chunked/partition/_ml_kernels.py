@@ -15,6 +15,8 @@ Vocabulary (see :mod:`dgl_chunked.partition.lp`):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -47,56 +49,57 @@ def propose_joins(
     c: IdArray,
     w: IdArray,
     *,
-    movers: npt.NDArray[np.bool_],
     own: IdArray,
     node_weight: IdArray,
-    cluster_weight: IdArray,
+    cluster_weight: Callable[[IdArray], IdArray],
     caps: IdArray,
-    rank: npt.NDArray[np.uint64],
+    seed: int,
+    salt: int,
 ) -> tuple[IdArray, IdArray, IdArray]:
-    """The cluster each mover would join: the one it is most connected to among the
+    """The cluster each node would join: the one it is most connected to among the
     other clusters that still have room for it, when that beats its own cluster.
 
     Parameters
     ----------
     u, c, w
-        Per entry: block-local node, its neighbour's cluster (-1: none) and edge weight.
-    movers
-        Per block-local node: may move this round.
+        Per entry of the movers: block-local node, its neighbour's cluster (-1: none)
+        and the edge weight.
     own
         Per block-local node: its current cluster.
     node_weight
         ``[rows, C]`` weight of every block-local node.
     cluster_weight
-        ``[entries, C]`` weight of ``c`` at the start of the round.
+        Weights ``[k, C]`` of ``k`` clusters at the start of the round (called once,
+        with the distinct neighbouring clusters of every node).
     caps
         ``[C]`` most weight per cluster.
-    rank
-        Per entry: a seeded hash of ``c`` (ties go to the lowest).
+    seed, salt
+        Ties go to the cluster of lowest seeded hash.
 
     Returns
     -------
-    (node, cluster, gain) per proposing mover, sorted by node; the gain is the
+    (node, cluster, gain) per proposing node, sorted by node; the gain is the
     connection to the new cluster minus the connection to the own one (> 0).
     """
-    ok = (c >= 0) & movers[u]
+    ok = c >= 0
     home = ok & (c == own[u])
     conn_own = np.bincount(u[home], weights=w[home], minlength=own.size).astype(np.int64)
     ok &= ~home
-    if ok.any():
-        ok[ok] = np.all(cluster_weight[ok] + node_weight[u[ok]] <= caps[None, :], axis=1)
-    u, c, w, rank = u[ok], c[ok], w[ok], rank[ok]
+    u, c, w = u[ok], c[ok], w[ok]
     if u.size == 0:
         empty = np.empty(0, np.int64)
         return empty, empty, empty
     order = np.lexsort((c, u))
-    u, c, w, rank = u[order], c[order], w[order], rank[order]
+    u, c, w = u[order], c[order], w[order]
     starts = np.flatnonzero(np.concatenate([[True], (u[1:] != u[:-1]) | (c[1:] != c[:-1])]))
     conn = np.add.reduceat(w, starts)
-    u, c, rank = u[starts], c[starts], rank[starts]
+    u, c = u[starts], c[starts]
+    fits = np.all(cluster_weight(c) + node_weight[u] <= caps[None, :], axis=1)
+    u, c, conn = u[fits], c[fits], conn[fits]
+    rank = node_order(c, seed=seed, salt=salt)
     best = np.lexsort((rank, -conn, u))  # per node: most connected, then lowest rank
     u, c, conn = u[best], c[best], conn[best]
-    first = np.concatenate([[True], u[1:] != u[:-1]])
+    first = np.concatenate([[True], u[1:] != u[:-1]]) if u.size else np.empty(0, bool)
     u, c, gain = u[first], c[first], conn[first] - conn_own[u[first]]
     better = gain > 0
     return u[better], c[better], gain[better]

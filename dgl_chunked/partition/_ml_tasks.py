@@ -186,17 +186,17 @@ def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray) -
     keep = movers[u]
     u, v, ew = u[keep], v[keep], ew[keep]
     c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
-    ccw = lookup(level, "cw", np.maximum(c, 0)) if c.size else np.empty((0, level.width), np.int64)
+    del v
     node, cluster, gain = MK.propose_joins(
         u,
         c,
         ew,
-        movers=movers,
         own=label,
         node_weight=w,
-        cluster_weight=ccw,
+        cluster_weight=lambda ids: lookup(level, "cw", ids),
         caps=caps,
-        rank=node_order(c, seed=seed, salt=salt + 1),
+        seed=seed,
+        salt=salt + 1,
     )
     block = np.searchsorted(np.asarray(level.offsets, np.int64), cluster, side="right") - 1
     rows = np.vstack([node + lo, cluster, gain, w[node].T]) if node.size else np.empty((3 + level.width, 0), np.int64)
@@ -269,9 +269,9 @@ def map_task(level: Level, b: int) -> None:
     save(level.url(f"cid-{b}"), cid)
 
 
-def contract_task(level: Level, b: int, coarse: Level) -> int:
+def contract_task(level: Level, b: int, coarse: Level) -> tuple[int, int]:
     """Block ``b``'s entries between clusters, summed per cluster pair, written to the
-    blocks of the coarse level. Returns their number."""
+    blocks of the coarse level. Returns their number and weight."""
     u, v, w = read_entries(level, b)
     cid = load(level.url(f"cid-{b}"))
     cu = cid[u]
@@ -280,7 +280,7 @@ def contract_task(level: Level, b: int, coarse: Level) -> int:
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
     local = cu - np.asarray(coarse.offsets, np.int64)[block]
     save_split(coarse.url(f"e-{b}", "npz"), np.vstack([local, cv, w]), block, coarse.num_blocks)
-    return int(cu.size)
+    return int(cu.size), int(w.sum())
 
 
 def gather_task(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray, IdArray, npt.NDArray[np.bool_]]:

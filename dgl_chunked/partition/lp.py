@@ -1,7 +1,37 @@
-"""The ``lp`` method: streaming placement plus label propagation, out of core on Dask.
+"""The ``lp`` method: multilevel partitioning and streaming placement, refined by label
+propagation under hard balance caps, out of core on Dask.
 
-Every step is a map over edge files or node blocks plus a small reduce in the driver
-(:mod:`._lp_driver`), one Dask computation per step:
+Two initial assignments are made and the one cutting fewer staged entries is kept:
+
+- the **multilevel** one (:mod:`._ml_driver`, issue #14), for graphs with community
+  structure (citation, social, e-commerce graphs; planted-partition and LFR graphs):
+
+  a. *coarsening*, out of core, per node block (:mod:`._ml_tasks`): size-constrained
+     label-propagation clustering (``cluster_rounds`` rounds; in each a seeded half
+     of the nodes may join the neighbouring cluster they are most connected to, by
+     edge weight, when it gains and the cluster stays within ``cluster_weight`` of a
+     part's share in every balance column: nodes per stratum, and owned edges with
+     ``balance_edges``; an accept stage at the cluster's block takes the best
+     proposals within the cap, a release stage at the old cluster's block takes the
+     leavers' weight off), then contraction: a group-by of ``(cluster(u),
+     cluster(v))`` summing edge weights, cluster weights summed as node weights, both
+     in ``.npy``/``.npz`` scratch through fsspec. Repeated until the graph fits the
+     in-memory budget (``coarse_nodes`` nodes and ``coarse_entries`` entries); a
+     level that barely shrinks relaxes the cluster caps 4x (up to half a part);
+  b. *initial partition* of the coarsest graph in the driver task with METIS
+     (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
+     ``balance_edges``);
+  c. *uncoarsening*: the parts are projected level by level, with
+     ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
+     every intermediate level, down to the input, where each stratum's excess over
+     its cap is unplaced (seeded hash order) and placed again by the streaming
+     rounds below (neighbours first, only into parts with room);
+- the **streaming** placement (steps 3 below), which wins on R-MAT-like graphs whose
+  structure is carried by hubs (METIS, and any matching or clustering coarsening,
+  cuts 2-4x more there).
+
+Then both share steps 4 and 5. Every step is a map over edge files or node blocks
+plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per step:
 
 1. **Stage** (one task per edge file): read the edges, make them homogeneous
    (``orig_nid``), drop self-loops *for the partitioner only* and write both

@@ -225,16 +225,19 @@ def test_propose_joins_picks_the_most_connected_cluster_with_room() -> None:
     u = np.array([0, 0, 0, 1, 1, 2])
     c = np.array([10, 10, 11, 10, 12, 11])
     w = np.array([1, 1, 5, 1, 1, 1])
+    weights = {10: 1, 11: 3, 12: 1}  # cluster 11 is full (cap 3)
     kw = {
-        "movers": np.array([True, True, False]),
         "node_weight": np.array([[1], [1], [1]]),
-        "cluster_weight": np.array([[1], [1], [3], [1], [1], [3]]),  # cluster 11 is full (cap 3)
+        "cluster_weight": lambda ids: np.array([[weights[int(i)]] for i in ids]).reshape(-1, 1),
         "caps": np.array([3]),
-        "rank": c.astype(np.uint64),
+        "seed": 0,
+        "salt": 0,
     }
+    u, c, w = u[:5], c[:5], w[:5]  # node 2 is not a mover: its entries are not passed
     node, cluster, gain = MK.propose_joins(u, c, w, own=np.array([20, 21, 22]), **kw)
-    # node 0: 11 has more weight but no room -> 10; node 1: tie 10 / 12 -> lower rank; node 2: not a mover
-    np.testing.assert_array_equal(np.stack([node, cluster, gain]), [[0, 1], [10, 10], [2, 1]])
+    # node 0: 11 has more weight but no room -> 10; node 1: tie 10 / 12 -> the lower seeded hash
+    tie = 10 if MK.node_order(np.array([10, 12]), seed=0, salt=0).argmin() == 0 else 12
+    np.testing.assert_array_equal(np.stack([node, cluster, gain]), [[0, 1], [10, tie], [2, 1]])
     # in clusters 10 and 12 already: node 0 has nowhere better with room, node 1 only a tie
     node, _, _ = MK.propose_joins(u, c, w, own=np.array([10, 12, 22]), **kw)
     assert node.size == 0
