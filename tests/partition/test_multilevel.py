@@ -207,7 +207,7 @@ def test_isolated_nodes_and_self_loops(tmp_path: Path, coarse_lp: None) -> None:
     got = _parts(graph, 4)["_N"]
     _check_caps(graph, got, 4)
     keep = src != dst
-    assert np.mean(got[src[keep]] != got[dst[keep]]) < 0.3  # measured 0.17 (random: 0.75)
+    assert np.mean(got[src[keep]] != got[dst[keep]]) < 0.2  # measured 0.074 (random: 0.75)
 
 
 def test_config_validation() -> None:
@@ -264,3 +264,13 @@ def test_contract_entries_and_weighted_csr() -> None:
 
 def test_cluster_caps_are_a_fraction_of_a_part() -> None:
     np.testing.assert_array_equal(MK.cluster_caps(np.array([8000, 10, 0]), 4, 0.1), [200, 1, 1])
+
+
+def test_balance_edges_with_coarsening(planted: tuple[GraphTruth, ChunkedGraph], coarse_lp: None) -> None:
+    truth, graph = planted
+    lp_module._RESULTS.clear()
+    got = assign_partitions(graph, 4, method="lp", balance_ntypes=MASKS, balance_edges=True)["_N"].compute()
+    _check_caps(graph, got, 4)
+    src, dst = truth.edges["_N:_E:_N"]
+    owned = np.bincount(got[dst], minlength=4)  # in-edges (the owned-edge weight; no self-loops here)
+    assert owned.max() / owned.mean() <= 1.1, owned  # best effort: measured 1.044 (cut 0.318)
