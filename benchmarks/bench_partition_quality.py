@@ -195,6 +195,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", default="random,metis,lp")
     parser.add_argument("--chunks", type=int, default=4, help="edge files per synthetic graph")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--coarse-nodes",
+        type=int,
+        default=None,
+        help="lp's in-memory budget (LPConfig.coarse_nodes): small values make graphs below the default "
+        "budget coarsen too, so the multilevel path itself is measured",
+    )
     parser.add_argument("--json", default=None, help="write the rows here")
     parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-quality"))
     args = parser.parse_args(argv)
@@ -202,6 +209,10 @@ def main(argv: list[str] | None = None) -> None:
     args.parts = args.parts or [4, 8, 16, 64]
     args.mu = args.mu or [0.1, 0.3, 0.5]
     os.makedirs(args.work_dir, exist_ok=True)
+    if args.coarse_nodes is not None:
+        from dgl_chunked.partition import LPConfig, LPMethod, register_method
+
+        register_method("lp", LPMethod(LPConfig(coarse_nodes=args.coarse_nodes)), overwrite=True)
     print(B.HEADER, flush=True)
     rows = [row for label, graph in _graphs(args).items() for row in _run(label, graph, args)]
     print("\n" + B.HEADER)
