@@ -89,20 +89,33 @@ def propose_joins(
     if u.size == 0:
         empty = np.empty(0, np.int64)
         return empty, empty, empty
-    order = np.lexsort((c, u))
-    u, c, w = u[order], c[order], w[order]
-    starts = np.flatnonzero(np.concatenate([[True], (u[1:] != u[:-1]) | (c[1:] != c[:-1])]))
-    conn = np.add.reduceat(w, starts)
-    u, c = u[starts], c[starts]
+    u, c, conn = _pair_sums(u, c, w)
     fits = np.all(cluster_weight(c) + node_weight[u] <= caps[None, :], axis=1)
     u, c, conn = u[fits], c[fits], conn[fits]
-    rank = node_order(c, seed=seed, salt=salt)
-    best = np.lexsort((rank, -conn, u))  # per node: most connected, then lowest rank
-    u, c, conn = u[best], c[best], conn[best]
-    first = np.concatenate([[True], u[1:] != u[:-1]]) if u.size else np.empty(0, bool)
-    u, c, gain = u[first], c[first], conn[first] - conn_own[u[first]]
+    if u.size == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty
+    # per node (pairs are sorted by node): most connected, then lowest rank (distinct per cluster)
+    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    counts = np.diff(np.concatenate([starts, [u.size]]))
+    top = conn == np.repeat(np.maximum.reduceat(conn, starts), counts)
+    rank = np.where(top, node_order(c, seed=seed, salt=salt), np.iinfo(np.uint64).max)
+    pick = top & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
+    u, c, gain = u[pick], c[pick], conn[pick] - conn_own[u[pick]]
     better = gain > 0
     return u[better], c[better], gain[better]
+
+
+def _pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
+    """Distinct ``(a, b)`` pairs (sorted) with their summed ``w``; ``a, b >= 0``. One
+    argsort of a combined key (a two-key lexsort was 3x slower)."""
+    width = np.int64(int(b.max()) + 1)
+    key = a.astype(np.int64) * width + b
+    order = np.argsort(key)
+    key, w = key[order], w[order]
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    key = key[starts]
+    return key // width, key % width, np.add.reduceat(w, starts)
 
 
 def accept_joins(
@@ -141,10 +154,7 @@ def contract_entries(cu: IdArray, cv: IdArray, w: IdArray) -> tuple[IdArray, IdA
     cu, cv, w = cu[keep], cv[keep], w[keep]
     if cu.size == 0:
         return cu, cv, w
-    order = np.lexsort((cv, cu))
-    cu, cv, w = cu[order], cv[order], w[order]
-    starts = np.flatnonzero(np.concatenate([[True], (cu[1:] != cu[:-1]) | (cv[1:] != cv[:-1])]))
-    return cu[starts], cv[starts], np.add.reduceat(w, starts)
+    return _pair_sums(cu, cv, w)
 
 
 def weighted_csr(u: IdArray, v: IdArray, w: IdArray, num_nodes: int) -> tuple[IdArray, IdArray, IdArray]:

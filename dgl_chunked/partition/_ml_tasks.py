@@ -117,20 +117,30 @@ def load_piece(url: str, t: int) -> npt.NDArray[Any]:
         return z[f"p{t}"]  # type: ignore[no-any-return]
 
 
+WHOLE_TABLE_BYTES = 1 << 26
+"""A lookup reads every block of a table at once below this size, else one at a time."""
+
+
 def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
-    """Rows ``ids`` (global, >= 0) of the per-block arrays ``name-<b>``: one block in
-    memory at a time."""
+    """Rows ``ids`` (global, >= 0) of the per-block arrays ``name-<b>``: the whole table
+    when under :data:`WHOLE_TABLE_BYTES` (8 bytes per column per node), else one block
+    in memory at a time."""
     ids = np.asarray(ids, np.int64)
+    width = level.width if name in ("cw", "w") else 1
+    if ids.size == 0:
+        return np.empty((0, level.width) if width > 1 else 0, np.int64)
+    if level.offsets[-1] * 8 * width <= WHOLE_TABLE_BYTES:
+        table = np.concatenate([load(level.url(f"{name}-{b}")) for b in range(level.num_blocks)])
+        return table[ids]  # type: ignore[no-any-return]
     block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
     out: npt.NDArray[Any] | None = None
     for b in np.unique(block).tolist():
         arr = load(level.url(f"{name}-{b}"))
         if out is None:
             out = np.empty((ids.size, *arr.shape[1:]), arr.dtype)
-        sel = block == b
+        sel = np.flatnonzero(block == b)
         out[sel] = arr[ids[sel] - level.offsets[b]]
-    if out is None:
-        return np.empty((0, level.width) if name in ("cw", "w") else 0, np.int64)
+    assert out is not None
     return out
 
 

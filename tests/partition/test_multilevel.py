@@ -16,6 +16,7 @@ import pytest
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, register_method
 from dgl_chunked.partition import _ml_kernels as MK
+from dgl_chunked.partition import _ml_tasks as ml_tasks
 from dgl_chunked.partition import lp as lp_module
 from dgl_chunked.testing import GraphTruth, write_graph_from_truth
 
@@ -163,10 +164,15 @@ def test_lfr_within_target_of_metis(lfr: tuple[GraphTruth, ChunkedGraph], coarse
 
 
 def test_independent_of_chunking(
-    planted: tuple[GraphTruth, ChunkedGraph], runs: dict[str, Any], tmp_path: Path, coarse_lp: None
+    planted: tuple[GraphTruth, ChunkedGraph],
+    runs: dict[str, Any],
+    tmp_path: Path,
+    coarse_lp: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     truth, _ = planted
     other = _open(tmp_path, truth, edge_chunks=5, feature_chunks=3)
+    monkeypatch.setattr(ml_tasks, "WHOLE_TABLE_BYTES", 0)  # and lookups one block at a time
     np.testing.assert_array_equal(_parts(other, 4)["_N"], runs["lp4"])
 
 
