@@ -96,13 +96,21 @@ worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
 strata), per-block tables of ``64 x S`` and the edge-file segments per block.
 Scratch disk: 16 bytes per edge (24 beyond 2**31 nodes) and about 21 per node.
+The multilevel tasks each hold one block's staged entries (about 60 bytes per entry
+of the moving half with their temporaries: ``block_rows`` times the mean degree),
+label and weight tables read whole under 64 MiB (else one block at a time) and
+per-node arrays of the block; the driver holds the coarsest graph (at most
+``coarse_nodes`` and ``coarse_entries``; about 0.3 GB at the defaults). Their scratch
+adds about 48 bytes per entry at level 0 and less per coarser level.
 
 **Determinism**: the output is a function of the graph, ``num_parts``, the seed and
 :class:`LPConfig`. Histograms are exact integer sums, blocks are fixed ID ranges
 (``block_rows`` depends on the node count, not on the files), rounds follow the global
 level counts and ties are broken by a seeded hash of the node ID, so the output does
 not depend on the file chunking (edges or nodes), the number of workers or the
-scheduler.
+scheduler. The multilevel steps too: clustering moves are decided from sums over
+(node, cluster) pairs, acceptance in (gain, seeded hash) order, coarse IDs follow
+node IDs, and METIS runs with the seed on a graph built in sorted order.
 """
 
 from __future__ import annotations
@@ -187,8 +195,8 @@ class LPConfig:
         edges), as a fraction of a part's even share.
     min_shrink
         A level must have at most ``1 - min_shrink`` times the nodes of the level
-        before, else coarsening has stalled and the streaming placement (Fennel by
-        degree level, the method before the multilevel one) places the nodes.
+        before, else the cluster caps grow 4x for the next levels (up to half a part's
+        share); stalled at that, the streaming placement alone is used.
     max_levels
         Most coarsening levels (then, too, the streaming placement).
     coarse_refine_rounds
