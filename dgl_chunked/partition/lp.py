@@ -100,7 +100,7 @@ The multilevel tasks each hold one block's staged entries (about 60 bytes per en
 of the moving half with their temporaries: ``block_rows`` times the mean degree),
 label and weight tables read whole under 64 MiB (else one block at a time) and
 per-node arrays of the block; the driver holds the coarsest graph (at most
-``coarse_nodes`` and ``coarse_entries``; about 0.3 GB at the defaults). Their scratch
+``coarse_nodes`` and ``coarse_entries``; estimated 0.2 GB at the defaults). Their scratch
 adds about 48 bytes per entry at level 0 and less per coarser level.
 
 **Determinism**: the output is a function of the graph, ``num_parts``, the seed and
