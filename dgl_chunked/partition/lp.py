@@ -184,9 +184,9 @@ class LPConfig:
     coarse_nodes, coarse_entries
         The in-memory budget: coarsening stops at the first level with at most this
         many nodes and entries (both directions of every weighted edge), which the
-        driver task then partitions with METIS. The driver's peak for it is about
-        ``100 * coarse_entries + 200 * coarse_nodes`` bytes (about 0.5 GB at the
-        defaults), whatever the graph size.
+        driver task then partitions with METIS. The driver's peak for it is
+        estimated at ``100 * coarse_entries + 200 * coarse_nodes`` bytes (about 0.2 GB
+        at the defaults), whatever the graph size.
     cluster_rounds
         Clustering rounds per coarsening level (each lets a seeded half of the
         singleton nodes join a neighbouring cluster of the other half).
