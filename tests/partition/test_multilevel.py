@@ -280,3 +280,11 @@ def test_balance_edges_with_coarsening(planted: tuple[GraphTruth, ChunkedGraph],
     src, dst = truth.edges["_N:_E:_N"]
     owned = np.bincount(got[dst], minlength=4)  # in-edges (the owned-edge weight; no self-loops here)
     assert owned.max() / owned.mean() <= 1.1, owned  # best effort: measured 1.044 (cut 0.318)
+
+
+def test_distributed_matches_threaded(
+    planted: tuple[GraphTruth, ChunkedGraph], runs: dict[str, Any], client: object, coarse_lp: None
+) -> None:
+    lp_module._RESULTS.clear()
+    parts = assign_partitions(planted[1], 4, method="lp", balance_ntypes=MASKS)
+    np.testing.assert_array_equal(parts["_N"].compute(scheduler=client), runs["lp4"])
