@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition import _ml_kernels as MK
+from dgl_chunked.partition import _ml_project as P
 from dgl_chunked.partition import _ml_tasks as M
 from dgl_chunked.partition._lp_driver import _RETRY_ROUNDS, _fill, _place, _prepare, _refine, _release_scratch, _round
 from dgl_chunked.partition._lp_graph import TaskGraph
@@ -64,11 +65,11 @@ def _initial_assignment(state: _State, root: str, linked: int) -> None:
     tasks = TaskGraph()
     moves, blocks = state.add_planned(tasks)  # the last placement round's moves
     state.absorb(tasks.compute(moves), blocks)
-    stream_cut = sum(_run(TaskGraph(), M.cut_task, level, "stream"))
+    stream_cut = sum(_run(TaskGraph(), P.cut_task, level, "stream"))
     stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
-    _run(TaskGraph(), M.restore_task, level, None)
+    _run(TaskGraph(), P.restore_task, level, None)
     counts = _multilevel(state, level)
-    ml_cut = sum(_run(TaskGraph(), M.cut_task, level, None)) if counts is not None else None
+    ml_cut = sum(_run(TaskGraph(), P.cut_task, level, None)) if counts is not None else None
     better = counts is not None and ml_cut is not None and ml_cut < stream_cut
     logger.info(
         "lp: initial cut entries: streaming %d, multilevel %s: keeping the %s assignment",
@@ -79,7 +80,7 @@ def _initial_assignment(state: _State, root: str, linked: int) -> None:
     if better:
         _settle(state, counts, linked)  # type: ignore[arg-type]
         return
-    _run(TaskGraph(), M.restore_task, level, "stream")
+    _run(TaskGraph(), P.restore_task, level, "stream")
     state.sizes, state.wsizes, state.placed = stream
 
 
@@ -132,7 +133,7 @@ def _multilevel(state: _State, level: M.Level) -> list[tuple[IdArray, IdArray]] 
         return None
     name = "part"  # the coarser level's partition files
     for fine in reversed(levels[:-1]):
-        counts = _run(TaskGraph(), M.project_task, fine, levels[fine.index + 1], plan.num_parts, name)
+        counts = _run(TaskGraph(), P.project_task, fine, levels[fine.index + 1], plan.num_parts, name)
         name = "part"
         if fine.index > 0:
             name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
@@ -148,11 +149,15 @@ def _refine_level(level: M.Level, plan: _Plan, weights: IdArray, caps: IdArray, 
     limit = np.concatenate([caps, [wcap if wcap is not None else 0]])[: level.width] if level.owned else caps
     for r in range(plan.config.coarse_refine_rounds):
         room = np.clip(limit[None, :] - weights, 0, None) // level.num_blocks
-        kw = {"num_parts": plan.num_parts, "seed": plan.seed, "salt": (1 << 26) + (level.index << 8) + 2 * r}
+        kw: dict[str, Any] = {
+            "num_parts": plan.num_parts,
+            "seed": plan.seed,
+            "salt": (1 << 26) + (level.index << 8) + 2 * r,
+        }
         tasks = TaskGraph()
         dst = f"part{r % 2}"
         deltas = tasks.compute(
-            [tasks.add(M.refine_task, level, b, src=src, dst=dst, room=room, **kw) for b in range(level.num_blocks)]
+            [tasks.add(P.refine_task, level, b, src=src, dst=dst, room=room, **kw) for b in range(level.num_blocks)]
         )
         moved = np.sum(deltas, axis=0)
         weights, src = weights + moved, dst
@@ -221,7 +226,7 @@ def _initial(level: M.Level, plan: _Plan) -> list[tuple[IdArray, IdArray]]:
     tasks = TaskGraph()
     off = level.offsets
     return tasks.compute(
-        [tasks.add(M.write_parts, level, b, part[off[b] : off[b + 1]], plan.num_parts) for b in range(level.num_blocks)]
+        [tasks.add(P.write_parts, level, b, part[off[b] : off[b + 1]], plan.num_parts) for b in range(level.num_blocks)]
     )
 
 
@@ -264,7 +269,7 @@ def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:
     for s, p in zip(*np.nonzero(left), strict=True):
         order = np.lexsort((np.arange(per_block.shape[0]), -rem[:, s, p]))
         quota[order[: int(left[s, p])], s, p] += 1
-    return np.minimum(quota, per_block)
+    return np.asarray(np.minimum(quota, per_block), np.int64)
 
 
 def _settle(state: _State, counts: list[tuple[IdArray, IdArray]], linked: int) -> None:
@@ -280,9 +285,9 @@ def _settle(state: _State, counts: list[tuple[IdArray, IdArray]], linked: int) -
         quotas = _excess_quotas(excess, per_block)
         blocks = [b for b in range(state.num_blocks) if quotas[b].any()]
         tasks = TaskGraph()
-        kw = {"seed": plan.seed, "salt": (1 << 22)}
+        kw: dict[str, Any] = {"seed": plan.seed, "salt": (1 << 22)}
         gone = tasks.compute(
-            [tasks.add(M.unplace_task, state.root, b, b * plan.block_rows, quotas[b], **kw) for b in blocks]
+            [tasks.add(P.unplace_task, state.root, b, b * plan.block_rows, quotas[b], **kw) for b in blocks]
         )
         for b, (gone_n, gone_w) in zip(blocks, gone, strict=True):
             state.placed[b] -= gone_n

@@ -288,3 +288,17 @@ def test_distributed_matches_threaded(
     lp_module._RESULTS.clear()
     parts = assign_partitions(planted[1], 4, method="lp", balance_ntypes=MASKS)
     np.testing.assert_array_equal(parts["_N"].compute(scheduler=client), runs["lp4"])
+
+
+def test_scratch_files_round_trip(tmp_path: Path) -> None:
+    url = (tmp_path / "a.bin").as_posix()
+    for arr in (np.arange(5, dtype=np.int64), np.arange(12, dtype=np.int32).reshape(6, 2), np.empty(0, np.int64)):
+        ml_tasks.save(url, arr)
+        got = ml_tasks.load(url)
+        assert got.dtype == arr.dtype and got.flags.writeable
+        np.testing.assert_array_equal(got, arr)
+    rows = np.arange(12, dtype=np.int64).reshape(3, 4)  # [r, k]: columns go to blocks 2, 0, 2, 2
+    ml_tasks.save_split(url, rows, np.array([2, 0, 2, 2]), 3)
+    np.testing.assert_array_equal(ml_tasks.load_piece(url, 0), rows[:, [1]])
+    assert ml_tasks.load_piece(url, 1).shape == (3, 0)
+    np.testing.assert_array_equal(ml_tasks.load_piece(url, 2), rows[:, [0, 2, 3]])
