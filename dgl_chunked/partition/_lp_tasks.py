@@ -42,6 +42,10 @@ __all__: list[str] = []
 
 FULL_READ_BYTES = 1 << 26
 """A histogram task reads the whole assignment at once below this size, else block by block."""
+NPY_LOCK = threading.Lock()
+"""Held while numpy parses a ``.npy`` header: it uses ``ast``, and concurrent ``ast``
+parsing in threads fails at random on Python 3.11.7 ("SystemError: AST constructor
+recursion depth mismatch"), seen twice in the threaded test runs."""
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
 _POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its scratch arrays (see _scratch)
@@ -77,7 +81,8 @@ def _save(path: str, arr: npt.NDArray[Any]) -> None:
 def read_block(root: str, b: int, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
     """Node array ``name`` of block ``b`` (a :func:`_scratch` array with ``scratch``)."""
     if not scratch:
-        return np.load(_node_file(root, b, name))  # type: ignore[no-any-return]
+        with NPY_LOCK:
+            return np.load(_node_file(root, b, name))  # type: ignore[no-any-return]
     with open(_node_file(root, b, name), "rb") as f:
         _, dtype, size = _npy_header(f)
         out = _scratch(f"block-{name}", size, dtype)
@@ -104,7 +109,8 @@ def read_result(root: str, lo: int, hi: int, block_rows: int) -> npt.NDArray[np.
     pieces = []
     for b in range(lo // block_rows, (hi - 1) // block_rows + 1):
         first = b * block_rows
-        part = np.load(_node_file(root, b, "part"), mmap_mode="r")
+        with NPY_LOCK:
+            part = np.load(_node_file(root, b, "part"), mmap_mode="r")
         pieces.append(np.array(part[max(lo - first, 0) : hi - first], np.int32))
     return np.concatenate(pieces)
 
@@ -113,7 +119,8 @@ def _npy_header(f: Any) -> tuple[int, np.dtype[Any], int]:
     """Read the header of an open ``.npy`` file: data offset, dtype and size."""
     fmt = np.lib.format
     read = fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0) else fmt.read_array_header_2_0
-    shape, _, dtype = read(f)
+    with NPY_LOCK:
+        shape, _, dtype = read(f)
     return f.tell(), dtype, int(np.prod(shape))
 
 
@@ -265,7 +272,9 @@ def _span_nodes(root: str, b: int, rows: int, span: Span) -> npt.NDArray[Any]:
     """Block-local IDs of the nodes of ``span``, in histogram-row order."""
     if span is None:
         return np.arange(rows, dtype=np.int32)
-    return np.asarray(np.load(_node_file(root, b, "order"), mmap_mode="r")[span[0] : span[1]])
+    with NPY_LOCK:
+        order = np.load(_node_file(root, b, "order"), mmap_mode="r")
+    return np.asarray(order[span[0] : span[1]])
 
 
 def _parts_table(
