@@ -66,6 +66,16 @@ def _initial_assignment(state: _State, root: str, linked: int) -> None:
     moves, blocks = state.add_planned(tasks)  # the last placement round's moves
     state.absorb(tasks.compute(moves), blocks)
     stream_cut = sum(_run(TaskGraph(), P.cut_task, level, "stream"))
+    entries = sum(int(c.sum()) for c in state.block_counts)
+    random_cut = entries * (1 - 1 / state.plan.num_parts)
+    if stream_cut <= state.plan.config.multilevel_above * random_cut:
+        logger.info(
+            "lp: streaming cut %d entries, under %.2f of a random one (%d): no multilevel assignment",
+            stream_cut,
+            state.plan.config.multilevel_above,
+            random_cut,
+        )
+        return
     stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
     _run(TaskGraph(), P.restore_task, level, None)
     counts = _multilevel(state, level)

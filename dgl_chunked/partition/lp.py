@@ -1,7 +1,9 @@
 """The ``lp`` method: multilevel partitioning and streaming placement, refined by label
 propagation under hard balance caps, out of core on Dask.
 
-Two initial assignments are made and the one cutting fewer staged entries is kept:
+Two initial assignments are made and the one cutting fewer staged entries is kept
+(the multilevel one only when the streaming one cuts more than ``multilevel_above``
+of a random assignment's expected cut):
 
 - the **multilevel** one (:mod:`._ml_driver`, issue #14), for graphs with community
   structure (citation, social, e-commerce graphs; planted-partition and LFR graphs):
@@ -202,6 +204,13 @@ class LPConfig:
     coarse_refine_rounds
         Label-propagation rounds on every coarse level but the coarsest while
         uncoarsening (each moves a seeded half of the nodes at most).
+    multilevel_above
+        The multilevel assignment is made only when the streaming placement cuts more
+        than this fraction of a random assignment's expected cut (``1 - 1/P`` of the
+        edges); 0: always, 1: never. Measured: the streaming placement cuts 0.20-0.56x
+        random's on R-MAT graphs at 4-16 parts (0.73-0.84x at 64), where it beats
+        METIS, and 0.96-1.0x on planted-partition, LFR and the heterogeneous preset,
+        where the multilevel assignment cuts 2-7x less.
     """
 
     eps: float = 0.05
@@ -219,6 +228,7 @@ class LPConfig:
     min_shrink: float = 0.05
     max_levels: int = 16
     coarse_refine_rounds: int = 4
+    multilevel_above: float = 0.6
 
     def __post_init__(self) -> None:
         problems = []
@@ -240,6 +250,7 @@ class LPConfig:
             "refine_min_gain": self.refine_min_gain,
             "round_nodes": self.round_nodes,
             "min_shrink": self.min_shrink,
+            "multilevel_above": self.multilevel_above,
         }
         problems += [
             f"{k}: expected a fraction in [0, 1], found {v!r}" for k, v in fractions.items() if not 0 <= v <= 1

@@ -302,3 +302,18 @@ def test_scratch_files_round_trip(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ml_tasks.load_piece(url, 0), rows[:, [1]])
     assert ml_tasks.load_piece(url, 1).shape == (3, 0)
     np.testing.assert_array_equal(ml_tasks.load_piece(url, 2), rows[:, [0, 2, 3]])
+
+
+def test_rmat_keeps_the_streaming_placement_without_multilevel(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+
+    spec = SynthSpec.homogeneous(5_000, 40_000, distribution="powerlaw", feat_dim=None, num_chunks=2, seed=2)
+    graph = open_chunked_graph(write_synthetic_graph(tmp_path / "g", spec).base_dir)
+    lp_module._RESULTS.clear()
+    with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
+        assign_partitions(graph, 4, method="lp")["_N"].compute()
+    assert "no multilevel assignment" in caplog.text  # the streaming cut: ~0.25x random's
