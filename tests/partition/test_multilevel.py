@@ -123,15 +123,18 @@ def runs(planted: tuple[GraphTruth, ChunkedGraph]) -> dict[str, Any]:
     handler = logging.StreamHandler(log)
     logger = logging.getLogger("dgl_chunked.partition.lp")
     logger.addHandler(handler)
-    level, logger.level = logger.level, logging.DEBUG
+    level = logger.level
+    logger.setLevel(logging.DEBUG)  # setLevel, not .level: it clears logging's per-level cache
     register_method("lp", LPMethod(COARSE), overwrite=True)
-    try:
-        out: dict[str, Any] = {f"lp{p}": _parts(planted[1], p)["_N"] for p in (4, 8)}
+    try:  # module fixtures start before the autouse synchronous scheduler: set it here
+        with dask.config.set(scheduler="synchronous"):
+            out: dict[str, Any] = {f"lp{p}": _parts(planted[1], p)["_N"] for p in (4, 8)}
     finally:
         register_method("lp", LPMethod(), overwrite=True)
         logger.removeHandler(handler)
-        logger.level = level
-    out.update({f"metis{p}": _parts(planted[1], p, "metis")["_N"] for p in (4, 8)})
+        logger.setLevel(level)
+    with dask.config.set(scheduler="synchronous"):
+        out.update({f"metis{p}": _parts(planted[1], p, "metis")["_N"] for p in (4, 8)})
     out["log"] = log.getvalue()
     return out
 
