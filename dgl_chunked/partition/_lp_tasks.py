@@ -46,6 +46,8 @@ NPY_LOCK = threading.Lock()
 """Held while numpy parses a ``.npy`` header: it uses ``ast``, and concurrent ``ast``
 parsing in threads fails at random on Python 3.11.7 ("SystemError: AST constructor
 recursion depth mismatch"), seen twice in the threaded test runs."""
+GROUP_ENTRIES = 1 << 21
+"""Staged entries the multilevel cut count reads at once (as ``LPConfig.group_entries``)."""
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
 _POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its scratch arrays (see _scratch)

@@ -9,10 +9,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
+from dgl_chunked.partition import _lp_plan as plan_
 from dgl_chunked.partition import _lp_tasks as T
 from dgl_chunked.partition import _ml_kernels as MK
 from dgl_chunked.partition import _ml_tasks as S
-from dgl_chunked.partition._lp_kernels import node_order
+from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
 from dgl_chunked.partition._ml_tasks import Level
 
 __all__: list[str] = []
@@ -74,15 +75,18 @@ def _lp_parts(level: Level, ids: IdArray) -> npt.NDArray[np.int32]:
 
 def cut_task(level: Level, b: int, save: str | None) -> int:
     """Cut entries of block ``b`` under the current level-0 assignment (unplaced nodes
-    count as cut); with ``save``, keep a copy of the block's assignment under that name."""
+    count as cut), read ``GROUP_ENTRIES`` staged entries at a time; with ``save``, keep a
+    copy of the block's assignment under that name."""
     part = T.read_block(level.lp_root, b, "part")
     if save is not None:
         S.save(level.url(f"{save}-{b}"), part)
-    u, v, w = S.read_entries(level, b)
-    if u.size == 0:
-        return 0
-    pu = part[u]
-    return int(w[(pu < 0) | (pu != _lp_parts(level, v))].sum())
+    cut = 0
+    for group in plan_.group_segments(list(level.segs[b]), T.GROUP_ENTRIES):  # memory: one group
+        u = (T._read_segments(level.lp_root, group, "u") & LOCAL_MASK).astype(np.int64)
+        v = T._read_segments(level.lp_root, group, "v").astype(np.int64)
+        pu = part[u] if u.size else np.empty(0, np.int32)
+        cut += int(((pu < 0) | (pu != _lp_parts(level, v))).sum())
+    return cut
 
 
 def restore_task(level: Level, b: int, name: str | None) -> None:
