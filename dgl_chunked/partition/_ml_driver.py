@@ -62,10 +62,10 @@ def _initial_assignment(state: _State, root: str, linked: int) -> None:
     level = _level0(state, root)
     level.create()
     _place(state, linked)
-    tasks = TaskGraph()
-    moves, blocks = state.add_planned(tasks)  # the last placement round's moves
-    state.absorb(tasks.compute(moves), blocks)
-    stream_cut = sum(_run(TaskGraph(), P.cut_task, level, "stream"))
+    # a refinement round measures the streaming cut (the placement's last moves run at
+    # its start); its planned moves stay for the refinement when the streaming one stays
+    _round(state, mode="refine", levels=None, salt=(1 << 21) + 63)
+    stream_cut = state.cut_entries
     entries = sum(int(c.sum()) for c in state.block_counts)
     random_cut = entries * (1 - 1 / state.plan.num_parts)
     if stream_cut <= state.plan.config.multilevel_above * random_cut:
@@ -76,6 +76,8 @@ def _initial_assignment(state: _State, root: str, linked: int) -> None:
             random_cut,
         )
         return
+    state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
+    _run(TaskGraph(), P.keep_task, level, "stream")
     stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
     _run(TaskGraph(), P.restore_task, level, None)
     counts = _multilevel(state, level)

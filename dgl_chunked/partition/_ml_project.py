@@ -73,6 +73,11 @@ def _lp_parts(level: Level, ids: IdArray) -> npt.NDArray[np.int32]:
     return out
 
 
+def keep_task(level: Level, b: int, name: str) -> None:
+    """Keep a copy of block ``b``'s level-0 assignment under ``name``."""
+    S.save(level.url(f"{name}-{b}"), T.read_block(level.lp_root, b, "part"))
+
+
 def cut_task(level: Level, b: int, save: str | None) -> int:
     """Cut entries of block ``b`` under the current level-0 assignment (unplaced nodes
     count as cut), read ``GROUP_ENTRIES`` staged entries at a time; with ``save``, keep a
