@@ -44,6 +44,12 @@ __all__ = ["ScratchRoot"]
 
 FULL_READ_BYTES = 1 << 26
 """A histogram task reads the whole assignment at once below this size, else block by block."""
+NPY_LOCK = threading.Lock()
+"""Held while numpy parses a ``.npy`` header: it uses ``ast``, and concurrent ``ast``
+parsing in threads fails at random on Python 3.11.7 ("SystemError: AST constructor
+recursion depth mismatch"), seen twice in the threaded test runs."""
+GROUP_ENTRIES = 1 << 21
+"""Staged entries the multilevel cut count reads at once (as ``LPConfig.group_entries``)."""
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
 _POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its scratch arrays (see _scratch)
@@ -84,12 +90,13 @@ class ScratchRoot:
     def load(self, path: str, lo: int = 0, hi: int | None = None) -> npt.NDArray[Any]:
         """Elements ``[lo, hi)`` of the 1-D (or all of a 2-D) ``.npy`` file ``path``."""
         if self.local:
-            if lo == 0 and hi is None:
-                return np.load(path)  # type: ignore[no-any-return]
-            return np.asarray(np.load(path, mmap_mode="r")[lo:hi])
+            with NPY_LOCK:  # np.load parses the header with ast: not thread-safe on CPython 3.11
+                whole = np.load(path, mmap_mode=None if lo == 0 and hi is None else "r")
+            return whole if lo == 0 and hi is None else np.asarray(whole[lo:hi])
         with self.open(path) as f:
             if lo == 0 and hi is None:
-                return np.load(f)  # type: ignore[no-any-return]
+                with NPY_LOCK:
+                    return np.load(f)  # type: ignore[no-any-return]
             offset, dtype, size = _npy_header(f)
             hi = size if hi is None else min(hi, size)
             out = np.empty(max(hi - lo, 0), dtype)
@@ -169,7 +176,8 @@ def _npy_header(f: Any) -> tuple[int, np.dtype[Any], int]:
     """Read the header of an open ``.npy`` file: data offset, dtype and size."""
     fmt = np.lib.format
     read = fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0) else fmt.read_array_header_2_0
-    shape, _, dtype = read(f)
+    with NPY_LOCK:
+        shape, _, dtype = read(f)
     return f.tell(), dtype, int(np.prod(shape))
 
 

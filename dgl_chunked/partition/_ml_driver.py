@@ -1,0 +1,315 @@
+"""The driver of the multilevel ``lp`` method: coarsen, partition in memory, project, refine.
+
+Runs inside the ``lp`` driver task (:func:`dgl_chunked.partition.lp.run_lp`), after the
+``lp`` staging, and hands the projected assignment to the ``lp`` rounds
+(:mod:`._lp_driver`) for balancing and refinement under the hard caps. Each step is one
+Dask computation of per-block tasks (:mod:`._ml_tasks`); the driver keeps per-block
+counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
+``coarse_entries``). See :mod:`dgl_chunked.partition.lp`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import IdArray
+from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition import _ml_kernels as MK
+from dgl_chunked.partition import _ml_project as P
+from dgl_chunked.partition import _ml_tasks as M
+from dgl_chunked.partition._lp_driver import _RETRY_ROUNDS, _fill, _place, _prepare, _refine, _release_scratch, _round
+from dgl_chunked.partition._lp_graph import TaskGraph
+
+if TYPE_CHECKING:
+    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.partition._lp_driver import _State
+    from dgl_chunked.partition.lp import _Plan
+
+__all__ = ["run_multilevel"]
+
+logger = logging.getLogger("dgl_chunked.partition.lp")
+
+_MAX_FRACTION = 0.5  # cluster caps grow 4x per stalled level up to half a part's share
+
+
+def run_multilevel(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot) -> None:
+    """Stage; two initial assignments, the streaming placement and the multilevel one
+    (coarsen, partition the coarsest graph, project), keeping the one with the lower
+    cut; settle the caps; refine; place the isolated nodes."""
+    try:
+        state = _prepare(graph, plan, root)
+        linked = int(state.linked.sum())
+        if linked:
+            _initial_assignment(state, root, linked)
+        _refine(state)
+        logger.debug("lp: isolated nodes: %d", _fill(state, salt=(1 << 20) + 1, isolated=True))
+    finally:
+        _release_scratch()
+
+
+def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
+    """``func(level, b, *args)`` for every block ``b``, as one computation."""
+    return tasks.compute([tasks.add(func, level, b, *args) for b in range(level.num_blocks)])
+
+
+def _initial_assignment(state: _State, root: T.ScratchRoot, linked: int) -> None:
+    """The streaming placement and the multilevel assignment, measured by their cut
+    (entries between parts); the better one stays in the ``lp`` state."""
+    level = _level0(state, root)
+    level.create()
+    _place(state, linked)
+    # a refinement round measures the streaming cut (the placement's last moves run at
+    # its start); its planned moves stay for the refinement when the streaming one stays
+    _round(state, mode="refine", levels=None, salt=(1 << 21) + 63)
+    stream_cut = state.cut_entries
+    entries = sum(int(c.sum()) for c in state.block_counts)
+    random_cut = entries * (1 - 1 / state.plan.num_parts)
+    if stream_cut <= state.plan.config.multilevel_above * random_cut:
+        logger.info(
+            "lp: streaming cut %d entries, under %.2f of a random one (%d): no multilevel assignment",
+            stream_cut,
+            state.plan.config.multilevel_above,
+            random_cut,
+        )
+        return
+    state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
+    _run(TaskGraph(), P.keep_task, level, "stream")
+    stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
+    _run(TaskGraph(), P.restore_task, level, None)
+    counts = _multilevel(state, level)
+    ml_cut = sum(_run(TaskGraph(), P.cut_task, level, None)) if counts is not None else None
+    better = counts is not None and ml_cut is not None and ml_cut < stream_cut
+    logger.info(
+        "lp: initial cut entries: streaming %d, multilevel %s: keeping the %s assignment",
+        stream_cut,
+        ml_cut,
+        "multilevel" if better else "streaming",
+    )
+    if better:
+        _settle(state, counts, linked)  # type: ignore[arg-type]
+        return
+    _run(TaskGraph(), P.restore_task, level, "stream")
+    state.sizes, state.wsizes, state.placed = stream
+
+
+def _level0(state: _State, root: T.ScratchRoot) -> M.Level:
+    plan, n = state.plan, state.num_nodes
+    offsets = tuple(min(b * plan.block_rows, n) for b in range(state.num_blocks + 1))
+    return M.Level(
+        index=0,
+        offsets=offsets,
+        lp_root=root,
+        ml=root.join("work", "ml"),
+        segs=tuple(tuple(s) for s in state.segs),
+        num_strata=int(state.table.shape[2]),
+        owned=plan.balance_edges,
+    )
+
+
+def _multilevel(state: _State, level: M.Level) -> list[tuple[IdArray, IdArray]] | None:
+    """Coarsen until the graph fits the budget, partition it, project it to level 0.
+
+    Returns per block the nodes per (stratum, part) and owned edges per part at level 0,
+    or None (nothing written) when the method falls back to the streaming placement.
+    """
+    plan, cfg = state.plan, state.plan.config
+    levels = [level]
+    nodes, entries = int(state.linked.sum()), int(sum(int(c.sum()) for c in state.block_counts))
+    fraction = cfg.cluster_weight
+    while nodes > cfg.coarse_nodes or entries > cfg.coarse_entries:
+        if level.index >= cfg.max_levels:
+            logger.warning("lp: %d nodes left after %d levels; streaming placement only", nodes, level.index)
+            return None
+        coarse, coarse_nodes, coarse_entries, between = _coarsen(level, plan, fraction)
+        logger.debug(
+            "lp: level %d: %d nodes, %d entries of weight %d", coarse.index, coarse_nodes, coarse_entries, between
+        )
+        if coarse_nodes > (1 - cfg.min_shrink) * nodes:  # the cluster caps hold it back: relax them
+            if fraction >= _MAX_FRACTION:
+                logger.warning(
+                    "lp: clustering stalled at %d nodes (level %d); streaming placement only", nodes, level.index
+                )
+                return None
+            fraction = min(_MAX_FRACTION, 4 * fraction)
+        if coarse_nodes < nodes:
+            level, nodes, entries = coarse, coarse_nodes, coarse_entries
+            levels.append(level)
+    try:
+        counts = _initial(level, plan)
+    except ImportError:
+        logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement only")
+        return None
+    name = "part"  # the coarser level's partition files
+    for fine in reversed(levels[:-1]):
+        counts = _run(TaskGraph(), P.project_task, fine, levels[fine.index + 1], plan.num_parts, name)
+        name = "part"
+        if fine.index > 0:
+            name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
+    return counts
+
+
+def _refine_level(level: M.Level, plan: _Plan, weights: IdArray, caps: IdArray, wcap: int | None) -> str:
+    """``LPConfig.coarse_refine_rounds`` label-propagation rounds on a coarse level
+    under the caps (per stratum, and owned edges with ``balance_edges``): each block may
+    fill ``1 / B`` of a part's room per round. The rounds read and write alternate
+    files (every block reads every block's); returns the name of the last."""
+    src = "part"
+    limit = np.concatenate([caps, [wcap if wcap is not None else 0]])[: level.width] if level.owned else caps
+    for r in range(plan.config.coarse_refine_rounds):
+        room = np.clip(limit[None, :] - weights, 0, None) // level.num_blocks
+        kw: dict[str, Any] = {
+            "num_parts": plan.num_parts,
+            "seed": plan.seed,
+            "salt": (1 << 26) + (level.index << 8) + 2 * r,
+        }
+        tasks = TaskGraph()
+        dst = f"part{r % 2}"
+        deltas = tasks.compute(
+            [tasks.add(P.refine_task, level, b, src=src, dst=dst, room=room, **kw) for b in range(level.num_blocks)]
+        )
+        moved = np.sum(deltas, axis=0)
+        weights, src = weights + moved, dst
+        logger.debug("lp: level %d refinement round %d moved weight %d", level.index, r, int(np.abs(moved).sum()) // 2)
+    return src
+
+
+def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int, int, int]:
+    """Size-constrained clustering of ``level``, then its contraction: the coarse level,
+    its node and entry counts and its entries' weight (the weight between clusters)."""
+    cfg, blocks = plan.config, range(level.num_blocks)
+    level.create()
+    tasks = TaskGraph()
+    init = tasks.compute([tasks.add(M.init_task, level, b) for b in blocks])
+    caps = MK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
+    for r in range(cfg.cluster_rounds):
+        kw: dict[str, Any] = {"seed": plan.seed, "salt": (1 << 24) + (level.index << 8) + 4 * r, "caps": caps}
+        tasks = TaskGraph()
+        propose = [tasks.add(M.propose_task, level, b, **kw) for b in blocks]
+        accept = [tasks.add(M.accept_task, level, t, after=propose, **kw) for t in blocks]
+        apply = [tasks.add(M.apply_task, level, b, after=accept) for b in blocks]
+        release = [tasks.add(M.release_task, level, t, after=apply) for t in blocks]
+        out = tasks.compute(propose + accept + release)
+        logger.debug(
+            "lp: level %d round %d: %d joins proposed, %d accepted",
+            level.index,
+            r,
+            sum(out[0 : len(propose)]),
+            sum(out[len(propose) : 2 * len(propose)]),
+        )
+    tasks = TaskGraph()
+    leaders = tasks.compute([tasks.add(M.leaders_task, level, b) for b in blocks])
+    offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(leaders)]))
+    coarse = M.Level(
+        index=level.index + 1,
+        offsets=offsets,
+        lp_root=level.lp_root,
+        ml=level.ml,
+        num_strata=level.num_strata,
+        owned=level.owned,
+    )
+    coarse.create()
+    tasks = TaskGraph()
+    number = [tasks.add(M.number_task, level, b, coarse) for b in blocks]
+    mapped = [tasks.add(M.map_task, level, b, after=number) for b in blocks]
+    out = tasks.compute([tasks.add(M.contract_task, level, b, coarse, after=mapped) for b in blocks])
+    return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out))
+
+
+def _initial(level: M.Level, plan: _Plan) -> list[tuple[IdArray, IdArray]]:
+    """Partition the coarsest level in memory with METIS (node and edge weights); store
+    its parts. Returns what :func:`._ml_tasks.write_parts` returns per block."""
+    tasks = TaskGraph()
+    got = tasks.compute([tasks.add(M.gather_task, level, b) for b in range(level.num_blocks)])
+    u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
+    node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])
+    index = np.cumsum(active) - 1
+    xadj, adjncy, eweights = MK.weighted_csr(index[u], index[v], w, int(active.sum()))
+    del u, v, w
+    vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
+    part = np.full(active.size, -1, np.int32)
+    part[active] = metis_weighted(xadj, adjncy, eweights, np.maximum(vweights, 1), plan.num_parts, seed=plan.seed)
+    coarse = part[active]
+    cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
+    logger.debug("lp: initial partition of %d nodes, %d entries: %d cut", int(active.sum()), adjncy.size, cut)
+    tasks = TaskGraph()
+    off = level.offsets
+    return tasks.compute(
+        [tasks.add(P.write_parts, level, b, part[off[b] : off[b + 1]], plan.num_parts) for b in range(level.num_blocks)]
+    )
+
+
+def metis_weighted(
+    xadj: IdArray, adjncy: IdArray, eweights: IdArray, vweights: IdArray, num_parts: int, *, seed: int
+) -> npt.NDArray[np.int32]:
+    """METIS k-way partition (minimum weighted edge cut, node weights balanced)."""
+    from dgl_chunked.partition.metis import _require_pymetis
+
+    num_nodes = xadj.size - 1
+    if num_parts == 1 or num_nodes == 0:
+        return np.zeros(num_nodes, np.int32)
+    if adjncy.size == 0:
+        return (np.arange(num_nodes) % num_parts).astype(np.int32)
+    pymetis = _require_pymetis()
+    opts = pymetis.Options()
+    opts.seed = int(seed) % (1 << 31)
+    graph = pymetis.CSRAdjacency(xadj, adjncy) if hasattr(pymetis, "CSRAdjacency") else None
+    result = pymetis.part_graph(
+        num_parts,
+        adjacency=graph,
+        **({} if graph is not None else {"xadj": xadj, "adjncy": adjncy}),
+        vweights=vweights,
+        eweights=eweights,
+        options=opts,
+        recursive=num_parts <= 8,
+    )
+    return np.asarray(result[1], dtype=np.int32)
+
+
+def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:
+    """Share each (stratum, part)'s excess among the blocks in proportion to the nodes
+    they hold there (largest remainder, ties to the lower block): ``[B, S, P]``."""
+    total = per_block.sum(axis=0)
+    num = excess[None, :, :] * per_block
+    base = num // np.maximum(total, 1)[None]
+    rem = num % np.maximum(total, 1)[None]
+    quota = base.copy()
+    left = excess - base.sum(axis=0)
+    for s, p in zip(*np.nonzero(left), strict=True):
+        order = np.lexsort((np.arange(per_block.shape[0]), -rem[:, s, p]))
+        quota[order[: int(left[s, p])], s, p] += 1
+    return np.asarray(np.minimum(quota, per_block), np.int64)
+
+
+def _settle(state: _State, counts: list[tuple[IdArray, IdArray]], linked: int) -> None:
+    """Take the projected assignment into the ``lp`` state; unplace each stratum's
+    excess over its cap, then place the unplaced nodes by the ``lp`` rounds (and fill)."""
+    plan = state.plan
+    per_block = np.stack([c[0] for c in counts])  # [B, S, P]
+    state.sizes = per_block.sum(axis=0)
+    state.wsizes = np.sum([c[1] for c in counts], axis=0).astype(np.int64)
+    state.placed = per_block.sum(axis=2)
+    excess = np.clip(state.sizes - state.caps[:, None], 0, None)
+    if excess.any():
+        quotas = _excess_quotas(excess, per_block)
+        blocks = [b for b in range(state.num_blocks) if quotas[b].any()]
+        tasks = TaskGraph()
+        kw: dict[str, Any] = {"seed": plan.seed, "salt": (1 << 22)}
+        gone = tasks.compute(
+            [tasks.add(P.unplace_task, state.root, b, b * plan.block_rows, quotas[b], **kw) for b in blocks]
+        )
+        for b, (gone_n, gone_w) in zip(blocks, gone, strict=True):
+            state.placed[b] -= gone_n
+            state.wsizes -= gone_w
+        state.sizes = state.sizes - quotas.sum(axis=0)
+        logger.debug("lp: %d nodes over the caps unplaced", int(quotas.sum()))
+    for i in range(_RETRY_ROUNDS):
+        if state.projected()[2].sum() == linked:
+            break
+        if _round(state, mode="place", levels=None, salt=(1 << 19) + i) == 0:
+            break
+    if state.projected()[2].sum() < linked:
+        logger.debug("lp: fill placed %d nodes", _fill(state, salt=1 << 20, isolated=False))

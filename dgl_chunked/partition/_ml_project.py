@@ -1,0 +1,149 @@
+"""Uncoarsening tasks of the multilevel ``lp`` method: store and project partitions,
+refine coarse levels, settle level 0 (scratch layout: :mod:`._ml_tasks`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import IdArray
+from dgl_chunked.partition import _lp_plan as plan_
+from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition import _ml_kernels as MK
+from dgl_chunked.partition import _ml_tasks as S
+from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition._ml_tasks import Level
+
+__all__: list[str] = []
+
+
+def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: int) -> tuple[IdArray, IdArray]:
+    """Store block ``b``'s partitions; at level 0 into ``lp``'s result, returning the
+    nodes per (stratum, part) ``[S, P]`` and owned edges per part ``[P]``."""
+    if level.index > 0:
+        S.save(level.url(f"part-{b}"), part)
+        w, _ = S.node_weights(level, b)
+        return part_weights(part, w, num_parts), np.empty(0, np.int64)
+    T.write_block(level.lp_root, b, "part", part.astype(np.int32))
+    placed = part >= 0
+    stratum = T.read_block(level.lp_root, b, "stratum").astype(np.int64)[placed]
+    sizes = np.bincount(stratum * num_parts + part[placed], minlength=level.num_strata * num_parts)
+    weight = T.read_block(level.lp_root, b, "weight")[placed]
+    wsizes = np.bincount(part[placed], weights=weight, minlength=num_parts)
+    return sizes.reshape(level.num_strata, num_parts).astype(np.int64), np.rint(wsizes).astype(np.int64)
+
+
+def project_task(level: Level, b: int, coarse: Level, num_parts: int, name: str) -> tuple[IdArray, IdArray]:
+    """Partitions of block ``b``: those of their clusters at the coarse level (files ``name``)."""
+    cid = S.load(level.url(f"cid-{b}"))
+    part = np.full(cid.size, -1, np.int32)
+    pos = cid >= 0
+    part[pos] = S.lookup(coarse, name, cid[pos])
+    return write_parts(level, b, part, num_parts)
+
+
+def unplace_task(
+    lp_root: T.ScratchRoot, b: int, lo: int, quota: IdArray, *, seed: int, salt: int
+) -> tuple[IdArray, IdArray]:
+    """Unplace ``quota[s, p]`` nodes of stratum ``s`` from part ``p`` (seeded hash order)
+    in block ``b`` (first ``orig_nid`` ``lo``); return the nodes ``[S]`` and owned edges ``[P]`` taken away."""
+    part = T.read_block(lp_root, b, "part")
+    stratum = T.read_block(lp_root, b, "stratum")
+    weight = T.read_block(lp_root, b, "weight")
+    num_strata, num_parts = quota.shape
+    rank = node_order(np.arange(lo, lo + part.size, dtype=np.int64), seed=seed, salt=salt)
+    gone_n, gone_w = np.zeros(num_strata, np.int64), np.zeros(num_parts, np.int64)
+    for s, p in zip(*np.nonzero(quota), strict=True):
+        nodes = np.flatnonzero((part == p) & (stratum == s))
+        nodes = nodes[np.argsort(rank[nodes], kind="stable")][: int(quota[s, p])]
+        part[nodes] = -1
+        gone_n[s] += nodes.size
+        gone_w[p] += int(weight[nodes].sum())
+    T.write_block(lp_root, b, "part", part)
+    return gone_n, gone_w
+
+
+def _lp_parts(level: Level, ids: IdArray) -> npt.NDArray[np.int32]:
+    """The level-0 assignment (``lp``'s result files) of ``ids``, one block at a time."""
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
+    out = np.empty(ids.size, np.int32)
+    for b in np.unique(block).tolist():
+        sel = block == b
+        out[sel] = T.read_block(level.lp_root, b, "part")[ids[sel] - level.offsets[b]]
+    return out
+
+
+def keep_task(level: Level, b: int, name: str) -> None:
+    """Keep a copy of block ``b``'s level-0 assignment under ``name``."""
+    S.save(level.url(f"{name}-{b}"), T.read_block(level.lp_root, b, "part"))
+
+
+def cut_task(level: Level, b: int, save: str | None) -> int:
+    """Cut entries of block ``b`` under the current level-0 assignment (unplaced nodes
+    count as cut), read ``GROUP_ENTRIES`` staged entries at a time; with ``save``, keep a
+    copy of the block's assignment under that name."""
+    part = T.read_block(level.lp_root, b, "part")
+    if save is not None:
+        S.save(level.url(f"{save}-{b}"), part)
+    cut = 0
+    for group in plan_.group_segments(list(level.segs[b]), T.GROUP_ENTRIES):  # memory: one group
+        u = (T._read_segments(level.lp_root, group, "u") & LOCAL_MASK).astype(np.int64)
+        v = T._read_segments(level.lp_root, group, "v").astype(np.int64)
+        pu = part[u] if u.size else np.empty(0, np.int32)
+        cut += int(((pu < 0) | (pu != _lp_parts(level, v))).sum())
+    return cut
+
+
+def restore_task(level: Level, b: int, name: str | None) -> None:
+    """Put back the saved assignment ``name`` of block ``b`` (None: nothing placed)."""
+    if name is None:
+        T.write_block(level.lp_root, b, "part", np.full(level.rows(b), -1, np.int32))
+    else:
+        T.write_block(level.lp_root, b, "part", S.load(level.url(f"{name}-{b}")))
+
+
+def part_weights(part: npt.NDArray[np.integer[Any]], w: IdArray, num_parts: int) -> IdArray:
+    """Weight per part ``[P, C]`` of nodes with partitions ``part`` (-1: none) and weights ``w``."""
+    out = np.zeros((num_parts, w.shape[1]), np.int64)
+    placed = part >= 0
+    np.add.at(out, part[placed], w[placed])
+    return out
+
+
+def refine_task(
+    level: Level, b: int, *, src: str, dst: str, num_parts: int, seed: int, salt: int, room: IdArray
+) -> IdArray:
+    """One label-propagation pass over block ``b`` of a coarse level: a seeded half of
+    the nodes may move to the part they are most connected to (by edge weight) when
+    that beats their own, best gain first, within this block's share of every part's
+    room ``[P, C]``. Reads the partitions ``src-<b>`` (every block's), writes ``dst-<b>``.
+    Returns the weight moved ``[P, C]`` (+ into, - out of a part)."""
+    part = S.load(level.url(f"{src}-{b}"))
+    w, _ = S.node_weights(level, b)
+    u, v, ew = S.read_entries(level, b)
+    delta = np.zeros((num_parts, level.width), np.int64)
+    pv = S.lookup(level, src, v).astype(np.int64)
+    rows = part.size
+    hist = np.bincount(u * num_parts + pv, weights=ew, minlength=rows * num_parts).reshape(rows, num_parts)
+    idx = np.arange(rows)
+    best = np.argmax(hist, axis=1)
+    gain = hist[idx, best] - hist[idx, part]
+    ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
+    cand = np.flatnonzero((gain > 0) & (best != part) & MK.active_bit(ids, seed=seed, salt=salt))
+    target = best[cand]
+    accept = MK.accept_joins(
+        target,
+        gain[cand].astype(np.int64),
+        node_order(ids[cand], seed=seed, salt=salt + 1),
+        w[cand],
+        -room[target],
+        np.zeros(level.width, np.int64),
+    )
+    moved = cand[accept]
+    np.add.at(delta, target[accept], w[moved])
+    np.subtract.at(delta, part[moved], w[moved])
+    part[moved] = target[accept]
+    S.save(level.url(f"{dst}-{b}"), part)
+    return delta

@@ -1,0 +1,336 @@
+"""Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`._ml_kernels`.
+
+Every level has the same number of node *blocks* ``B``: block ``b`` of level ``L + 1``
+holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, so
+a level is described by its block offsets alone. Level 0 is read from the ``lp``
+staging (:mod:`._lp_tasks`: entries per block, strata, owned edges, degree levels);
+the other files are raw arrays behind a fixed header (:func:`save`; ``.bin``) under
+``ML = <lp root>/work/ml``, written and read through fsspec (``ml`` is a URL), each
+by one task; "pieces" are the per-destination parts of one writer's file
+(:func:`save_split`), each read alone::
+
+    ML/<L>/e-<s>.bin         int64 [k, 3]  piece b: entries of block b (u local, v, w) from block s of L-1
+    ML/<L>/w-<b>.bin         int64 [rows, C]  node weights of block b (L >= 1)
+    ML/<L>/label-<b>.bin     int64  cluster (a node's global ID) of every node; -1: not in the graph
+    ML/<L>/cw-<b>.bin        int64 [rows, C]  weight of the cluster named by each row's node
+    ML/<L>/prop-<b>.bin      int64 [k, 3 + C]  piece t: joins proposed by block b to clusters of block t
+    ML/<L>/acc-<t>.bin       int64 [k, 2]  piece b: joins of block b's nodes accepted by block t
+    ML/<L>/left-<b>.bin      int64 [k, 1 + C]  piece t: clusters of block t left by block b's nodes
+    ML/<L>/lcid-<b>.bin      int64  coarse ID of the clusters named by block b's nodes (-1: none)
+    ML/<L>/cid-<b>.bin       int64  coarse ID (level L + 1) of every node; -1: not in the graph
+    ML/<L>/part-<b>.bin      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
+    ML/<L>/part0-<b>.bin ... the alternate files of the coarse-level refinement
+    ML/0/stream-<b>.bin      int32  the streaming assignment, kept while the multilevel one is made
+
+Memory per task: one block's entries (about 40 bytes each with temporaries), its node
+arrays, and one other block's labels or weights at a time for lookups.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import IdArray, StorageOptions
+from dgl_chunked.io import fs as _fs
+from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition import _ml_kernels as MK
+from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
+
+__all__: list[str] = []
+
+
+@dataclass(frozen=True, kw_only=True)
+class Level:
+    """What a task needs to know of one level (small: block offsets and paths)."""
+
+    index: int
+    offsets: tuple[int, ...]  # B + 1 global-ID offsets of the blocks
+    lp_root: T.ScratchRoot  # the ``lp`` scratch root (level 0's staging)
+    ml: str  # path or URL of the multilevel scratch directory (under ``lp_root``)
+    segs: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # level 0: staged entry ranges per block
+    num_strata: int = 1
+    owned: bool = False  # a column of owned edges (balance_edges)
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def width(self) -> int:
+        return self.num_strata + int(self.owned)
+
+    def rows(self, b: int) -> int:
+        return self.offsets[b + 1] - self.offsets[b]
+
+    def url(self, name: str, ext: str = "bin") -> ScratchFile:
+        return ScratchFile(posixpath.join(self.ml, str(self.index), f"{name}.{ext}"), self.lp_root.storage_options)
+
+    def create(self) -> None:
+        """Create the level's scratch directory."""
+        self.lp_root.makedirs(posixpath.join(self.ml, str(self.index)))
+
+
+class ScratchFile(NamedTuple):
+    """A multilevel scratch file: its path or URL and the fsspec options to reach it."""
+
+    url: str
+    storage_options: StorageOptions
+
+
+_MAGIC = b"DGLCML01"
+_HEADER = struct.Struct("<8s8sQQQ")  # magic, dtype, rows, columns, pieces
+
+
+def _write(file: ScratchFile, arr: npt.NDArray[Any], bounds: IdArray) -> None:
+    """``arr`` (1-D or 2-D) with the row bounds of its pieces, behind a fixed header."""
+    fs, path = _fs.filesystem(file.url, file.storage_options)
+    arr = np.ascontiguousarray(arr)
+    cols = arr.shape[1] if arr.ndim == 2 else 0
+    head = _HEADER.pack(_MAGIC, arr.dtype.str.encode().ljust(8), arr.shape[0], cols, bounds.size - 1)
+    with fs.open(path, "wb") as f:
+        f.write(head + np.asarray(bounds, "<i8").tobytes())
+        if arr.size:
+            f.write(arr.data.cast("B"))
+
+
+def _read(file: ScratchFile, piece: int | None) -> npt.NDArray[Any]:
+    """The rows of ``piece`` (None: all) of a file written by :func:`_write`."""
+    url = file.url
+    fs, path = _fs.filesystem(url, file.storage_options)
+    with fs.open(path, "rb") as f:
+        magic, dtype_code, rows, cols, pieces = _HEADER.unpack(f.read(_HEADER.size))
+        if magic != _MAGIC:
+            raise ValueError(f"{url}: not a multilevel scratch file")
+        bounds = np.frombuffer(f.read(8 * (pieces + 1)), "<i8")
+        dtype = np.dtype(dtype_code.decode().strip())
+        lo, hi = (0, rows) if piece is None else (int(bounds[piece]), int(bounds[piece + 1]))
+        out = np.empty((hi - lo, cols) if cols else hi - lo, dtype)
+        row_bytes = dtype.itemsize * max(cols, 1)
+        f.seek(_HEADER.size + 8 * (pieces + 1) + lo * row_bytes)
+        data = out.data.cast("B") if out.size else memoryview(b"")
+        got = 0
+        while got < data.nbytes:
+            n = f.readinto(data[got:])
+            if not n:
+                raise ValueError(f"{url}: truncated")
+            got += n
+    return out
+
+
+def save(url: ScratchFile, arr: npt.NDArray[Any]) -> None:
+    """Write ``arr`` (1-D, or 2-D with one row per node) to ``url``; the level's directory exists.
+
+    A raw fixed header, not ``.npy``: numpy parses ``.npy`` headers with ``ast``, which
+    fails at random under threads on this Python (3.11.7: "AST constructor recursion
+    depth mismatch"). No temporary name: a scratch file is read only by tasks that
+    depend on its writer, and a rerun of the writer rewrites it whole before they start.
+    """
+    _write(url, arr, np.array([0, arr.shape[0]], np.int64))
+
+
+def load(url: ScratchFile) -> npt.NDArray[Any]:
+    """Read the array :func:`save` wrote at ``url``."""
+    return _read(url, None)
+
+
+def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int) -> None:
+    """Write the columns of ``rows`` (``[r, k]``) grouped by destination ``block`` into one
+    file; a reader reads its own piece only (:func:`load_piece`)."""
+    order = np.argsort(block, kind="stable")
+    bounds = np.searchsorted(block[order], np.arange(num_blocks + 1)).astype(np.int64)
+    _write(url, rows[:, order].T, bounds)
+
+
+def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
+    """Piece ``t`` of a :func:`save_split` file, as ``[r, k_t]``."""
+    return _read(url, t).T
+
+
+WHOLE_TABLE_BYTES = 1 << 26
+"""A lookup reads every block of a table at once below this size, else one at a time."""
+
+
+def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
+    """Rows ``ids`` (global, >= 0) of the per-block arrays ``name-<b>``: the whole table
+    when under :data:`WHOLE_TABLE_BYTES` (8 bytes per column per node), else one block
+    in memory at a time."""
+    ids = np.asarray(ids, np.int64)
+    width = level.width if name in ("cw", "w") else 1
+    if ids.size == 0:
+        return np.empty((0, level.width) if width > 1 else 0, np.int64)
+    if level.offsets[-1] * 8 * width <= WHOLE_TABLE_BYTES:
+        table = np.concatenate([load(level.url(f"{name}-{b}")) for b in range(level.num_blocks)])
+        return table[ids]
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
+    out: npt.NDArray[Any] | None = None
+    for b in np.unique(block).tolist():
+        arr = load(level.url(f"{name}-{b}"))
+        if out is None:
+            out = np.empty((ids.size, *arr.shape[1:]), arr.dtype)
+        sel = np.flatnonzero(block == b)
+        out[sel] = arr[ids[sel] - level.offsets[b]]
+    assert out is not None
+    return out
+
+
+def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
+    """Entries ``(u local, v global, w)`` of block ``b``."""
+    if level.index == 0:
+        segs = list(level.segs[b])
+        if not segs:
+            empty = np.empty(0, np.int64)
+            return empty, empty, empty
+        u = (T._read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(np.int64)
+        v = T._read_segments(level.lp_root, segs, "v").astype(np.int64)
+        return u, v, np.ones(u.size, np.int64)
+    parts = [load_piece(level.url(f"e-{s}", "bin"), b) for s in range(level.num_blocks)]
+    e = np.concatenate(parts, axis=1) if parts else np.empty((3, 0), np.int64)
+    return e[0], e[1], e[2]
+
+
+def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
+    """``[rows, C]`` weights of block ``b``'s nodes and which are in the graph."""
+    if level.index > 0:
+        w = load(level.url(f"w-{b}"))
+        return w, np.ones(w.shape[0], bool)
+    stratum = T.read_block(level.lp_root, b, "stratum").astype(np.int64)
+    w = np.zeros((stratum.size, level.width), np.int64)
+    w[np.arange(stratum.size), stratum] = 1
+    if level.owned:
+        w[:, -1] = T.read_block(level.lp_root, b, "weight")
+    active = T.read_block(level.lp_root, b, "level") >= 0
+    w[~active] = 0
+    return w, active
+
+
+def init_task(level: Level, b: int) -> tuple[int, IdArray]:
+    """Every node its own cluster; return the nodes in the graph and their weight sums."""
+    w, active = node_weights(level, b)
+    label = np.where(active, np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64), -1)
+    save(level.url(f"label-{b}"), label)
+    save(level.url(f"cw-{b}"), w)
+    return int(active.sum()), w.sum(axis=0)
+
+
+def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray) -> int:
+    """Movers of block ``b`` (a seeded half of its nodes) propose to join the cluster
+    they are most connected to when it beats their own and has room; proposals go to
+    the cluster's block. Returns their number."""
+    lo = level.offsets[b]
+    label = load(level.url(f"label-{b}"))
+    w, _ = node_weights(level, b)
+    ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
+    movers = (label >= 0) & MK.active_bit(ids, seed=seed, salt=salt)
+    u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
+    keep = movers[u]
+    u, v, ew = u[keep], v[keep], ew[keep]
+    c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
+    del v
+    node, cluster, gain = MK.propose_joins(
+        u,
+        c,
+        ew,
+        own=label,
+        node_weight=w,
+        cluster_weight=lambda ids: lookup(level, "cw", ids),
+        caps=caps,
+        seed=seed,
+        salt=salt + 1,
+    )
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), cluster, side="right") - 1
+    rows = np.vstack([node + lo, cluster, gain, w[node].T]) if node.size else np.empty((3 + level.width, 0), np.int64)
+    save_split(level.url(f"prop-{b}", "bin"), rows, block, level.num_blocks)
+    return int(node.size)
+
+
+def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) -> int:
+    """Accept the joins to block ``t``'s clusters within the caps (highest gain first);
+    add their weights and tell each mover's block. Returns the number accepted."""
+    props = np.concatenate([load_piece(level.url(f"prop-{b}", "bin"), t) for b in range(level.num_blocks)], axis=1)
+    cw = load(level.url(f"cw-{t}"))
+    u, c, gain, nw = props[0], props[1], props[2], props[3:].T
+    local = c - level.offsets[t]
+    accept = MK.accept_joins(c, gain, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
+    np.add.at(cw, local[accept], nw[accept])
+    save(level.url(f"cw-{t}"), cw)
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
+    save_split(level.url(f"acc-{t}", "bin"), np.vstack([u[accept], c[accept]]), block[accept], level.num_blocks)
+    return int(accept.sum())
+
+
+def apply_task(level: Level, b: int) -> None:
+    """Move block ``b``'s accepted joiners to their new clusters; send their weights to
+    the blocks of the clusters they leave."""
+    acc = np.concatenate([load_piece(level.url(f"acc-{t}", "bin"), b) for t in range(level.num_blocks)], axis=1)
+    label = load(level.url(f"label-{b}"))
+    local = acc[0] - level.offsets[b]
+    old = label[local]
+    w, _ = node_weights(level, b)
+    label[local] = acc[1]
+    if local.size:
+        save(level.url(f"label-{b}"), label)
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), old, side="right") - 1
+    save_split(level.url(f"left-{b}", "bin"), np.vstack([old, w[local].T]), block, level.num_blocks)
+
+
+def release_task(level: Level, t: int) -> None:
+    """Take the weight of the nodes that left block ``t``'s clusters off those clusters."""
+    left = np.concatenate([load_piece(level.url(f"left-{b}", "bin"), t) for b in range(level.num_blocks)], axis=1)
+    if left.shape[1] == 0:
+        return
+    cw = load(level.url(f"cw-{t}"))
+    np.subtract.at(cw, left[0] - level.offsets[t], left[1:].T)
+    save(level.url(f"cw-{t}"), cw)
+
+
+def leaders_task(level: Level, b: int) -> int:
+    """Number of clusters (labels in use) named by block ``b``'s nodes."""
+    return int(load(level.url(f"cw-{b}")).any(axis=1).sum())
+
+
+def number_task(level: Level, b: int, coarse: Level) -> None:
+    """Coarse IDs of the clusters named by block ``b``'s nodes (in ID order) and the
+    coarse node weights."""
+    cw = load(level.url(f"cw-{b}"))
+    lead = cw.any(axis=1)
+    lcid = np.full(lead.size, -1, np.int64)
+    lcid[lead] = coarse.offsets[b] + np.arange(int(lead.sum()))
+    save(level.url(f"lcid-{b}"), lcid)
+    save(coarse.url(f"w-{b}"), cw[lead])
+
+
+def map_task(level: Level, b: int) -> None:
+    """Coarse ID of every node of block ``b``: its cluster's."""
+    label = load(level.url(f"label-{b}"))
+    cid = np.full(label.size, -1, np.int64)
+    pos = label >= 0
+    cid[pos] = lookup(level, "lcid", label[pos])
+    save(level.url(f"cid-{b}"), cid)
+
+
+def contract_task(level: Level, b: int, coarse: Level) -> tuple[int, int]:
+    """Block ``b``'s entries between clusters, summed per cluster pair, written to the
+    blocks of the coarse level. Returns their number and weight."""
+    u, v, w = read_entries(level, b)
+    cid = load(level.url(f"cid-{b}"))
+    cu = cid[u]
+    cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
+    cu, cv, w = MK.contract_entries(cu, cv, w)
+    block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
+    local = cu - np.asarray(coarse.offsets, np.int64)[block]
+    save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks)
+    return int(cu.size), int(w.sum())
+
+
+def gather_task(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray, IdArray, npt.NDArray[np.bool_]]:
+    """Block ``b`` of the coarsest level for the in-memory partitioner: global ``u``,
+    ``v``, ``w`` of its entries, its node weights and which nodes are in the graph."""
+    u, v, w = read_entries(level, b)
+    nw, active = node_weights(level, b)
+    return u + level.offsets[b], v, w, nw, active
