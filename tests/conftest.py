@@ -73,6 +73,19 @@ def client(cluster: object) -> Iterator[object]:
         yield client
 
 
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    """A quiet in-process cluster per test module, for CLI commands given ``--scheduler``."""
+    import logging
+
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
 @pytest.fixture(scope="session")
 def process_cluster() -> Iterator[object]:
     from distributed import LocalCluster

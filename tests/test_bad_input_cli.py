@@ -16,11 +16,10 @@ with ``EFBIG``.
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +36,6 @@ CITES0 = f"{EI}/paper:cites:paper0.txt"
 CITES1 = f"{EI}/paper:cites:paper1.txt"
 WRITES0 = f"{EI}/author:writes:paper0.txt"
 FEAT1 = "chunked/node_data/paper/feat-1.npy"
-
-
-@pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    """One in-process cluster for every case (the CLI connects with --scheduler)."""
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL
-    ) as cluster:
-        yield cluster.scheduler_address
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ starting ``error:`` on stderr that names the file, option, type or value at faul
 
 from __future__ import annotations
 
-import logging
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import dask
@@ -101,16 +99,6 @@ CASES: list[tuple[str, str, int, str]] = [
 # these commands take --scheduler; every case runs on one shared in-process cluster
 SCHEDULED = {"validate", "synth", "partition", "report", "parmetis-export", "parmetis-import", "chunk", "dispatch"}
 SCHEDULED |= {"run", "verify"}
-
-
-@pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL
-    ) as cluster:
-        yield cluster.scheduler_address
 
 
 @pytest.fixture

@@ -12,11 +12,10 @@ The S3 half of the table is ``tests/test_ownership_s3.py``.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,17 +25,6 @@ from dgl_chunked.cli import main
 from dgl_chunked.io.owned import MARKER_NAME, acquire_lease
 
 USER_BYTES = b"my notes \x00\xff keep me\n"
-
-
-@pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    """One in-process cluster for the commands that need one (``--scheduler``)."""
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL
-    ) as cluster:
-        yield cluster.scheduler_address
 
 
 @pytest.fixture

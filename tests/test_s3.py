@@ -84,16 +84,6 @@ def local_graph(tmp_path_factory: pytest.TempPathFactory, s3: S3) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL
-    ) as cluster:
-        yield cluster.scheduler_address
-
-
 def _run_cli(s3: S3, cluster: list[str], out: str, assign: str, *extra: str) -> None:
     argv = [
         "run",
