@@ -45,6 +45,17 @@ BUCKET = "dglc-multihost"
 KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
 
+def _under_tmp(path: str) -> str | None:
+    real = os.path.realpath(path)
+    return real if real.startswith("/tmp/") else None
+
+
+# what a worker needs from /tmp: the interpreter's environment and this checkout, when there
+KEEP = " ".join(
+    sorted({p for p in map(_under_tmp, (sys.prefix, str(Path(__file__).resolve().parents[1]))) if p is not None})
+)
+
+
 def _unshare_problem() -> str | None:
     if shutil.which("unshare") is None:
         return "the unshare command is not installed"
@@ -109,9 +120,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         ).create_bucket(Bucket=BUCKET)
 
         def isolated(argv: list[str], i: int) -> list[str]:
-            # private tmpfs over the data directory, then over /tmp (which may hold it)
-            script = 'mount -t tmpfs tmpfs "$1" && mount -t tmpfs tmpfs /tmp && shift && exec "$@"'
-            return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(data), *argv]
+            # private tmpfs over the data directory, then over /tmp (which may hold it); the
+            # Python installation and the code, when they live under /tmp (a checkout there),
+            # are bind-mounted back from a handle on the old /tmp that is dropped before exec
+            script = (
+                'set -e; data="$1"; keep_dirs="$2"; shift 2; '
+                'old=$(mktemp -d /dev/shm/dglc-old-tmp-XXXXXX); mount --bind /tmp "$old"; '
+                'mount -t tmpfs tmpfs "$data"; mount -t tmpfs tmpfs /tmp; '
+                'for d in $keep_dirs; do mkdir -p "$d"; mount --bind "$old/${d#/tmp/}" "$d"; done; '
+                'umount "$old"; rmdir "$old"; exec "$@"'
+            )
+            return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(data), KEEP, *argv]
 
         env = {**os.environ, "AWS_ENDPOINT_URL_S3": endpoint, **KEYS}  # for `chunk` (no --storage-options)
         with _environ(env), dask_processes(data, isolated) as (address, workers):
