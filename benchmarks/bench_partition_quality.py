@@ -45,24 +45,9 @@ import bench_lp as B  # noqa: E402  (the cluster, R-MAT, real-graph and run help
 
 from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph  # noqa: E402
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph  # noqa: E402
-from dgl_chunked.testing import GraphTruth, write_graph_from_truth  # noqa: E402
+from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth  # noqa: E402
 
 TARGET = {4: 1.15, 8: 1.15, 16: 1.15, 64: 1.3}
-
-
-def planted(n: int, m: int, groups: int, *, skewed: bool, p_in: float = 0.9, seed: int = 0) -> tuple[Any, Any]:
-    """Edges of a planted-partition graph: ``p_in`` of the edges inside a group."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.pareto(1.5, groups) + 1 if skewed else np.ones(groups)
-    sizes = np.maximum(1, sizes / sizes.sum() * n).astype(np.int64)
-    sizes[-1] += n - sizes.sum()
-    comm = rng.permutation(np.repeat(np.arange(groups), sizes))
-    members = np.argsort(comm, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(np.bincount(comm, minlength=groups))])
-    src = rng.integers(0, n, m)
-    c = comm[src]
-    inside = members[starts[c] + (rng.random(m) * (starts[c + 1] - starts[c])).astype(np.int64)]
-    return src, np.where(rng.random(m) < p_in, inside, rng.integers(0, n, m))
 
 
 def lfr(n: int, mu: float, seed: int = 10) -> tuple[Any, Any]:
@@ -98,7 +83,7 @@ def _graphs(args: argparse.Namespace) -> dict[str, ChunkedGraph]:
         n, m = (int(x) for x in item.split(":"))
         for skewed in (False, True):
             name = f"sbm-{'skewed' if skewed else 'uniform'}-{n}-{m}"
-            out[name] = _write(args.work_dir, name, n, planted(n, m, 64, skewed=skewed), args.chunks)
+            out[name] = _write(args.work_dir, name, n, planted_partition_edges(n, m, 64, skewed=skewed), args.chunks)
     for n in args.lfr:
         for mu in args.mu:
             name = f"lfr-{mu}-{n}"

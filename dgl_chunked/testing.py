@@ -39,6 +39,7 @@ __all__ = [
     "KillWorkerAfter",
     "load_truth",
     "make_chunked_graph",
+    "planted_partition_edges",
     "raise_if_dask_computes",
     "write_graph_from_truth",
 ]
@@ -319,3 +320,31 @@ class KillWorkerAfter(WorkerPlugin):
         self.seen += 1
         if self.seen >= self.count:
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+def planted_partition_edges(
+    n: int, m: int, groups: int, *, skewed: bool, p_in: float = 0.9, seed: int = 0
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(src, dst)`` of ``m`` edges over ``n`` nodes in ``groups`` planted communities.
+
+    A share ``p_in`` of the edges stays inside the community of its source; the rest
+    land anywhere. Community sizes are equal or, with ``skewed``, Pareto-distributed
+    (a few large communities, many small ones), as in real graphs.
+
+    Examples
+    --------
+    >>> src, dst = planted_partition_edges(100, 500, 4, skewed=False, p_in=1.0)
+    >>> src.shape, dst.shape
+    ((500,), (500,))
+    """
+    rng = np.random.default_rng(seed)
+    sizes = rng.pareto(1.5, groups) + 1 if skewed else np.ones(groups)
+    sizes = np.maximum(1, sizes / sizes.sum() * n).astype(np.int64)
+    sizes[-1] += n - sizes.sum()
+    comm = rng.permutation(np.repeat(np.arange(groups), sizes))
+    members = np.argsort(comm, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(comm, minlength=groups))])
+    src = rng.integers(0, n, m)
+    c = comm[src]
+    inside = members[starts[c] + (rng.random(m) * (starts[c + 1] - starts[c])).astype(np.int64)]
+    return src, np.where(rng.random(m) < p_in, inside, rng.integers(0, n, m))

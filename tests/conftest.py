@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import dask
 import pytest
@@ -73,6 +74,46 @@ def client(cluster: object) -> Iterator[object]:
 
     with Client(cluster) as client:  # type: ignore[arg-type]
         yield client
+
+
+def make_bucket(options: dict[str, Any], name: str) -> str:
+    """Create bucket ``name`` on the S3 server of the s3fs ``options`` (see :func:`moto_s3`)."""
+    import boto3
+
+    boto3.client(
+        "s3",
+        endpoint_url=options["endpoint_url"],
+        aws_access_key_id=options["key"],
+        aws_secret_access_key=options["secret"],
+        region_name="us-east-1",
+    ).create_bucket(Bucket=name)
+    return name
+
+
+@contextmanager
+def moto_s3(bucket: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A moto S3 server on 127.0.0.1 (a free port) holding ``bucket``; yields its endpoint
+    and the s3fs storage options that reach it."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        options: dict[str, Any] = {
+            "endpoint_url": endpoint,
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"region_name": "us-east-1"},
+        }
+        make_bucket(options, bucket)
+        yield endpoint, options
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")

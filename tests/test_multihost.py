@@ -11,7 +11,6 @@ method runs there; the outputs verify against their input and load in real DGL.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -35,7 +34,7 @@ from dgl_chunked.cli import main  # noqa: E402
 from dgl_chunked.errors import EmptyPartitionWarning  # noqa: E402
 from dgl_chunked.verify import verify_partitions  # noqa: E402
 
-from .conftest import dask_processes  # noqa: E402
+from .conftest import dask_processes, moto_s3  # noqa: E402
 from .dispatch.helpers import output_files  # noqa: E402
 from .realdgl.harness import assert_real_dgl_loads, dgl_python  # noqa: E402
 
@@ -102,22 +101,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     problem = _unshare_problem()
     if problem:
         pytest.skip(problem)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
     data = tmp_path_factory.mktemp("multihost")
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        options = {"endpoint_url": endpoint, "key": "testing", "secret": "testing"}
-        options["client_kwargs"] = {"region_name": "us-east-1"}
-        boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-        ).create_bucket(Bucket=BUCKET)
+    with moto_s3(BUCKET) as (endpoint, options):
 
         def isolated(argv: list[str], i: int) -> list[str]:
             # private tmpfs over the data directory, then over /tmp (which may hold it); the
@@ -135,8 +120,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         env = {**os.environ, "AWS_ENDPOINT_URL_S3": endpoint, **KEYS}  # for `chunk` (no --storage-options)
         with _environ(env), dask_processes(data, isolated) as (address, workers):
             yield Cluster(address, endpoint, options, s3fs.S3FileSystem(**options), data, workers)
-    finally:
-        server.stop()
 
 
 class _environ:

@@ -43,6 +43,7 @@ from dgl_chunked.partition import assign_partitions
 from dgl_chunked.partition.parmetis import export_parmetis
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
+from .conftest import make_bucket
 from .test_s3 import S3, s3  # noqa: F401  (the moto fixture)
 
 USER = b"user object \x00\xff"
@@ -50,16 +51,7 @@ BUCKET = "dglc-own"
 
 
 def _make_bucket(s3: S3, name: str) -> str:  # noqa: F811
-    import boto3
-
-    opts = s3.options
-    boto3.client(
-        "s3",
-        endpoint_url=opts["endpoint_url"],
-        aws_access_key_id=opts["key"],
-        aws_secret_access_key=opts["secret"],
-        region_name="us-east-1",
-    ).create_bucket(Bucket=name)
+    make_bucket(s3.options, name)
     s3.fs.invalidate_cache()
     return name
 

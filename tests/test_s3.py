@@ -10,7 +10,6 @@ arrays must equal our reader's.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from dgl_chunked.errors import EmptyPartitionWarning
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import verify_partitions
 
+from .conftest import moto_s3
 from .realdgl.harness import assert_real_dgl_loads, dgl_python
 
 BUCKET = "dglc-test"
@@ -51,28 +51,8 @@ class S3:
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3]:
     """A moto S3 server on 127.0.0.1 (a free port) with one bucket."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        options = {
-            "endpoint_url": endpoint,
-            "key": "testing",
-            "secret": "testing",
-            "client_kwargs": {"region_name": "us-east-1"},
-        }
-        boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-        ).create_bucket(Bucket=BUCKET)
+    with moto_s3(BUCKET) as (endpoint, options):
         yield S3(endpoint, options, s3fs.S3FileSystem(**options))
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, registe
 from dgl_chunked.partition import _ml_kernels as MK
 from dgl_chunked.partition import _ml_tasks as ml_tasks
 from dgl_chunked.partition import lp as lp_module
-from dgl_chunked.testing import GraphTruth, write_graph_from_truth
+from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 pytest.importorskip("pymetis")
 
@@ -29,17 +29,7 @@ COARSE = LPConfig(block_rows=2048, coarse_nodes=200, coarse_entries=1 << 30)
 
 def planted_truth(n: int, m: int, groups: int, *, p_in: float = 0.9, seed: int = 0) -> GraphTruth:
     """Planted-partition graph with skewed (Pareto) group sizes and train/val/test masks."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.pareto(1.5, groups) + 1
-    sizes = np.maximum(1, sizes / sizes.sum() * n).astype(np.int64)
-    sizes[-1] += n - sizes.sum()
-    comm = rng.permutation(np.repeat(np.arange(groups), sizes))
-    members = np.argsort(comm, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(np.bincount(comm, minlength=groups))])
-    src = rng.integers(0, n, m)
-    c = comm[src]
-    inside = members[starts[c] + (rng.random(m) * (starts[c + 1] - starts[c])).astype(np.int64)]
-    dst = np.where(rng.random(m) < p_in, inside, rng.integers(0, n, m))
+    src, dst = planted_partition_edges(n, m, groups, skewed=True, p_in=p_in, seed=seed)
     return _truth("planted", n, src, dst, seed)
 
 
