@@ -45,7 +45,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions, compute_partition_report
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 

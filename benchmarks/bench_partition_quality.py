@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_lp as B  # noqa: E402  (the cluster, R-MAT, real-graph and run helpers)
 
-from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph  # noqa: E402
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph  # noqa: E402
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph  # noqa: E402
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth  # noqa: E402
 

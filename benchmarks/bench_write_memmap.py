@@ -57,7 +57,7 @@ def evict(path: Path) -> None:
 
 def child(npy: str, out: str) -> None:
     """Runs in the fresh subprocess: write, then report JSON on stdout."""
-    from dgl_chunked.io.dgl_format import read_tensor_dict, write_tensor_dict
+    from dgl_chunked.io.dgl.binary import read_tensor_dict, write_tensor_dict
 
     arr = np.load(npy, mmap_mode="r")
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

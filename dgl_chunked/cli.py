@@ -190,7 +190,7 @@ def validate_command(
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Check metadata.json and every chunk file; print a summary or every problem."""
-    from dgl_chunked.io.validate import validate_chunked_graph
+    from dgl_chunked.io.chunked.validate import validate_chunked_graph
 
     with _io_cluster(scheduler, workers):
         report = validate_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
@@ -293,9 +293,9 @@ def inspect_command(file: str, values: int, annotate: bool, storage_options: dic
     graph files list node/edge types and counts, stored formats, idtype, ndata/edata
     and labels.
     """
-    from dgl_chunked.io.dgl_format import annotate_dgl_file, describe_dgl_file, format_annotation
-    from dgl_chunked.io.fs import filesystem
-    from dgl_chunked.io.graphbolt import describe_graphbolt_file, is_torch_zip
+    from dgl_chunked.io.dgl.binary import annotate_dgl_file, describe_dgl_file, format_annotation
+    from dgl_chunked.io.graphbolt.graph_file import describe_graphbolt_file, is_torch_zip
+    from dgl_chunked.storage.fs import filesystem
 
     if is_torch_zip(file, storage_options=storage_options):  # a torch.save file: GraphBolt's graph
         if annotate:
@@ -360,8 +360,8 @@ def _owned_scratch(
     checked against ``inputs`` first, so a refused command creates nothing."""
     from dask.base import tokenize
 
-    from dgl_chunked.io.fs import is_url, join
-    from dgl_chunked.io.owned import check_no_overlap, remove_owned, scratch_dir
+    from dgl_chunked.storage.fs import is_url, join
+    from dgl_chunked.storage.owned import check_no_overlap, remove_owned, scratch_dir
 
     token = tokenize(parent, kind)[:16]
     where = join(parent, f"dglc-{kind}-{token}")  # what is written; ``parent`` is only created if missing
@@ -416,10 +416,10 @@ def partition_command(
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Assign every node to a partition; write ASSIGN/ and ASSIGN/report.json."""
-    from dgl_chunked.io.assignment import open_assignment, retract_assignment, write_assignment
-    from dgl_chunked.io.chunked import open_chunked_graph
-    from dgl_chunked.io.fs import join
+    from dgl_chunked.io.assignment.directory import open_assignment, retract_assignment, write_assignment
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
     from dgl_chunked.partition import assign_partitions, compute_partition_report
+    from dgl_chunked.storage.fs import join
 
     so = storage_options
     balance = [b.strip() for b in balance_ntypes.split(",") if b.strip()] if balance_ntypes else None
@@ -494,8 +494,8 @@ def report_command(
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Print edge cut, balance and HALO counts of an assignment directory."""
-    from dgl_chunked.io.assignment import open_assignment
-    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.io.assignment.directory import open_assignment
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
     from dgl_chunked.partition import compute_partition_report
 
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
@@ -552,8 +552,8 @@ def parmetis_export_command(
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Write ParMETIS input files (pm_dglpart) without self loops or duplicate edges."""
-    from dgl_chunked.io.chunked import open_chunked_graph
-    from dgl_chunked.partition.parmetis import export_parmetis
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
+    from dgl_chunked.parmetis.roundtrip import export_parmetis
 
     masks = [m.strip() for m in balance_masks.split(",") if m.strip()] if balance_masks else []
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
@@ -618,8 +618,8 @@ def parmetis_import_command(
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept."""
-    from dgl_chunked.io.chunked import open_chunked_graph
-    from dgl_chunked.partition.parmetis import import_parmetis
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
+    from dgl_chunked.parmetis.roundtrip import import_parmetis
 
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     with _assignment_cluster(scheduler, workers):
@@ -920,7 +920,7 @@ def _print_result(result: Any) -> None:
 def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
     """Write DGL partitions of a chunked graph as an assignment directory says."""
     from dgl_chunked.dispatch import dispatch
-    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
 
     so = kw["storage_options"]
     graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"], storage_options=so)
@@ -969,7 +969,7 @@ def run_command(
     **kw: Any,
 ) -> None:
     """Partition and dispatch in one go: chunked graph -> DGL partitions."""
-    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
     from dgl_chunked.pipeline import run
 
     so = kw["storage_options"]
@@ -1056,7 +1056,7 @@ def verify_command(
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Check a finished output against its input: every node, edge and feature row, out of core."""
-    from dgl_chunked.io.chunked import open_chunked_graph
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
     from dgl_chunked.verify import verify_partitions
 
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)

@@ -12,12 +12,12 @@ from dask.base import tokenize
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
 from dgl_chunked.errors import OptionError
-from dgl_chunked.io import fs
-from dgl_chunked.io.assignment import retract_assignment, write_assignment
-from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
-from dgl_chunked.io.owned import check_no_overlap, remove_owned
-from dgl_chunked.io.owned import scratch_dir as owned_scratch_dir
+from dgl_chunked.io.assignment.directory import retract_assignment, write_assignment
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions
+from dgl_chunked.storage import fs
+from dgl_chunked.storage.owned import check_no_overlap, remove_owned
+from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
 
 __all__ = ["run"]
 
@@ -43,7 +43,7 @@ def run(
     Parameters
     ----------
     graph
-        A :class:`~dgl_chunked.io.chunked.ChunkedGraph` or a chunked graph directory.
+        A :class:`~dgl_chunked.io.chunked.graph.ChunkedGraph` or a chunked graph directory.
     out_dir
         Output directory for ``metadata.json`` and ``part<i>/``.
     num_parts, method, seed, balance_ntypes, balance_edges

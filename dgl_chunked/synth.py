@@ -35,10 +35,10 @@ from dask.delayed import delayed
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import MetadataError
-from dgl_chunked.io import formats as _formats
-from dgl_chunked.io import fs as _fs
-from dgl_chunked.io.metadata import ChunkedGraphMetadata, parse_metadata
-from dgl_chunked.io.owned import acquire_lease, prepare_owned_output
+from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata, parse_metadata
+from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage.owned import acquire_lease, prepare_owned_output
 
 __all__ = [
     "MASK_NAMES",

@@ -27,9 +27,9 @@ from dask.utils import key_split
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
-from dgl_chunked.io import formats as _formats
-from dgl_chunked.io import fs as _fs
-from dgl_chunked.io.metadata import ChunkedGraphMetadata, parse_metadata, read_metadata
+from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata, parse_metadata, read_metadata
+from dgl_chunked.storage import fs as _fs
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
 __all__ = [

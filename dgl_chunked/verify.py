@@ -59,21 +59,21 @@ from dask.base import tokenize
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, DglChunkedError
-from dgl_chunked.io import fs
-from dgl_chunked.io._dgl_graph_read import read_tensor_file
-from dgl_chunked.io._dgl_records import Cursor
-from dgl_chunked.io.chunked import (
+from dgl_chunked.io.chunked.formats import read_edge_chunk, read_feature_chunk
+from dgl_chunked.io.chunked.graph import (
     ChunkedGraph,
     ChunkRef,
     edge_id_problems,
     open_chunked_graph,
 )
-from dgl_chunked.io.dgl_format import read_tensor_dict
-from dgl_chunked.io.formats import read_edge_chunk, read_feature_chunk
-from dgl_chunked.io.owned import check_no_overlap, remove_owned
-from dgl_chunked.io.owned import scratch_dir as owned_scratch_dir
-from dgl_chunked.io.partition_config import PartitionConfig, read_partition_config
+from dgl_chunked.io.dgl.binary import read_tensor_dict
+from dgl_chunked.io.dgl.graph_read import read_tensor_file
+from dgl_chunked.io.dgl.partition_config import PartitionConfig, read_partition_config
+from dgl_chunked.io.dgl.records import Cursor
 from dgl_chunked.io.partition_graph import read_partition_graph
+from dgl_chunked.storage import fs
+from dgl_chunked.storage.owned import check_no_overlap, remove_owned
+from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
 
 __all__ = ["PartitionFiles", "VerifyReport", "load_partition_output", "verify_partitions"]
 

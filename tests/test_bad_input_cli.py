@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dgl_chunked.cli import main
-from dgl_chunked.io.formats import read_edge_chunk, write_feature_chunk
+from dgl_chunked.io.chunked.formats import read_edge_chunk, write_feature_chunk
 
 EI = "chunked/edge_index"
 CITES0 = f"{EI}/paper:cites:paper0.txt"

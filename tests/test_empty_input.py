@@ -27,8 +27,8 @@ from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning
-from dgl_chunked.io.validate import validate_chunked_graph
-from dgl_chunked.partition.parmetis import export_parmetis
+from dgl_chunked.io.chunked.validate import validate_chunked_graph
+from dgl_chunked.parmetis.roundtrip import export_parmetis
 from dgl_chunked.testing import GraphTruth, load_truth, write_graph_from_truth
 from dgl_chunked.verify import verify_partitions
 

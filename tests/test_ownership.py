@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from dgl_chunked.cli import main
-from dgl_chunked.io.owned import MARKER_NAME, acquire_lease
+from dgl_chunked.storage.owned import MARKER_NAME, acquire_lease
 
 USER_BYTES = b"my notes \x00\xff keep me\n"
 

@@ -27,9 +27,11 @@ pytest.importorskip("moto.server")
 from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import EmptyPartitionWarning, OutputExistsError
-from dgl_chunked.io.assignment import write_assignment
-from dgl_chunked.io.chunked import open_chunked_graph
-from dgl_chunked.io.owned import (
+from dgl_chunked.io.assignment.directory import write_assignment
+from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.parmetis.roundtrip import export_parmetis
+from dgl_chunked.partition import assign_partitions
+from dgl_chunked.storage.owned import (
     MARKER_NAME,
     ForeignDataError,
     LeaseHeldError,
@@ -39,8 +41,6 @@ from dgl_chunked.io.owned import (
     read_marker,
     remove_owned,
 )
-from dgl_chunked.partition import assign_partitions
-from dgl_chunked.partition.parmetis import export_parmetis
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
 from .conftest import make_bucket

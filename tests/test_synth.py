@@ -14,9 +14,9 @@ import pytest
 
 from dgl_chunked.cli import main
 from dgl_chunked.errors import MetadataError, OutputExistsError
-from dgl_chunked.io.chunked import open_chunked_graph
-from dgl_chunked.io.owned import ForeignDataError
-from dgl_chunked.io.validate import validate_chunked_graph
+from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.io.chunked.validate import validate_chunked_graph
+from dgl_chunked.storage.owned import ForeignDataError
 from dgl_chunked.synth import MASK_NAMES, SynthSpec, write_synthetic_graph
 from dgl_chunked.testing import load_truth, make_chunked_graph
 

@@ -13,7 +13,7 @@ import pytest
 
 from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
-from dgl_chunked.io.dgl_format import (
+from dgl_chunked.io.dgl.binary import (
     HomogeneousGraph,
     read_graphs,
     read_tensor_dict,

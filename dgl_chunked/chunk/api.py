@@ -19,9 +19,9 @@ from dgl_chunked.chunk.plan import make_plan
 from dgl_chunked.chunk.spec import RawGraphSpec, parse_spec, read_spec
 from dgl_chunked.chunk.writer import EDGE_EXTENSIONS, NODE_KEYS_FILE, Run
 from dgl_chunked.errors import MetadataError
-from dgl_chunked.io import fs as _fs
-from dgl_chunked.io.metadata import ChunkedGraphMetadata, parse_metadata
-from dgl_chunked.io.owned import (
+from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata, parse_metadata
+from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage.owned import (
     ForeignDataError,
     acquire_lease,
     check_no_overlap,
@@ -170,7 +170,7 @@ def chunk_graph(
         ``out_dir`` holds an earlier output and ``overwrite`` is False.
     ForeignDataError, OverlapError, LeaseHeldError
         ``out_dir`` holds files dgl_chunked did not write, overlaps the spec or a raw
-        source, or another run is writing it (:mod:`dgl_chunked.io.owned`).
+        source, or another run is writing it (:mod:`dgl_chunked.storage.owned`).
     ChunkReadError, ChunkMismatchError
         Missing or bad input files or values, naming the spec key, file and row.
         Problems found before reading data rows are reported before anything is

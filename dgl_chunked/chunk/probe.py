@@ -26,7 +26,7 @@ from dgl_chunked.chunk.sources import (
 )
 from dgl_chunked.chunk.spec import SourceSpec
 from dgl_chunked.errors import ChunkMismatchError
-from dgl_chunked.io import formats as _formats
+from dgl_chunked.io.chunked import formats as _formats
 
 __all__ = ["INT64", "STRING", "SourcePlan", "inspect_edges", "inspect_feature", "inspect_key"]
 

@@ -35,8 +35,8 @@ import pyarrow.parquet as pq
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, ChunkReadError
-from dgl_chunked.io import fs as _fs
-from dgl_chunked.io.formats import read_npy_header
+from dgl_chunked.io.chunked.formats import read_npy_header
+from dgl_chunked.storage import fs as _fs
 
 __all__ = [
     "FileInfo",

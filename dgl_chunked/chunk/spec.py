@@ -26,7 +26,7 @@ from dgl_chunked.chunk.spec_source import (
     unknown_keys,
 )
 from dgl_chunked.errors import MetadataError
-from dgl_chunked.io import fs as _fs
+from dgl_chunked.storage import fs as _fs
 
 __all__ = [
     "NodeTypeSpec",

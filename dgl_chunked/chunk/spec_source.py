@@ -18,8 +18,8 @@ import numpy as np
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import MetadataError
-from dgl_chunked.io import formats as _formats
-from dgl_chunked.io import fs as _fs
+from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.storage import fs as _fs
 
 __all__ = ["MISSING", "Problems", "SourceSpec", "is_count", "json_key", "parse_source", "unknown_keys"]
 

@@ -39,8 +39,8 @@ from dgl_chunked.chunk.readers import (
 )
 from dgl_chunked.chunk.sources import Piece, npy_header, read_npy_rows
 from dgl_chunked.errors import ChunkMismatchError
-from dgl_chunked.io import formats as _formats
-from dgl_chunked.io import fs as _fs
+from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.storage import fs as _fs
 
 __all__ = [
     "dedup_map",

@@ -32,7 +32,7 @@ from dgl_chunked._dask import run_token
 from dgl_chunked.chunk import tasks
 from dgl_chunked.chunk.plan import GraphPlan, RelationPlan, with_counts
 from dgl_chunked.chunk.readers import EdgeEnds, RowLocator
-from dgl_chunked.io import fs as _fs
+from dgl_chunked.storage import fs as _fs
 
 __all__ = ["EDGE_EXTENSIONS", "NODE_KEYS_FILE", "Run"]
 

@@ -28,13 +28,13 @@ from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.staging import MISSING, STAGING_FORMAT, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import EmptyPartitionWarning, OptionError, OutputExistsError, UnsupportedFormatError
-from dgl_chunked.io import fs
-from dgl_chunked.io.assignment import open_assignment
-from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
-from dgl_chunked.io.graphbolt_csc import SORT_BYTES, GraphBoltOptions
-from dgl_chunked.io.owned import acquire_lease, check_no_overlap, location_token, require_owned
-from dgl_chunked.io.partition_config import CONFIG_NAME, PartitionConfig, write_partition_config
-from dgl_chunked.io.zarr_lookup import clear_lookup_cache
+from dgl_chunked.io.assignment.directory import open_assignment
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.dgl.partition_config import CONFIG_NAME, PartitionConfig, write_partition_config
+from dgl_chunked.io.graphbolt.csc import SORT_BYTES, GraphBoltOptions
+from dgl_chunked.storage import fs
+from dgl_chunked.storage.owned import acquire_lease, check_no_overlap, location_token, require_owned
+from dgl_chunked.storage.zarr_lookup import clear_lookup_cache
 
 __all__ = ["DispatchOptions", "DispatchResult", "dispatch", "staging_location", "OUTPUT_KIND", "OUTPUT_ENTRIES"]
 
@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 GRAPH_FORMATS = ("coo", "csr", "csc")
 OUTPUT_KIND = "dispatch"
-"""The kind in the output directory's ownership marker (:mod:`dgl_chunked.io.owned`)."""
+"""The kind in the output directory's ownership marker (:mod:`dgl_chunked.storage.owned`)."""
 STAGING_NAME = "_staging"
 OUTPUT_ENTRIES = (CONFIG_NAME, f"{CONFIG_NAME}.tmp-dglc", "part[0-9]*", "_tmp_part[0-9]*", STAGING_NAME)
 """What dispatch writes at the top of its output; ``--overwrite`` refuses anything else."""
@@ -145,7 +145,7 @@ def dispatch(
     Parameters
     ----------
     graph
-        A :class:`~dgl_chunked.io.chunked.ChunkedGraph` or the chunked graph directory.
+        A :class:`~dgl_chunked.io.chunked.graph.ChunkedGraph` or the chunked graph directory.
     assignment
         An assignment directory in DGL's layout (``<ntype>.txt`` + ``partition_meta.json``)
         or a mapping ``ntype -> int32 dask array`` (then ``num_parts`` is required).

@@ -24,12 +24,12 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError, MetadataError, OutputExistsError
-from dgl_chunked.io import fs
-from dgl_chunked.io.dgl_format import HomogeneousGraph, read_graphs
-from dgl_chunked.io.graphbolt import GRAPHBOLT_FILE
-from dgl_chunked.io.graphbolt_csc import GraphBoltOptions, write_graphbolt_partition
-from dgl_chunked.io.owned import read_marker
-from dgl_chunked.io.partition_config import CONFIG_NAME
+from dgl_chunked.io.dgl.binary import HomogeneousGraph, read_graphs
+from dgl_chunked.io.dgl.partition_config import CONFIG_NAME
+from dgl_chunked.io.graphbolt.csc import GraphBoltOptions, write_graphbolt_partition
+from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
+from dgl_chunked.storage import fs
+from dgl_chunked.storage.owned import read_marker
 
 __all__ = ["convert_partition_to_graphbolt", "convert_to_graphbolt"]
 
@@ -130,7 +130,7 @@ def convert_to_graphbolt(
         DGL's flags: also store edge ``_ID``, node ``inner_node``, edge ``inner_edge``.
     sort_bytes
         Memory budget of each task's destination sort (default
-        :data:`~dgl_chunked.io.graphbolt_csc.SORT_BYTES`).
+        :data:`~dgl_chunked.io.graphbolt.csc.SORT_BYTES`).
     overwrite
         Replace ``fused_csc_sampling_graph.pt`` files that already exist (refused otherwise).
 

@@ -3,7 +3,7 @@
 A partition's rows are one contiguous segment of every owner-sorted staged array.
 Reading the segments in chunk order yields ascending original IDs inside every
 (partition, type) block, which is the order the new IDs were given in. Large
-arrays reach the DGL writer as :class:`~dgl_chunked.io.dgl_format.ArrayBlocks`,
+arrays reach the DGL writer as :class:`~dgl_chunked.io.dgl.binary.ArrayBlocks`,
 so memory holds one segment at a time, plus the partition's HALO node set (and
 the whole edge list when CSC/CSR is requested: see ``write_graph``).
 """
@@ -22,10 +22,10 @@ from dgl_chunked.dispatch.halo import HaloEdges, collect_halo_edges
 from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
 from dgl_chunked.dispatch.stages import edge_array, node_array
 from dgl_chunked.dispatch.staging import Staging, segment_bounds
-from dgl_chunked.io import fs
-from dgl_chunked.io.dgl_format import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
-from dgl_chunked.io.graphbolt import GRAPHBOLT_FILE
-from dgl_chunked.io.graphbolt_csc import GraphBoltOptions, write_graphbolt_partition
+from dgl_chunked.io.dgl.binary import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
+from dgl_chunked.io.graphbolt.csc import GraphBoltOptions, write_graphbolt_partition
+from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
+from dgl_chunked.storage import fs
 
 __all__ = ["FeatureStage", "PartitionPlan", "write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
 

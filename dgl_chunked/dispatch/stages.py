@@ -23,8 +23,8 @@ from dgl_chunked.dispatch.ids import (
 )
 from dgl_chunked.dispatch.staging import Staging
 from dgl_chunked.errors import AssignmentError, ChunkMismatchError
-from dgl_chunked.io.chunked import ChunkRef
-from dgl_chunked.io.formats import read_edge_chunk, read_feature_chunk
+from dgl_chunked.io.chunked.formats import read_edge_chunk, read_feature_chunk
+from dgl_chunked.io.chunked.graph import ChunkRef
 
 __all__ = [
     "node_array",

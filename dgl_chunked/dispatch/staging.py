@@ -19,7 +19,7 @@ segment per array. Staged edge endpoints are int64 instead of int32 when the gra
 has 2**31 nodes or more (:func:`~dgl_chunked.dispatch.ids.staged_id_dtype`), owners
 wider than uint8 with more than 256 partitions (``compact_owner_dtype``). The attribute
 is written after the data, so an array with counts is complete; resume relies on that.
-The staging directory carries the ownership marker of :mod:`dgl_chunked.io.owned`.
+The staging directory carries the ownership marker of :mod:`dgl_chunked.storage.owned`.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import zarr
 import zarr.storage
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.io import fs, owned
-from dgl_chunked.io.zarr_lookup import cached_lookup
+from dgl_chunked.storage import fs, owned
+from dgl_chunked.storage.zarr_lookup import cached_lookup
 
 __all__ = ["Staging", "segment_bounds", "resumable", "MISSING", "STAGING_FORMAT", "STAGING_KIND", "STAGING_ENTRIES"]
 
@@ -45,7 +45,7 @@ STAGING_FORMAT = 3
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
 
 STAGING_KIND = "dispatch-staging"
-"""The kind recorded in the staging directory's ownership marker (:mod:`dgl_chunked.io.owned`)."""
+"""The kind recorded in the staging directory's ownership marker (:mod:`dgl_chunked.storage.owned`)."""
 
 STAGING_ENTRIES = (
     "fingerprint.json",

@@ -28,7 +28,7 @@ from dgl_chunked.dispatch.stages import (
     stage_part_block,
 )
 from dgl_chunked.dispatch.staging import Staging, resumable
-from dgl_chunked.io.chunked import ChunkedGraph
+from dgl_chunked.io.chunked.graph import ChunkedGraph
 
 __all__ = ["Runner", "stage_nodes", "stage_edges_and_features"]
 

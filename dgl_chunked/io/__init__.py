@@ -6,14 +6,30 @@ lazy views build Dask collections from metadata alone.
 
 from __future__ import annotations
 
-from dgl_chunked.io.assignment import (
+from dgl_chunked.io.assignment.directory import (
     PartitionMeta,
     open_assignment,
     read_partition_meta,
     write_assignment,
 )
-from dgl_chunked.io.chunked import ChunkedGraph, ChunkRef, open_chunked_graph
-from dgl_chunked.io.dgl_format import (
+from dgl_chunked.io.chunked.formats import (
+    count_edge_rows,
+    feature_chunk_info,
+    read_edge_chunk,
+    read_feature_chunk,
+    write_edge_chunk,
+    write_feature_chunk,
+)
+from dgl_chunked.io.chunked.graph import ChunkedGraph, ChunkRef, open_chunked_graph
+from dgl_chunked.io.chunked.metadata import (
+    ArraySource,
+    ChunkedGraphMetadata,
+    EdgeTypeSpec,
+    parse_metadata,
+    read_metadata,
+)
+from dgl_chunked.io.chunked.validate import ValidationReport, validate_chunked_graph
+from dgl_chunked.io.dgl.binary import (
     ArrayBlocks,
     GraphData,
     HomogeneousGraph,
@@ -23,27 +39,11 @@ from dgl_chunked.io.dgl_format import (
     write_graph,
     write_tensor_dict,
 )
-from dgl_chunked.io.formats import (
-    count_edge_rows,
-    feature_chunk_info,
-    read_edge_chunk,
-    read_feature_chunk,
-    write_edge_chunk,
-    write_feature_chunk,
-)
-from dgl_chunked.io.metadata import (
-    ArraySource,
-    ChunkedGraphMetadata,
-    EdgeTypeSpec,
-    parse_metadata,
-    read_metadata,
-)
-from dgl_chunked.io.partition_config import (
+from dgl_chunked.io.dgl.partition_config import (
     PartitionConfig,
     read_partition_config,
     write_partition_config,
 )
-from dgl_chunked.io.validate import ValidationReport, validate_chunked_graph
 
 __all__ = [
     "ArrayBlocks",

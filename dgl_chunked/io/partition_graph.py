@@ -17,9 +17,9 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io import fs
-from dgl_chunked.io.dgl_format import read_graphs
-from dgl_chunked.io.graphbolt import GRAPHBOLT_FILE, read_graphbolt_graph
+from dgl_chunked.io.dgl.binary import read_graphs
+from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE, read_graphbolt_graph
+from dgl_chunked.storage import fs
 
 __all__ = ["PartitionGraph", "read_partition_graph"]
 

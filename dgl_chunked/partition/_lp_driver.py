@@ -23,7 +23,7 @@ from dgl_chunked.partition._lp_graph import Ref, TaskGraph
 if TYPE_CHECKING:
     import dask.array as da
 
-    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
     from dgl_chunked.partition.lp import _Plan
 
 __all__ = ["run_rounds"]

@@ -36,9 +36,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.io import fs
 from dgl_chunked.partition import _lp_kernels as K
 from dgl_chunked.partition import _lp_plan as plan_
+from dgl_chunked.storage import fs
 
 __all__ = ["ScratchRoot"]
 
@@ -238,7 +238,7 @@ def stage_task(
     v_dtype: str,
 ) -> tuple[IdArray, IdArray]:
     """Stage edge file ``c``; return its entries and its self-loops per node block."""
-    from dgl_chunked.io.chunked import read_edges_partition
+    from dgl_chunked.io.chunked.graph import read_edges_partition
 
     df = read_edges_partition(ref, num_src=bounds[0], num_dst=bounds[1])
     src, dst = (df[k].to_numpy(np.int64) for k in ("src", "dst"))

@@ -25,7 +25,7 @@ from dgl_chunked.partition._lp_driver import _RETRY_ROUNDS, _fill, _place, _prep
 from dgl_chunked.partition._lp_graph import TaskGraph
 
 if TYPE_CHECKING:
-    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
     from dgl_chunked.partition._lp_driver import _State
     from dgl_chunked.partition.lp import _Plan
 

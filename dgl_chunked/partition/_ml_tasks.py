@@ -37,10 +37,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.io import fs as _fs
 from dgl_chunked.partition import _lp_tasks as T
 from dgl_chunked.partition import _ml_kernels as MK
 from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
+from dgl_chunked.storage import fs as _fs
 
 __all__: list[str] = []
 

@@ -21,7 +21,7 @@ from dgl_chunked.errors import AssignmentError
 if TYPE_CHECKING:
     import dask.array as da
 
-    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
 
 __all__ = [
     "PartitionOptions",

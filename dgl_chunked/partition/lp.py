@@ -129,18 +129,18 @@ import numpy as np
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import AssignmentError, DglChunkedError
-from dgl_chunked.io import fs
-from dgl_chunked.io.owned import create_owned_dir, remove_owned, scratch_dir
 from dgl_chunked.partition import _lp_tasks as T
 from dgl_chunked.partition._ml_driver import run_multilevel
 from dgl_chunked.partition.random import _check_seed
+from dgl_chunked.storage import fs
+from dgl_chunked.storage.owned import create_owned_dir, remove_owned, scratch_dir
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import dask.array as da
 
-    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
     from dgl_chunked.partition.assign import PartitionOptions
 
 __all__ = ["LPConfig", "LPMethod", "run_lp"]

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import dask.array as da
     import pandas as pd
 
-    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
     from dgl_chunked.partition.assign import PartitionOptions
 
 __all__ = [

@@ -27,7 +27,7 @@ from dgl_chunked.errors import AssignmentError
 if TYPE_CHECKING:
     import dask.array as da
 
-    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
     from dgl_chunked.partition.assign import PartitionOptions
 
 __all__ = ["splitmix64", "random_parts", "random_assignment_block", "RandomMethod"]

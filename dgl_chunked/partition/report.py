@@ -7,7 +7,7 @@ How it is computed (:func:`compute_partition_report`, two Dask computes):
 2. Nodes: per node block, a bincount of partition IDs (and of every boolean node
    feature whose name contains ``mask``, e.g. ``train_mask``), summed.
 3. Edges: per edge file, the partitions of both endpoints are gathered with
-   :func:`dgl_chunked.io.zarr_lookup.lookup` (only the touched Zarr chunks are
+   :func:`dgl_chunked.storage.zarr_lookup.lookup` (only the touched Zarr chunks are
    read, one at a time: bounded memory). An edge is owned by its destination's
    partition (spec 3.3); it is cut when the source lives elsewhere.
 4. HALO nodes of partition ``p`` are the distinct sources, not owned by ``p``, of
@@ -38,16 +38,16 @@ import pandas as pd
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
-from dgl_chunked.io import fs as _fs
-from dgl_chunked.io.owned import check_no_overlap, remove_owned
-from dgl_chunked.io.owned import scratch_dir as owned_scratch_dir
-from dgl_chunked.io.zarr_lookup import lookup
 from dgl_chunked.partition.metis import sorted_unique
+from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage.owned import check_no_overlap, remove_owned
+from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
+from dgl_chunked.storage.zarr_lookup import lookup
 
 if TYPE_CHECKING:
     import dask.array as da
 
-    from dgl_chunked.io.chunked import ChunkedGraph
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
 
 __all__ = ["PartitionReport", "compute_partition_report", "part_counts_block", "edge_stats_block"]
 

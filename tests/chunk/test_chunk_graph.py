@@ -13,7 +13,7 @@ import pytest
 
 import dgl_chunked as dglc
 from dgl_chunked.chunk import chunk_graph, read_orig_keys
-from dgl_chunked.io.validate import validate_chunked_graph
+from dgl_chunked.io.chunked.validate import validate_chunked_graph
 
 from .helpers import read_output, reference_relation, small_raw, write_spec
 

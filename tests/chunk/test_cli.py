@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from dgl_chunked.cli import main
-from dgl_chunked.io.metadata import read_metadata
+from dgl_chunked.io.chunked.metadata import read_metadata
 
 
 def test_chunk_command_writes_a_valid_graph(tmp_path, capsys):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dgl_chunked.io.metadata import read_metadata
+from dgl_chunked.io.chunked.metadata import read_metadata
 from dgl_chunked.testing import load_truth, write_graph_from_truth
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dgl_chunked.dispatch import DispatchOptions, dispatch
-from dgl_chunked.io.chunked import open_chunked_graph
+from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import verify_partitions
@@ -156,7 +156,7 @@ def test_bytes_identical_without_the_in_memory_fast_paths(tmp_path, monkeypatch)
 
 
 def test_workers_hold_no_cached_node_ids_after_dispatch(tmp_path, client):
-    from dgl_chunked.io import zarr_lookup
+    from dgl_chunked.storage import zarr_lookup
 
     _hetero(tmp_path)
     graph = open_chunked_graph(tmp_path / "chunked")

@@ -17,8 +17,8 @@ import pytest
 from dgl_chunked import convert_to_graphbolt
 from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
-from dgl_chunked.io.chunked import open_chunked_graph
-from dgl_chunked.io.graphbolt import GRAPHBOLT_FILE, read_graphbolt_graph, write_graphbolt_graph
+from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE, read_graphbolt_graph, write_graphbolt_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import load_partition_output, verify_partitions

@@ -1,4 +1,4 @@
-"""Tests for the lazy views in dgl_chunked.io.chunked, against numpy truth."""
+"""Tests for the lazy views in dgl_chunked.io.chunked.graph, against numpy truth."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgl_chunked.errors import ChunkMismatchError
-from dgl_chunked.io.chunked import ChunkedGraph, ChunkRef, open_chunked_graph
-from dgl_chunked.io.metadata import read_metadata
+from dgl_chunked.io.chunked.graph import ChunkedGraph, ChunkRef, open_chunked_graph
+from dgl_chunked.io.chunked.metadata import read_metadata
 from dgl_chunked.synth import SynthSpec, generate_edges_block, generate_feature_block
 from dgl_chunked.testing import (
     CountingScheduler,

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl_format import (
+from dgl_chunked.io.dgl.binary import (
     HomogeneousGraph,
     annotate_dgl_file,
     dgl_file_kind,

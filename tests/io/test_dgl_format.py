@@ -1,4 +1,4 @@
-"""dgl_chunked.io.dgl_format against DGL's own files (golden) and against itself.
+"""dgl_chunked.io.dgl.binary against DGL's own files (golden) and against itself.
 
 Golden files were written by real DGL 2.1.0 (spec section 8). Graph files are
 compared byte for byte except bytes 32..4095 (uninitialised in DGL) and the
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io import _dgl_blocks
-from dgl_chunked.io.dgl_format import (
+from dgl_chunked.io.dgl import blocks as dgl_blocks
+from dgl_chunked.io.dgl.binary import (
     BFLOAT16_RAW,
     ArrayBlocks,
     GraphData,
@@ -359,7 +359,7 @@ def _blocks(arr: np.ndarray, sizes: list[int]) -> ArrayBlocks:
 def test_sources_give_identical_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import zarr
 
-    monkeypatch.setattr(_dgl_blocks, "BLOCK_BYTES", 40)  # many blocks even for tiny arrays
+    monkeypatch.setattr(dgl_blocks, "BLOCK_BYTES", 40)  # many blocks even for tiny arrays
     arr = np.arange(60, dtype=np.float32).reshape(20, 3)
     np.save(tmp_path / "a.npy", arr)
     z = zarr.create_array(store=str(tmp_path / "z.zarr"), shape=arr.shape, chunks=(7, 3), dtype=arr.dtype)
@@ -532,7 +532,7 @@ def test_failed_stream_removes_partial_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["r+", "c"])
 def test_memmap_page_release_keeps_caller_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     """Dropping written memmap pages must not lose unflushed (r+) or copy-on-write (c) changes."""
-    monkeypatch.setattr(_dgl_blocks, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(dgl_blocks, "BLOCK_BYTES", 4096)
     base = np.arange(50_000, dtype=np.int64)
     np.save(tmp_path / "a.npy", base)
     mm = np.load(tmp_path / "a.npy", mmap_mode=mode)
@@ -548,6 +548,6 @@ def test_release_pages_of_read_only_memmap(tmp_path: Path) -> None:
     mm = np.load(tmp_path / "a.npy", mmap_mode="r")
     view = mm[1000:200_000]
     total = int(view.sum())
-    _dgl_blocks.release_pages(view)
+    dgl_blocks.release_pages(view)
     assert int(view.sum()) == total  # pages come back from the file
-    _dgl_blocks.release_pages(mm[:0])  # empty views are a no-op
+    dgl_blocks.release_pages(mm[:0])  # empty views are a no-op

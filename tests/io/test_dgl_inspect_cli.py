@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dgl_chunked.cli import main
-from dgl_chunked.io.dgl_format import HomogeneousGraph, describe_dgl_file, write_graph
+from dgl_chunked.io.dgl.binary import HomogeneousGraph, describe_dgl_file, write_graph
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""Tests for the per-chunk kernels in dgl_chunked.io.formats (no Dask)."""
+"""Tests for the per-chunk kernels in dgl_chunked.io.chunked.formats (no Dask)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dgl_chunked.errors import (
     ChunkReadError,
     UnsupportedFormatError,
 )
-from dgl_chunked.io.formats import (
+from dgl_chunked.io.chunked.formats import (
     count_edge_rows,
     feature_chunk_info,
     normalize_options,

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io import torch_zip
-from dgl_chunked.io.dgl_format import ArrayBlocks, HomogeneousGraph
-from dgl_chunked.io.graphbolt import describe_graphbolt_file, read_graphbolt_graph, write_graphbolt_graph
-from dgl_chunked.io.graphbolt_csc import CscSorter, GraphBoltOptions, min_dtype, write_graphbolt_partition
+from dgl_chunked.io.dgl.binary import ArrayBlocks, HomogeneousGraph
+from dgl_chunked.io.graphbolt import torch_zip
+from dgl_chunked.io.graphbolt.csc import CscSorter, GraphBoltOptions, min_dtype, write_graphbolt_partition
+from dgl_chunked.io.graphbolt.graph_file import describe_graphbolt_file, read_graphbolt_graph, write_graphbolt_graph
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "graphbolt" / "torch221_hetero.pt"
 
@@ -131,7 +131,7 @@ def test_corrupt_or_truncated_file_is_rejected_clearly(tmp_path, case):
 
 def test_wrong_version_number_rejected(tmp_path):
     path = tmp_path / "v.pt"
-    import dgl_chunked.io.graphbolt as gbmod
+    import dgl_chunked.io.graphbolt.graph_file as gbmod
 
     original = gbmod.PICKLE_VERSION
     gbmod.PICKLE_VERSION = 1
@@ -159,7 +159,7 @@ def _random_graph(n: int, e: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray
 def test_csc_sort_in_ranges_equals_stable_sort(sort_bytes):
     src, dst = _random_graph(50, 400)
     split = lambda a: ArrayBlocks(a.shape, a.dtype, lambda: iter([a[:123], a[123:300], a[300:]]))  # noqa: E731
-    from dgl_chunked.io._dgl_blocks import as_stream
+    from dgl_chunked.io.dgl.blocks import as_stream
 
     sorter = CscSorter(50, as_stream(split(dst), "dst"), sort_bytes)
     assert (len(sorter.ranges) == 1) == (sort_bytes == 1 << 30)

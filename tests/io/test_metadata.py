@@ -1,4 +1,4 @@
-"""Tests for dgl_chunked.io.metadata: parsing, derivation, errors, round trips."""
+"""Tests for dgl_chunked.io.chunked.metadata: parsing, derivation, errors, round trips."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgl_chunked.errors import MetadataError
-from dgl_chunked.io.metadata import (
+from dgl_chunked.io.chunked.metadata import (
     ChunkedGraphMetadata,
     EdgeTypeSpec,
     parse_metadata,

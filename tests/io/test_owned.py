@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dgl_chunked.io import owned
-from dgl_chunked.io.owned import (
+from dgl_chunked.storage import owned
+from dgl_chunked.storage.owned import (
     MARKER_NAME,
     ForeignDataError,
     LeaseHeldError,
@@ -190,7 +190,7 @@ def test_stale_lease_is_taken_over_and_the_loser_notices(tmp_path: Path) -> None
 def test_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path: Path) -> None:
     out = str(tmp_path / "out")
     code = (
-        "import os, sys; from dgl_chunked.io.owned import acquire_lease; "
+        "import os, sys; from dgl_chunked.storage.owned import acquire_lease; "
         f"acquire_lease({out!r}, 'dispatch'); os._exit(0)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ})

@@ -13,11 +13,11 @@ import pytest
 
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import AssignmentError, MetadataError, OutputExistsError
-from dgl_chunked.io import parmetis as pm
-from dgl_chunked.io.assignment import open_assignment, read_partition_meta
-from dgl_chunked.io.chunked import open_chunked_graph
-from dgl_chunked.io.metadata import ChunkedGraphMetadata
-from dgl_chunked.partition.parmetis import (
+from dgl_chunked.io.assignment.directory import open_assignment, read_partition_meta
+from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata
+from dgl_chunked.parmetis import format as pm
+from dgl_chunked.parmetis.roundtrip import (
     ParmetisFiles,
     dedup_edges_block,
     export_parmetis,

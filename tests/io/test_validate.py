@@ -1,4 +1,4 @@
-"""Tests for dgl_chunked.io.validate and the ``validate`` command: every problem, named."""
+"""Tests for dgl_chunked.io.chunked.validate and the ``validate`` command: every problem, named."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from dgl_chunked.cli import main
 from dgl_chunked.errors import ValidationFailed
-from dgl_chunked.io.validate import ValidationReport, validate_chunked_graph
+from dgl_chunked.io.chunked.validate import ValidationReport, validate_chunked_graph
 from dgl_chunked.testing import CountingScheduler
 
 
@@ -290,7 +290,7 @@ def test_undeclared_empty_csv_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_summary_table_lists_types_and_features() -> None:
-    from dgl_chunked.io.validate import FeatureSummary, TypeSummary
+    from dgl_chunked.io.chunked.validate import FeatureSummary, TypeSummary
 
     report = ValidationReport(
         summary=[

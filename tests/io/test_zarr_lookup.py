@@ -7,7 +7,7 @@ import zarr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_chunked.io.zarr_lookup import create_1d, lookup
+from dgl_chunked.storage.zarr_lookup import create_1d, lookup
 
 
 @settings(max_examples=40, deadline=None)
@@ -30,7 +30,7 @@ def _array(store, name, values, chunk):
 
 
 def test_cached_lookup_keeps_small_ids_as_int32_and_returns_the_array_dtype(tmp_path):
-    from dgl_chunked.io import zarr_lookup
+    from dgl_chunked.storage import zarr_lookup
 
     zarr_lookup.clear_lookup_cache()
     values = np.random.default_rng(0).permutation(1000).astype(np.int64)
@@ -46,7 +46,7 @@ def test_cached_lookup_keeps_small_ids_as_int32_and_returns_the_array_dtype(tmp_
 
 
 def test_cached_lookup_keeps_int64_values_beyond_int32(tmp_path):
-    from dgl_chunked.io import zarr_lookup
+    from dgl_chunked.storage import zarr_lookup
 
     zarr_lookup.clear_lookup_cache()
     values = np.arange(300, dtype=np.int64) * (1 << 33)
@@ -61,7 +61,7 @@ def test_cached_lookup_keeps_int64_values_beyond_int32(tmp_path):
 
 
 def test_cached_lookup_over_budget_reads_blockwise_and_evicts_least_recent(tmp_path):
-    from dgl_chunked.io import zarr_lookup
+    from dgl_chunked.storage import zarr_lookup
 
     zarr_lookup.clear_lookup_cache()
     store = str(tmp_path)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import AssignmentError
-from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import (
     PartitionOptions,
     assign_partitions,

@@ -13,7 +13,7 @@ import dask
 import numpy as np
 import pytest
 
-from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, register_method
 from dgl_chunked.partition import _ml_kernels as MK
 from dgl_chunked.partition import _ml_tasks as ml_tasks

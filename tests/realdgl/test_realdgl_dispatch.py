@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dgl_chunked.dispatch import DispatchOptions, dispatch
-from dgl_chunked.io.chunked import open_chunked_graph
+from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import load_partition_output, verify_partitions

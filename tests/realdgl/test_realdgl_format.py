@@ -1,4 +1,4 @@
-"""Files written by dgl_chunked.io.dgl_format, loaded by real DGL 2.1.0.
+"""Files written by dgl_chunked.io.dgl.binary, loaded by real DGL 2.1.0.
 
 Each module-scoped fixture is one subprocess in the DGL venv (about 4-5 s of
 imports), batching many files. Tests skip when the venv is missing, unless
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dgl_chunked.io.dgl_format import (
+from dgl_chunked.io.dgl.binary import (
     BFLOAT16_RAW,
     ArrayBlocks,
     HomogeneousGraph,

@@ -1,7 +1,7 @@
 """ParMETIS text files: the input DGL's ``pm_dglpart`` reads, and the output it writes.
 
 Pure kernels (numpy, pandas, pyarrow; no Dask). The Dask wiring lives in
-:mod:`dgl_chunked.partition.parmetis`.
+:mod:`dgl_chunked.parmetis.roundtrip`.
 
 Input (DGL guide, "ParMETIS input format"), all ASCII, space-separated, no header::
 
@@ -43,8 +43,8 @@ import pyarrow.csv as pacsv
 
 from dgl_chunked._typing import IdArray, PartArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
-from dgl_chunked.io import fs as _fs
-from dgl_chunked.io.assignment import META_NAME
+from dgl_chunked.io.assignment.directory import META_NAME
+from dgl_chunked.storage import fs as _fs
 
 __all__ = [
     "OutputBlock",

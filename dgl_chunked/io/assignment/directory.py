@@ -46,8 +46,8 @@ from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PartArray, PathLike, StorageOptions
 from dgl_chunked._version import __version__
 from dgl_chunked.errors import AssignmentError, OutputExistsError
-from dgl_chunked.io import fs as _fs
-from dgl_chunked.io.owned import (
+from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage.owned import (
     acquire_lease,
     check_no_overlap,
     create_owned_dir,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     import dask.array as da
     import zarr
 
-    from dgl_chunked.io.metadata import ChunkedGraphMetadata
+    from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata
 
 __all__ = [
     "PartitionMeta",
@@ -505,7 +505,7 @@ def _as_blocks(values: Any, ntype: str) -> da.Array:
 
 
 ASSIGNMENT_KIND = "assignment"
-"""The kind in an assignment directory's ownership marker (:mod:`dgl_chunked.io.owned`)."""
+"""The kind in an assignment directory's ownership marker (:mod:`dgl_chunked.storage.owned`)."""
 
 
 def assignment_entries(assign_dir: str, ntypes: Iterable[str], storage_options: StorageOptions = None) -> list[str]:

@@ -1,7 +1,7 @@
 """GraphBolt's ``fused_csc_sampling_graph.pt`` without torch: streamed writer, strict reader.
 
 ``dgl.distributed.load_partition(..., use_graphbolt=True)`` does ``torch.load`` on
-``part<i>/fused_csc_sampling_graph.pt``: a :mod:`~dgl_chunked.io.torch_zip` archive
+``part<i>/fused_csc_sampling_graph.pt``: a :mod:`~dgl_chunked.io.graphbolt.torch_zip` archive
 whose ``data.pkl`` pickles a ``FusedCSCSamplingGraph`` holding a
 ``torch.ScriptObject`` whose state is GraphBolt's ``GetState()`` dict::
 
@@ -29,8 +29,9 @@ from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io._dgl_blocks import Stream, as_stream
-from dgl_chunked.io._torch_pickle import (
+from dgl_chunked.io.dgl.binary import _output
+from dgl_chunked.io.dgl.blocks import Stream, as_stream
+from dgl_chunked.io.graphbolt.torch_pickle import (
     STORAGE_TYPES,
     GraphStub,
     PickleEmitter,
@@ -38,9 +39,8 @@ from dgl_chunked.io._torch_pickle import (
     TensorRef,
     load_restricted,
 )
-from dgl_chunked.io.dgl_format import _output
-from dgl_chunked.io.fs import filesystem
-from dgl_chunked.io.torch_zip import TorchZipReader, TorchZipWriter, archive_name
+from dgl_chunked.io.graphbolt.torch_zip import TorchZipReader, TorchZipWriter, archive_name
+from dgl_chunked.storage.fs import filesystem
 
 __all__ = [
     "GRAPHBOLT_FILE",
@@ -98,7 +98,7 @@ def write_graphbolt_graph(
     """Write what ``torch.save(dgl.graphbolt.fused_csc_sampling_graph(...), path)`` writes.
 
     Every tensor argument is a numpy array, memmap, zarr array or
-    :class:`~dgl_chunked.io.dgl_format.ArrayBlocks`; it is stored with its own dtype
+    :class:`~dgl_chunked.io.dgl.binary.ArrayBlocks`; it is stored with its own dtype
     (bool too, as torch's BoolStorage) and streamed.
     Dict arguments keep their order, as torch does. ``None`` leaves a field out,
     exactly as GraphBolt's ``GetState`` does for unset optionals. ``archive`` is the

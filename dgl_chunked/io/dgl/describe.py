@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.io._dgl_model import GraphData
+from dgl_chunked.io.dgl.model import GraphData
 
 __all__ = ["describe", "format_annotation"]
 

@@ -36,7 +36,7 @@ an extension for Spark-style outputs, a ``data`` entry may be a glob
 directory (names starting with ``_`` or ``.``, such as ``_SUCCESS``, are skipped);
 both expand in sorted order when the metadata is parsed. When neither
 ``num_edges_per_type`` nor ``num_edges_per_chunk`` is given, edge counts come from
-the files (:meth:`dgl_chunked.io.chunked.ChunkedGraph.edge_chunks`).
+the files (:meth:`dgl_chunked.io.chunked.graph.ChunkedGraph.edge_chunks`).
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ import numpy as np
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import DglChunkedError, MetadataError, UnknownNameError
-from dgl_chunked.io import formats as _formats
-from dgl_chunked.io import fs as _fs
+from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.storage import fs as _fs
 
 __all__ = [
     "ArraySource",

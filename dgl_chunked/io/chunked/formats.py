@@ -47,7 +47,7 @@ from dgl_chunked.errors import (
     ChunkReadError,
     UnsupportedFormatError,
 )
-from dgl_chunked.io import fs as _fs
+from dgl_chunked.storage import fs as _fs
 
 __all__ = [
     "FEATURE_DTYPES",

@@ -23,7 +23,7 @@ from typing import Any
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import MetadataError
-from dgl_chunked.io import fs
+from dgl_chunked.storage import fs
 
 __all__ = ["PartitionConfig", "write_partition_config", "read_partition_config", "CONFIG_NAME"]
 

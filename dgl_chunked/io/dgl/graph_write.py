@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io._dgl_blocks import Stream, as_stream, materialize, write_ndarray
-from dgl_chunked.io._dgl_graph_read import HEADER_BLOCK
-from dgl_chunked.io._dgl_model import FORMAT_ORDER, HomogeneousGraph
-from dgl_chunked.io._dgl_records import (
+from dgl_chunked.io.dgl.blocks import Stream, as_stream, materialize, write_ndarray
+from dgl_chunked.io.dgl.graph_read import HEADER_BLOCK
+from dgl_chunked.io.dgl.model import FORMAT_ORDER, HomogeneousGraph
+from dgl_chunked.io.dgl.records import (
     COO_MAGIC,
     CSR_MAGIC,
     GRAPH_FILE_MAGIC,

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.io._dgl_model import FORMAT_ORDER, CanonicalEtype, GraphData
-from dgl_chunked.io._dgl_records import (
+from dgl_chunked.io.dgl.model import FORMAT_ORDER, CanonicalEtype, GraphData
+from dgl_chunked.io.dgl.records import (
     COO_MAGIC,
     CSR_MAGIC,
     GRAPH_FILE_MAGIC,

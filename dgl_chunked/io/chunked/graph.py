@@ -34,8 +34,8 @@ from dask.highlevelgraph import HighLevelGraph
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, UnknownNameError
-from dgl_chunked.io import formats as _formats
-from dgl_chunked.io.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
+from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.chunked.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -197,7 +197,7 @@ class ChunkedGraph:
     def input_locations(self) -> dict[str, str]:
         """``label -> path`` of the graph's directory and every file ``metadata.json`` names.
 
-        For :func:`~dgl_chunked.io.owned.check_no_overlap`: nothing may be written there.
+        For :func:`~dgl_chunked.storage.owned.check_no_overlap`: nothing may be written there.
         """
         m = self.metadata
         out = {"chunked graph directory": m.base_dir}

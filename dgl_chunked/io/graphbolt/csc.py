@@ -25,10 +25,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.io._dgl_blocks import Stream, as_stream
-from dgl_chunked.io._dgl_model import HomogeneousGraph
-from dgl_chunked.io.dgl_format import ArrayBlocks
-from dgl_chunked.io.graphbolt import write_graphbolt_graph
+from dgl_chunked.io.dgl.binary import ArrayBlocks
+from dgl_chunked.io.dgl.blocks import Stream, as_stream
+from dgl_chunked.io.dgl.model import HomogeneousGraph
+from dgl_chunked.io.graphbolt.graph_file import write_graphbolt_graph
 
 __all__ = ["BYTES_PER_EDGE", "SORT_BYTES", "CscSorter", "GraphBoltOptions", "min_dtype", "write_graphbolt_partition"]
 
@@ -222,7 +222,7 @@ def write_graphbolt_partition(
         Which optional fields to store, and the sort budget.
     archive
         The zip's top directory when ``path`` is a temporary name (see
-        :func:`~dgl_chunked.io.graphbolt.write_graphbolt_graph`).
+        :func:`~dgl_chunked.io.graphbolt.graph_file.write_graphbolt_graph`).
 
     Returns
     -------

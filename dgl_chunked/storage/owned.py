@@ -51,7 +51,7 @@ from types import TracebackType
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DglChunkedError
-from dgl_chunked.io import fs
+from dgl_chunked.storage import fs
 
 __all__ = [
     "MARKER_NAME",

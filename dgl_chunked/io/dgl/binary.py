@@ -40,12 +40,12 @@ from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DglChunkedError, DGLFormatError
-from dgl_chunked.io._dgl_blocks import ArrayBlocks, as_stream, write_ndarray
-from dgl_chunked.io._dgl_describe import describe, format_annotation
-from dgl_chunked.io._dgl_graph_read import read_graph_file, read_tensor_file
-from dgl_chunked.io._dgl_graph_write import prepare_graph, write_graph_file
-from dgl_chunked.io._dgl_model import CanonicalEtype, GraphData, HomogeneousGraph
-from dgl_chunked.io._dgl_records import (
+from dgl_chunked.io.dgl.blocks import ArrayBlocks, as_stream, write_ndarray
+from dgl_chunked.io.dgl.describe import describe, format_annotation
+from dgl_chunked.io.dgl.graph_read import read_graph_file, read_tensor_file
+from dgl_chunked.io.dgl.graph_write import prepare_graph, write_graph_file
+from dgl_chunked.io.dgl.model import CanonicalEtype, GraphData, HomogeneousGraph
+from dgl_chunked.io.dgl.records import (
     BFLOAT16_RAW,
     GRAPH_FILE_MAGIC,
     TENSOR_FILE_MAGIC,
@@ -53,8 +53,8 @@ from dgl_chunked.io._dgl_records import (
     pack_string,
     pack_u64,
 )
-from dgl_chunked.io.direct_io import DirectFile, open_for_writing
-from dgl_chunked.io.fs import filesystem, with_filename
+from dgl_chunked.storage.direct_io import DirectFile, open_for_writing
+from dgl_chunked.storage.fs import filesystem, with_filename
 
 __all__ = [
     "BFLOAT16_RAW",

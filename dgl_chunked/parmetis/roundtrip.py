@@ -1,7 +1,7 @@
 """ParMETIS round trip, out of core: export ParMETIS input, import ParMETIS output.
 
 :func:`export_parmetis` writes ``<name>_nodes.txt``, ``<name>_edges.txt`` and
-``<name>_stats.txt`` (format: :mod:`dgl_chunked.io.parmetis`) for DGL's
+``<name>_stats.txt`` (format: :mod:`dgl_chunked.parmetis.format`) for DGL's
 ``pm_dglpart``/``pm_dglpart3``:
 
 - node lines: one task per node chunk writes a text piece; pieces are streamed into
@@ -27,7 +27,7 @@ shuffled, about 100 bytes per edge while sorting).
 :func:`import_parmetis` reads ParMETIS output (``p<rank>-<name>_nodes.txt`` files,
 ``<orig_nid> <part_id>`` files, or DGL's post-processed ``<ntype>.txt`` directory)
 and writes an assignment directory with
-:func:`~dgl_chunked.io.assignment.write_assignment`. ``num_parts`` is given by the
+:func:`~dgl_chunked.io.assignment.directory.write_assignment`. ``num_parts`` is given by the
 caller, never inferred from the IDs seen. Three computes run: (1) planning: count
 the lines of every ``blocksize`` byte block of every file (for line numbers in
 errors); (2) parse each block, shuffle rows by ``orig_nid`` into the graph's node
@@ -54,9 +54,7 @@ import pandas as pd
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PartArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError, MetadataError, OptionError, OutputExistsError
-from dgl_chunked.io import fs as _fs
-from dgl_chunked.io import parmetis as _pm
-from dgl_chunked.io.assignment import (
+from dgl_chunked.io.assignment.directory import (
     ASSIGNMENT_KIND,
     META_NAME,
     PartitionMeta,
@@ -64,8 +62,11 @@ from dgl_chunked.io.assignment import (
     open_assignment,
     write_assignment,
 )
-from dgl_chunked.io.chunked import ChunkedGraph, open_chunked_graph
-from dgl_chunked.io.owned import (
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.parmetis import format as _pm
+from dgl_chunked.partition.random import splitmix64
+from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage.owned import (
     ForeignDataError,
     acquire_lease,
     check_no_overlap,
@@ -73,7 +74,6 @@ from dgl_chunked.io.owned import (
     remove_owned,
     require_owned,
 )
-from dgl_chunked.partition.random import splitmix64
 
 if TYPE_CHECKING:
     import dask.array as da

@@ -1,0 +1,49 @@
+"""DGL's own files without DGL: tensor dicts, graph files and the partition config.
+
+- :mod:`.binary` is the public face: writers and strict readers of ``graph.dgl``,
+  ``node_feat.dgl``, ``edge_feat.dgl`` and friends (spec sections 1 and 2);
+- :mod:`.records` (byte-level records and the bounds-checked :class:`Cursor`),
+  :mod:`.blocks` (streamed array sources), :mod:`.model`, :mod:`.graph_read`,
+  :mod:`.graph_write` and :mod:`.describe` are its parts;
+- :mod:`.partition_config` is the JSON ``load_partition`` reads (spec section 3.2).
+"""
+
+from __future__ import annotations
+
+from dgl_chunked.io.dgl.binary import (
+    ArrayBlocks,
+    CanonicalEtype,
+    GraphData,
+    HomogeneousGraph,
+    annotate_dgl_file,
+    describe_dgl_file,
+    dgl_file_kind,
+    read_graphs,
+    read_tensor_dict,
+    write_graph,
+    write_tensor_dict,
+)
+from dgl_chunked.io.dgl.partition_config import (
+    CONFIG_NAME,
+    PartitionConfig,
+    read_partition_config,
+    write_partition_config,
+)
+
+__all__ = [
+    "CONFIG_NAME",
+    "ArrayBlocks",
+    "CanonicalEtype",
+    "GraphData",
+    "HomogeneousGraph",
+    "PartitionConfig",
+    "annotate_dgl_file",
+    "describe_dgl_file",
+    "dgl_file_kind",
+    "read_graphs",
+    "read_partition_config",
+    "read_tensor_dict",
+    "write_graph",
+    "write_partition_config",
+    "write_tensor_dict",
+]
