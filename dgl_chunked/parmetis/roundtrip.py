@@ -66,6 +66,7 @@ from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.parmetis import format as _pm
 from dgl_chunked.partition.random import splitmix64
 from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage import npy
 from dgl_chunked.storage.owned import (
     ForeignDataError,
     acquire_lease,
@@ -494,10 +495,8 @@ def _store_chunk(
 
 
 def _load_chunk(path: str, storage_options: StorageOptions) -> PartArray:
-    import io
-
     with _fs.open_file(path, "rb", storage_options) as f:
-        return np.load(io.BytesIO(f.read()), allow_pickle=False)  # type: ignore[no-any-return]
+        return npy.load(f)
 
 
 def _plan_blocks(

@@ -38,16 +38,12 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition import _lp_kernels as K
 from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.storage import fs
+from dgl_chunked.storage import fs, npy
 
 __all__ = ["ScratchRoot"]
 
 FULL_READ_BYTES = 1 << 26
 """A histogram task reads the whole assignment at once below this size, else block by block."""
-NPY_LOCK = threading.Lock()
-"""Held while numpy parses a ``.npy`` header: it uses ``ast``, and concurrent ``ast``
-parsing in threads fails at random on Python 3.11.7 ("SystemError: AST constructor
-recursion depth mismatch"), seen twice in the threaded test runs."""
 GROUP_ENTRIES = 1 << 21
 """Staged entries the multilevel cut count reads at once (as ``LPConfig.group_entries``)."""
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
@@ -90,29 +86,10 @@ class ScratchRoot:
     def load(self, path: str, lo: int = 0, hi: int | None = None) -> npt.NDArray[Any]:
         """Elements ``[lo, hi)`` of the 1-D (or all of a 2-D) ``.npy`` file ``path``."""
         if self.local:
-            with NPY_LOCK:  # np.load parses the header with ast: not thread-safe on CPython 3.11
-                whole = np.load(path, mmap_mode=None if lo == 0 and hi is None else "r")
+            whole = npy.load(path, mmap=not (lo == 0 and hi is None))
             return whole if lo == 0 and hi is None else np.asarray(whole[lo:hi])
         with self.open(path) as f:
-            if lo == 0 and hi is None:
-                with NPY_LOCK:
-                    return np.load(f)  # type: ignore[no-any-return]
-            offset, dtype, size = _npy_header(f)
-            hi = size if hi is None else min(hi, size)
-            out = np.empty(max(hi - lo, 0), dtype)
-            f.seek(offset + lo * dtype.itemsize)
-            _read_exact(f, out)
-            return out
-
-
-def _read_exact(f: Any, out: npt.NDArray[Any]) -> None:
-    """Fill ``out`` from ``f`` (``readinto`` may return less than asked on a stream)."""
-    view, pos = out.data.cast("B"), 0
-    while pos < view.nbytes:
-        got = f.readinto(view[pos:])
-        if not got:
-            raise OSError(f"{getattr(f, 'path', f)}: file ended {view.nbytes - pos} bytes early")
-        pos += got
+            return npy.load(f) if lo == 0 and hi is None else npy.read_rows(f, lo, hi)
 
 
 def create_dirs(root: ScratchRoot) -> None:
@@ -149,9 +126,9 @@ def read_block(root: ScratchRoot, b: int, name: str, *, scratch: bool = False) -
     if not scratch:
         return root.load(_node_file(root, b, name))
     with root.open(_node_file(root, b, name)) as f:
-        _, dtype, size = _npy_header(f)
-        out = _scratch(f"block-{name}", size, dtype)
-        _read_exact(f, out)
+        header = npy.read_header(f)
+        out = _scratch(f"block-{name}", header.size, header.dtype)
+        npy.read_exact(f, out)
     return out
 
 
@@ -170,15 +147,6 @@ def read_result(root: ScratchRoot, lo: int, hi: int, block_rows: int) -> npt.NDA
         part = root.load(_node_file(root, b, "part"), max(lo - first, 0), hi - first)
         pieces.append(np.asarray(part, np.int32))
     return np.concatenate(pieces)
-
-
-def _npy_header(f: Any) -> tuple[int, np.dtype[Any], int]:
-    """Read the header of an open ``.npy`` file: data offset, dtype and size."""
-    fmt = np.lib.format
-    read = fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0) else fmt.read_array_header_2_0
-    with NPY_LOCK:
-        shape, _, dtype = read(f)
-    return f.tell(), dtype, int(np.prod(shape))
 
 
 def _scratch(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) -> npt.NDArray[Any]:
@@ -216,12 +184,12 @@ def _read_segments(root: ScratchRoot, segs: Segments, name: str, *, scratch: boo
     pos = 0
     for c, lo, hi in segs:
         with root.open(_edges_file(root, c, name)) as f:
-            offset, dtype, _ = _npy_header(f)
+            _, dtype, offset, _ = npy.read_header(f)
             if out is None:
                 size = sum(h - lo_ for _, lo_, h in segs)
                 out = _scratch(name, size, dtype) if scratch else np.empty(size, dtype)
             f.seek(offset + lo * dtype.itemsize)
-            _read_exact(f, out[pos : pos + hi - lo])
+            npy.read_exact(f, out[pos : pos + hi - lo])
         pos += hi - lo
     return out if out is not None else np.empty(0, np.int64)
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 import io
 import os
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any, Literal
@@ -48,6 +47,7 @@ from dgl_chunked.errors import (
     UnsupportedFormatError,
 )
 from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage import npy
 
 __all__ = [
     "FEATURE_DTYPES",
@@ -96,11 +96,6 @@ _ROLES: Mapping[str, frozenset[str]] = {
 }
 _EDGE_COLUMNS = ["f0", "f1"]
 _COUNT_BLOCK = 1 << 22
-
-
-_HEADER_LOCK = threading.Lock()
-"""CPython 3.11 can fail with "AST constructor recursion depth mismatch" when several
-threads run ``ast.literal_eval`` at once (as ``open_chunked_graph`` reads headers)."""
 
 
 def supported_formats(role: Role) -> tuple[str, ...]:
@@ -488,12 +483,7 @@ def read_feature_chunk(
 def _read_npy(path: str, storage_options: StorageOptions, mmap: bool) -> npt.NDArray[Any]:
     with _source(path, storage_options) as src:
         try:
-            if isinstance(src, str):
-                with _HEADER_LOCK:
-                    return np.load(src, mmap_mode="r" if mmap else None, allow_pickle=False)  # type: ignore[no-any-return]
-            data = io.BytesIO(src.read())
-            with _HEADER_LOCK:
-                return np.load(data, allow_pickle=False)  # type: ignore[no-any-return]
+            return npy.load(src, mmap=mmap)
         except (ValueError, OSError, EOFError) as err:
             raise ChunkReadError(
                 f"feature file {path!r} is not a valid .npy file or is truncated ({err}); rewrite it with numpy.save"
@@ -505,7 +495,7 @@ def _parquet_shape(schema: pa.Schema, path: str) -> tuple[int, ...] | None:
     if raw is None:
         return None
     try:
-        with _HEADER_LOCK:
+        with npy.HEADER_LOCK:
             shape = ast.literal_eval(raw.decode())
         return tuple(int(s) for s in shape)
     except (ValueError, SyntaxError, TypeError) as err:
@@ -586,13 +576,8 @@ def read_npy_header(
     Raises the ``ValueError`` / ``OSError`` / ``EOFError`` numpy raises for a bad header.
     """
     with _source(path, storage_options) as src, _binary(src) as f:
-        version = np.lib.format.read_magic(f)
-        with _HEADER_LOCK:  # the header is parsed with ast, which is not thread-safe on 3.11
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        return tuple(int(x) for x in shape), dtype, f.tell(), bool(fortran)
+        header = npy.read_header(f)
+        return header.shape, header.dtype, header.offset, header.fortran_order
 
 
 def _npy_info(path: str, storage_options: StorageOptions) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
