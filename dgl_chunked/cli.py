@@ -1066,8 +1066,7 @@ def verify_command(
         for problem in report.problems:
             click.echo(f"problem: {problem}", err=True)
         _fail(f"{out_dir} does not match {in_dir}", report.problems)
-    checked = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(report.checked.items()))
-    click.echo(f"ok: {checked} checked against {in_dir}")
+    click.echo(f"ok: {report.checked.summary()} checked against {in_dir}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -101,7 +101,7 @@ def test_empty_chunks_partition_dispatch_and_verify(
     dispatch(graph, assignment, tmp_path / "out", num_parts=2, options=OPTIONS)
     checked = verify_partitions(graph, tmp_path / "out", assignment={k: v.compute() for k, v in assignment.items()})
     assert checked.ok, checked.problems
-    assert checked.checked["edges"] == 55
+    assert checked.checked.edges == 55
     config = json.loads((tmp_path / "out" / "metadata.json").read_text())
     assert config["edge_map"]["author:none:paper"][0][0] == config["edge_map"]["author:none:paper"][0][1]
 

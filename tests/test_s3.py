@@ -115,7 +115,7 @@ def test_s3_input_local_output_verifies(s3: S3, local_graph: Path, s3_in_local_o
     assignment = _assignment(s3, "assign-local-out", local_graph)  # written to S3 by --partitions-dir
     report = verify_partitions(local_graph, s3_in_local_out, assignment=assignment)
     assert report.ok, report.problems
-    assert report.checked["edges"] > 0 and report.checked["feature_rows"] > 0
+    assert report.checked.edges > 0 and report.checked.feature_rows > 0
 
 
 @pytest.mark.realdgl

@@ -20,7 +20,7 @@ from dgl_chunked.io.dgl.binary import (
     write_graph,
     write_tensor_dict,
 )
-from dgl_chunked.verify import verify_partitions
+from dgl_chunked.verify import VerifyCounts, verify_partitions
 
 NTYPES = ["author", "institution", "paper"]
 
@@ -94,14 +94,22 @@ def _problems(out: Path, tiny_chunked: Path, **kw: object) -> str:
 def test_dgl_golden_outputs_verify(golden_dir: Path, tiny_chunked: Path, which: str) -> None:
     report = verify_partitions(tiny_chunked, golden_dir / "tiny-pipeline" / which, assignment=_assignment(golden_dir))
     assert report.ok, report.problems
-    assert report.checked == {"partitions": 2, "nodes": 32, "edges": 65, "feature_rows": 97}
+    # the input's sizes (tiny-pipeline/chunked/metadata.json): every input item was found once
+    assert report.checked == VerifyCounts(
+        partitions=2,
+        nodes_per_type={"author": 12, "institution": 5, "paper": 15},
+        edges_per_type={"author:affiliated_with:institution": 10, "author:writes:paper": 25, "paper:cites:paper": 30},
+        node_feature_rows={"author/mask": 12, "paper/feat": 15, "paper/label": 15},
+        edge_feature_rows={"author:writes:paper/year": 25, "paper:cites:paper/w": 30},
+    )
+    assert (report.checked.nodes, report.checked.edges, report.checked.feature_rows) == (32, 65, 97)
 
 
 def test_our_output_verifies_with_many_small_blocks(good: Path, tiny_chunked: Path, golden_dir: Path) -> None:
     """Node blocks of 4 IDs: 9 node tasks, each merging several partitions' segments."""
     report = verify_partitions(tiny_chunked, good, assignment=_assignment(golden_dir), block_rows=4)
     assert report.ok, report.problems
-    assert report.checked["nodes"] == 32 and report.checked["edges"] == 65
+    assert report.checked.nodes == 32 and report.checked.edges == 65
 
 
 def test_verify_runs_on_a_cluster_with_a_scratch_dir(
@@ -115,15 +123,15 @@ def test_verify_runs_on_a_cluster_with_a_scratch_dir(
 
 def test_feature_files_are_never_read_whole(good: Path, tiny_chunked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Features are compared by byte ranges; only orig_*.dgl go through read_tensor_dict."""
-    from dgl_chunked import verify
+    from dgl_chunked.verify import load
 
-    real = verify.read_tensor_dict
+    real = load.read_tensor_dict
 
     def guarded(path: object, **kw: object) -> object:
         assert "feat" not in str(path), f"{path} read whole"
         return real(path, **kw)
 
-    monkeypatch.setattr(verify, "read_tensor_dict", guarded)
+    monkeypatch.setattr(load, "read_tensor_dict", guarded)
     assert verify_partitions(tiny_chunked, good).ok
 
 

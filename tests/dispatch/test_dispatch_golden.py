@@ -63,7 +63,7 @@ def test_both_outputs_verify_against_the_input(outputs, tiny_chunked, golden_dir
     for out in outputs[:2]:
         report = verify_partitions(tiny_chunked, out, assignment=assignment)
         assert report.ok, report.problems
-        assert report.checked["edges"] == 65 and report.checked["nodes"] == 32
+        assert report.checked.edges == 65 and report.checked.nodes == 32
 
 
 def _blocks(out: Path):

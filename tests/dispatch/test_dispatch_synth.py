@@ -52,7 +52,7 @@ def test_heterogeneous_csv_npy(tmp_path, num_parts):
     _hetero(tmp_path, num_edge_chunks=3, num_node_chunks=2, num_feature_chunks=2)
     result, report = _dispatch_and_verify(tmp_path / "chunked", tmp_path / "out", num_parts, block_rows=64)
     assert result.config.num_parts == num_parts
-    assert report.checked["edges"] == result.config.num_edges > 0
+    assert report.checked.edges == result.config.num_edges > 0
 
 
 def test_parquet_edges_and_features_chunked_differently(tmp_path):

@@ -281,7 +281,7 @@ def test_import_rank_files_dispatches_and_verifies(tmp_path, graph_dir):
         )
     report = verify_partitions(graph, tmp_path / "out", assignment=intended)
     assert report.ok, report.problems
-    assert report.checked["edges"] == sum(graph.num_edges(e) for e in graph.edge_types)  # loops kept
+    assert report.checked.edges == sum(graph.num_edges(e) for e in graph.edge_types)  # loops kept
     sidecar = json.loads((tmp_path / "assign" / "dglc_partition.json").read_text())
     assert sidecar["partitioner"] == "parmetis" and len(sidecar["parmetis_output"]) == 2
 

@@ -50,7 +50,7 @@ def test_real_dgl_loads_partitions_of_an_imported_parmetis_assignment(tmp_path):
     intended = intended_assignment(graph.metadata, NUM_PARTS)
     report = verify_partitions(graph, tmp_path / "out", assignment=intended)
     assert report.ok, report.problems
-    assert report.checked["edges"] == sum(graph.num_edges(e) for e in graph.edge_types)
+    assert report.checked.edges == sum(graph.num_edges(e) for e in graph.edge_types)
 
     config, parts = load_partition_output(tmp_path / "out")
     _, info = assert_real_dgl_loads(tmp_path / "out")

@@ -315,7 +315,7 @@ class Cursor:
                 )
             if nbytes > self.remaining:
                 raise self.error(self.pos, "data", f"payload of {nbytes} bytes but only {self.remaining} remain")
-            return self._payload(dtype, shape, nbytes)
+            return self.payload(dtype, shape, nbytes)
 
     def _ndarray_meta(self) -> tuple[np.dtype[Any], tuple[int, ...], int, int]:
         at = self.pos
@@ -342,7 +342,13 @@ class Cursor:
         nbytes_at = self.pos
         return dtype, tuple(shape), nbytes_at, self.i64("nbytes")
 
-    def _payload(self, dtype: np.dtype[Any], shape: tuple[int, ...], nbytes: int) -> npt.NDArray[Any]:
+    def payload(self, dtype: np.dtype[Any], shape: tuple[int, ...], nbytes: int) -> npt.NDArray[Any]:
+        """Read the ``nbytes`` payload at the current position as an array of ``shape``.
+
+        The hook :meth:`ndarray` calls once the header is checked (``nbytes`` fits the
+        file). A subclass may override it to locate the payload instead of reading it
+        (``start = self.pos; self.skip(nbytes, "data")``), as ``dgl_chunked.verify`` does.
+        """
         start = self.pos
         if self.annotate:
             head = self._f.read(min(nbytes, _ANNOTATE_DATA_BYTES))

@@ -1,0 +1,81 @@
+"""Layer 3: every output feature row equals the input row of its original ID, byte for byte.
+
+One task per input feature file: it maps the file's type IDs to new IDs through
+the node or edge map staged by layer 2, and compares its rows with the output
+rows of the same IDs, read from each partition's feature file by byte ranges. It
+holds one input feature chunk plus one read run (at most 64 MiB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked.io.chunked.formats import read_feature_chunk
+from dgl_chunked.io.chunked.graph import ChunkRef
+from dgl_chunked.verify.feature_files import read_rows
+from dgl_chunked.verify.id_checks import TaskResult
+from dgl_chunked.verify.plan import Feature, Ints, Plan, orig2new, staged_rows
+
+__all__ = ["feature_chunk_task"]
+
+
+def _new_ids(plan: Plan, feat: Feature, start: int, stop: int) -> Ints:
+    """New IDs of type IDs ``[start, stop)`` from the staged maps (-1 where missing)."""
+    if feat.kind == "node":
+        return orig2new(plan, feat.type_index, np.arange(start, stop, dtype=np.int64))
+    bounds = plan.edge_bounds[feat.type_index]
+    pieces = []
+    for c in range(len(bounds) - 1):
+        lo, hi = max(start, bounds[c]), min(stop, bounds[c + 1])
+        if lo < hi:
+            pieces.append(staged_rows(plan, f"eorig2new-{feat.type_index}-{c}", 0, lo - bounds[c], hi - bounds[c]))
+    return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+
+
+def feature_chunk_task(
+    plan: Plan, feat: Feature, ref: ChunkRef, files: Mapping[int, tuple[str, int]], *deps: Any
+) -> TaskResult:
+    """One input feature file against the output rows of the same original IDs.
+
+    ``files`` maps each partition to its feature file and the payload offset of
+    ``feat``; ``deps`` are the layer-2 tasks that staged the map (only waited on).
+    """
+    want = np.asarray(
+        read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
+    )
+    want = np.ascontiguousarray(want.astype(feat.dtype, copy=False)).reshape((ref.rows, *feat.row_shape))
+    new = _new_ids(plan, feat, ref.start, ref.stop)
+    ranges = plan.ranges(feat.kind)[:, feat.type_index, :]
+    part = np.searchsorted(ranges[:, 0], new, side="right") - 1
+    problems = []
+    label = "type_nid" if feat.kind == "node" else "type_eid"
+    for p in np.unique(part[new >= 0]).tolist():
+        if p not in files:
+            continue  # its feature file was already reported
+        sel = np.flatnonzero((part == p) & (new >= 0))
+        local = new[sel] - ranges[p, 0]
+        order = np.argsort(local)
+        got = read_rows(plan, *files[p], feat, local[order])
+        bad = _differing_rows(got, want[sel[order]])
+        if bad.size:
+            i = int(bad[0])
+            problems.append(
+                f"part{p}: {bad.size} row(s) of {feat.kind} feature {feat.key} differ from the input "
+                f"(e.g. {label} {ref.start + sel[order][i]} at local row {local[order][i]})"
+            )
+    return TaskResult(problems, ref.rows)
+
+
+def _differing_rows(got: npt.NDArray[Any], want: npt.NDArray[Any]) -> Ints:
+    """Indices of rows whose bytes differ (NaN equals NaN, as a copy should)."""
+    n = got.shape[0]
+    width = got.nbytes // n if n else 0
+    if width == 0:
+        return np.zeros(0, np.int64)
+    a = np.ascontiguousarray(got).view(np.uint8).reshape(n, width)
+    b = np.ascontiguousarray(want).view(np.uint8).reshape(n, width)
+    return np.flatnonzero((a != b).any(axis=1))
