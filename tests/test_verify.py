@@ -20,7 +20,9 @@ from dgl_chunked.io.dgl.binary import (
     write_graph,
     write_tensor_dict,
 )
+from dgl_chunked.pipeline import run
 from dgl_chunked.verify import VerifyCounts, verify_partitions
+from dgl_chunked.verify.trainers import TrainerSpan, check_trainer_spans
 
 NTYPES = ["author", "institution", "paper"]
 
@@ -317,3 +319,145 @@ def test_cli_verify_ok_and_failing(out: Path, tiny_chunked: Path, capsys: pytest
     assert main(["verify", "--in-dir", str(tiny_chunked), "--out-dir", str(out)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("problem: part1: orig_nids.dgl missing") and "Traceback" not in err
+
+
+# --- trainer_id (num_trainers_per_machine > 1) ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_chunked: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``run`` with 2 trainers per machine: node_feat.dgl holds ``<ntype>/trainer_id`` (read-only)."""
+    out = tmp_path_factory.mktemp("verify-trainers") / "out"
+    with dask.config.set(scheduler="synchronous"):
+        run(
+            tiny_chunked,
+            out,
+            num_parts=2,
+            num_trainers_per_machine=2,
+            seed=4,
+            options=DispatchOptions(save_orig_nids=True, save_orig_eids=True),
+        )
+    return out
+
+
+@pytest.fixture
+def trained_out(trained: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "out"
+    shutil.copytree(trained, target)
+    return target
+
+
+def _trainers(out: Path, p: int) -> dict[str, np.ndarray]:
+    return {k: v for k, v in read_tensor_dict(out / f"part{p}" / "node_feat.dgl").items() if "trainer_id" in k}
+
+
+def test_trainer_ids_verify(trained: Path, tiny_chunked: Path) -> None:
+    """Each part's trainers are [2p, 2p + 2); verify accepts them, given T or not, and counts as usual."""
+    assert {k: sorted(set(v.tolist())) for k, v in _trainers(trained, 1).items()} == {
+        f"{t}/trainer_id": [2, 3] for t in NTYPES
+    }
+    for per_machine in (None, 2):
+        report = verify_partitions(tiny_chunked, trained, num_trainers_per_machine=per_machine)
+        assert report.ok, report.problems
+        assert report.checked.summary() == "65 edges, 97 feature rows, 32 nodes, 2 partitions"
+    text = "\n".join(verify_partitions(tiny_chunked, trained, num_trainers_per_machine=1).problems)
+    assert "with 1 trainers per machine part0's trainers are [0, 1)" in text
+    assert "with 1 trainers per machine part1's trainers are [1, 2)" in text
+
+
+def test_trainer_id_of_another_machine(trained_out: Path, tiny_chunked: Path) -> None:
+    """A part1 node names trainer 0 (part0's): no number of trainers per machine fits."""
+    _rewrite_tensors(trained_out / "part1" / "node_feat.dgl", lambda t: t["paper/trainer_id"].__setitem__(0, 0))
+    assert _problems(trained_out, tiny_chunked) == (
+        "part1: node_feat.dgl paper/trainer_id names trainers 0..3 for items of part1; with 2 trainers per "
+        "machine (the least number that fits the largest trainer IDs) part1's trainers are [2, 4)"
+    )
+
+
+def test_trainer_id_beyond_all_trainers(trained_out: Path, tiny_chunked: Path) -> None:
+    """Trainer 4 with 2 parts of 2 trainers: outside [0, num_parts * T)."""
+    _rewrite_tensors(trained_out / "part1" / "node_feat.dgl", lambda t: t["author/trainer_id"].__setitem__(0, 4))
+    text = _problems(trained_out, tiny_chunked, num_trainers_per_machine=2)
+    assert text == (
+        "part1: node_feat.dgl author/trainer_id names trainers 2..4 for items of part1; "
+        "with 2 trainers per machine part1's trainers are [2, 4)"
+    )
+    # inferred, T = 3 fits trainer 4, but then part1's 2s fall outside [3, 6)
+    assert "part1's trainers are [3, 6)" in _problems(trained_out, tiny_chunked)
+
+
+def test_trainer_id_that_is_not_one_integer_per_node(trained_out: Path, tiny_chunked: Path) -> None:
+    _rewrite_tensors(
+        trained_out / "part0" / "node_feat.dgl",
+        lambda t: t.__setitem__("paper/trainer_id", t["paper/trainer_id"].astype(np.float32)),
+    )
+    rows = _config(trained_out)["node_map"]["paper"][0]
+    assert _problems(trained_out, tiny_chunked) == (
+        f"part0: node data paper/trainer_id: expected shape ({rows[1] - rows[0]},) of integers, "
+        f"found ({rows[1] - rows[0]},) <f4"
+    )
+
+
+def _add_dgl_trainer_data(out: Path) -> None:
+    """As DGL's partition_graph also stores: ndata trainer_id in graph.dgl (each local node's,
+    HALO nodes too) and ``<etype>/trainer_id`` in edge_feat.dgl (the destination's)."""
+    config = _config(out)
+    by_new_id = np.concatenate(
+        [_trainers(out, p)[f"{t}/trainer_id"] for p in range(config["num_parts"]) for t in NTYPES]
+    )
+    for p in range(config["num_parts"]):
+        (g,), _ = read_graphs(out / f"part{p}" / "graph.dgl")
+        nid = np.asarray(g.ndata[g.ntypes[0]]["_ID"])
+        dst = np.asarray(g.edges()[1])
+        e_lo = config["edge_map"][ETYPES[0]][p][0]
+        extra = {
+            f"{etype}/trainer_id": by_new_id[nid[dst[s - e_lo : e - e_lo]]]
+            for etype, (s, e) in ((e, config["edge_map"][e][p]) for e in ETYPES)
+        }
+        node_trainers = by_new_id[nid]
+        _rewrite_graph(
+            out / f"part{p}" / "graph.dgl", lambda g, v=node_trainers: g["ndata"].__setitem__("trainer_id", v)
+        )
+        _rewrite_tensors(out / f"part{p}" / "edge_feat.dgl", lambda t, v=extra: t.update(v))
+
+
+ETYPES = ["author:affiliated_with:institution", "author:writes:paper", "paper:cites:paper"]
+
+
+def test_dgl_style_trainer_data_in_graph_and_edge_features(trained_out: Path, tiny_chunked: Path) -> None:
+    _add_dgl_trainer_data(trained_out)
+    assert "paper:cites:paper/trainer_id" in read_tensor_dict(trained_out / "part0" / "edge_feat.dgl")
+    report = verify_partitions(tiny_chunked, trained_out, num_trainers_per_machine=2)
+    assert report.ok, report.problems
+    # a HALO node of part0 (owned by part1) named with part0's trainer 1
+    n_inner = _config(trained_out)["node_map"]["paper"][0][1]
+    _rewrite_graph(trained_out / "part0" / "graph.dgl", lambda g: g["ndata"]["trainer_id"].__setitem__(n_inner, 1))
+    assert _problems(trained_out, tiny_chunked) == (
+        "part0: ndata trainer_id names trainers 1..3 for items of part1; with 2 trainers per machine "
+        "(the least number that fits the largest trainer IDs) part1's trainers are [2, 4)"
+    )
+    _rewrite_tensors(
+        trained_out / "part1" / "edge_feat.dgl", lambda t: t["author:writes:paper/trainer_id"].__setitem__(0, 7)
+    )
+    assert "part1: edge_feat.dgl author:writes:paper/trainer_id names trainers 2..7 for items of part1" in (
+        _problems(trained_out, tiny_chunked, num_trainers_per_machine=2)
+    )
+
+
+@pytest.mark.parametrize(
+    ("spans", "per_machine", "bad"),
+    [
+        ([(0, 0, 0, 2), (1, 1, 3, 5)], None, []),  # T = 3
+        ([(0, 0, 0, 2), (1, 1, 3, 5)], 3, []),
+        ([(0, 0, 0, 2), (1, 1, 3, 5)], 4, [1]),  # part1's trainers would be [4, 8)
+        ([(0, 0, 0, 1), (1, 1, 1, 3)], None, [1]),  # T = 2: part1 is [2, 4)
+        ([(0, 1, 2, 3), (1, 1, 3, 3)], None, []),  # a HALO node of part0, owned by part1
+        ([(0, 0, -1, 1), (1, 1, 2, 3)], None, [0]),
+        ([(0, 0, 0, 0), (1, 1, 1, 1)], None, []),  # T = 1
+    ],
+)
+def test_check_trainer_spans(spans: list, per_machine: int | None, bad: list[int]) -> None:
+    problems = check_trainer_spans(
+        [TrainerSpan(p, q, "x", lo, hi) for p, q, lo, hi in spans], num_parts=2, per_machine=per_machine
+    )
+    assert [int(s.split(":")[0].removeprefix("part")) for s in problems] == bad, problems
