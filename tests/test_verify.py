@@ -47,11 +47,15 @@ def good(golden_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _copy(source: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "out"
+    shutil.copytree(source, target)
+    return target
+
+
 @pytest.fixture
 def out(good: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "out"
-    shutil.copytree(good, target)
-    return target
+    return _copy(good, tmp_path)
 
 
 # --- editing a partition -----------------------------------------------------------
@@ -342,9 +346,7 @@ def trained(tiny_chunked: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 @pytest.fixture
 def trained_out(trained: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "out"
-    shutil.copytree(trained, target)
-    return target
+    return _copy(trained, tmp_path)
 
 
 def _trainers(out: Path, p: int) -> dict[str, np.ndarray]:
