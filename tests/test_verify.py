@@ -13,6 +13,7 @@ import pytest
 
 from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
+from dgl_chunked.errors import OptionError
 from dgl_chunked.io.dgl.binary import (
     HomogeneousGraph,
     read_graphs,
@@ -362,6 +363,8 @@ def test_trainer_ids_verify(trained: Path, tiny_chunked: Path) -> None:
         report = verify_partitions(tiny_chunked, trained, num_trainers_per_machine=per_machine)
         assert report.ok, report.problems
         assert report.checked.summary() == "65 edges, 97 feature rows, 32 nodes, 2 partitions"
+    with pytest.raises(OptionError, match="num_trainers_per_machine must be >= 1 or None"):
+        verify_partitions(tiny_chunked, trained, num_trainers_per_machine=0)
     text = "\n".join(verify_partitions(tiny_chunked, trained, num_trainers_per_machine=1).problems)
     assert "with 1 trainers per machine part0's trainers are [0, 1)" in text
     assert "with 1 trainers per machine part1's trainers are [1, 2)" in text

@@ -13,6 +13,7 @@ from dask.base import tokenize
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.dgl import read_partition_config
 from dgl_chunked.storage import fs
@@ -75,14 +76,21 @@ def verify_partitions(
         ``checked``, a :class:`~dgl_chunked.verify.VerifyCounts`: partitions, and
         nodes, edges and feature rows found, per type and in total.
 
+    Raises
+    ------
+    OptionError
+        ``num_trainers_per_machine`` below 1.
+
     Examples
     --------
     >>> report = verify_partitions("chunked/", "out/")  # doctest: +SKIP
     >>> report.ok, report.checked.summary()  # doctest: +SKIP
-    (True, '65 edges, 157 feature rows, 32 nodes, 2 partitions')
+    (True, '65 edges, 97 feature rows, 32 nodes, 2 partitions')
     >>> report.checked.nodes_per_type  # doctest: +SKIP
-    {'author': 12, 'institution': 6, 'paper': 14}
+    {'author': 12, 'institution': 5, 'paper': 15}
     """
+    if num_trainers_per_machine is not None and num_trainers_per_machine < 1:
+        raise OptionError(f"num_trainers_per_machine must be >= 1 or None (infer it), found {num_trainers_per_machine}")
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
     report = VerifyReport()
