@@ -9,7 +9,7 @@ import pytest
 
 from dgl_chunked import DispatchOptions, run
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
-from dgl_chunked.verify import load_partition_output
+from dgl_chunked.verify import load_partition_output, verify_partitions
 
 from .harness import assert_real_dgl_loads
 
@@ -28,6 +28,8 @@ def test_two_trainers_per_machine(tmp_path):
             seed=4,
             options=DispatchOptions(save_orig_nids=True, save_orig_eids=True),
         )
+    report = verify_partitions(tmp_path / "chunked", tmp_path / "out", num_trainers_per_machine=2)
+    assert report.ok, report.problems  # trainer_id node data included
     config, parts = load_partition_output(tmp_path / "out")
     arrays, _ = assert_real_dgl_loads(tmp_path / "out")
     for p, part in enumerate(parts):
