@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 import logging
 import time
 import warnings
@@ -312,16 +311,7 @@ def _resolve_assignment(
             raise OptionError("num_parts is required when the assignment is given as arrays")
         return dict(assignment), num_parts, "custom"
     meta, parts = open_assignment(assignment, graph.metadata, num_parts=num_parts, storage_options=storage_options)
-    return parts, meta.num_parts, _method_name(assignment, meta.algo_name, storage_options)
-
-
-def _method_name(assign_dir: PathLike, algo_name: str, storage_options: StorageOptions) -> str:
-    """Our own sidecar records the real method (DGL's meta only allows random/metis)."""
-    path = fs.join(str(assign_dir), "dglc_partition.json")
-    if fs.exists(path, storage_options):
-        with fs.open_file(path, "rb", storage_options) as f:
-            return str(json.load(f).get("method", algo_name))
-    return algo_name
+    return parts, meta.num_parts, meta.method or meta.algo_name  # method: the real one, from our sidecar
 
 
 def _prepare_out_dir(out: str, overwrite: bool, storage_options: StorageOptions) -> None:

@@ -12,13 +12,8 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import AssignmentError, OutputExistsError
-from dgl_chunked.io.assignment.directory import (
-    PartitionMeta,
-    open_assignment,
-    parse_assignment_block,
-    read_partition_meta,
-    write_assignment,
-)
+from dgl_chunked.io.assignment import PartitionMeta, open_assignment, read_partition_meta, write_assignment
+from dgl_chunked.io.assignment.reader import parse_assignment_block
 from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata, read_metadata
 from dgl_chunked.testing import raise_if_dask_computes
 

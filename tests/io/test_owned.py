@@ -7,12 +7,12 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from dgl_chunked.storage import owned
 from dgl_chunked.storage.owned import (
     MARKER_NAME,
     ForeignDataError,
@@ -178,7 +178,7 @@ def test_stale_lease_is_taken_over_and_the_loser_notices(tmp_path: Path) -> None
     with acquire_lease(out, "dispatch", stale_after=0.2) as second:
         assert read_marker(out).run_id == second.run_id  # type: ignore[union-attr]
         first._stop.clear()
-        first._thread = owned.threading.Thread(target=first._beat, args=(0.05,), daemon=True)
+        first._thread = threading.Thread(target=first._beat, args=(0.05,), daemon=True)
         first._thread.start()
         time.sleep(0.3)
         with pytest.raises(LeaseHeldError, match="took over this directory"):

@@ -28,18 +28,17 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import Any
 
 import numpy.typing as npt
 from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.errors import DglChunkedError, DGLFormatError
+from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.blocks import ArrayBlocks, as_stream, write_ndarray
 from dgl_chunked.io.dgl.describe import describe, format_annotation
 from dgl_chunked.io.dgl.graph_read import read_graph_file, read_tensor_file
@@ -53,8 +52,8 @@ from dgl_chunked.io.dgl.records import (
     pack_string,
     pack_u64,
 )
-from dgl_chunked.storage.direct_io import DirectFile, open_for_writing
-from dgl_chunked.storage.fs import filesystem, with_filename
+from dgl_chunked.storage.fs import filesystem
+from dgl_chunked.storage.output import open_output
 
 __all__ = [
     "BFLOAT16_RAW",
@@ -104,7 +103,7 @@ def write_tensor_dict(path: PathLike, tensors: Mapping[str, Any], *, storage_opt
         if not isinstance(key, str) or not _utf8(key):
             raise DGLFormatError(f"{where}: tensor names must be UTF-8 encodable str, found {key!r}")
     streams = [(key, as_stream(tensors[key], f"{where}[{key!r}]")) for key in sorted(tensors)]
-    with _output(path, storage_options) as f:
+    with open_output(path, storage_options) as f:
         f.write(pack_u64(TENSOR_FILE_MAGIC) + pack_u64(len(streams)) + pack_u64(len(streams)))
         for key, stream in streams:
             f.write(pack_string(key))
@@ -179,7 +178,7 @@ def write_graph(
     """
     where = os.fspath(path)
     prepared = prepare_graph(graph, formats, where, max_in_memory_edges)
-    with _output(path, storage_options) as f:
+    with open_output(path, storage_options) as f:
         write_graph_file(f, prepared)
     logger.debug("wrote graph (%d nodes, %d edges) to %s", prepared.num_nodes, prepared.num_edges, where)
 
@@ -274,39 +273,3 @@ def _cursor(
     with fs.open(inner, "rb") as f:
         size = f.seek(0, os.SEEK_END)
         yield Cursor(f, size, where=os.fspath(path), annotate=annotate, mmap_path=inner if (mmap and local) else None)
-
-
-@contextmanager
-def _output(path: PathLike, storage_options: StorageOptions) -> Iterator[Any]:
-    """Open ``path`` for writing; on any error close it and remove the partial file.
-
-    An ``OSError`` from the filesystem (disk full, file-size limit, permissions)
-    is re-raised with ``filename`` set to ``path`` (the errno is kept), so the
-    message names the file being written.
-    """
-    where = os.fspath(path)
-    fs, inner = filesystem(path, storage_options)
-    try:
-        f = open_for_writing(inner) if isinstance(fs, LocalFileSystem) else fs.open(inner, "wb")
-    except OSError as err:
-        with_filename(err, where)
-        raise
-    try:
-        yield f
-        f.close()  # flushes: a full disk may only show here
-    except BaseException as exc:
-        _discard(f, fs, inner)
-        if isinstance(exc, OSError) and not isinstance(exc, DglChunkedError):
-            with_filename(exc, where)
-        raise
-
-
-def _discard(f: IO[bytes] | DirectFile, fs: Any, inner: str) -> None:
-    """Close ``f`` ignoring errors (its buffer cannot be flushed) and remove the file."""
-    with contextlib.suppress(OSError):
-        f.close()
-    try:
-        if fs.exists(inner):
-            fs.rm(inner)
-    except OSError:
-        logger.warning("could not remove the partial file %s", inner)

@@ -29,7 +29,6 @@ from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.binary import _output
 from dgl_chunked.io.dgl.blocks import Stream, as_stream
 from dgl_chunked.io.graphbolt.torch_pickle import (
     STORAGE_TYPES,
@@ -41,6 +40,7 @@ from dgl_chunked.io.graphbolt.torch_pickle import (
 )
 from dgl_chunked.io.graphbolt.torch_zip import TorchZipReader, TorchZipWriter, archive_name
 from dgl_chunked.storage.fs import filesystem
+from dgl_chunked.storage.output import open_output
 
 __all__ = [
     "GRAPHBOLT_FILE",
@@ -168,7 +168,7 @@ def write_graphbolt_graph(
     pk.raw(b"bsb.")
     pickle_bytes = pk.getvalue()
 
-    with _output(path, storage_options) as f:
+    with open_output(path, storage_options) as f:
         zw = TorchZipWriter(f, archive or archive_name(where))
         zw.write_record("data.pkl", pickle_bytes, len(pickle_bytes))
         zw.write_record("byteorder", b"little", 6)

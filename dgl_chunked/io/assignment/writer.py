@@ -1,0 +1,292 @@
+"""Writing an assignment directory that DGL's ``dispatch_data.py`` accepts.
+
+Writes are ordered so that a half-written directory never looks complete:
+``partition_meta.json`` is removed first when overwriting and written last; each
+text file is written under a temporary name and renamed. One Dask compute
+validates and formats every block on a worker, which writes its text piece and its
+region of the Zarr copy; the client then concatenates the pieces, writes the
+sidecar (:mod:`~dgl_chunked.io.assignment.sidecar`) and, last,
+``partition_meta.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._dask import run_token
+from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.errors import AssignmentError, OutputExistsError
+from dgl_chunked.io.assignment.layout import (
+    ASSIGNMENT_KIND,
+    DEFAULT_CHUNK_ROWS,
+    META_NAME,
+    SIDECAR_NAME,
+    ZARR_NAME,
+    file_stamp,
+    zarr_group,
+)
+from dgl_chunked.io.assignment.meta import PartitionMeta, dgl_algo_name
+from dgl_chunked.io.assignment.sidecar import AssignmentSidecar, read_assignment_sidecar
+from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage.owned import (
+    acquire_lease,
+    check_no_overlap,
+    create_owned_dir,
+    read_marker,
+    remove_owned,
+    require_owned,
+)
+
+if TYPE_CHECKING:
+    import dask.array as da
+
+__all__ = ["assignment_entries", "encode_assignment_block", "retract_assignment", "write_assignment"]
+
+logger = logging.getLogger(__name__)
+
+
+def encode_assignment_block(values: npt.ArrayLike, *, num_parts: int, start: int, ntype: str) -> bytes:
+    """Validate one block of partition IDs and format it as ``"<id>\\n"`` lines."""
+    arr = np.asarray(values)
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise AssignmentError(f"parts[{ntype!r}]: expected a 1-D integer array, found {arr.dtype} {arr.shape}")
+    bad = np.flatnonzero((arr < 0) | (arr >= num_parts))
+    if bad.size:
+        raise AssignmentError(
+            f"parts[{ntype!r}][{start + int(bad[0])}]: expected a partition ID in "
+            f"[0, {num_parts}), found {int(arr[bad[0]])}"
+        )
+    if num_parts <= 10:  # one digit: build the bytes directly
+        buf = np.full(2 * arr.size, 10, np.uint8)
+        buf[0::2] = arr.astype(np.uint8) + 48
+        return buf.tobytes()
+    return "".join(f"{v}\n" for v in arr.tolist()).encode("ascii")
+
+
+def _write_block(
+    values: npt.NDArray[Any],
+    *,
+    text_path: str,
+    zarr_path: str,
+    ntype: str,
+    start: int,
+    num_parts: int,
+    storage_options: StorageOptions,
+) -> int:
+    """Dask kernel: one block -> its text piece and its (chunk-aligned) Zarr region."""
+    text = encode_assignment_block(values, num_parts=num_parts, start=start, ntype=ntype)
+    with _fs.naming(text_path), _fs.open_file(text_path, "wb", storage_options) as f:
+        f.write(text)
+    with _fs.naming(zarr_path):
+        target: Any = zarr_group(zarr_path, "r+", storage_options)[ntype]
+        target[start : start + len(values)] = np.asarray(values, np.int32)
+    return len(values)
+
+
+def _as_blocks(values: Any, ntype: str) -> da.Array:
+    """A 1-D dask array with regular chunks (so every block owns whole Zarr chunks)."""
+    import dask.array as da
+
+    if not isinstance(values, da.Array):
+        values = np.asarray(values)
+        if values.ndim != 1:
+            raise AssignmentError(f"parts[{ntype!r}]: expected a 1-D array, found shape {values.shape}")
+        return da.from_array(values, chunks=max(1, min(values.shape[0], DEFAULT_CHUNK_ROWS)))  # type: ignore[no-any-return]
+    if values.ndim != 1:
+        raise AssignmentError(f"parts[{ntype!r}]: expected a 1-D array, found shape {values.shape}")
+    chunks = values.chunks[0]
+    if len(set(chunks[:-1])) <= 1 and chunks[-1] <= chunks[0] and 0 < chunks[0] <= 8 * DEFAULT_CHUNK_ROWS:
+        return values
+    return values.rechunk(max(1, min(values.shape[0], DEFAULT_CHUNK_ROWS)))  # type: ignore[no-any-return]
+
+
+def assignment_entries(assign_dir: str, ntypes: Iterable[str], storage_options: StorageOptions = None) -> list[str]:
+    """Names dgl_chunked writes in an assignment directory (glob patterns).
+
+    The node types of the assignment already there (its sidecar lists them) count
+    too, so overwriting one with other node types is not refused.
+    """
+    names = [META_NAME, SIDECAR_NAME, ZARR_NAME, ".dglc-*", "*.tmp-dglc", "report.json", "dglc-*"]
+    names += [f"{t}.txt" for t in ntypes]
+    try:
+        sidecar = read_assignment_sidecar(assign_dir, storage_options=storage_options)
+    except (OSError, AssignmentError):
+        sidecar = None
+    return names + [f"{t}.txt" for t in (sidecar.files if sidecar else ())]
+
+
+def _prepare_dir(assign_dir: str, names: list[str], overwrite: bool, storage_options: StorageOptions) -> None:
+    """Create or reuse the marked directory; refuse to clobber an assignment unless ``overwrite``.
+
+    Overwriting drops the meta file first, and refuses (before removing anything)
+    when the directory holds entries dgl_chunked does not write.
+    """
+    create_owned_dir(assign_dir, ASSIGNMENT_KIND, storage_options=storage_options)
+    fs, inner = _fs.filesystem(assign_dir, storage_options)
+    inner = inner.rstrip("/")
+    present = [n for n in (META_NAME, SIDECAR_NAME, ZARR_NAME, *names) if fs.exists(f"{inner}/{n}")]
+    if present and not overwrite:
+        raise OutputExistsError(
+            f"{assign_dir}: expected an empty or new assignment directory, found "
+            f"{present}; pass overwrite=True (--overwrite) or choose another directory"
+        )
+    if present:
+        ntypes = [n[: -len(".txt")] for n in names]
+        expected = assignment_entries(assign_dir, ntypes, storage_options)
+        require_owned(assign_dir, expected=expected, verb="overwritten", storage_options=storage_options)
+    for name in (META_NAME, SIDECAR_NAME, ZARR_NAME):  # partition_meta.json first
+        if name in present:
+            fs.rm(f"{inner}/{name}", recursive=True)
+
+
+def write_assignment(
+    assign_dir: PathLike,
+    parts: Mapping[str, da.Array | npt.ArrayLike],
+    *,
+    num_parts: int,
+    algo_name: str,
+    storage_options: StorageOptions = None,
+    overwrite: bool = False,
+    provenance: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, str] | None = None,
+) -> PartitionMeta:
+    """Write an assignment directory that DGL's ``dispatch_data.py`` accepts.
+
+    Parameters
+    ----------
+    assign_dir
+        Target directory (path or fsspec URL); created if needed.
+    parts
+        Per node type the partition ID of every node (dask or numpy, 1-D, integer).
+    num_parts
+        Number of partitions (>= 1), stored in ``partition_meta.json``.
+    algo_name
+        The real method name (``"random"``, ``"metis"``, ...). It goes to
+        ``dglc_partition.json``; ``partition_meta.json`` gets :func:`dgl_algo_name`.
+    storage_options
+        fsspec options for URLs.
+    overwrite
+        Replace an existing assignment in ``assign_dir`` (``partition_meta.json`` is
+        removed first so an interrupted rewrite never looks complete).
+    provenance
+        Extra JSON-able facts for the sidecar (e.g. ``seed``, ``balance_ntypes``).
+    inputs
+        ``label -> path`` of what the assignment is computed from (e.g.
+        :meth:`ChunkedGraph.input_locations`): ``assign_dir`` may not overlap them.
+
+    Returns
+    -------
+    PartitionMeta
+        What :func:`read_partition_meta` will return for the directory.
+
+    Notes
+    -----
+    One Dask compute: every block (at most ~8M rows) is validated and formatted on a
+    worker, which writes its text piece to ``ASSIGN/.dglc-tmp/`` and its region of the
+    Zarr sidecar. The client then concatenates the pieces of each type, streaming,
+    into ``<ntype>.txt.tmp-dglc`` and renames it; ``partition_meta.json`` is written
+    last. An empty node type gives an empty file, which DGL v2.2.1 rejects. Do not
+    write over the directory the ``parts`` are being read from.
+    """
+
+    if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
+        raise AssignmentError(f"num_parts: expected a positive integer, found {num_parts!r}")
+    bad = [t for t in parts if not t or "/" in t]
+    if bad:
+        raise AssignmentError(f"parts: node type {bad[0]!r} cannot name a file; it must be non-empty without '/'")
+    out = str(assign_dir)
+    check_no_overlap({"assignment directory": out}, dict(inputs or {}), storage_options=storage_options)
+    with acquire_lease(out, ASSIGNMENT_KIND, storage_options=storage_options):
+        _prepare_dir(out, [f"{t}.txt" for t in parts], overwrite, storage_options)
+        return _write_assignment(out, parts, num_parts, algo_name, provenance, storage_options)
+
+
+def _write_assignment(
+    out: str,
+    parts: Mapping[str, da.Array | npt.ArrayLike],
+    num_parts: int,
+    algo_name: str,
+    provenance: Mapping[str, Any] | None,
+    storage_options: StorageOptions,
+) -> PartitionMeta:
+    import dask
+
+    zarr_path, tmp_dir = _fs.join(out, ZARR_NAME), _fs.join(out, ".dglc-tmp")
+    with _fs.naming(zarr_path):
+        group = zarr_group(zarr_path, "w", storage_options)
+    pieces: dict[str, list[str]] = {}
+    tasks = []
+    write = dask.delayed(_write_block, pure=False)
+    run = run_token(out, num_parts, {t: getattr(v, "name", None) for t, v in parts.items()})
+    for ntype, values in parts.items():
+        arr = _as_blocks(values, ntype)
+        n, chunk = int(arr.shape[0]), int(arr.chunks[0][0]) or 1
+        with _fs.naming(zarr_path):
+            group.create_array(
+                ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0, compressors=None, overwrite=True
+            )
+        starts = np.concatenate([[0], np.cumsum(arr.chunks[0])]).tolist()
+        pieces[ntype] = [f"{tmp_dir}/{ntype}.{i}.txt" for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
+        # unoptimised: optimising each block apart would rename (and so rerun) a task
+        # shared by all blocks, such as the lp driver
+        blocks = arr.to_delayed(optimize_graph=False).ravel()
+        tasks += [
+            write(
+                blocks[i],
+                text_path=f"{tmp_dir}/{ntype}.{i}.txt",
+                zarr_path=zarr_path,
+                ntype=ntype,
+                start=starts[i],
+                num_parts=num_parts,
+                storage_options=storage_options,
+                dask_key_name=(f"dglc-write-assignment-{run}", ntype, i),
+            )
+            for i in range(arr.numblocks[0])
+            if arr.chunks[0][i]
+        ]
+    create_owned_dir(tmp_dir, "assignment-tmp", storage_options=storage_options)
+    try:
+        dask.compute(*tasks)
+        stamps = {t: _concatenate(out, t, pieces[t], storage_options) for t in parts}
+    finally:
+        remove_owned(tmp_dir, storage_options=storage_options)
+    meta = PartitionMeta(num_parts=num_parts, algo_name=dgl_algo_name(algo_name), method=algo_name)
+    sidecar = AssignmentSidecar.create(
+        num_parts=num_parts, method=algo_name, dgl_algo_name=meta.algo_name, files=stamps, provenance=provenance
+    )
+    _fs.atomic_write_bytes(_fs.join(out, SIDECAR_NAME), sidecar.to_json(), storage_options)
+    _fs.atomic_write_bytes(_fs.join(out, META_NAME), meta.to_json(), storage_options)  # last: now complete
+    return meta
+
+
+def _concatenate(out: str, ntype: str, pieces: list[str], storage_options: StorageOptions) -> tuple[int, str]:
+    """Stream the text pieces into ``<ntype>.txt`` (temp name, then rename); its stamp."""
+    path = _fs.join(out, f"{ntype}.txt")
+    with _fs.naming(path):
+        _fs.concat_files(pieces, path, storage_options)
+    if not pieces:
+        logger.warning("%s is empty (node type %r has no nodes); DGL v2.2.1 rejects empty files", path, ntype)
+    return file_stamp(path, storage_options)
+
+
+def retract_assignment(assign_dir: PathLike, *, storage_options: StorageOptions = None) -> None:
+    """Remove ``partition_meta.json`` so that ``assign_dir`` no longer looks complete.
+
+    Used when a command that wrote an assignment fails afterwards (for example when
+    the input's edge files turn out to be corrupt): readers refuse a directory
+    without ``partition_meta.json``, and rerunning the command rewrites it.
+    """
+    path = _fs.join(str(assign_dir), META_NAME)
+    fs, inner = _fs.filesystem(path, storage_options)
+    try:
+        if read_marker(str(assign_dir), storage_options=storage_options) is None:
+            return  # not a directory dgl_chunked wrote: leave it alone
+        if fs.exists(inner):
+            fs.rm(inner)
+    except OSError:
+        logger.warning("could not remove %s after a failure; delete it by hand", path)
