@@ -351,7 +351,8 @@ def _diagnose(
 ) -> ChunkMismatchError:
     """Re-parse a failing block as text to name the first bad line."""
     bad: list[Any] = []
-    table = text_parser(delimiter, 0, (), bad)(pa.py_buffer(data))
+    integers = [n for n, t in zip(names, types, strict=True) if pa.types.is_integer(t)]
+    table = text_parser(delimiter, 0, integers, bad)(pa.py_buffer(data))
     path = piece.path
     if bad:
         line = csv_line_number(path, offset, bad[0].number - 1, storage_options)
@@ -365,8 +366,8 @@ def _diagnose(
             f"{where}: {path!r}: expected column {missing[0]} (0-based index "
             f"{missing[0][1:]}), found only {table.num_columns} fields per line; fix 'columns'"
         )
-    for name, typ in zip(names, types, strict=True):
-        found = first_bad_integer(table.column(name)) if pa.types.is_integer(typ) else None
+    for name in integers:
+        found = first_bad_integer(table.column(name))
         if found is not None:
             first, value, expected = found
             line = csv_line_number(path, offset, first, storage_options)

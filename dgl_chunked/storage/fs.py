@@ -6,6 +6,7 @@ pickle onto any Dask worker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 from collections.abc import Iterator, Sequence
@@ -141,8 +142,9 @@ def concat_files(pieces: Sequence[PathLike], target: PathLike, storage_options: 
 
     Memory is one block (:data:`COPY_BLOCK`) whatever the sizes; no pieces give an
     empty file. Until the rename, ``target`` does not exist (or keeps its old
-    content), so a failed run never leaves a complete-looking file. An ``OSError``
-    names ``target``. The pieces are left in place.
+    content), so a failed run never leaves a complete-looking file, and the
+    temporary file is removed. An ``OSError`` while writing names ``target``; a
+    missing piece raises ``FileNotFoundError``. The pieces are left in place.
 
     Examples
     --------
@@ -155,12 +157,18 @@ def concat_files(pieces: Sequence[PathLike], target: PathLike, storage_options: 
     """
     fs, inner = filesystem(target, storage_options)
     tmp = inner + ".tmp-dglc"
-    with naming(target), fs.open(tmp, "wb") as dst:
-        for piece in pieces:
-            with open_file(piece, "rb", storage_options) as src:
-                while data := src.read(COPY_BLOCK):
-                    dst.write(data)
-    fs.mv(tmp, inner)
+    try:
+        with naming(target), fs.open(tmp, "wb") as dst:
+            for piece in pieces:
+                with open_file(piece, "rb", storage_options) as src:
+                    while data := src.read(COPY_BLOCK):
+                        dst.write(data)
+        fs.mv(tmp, inner)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if fs.exists(tmp):
+                fs.rm(tmp)
+        raise
 
 
 def list_files(path: PathLike, storage_options: StorageOptions = None, *, glob: bool = False) -> list[str]:
