@@ -11,7 +11,12 @@ catches ``ValueError`` or ``FileNotFoundError`` keeps working.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 __all__ = [
+    "MISSING",
+    "Problems",
     "DglChunkedError",
     "MetadataError",
     "ChunkMismatchError",
@@ -92,6 +97,103 @@ class ValidationFailed(DglChunkedError):
         self.problems = list(problems)
         head = f"{len(self.problems)} problem(s) found"
         super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in self.problems))
+
+
+_T = TypeVar("_T")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "nothing (key missing)"
+
+
+MISSING: Any = _Missing()
+"""The ``found`` of a key that is absent: :meth:`Problems.add` shows it as "nothing (key missing)"."""
+
+
+class Problems:
+    """Collects every problem found in one document or run, then raises them as one error.
+
+    Parsers and planners report each problem as they meet it and go on, so the user
+    sees all of them at once. A problem is a message plus the error class it would
+    raise alone; :meth:`error` builds one error of the first problem's class that
+    lists every message (and keeps them in ``err.problems``).
+
+    Parameters
+    ----------
+    subject
+        What was checked, for the heading: ``"metadata.json"``, ``"the chunk spec"``.
+    prefix
+        Put before every ``where`` given to :meth:`add` (``"spec "``).
+    error
+        The class of a problem recorded by :meth:`add` or :meth:`note`.
+
+    Examples
+    --------
+    >>> problems = Problems("metadata.json")
+    >>> problems.add("graph_name", "a string", 7, "name the graph")
+    >>> problems.messages
+    ['graph_name: expected a string, found 7; name the graph']
+    """
+
+    def __init__(self, subject: str, *, prefix: str = "", error: type[DglChunkedError] | None = None) -> None:
+        self.subject = subject
+        self.prefix = prefix
+        self.error_class = error or MetadataError
+        self._items: list[tuple[str, DglChunkedError | type[DglChunkedError]]] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def messages(self) -> list[str]:
+        """Every message, in the order found."""
+        return [message for message, _ in self._items]
+
+    def add(self, where: str, expected: str, found: Any, fix: str = "") -> None:
+        """Record ``WHERE: expected EXPECTED, found FOUND; FIX`` (``found`` is shown by repr, cut at 80)."""
+        text = repr(found)
+        text = text if len(text) <= 80 else text[:77] + "..."
+        tail = f"; {fix}" if fix else ""
+        self.note(f"{self.prefix}{where}: expected {expected}, found {text}{tail}")
+
+    def note(self, message: str, error: type[DglChunkedError] | None = None) -> None:
+        """Record a message already written out (of class ``error``, default the collector's)."""
+        self._items.append((message, error or self.error_class))
+
+    def run(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T | None:
+        """``func(*args, **kwargs)``, or None after recording the DglChunkedError it raised."""
+        try:
+            return func(*args, **kwargs)
+        except DglChunkedError as err:
+            self._items.append((str(err), err))
+            return None
+
+    def error(self) -> DglChunkedError | None:
+        """One error listing every problem (the first problem's class), or None if none.
+
+        A single problem caught by :meth:`run` is returned as it was raised.
+        """
+        if not self._items:
+            return None
+        first = self._items[0][1]
+        if len(self._items) == 1 and isinstance(first, DglChunkedError):
+            return first
+        cls = type(first) if isinstance(first, DglChunkedError) else first
+        messages = self.messages
+        if len(messages) == 1:
+            err = cls(messages[0])
+        else:
+            lines = "\n".join(f"  - {m}" for m in messages)
+            err = cls(f"{len(messages)} problems in {self.subject}:\n{lines}")
+        err.problems = messages  # type: ignore[attr-defined]
+        return err
+
+    def raise_if_any(self) -> None:
+        """Raise :meth:`error` when any problem was recorded."""
+        err = self.error()
+        if err is not None:
+            raise err
 
 
 class DglChunkedWarning(UserWarning):

@@ -34,7 +34,7 @@ from dask.delayed import delayed
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
-from dgl_chunked.errors import MetadataError
+from dgl_chunked.errors import MetadataError, Problems
 from dgl_chunked.io.chunked import formats as _formats
 from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata, parse_metadata
 from dgl_chunked.storage import fs as _fs
@@ -91,7 +91,7 @@ class SynthSpec:
     def __post_init__(self) -> None:
         problems = _spec_problems(self)
         if problems:
-            raise MetadataError("invalid SynthSpec: " + "; ".join(problems))
+            raise MetadataError("invalid SynthSpec: " + "; ".join(problems.messages))
 
     @classmethod
     def homogeneous(
@@ -180,43 +180,43 @@ class SynthSpec:
         return out
 
 
-def _spec_problems(spec: SynthSpec) -> list[str]:
-    problems = []
+def _spec_problems(spec: SynthSpec) -> Problems:
+    problems = Problems("the SynthSpec")
     for name, n in spec.node_types.items():
         if not name or ":" in name or "/" in name or not isinstance(n, int) or n < 0:
-            problems.append(f"node_types[{name!r}]: expected a name without ':' or '/' and a count >= 0, found {n!r}")
+            problems.note(f"node_types[{name!r}]: expected a name without ':' or '/' and a count >= 0, found {n!r}")
     for etype, m in spec.edge_types.items():
         parts = etype.split(":")
         if len(parts) != 3 or not all(p in spec.node_types for p in parts[::2]) or "/" in etype:
-            problems.append(f"edge_types[{etype!r}]: expected 'src:rel:dst' with src and dst in node_types")
+            problems.note(f"edge_types[{etype!r}]: expected 'src:rel:dst' with src and dst in node_types")
         elif not isinstance(m, int) or m < 0 or (m and not all(spec.node_types[p] for p in parts[::2])):
-            problems.append(f"edge_types[{etype!r}]: expected a count >= 0 (0 if an end type is empty), found {m!r}")
+            problems.note(f"edge_types[{etype!r}]: expected a count >= 0 (0 if an end type is empty), found {m!r}")
     for label, feats, types in (
         ("node_features", spec.all_node_features(), spec.node_types),
         ("edge_features", spec.edge_features, spec.edge_types),
     ):
         for tname, fmap in feats.items():
             if tname not in types:
-                problems.append(f"{label}[{tname!r}]: expected a type in {list(types)}")
+                problems.note(f"{label}[{tname!r}]: expected a type in {list(types)}")
             for feat, (dim, dtype) in fmap.items():
                 if "/" in feat or dim < 0 or np.dtype(dtype) not in _formats.FEATURE_DTYPES:
-                    problems.append(
+                    problems.note(
                         f"{label}[{tname!r}][{feat!r}]: expected (dim >= 0, supported dtype), found {(dim, dtype)}"
                     )
     chunks = (spec.num_node_chunks, spec.num_edge_chunks, spec.feature_chunks("node"))
     if min(chunks) < 1:
-        problems.append(f"chunk counts: expected >= 1, found {chunks}")
+        problems.note(f"chunk counts: expected >= 1, found {chunks}")
     if spec.distribution not in ("uniform", "powerlaw"):
-        problems.append(f"distribution: expected 'uniform' or 'powerlaw', found {spec.distribution!r}")
+        problems.note(f"distribution: expected 'uniform' or 'powerlaw', found {spec.distribution!r}")
     if spec.edge_format not in ("csv", "parquet") or spec.feature_format not in (
         "numpy",
         "parquet",
     ):
-        problems.append(
+        problems.note(
             f"formats: expected csv|parquet and numpy|parquet, found {spec.edge_format!r}, {spec.feature_format!r}"
         )
     if len(spec.csv_delimiter) != 1:
-        problems.append(f"csv_delimiter: expected one character, found {spec.csv_delimiter!r}")
+        problems.note(f"csv_delimiter: expected one character, found {spec.csv_delimiter!r}")
     return problems
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.chunk.documents import metadata_document, node_keys_document
 from dgl_chunked.chunk.plan import make_plan
 from dgl_chunked.chunk.spec import RawGraphSpec, parse_spec, read_spec
 from dgl_chunked.chunk.writer import EDGE_EXTENSIONS, NODE_KEYS_FILE, Run
@@ -111,9 +112,9 @@ def _execute(run: Run) -> dict[str, Any]:
     if any(any(rel.keyed) for rel in run.plan.relations.values()) or keys:
         run.join()
     run.dedup()
-    meta = run.metadata(run.write())
+    meta = metadata_document(run, run.write())
     if keys:
-        text = json.dumps(run.node_keys(keys), indent=4).encode()
+        text = json.dumps(node_keys_document(run, keys), indent=4).encode()
         _fs.atomic_write_bytes(_fs.join(run.out, NODE_KEYS_FILE), text, run.so)
     return meta
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import pyarrow as pa
 
@@ -25,9 +24,9 @@ from dgl_chunked.chunk.probe import (
 )
 from dgl_chunked.chunk.sources import Piece
 from dgl_chunked.chunk.spec import NodeTypeSpec, RawGraphSpec, RelationSpec
-from dgl_chunked.errors import ChunkMismatchError, DglChunkedError
+from dgl_chunked.errors import ChunkMismatchError, Problems
 
-__all__ = ["GraphPlan", "NodePlan", "PlanProblems", "RelationPlan", "make_plan", "with_counts"]
+__all__ = ["GraphPlan", "NodePlan", "RelationPlan", "make_plan", "with_counts"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,48 +69,20 @@ class GraphPlan:
     storage_options: StorageOptions = field(default=None)
 
 
-class PlanProblems:
-    """Collects problems (with the error class of the first) and raises them together."""
-
-    def __init__(self) -> None:
-        self.items: list[DglChunkedError] = []
-
-    def run(self, func: Any, *args: Any, **kwargs: Any) -> Any:
-        """``func(*args, **kwargs)``, or None after recording a DglChunkedError."""
-        try:
-            return func(*args, **kwargs)
-        except DglChunkedError as err:
-            self.items.append(err)
-            return None
-
-    def add(self, message: str) -> None:
-        """Record a ChunkMismatchError with ``message``."""
-        self.items.append(ChunkMismatchError(message))
-
-    def raise_if_any(self) -> None:
-        """Raise the first problem's class with every message."""
-        if not self.items:
-            return
-        if len(self.items) == 1:
-            raise self.items[0]
-        lines = "\n".join(f"  - {e}" for e in self.items)
-        raise type(self.items[0])(f"{len(self.items)} problems in the raw inputs:\n{lines}")
-
-
 # --- building the plan -------------------------------------------------------------------
 
 
-def _check_rows(plan: SourcePlan, expected: int, what: str, problems: PlanProblems) -> None:
+def _check_rows(plan: SourcePlan, expected: int, what: str, problems: Problems) -> None:
     if plan.rows is not None and plan.rows != expected:
         files = ", ".join(f"{f.path!r}: {f.rows}" for f in plan.files[:3])
-        problems.add(
+        problems.note(
             f"{plan.where}: expected {expected} rows ({what}), found {plan.rows} "
             f"({files}{', ...' if len(plan.files) > 3 else ''})"
         )
 
 
 def _node_count(
-    spec: NodeTypeSpec, key: SourcePlan | None, features: Mapping[str, SourcePlan], problems: PlanProblems
+    spec: NodeTypeSpec, key: SourcePlan | None, features: Mapping[str, SourcePlan], problems: Problems
 ) -> int | None:
     """The count (explicit, key rows, or first feature's rows); checks the others agree."""
     if spec.count is not None:
@@ -132,7 +103,7 @@ def _node_count(
     return count
 
 
-def _node_plan(spec: NodeTypeSpec, num_chunks: int, so: StorageOptions, problems: PlanProblems) -> NodePlan:
+def _node_plan(spec: NodeTypeSpec, num_chunks: int, so: StorageOptions, problems: Problems) -> NodePlan:
     key = problems.run(inspect_key, spec.key, so) if spec.key is not None else None
     features = {f: problems.run(inspect_feature, s, so) for f, s in spec.features.items()}
     ok = {f: p for f, p in features.items() if p is not None}
@@ -148,7 +119,7 @@ def _node_plan(spec: NodeTypeSpec, num_chunks: int, so: StorageOptions, problems
 
 
 def _relation_plan(
-    spec: RelationSpec, nodes: Mapping[str, NodePlan], num_chunks: int, so: StorageOptions, problems: PlanProblems
+    spec: RelationSpec, nodes: Mapping[str, NodePlan], num_chunks: int, so: StorageOptions, problems: Problems
 ) -> RelationPlan | None:
     ends = (nodes[spec.src_type], nodes[spec.dst_type])
     keyed = (ends[0].spec.key is not None, ends[1].spec.key is not None)
@@ -196,7 +167,7 @@ def make_plan(
     DglChunkedError
         Every problem found (the class of the first), each naming the spec key and file.
     """
-    problems = PlanProblems()
+    problems = Problems("the raw inputs", error=ChunkMismatchError)
     nodes = {n.name: _node_plan(n, num_chunks, storage_options, problems) for n in spec.node_types}
     relations = {}
     for rel in spec.edge_types:
@@ -221,7 +192,7 @@ def with_counts(plan: GraphPlan, key_rows: Mapping[str, int], edge_rows: Mapping
     ChunkMismatchError
         A feature (or an explicit count) disagrees with the rows read.
     """
-    problems = PlanProblems()
+    problems = Problems("the raw inputs", error=ChunkMismatchError)
     nodes = dict(plan.nodes)
     for name, rows in key_rows.items():
         node = nodes[name]

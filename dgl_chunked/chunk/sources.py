@@ -29,14 +29,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, ChunkReadError
-from dgl_chunked.io.chunked.formats import read_npy_header
+from dgl_chunked.io.chunked.csv_files import first_bad_integer, text_parser
+from dgl_chunked.io.chunked.npy_files import inspect_npy
+from dgl_chunked.io.chunked.parquet_files import open_parquet, read_footer
 from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage import npy
 
 __all__ = [
     "FileInfo",
@@ -100,44 +101,38 @@ def npy_header(path: str, where: str, storage_options: StorageOptions = None) ->
     """Shape, dtype and data offset of an ``.npy`` file; checks it is not truncated."""
     size = _size(path, where, storage_options)
     try:
-        shape, dtype, offset, fortran = read_npy_header(path, storage_options)
+        npy_file = inspect_npy(path, size, storage_options)
     except (ValueError, OSError, EOFError) as err:
         raise ChunkReadError(f"{where}: {path!r} is not a valid .npy file ({err}); write it with numpy.save") from err
+    shape, dtype = npy_file.shape, npy_file.dtype
     if dtype.hasobject:
         raise ChunkMismatchError(f"{where}: {path!r}: expected a numeric dtype, found {dtype} (pickled objects)")
-    need = offset + int(np.prod(shape)) * dtype.itemsize
-    if size < need:
+    if size < npy_file.needed:
         raise ChunkReadError(
             f"{where}: {path!r} is truncated: its header promises shape "
-            f"{tuple(shape)} {dtype} ({need} bytes), the file has {size}"
+            f"{shape} {dtype} ({npy_file.needed} bytes), the file has {size}"
         )
     return FileInfo(
         path=path,
         size=size,
-        rows=int(shape[0]) if shape else 1,
-        shape=tuple(shape),
+        rows=shape[0] if shape else 1,
+        shape=shape,
         dtype=dtype,
-        offset=offset,
-        fortran=bool(fortran),
+        offset=npy_file.offset,
+        fortran=npy_file.fortran,
     )
 
 
 def _parquet_info(path: str, where: str, storage_options: StorageOptions) -> FileInfo:
     size = _size(path, where, storage_options)
-    try:
-        with _fs.open_file(path, "rb", storage_options) as f:
-            meta = pq.ParquetFile(f).metadata
-            schema = meta.schema.to_arrow_schema()
-    except (pa.ArrowInvalid, OSError) as err:
-        raise ChunkReadError(f"{where}: {path!r} is not a readable Parquet file ({err})") from err
-    groups = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+    footer = read_footer(path, storage_options, where=where)
     return FileInfo(
         path=path,
         size=size,
-        rows=int(meta.num_rows),
-        names=tuple(schema.names),
-        types=tuple(schema.types),
-        row_groups=groups,
+        rows=footer.rows,
+        names=tuple(footer.schema.names),
+        types=tuple(footer.schema.types),
+        row_groups=footer.row_groups,
     )
 
 
@@ -215,16 +210,12 @@ def read_npy_flat(
     """Elements ``[first, first + count)`` of an ``.npy`` file in storage order, 1-D."""
     dtype = info.dtype if info.dtype is not None else np.dtype(np.uint8)
     out = np.empty(count, dtype)
-    view = out.view(np.uint8).data
-    with _fs.open_file(path, "rb", storage_options) as handle:
-        f: Any = handle  # fsspec and local files both have readinto
+    with _fs.open_file(path, "rb", storage_options) as f:
         f.seek(info.offset + first * dtype.itemsize)
-        done = 0
-        while done < len(view):
-            n = f.readinto(view[done:])
-            if not n:
-                raise ChunkReadError(f"{path!r}: unexpected end of file (truncated .npy?)")
-            done += n
+        try:
+            npy.read_exact(f, out)
+        except OSError:
+            raise ChunkReadError(f"{path!r}: unexpected end of file (truncated .npy?)") from None
     return out
 
 
@@ -258,7 +249,7 @@ def read_parquet_piece(
     groups = [g for g in range(len(info.row_groups)) if bounds[g] < piece.stop and bounds[g + 1] > piece.start]
     kept: list[pa.RecordBatch] = []
     with _fs.open_file(piece.path, "rb", storage_options) as f:
-        pf = pq.ParquetFile(f)
+        pf = open_parquet(f, piece.path)
         schema = pf.schema_arrow
         row = int(bounds[groups[0]]) if groups else 0
         for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=list(columns)):
@@ -358,19 +349,10 @@ def _diagnose(
     err: Exception,
     storage_options: StorageOptions,
 ) -> ChunkMismatchError:
-    """Re-parse a failing block as strings to name the first bad line."""
+    """Re-parse a failing block as text to name the first bad line."""
     bad: list[Any] = []
-
-    def handler(row: Any) -> str:
-        bad.append(row)
-        return "skip"
-
-    table = pacsv.read_csv(
-        pa.py_buffer(data),
-        read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False),
-        parse_options=pacsv.ParseOptions(delimiter=delimiter, invalid_row_handler=handler),
-        convert_options=pacsv.ConvertOptions(column_types={}),
-    )
+    integers = [n for n, t in zip(names, types, strict=True) if pa.types.is_integer(t)]
+    table = text_parser(delimiter, 0, integers, bad)(pa.py_buffer(data))
     path = piece.path
     if bad:
         line = csv_line_number(path, offset, bad[0].number - 1, storage_options)
@@ -384,17 +366,14 @@ def _diagnose(
             f"{where}: {path!r}: expected column {missing[0]} (0-based index "
             f"{missing[0][1:]}), found only {table.num_columns} fields per line; fix 'columns'"
         )
-    for name, typ in zip(names, types, strict=True):
-        column = table.column(name).cast(pa.string())
-        if not pa.types.is_integer(typ):
-            continue
-        ok = pc.fill_null(pc.match_substring_regex(column, r"^\s*[+-]?[0-9]+\s*$"), False)
-        first = pc.index(ok, False).as_py()
-        if first >= 0:
+    for name in integers:
+        found = first_bad_integer(table.column(name))
+        if found is not None:
+            first, value, expected = found
             line = csv_line_number(path, offset, first, storage_options)
             hint = "; is it a header? set header: true" if line == 1 else ""
             return ChunkMismatchError(
-                f"{where}: {path!r} line {line}, column {name[1:]} (0-based): expected an "
-                f"integer, found {column[first].as_py()!r}{hint}"
+                f"{where}: {path!r} line {line}, column {name[1:]} (0-based): expected "
+                f"{expected}, found {value!r}{hint}"
             )
     return ChunkMismatchError(f"{where}: {path!r} (bytes {piece.start}..{piece.stop}): {err}")

@@ -16,16 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.chunk.spec_source import (
-    MISSING,
-    Problems,
-    SourceSpec,
-    is_count,
-    json_key,
-    parse_source,
-    unknown_keys,
-)
-from dgl_chunked.errors import MetadataError
+from dgl_chunked.chunk.spec_source import SourceSpec, json_key, parse_source, unknown_keys
+from dgl_chunked.errors import MISSING, MetadataError, Problems
+from dgl_chunked.io.chunked.metadata import is_count
 from dgl_chunked.storage import fs as _fs
 
 __all__ = [
@@ -268,7 +261,7 @@ def parse_spec(data: object, *, base_dir: PathLike, storage_options: StorageOpti
     """
     if not isinstance(data, dict):
         raise MetadataError(f"spec: expected an object at the top level, found {type(data).__name__}")
-    errs = Problems()
+    errs = Problems("the chunk spec", prefix="spec ")
     unknown_keys(data, frozenset({"graph_name", "base_dir", "node_types", "edge_types"}), "", errs)
     base = os.fspath(base_dir)
     if isinstance(data.get("base_dir"), str):

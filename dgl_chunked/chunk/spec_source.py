@@ -1,4 +1,4 @@
-"""Source objects of the ``chunk`` spec: model, parsing, and the problem collector.
+"""Source objects of the ``chunk`` spec: model and parsing (problems go to an ``errors.Problems``).
 
 A source (an edge ``source``, a node type's ``key``, each feature) is an object
 like ``{"path": "edges/*.parquet", "columns": ["src", "dst"]}`` or a plain path
@@ -9,7 +9,6 @@ directories but opens no data file.
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,11 +16,12 @@ from typing import Any, Literal
 import numpy as np
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.errors import MetadataError
+from dgl_chunked.errors import MISSING, Problems
 from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.chunked.metadata import is_count
 from dgl_chunked.storage import fs as _fs
 
-__all__ = ["MISSING", "Problems", "SourceSpec", "is_count", "json_key", "parse_source", "unknown_keys"]
+__all__ = ["SourceSpec", "json_key", "parse_source", "unknown_keys"]
 
 Role = Literal["edges", "features", "key"]
 
@@ -67,45 +67,9 @@ class SourceSpec:
     dtype: np.dtype[Any] | None = None
 
 
-# --- problem collection ----------------------------------------------------------
-
-
-class Problems:
-    """Collects ``spec WHERE: expected ..., found ...; fix`` messages."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, where: str, expected: str, found: Any, fix: str = "") -> None:
-        text = repr(found)
-        text = text if len(text) <= 80 else text[:77] + "..."
-        tail = f"; {fix}" if fix else ""
-        self.items.append(f"spec {where}: expected {expected}, found {text}{tail}")
-
-    def raise_if_any(self) -> None:
-        if len(self.items) == 1:
-            raise MetadataError(self.items[0])
-        if self.items:
-            lines = "\n".join(f"  - {p}" for p in self.items)
-            raise MetadataError(f"{len(self.items)} problems in the chunk spec:\n{lines}")
-
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "nothing (key missing)"
-
-
-MISSING = _Missing()
-
-
 def json_key(parent: str, key: str) -> str:
     """``parent["key"]`` (or ``key`` at the top level)."""
     return f'{parent}["{key}"]' if parent else key
-
-
-def is_count(value: Any) -> bool:
-    """True for a non-negative int (not a bool)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def unknown_keys(obj: Mapping[str, Any], allowed: frozenset[str], where: str, errs: Problems) -> None:
@@ -124,14 +88,10 @@ def _expand(entry: str, base_dir: str, storage_options: StorageOptions) -> list[
     """Resolve one path entry; globs and directories expand in sorted order."""
     path = _fs.join(base_dir, entry)
     fs, inner = _fs.filesystem(path, storage_options)
-    if _GLOB_CHARS & set(entry):
-        found = [p for p, i in fs.glob(inner, detail=True).items() if i.get("type") == "file"]
-    elif entry.endswith("/") or fs.isdir(inner):
-        found = [i["name"] for i in fs.ls(inner.rstrip("/"), detail=True) if i.get("type") == "file"]
-    else:
-        return [path]
-    found = sorted(p for p in found if not posixpath.basename(p).startswith(("_", ".")))
-    return [fs.unstrip_protocol(p) for p in found] if _fs.is_url(path) else found
+    glob = bool(_GLOB_CHARS & set(entry))
+    if glob or entry.endswith("/") or fs.isdir(inner):
+        return _fs.list_files(path, storage_options, glob=glob)
+    return [path]
 
 
 def _format_of(value: Mapping[str, Any], paths: list[str], role: Role, where: str, errs: Problems) -> str | None:

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.chunk import transforms as tf
@@ -40,6 +39,9 @@ from dgl_chunked.chunk.readers import (
 from dgl_chunked.chunk.sources import Piece, npy_header, read_npy_rows
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.chunked.files import makedirs_for
+from dgl_chunked.io.chunked.npy_files import write_npy
+from dgl_chunked.io.chunked.parquet_files import write_parquet
 from dgl_chunked.storage import fs as _fs
 
 __all__ = [
@@ -62,16 +64,11 @@ EDGE_OPTIONS: Mapping[str, Mapping[str, Any]] = {"parquet": {}, "csv": {"delimit
 # --- staging files ----------------------------------------------------------------------
 
 
-def _makedirs(path: str, so: StorageOptions) -> None:
-    fs, inner = _fs.filesystem(path, so)
-    fs.makedirs(inner.rsplit("/", 1)[0], exist_ok=True)
-
-
 def save_npy(path: str, array: npt.NDArray[Any], so: StorageOptions = None) -> None:
     """Write a staging ``.npy``."""
-    _makedirs(path, so)
+    makedirs_for(path, so)
     with _fs.open_file(path, "wb", so) as f:
-        np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+        write_npy(f, np.ascontiguousarray(array))
 
 
 def load_npy_rows(
@@ -90,7 +87,7 @@ def write_bucketed(
     order, offsets = tf.bucket_order(buckets, num_buckets)
     arrays = [pa.array(values[order]) for values in columns.values()]
     schema = pa.schema([(name, a.type) for name, a in zip(columns, arrays, strict=True)])
-    _makedirs(path, so)
+    makedirs_for(path, so)
     with _fs.open_file(path, "wb", so) as f, pa.ipc.new_file(f, schema) as writer:
         for b in range(num_buckets):
             lo, hi = int(offsets[b]), int(offsets[b + 1])
@@ -120,9 +117,9 @@ def stage_key_block(
     """Read one key block: write its ``orig_key`` output chunk and its bucketed staging."""
     keys, piece_rows = read_key_block(plan, pieces, so)
     if len(keys):
-        _makedirs(out_path, so)
+        makedirs_for(out_path, so)
         with _fs.open_file(out_path, "wb", so) as f:
-            pq.write_table(pa.table({"orig_key": pa.array(keys, plan.key_type)}), f)
+            write_parquet(f, pa.table({"orig_key": pa.array(keys, plan.key_type)}))
     rows = np.arange(len(keys), dtype=np.int64)
     write_bucketed(stage_path, {"row": rows, "key": keys}, tf.key_buckets(keys, num_buckets), num_buckets, so)
     return {"rows": len(keys), "piece_rows": piece_rows}

@@ -29,6 +29,8 @@ __all__ = [
     "mix64",
     "pair_buckets",
     "self_loop_edges",
+    "split_counts",
+    "starts",
 ]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -139,3 +141,14 @@ def cast_rows(array: npt.NDArray[Any], dtype: np.dtype[Any] | None) -> npt.NDArr
 def fill_rows(rows: int, row_shape: tuple[int, ...], dtype: np.dtype[Any], value: float) -> npt.NDArray[Any]:
     """``rows`` feature rows all equal to ``value`` (the features of added self loops)."""
     return np.full((rows, *row_shape), value).astype(dtype)
+
+
+def split_counts(total: int, parts: int) -> list[int]:
+    """``total`` rows in ``min(parts, total)`` near-equal chunks (``[0]`` when empty), larger first."""
+    k = max(min(parts, total), 1)
+    return [total // k + (i < total % k) for i in range(k)]
+
+
+def starts(sizes: list[int]) -> list[int]:
+    """``[0, s0, s0 + s1, ...]``: where each chunk starts, and the total last."""
+    return [0, *np.cumsum(sizes, dtype=np.int64).tolist()]

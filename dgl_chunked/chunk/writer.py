@@ -14,8 +14,8 @@
    features), each casting dtypes on the way.
 
 Each phase is one ``dask.compute`` on the current scheduler. ``metadata.json``
-is written last and atomically, so a failed run never looks complete; the
-staging folder is removed in any case.
+(built by :mod:`.documents`) is written last and atomically, so a failed run
+never looks complete; the staging folder is removed in any case.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 from dask.base import compute
 from dask.delayed import delayed
 
@@ -32,6 +31,7 @@ from dgl_chunked._dask import run_token
 from dgl_chunked.chunk import tasks
 from dgl_chunked.chunk.plan import GraphPlan, RelationPlan, with_counts
 from dgl_chunked.chunk.readers import EdgeEnds, RowLocator
+from dgl_chunked.chunk.transforms import split_counts, starts
 from dgl_chunked.storage import fs as _fs
 
 __all__ = ["EDGE_EXTENSIONS", "NODE_KEYS_FILE", "Run"]
@@ -40,15 +40,6 @@ logger = logging.getLogger(__name__)
 
 NODE_KEYS_FILE = "node_keys.json"
 EDGE_EXTENSIONS = {"parquet": "parquet", "csv": "txt"}
-
-
-def _split(total: int, parts: int) -> list[int]:
-    k = max(min(parts, total), 1)
-    return [total // k + (i < total % k) for i in range(k)]
-
-
-def _bounds(sizes: list[int]) -> list[int]:
-    return [0, *np.cumsum(sizes, dtype=np.int64).tolist()]
 
 
 class Run:
@@ -122,7 +113,7 @@ class Run:
 
     def after_read(self, keys: Mapping[str, list[dict[str, Any]]], edges: Mapping[str, list[dict[str, Any]]]) -> None:
         """Record row counts and locators from phase 1; recheck the counts it revealed."""
-        self.key_starts = {t: _bounds([r["rows"] for r in res]) for t, res in keys.items()}
+        self.key_starts = {t: starts([r["rows"] for r in res]) for t, res in keys.items()}
         self.key_locators = {
             t: RowLocator.build(
                 self.plan.nodes[t].key_blocks,
@@ -132,7 +123,7 @@ class Run:
             for t, res in keys.items()
         }
         for e, res in edges.items():
-            self.edge_starts[e] = _bounds([r["rows"] for r in res])
+            self.edge_starts[e] = starts([r["rows"] for r in res])
             rel = self.plan.relations[e]
             self.locators[e] = RowLocator.build(
                 rel.blocks, [r["piece_rows"] for r in res], header=rel.source.spec.header
@@ -250,7 +241,7 @@ class Run:
         tags = [str(k) for k in range(len(rel.blocks))]
         if rel.spec.self_loops == "add":
             count = self.plan.nodes[rel.spec.src_type].count or 0
-            tags += [f"loops-{c}" for c in range(len(_split(count, rel.num_chunks))) if count]
+            tags += [f"loops-{c}" for c in range(len(split_counts(count, rel.num_chunks))) if count]
         return tags
 
     def edge_paths(self, e: str, rel: RelationPlan) -> list[tuple[str, str | None]]:
@@ -303,8 +294,8 @@ class Run:
         chunks: list[Any],
         feats: dict[str, list[Any]],
     ) -> None:
-        sizes = _split(self.plan.nodes[rel.spec.src_type].count or 0, rel.num_chunks)
-        bounds = _bounds(sizes)
+        sizes = split_counts(self.plan.nodes[rel.spec.src_type].count or 0, rel.num_chunks)
+        bounds = starts(sizes)
         for c, (fwd, rev) in enumerate(paths):
             chunks.append(
                 self.task(
@@ -334,7 +325,7 @@ class Run:
     def _node_tasks(self) -> dict[str, dict[str, list[Any]]]:
         out: dict[str, dict[str, list[Any]]] = {}
         for t, node in self.plan.nodes.items():
-            bounds = _bounds(_split(node.count or 0, node.num_chunks))
+            bounds = starts(split_counts(node.count or 0, node.num_chunks))
             for f, plan in node.features.items():
                 out.setdefault(t, {})[f] = [
                     self.task(
@@ -356,61 +347,3 @@ class Run:
         edges = {e: self._edge_tasks(e, rel) for e, rel in self.plan.relations.items()}
         (done,) = compute({"edges": edges, "nodes": self._node_tasks()})
         return done  # type: ignore[no-any-return]
-
-    # --- metadata ------------------------------------------------------------------
-    def metadata(self, done: Mapping[str, Any]) -> dict[str, Any]:
-        """The ``metadata.json`` document (relative paths; empty chunks left out)."""
-        nodes = list(self.plan.nodes.values())
-        meta: dict[str, Any] = {
-            "graph_name": self.plan.spec.graph_name,
-            "node_type": [n.spec.name for n in nodes],
-            "num_nodes_per_type": [n.count or 0 for n in nodes],
-            "num_nodes_per_chunk": [_split(n.count or 0, n.num_chunks) for n in nodes],
-            "edge_type": [],
-            "num_edges_per_type": [],
-            "num_edges_per_chunk": [],
-            "edges": {},
-            "node_data": {},
-            "edge_data": {},
-        }
-        numpy_fmt = {"name": "numpy"}
-        for t, feats in done["nodes"].items():
-            n = self.plan.nodes[t].num_chunks
-            for f, rows in feats.items():
-                data = [f"node_data/{t}/{f}-{c}.npy" for c in range(n)][: len(rows)]
-                meta["node_data"].setdefault(t, {})[f] = {"format": numpy_fmt, "data": data}
-        edge_fmt = {"name": self.fmt, **tasks.EDGE_OPTIONS[self.fmt]}
-        for e, rel in self.plan.relations.items():
-            chunks, feats = done["edges"][e]
-            rows = [r["rows"] if isinstance(r, dict) else int(r) for r in chunks]
-            keep = [i for i, n in enumerate(rows) if n]
-            paths = self.edge_paths(e, rel)
-            names = [(e, 0)] + ([(rel.spec.reverse_name, 1)] if rel.spec.reverse_name else [])
-            feat_paths = {f: self._edge_feature_paths(e, rel, f, keep) for f in feats}
-            for name, side in names:
-                meta["edge_type"].append(name)
-                meta["num_edges_per_type"].append(sum(rows))
-                meta["num_edges_per_chunk"].append([rows[i] for i in keep])
-                meta["edges"][name] = {"format": edge_fmt, "data": [paths[i][side] for i in keep]}
-                if feat_paths:
-                    meta["edge_data"][name] = {f: {"format": numpy_fmt, "data": d} for f, d in feat_paths.items()}
-        return meta
-
-    def _edge_feature_paths(self, e: str, rel: RelationPlan, feat: str, keep: list[int]) -> list[str]:
-        tags = self.tags(rel)
-        return [f"edge_data/{e}/{feat}-{tags[i]}.npy" for i in keep]
-
-    def node_keys(self, keys: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
-        """The ``node_keys.json`` sidecar listing every ``orig_key`` chunk."""
-        out = {}
-        for t, res in keys.items():
-            rows = [r["rows"] for r in res]
-            key_type = self.plan.nodes[t].key.key_type  # type: ignore[union-attr]
-            out[t] = {
-                "format": {"name": "parquet"},
-                "column": "orig_key",
-                "dtype": "int64" if str(key_type) == "int64" else "string",
-                "data": [f"node_keys/{t}/orig_key-{j}.parquet" for j, n in enumerate(rows) if n],
-                "num_rows_per_chunk": [n for n in rows if n],
-            }
-        return out

@@ -6,6 +6,7 @@ pickle onto any Dask worker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 from collections.abc import Iterator, Sequence
@@ -24,6 +25,7 @@ __all__ = [
     "filesystem",
     "is_url",
     "join",
+    "list_files",
     "naming",
     "open_file",
     "parent",
@@ -145,3 +147,60 @@ def naming(path: PathLike) -> Iterator[None]:
     except OSError as err:
         with_filename(err, os.fspath(path))
         raise
+
+
+COPY_BLOCK = 1 << 22
+"""Bytes read and written at a time by :func:`concat_files` (4 MiB)."""
+
+
+def concat_files(pieces: Sequence[PathLike], target: PathLike, storage_options: StorageOptions = None) -> None:
+    """Stream ``pieces`` one after the other into ``target`` (temporary name, then rename).
+
+    Memory is one block (:data:`COPY_BLOCK`) whatever the sizes; no pieces give an
+    empty file. Until the rename, ``target`` does not exist (or keeps its old
+    content), so a failed run never leaves a complete-looking file, and the
+    temporary file is removed. An ``OSError`` while writing names ``target``; a
+    missing piece raises ``FileNotFoundError``. The pieces are left in place.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> mem = fsspec.filesystem("memory")
+    >>> mem.pipe({"/cat/a": b"1 2\\n", "/cat/b": b"3 4\\n"})
+    >>> concat_files(["memory://cat/a", "memory://cat/b"], "memory://cat/ab")
+    >>> mem.cat("/cat/ab")
+    b'1 2\\n3 4\\n'
+    """
+    fs, inner = filesystem(target, storage_options)
+    tmp = inner + ".tmp-dglc"
+    try:
+        with naming(target), fs.open(tmp, "wb") as dst:
+            for piece in pieces:
+                with open_file(piece, "rb", storage_options) as src:
+                    while data := src.read(COPY_BLOCK):
+                        dst.write(data)
+        fs.mv(tmp, inner)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if fs.exists(tmp):
+                fs.rm(tmp)
+        raise
+
+
+def list_files(path: PathLike, storage_options: StorageOptions = None, *, glob: bool = False) -> list[str]:
+    """The files a glob (``glob=True``) or a directory names, sorted; ``[]`` when none.
+
+    ``path`` is a glob (``edges/part-*.parquet``) or a directory (with or without a
+    trailing ``/``). Only files count, and names starting with ``_`` or ``.`` (Spark's
+    ``_SUCCESS``, ``.crc`` files) are skipped. One listing call (``detail=True``
+    avoids a stat per file on object stores); URLs stay URLs.
+    """
+    path = os.fspath(path)
+    fs, inner = filesystem(path, storage_options)
+    try:
+        infos = list(fs.glob(inner, detail=True).values()) if glob else fs.ls(inner.rstrip("/"), detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        infos = []
+    names = [i["name"] for i in infos if i.get("type") == "file"]
+    found = sorted(p for p in names if not posixpath.basename(p).startswith(("_", ".")))
+    return [fs.unstrip_protocol(p) for p in found] if is_url(path) else found

@@ -166,6 +166,29 @@ def test_bad_csv_value_names_the_line(tmp_path):
     _fails(tmp_path, spec, ChunkMismatchError, "e.csv' line 3", "expected an integer", "'x'")
     (tmp_path / "e.csv").write_text("src,dst\n0,1\n")
     _fails(tmp_path, spec, ChunkMismatchError, "line 1", "set header: true")
+    (tmp_path / "e.csv").write_text("0,1\n1,99999999999999999999\n")
+    _fails(tmp_path, spec, ChunkMismatchError, "e.csv' line 2, column 1 (0-based): expected an int64, found")
+
+
+def test_missing_directory_is_a_spec_problem(tmp_path):
+    spec = {"base_dir": str(tmp_path), "node_types": {"n": {"count": 3}}, "edge_types": {"n:e:n": {"source": "nodir/"}}}
+    _fails(
+        tmp_path,
+        spec,
+        MetadataError,
+        'spec edge_types["n:e:n"].source.path: expected a glob or directory matching at least one file',
+        "'nodir/'",
+    )
+
+
+def test_unreadable_parquet_input_names_spec_key_and_file(tmp_path):
+    (tmp_path / "e.parquet").write_bytes(b"PAR1 but not really")
+    spec = {
+        "base_dir": str(tmp_path),
+        "node_types": {"n": {"count": 3}},
+        "edge_types": {"n:e:n": {"source": "e.parquet"}},
+    }
+    _fails(tmp_path, spec, ChunkReadError, 'edge_types["n:e:n"].source: ', "e.parquet' is not a readable Parquet file")
 
 
 def test_spec_problems_are_listed_together_with_json_paths(tmp_path):

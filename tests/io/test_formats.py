@@ -19,6 +19,7 @@ from dgl_chunked.errors import (
     ChunkReadError,
     UnsupportedFormatError,
 )
+from dgl_chunked.io.chunked.csv_files import first_bad_integer
 from dgl_chunked.io.chunked.formats import (
     count_edge_rows,
     feature_chunk_info,
@@ -29,6 +30,7 @@ from dgl_chunked.io.chunked.formats import (
     write_edge_chunk,
     write_feature_chunk,
 )
+from dgl_chunked.io.chunked.parquet_files import read_footer
 
 CSV = {"delimiter": " "}
 
@@ -98,7 +100,8 @@ def test_csv_header_option_and_default_delimiter(tmp_path: Path) -> None:
             "1,2\n3,4\n",
             r"expected at least 2 columns .* found 1; check format.delimiter",
         ),
-        ("1 99999999999999999999\n", r"row 1, column 1"),
+        ("1 99999999999999999999\n", r"row 1, column 1: expected an int64 node ID, found '99999999999999999999'"),
+        ("1 2\n3 4\n+5 6\n", r"row 3, column 0: expected an integer node ID, found '\+5'$"),
     ],
 )
 def test_csv_errors_name_file_and_row(tmp_path: Path, text: str, match: str) -> None:
@@ -348,3 +351,33 @@ def test_single_line_without_newline(tmp_path: Path, url: bool) -> None:
     assert len(read_edge_chunk(path, fmt="csv", options={**CSV, "header": True})[0]) == 0
     if url:
         fs.rm("/one", recursive=True)
+
+
+def test_csv_diagnosis_accepts_what_pyarrow_parses(tmp_path: Path) -> None:
+    # blanks around a number parse (as pyarrow parses them), so the bad row is row 3
+    with pytest.raises(ChunkMismatchError, match=r"row 3, column 1: expected an integer node ID, found ' y'$"):
+        _edges(tmp_path / "c.csv", "1,2\n 3 , 4\n5, y\n", delimiter=",")
+
+
+def test_first_bad_integer_matches_what_pyarrow_parses() -> None:
+    column = pa.chunked_array([["1", " 2 ", "-3", "9223372036854775807"], ["-9223372036854775808", "x"]])
+    assert first_bad_integer(column) == (5, "x", "an integer")
+    assert first_bad_integer(pa.chunked_array([["1", "9223372036854775808"]])) == (1, "9223372036854775808", "an int64")
+    assert first_bad_integer(pa.chunked_array([[1, None]])) == (1, None, "an integer")
+    assert first_bad_integer(pa.chunked_array([[4, 5]])) is None
+
+
+def test_parquet_footer_is_read_once_for_every_user(tmp_path: Path) -> None:
+    path = tmp_path / "f.parquet"
+    table = pa.table({"a": np.arange(10, dtype=np.int32), "b": np.ones(10)})
+    pq.write_table(table, path, row_group_size=4)
+    footer = read_footer(str(path))
+    assert footer.rows == 10 and footer.row_groups == (4, 4, 2)
+    assert footer.schema.names == ["a", "b"] and footer.schema.types == [pa.int32(), pa.float64()]
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(ChunkReadError, match=r"^chunk file '.*bad.parquet' is not a readable Parquet file"):
+        read_footer(str(tmp_path / "bad.parquet"))
+    with pytest.raises(ChunkReadError, match=r"^edges\.source: '.*bad.parquet' is not a readable Parquet file"):
+        read_footer(str(tmp_path / "bad.parquet"), where="edges.source")
+    with pytest.raises(ChunkReadError, match="does not exist"):
+        read_footer(str(tmp_path / "missing.parquet"))

@@ -1,8 +1,12 @@
 """The input side: a Chunked Graph Format directory (``metadata.json`` plus chunk files).
 
-- :mod:`.metadata` parses and checks ``metadata.json`` into a frozen model;
-- :mod:`.formats` reads and writes one chunk file (CSV, Parquet, NPY);
-- :mod:`.graph` builds lazy Dask views of the whole graph from metadata alone;
+- :mod:`.model` is the frozen model of ``metadata.json``; :mod:`.metadata` parses
+  and checks the JSON into it;
+- :mod:`.formats` reads and writes one chunk file, dispatching by format to
+  :mod:`.csv_files`, :mod:`.parquet_files` and :mod:`.npy_files` (which open files
+  through :mod:`.files`);
+- :mod:`.chunks` holds the per-file references and task kernels, and :mod:`.graph`
+  builds lazy Dask views of the whole graph from metadata alone;
 - :mod:`.validate` checks every chunk file and reports every problem.
 """
 

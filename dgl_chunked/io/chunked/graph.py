@@ -20,14 +20,12 @@ the metadata: row count, and for edges the node-ID range; a mismatch raises
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import dask.array as da
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
@@ -35,6 +33,14 @@ from dask.highlevelgraph import HighLevelGraph
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, UnknownNameError
 from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.chunked.chunks import (
+    ChunkRef,
+    chunk_refs,
+    edge_id_problems,
+    empty_edges,
+    read_edges_partition,
+    read_feature_block,
+)
 from dgl_chunked.io.chunked.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
 
 if TYPE_CHECKING:
@@ -54,38 +60,7 @@ DEFAULT_NODE_CHUNK_ROWS = 1 << 22
 """Node chunk size used when ``num_nodes_per_chunk`` is absent."""
 
 _IO_THREADS = 16
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChunkRef:
-    """One chunk file and the per-type ID range ``[start, stop)`` its rows cover."""
-
-    path: str
-    fmt: str
-    options: Mapping[str, Any]
-    start: int
-    stop: int
-    storage_options: dict[str, Any] | None = None
-
-    @property
-    def rows(self) -> int:
-        """Number of rows in the file."""
-        return self.stop - self.start
-
-
-def _refs(source: ArraySource, rows: Sequence[int], storage_options: StorageOptions) -> list[ChunkRef]:
-    bounds = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
-    return [
-        ChunkRef(
-            path=path,
-            fmt=source.format,
-            options=dict(source.options),
-            start=int(bounds[i]),
-            stop=int(bounds[i + 1]),
-            storage_options=storage_options,
-        )
-        for i, path in enumerate(source.paths)
-    ]
+_T = TypeVar("_T")
 
 
 def _split(total: int, size: int) -> tuple[int, ...]:
@@ -96,66 +71,15 @@ def _split(total: int, size: int) -> tuple[int, ...]:
     return tuple(total // k + (i < total % k) for i in range(k))
 
 
-# --- kernels (pure numpy/pandas; run inside tasks) ------------------------------
+def _per_file(func: Callable[..., _T], source: ArraySource, storage_options: StorageOptions) -> list[_T]:
+    """``func(path, fmt=..., options=..., storage_options=...)`` for every file, in
+    threads (header and footer reads are latency-bound on object stores)."""
 
+    def one(path: str) -> _T:
+        return func(path, fmt=source.format, options=source.options, storage_options=storage_options)
 
-def edge_id_problems(src: IdArray, dst: IdArray, *, num_src: int, num_dst: int, path: str) -> list[str]:
-    """Messages for negative or out-of-range node IDs, naming the first bad row."""
-    out = []
-    for name, ids, bound in (("src", src, num_src), ("dst", dst, num_dst)):
-        for label, bad in (
-            ("negative", ids < 0),
-            (f"out of range [0, {bound})", ids >= bound),
-        ):
-            count = int(np.count_nonzero(bad))
-            if count:
-                row = int(np.argmax(bad))
-                out.append(
-                    f"edge file {path!r}: row {row + 1}: {name} ID {int(ids[row])} is {label} "
-                    f"({count} such rows); node IDs are per-type and must be in [0, {bound})"
-                )
-    return out
-
-
-def read_edges_partition(ref: ChunkRef, *, num_src: int, num_dst: int) -> pd.DataFrame:
-    """Read one edge file as a DataFrame (``src``, ``dst``; index ``type_eid``).
-
-    Raises
-    ------
-    ChunkMismatchError
-        Row count differs from the metadata, or a node ID is out of range.
-    """
-    src, dst = _formats.read_edge_chunk(
-        ref.path,
-        fmt=ref.fmt,
-        options=ref.options,
-        storage_options=ref.storage_options,
-        allow_empty=ref.rows == 0,
-    )
-    if len(src) != ref.rows:
-        raise ChunkMismatchError(
-            f"edge file {ref.path!r}: expected {ref.rows} rows (from metadata.json), found "
-            f"{len(src)}; fix num_edges_per_chunk or the file"
-        )
-    problems = edge_id_problems(src, dst, num_src=num_src, num_dst=num_dst, path=ref.path)
-    if problems:
-        raise ChunkMismatchError("; ".join(problems))
-    index = pd.Index(np.arange(ref.start, ref.stop, dtype=np.int64), name="type_eid")
-    return pd.DataFrame({"src": src, "dst": dst}, index=index)
-
-
-def read_feature_block(ref: ChunkRef, row_shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
-    """Read one feature file (memory-mapped when local) and check its shape."""
-    array = _formats.read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
-    rows = array.shape[0] if array.ndim else 1
-    if rows != ref.rows:
-        raise ChunkMismatchError(
-            f"feature file {ref.path!r}: expected {ref.rows} rows (from its header), found "
-            f"shape {array.shape}; was the file rewritten while the graph was open?"
-        )
-    if ref.rows == 0:
-        return np.empty((0, *row_shape), dtype)
-    return np.asarray(array).reshape((ref.rows, *row_shape)).astype(dtype, copy=False)
+    with ThreadPoolExecutor(min(_IO_THREADS, max(len(source.paths), 1))) as pool:
+        return list(pool.map(one, source.paths))
 
 
 # --- the lazy view -------------------------------------------------------------
@@ -260,36 +184,17 @@ class ChunkedGraph:
                         f"num_edges_per_type[{i}]: expected {declared[i]} edges of {etype!r}, "
                         f"found {sum(rows)} rows in {source.where}.data ({list(rows)} per file)"
                     )
-            self._edge_refs[etype] = _refs(source, rows, self.storage_options)
+            self._edge_refs[etype] = chunk_refs(source, rows, self.storage_options)
         return list(self._edge_refs[etype])
 
     def _count_edges(self, source: ArraySource) -> list[int]:
-        def count(path: str) -> int:
-            return _formats.count_edge_rows(
-                path,
-                fmt=source.format,
-                options=source.options,
-                storage_options=self.storage_options,
-            )
-
-        with ThreadPoolExecutor(min(_IO_THREADS, max(len(source.paths), 1))) as pool:
-            return list(pool.map(count, source.paths))
+        return _per_file(_formats.count_edge_rows, source, self.storage_options)
 
     def _infos(self, kind: str, type_name: str, feat: str) -> list[tuple[int, tuple[int, ...], np.dtype[Any]]]:
         key = (kind, type_name, feat)
         if key not in self._feature_infos:
             source = self._feature_source(kind, type_name, feat)
-
-            def info(path: str) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
-                return _formats.feature_chunk_info(
-                    path,
-                    fmt=source.format,
-                    options=source.options,
-                    storage_options=self.storage_options,
-                )
-
-            with ThreadPoolExecutor(min(_IO_THREADS, max(len(source.paths), 1))) as pool:
-                self._feature_infos[key] = list(pool.map(info, source.paths))
+            self._feature_infos[key] = _per_file(_formats.feature_chunk_info, source, self.storage_options)
         return self._feature_infos[key]
 
     def _feature_source(self, kind: str, type_name: str, feat: str) -> ArraySource:
@@ -302,7 +207,7 @@ class ChunkedGraph:
 
     def _feature_chunks(self, kind: Literal["node", "edge"], type_name: str, feat: str) -> list[ChunkRef]:
         infos = self._infos(kind, type_name, feat)
-        return _refs(
+        return chunk_refs(
             self._feature_source(kind, type_name, feat),
             [r for r, _, _ in infos],
             self.storage_options,
@@ -373,7 +278,7 @@ class ChunkedGraph:
         parts = [r for r in refs if r.rows]
         if not parts:  # an empty edge type: one empty partition
             return dd.from_map(  # type: ignore[no-any-return]
-                _empty_edges,
+                empty_edges,
                 [0],
                 meta=meta,
                 divisions=(0, 0),
@@ -420,11 +325,6 @@ class ChunkedGraph:
         """Edge feature ``feat`` of ``etype``, rows in ``type_eid`` order (chunks as
         :meth:`node_feature`; independent of the edge files' chunking)."""
         return self._feature_array("edge", etype, feat)
-
-
-def _empty_edges(_: int) -> pd.DataFrame:
-    empty = np.empty(0, np.int64)
-    return pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))
 
 
 def open_chunked_graph(

@@ -41,26 +41,22 @@ the files (:meth:`dgl_chunked.io.chunked.graph.ChunkedGraph.edge_chunks`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import posixpath
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from functools import cached_property
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from dgl_chunked._typing import IdArray, PathLike, StorageOptions
-from dgl_chunked.errors import DglChunkedError, MetadataError, UnknownNameError
+from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.errors import MISSING, DglChunkedError, MetadataError, Problems
 from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.chunked.model import ArraySource, ChunkedGraphMetadata, EdgeTypeSpec
 from dgl_chunked.storage import fs as _fs
 
 __all__ = [
     "ArraySource",
     "EdgeTypeSpec",
     "ChunkedGraphMetadata",
+    "is_count",
     "parse_metadata",
     "read_metadata",
 ]
@@ -68,213 +64,17 @@ __all__ = [
 _GLOB_CHARS = frozenset("*?[")
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "nothing (key missing)"
-
-
-_MISSING = _Missing()
-
-
-@dataclass(frozen=True, kw_only=True)
-class ArraySource:
-    """One ``{"format": {...}, "data": [...]}`` object with resolved paths.
-
-    ``where`` is its JSON path, e.g. ``edges["author:writes:paper"]``.
-    """
-
-    format: str
-    paths: tuple[str, ...]
-    options: Mapping[str, Any]
-    where: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class EdgeTypeSpec:
-    """A canonical edge type ``"src:rel:dst"`` split into its parts."""
-
-    name: str
-    src_type: str
-    rel: str
-    dst_type: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChunkedGraphMetadata:
-    """A parsed, consistent ``metadata.json`` (see the module docstring).
-
-    ``num_edges_per_type`` is None only when neither edge-count key was given;
-    ``num_edges_per_chunk`` is None unless given (or derivable without I/O, when
-    every edge type has at most one file).
-    """
-
-    graph_name: str
-    node_types: tuple[str, ...]
-    num_nodes_per_type: tuple[int, ...]
-    num_nodes_per_chunk: tuple[tuple[int, ...], ...] | None
-    edge_types: tuple[EdgeTypeSpec, ...]
-    num_edges_per_type: tuple[int, ...] | None
-    num_edges_per_chunk: tuple[tuple[int, ...], ...] | None
-    edges: Mapping[str, ArraySource]
-    node_data: Mapping[str, Mapping[str, ArraySource]]
-    edge_data: Mapping[str, Mapping[str, ArraySource]]
-    base_dir: str
-
-    @property
-    def edge_type_names(self) -> tuple[str, ...]:
-        """Canonical edge type strings in edge type ID order."""
-        return tuple(e.name for e in self.edge_types)
-
-    def ntype_id(self, ntype: str) -> int:
-        """Node type ID (position in ``node_type``)."""
-        try:
-            return self.node_types.index(ntype)
-        except ValueError:
-            raise UnknownNameError(f"unknown node type {ntype!r}; expected one of {list(self.node_types)}") from None
-
-    def etype_id(self, etype: str) -> int:
-        """Edge type ID of a canonical edge type (position in ``edge_type``)."""
-        try:
-            return self.edge_type_names.index(etype)
-        except ValueError:
-            raise UnknownNameError(
-                f"unknown edge type {etype!r}; expected one of {list(self.edge_type_names)}"
-            ) from None
-
-    def etype(self, etype: str) -> EdgeTypeSpec:
-        """The :class:`EdgeTypeSpec` of a canonical edge type string."""
-        return self.edge_types[self.etype_id(etype)]
-
-    def misfit_feature_files(self, kind: str, type_name: str, paths: Sequence[str], rows: Sequence[int]) -> str:
-        """Which feature files disagree with the per-chunk counts, as a message suffix.
-
-        Only when metadata gives ``num_nodes_per_chunk`` (``kind="node"``) or
-        ``num_edges_per_chunk`` (``kind="edge"``) and the feature has one file per
-        chunk; otherwise, and when every file agrees, the empty string.
-
-        >>> meta = parse_metadata({"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[2, 3]],
-        ...     "edge_type": [], "edges": {}, "node_data": {}, "edge_data": {}}, base_dir="/in")
-        >>> meta.misfit_feature_files("node", "n", ["/in/f0.npy", "/in/f1.npy"], [2, 4])
-        "; file '/in/f1.npy' has 4 rows, num_nodes_per_chunk[0][1] says 3"
-        """
-        if kind == "node":
-            key, table, i = "num_nodes_per_chunk", self.num_nodes_per_chunk, self.ntype_id(type_name)
-        else:
-            key, table, i = "num_edges_per_chunk", self.num_edges_per_chunk, self.etype_id(type_name)
-        if table is None or len(table[i]) != len(paths):
-            return ""
-        found = [
-            f"file {path!r} has {n} rows, {key}[{i}][{k}] says {want}"
-            for k, (path, n, want) in enumerate(zip(paths, rows, table[i], strict=True))
-            if n != want
-        ]
-        return "; " + "; ".join(found) if found else ""
-
-    def num_nodes(self, ntype: str) -> int:
-        """Number of nodes of ``ntype``."""
-        return self.num_nodes_per_type[self.ntype_id(ntype)]
-
-    def num_edges(self, etype: str) -> int:
-        """Number of edges of ``etype``; MetadataError if only the files know it."""
-        if self.num_edges_per_type is None:
-            raise MetadataError(
-                "num_edges_per_type: expected edge counts, found none in metadata.json; "
-                "use ChunkedGraph.num_edges(), which counts the files"
-            )
-        return self.num_edges_per_type[self.etype_id(etype)]
-
-    @cached_property
-    def node_type_offsets(self) -> IdArray:
-        """``orig_nid`` of the first node of each type, int64 ``[T + 1]``."""
-        return np.concatenate([[0], np.cumsum(self.num_nodes_per_type, dtype=np.int64)]).astype(np.int64)
-
-    @cached_property
-    def edge_type_offsets(self) -> IdArray:
-        """``orig_eid`` of the first edge of each type, int64 ``[E + 1]`` (needs counts)."""
-        counts = [self.num_edges(e) for e in self.edge_type_names]
-        return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
-
-    def with_edge_counts(self, per_chunk: Mapping[str, tuple[int, ...]]) -> ChunkedGraphMetadata:
-        """A copy with ``num_edges_per_chunk``/``num_edges_per_type`` filled in."""
-        chunks = tuple(tuple(int(c) for c in per_chunk[e]) for e in self.edge_type_names)
-        return replace(
-            self,
-            num_edges_per_chunk=chunks,
-            num_edges_per_type=tuple(sum(c) for c in chunks),
-        )
-
-    def to_dict(self, *, relative: bool = True) -> dict[str, Any]:
-        """JSON-able dict that :func:`parse_metadata` turns back into an equal object.
-
-        Keys are emitted in a fixed order; paths under ``base_dir`` become relative
-        unless ``relative=False``.
-        """
-
-        def source(src: ArraySource) -> dict[str, Any]:
-            paths = [_relpath(p, self.base_dir) if relative else p for p in src.paths]
-            return {"format": {"name": src.format, **src.options}, "data": paths}
-
-        out: dict[str, Any] = {
-            "graph_name": self.graph_name,
-            "node_type": list(self.node_types),
-        }
-        out["num_nodes_per_type"] = list(self.num_nodes_per_type)
-        if self.num_nodes_per_chunk is not None:
-            out["num_nodes_per_chunk"] = [list(c) for c in self.num_nodes_per_chunk]
-        out["edge_type"] = list(self.edge_type_names)
-        if self.num_edges_per_type is not None:
-            out["num_edges_per_type"] = list(self.num_edges_per_type)
-        if self.num_edges_per_chunk is not None:
-            out["num_edges_per_chunk"] = [list(c) for c in self.num_edges_per_chunk]
-        out["edges"] = {e: source(s) for e, s in self.edges.items()}
-        for key, data in (("node_data", self.node_data), ("edge_data", self.edge_data)):
-            out[key] = {t: {f: source(s) for f, s in feats.items()} for t, feats in data.items()}
-        return out
-
-    def fingerprint(self) -> str:
-        """SHA-256 of the canonical JSON (absolute paths): equal metadata, equal hash."""
-        text = json.dumps(self.to_dict(relative=False), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _relpath(path: str, base: str) -> str:
-    sep = "/" if _fs.is_url(base) else os.sep
-    prefix = base.rstrip(sep) + sep
-    return path[len(prefix) :].replace(os.sep, "/") if path.startswith(prefix) else path
-
-
 # --- parsing -------------------------------------------------------------------
-
-
-class _Problems:
-    """Collects ``where: expected ..., found ...; fix`` messages."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, where: str, expected: str, found: Any, fix: str = "") -> None:
-        text = repr(found)
-        text = text if len(text) <= 80 else text[:77] + "..."
-        self.items.append(f"{where}: expected {expected}, found {text}" + (f"; {fix}" if fix else ""))
-
-    def error(self) -> MetadataError:
-        if len(self.items) == 1:
-            err = MetadataError(self.items[0])
-        else:
-            lines = "\n".join(f"  - {p}" for p in self.items)
-            err = MetadataError(f"{len(self.items)} problems in metadata.json:\n{lines}")
-        err.problems = list(self.items)  # type: ignore[attr-defined]
-        return err
 
 
 def _key(parent: str, key: str | int) -> str:
     return f"{parent}[{key}]" if isinstance(key, int) else f'{parent}["{key}"]'
 
 
-def _str_list(data: Mapping[str, Any], key: str, errs: _Problems) -> list[str] | None:
+def _str_list(data: Mapping[str, Any], key: str, errs: Problems) -> list[str] | None:
     value = data.get(key)
     if value is None:
-        errs.add(key, "a list of names", _MISSING, f"add the {key!r} key")
+        errs.add(key, "a list of names", MISSING, f"add the {key!r} key")
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         errs.add(key, "a list of non-empty strings", value)
@@ -284,22 +84,23 @@ def _str_list(data: Mapping[str, Any], key: str, errs: _Problems) -> list[str] |
     return value
 
 
-def _count(value: Any) -> bool:
+def is_count(value: Any) -> bool:
+    """True for a non-negative int (not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _counts(data: Mapping[str, Any], key: str, n: int, errs: _Problems) -> tuple[int, ...] | None:
+def _counts(data: Mapping[str, Any], key: str, n: int, errs: Problems) -> tuple[int, ...] | None:
     value = data.get(key)
     if value is None:
         return None
-    if not isinstance(value, list) or not all(_count(v) for v in value) or len(value) != n:
+    if not isinstance(value, list) or not all(is_count(v) for v in value) or len(value) != n:
         errs.add(key, f"a list of {n} non-negative integers (one per type)", value)
         return None
     return tuple(value)
 
 
 def _nested_counts(
-    data: Mapping[str, Any], key: str, names: tuple[str, ...], errs: _Problems
+    data: Mapping[str, Any], key: str, names: tuple[str, ...], errs: Problems
 ) -> tuple[tuple[int, ...], ...] | None:
     value = data.get(key)
     if value is None:
@@ -307,7 +108,7 @@ def _nested_counts(
     if not isinstance(value, list) or len(value) != len(names):
         errs.add(key, f"a list of {len(names)} lists (one per type)", value)
         return None
-    bad = [i for i, v in enumerate(value) if not isinstance(v, list) or not all(_count(c) for c in v)]
+    bad = [i for i, v in enumerate(value) if not isinstance(v, list) or not all(is_count(c) for c in v)]
     for i in bad:
         errs.add(_key(key, i), f"a list of non-negative integers for {names[i]!r}", value[i])
     return None if bad else tuple(tuple(v) for v in value)
@@ -318,7 +119,7 @@ def _reconcile(
     per_chunk: tuple[tuple[int, ...], ...] | None,
     names: tuple[str, ...],
     kind: str,
-    errs: _Problems,
+    errs: Problems,
 ) -> tuple[int, ...] | None:
     if per_chunk is None:
         return per_type
@@ -335,7 +136,7 @@ def _reconcile(
 
 
 def _parse_nodes(
-    data: Mapping[str, Any], errs: _Problems
+    data: Mapping[str, Any], errs: Problems
 ) -> tuple[tuple[str, ...] | None, tuple[int, ...] | None, tuple[tuple[int, ...], ...] | None]:
     """Node types (None if unusable), counts per type and per chunk."""
     names = _str_list(data, "node_type", errs)
@@ -348,17 +149,12 @@ def _parse_nodes(
     per_type = _counts(data, "num_nodes_per_type", len(ntypes), errs)
     per_chunk = _nested_counts(data, "num_nodes_per_chunk", ntypes, errs)
     if "num_nodes_per_type" not in data and "num_nodes_per_chunk" not in data:
-        errs.add(
-            "num_nodes_per_type",
-            "node counts per type",
-            _MISSING,
-            "add num_nodes_per_type",
-        )
+        errs.add("num_nodes_per_type", "node counts per type", MISSING, "add num_nodes_per_type")
     return ntypes, _reconcile(per_type, per_chunk, ntypes, "nodes", errs), per_chunk
 
 
 def _parse_edge_types(
-    names: tuple[str, ...], ntypes: tuple[str, ...] | None, errs: _Problems
+    names: tuple[str, ...], ntypes: tuple[str, ...] | None, errs: Problems
 ) -> tuple[EdgeTypeSpec, ...]:
     """Specs of the valid names; invalid names are reported (and still used as keys
     by the other checks, so one bad name gives one message)."""
@@ -370,11 +166,7 @@ def _parse_edge_types(
             continue
         for end in (parts[0], parts[2]):
             if ntypes is not None and end not in ntypes:
-                errs.add(
-                    _key("edge_type", i),
-                    f"end types among node_type {list(ntypes)}",
-                    end,
-                )
+                errs.add(_key("edge_type", i), f"end types among node_type {list(ntypes)}", end)
         specs.append(EdgeTypeSpec(name=name, src_type=parts[0], rel=parts[1], dst_type=parts[2]))
     return tuple(specs)
 
@@ -384,29 +176,16 @@ def _expand(
     base_dir: str,
     storage_options: StorageOptions,
     where: str,
-    errs: _Problems,
+    errs: Problems,
 ) -> list[str]:
     path = _fs.join(base_dir, entry)
-    if not _GLOB_CHARS & set(entry) and not entry.endswith("/"):
+    glob = bool(_GLOB_CHARS & set(entry))
+    if not glob and not entry.endswith("/"):
         return [path]
-    fs, inner = _fs.filesystem(path, storage_options)
-    try:  # one listing call; detail=True avoids a stat per file on object stores
-        if _GLOB_CHARS & set(entry):
-            infos = list(fs.glob(inner, detail=True).values())
-        else:
-            infos = fs.ls(inner.rstrip("/"), detail=True)
-    except (FileNotFoundError, NotADirectoryError):
-        infos = []
-    names = [i["name"] for i in infos if i.get("type") == "file"]
-    found = sorted(p for p in names if not posixpath.basename(p).startswith(("_", ".")))
+    found = _fs.list_files(path, storage_options, glob=glob)
     if not found:
-        errs.add(
-            where,
-            "a glob or directory matching at least one file",
-            entry,
-            "fix the pattern",
-        )
-    return [fs.unstrip_protocol(p) for p in found] if _fs.is_url(path) else found
+        errs.add(where, "a glob or directory matching at least one file", entry, "fix the pattern")
+    return found
 
 
 def _parse_source(
@@ -415,7 +194,7 @@ def _parse_source(
     role: str,
     base_dir: str,
     storage_options: StorageOptions,
-    errs: _Problems,
+    errs: Problems,
 ) -> ArraySource | None:
     fmt = value.get("format") if isinstance(value, dict) else None
     if not isinstance(fmt, dict) or not isinstance(fmt.get("name"), str):
@@ -431,7 +210,7 @@ def _parse_source(
         opts = {k: v for k, v in fmt.items() if k != "name"}
         options = _formats.normalize_options(fmt["name"], opts, role=role, where=where)  # type: ignore[arg-type]
     except DglChunkedError as err:
-        errs.items.append(str(err))
+        errs.note(str(err))
         return None
     paths = [
         p for i, e in enumerate(data) for p in _expand(e, base_dir, storage_options, _key(f"{where}.data", i), errs)
@@ -443,16 +222,11 @@ def _parse_edges(
     data: Mapping[str, Any],
     etypes: tuple[str, ...],
     ctx: tuple[str, StorageOptions],
-    errs: _Problems,
+    errs: Problems,
 ) -> dict[str, ArraySource]:
     value = data.get("edges")
     if not isinstance(value, dict):
-        errs.add(
-            "edges",
-            "an object mapping each edge_type to its files",
-            value,
-            "add the 'edges' key",
-        )
+        errs.add("edges", "an object mapping each edge_type to its files", value, "add the 'edges' key")
         return {}
     out = {}
     for key in value:
@@ -460,12 +234,7 @@ def _parse_edges(
             errs.add(_key("edges", key), f"a key listed in edge_type {list(etypes)}", key)
     for etype in etypes:
         if etype not in value:
-            errs.add(
-                _key("edges", etype),
-                "an entry for every edge_type",
-                _MISSING,
-                'use "data": [] for an empty type',
-            )
+            errs.add(_key("edges", etype), "an entry for every edge_type", MISSING, 'use "data": [] for an empty type')
             continue
         src = _parse_source(value[etype], _key("edges", etype), "edges", *ctx, errs)
         if src is not None:
@@ -478,17 +247,12 @@ def _parse_features(
     key: str,
     types: tuple[str, ...] | None,
     ctx: tuple[str, StorageOptions],
-    errs: _Problems,
+    errs: Problems,
 ) -> dict[str, dict[str, ArraySource]]:
     value = data.get(key, None)
     if not isinstance(value, dict):
-        found = value if key in data else _MISSING
-        errs.add(
-            key,
-            "an object (may be {}) mapping types to features",
-            found,
-            f'DGL needs it: add "{key}": {{}}',
-        )
+        found = value if key in data else MISSING
+        errs.add(key, "an object (may be {}) mapping types to features", found, f'DGL needs it: add "{key}": {{}}')
         return {}
     out: dict[str, dict[str, ArraySource]] = {}
     for tname, feats in value.items():
@@ -514,7 +278,7 @@ def _edge_counts(
     data: Mapping[str, Any],
     etypes: tuple[str, ...],
     edges: Mapping[str, ArraySource],
-    errs: _Problems,
+    errs: Problems,
 ) -> tuple[tuple[int, ...] | None, tuple[tuple[int, ...], ...] | None]:
     per_type = _counts(data, "num_edges_per_type", len(etypes), errs)
     per_chunk = _nested_counts(data, "num_edges_per_chunk", etypes, errs)
@@ -556,11 +320,11 @@ def parse_metadata(data: object, *, base_dir: str, storage_options: StorageOptio
     """
     if not isinstance(data, dict):
         raise MetadataError(f"metadata.json: expected a JSON object at the top level, found {type(data).__name__}")
-    errs = _Problems()
+    errs = Problems("metadata.json")
     base_dir = base_dir if _fs.is_url(base_dir) else os.path.abspath(base_dir)
     graph_name = data.get("graph_name")
     if not isinstance(graph_name, str):
-        errs.add("graph_name", "a string", graph_name if "graph_name" in data else _MISSING)
+        errs.add("graph_name", "a string", graph_name if "graph_name" in data else MISSING)
     ntypes, num_nodes, per_chunk = _parse_nodes(data, errs)
     raw_etypes = _str_list(data, "edge_type", errs)
     etypes = tuple(raw_etypes or ())
@@ -573,8 +337,7 @@ def parse_metadata(data: object, *, base_dir: str, storage_options: StorageOptio
         num_edges, edge_chunks = _edge_counts(data, etypes, edges, errs)
     node_data = _parse_features(data, "node_data", ntypes, ctx, errs)
     edge_data = _parse_features(data, "edge_data", etypes if raw_etypes is not None else None, ctx, errs)
-    if errs.items:
-        raise errs.error()
+    errs.raise_if_any()
     return ChunkedGraphMetadata(
         graph_name=str(graph_name),
         node_types=ntypes or (),

@@ -24,7 +24,7 @@ from dask.delayed import delayed
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DglChunkedError, ValidationFailed
 from dgl_chunked.io.chunked import formats as _formats
-from dgl_chunked.io.chunked.graph import edge_id_problems
+from dgl_chunked.io.chunked.chunks import edge_id_problems
 from dgl_chunked.io.chunked.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
 
 __all__ = [

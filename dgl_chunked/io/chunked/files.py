@@ -1,0 +1,78 @@
+"""File access shared by the chunk-file readers: size, a readable source, parent folders.
+
+A *source* is what pyarrow and numpy read best: a local path (so they can memory-map
+it) or, for a URL, an open fsspec file. Every reader opens chunk files through
+:func:`source`, so a missing file or a directory gives the same
+:class:`~dgl_chunked.errors.ChunkReadError` whatever the format.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO
+
+from fsspec.implementations.local import LocalFileSystem
+
+from dgl_chunked._typing import StorageOptions
+from dgl_chunked.errors import ChunkReadError
+from dgl_chunked.storage import fs
+
+__all__ = ["binary", "file_size", "local_path", "makedirs_for", "source"]
+
+
+def local_path(path: str, storage_options: StorageOptions) -> str | None:
+    """The local file system path of ``path``, or None for a remote URL."""
+    filesystem, inner = fs.filesystem(path, storage_options)
+    return inner if isinstance(filesystem, LocalFileSystem) else None
+
+
+def file_size(path: str, storage_options: StorageOptions = None) -> int:
+    """Size of a chunk file in bytes; :class:`ChunkReadError` if it does not exist."""
+    filesystem, inner = fs.filesystem(path, storage_options)
+    try:
+        return int(filesystem.size(inner))
+    except FileNotFoundError as err:
+        raise ChunkReadError(
+            f"chunk file {path!r} does not exist; fix the path in metadata.json or restore the file"
+        ) from err
+
+
+@contextmanager
+def source(path: str, storage_options: StorageOptions) -> Iterator[str | IO[bytes]]:
+    """Yield a local path (so pyarrow and numpy can mmap) or an open fsspec file.
+
+    Raises
+    ------
+    ChunkReadError
+        The file does not exist, or the path is not a regular file.
+    """
+    local = local_path(path, storage_options)
+    if local is not None:
+        if not os.path.isfile(local):
+            file_size(path, storage_options)  # raises ChunkReadError for a missing file
+            raise ChunkReadError(f"chunk path {path!r} is not a regular file; point to a file")
+        yield local
+        return
+    file_size(path, storage_options)
+    with fs.open_file(path, "rb", storage_options) as f:
+        yield f
+
+
+@contextmanager
+def binary(src: str | IO[bytes]) -> Iterator[IO[bytes]]:
+    """A binary file object for a :func:`source` (opened when it is a local path)."""
+    if isinstance(src, str):
+        with open(src, "rb") as f:
+            yield f
+    else:
+        yield src
+
+
+def makedirs_for(path: str, storage_options: StorageOptions) -> None:
+    """Create the folder that will hold ``path`` (no-op on object stores' flat keys)."""
+    filesystem, inner = fs.filesystem(path, storage_options)
+    parent = inner.rsplit("/", 1)[0] if "/" in inner else ""
+    if parent:
+        filesystem.makedirs(parent, exist_ok=True)

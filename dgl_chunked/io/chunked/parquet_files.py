@@ -1,0 +1,242 @@
+"""Parquet chunk files: the one footer reader, edge and feature readers, writers.
+
+Every Parquet file dgl_chunked reads is opened by :func:`open_parquet` (one error
+for a file that is not Parquet), and its row count, schema, row groups and
+``b"shape"`` metadata come from :func:`read_footer`, for chunk files and for the
+raw inputs of ``dgl-chunked chunk`` alike.
+
+Edges use the file's first two (integer) columns, or ``format.columns``. Features
+follow DGL's ``ParquetArrayParser``: the schema metadata key ``b"shape"`` reshapes
+the table, a single list column gives vector rows, otherwise the columns are
+stacked (a single scalar column gives a 1-D array).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import IO, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dgl_chunked._typing import IdArray, StorageOptions
+from dgl_chunked.errors import ChunkMismatchError, ChunkReadError
+from dgl_chunked.io.chunked.files import source
+from dgl_chunked.storage import npy
+
+__all__ = [
+    "ParquetFooter",
+    "feature_table",
+    "footer_of",
+    "is_list",
+    "open_parquet",
+    "parquet_feature_info",
+    "read_footer",
+    "read_parquet_edges",
+    "read_parquet_feature",
+    "shape_metadata",
+    "write_parquet",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParquetFooter:
+    """What a Parquet footer says: rows, Arrow schema, rows per row group."""
+
+    rows: int
+    schema: pa.Schema
+    row_groups: tuple[int, ...]
+
+
+def open_parquet(src: str | IO[bytes], path: str, *, where: str | None = None) -> pq.ParquetFile:
+    """Open a Parquet file (memory-mapped when ``src`` is a local path).
+
+    Raises
+    ------
+    ChunkReadError
+        Not a Parquet file; the message starts with ``where`` (a spec key) when given.
+    """
+    try:
+        return pq.ParquetFile(src, memory_map=isinstance(src, str))
+    except (pa.ArrowInvalid, OSError) as err:
+        name = f"{where}: {path!r}" if where else f"chunk file {path!r}"
+        raise ChunkReadError(f"{name} is not a readable Parquet file ({err}); rewrite it") from err
+
+
+def footer_of(pf: pq.ParquetFile) -> ParquetFooter:
+    """The :class:`ParquetFooter` of an open file."""
+    meta = pf.metadata
+    groups = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+    return ParquetFooter(rows=int(meta.num_rows), schema=pf.schema_arrow, row_groups=groups)
+
+
+def read_footer(path: str, storage_options: StorageOptions = None, *, where: str | None = None) -> ParquetFooter:
+    """Row count, schema and row groups of a Parquet file, from its footer only."""
+    with source(path, storage_options) as src:
+        return footer_of(open_parquet(src, path, where=where))
+
+
+def shape_metadata(schema: pa.Schema, path: str) -> tuple[int, ...] | None:
+    """The ``b"shape"`` schema metadata (DGL's), or None when absent."""
+    raw = (schema.metadata or {}).get(b"shape")
+    if raw is None:
+        return None
+    try:
+        with npy.HEADER_LOCK:  # CPython 3.11's ast is not thread-safe
+            shape = ast.literal_eval(raw.decode())
+        return tuple(int(s) for s in shape)
+    except (ValueError, SyntaxError, TypeError) as err:
+        raise ChunkReadError(
+            f"feature file {path!r}: schema metadata 'shape' should be a tuple like '(10, 4)', found {raw!r}"
+        ) from err
+
+
+def is_list(dtype: pa.DataType) -> bool:
+    """True for the list, large list and fixed-size list Arrow types."""
+    return bool(pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype))
+
+
+# --- edges ---------------------------------------------------------------------------
+
+
+def read_parquet_edges(
+    path: str, options: Mapping[str, Any], storage_options: StorageOptions
+) -> tuple[IdArray, IdArray]:
+    """``(src, dst)`` int64 arrays of a Parquet edge file (see ``formats.read_edge_chunk``)."""
+    with source(path, storage_options) as src:
+        pf = open_parquet(src, path)
+        columns = list(options.get("columns") or pf.schema_arrow.names[:2])
+        if len(columns) < 2:
+            raise ChunkMismatchError(
+                f"edge file {path!r}: expected 2 columns (src, dst), found {pf.schema_arrow.names}"
+            )
+        table = pf.read(columns=columns[:2])
+    out = []
+    for name in columns[:2]:
+        column = table.column(name)
+        if not pa.types.is_integer(column.type):
+            raise ChunkMismatchError(
+                f"edge file {path!r}: column {name!r}: expected integer node IDs, found type "
+                f"{column.type}; cast the column to int64"
+            )
+        if column.null_count:
+            row = pc.index(pc.is_null(column), True).as_py()
+            raise ChunkMismatchError(
+                f"edge file {path!r}: row {row + 1}, column {name!r}: expected a node ID, found null"
+            )
+        try:
+            out.append(np.ascontiguousarray(column.cast(pa.int64()).to_numpy(), dtype=np.int64))
+        except pa.ArrowInvalid as err:
+            raise ChunkMismatchError(f"edge file {path!r}: column {name!r}: {err}") from err
+    return out[0], out[1]
+
+
+# --- features ----------------------------------------------------------------------------
+
+
+def _column_numpy(column: pa.ChunkedArray, name: str, path: str) -> npt.NDArray[Any]:
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)):
+        raise ChunkMismatchError(
+            f"feature file {path!r}: column {name!r}: expected a numeric or bool type, found {column.type}"
+        )
+    if column.null_count:
+        row = pc.index(pc.is_null(column), True).as_py()
+        raise ChunkMismatchError(f"feature file {path!r}: row {row + 1}, column {name!r}: found null")
+    return np.asarray(column.to_numpy())
+
+
+def read_parquet_feature(path: str, options: Mapping[str, Any], storage_options: StorageOptions) -> npt.NDArray[Any]:
+    """A Parquet feature file as one array (see ``formats.read_feature_chunk``)."""
+    with source(path, storage_options) as src:
+        pf = open_parquet(src, path)
+        table = pf.read(columns=options.get("columns"))
+    shape = shape_metadata(pf.schema_arrow, path)
+    if table.num_columns == 1 and is_list(table.schema.types[0]):
+        column = table.column(0).combine_chunks()
+        lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+        if lengths.size and (lengths.min() != lengths.max()):
+            raise ChunkMismatchError(
+                f"feature file {path!r}: list column {table.schema.names[0]!r}: expected vectors of "
+                f"one length, found lengths {int(lengths.min())}..{int(lengths.max())}"
+            )
+        values = _column_numpy(pa.chunked_array([column.flatten()]), table.schema.names[0], path)
+        array = values.reshape(len(column), int(lengths[0]) if lengths.size else 0)
+    else:
+        arrays = [_column_numpy(table.column(i), n, path) for i, n in enumerate(table.schema.names)]
+        array = arrays[0] if len(arrays) == 1 else np.column_stack(arrays)
+    if shape is not None:
+        if int(np.prod(shape)) != array.size:
+            raise ChunkMismatchError(
+                f"feature file {path!r}: schema metadata shape {shape} does not fit "
+                f"{array.size} values; fix or drop the 'shape' metadata"
+            )
+        array = array.reshape(shape)
+    return array
+
+
+def parquet_feature_info(
+    path: str, options: Mapping[str, Any], storage_options: StorageOptions
+) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
+    """``(rows, row_shape, dtype)`` of a Parquet feature file from its footer.
+
+    For a list column of variable size the first row is read to learn the vector
+    length (``row_shape`` is ``(0,)`` for a zero-row file).
+    """
+    with source(path, storage_options) as src:
+        pf = open_parquet(src, path)
+        footer = footer_of(pf)
+        names = list(options.get("columns") or footer.schema.names)
+        types = [footer.schema.field(n).type for n in names]
+        if len(types) == 1 and is_list(types[0]):
+            dtype = np.dtype(types[0].value_type.to_pandas_dtype())
+            if pa.types.is_fixed_size_list(types[0]):
+                row_shape: tuple[int, ...] = (types[0].list_size,)
+            elif footer.rows:
+                first = next(pf.iter_batches(batch_size=1, columns=names))
+                row_shape = (int(pc.list_value_length(first.column(0))[0].as_py()),)
+            else:
+                row_shape = (0,)
+        else:
+            try:
+                dtype = np.result_type(*[np.dtype(t.to_pandas_dtype()) for t in types])
+            except (NotImplementedError, TypeError) as err:
+                raise ChunkMismatchError(
+                    f"feature file {path!r}: expected numeric columns, found types {types}"
+                ) from err
+            row_shape = () if len(types) == 1 else (len(types),)
+    shape = shape_metadata(footer.schema, path)
+    if shape is not None:
+        if not shape or shape[0] != footer.rows:
+            raise ChunkMismatchError(
+                f"feature file {path!r}: schema metadata shape {shape} does not start with the "
+                f"file's {footer.rows} rows; fix the 'shape' metadata"
+            )
+        row_shape = shape[1:]
+    return footer.rows, row_shape, dtype
+
+
+def feature_table(array: npt.NDArray[Any], layout: Literal["columns", "list"]) -> pa.Table:
+    """A feature array as an Arrow table with DGL's ``b"shape"`` schema metadata.
+
+    2-D arrays become one column per dimension (``"columns"``) or a single list
+    column of vectors (``"list"``, the Spark ML layout).
+    """
+    if array.ndim == 1:
+        table = pa.table({"0": array})
+    elif layout == "list":
+        flat = pa.array(np.ascontiguousarray(array).reshape(-1))
+        table = pa.table({"vector": pa.FixedSizeListArray.from_arrays(flat, array.shape[1])})
+    else:
+        flat2 = array.reshape(array.shape[0], int(np.prod(array.shape[1:])))
+        table = pa.table({str(i): flat2[:, i] for i in range(flat2.shape[1])})
+    return table.replace_schema_metadata({"shape": str(tuple(array.shape))})
+
+
+def write_parquet(f: IO[bytes], table: pa.Table) -> None:
+    """Write ``table`` as one Parquet file (pyarrow's defaults: the output bytes are pinned)."""
+    pq.write_table(table, f)
