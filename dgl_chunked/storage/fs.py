@@ -32,8 +32,6 @@ __all__ = [
     "with_filename",
 ]
 
-_COPY_BLOCK = 1 << 22
-
 
 def is_url(path: PathLike) -> bool:
     """Return True when ``path`` carries a protocol (``s3://``, ``memory://``)."""
@@ -104,20 +102,6 @@ def atomic_write_bytes(path: PathLike, data: bytes, storage_options: StorageOpti
             pass
         with_filename(err, os.fspath(path))
         raise
-
-
-def concat_files(pieces: Sequence[str], target: str, storage_options: StorageOptions = None) -> None:
-    """Stream the files ``pieces``, in order, into ``target`` (temporary name, then rename).
-
-    Memory is bounded by one 4 MiB block; no pieces give an empty file.
-    """
-    target_fs, inner = filesystem(target, storage_options)
-    with target_fs.open(inner + ".tmp-dglc", "wb") as dst:
-        for piece in pieces:
-            with open_file(piece, "rb", storage_options) as src:
-                while data := src.read(_COPY_BLOCK):
-                    dst.write(data)
-    target_fs.mv(inner + ".tmp-dglc", inner)
 
 
 def with_filename(err: OSError, path: str) -> OSError:
