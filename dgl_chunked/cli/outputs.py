@@ -1,0 +1,116 @@
+"""Commands on finished outputs: ``inspect``, ``verify``, ``convert-graphbolt``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from dgl_chunked import convert_to_graphbolt, open_chunked_graph, verify_partitions
+from dgl_chunked.cli.context import optional_client
+from dgl_chunked.cli.errors import fail, user_errors
+from dgl_chunked.cli.options import local_cluster_options, scratch_option, storage_option
+from dgl_chunked.io.dgl import annotate_dgl_file, describe_dgl_file, format_annotation
+from dgl_chunked.io.graphbolt import describe_graphbolt_file, is_torch_zip
+from dgl_chunked.storage.fs import filesystem
+
+__all__ = ["convert_graphbolt_command", "inspect_command", "verify_command"]
+
+
+@click.command("inspect")
+@click.argument("file", metavar="FILE")
+@click.option(
+    "--values",
+    "values",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Also print the first N values of every array.",
+)
+@click.option("--annotate", is_flag=True, help="Print every field with its byte offset and size instead.")
+@storage_option
+@user_errors
+def inspect_command(file: str, values: int, annotate: bool, storage_options: dict[str, Any] | None) -> None:
+    """Show what a DGL .dgl file (tensor dict or graph file) or GraphBolt .pt file holds.
+
+    FILE is a local path or an fsspec URL. Tensor dicts list key, dtype and shape;
+    graph files list node/edge types and counts, stored formats, idtype, ndata/edata
+    and labels.
+    """
+    if is_torch_zip(file, storage_options=storage_options):  # a torch.save file: GraphBolt's graph
+        if annotate:
+            raise click.UsageError("--annotate is for .dgl files; GraphBolt .pt files support --values")
+        click.echo(describe_graphbolt_file(file, values=values, storage_options=storage_options))
+        return
+    if annotate:
+        fs, inner = filesystem(file, storage_options)
+        rows = annotate_dgl_file(file, storage_options=storage_options)
+        click.echo(format_annotation(rows, int(fs.size(inner))), nl=False)
+    else:
+        click.echo(describe_dgl_file(file, values=values, storage_options=storage_options), nl=False)
+
+
+@click.command("verify")
+@click.option("--in-dir", required=True, help="The chunked input graph directory.")
+@click.option("--out-dir", required=True, help="The partition output directory.")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@local_cluster_options
+@scratch_option("--out-dir")
+@storage_option
+@user_errors
+def verify_command(
+    in_dir: str,
+    out_dir: str,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
+    scratch_dir: str | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Check a finished output against its input: every node, edge and feature row, out of core."""
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    with optional_client(scheduler, workers):
+        report = verify_partitions(graph, out_dir, storage_options=storage_options, scratch_dir=scratch_dir or out_dir)
+    if not report.ok:
+        for problem in report.problems:
+            click.echo(f"problem: {problem}", err=True)
+        fail(f"{out_dir} does not match {in_dir}", report.problems)
+    click.echo(f"ok: {report.checked.summary()} checked against {in_dir}")
+
+
+@click.command("convert-graphbolt")
+@click.argument("out_dir", metavar="OUT")
+@click.option("--store-eids", is_flag=True, help="Also store edge _ID (DGL's flag).")
+@click.option("--store-inner-node", is_flag=True, help="Also store node inner_node.")
+@click.option("--store-inner-edge", is_flag=True, help="Also store edge inner_edge.")
+@click.option("--overwrite", is_flag=True, help="Replace fused_csc_sampling_graph.pt files that exist.")
+@local_cluster_options
+@storage_option
+@user_errors
+def convert_graphbolt_command(
+    out_dir: str,
+    store_eids: bool,
+    store_inner_node: bool,
+    store_inner_edge: bool,
+    overwrite: bool,
+    scheduler: str | None,
+    workers: int | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Add GraphBolt graphs to finished partitions (ours or DGL's), without torch.
+
+    Writes part<i>/fused_csc_sampling_graph.pt next to each graph.dgl (one task per
+    partition) and adds part_graph_graphbolt and int64 node/edge_map_dtype to the
+    config, as dgl.distributed.dgl_partition_to_graphbolt does. An output dgl_chunked did not
+    write keeps its config: the GraphBolt one is written beside it as <name>_graphbolt.json.
+    """
+    with optional_client(scheduler, workers):
+        path = convert_to_graphbolt(
+            out_dir,
+            store_eids=store_eids,
+            store_inner_node=store_inner_node,
+            store_inner_edge=store_inner_edge,
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
+    click.echo(f"partition config: {path} (load with use_graphbolt=True)")

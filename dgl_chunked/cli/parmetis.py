@@ -1,0 +1,129 @@
+"""The ParMETIS round trip: ``parmetis-export`` (its input files) and ``parmetis-import``
+(its output -> an assignment directory)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from dgl_chunked import open_chunked_graph
+from dgl_chunked.cli.context import optional_client
+from dgl_chunked.cli.errors import user_errors
+from dgl_chunked.cli.options import assignment_cluster_options, storage_option
+from dgl_chunked.parmetis import export_parmetis, import_parmetis
+
+__all__ = ["parmetis_export_command", "parmetis_import_command"]
+
+
+@click.command("parmetis-export")
+@click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
+@click.option("--out-dir", required=True, help="Directory for <name>_nodes.txt, <name>_edges.txt, <name>_stats.txt.")
+@click.option("--name", default=None, help="File name prefix (default: the graph name).")
+@click.option(
+    "--balance-masks",
+    default=None,
+    metavar="MASK,...",
+    help="Bool node features (train_mask,...) that get a ParMETIS weight column each.",
+)
+@click.option(
+    "--dedup",
+    type=click.Choice(["unordered", "ordered"]),
+    default="unordered",
+    show_default=True,
+    help="unordered: u->v and v->u are one edge (ParMETIS symmetrises); ordered: only repeats.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace existing files of the same name.")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@assignment_cluster_options
+@storage_option
+@user_errors
+def parmetis_export_command(
+    in_dir: str,
+    out_dir: str,
+    name: str | None,
+    balance_masks: str | None,
+    dedup: str,
+    overwrite: bool,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Write ParMETIS input files (pm_dglpart) without self loops or duplicate edges."""
+    masks = [m.strip() for m in balance_masks.split(",") if m.strip()] if balance_masks else []
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    with optional_client(scheduler, workers):
+        files = export_parmetis(
+            graph,
+            out_dir,
+            name=name,
+            balance_masks=masks,
+            dedup=dedup,  # type: ignore[arg-type]
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
+    click.echo(
+        f"wrote {files.nodes_path} ({files.num_nodes} nodes, {files.num_node_weights} weights), "
+        f"{files.edges_path} ({files.num_edges} edges), {files.stats_path}"
+    )
+    click.echo(
+        f"left out of the edges file: {files.self_loops_dropped} self loop(s), "
+        f"{files.duplicates_dropped} duplicate ({dedup}) edge(s); dispatch still writes them"
+    )
+
+
+@click.command("parmetis-import")
+@click.option("--in-dir", required=True, help="The chunked graph that was exported (or URL).")
+@click.option(
+    "--parmetis-output",
+    required=True,
+    multiple=True,
+    metavar="PATH",
+    help="ParMETIS output: p<rank>-<name>_nodes.txt or <orig_nid> <part_id> files, a directory "
+    "of rank files, or a glob; repeat the flag or list more paths after it.",
+)
+@click.argument("more_outputs", nargs=-1, metavar="[PATH]...")
+@click.option("--out-dir", required=True, help="Assignment directory to write (<ntype>.txt, partition_meta.json).")
+@click.option("--num-parts", type=click.IntRange(min=1), required=True, help="Stored as given, never inferred.")
+@click.option("--name", default=None, help="Only read p<rank>-NAME_nodes.txt from directories.")
+@click.option(
+    "--form",
+    type=click.Choice(["auto", "nodes", "gnid"]),
+    default="auto",
+    show_default=True,
+    help="nodes: <ntype_id> <weights...> <type_nid> <part_id>; gnid: <orig_nid> <part_id>.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace an existing assignment in --out-dir.")
+@click.option("--metadata-filename", default="metadata.json", show_default=True)
+@assignment_cluster_options
+@storage_option
+@user_errors
+def parmetis_import_command(
+    in_dir: str,
+    parmetis_output: tuple[str, ...],
+    more_outputs: tuple[str, ...],
+    out_dir: str,
+    num_parts: int,
+    name: str | None,
+    form: str,
+    overwrite: bool,
+    metadata_filename: str,
+    scheduler: str | None,
+    workers: int | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept."""
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    with optional_client(scheduler, workers):
+        meta = import_parmetis(
+            [*parmetis_output, *more_outputs],
+            graph,
+            out_dir,
+            num_parts=num_parts,
+            name=name,
+            form=form,  # type: ignore[arg-type]
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
+    click.echo(f"assignment written to {out_dir} ({meta.num_parts} partitions, algo_name {meta.algo_name!r})")
