@@ -903,8 +903,7 @@ def _print_result(result: Any) -> None:
     )
     for p, summary in enumerate(result.partitions):
         click.echo(
-            f"  part{p}: {summary['inner_nodes']} inner nodes, "
-            f"{summary['halo_nodes']} HALO nodes, {summary['edges']} edges"
+            f"  part{p}: {summary.inner_nodes} inner nodes, {summary.halo_nodes} HALO nodes, {summary.edges} edges"
         )
     click.echo(f"partition config: {result.config_path}")
 

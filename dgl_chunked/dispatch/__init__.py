@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
+from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, PartitionSummary, dispatch
 
-__all__ = ["DispatchOptions", "DispatchResult", "dispatch"]
+__all__ = ["DispatchOptions", "DispatchResult", "PartitionSummary", "dispatch"]

@@ -11,7 +11,6 @@ the whole edge list when CSC/CSR is requested: see ``write_graph``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,14 +19,15 @@ import numpy.typing as npt
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.dispatch.halo import HaloEdges, collect_halo_edges
 from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
+from dgl_chunked.dispatch.plan import FeatureStage, PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.stages import edge_array, node_array
-from dgl_chunked.dispatch.staging import Staging, segment_bounds
+from dgl_chunked.dispatch.staging import segment_bounds
 from dgl_chunked.io.dgl.binary import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
-from dgl_chunked.io.graphbolt.csc import GraphBoltOptions, write_graphbolt_partition
+from dgl_chunked.io.graphbolt.csc import write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
 from dgl_chunked.storage import fs
 
-__all__ = ["FeatureStage", "PartitionPlan", "write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
+__all__ = ["write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
 
 BLOCK = 1 << 20
 DENSE_BYTES = 256 << 20
@@ -36,56 +36,6 @@ DENSE_BYTES = 256 << 20
 
 def part_dir_name(part: int) -> str:
     return f"part{part}"
-
-
-@dataclass(frozen=True)
-class FeatureStage:
-    """One feature's staged chunks: output key, staged array names and their counts."""
-
-    key: str
-    arrays: tuple[str, ...]
-    counts: tuple[tuple[int, ...], ...]
-    dtype: str
-    row_shape: tuple[int, ...]
-    type_index: int
-
-
-@dataclass(frozen=True)
-class PartitionPlan:
-    """Everything a partition writer needs; small enough to ship to every task."""
-
-    staging: Staging
-    out_dir: str
-    storage_options: StorageOptions
-    ntypes: tuple[str, ...]
-    etypes: tuple[str, ...]
-    node_layout: IdLayout
-    edge_layout: IdLayout
-    node_block_starts: tuple[tuple[int, ...], ...]
-    node_block_counts: tuple[npt.NDArray[np.int64], ...]
-    edge_chunk_counts: tuple[npt.NDArray[np.int64], ...]
-    node_features: tuple[FeatureStage, ...]
-    edge_features: tuple[FeatureStage, ...]
-    graph_formats: tuple[str, ...]
-    save_orig_nids: bool
-    save_orig_eids: bool
-    halo_hops: int = 1
-    keep_halo_edges: bool = False
-    graphbolt: GraphBoltOptions | None = None
-    """Write ``fused_csc_sampling_graph.pt`` instead of ``graph.dgl`` (``--use-graphbolt``)."""
-
-    def edge_segments(self, part: int, column: str) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
-        """``(etype id, segment)`` of one staged edge column (``new_src`` or ``new_dst``)."""
-        for r in range(len(self.etypes)):
-            for c, counts in enumerate(self.edge_chunk_counts[r]):
-                if counts[part]:
-                    yield r, self.edge_segment(r, c, column, part)
-
-    def edge_segment(self, r: int, c: int, column: str, part: int) -> npt.NDArray[np.int64]:
-        """Partition ``part``'s rows of edge chunk ``c`` of etype ``r``, as int64 new IDs."""
-        counts = self.edge_chunk_counts[r][c]
-        name = edge_array(self.etypes[r], c, column)
-        return self.staging.segment(name, counts, part).astype(np.int64, copy=False)
 
 
 def _blocks(shape: tuple[int, ...], dtype: Any, make: Callable[[], Iterator[npt.NDArray[Any]]]) -> ArrayBlocks:
@@ -294,7 +244,7 @@ def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
     return out
 
 
-def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
+def write_partition(plan: PartitionPlan, part: int) -> PartitionSummary:
     """Write partition ``part``'s files into ``_tmp_part<part>/``.
 
     :func:`publish_partition` renames it to ``part<part>/`` once every partition is
@@ -302,8 +252,8 @@ def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
 
     Returns
     -------
-    dict
-        ``inner_nodes``, ``halo_nodes`` and ``edges`` of the partition.
+    PartitionSummary
+        The partition's inner and HALO node counts, owned and HALO edge counts.
     """
     tmp = fs.join(plan.out_dir, tmp_dir_name(part))
     filesystem, tmp_inner = fs.filesystem(tmp, plan.storage_options)
@@ -339,12 +289,12 @@ def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
         write_tensor_dict(fs.join(tmp, "orig_eids.dgl"), _orig_eids(plan, part), storage_options=so)
     n_inner = int(plan.node_layout.sizes()[part].sum())
     n_owned = int(plan.edge_layout.sizes()[part].sum())
-    return {
-        "inner_nodes": n_inner,
-        "halo_nodes": graph.num_nodes - n_inner,
-        "edges": n_owned,
-        "halo_edges": int(graph.edata["_ID"].shape[0]) - n_owned,
-    }
+    return PartitionSummary(
+        inner_nodes=n_inner,
+        halo_nodes=graph.num_nodes - n_inner,
+        edges=n_owned,
+        halo_edges=int(graph.edata["_ID"].shape[0]) - n_owned,
+    )
 
 
 def tmp_dir_name(part: int) -> str:

@@ -91,13 +91,16 @@ class Staging:
 
     It pickles as a few small values, so tasks carry it, not an open store.
     ``token`` names this run's content (a new one per dispatch call) and
-    ``lookup_cache_bytes`` is the per-process budget of :meth:`lookup`'s cache.
+    ``lookup_cache_bytes`` is the per-process budget of :meth:`lookup`'s cache;
+    ``wide_ids`` takes the int64 paths of graphs beyond 2**31 nodes on any graph
+    (staged edge endpoints and cached node IDs), for tests.
     """
 
     root: str
     storage_options: StorageOptions = None
     token: str = ""
     lookup_cache_bytes: int = 0
+    wide_ids: bool = False
 
     def store(self) -> zarr.storage.StoreLike:
         if fs.is_url(self.root):
@@ -206,7 +209,12 @@ class Staging:
         this process when it fits ``lookup_cache_bytes``, else read a Zarr chunk at a time."""
         array = self.open(name)
         return cached_lookup(
-            array, ids, key=(self.root, self.token, name), budget_bytes=self.lookup_cache_bytes, dtype=dtype
+            array,
+            ids,
+            key=(self.root, self.token, name),
+            budget_bytes=self.lookup_cache_bytes,
+            dtype=dtype,
+            compact=not self.wide_ids,
         )
 
     def counts(self, name: str) -> list[int] | None:

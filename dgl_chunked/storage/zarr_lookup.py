@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import zarr
 
-__all__ = ["lookup", "cached_lookup", "clear_lookup_cache", "create_1d", "open_array"]
+__all__ = ["lookup", "cached_lookup", "cached_bytes", "clear_lookup_cache", "create_1d", "open_array"]
 
 
 def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
@@ -67,6 +67,7 @@ def cached_lookup(
     key: Hashable,
     budget_bytes: int,
     dtype: npt.DTypeLike | None = None,
+    compact: bool = True,
 ) -> npt.NDArray[Any]:
     """``array[ids]`` from a whole copy of ``array`` kept in this process, if it fits.
 
@@ -84,6 +85,9 @@ def cached_lookup(
         larger than this is never cached: the lookup falls back to :func:`lookup`.
     dtype
         dtype of the result (default: ``array``'s); the caller guarantees the values fit.
+    compact
+        Keep integer arrays as int32 when their values allow (half the memory);
+        False keeps the native dtype, as for values beyond int32 (tests use it).
 
     Returns
     -------
@@ -91,10 +95,16 @@ def cached_lookup(
         Same length as ``ids``.
     """
     dtype = np.dtype(array.dtype if dtype is None else dtype)
-    values = _cached_values(array, key, budget_bytes)
+    values = _cached_values(array, key, budget_bytes, compact)
     if values is None:
         return lookup(array, ids).astype(dtype, copy=False)
     return values[np.asarray(ids)].astype(dtype, copy=False)
+
+
+def cached_bytes() -> int:
+    """Bytes :func:`cached_lookup` holds in this process now."""
+    with _CACHE_LOCK:
+        return sum(v.nbytes for v in _CACHE.values())
 
 
 def clear_lookup_cache() -> None:
@@ -103,15 +113,15 @@ def clear_lookup_cache() -> None:
         _CACHE.clear()
 
 
-def _cached_values(array: zarr.Array[Any], key: Hashable, budget_bytes: int) -> npt.NDArray[Any] | None:
-    itemsize = 4 if np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
+def _cached_values(array: zarr.Array[Any], key: Hashable, budget_bytes: int, compact: bool) -> npt.NDArray[Any] | None:
+    itemsize = 4 if compact and np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
     if array.ndim != 1 or array.shape[0] * itemsize > budget_bytes:
         return None
     with _CACHE_LOCK:  # one load at a time: two threads never hold two copies
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-        values = _read_compact(array, budget_bytes)
+        values = _read_compact(array, budget_bytes) if compact else _read_native(array, budget_bytes)
         if values is None:
             return None
         while _CACHE and sum(v.nbytes for v in _CACHE.values()) + values.nbytes > budget_bytes:
@@ -130,9 +140,14 @@ def _read_compact(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any]
         block = np.asarray(array[lo : lo + step])
         if out.dtype != dtype and block.size and (block.min() < _INT32.min or block.max() > _INT32.max):
             del out  # values beyond int32: the native dtype or nothing
-            return np.asarray(array[:]) if array.nbytes <= budget_bytes else None
+            return _read_native(array, budget_bytes)
         out[lo : lo + block.shape[0]] = block
     return out
+
+
+def _read_native(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any] | None:
+    """The whole array in its own dtype, or None when that exceeds ``budget_bytes``."""
+    return np.asarray(array[:]) if array.nbytes <= budget_bytes else None
 
 
 def _groups(block: npt.NDArray[Any], num_blocks: int) -> list[tuple[int, npt.NDArray[np.intp]]]:
