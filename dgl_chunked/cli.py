@@ -830,6 +830,7 @@ def _dispatch_options(func: F) -> F:
 
 def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -> Any:
     from dgl_chunked.dispatch import DispatchOptions
+    from dgl_chunked.dispatch.options import parse_memory_limit
 
     if kw.get("dgl_launch"):
         click.echo(
@@ -853,6 +854,7 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
         halo_hops=kw["halo_hops"],
         keep_halo_edges=kw["keep_halo_edges"],
         lookup_cache_bytes=_parse_size(kw["lookup_cache"], "--lookup-cache"),
+        memory_limit=parse_memory_limit(kw.get("memory_limit")),
         use_graphbolt=kw["use_graphbolt"],
         store_eids=kw["store_eids"],
         store_inner_node=kw["store_inner_node"],

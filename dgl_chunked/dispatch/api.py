@@ -119,7 +119,7 @@ def dispatch(
             staging_root,
             storage_options,
             token=run_token(fingerprint, out, staging_root),  # names every task of this run
-            lookup_cache_bytes=opts.lookup_cache_bytes,
+            lookup_cache_bytes=opts.lookup_budget(),
             wide_ids=opts.wide_ids,
         )
         if staging.start(fingerprint):
@@ -203,6 +203,7 @@ def _stage(
         halo_hops=opts.halo_hops,
         keep_halo_edges=opts.keep_halo_edges or opts.halo_hops > 1,
         graphbolt=opts.graphbolt(),
+        halo_table_bytes=opts.halo_budget(),
     )
 
 

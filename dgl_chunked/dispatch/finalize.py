@@ -30,8 +30,8 @@ from dgl_chunked.storage import fs
 __all__ = ["write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
 
 BLOCK = 1 << 20
-DENSE_BYTES = 256 << 20
-"""Node-ID span up to which HALO sets use dense per-node tables (5 bytes per node)."""
+DENSE_BYTES_PER_ID = 5
+"""Dense HALO tables: a flag and an int32 rank per node ID of the span."""
 
 
 def part_dir_name(part: int) -> str:
@@ -72,7 +72,7 @@ def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 def _halo_nodes(plan: PartitionPlan, part: int, lo: int, hi: int) -> npt.NDArray[np.int64]:
     """Sorted distinct sources of owned edges that this partition does not own."""
     total = int(plan.node_layout.part_starts[-1])
-    if total * 5 <= DENSE_BYTES:  # a flag per node beats sorting every segment
+    if total * DENSE_BYTES_PER_ID <= plan.halo_table_bytes:  # a flag per node beats sorting every segment
         marks = np.zeros(total, dtype=bool)
         for _, src in plan.edge_segments(part, "new_src"):
             marks[src] = True
@@ -93,16 +93,16 @@ class HaloIndex:
     """Position of each HALO node's new ID in the sorted HALO list.
 
     A dense rank table over the HALO ID span is used when it fits in
-    :data:`DENSE_BYTES` (it is ~30x faster than a binary search over random IDs);
+    ``budget_bytes`` (it is ~30x faster than a binary search over random IDs);
     otherwise a binary search on sorted queries.
     """
 
-    def __init__(self, halo: npt.NDArray[np.int64]) -> None:
+    def __init__(self, halo: npt.NDArray[np.int64], budget_bytes: int) -> None:
         self.halo = halo
         self.base = int(halo[0]) if halo.size else 0
         span = int(halo[-1]) - self.base + 1 if halo.size else 0
         self.rank: npt.NDArray[np.int64] | None = None
-        if span * 5 <= DENSE_BYTES:
+        if span * DENSE_BYTES_PER_ID <= budget_bytes:
             marks = np.zeros(span, dtype=bool)
             marks[halo - self.base] = True
             self.rank = np.cumsum(marks, dtype=np.int32) - 1  # type: ignore[assignment]
@@ -126,7 +126,7 @@ def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
     e_sizes = plan.edge_layout.sizes()[part]
     n_owned = int(e_sizes.sum())
     n_edges = n_owned + int(extra.eid.shape[0])
-    halo_index = HaloIndex(halo)
+    halo_index = HaloIndex(halo, plan.halo_table_bytes)
 
     def local(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         out = ids - lo

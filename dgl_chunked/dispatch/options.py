@@ -8,9 +8,20 @@ from dataclasses import dataclass
 from dgl_chunked.errors import UnsupportedFormatError
 from dgl_chunked.io.graphbolt.csc import SORT_BYTES, GraphBoltOptions
 
-__all__ = ["DispatchOptions", "GRAPH_FORMATS", "check_formats"]
+__all__ = [
+    "DispatchOptions",
+    "GRAPH_FORMATS",
+    "HALO_TABLE_BYTES",
+    "BUDGET_SHARE",
+    "check_formats",
+    "parse_memory_limit",
+]
 
 GRAPH_FORMATS = ("coo", "csr", "csc")
+HALO_TABLE_BYTES = 256 << 20
+"""Default budget of a partition writer's dense HALO tables (5 bytes per node ID)."""
+BUDGET_SHARE = 8
+"""With a memory limit, the node-ID cache and the HALO tables each get 1/8 of it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +66,15 @@ class DispatchOptions:
     graphbolt_sort_bytes
         Memory budget of a partition writer's sort by destination (``--use-graphbolt``);
         larger partitions are sorted in several passes.
+    memory_limit
+        Memory per worker (bytes), e.g. from ``--memory-limit``. When set, the node-ID
+        cache and the writers' dense HALO tables each get at most 1/8 of it
+        (:meth:`lookup_budget`, :meth:`halo_budget`); beyond their budgets both fall
+        back to range-wise structures whose memory does not grow with the node count
+        (Zarr-backed ranges for the cache, sorted merges for HALO sets).
+    halo_table_bytes
+        Budget of a partition writer's dense HALO tables (about 5 bytes per node ID);
+        default 256 MiB, or 1/8 of ``memory_limit``. 0 always takes the sorted path.
     wide_ids
         For tests: take the paths of graphs beyond 2**31 nodes or edges on any graph
         (int64 staged edge endpoints, int64 node-ID cache, int64 CSC sort order).
@@ -78,7 +98,22 @@ class DispatchOptions:
     store_inner_node: bool = False
     store_inner_edge: bool = False
     graphbolt_sort_bytes: int = SORT_BYTES
+    memory_limit: int | None = None
+    halo_table_bytes: int | None = None
     wide_ids: bool = False
+
+    def lookup_budget(self) -> int:
+        """Bytes of node-ID arrays a worker keeps in memory (``lookup_cache_bytes``, capped by the limit)."""
+        if self.memory_limit is None:
+            return self.lookup_cache_bytes
+        return min(self.lookup_cache_bytes, self.memory_limit // BUDGET_SHARE)
+
+    def halo_budget(self) -> int:
+        """Bytes a partition writer may spend on dense HALO tables."""
+        budget = HALO_TABLE_BYTES if self.halo_table_bytes is None else self.halo_table_bytes
+        if self.memory_limit is None:
+            return budget
+        return min(budget, self.memory_limit // BUDGET_SHARE)
 
     def graphbolt(self) -> GraphBoltOptions | None:
         """The GraphBolt writer options, or None for DGL's graph.dgl."""
@@ -91,6 +126,19 @@ class DispatchOptions:
             self.graphbolt_sort_bytes,
             wide_index=self.wide_ids,
         )
+
+
+def parse_memory_limit(text: str | int | None) -> int | None:
+    """Bytes of a Dask ``--memory-limit`` such as ``"4GiB"``; None when unset or not a size (``"auto"``)."""
+    from dask.utils import parse_bytes
+
+    if text is None or text == "":
+        return None
+    try:
+        value = int(parse_bytes(text))
+    except (ValueError, TypeError):
+        return None
+    return value if value > 0 else None
 
 
 def check_formats(formats: Sequence[str]) -> None:

@@ -9,7 +9,10 @@ node-level array, whatever the graph size.
 ``cached_lookup`` trades memory for speed where the caller allows it: a whole
 array that fits a byte budget is read once per process (as int32 when its values
 allow) and kept, so the many edge chunks a worker handles gather from memory
-instead of re-reading every Zarr chunk per edge chunk.
+instead of re-reading every Zarr chunk per edge chunk. An array larger than the
+budget is range-partitioned by its Zarr chunks: the ranges that fit the budget
+stay in memory, the others are read from Zarr at each lookup. Memory is bounded
+by the budget (plus one chunk), whatever the array's length.
 """
 
 from __future__ import annotations
@@ -81,8 +84,9 @@ def cached_lookup(
         Identifies the array's content; must change whenever the content may
         (callers put a per-run token in it).
     budget_bytes
-        Most bytes all cached arrays of this process may hold together. An array
-        larger than this is never cached: the lookup falls back to :func:`lookup`.
+        Most bytes all cached arrays of this process may hold together. Of an array
+        larger than this only the ranges (Zarr chunks) that fit are kept; the
+        others are read at every lookup, one chunk at a time.
     dtype
         dtype of the result (default: ``array``'s); the caller guarantees the values fit.
     compact
@@ -97,8 +101,47 @@ def cached_lookup(
     dtype = np.dtype(array.dtype if dtype is None else dtype)
     values = _cached_values(array, key, budget_bytes, compact)
     if values is None:
-        return lookup(array, ids).astype(dtype, copy=False)
+        return _ranged_lookup(array, np.asarray(ids), key, budget_bytes, compact).astype(dtype, copy=False)
     return values[np.asarray(ids)].astype(dtype, copy=False)
+
+
+def _ranged_lookup(
+    array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]], key: Hashable, budget_bytes: int, compact: bool
+) -> npt.NDArray[Any]:
+    """:func:`lookup` through the ranges of ``array`` kept in memory, reading the others."""
+    out = np.empty(ids.shape[0], dtype=array.dtype)
+    if ids.size == 0:
+        return out
+    chunk = int(array.chunks[0])
+    for b, sel in _groups(ids // chunk, -(-array.shape[0] // chunk)):
+        values = _cached_range(array, key, b, budget_bytes, compact)
+        if values is None:
+            values = np.asarray(array[b * chunk : (b + 1) * chunk])
+        out[sel] = values[ids[sel] - b * chunk]
+    return out
+
+
+def _cached_range(
+    array: zarr.Array[Any], key: Hashable, block: int, budget_bytes: int, compact: bool
+) -> npt.NDArray[Any] | None:
+    """Chunk ``block`` of ``array`` from memory, loaded when the budget still has room for it.
+
+    Ranges are never evicted for other ranges: with uniformly random IDs every edge
+    chunk touches every range, and keeping the first ones beats a cache that cycles.
+    """
+    chunk = int(array.chunks[0])
+    range_key = (key, "range", block)
+    itemsize = 4 if compact and np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
+    with _CACHE_LOCK:
+        if range_key in _CACHE:
+            return _CACHE[range_key]
+        if sum(v.nbytes for v in _CACHE.values()) + chunk * itemsize > budget_bytes:
+            return None
+        values = np.asarray(array[block * chunk : (block + 1) * chunk])
+        if itemsize == 4 and values.size and values.min() >= _INT32.min and values.max() <= _INT32.max:
+            values = values.astype(np.int32)
+        _CACHE[range_key] = values
+        return values
 
 
 def cached_bytes() -> int:

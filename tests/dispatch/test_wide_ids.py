@@ -80,6 +80,21 @@ def test_node_id_cache_keeps_int64_when_not_compact(tmp_path):
     assert held == [4000, 4000 + 8000]  # int32 copy, then an int64 one
 
 
+def test_node_id_cache_keeps_the_ranges_that_fit_and_reads_the_others(tmp_path):
+    values = np.arange(1000, dtype=np.int64) * 7
+    arr = zarr.create_array(store=zarr.storage.LocalStore(tmp_path), name="a", shape=(1000,), chunks=(100,), dtype="i8")
+    arr[:] = values
+    queries = np.random.default_rng(0).integers(0, 1000, (3, 500))
+    clear_lookup_cache()
+    try:
+        got = [cached_lookup(arr, ids, key="k", budget_bytes=1000) for ids in queries]
+        held = cached_bytes()
+    finally:
+        clear_lookup_cache()
+    assert [g.tolist() for g in got] == [values[q].tolist() for q in queries]
+    assert held == 2 * 100 * 4  # two 100-row int32 ranges fit 1000 bytes; the whole (4000) does not
+
+
 @pytest.mark.parametrize("sort_bytes", [1 << 20, 64])
 def test_csc_sorter_wide_order_is_the_same_order(sort_bytes):
     rng = np.random.default_rng(0)
