@@ -1086,3 +1086,61 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     return int(rv or 0)
+
+
+# --- `plan` (issue 19): a self-contained block, to be moved into the cli package at merge ---
+
+
+@cli.command("plan")
+@click.option("--in-dir", required=True, help="Chunked graph directory (holds metadata.json).")
+@click.option("--num-parts", required=True, type=click.IntRange(min=1))
+@click.option("--method", default="random", show_default=True, help="Partition algorithm of the run.")
+@click.option("--num-trainers-per-machine", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--dispatch-only", is_flag=True, help="Plan `dispatch` of an existing assignment (no partition stage).")
+@click.option("--json", "json_path", default=None, metavar="FILE", help="Also write the plan as JSON.")
+@click.option("--seed", type=int, default=0, hidden=True)
+@click.option("--balance-ntypes", default=None, hidden=True)
+@click.option("--balance-edges", is_flag=True, hidden=True)
+@click.option("--partitions-dir", default=None, hidden=True)
+@_scratch_option("--out-dir")
+@_dispatch_options
+@_cluster_options
+@user_errors
+def plan_command(
+    in_dir: str,
+    num_parts: int,
+    method: str,
+    num_trainers_per_machine: int,
+    dispatch_only: bool,
+    json_path: str | None,
+    **kw: Any,
+) -> None:
+    """Forecast `run` (tasks, peak memory per worker, disk, time) from metadata.json and
+    file headers alone, and refuse when the output or staging filesystem lacks the space.
+    Takes `run`'s options, so `run` can be replaced by `plan` in a command line."""
+    import dataclasses
+    import json
+
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
+    from dgl_chunked.pipeline import plan_run
+
+    so = kw["storage_options"]
+    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"], storage_options=so)
+    plan = plan_run(
+        graph,
+        kw["out_dir"],
+        num_parts=num_parts,
+        method=method,
+        workers=kw["workers"],
+        threads_per_worker=kw["threads_per_worker"],
+        memory_limit=kw["memory_limit"],
+        num_trainers_per_machine=num_trainers_per_machine,
+        options=_make_dispatch_options(kw, part_method=method),
+        storage_options=so,
+        dispatch_only=dispatch_only,
+    )
+    click.echo(plan.table())
+    plan.check_space()  # the one error: line, before anything is written
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as f:
+            json.dump(dataclasses.asdict(plan), f, indent=2)

@@ -16,11 +16,13 @@ from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.finalize import part_dir_name, publish_partition, tmp_dir_name, write_partition
 from dgl_chunked.dispatch.fingerprint import run_fingerprint
+from dgl_chunked.dispatch.forecast import forecast_dispatch
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats
 from dgl_chunked.dispatch.output import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.runner import StageRunner
+from dgl_chunked.dispatch.space import check_space, disk_needs
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import EmptyPartitionWarning, OptionError
@@ -52,6 +54,8 @@ class DispatchResult:
     config: PartitionConfig
     partitions: list[PartitionSummary] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    stage_tasks: dict[str, int] = field(default_factory=dict)
+    """Tasks each stage ran (what :func:`~dgl_chunked.plan_run` forecasts)."""
 
 
 def dispatch(
@@ -112,6 +116,8 @@ def dispatch(
     if not isinstance(assignment, Mapping):
         inputs["assignment directory"] = str(assignment)
     check_no_overlap({"--out-dir": out, "staging directory": staging_root}, inputs, storage_options=storage_options)
+    if opts.check_space:
+        _check_space(graph, num_parts, opts, out, staging_root, extra_node_data, storage_options)
     with acquire_lease(out, OUTPUT_KIND, storage_options=storage_options) as lease:
         prepare_out_dir(out, opts.overwrite, storage_options)
         fingerprint = run_fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
@@ -151,7 +157,13 @@ def dispatch(
         path = write_partition_config(out, config, storage_options=storage_options)
         if not opts.keep_staging:
             staging.wipe()
-    return DispatchResult(config_path=path, config=config, partitions=summaries, stage_seconds=dict(runner.seconds))
+    return DispatchResult(
+        config_path=path,
+        config=config,
+        partitions=summaries,
+        stage_seconds=dict(runner.seconds),
+        stage_tasks=dict(runner.tasks),
+    )
 
 
 def _stage(
@@ -205,6 +217,21 @@ def _stage(
         graphbolt=opts.graphbolt(),
         halo_table_bytes=opts.halo_budget(),
     )
+
+
+def _check_space(
+    graph: ChunkedGraph,
+    num_parts: int,
+    opts: DispatchOptions,
+    out: str,
+    staging_root: str,
+    extra_node_data: Mapping[str, Mapping[str, da.Array]] | None,
+    storage_options: StorageOptions,
+) -> None:
+    """Refuse before writing anything when the output or staging filesystem is too small."""
+    forecast = forecast_dispatch(graph, num_parts, options=opts, extra_node_row_bytes=8 if extra_node_data else 0)
+    wants = [(staging_root, forecast.staging_bytes), (out, forecast.output_bytes)]
+    check_space(disk_needs(wants, storage_options))
 
 
 def _resolve_assignment(

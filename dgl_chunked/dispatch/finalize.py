@@ -77,7 +77,7 @@ def _halo_nodes(plan: PartitionPlan, part: int, lo: int, hi: int) -> npt.NDArray
         for _, src in plan.edge_segments(part, "new_src"):
             marks[src] = True
         marks[lo:hi] = False
-        return np.flatnonzero(marks).astype(np.int64)
+        return np.flatnonzero(marks).astype(np.int64, copy=False)
     halo = np.zeros(0, np.int64)
     pending: list[npt.NDArray[np.int64]] = []
     for _, src in plan.edge_segments(part, "new_src"):
@@ -105,7 +105,10 @@ class HaloIndex:
         if span * DENSE_BYTES_PER_ID <= budget_bytes:
             marks = np.zeros(span, dtype=bool)
             marks[halo - self.base] = True
-            self.rank = np.cumsum(marks, dtype=np.int32) - 1  # type: ignore[assignment]
+            rank = np.cumsum(marks, dtype=np.int32)
+            del marks
+            rank -= 1  # in place: no second table of the span's size
+            self.rank = rank  # type: ignore[assignment]
 
     def positions(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         if self.rank is not None:
@@ -120,7 +123,8 @@ def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
     lo, hi = (int(x) for x in plan.node_layout.part_starts[part : part + 2])
     hop1 = _halo_nodes(plan, part, lo, hi)
     extra = collect_halo_edges(plan, part, hop1, plan.halo_hops) if plan.keep_halo_edges else HaloEdges.empty()
-    halo = _sorted_unique(np.concatenate([hop1, extra.src[(extra.src < lo) | (extra.src >= hi)]]))
+    outside = extra.src[(extra.src < lo) | (extra.src >= hi)]
+    halo = _sorted_unique(np.concatenate([hop1, outside])) if outside.size else hop1  # no copies of 1-hop
     n_inner = hi - lo
     e_lo = int(plan.edge_layout.ranges[part, 0, 0])
     e_sizes = plan.edge_layout.sizes()[part]

@@ -75,6 +75,9 @@ class DispatchOptions:
     halo_table_bytes
         Budget of a partition writer's dense HALO tables (about 5 bytes per node ID);
         default 256 MiB, or 1/8 of ``memory_limit``. 0 always takes the sorted path.
+    check_space
+        Refuse to start (before writing anything) when the output or staging
+        filesystem has less free space than :func:`~dgl_chunked.plan_run` forecasts.
     wide_ids
         For tests: take the paths of graphs beyond 2**31 nodes or edges on any graph
         (int64 staged edge endpoints, int64 node-ID cache, int64 CSC sort order).
@@ -101,6 +104,7 @@ class DispatchOptions:
     memory_limit: int | None = None
     halo_table_bytes: int | None = None
     wide_ids: bool = False
+    check_space: bool = True
 
     def lookup_budget(self) -> int:
         """Bytes of node-ID arrays a worker keeps in memory (``lookup_cache_bytes``, capped by the limit)."""

@@ -24,9 +24,11 @@ class StageRunner:
         self.client = client
         self.progress = progress
         self.seconds: dict[str, float] = {}
+        self.tasks: dict[str, int] = {}
 
     def compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
         logger.info("dispatch stage: %s (%d tasks)", stage, len(tasks))
+        self.tasks[stage] = len(tasks)
         start = time.perf_counter()
         try:
             return self._compute(tasks, stage)

@@ -39,7 +39,16 @@ from dgl_chunked._typing import StorageOptions
 from dgl_chunked.storage import fs, owned
 from dgl_chunked.storage.zarr_lookup import cached_lookup
 
-__all__ = ["Staging", "segment_bounds", "resumable", "MISSING", "STAGING_FORMAT", "STAGING_KIND", "STAGING_ENTRIES"]
+__all__ = [
+    "Staging",
+    "default_chunks",
+    "segment_bounds",
+    "resumable",
+    "MISSING",
+    "STAGING_FORMAT",
+    "STAGING_KIND",
+    "STAGING_ENTRIES",
+]
 
 STAGING_FORMAT = 3
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
@@ -118,7 +127,7 @@ class Staging:
         chunks: tuple[int, ...] | None = None,
     ) -> zarr.Array[Any]:
         """Create (or replace) an uncompressed array; staging data is short-lived."""
-        chunks = chunks or _default_chunks(shape, np.dtype(dtype))
+        chunks = chunks or default_chunks(shape, np.dtype(dtype))
         with fs.naming(fs.join(self.root, name)):
             return zarr.create_array(
                 store=self.store(),
@@ -240,7 +249,7 @@ class Staging:
                 yield self.segment(name, c, part)
 
 
-def _default_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:
+def default_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:
     """About 32 MiB per chunk along axis 0."""
     target = 32 << 20
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize if len(shape) > 1 else dtype.itemsize
