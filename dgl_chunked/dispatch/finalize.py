@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.dispatch.halo import HaloEdges, collect_halo_edges
+from dgl_chunked.dispatch.halo_ranges import DENSE_BYTES_PER_ID, RangedHalo, build_ranged_halo
 from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
 from dgl_chunked.dispatch.plan import FeatureStage, PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.stages import edge_array, node_array
@@ -30,8 +31,6 @@ from dgl_chunked.storage import fs
 __all__ = ["write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
 
 BLOCK = 1 << 20
-DENSE_BYTES_PER_ID = 5
-"""Dense HALO tables: a flag and an int32 rank per node ID of the span."""
 
 
 def part_dir_name(part: int) -> str:
@@ -119,8 +118,54 @@ class HaloIndex:
         return out
 
 
-def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
+def _graph(plan: PartitionPlan, part: int) -> tuple[HomogeneousGraph, RangedHalo | None]:
+    """The partition's graph as streams, and the ranged HALO files it reads (None: in memory)."""
     lo, hi = (int(x) for x in plan.node_layout.part_starts[part : part + 2])
+    total = int(plan.node_layout.part_starts[-1])
+    if not plan.keep_halo_edges and total * DENSE_BYTES_PER_ID > plan.halo_table_bytes:
+        ranged = build_ranged_halo(plan, part, lo, hi, plan.halo_table_bytes)
+        return _ranged_graph(plan, part, lo, hi, ranged), ranged
+    return _memory_graph(plan, part, lo, hi), None
+
+
+def _ranged_graph(plan: PartitionPlan, part: int, lo: int, hi: int, ranged: RangedHalo) -> HomogeneousGraph:
+    """Owned edges and 1-hop HALO nodes, the HALO set and local sources read from ``ranged``'s files."""
+    n_inner = hi - lo
+    e_lo = int(plan.edge_layout.ranges[part, 0, 0])
+    e_sizes = plan.edge_layout.sizes()[part]
+    n_edges = int(e_sizes.sum())
+    n_nodes = n_inner + ranged.num_halo
+
+    def node_ids() -> Iterator[npt.NDArray[np.int64]]:
+        yield from _arange_blocks(lo, hi)
+        yield from ranged.halo_blocks()
+
+    def node_types() -> Iterator[npt.NDArray[np.int32]]:
+        yield from _type_blocks(plan.node_layout.sizes()[part])
+        yield from (type_of(ids, plan.node_layout) for ids in ranged.halo_blocks())
+
+    def local_dst() -> Iterator[npt.NDArray[np.int64]]:
+        for _, dst in plan.edge_segments(part, "new_dst"):
+            yield dst - lo
+
+    return HomogeneousGraph(
+        num_nodes=n_nodes,
+        src=_blocks((n_edges,), np.int64, ranged.local_src_blocks),
+        dst=_blocks((n_edges,), np.int64, local_dst),
+        ndata={
+            "_ID": _blocks((n_nodes,), np.int64, node_ids),
+            "_TYPE": _blocks((n_nodes,), np.int32, node_types),
+            "inner_node": _blocks((n_nodes,), np.uint8, lambda: _flag_blocks(n_inner, n_nodes)),
+        },
+        edata={
+            "_ID": _blocks((n_edges,), np.int64, lambda: _arange_blocks(e_lo, e_lo + n_edges)),
+            "_TYPE": _blocks((n_edges,), np.int32, lambda: _type_blocks(e_sizes)),
+            "inner_edge": _blocks((n_edges,), np.uint8, lambda: _flag_blocks(n_edges, n_edges)),
+        },
+    )
+
+
+def _memory_graph(plan: PartitionPlan, part: int, lo: int, hi: int) -> HomogeneousGraph:
     hop1 = _halo_nodes(plan, part, lo, hi)
     extra = collect_halo_edges(plan, part, hop1, plan.halo_hops) if plan.keep_halo_edges else HaloEdges.empty()
     outside = extra.src[(extra.src < lo) | (extra.src >= hi)]
@@ -248,6 +293,21 @@ def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
     return out
 
 
+def _write_graph_file(plan: PartitionPlan, tmp: str, graph: HomogeneousGraph) -> None:
+    """``graph.dgl``, or GraphBolt's ``fused_csc_sampling_graph.pt``."""
+    if plan.graphbolt is not None:
+        write_graphbolt_partition(
+            fs.join(tmp, GRAPHBOLT_FILE),
+            graph,
+            ntypes={t: i for i, t in enumerate(plan.ntypes)},
+            etypes={e: i for i, e in enumerate(plan.etypes)},
+            options=plan.graphbolt,
+            storage_options=plan.storage_options,
+        )
+    else:
+        write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=plan.storage_options)
+
+
 def write_partition(plan: PartitionPlan, part: int) -> PartitionSummary:
     """Write partition ``part``'s files into ``_tmp_part<part>/``.
 
@@ -264,19 +324,13 @@ def write_partition(plan: PartitionPlan, part: int) -> PartitionSummary:
     if filesystem.exists(tmp_inner):
         filesystem.rm(tmp_inner, recursive=True)
     filesystem.makedirs(tmp_inner, exist_ok=True)
-    graph = _graph(plan, part)
+    graph, ranged = _graph(plan, part)
     so = plan.storage_options
-    if plan.graphbolt is not None:
-        write_graphbolt_partition(
-            fs.join(tmp, GRAPHBOLT_FILE),
-            graph,
-            ntypes={t: i for i, t in enumerate(plan.ntypes)},
-            etypes={e: i for i, e in enumerate(plan.etypes)},
-            options=plan.graphbolt,
-            storage_options=so,
-        )
-    else:
-        write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=so)
+    try:
+        _write_graph_file(plan, tmp, graph)
+    finally:
+        if ranged is not None:
+            ranged.remove()
     write_tensor_dict(
         fs.join(tmp, "node_feat.dgl"),
         _feature_tensors(plan, plan.node_features, plan.node_layout, part),

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
+from dgl_chunked.dispatch.halo_ranges import DENSE_BYTES_PER_ID
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
 from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.staging import default_chunks
@@ -266,8 +267,13 @@ def _writer_bytes(
 ) -> int:
     """A partition writer's working set: HALO tables, one staged segment, format extras."""
     halo = sizes.halo
-    dense = n_total * 5 <= opts.halo_budget()  # flags, then a rank table over the HALO span
-    tables = n_total + 4 * n_total + 16 * halo if dense else 24 * halo + 8 * (1 << 22)  # else sorted merges
+    budget = opts.halo_budget()
+    if n_total * DENSE_BYTES_PER_ID <= budget:  # flags and a rank table over the ID space, the HALO IDs
+        tables = DENSE_BYTES_PER_ID * n_total + 8 * halo
+    elif not (opts.keep_halo_edges or opts.halo_hops > 1):  # range by range (halo_ranges.py)
+        tables = budget + 2 * 8 * max_chunk // num_parts
+    else:  # multi-hop HALO: sorted merges held in memory
+        tables = 24 * halo + 8 * (1 << 22)
     segment = cal.writer_bytes_per_segment_edge * max_chunk / num_parts  # one chunk's rows of this partition
     extra = 0.0
     if opts.use_graphbolt:

@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 GRAPH_FORMATS = ("coo", "csr", "csc")
-HALO_TABLE_BYTES = 256 << 20
+HALO_TABLE_BYTES = 64 << 20
 """Default budget of a partition writer's dense HALO tables (5 bytes per node ID)."""
 BUDGET_SHARE = 8
 """With a memory limit, the node-ID cache and the HALO tables each get 1/8 of it."""
@@ -70,11 +70,15 @@ class DispatchOptions:
         Memory per worker (bytes), e.g. from ``--memory-limit``. When set, the node-ID
         cache and the writers' dense HALO tables each get at most 1/8 of it
         (:meth:`lookup_budget`, :meth:`halo_budget`); beyond their budgets both fall
-        back to range-wise structures whose memory does not grow with the node count
-        (Zarr-backed ranges for the cache, sorted merges for HALO sets).
+        back to range-partitioned structures whose memory does not grow with the node
+        count (ranges of the Zarr arrays for the cache, ranges of the ID space with
+        worker-local temporary files for the HALO sets).
     halo_table_bytes
-        Budget of a partition writer's dense HALO tables (about 5 bytes per node ID);
-        default 256 MiB, or 1/8 of ``memory_limit``. 0 always takes the sorted path.
+        Budget of a partition writer's HALO tables (5 bytes per node ID of the
+        graph): default 64 MiB (13M nodes), or 1/8 of ``memory_limit`` when smaller.
+        A larger graph's HALO sets are built range by range (ranges of ``budget / 5``
+        IDs, two reads of the partition's staged sources per range) into worker-local
+        temporary files.
     check_space
         Refuse to start (before writing anything) when the output or staging
         filesystem has less free space than :func:`~dgl_chunked.plan_run` forecasts.
