@@ -13,7 +13,7 @@ from dask.base import tokenize
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
-from dgl_chunked.dispatch.calibration import CALIBRATION
+from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.forecast import StagePlan, forecast_dispatch
 from dgl_chunked.dispatch.options import parse_memory_limit
 from dgl_chunked.dispatch.output import staging_location
@@ -214,6 +214,7 @@ class RunPlan:
     seconds: float
     memory_limit: int | None
     notes: tuple[str, ...]
+    worker_base_bytes: int
 
     def check_space(self) -> None:
         """Raise :class:`~dgl_chunked.errors.InsufficientSpaceError` when a filesystem lacks the space."""
@@ -226,7 +227,7 @@ class RunPlan:
             f"partition(s) ({self.method}) on {self.workers} worker thread(s)"
         )
         lines = [head, f"{'stage':<28}{'tasks':>7}{'peak MB/worker':>16}{'seconds':>10}"]
-        base = CALIBRATION.worker_base_bytes
+        base = self.worker_base_bytes
         for s in self.stages:
             lines.append(f"{s.name:<28}{s.tasks:>7}{(base + s.task_bytes) / 2**20:>16.0f}{s.seconds:>10.1f}")
         lines.append(f"{'total':<28}{'':>7}{self.peak_worker_bytes / 2**20:>16.0f}{self.seconds:>10.1f}")
@@ -254,6 +255,7 @@ def plan_run(
     options: DispatchOptions | None = None,
     storage_options: StorageOptions = None,
     dispatch_only: bool = False,
+    calibration: Calibration = CALIBRATION,
 ) -> RunPlan:
     """Forecast :func:`run` (or only :func:`~dgl_chunked.dispatch.dispatch`) without running it.
 
@@ -274,6 +276,8 @@ def plan_run(
         HALO tables as it would in the run.
     dispatch_only
         Plan only the dispatch (the assignment exists already): no partition stage.
+    calibration
+        The cost model's constants (default: measured on the project's VM).
 
     Returns
     -------
@@ -286,14 +290,18 @@ def plan_run(
     if limit is not None:
         opts = replace(opts, memory_limit=limit)
     threads = (workers or os.cpu_count() or 1) * threads_per_worker
-    parts = num_parts * num_trainers_per_machine
     forecast = forecast_dispatch(
-        graph, num_parts, options=opts, workers=threads, extra_node_row_bytes=8 if num_trainers_per_machine > 1 else 0
+        graph,
+        num_parts,
+        options=opts,
+        workers=threads,
+        extra_node_row_bytes=8 if num_trainers_per_machine > 1 else 0,
+        calibration=calibration,
     )
     stages = forecast.stages
     notes = list(forecast.notes)
     if not dispatch_only:
-        stages = (_partition_stage(graph, method, parts, threads), *stages)
+        stages = (_partition_stage(graph, method, calibration), *stages)
         if method != "random":
             notes.append(f"the time of method {method!r} is not calibrated: only dispatch's is counted")
     out = str(out_dir)
@@ -307,22 +315,23 @@ def plan_run(
         workers=threads,
         method=method,
         stages=stages,
-        peak_worker_bytes=CALIBRATION.worker_base_bytes + max(s.task_bytes for s in stages),
+        peak_worker_bytes=calibration.worker_base_bytes + max(s.task_bytes for s in stages),
         staging_bytes=forecast.staging_bytes,
         output_bytes=forecast.output_bytes,
         disks=disks,
         seconds=sum(s.seconds for s in stages),
         memory_limit=opts.memory_limit,
         notes=tuple(notes),
+        worker_base_bytes=calibration.worker_base_bytes,
     )
 
 
-def _partition_stage(graph: ChunkedGraph, method: str, parts: int, threads: int) -> StagePlan:
+def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> StagePlan:
     """The assignment (random: one task per node chunk, the assignment directory written after)."""
     meta = graph.metadata
     nodes = sum(meta.num_nodes(t) for t in meta.node_types)
     tasks = sum(len(graph.node_chunks(t)) for t in meta.node_types)
     seconds = 0.0
     if method == "random":
-        seconds = CALIBRATION.partition_overhead_s + CALIBRATION.partition_s_per_node * nodes
+        seconds = cal.partition_overhead_s + cal.partition_s_per_node * nodes
     return StagePlan(f"partition ({method})", tasks, 0, seconds)
