@@ -18,7 +18,7 @@ from dgl_chunked.dispatch.forecast import StagePlan, forecast_dispatch
 from dgl_chunked.dispatch.options import parse_memory_limit
 from dgl_chunked.dispatch.output import staging_location
 from dgl_chunked.dispatch.space import DiskNeed, check_space, disk_needs, format_bytes
-from dgl_chunked.errors import OptionError
+from dgl_chunked.errors import DglChunkedError, OptionError
 from dgl_chunked.io.assignment.directory import retract_assignment, write_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions
@@ -92,16 +92,7 @@ def run(
     if trainers < 1:
         raise OptionError(f"num_trainers_per_machine must be >= 1, found {trainers}")
     if (options or DispatchOptions()).check_space:  # before anything is written
-        plan_run(
-            graph,
-            out_dir,
-            num_parts=num_parts,
-            method=method,
-            workers=1,
-            num_trainers_per_machine=trainers,
-            options=options,
-            storage_options=storage_options,
-        ).check_space()
+        _check_space(graph, out_dir, num_parts, method, trainers, options, storage_options)
     so = storage_options if fs.is_url(parent) else None
     scratch = owned_scratch_dir(parent, "run", scratch_name.removeprefix("dglc-run-"), storage_options=so)
     try:
@@ -123,6 +114,32 @@ def run(
         )
     finally:
         remove_owned(scratch, storage_options=so)
+
+
+def _check_space(
+    graph: ChunkedGraph,
+    out_dir: PathLike,
+    num_parts: int,
+    method: str,
+    trainers: int,
+    options: DispatchOptions | None,
+    storage_options: StorageOptions,
+) -> None:
+    """Refuse a run the disks cannot hold; input the forecast cannot read is left to the run."""
+    try:
+        plan = plan_run(
+            graph,
+            out_dir,
+            num_parts=num_parts,
+            method=method,
+            workers=1,
+            num_trainers_per_machine=trainers,
+            options=options,
+            storage_options=storage_options,
+        )
+    except (DglChunkedError, OSError):
+        return
+    plan.check_space()
 
 
 def _run(

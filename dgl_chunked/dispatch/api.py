@@ -25,7 +25,7 @@ from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.dispatch.space import check_space, disk_needs
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
-from dgl_chunked.errors import EmptyPartitionWarning, OptionError
+from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
 from dgl_chunked.io.assignment.directory import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import PartitionConfig, write_partition_config
@@ -228,8 +228,16 @@ def _check_space(
     extra_node_data: Mapping[str, Mapping[str, da.Array]] | None,
     storage_options: StorageOptions,
 ) -> None:
-    """Refuse before writing anything when the output or staging filesystem is too small."""
-    forecast = forecast_dispatch(graph, num_parts, options=opts, extra_node_row_bytes=8 if extra_node_data else 0)
+    """Refuse before writing anything when the output or staging filesystem is too small.
+
+    Input the forecast cannot read (a bad feature file, ...) is left to the run,
+    which reports it where it always did.
+    """
+    try:
+        forecast = forecast_dispatch(graph, num_parts, options=opts, extra_node_row_bytes=8 if extra_node_data else 0)
+    except (DglChunkedError, OSError):
+        logger.debug("space check skipped: the forecast could not read the input", exc_info=True)
+        return
     wants = [(staging_root, forecast.staging_bytes), (out, forecast.output_bytes)]
     check_space(disk_needs(wants, storage_options))
 
