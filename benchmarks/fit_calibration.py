@@ -46,12 +46,14 @@ def fit(rows: list[dict[str, Any]], work: Path, base_mb: float, threads: int) ->
     part_a, part_b = _line(nodes, [r["partition_s"] for r in rows])
     node_s = [(s["stage assignment"] + s["number nodes"]) / 2 for s in st]
     over_a, node_b = _line([n / threads for n in nodes], node_s)
-    _, edge_b = _line([e / threads for e in edges], [s["stage edges and features"] for s in st])
-    _, write_b = _line([e / 2 for e in edges], [s["write partitions"] for s in st])
+    edge_a, edge_b = _line([e / threads for e in edges], [s["stage edges and features"] for s in st])
+    write_a, write_b = _line([e / 2 for e in edges], [s["write partitions"] for s in st])
     base = int(base_mb * 2**20)
     cal = replace(
         cal,
         stage_overhead_s=round(over_a, 3),
+        edge_overhead_s=round(edge_a, 3),
+        write_overhead_s=round(write_a, 3),
         partition_overhead_s=round(part_a, 3),
         partition_s_per_node=float(f"{part_b:.3g}"),
         node_stage_s_per_node=float(f"{node_b:.3g}"),

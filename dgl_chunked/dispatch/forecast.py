@@ -225,7 +225,7 @@ def forecast_dispatch(
                 3 * max(node_feat_chunks + edge_feat_chunks, default=0),
             )
         ),
-        cal.stage_overhead_s + _task_seconds(edge_work, workers),
+        cal.edge_overhead_s + _task_seconds(edge_work, workers),
     )
     write_one = (
         per_part.edges * cal.write_s_per_edge
@@ -236,7 +236,7 @@ def forecast_dispatch(
         "write partitions",
         num_parts,
         _writer_bytes(per_part, n_total, max(edge_rows, default=0), num_parts, opts, cal),
-        cal.stage_overhead_s + _task_seconds([write_one] * num_parts, workers),
+        cal.write_overhead_s + _task_seconds([write_one] * num_parts, workers),
     )
     notes = ["partition sizes assume a balanced assignment; HALO counts a graph without locality"]
     if opts.keep_halo_edges or opts.halo_hops > 1:
