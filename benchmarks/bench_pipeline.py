@@ -2,18 +2,26 @@
 
 Generates uniform random homogeneous graphs with ``dgl-chunked synth`` (float32[16]
 node feature, CSV edges, NPY features) at 1x = 1M nodes / 10M edges in 4 chunks and,
-with ``--scales 1 10``, at 10x = 10M nodes / 100M edges in 40 chunks (same chunk
-size), then runs ``partition`` (random, 2 parts, written as a DGL assignment
-directory) and ``dispatch`` on a fresh 2-worker LocalCluster (processes, 1 thread
-each) and prints wall time per stage, edges per second, and the peak RSS of every
-worker process and of the client, as a table and as JSON.
+with ``--scales 1 10 30``, at 10x = 10M nodes / 100M edges in 40 chunks and 30x =
+30M nodes / 300M edges in 120 chunks (same chunk size), then runs ``partition``
+(random, 2 parts, written as a DGL assignment directory) and ``dispatch`` on a fresh
+2-worker LocalCluster (processes, 1 thread each) and prints wall time per stage,
+edges per second, and the peak RSS of every worker process and of the client, as a
+table and as JSON.
 
 Usage::
 
-    python benchmarks/bench_pipeline.py [--scales 1 10] [--workers 2] [--json out.json]
+    python benchmarks/bench_pipeline.py [--scales 1 10 30] [--workers 2] [--json out.json]
                                         [--memory-limit 1GiB] [--work-dir DIR] [--staging-dir DIR]
-                                        [--performance-report report.html]
-                                        [--use-graphbolt | --compare-graphbolt]
+                                        [--performance-report report.html] [--plot scaling.png]
+                                        [--use-graphbolt | --compare-graphbolt] [--plan]
+
+``--memory-limit`` is the LocalCluster's per-worker limit and also dispatch's
+``memory_limit`` (it sizes the node-ID cache and HALO tables); the run records
+whether any worker was ever seen paused (polled every 0.2 s) or restarted (its
+process ID changed). ``--plan`` also prints what :func:`dgl_chunked.plan_run`
+predicted for each graph next to what was measured. ``--plot`` draws time and
+peak RSS per worker against edges.
 
 ``--use-graphbolt`` dispatches to GraphBolt's ``fused_csc_sampling_graph.pt`` instead
 of ``graph.dgl``; ``--compare-graphbolt`` runs both formats alternately on the same
@@ -37,7 +45,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-SCALES = {1: (1_000_000, 10_000_000, 4), 10: (10_000_000, 100_000_000, 40)}
+from dgl_chunked.dispatch.options import parse_memory_limit
+
+SCALES = {1: (1_000_000, 10_000_000, 4), 10: (10_000_000, 100_000_000, 40), 30: (30_000_000, 300_000_000, 120)}
 
 
 def _peak_rss_mb() -> float:
@@ -102,18 +112,27 @@ def _run_once(
         LocalCluster(**kwargs) as cluster,
         Client(cluster) as client,
         performance_report(filename=report) if report else nullcontext(),
+        _StatusWatch(client) as watch,
     ):
+        pids = client.run(os.getpid)
         start = time.perf_counter()
         graph = dglc.open_chunked_graph(chunked)
         parts = dglc.assign_partitions(graph, 2, method="random", seed=0)
         dglc.write_assignment(assign, parts, num_parts=2, algo_name="random")
         t_partition = time.perf_counter() - start
         start = time.perf_counter()
-        options = dglc.DispatchOptions(staging_dir=staging_dir, use_graphbolt=use_graphbolt)
+        options = dglc.DispatchOptions(
+            staging_dir=staging_dir, use_graphbolt=use_graphbolt, memory_limit=parse_memory_limit(memory_limit)
+        )
         result = dglc.dispatch(graph, assign, out, client=client, options=options)
         t_dispatch = time.perf_counter() - start
         worker_rss = client.run(_peak_rss_mb)
+        restarted = len(set(pids.values()) - set(client.run(os.getpid).values()))
     return {
+        "nodes": result.config.num_nodes,
+        "memory_limit": memory_limit or "default",
+        "workers_paused": sorted(watch.paused),
+        "workers_restarted": restarted,
         "partition_s": t_partition,
         "dispatch_s": t_dispatch,
         "total_s": t_partition + t_dispatch,
@@ -123,6 +142,58 @@ def _run_once(
         "worker_peak_rss_mb": sorted(worker_rss.values()),
         "client_peak_rss_mb": _peak_rss_mb(),
     }
+
+
+class _StatusWatch:
+    """Polls the scheduler for worker status; remembers every worker seen paused."""
+
+    def __init__(self, client: Any) -> None:
+        import threading
+
+        self.client, self.paused = client, set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                workers = self.client.scheduler_info()["workers"]
+            except Exception:  # the cluster is closing
+                return
+            self.paused |= {a for a, w in workers.items() if w.get("status") == "paused"}
+
+    def __enter__(self) -> _StatusWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _plot(rows: list[dict[str, Any]], path: str) -> None:
+    """Time and peak RSS per worker against edges, one line per memory-limit setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for limit in sorted({r["memory_limit"] for r in rows}):
+        runs = sorted((r for r in rows if r["memory_limit"] == limit), key=lambda r: r["edges"])
+        edges = [r["edges"] for r in runs]
+        ax_t.loglog(edges, [r["total_s"] for r in runs], "o-", label=f"total, limit {limit}")
+        ax_m.plot(edges, [max(r["worker_peak_rss_mb"]) for r in runs], "o-", label=f"limit {limit}")
+        if limit == "default":
+            ax_t.loglog(edges, [runs[0]["total_s"] * e / edges[0] for e in edges], "k:", label="linear in edges")
+    ax_t.set(title="wall time (partition + dispatch)", xlabel="edges", ylabel="seconds")
+    ax_m.set(title="peak RSS per worker (max of workers)", xlabel="edges", ylabel="MB", xscale="log", ylim=(0, 1200))
+    ax_m.axhline(1000, color="grey", ls="--", label="1 GB target")
+    for ax in (ax_t, ax_m):
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot: {path}")
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -158,6 +229,8 @@ def main() -> None:
         help="write Dask's performance report of the last run here",
     )
     parser.add_argument("--json", default=None)
+    parser.add_argument("--plot", default=None, metavar="PNG", help="time and peak RSS against edges")
+    parser.add_argument("--plan", action="store_true", help="also print plan_run's prediction per graph")
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--use-graphbolt", action="store_true", help="write GraphBolt .pt partitions")
     fmt.add_argument("--compare-graphbolt", action="store_true", help="run DGL format and GraphBolt alternately")
@@ -169,6 +242,7 @@ def main() -> None:
         nodes, edges, chunks = SCALES[scale]
         chunked = work / f"graph-{scale}x"
         synth_s = _synth(chunked, scale)
+        predicted = _predict(chunked, work / f"run-{scale}x", args) if args.plan else None
         runs: dict[bool, list[dict[str, Any]]] = {f: [] for f in formats}
         for _ in range(args.repeat):
             for use_graphbolt in formats:  # alternate, so a busy period hurts both formats alike
@@ -187,6 +261,9 @@ def main() -> None:
             best = min(runs[use_graphbolt], key=lambda r: r["total_s"])
             label = f"{nodes // 10**6}M/{edges // 10**6}M" + (" gb" if use_graphbolt else "")
             rows.append({"graph": label, "synth_s": synth_s, "chunks": chunks, "graphbolt": use_graphbolt, **best})
+            if predicted is not None:
+                rows[-1]["plan"] = predicted
+                print(_versus(rows[-1]))
     print(
         f"machine: {os.cpu_count()} CPUs; workers: {args.workers} x 1 thread; "
         f"memory limit per worker: {args.memory_limit or 'default'}"
@@ -196,8 +273,44 @@ def main() -> None:
         dgl_row = next(r for r in rows if not r["graphbolt"] and r["graph"] == gb_row["graph"][:-3])
         ratio = gb_row["dispatch_s"] / dgl_row["dispatch_s"]
         print(f"{dgl_row['graph']}: GraphBolt dispatch / DGL-format dispatch = {ratio:.2f}x")
+    for r in rows:
+        print(f"  {r['graph']}: workers seen paused: {len(r['workers_paused'])}, restarted: {r['workers_restarted']}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
+    if args.plot:
+        _plot(rows, args.plot)
+
+
+def _predict(chunked: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """What plan_run says about this graph (2 random parts, the benchmark's workers)."""
+    import dgl_chunked as dglc
+
+    plan = dglc.plan_run(
+        chunked,
+        work / "out",
+        num_parts=2,
+        method="random",
+        workers=args.workers,
+        memory_limit=args.memory_limit,
+        options=dglc.DispatchOptions(staging_dir=args.staging_dir, use_graphbolt=args.use_graphbolt),
+    )
+    return {
+        "seconds": plan.seconds,
+        "peak_worker_mb": plan.peak_worker_bytes / 2**20,
+        "staging_gb": plan.staging_bytes / 1e9,
+        "output_gb": plan.output_bytes / 1e9,
+        "tasks": {s.name: s.tasks for s in plan.stages},
+    }
+
+
+def _versus(row: dict[str, Any]) -> str:
+    p = row["plan"]
+    peak = max(row["worker_peak_rss_mb"])
+    return (
+        f"  {row['graph']} plan vs measured: time {p['seconds']:.1f} s vs {row['total_s']:.1f} s "
+        f"({p['seconds'] / row['total_s'] - 1:+.0%}), peak RSS/worker {p['peak_worker_mb']:.0f} MB vs "
+        f"{peak:.0f} MB ({p['peak_worker_mb'] / peak - 1:+.0%})"
+    )
 
 
 if __name__ == "__main__":

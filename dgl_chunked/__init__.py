@@ -32,7 +32,7 @@ from dgl_chunked.io import (
     write_assignment,
 )
 from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
-from dgl_chunked.pipeline import run
+from dgl_chunked.pipeline import RunPlan, plan_run, run
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import VerifyReport, load_partition_output, verify_partitions
 
@@ -61,6 +61,8 @@ __all__ = [
     "read_partition_config",
     "read_tensor_dict",
     "run",
+    "plan_run",
+    "RunPlan",
     "validate_chunked_graph",
     "verify_partitions",
     "write_assignment",

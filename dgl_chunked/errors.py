@@ -29,6 +29,7 @@ __all__ = [
     "OutputExistsError",
     "StagingError",
     "SchedulerError",
+    "InsufficientSpaceError",
     "ValidationFailed",
     "DglChunkedWarning",
     "EmptyPartitionWarning",
@@ -85,6 +86,10 @@ class StagingError(DglChunkedError, RuntimeError):
 
 class SchedulerError(DglChunkedError, OSError):
     """The Dask scheduler given (``--scheduler``) cannot be reached."""
+
+
+class InsufficientSpaceError(DglChunkedError, OSError):
+    """The output or staging filesystem has less free space than the run needs."""
 
 
 class ValidationFailed(DglChunkedError):

@@ -11,7 +11,7 @@ module adds to the group :data:`cli`:
 - :mod:`~dgl_chunked.cli.inputs`: ``validate``, ``synth``, ``chunk``;
 - :mod:`~dgl_chunked.cli.partitioning`: ``partition``, ``report``;
 - :mod:`~dgl_chunked.cli.parmetis`: ``parmetis-export``, ``parmetis-import``;
-- :mod:`~dgl_chunked.cli.running`: ``dispatch``, ``run``;
+- :mod:`~dgl_chunked.cli.running`: ``dispatch``, ``run``, ``plan`` (a forecast of ``run``);
 - :mod:`~dgl_chunked.cli.outputs`: ``inspect``, ``verify``, ``convert-graphbolt``;
 
 and what they share: :mod:`~dgl_chunked.cli.options` (flags),
@@ -31,7 +31,7 @@ from dgl_chunked.cli.inputs import chunk_command, synth_command, validate_comman
 from dgl_chunked.cli.outputs import convert_graphbolt_command, inspect_command, verify_command
 from dgl_chunked.cli.parmetis import parmetis_export_command, parmetis_import_command
 from dgl_chunked.cli.partitioning import partition_command, report_command
-from dgl_chunked.cli.running import dispatch_command, run_command
+from dgl_chunked.cli.running import dispatch_command, plan_command, run_command
 
 __all__ = ["cli", "main", "user_errors"]
 
@@ -60,6 +60,7 @@ for _command in (
     parmetis_import_command,
     dispatch_command,
     run_command,
+    plan_command,
     convert_graphbolt_command,
     verify_command,
 ):

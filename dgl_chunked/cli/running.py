@@ -3,17 +3,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from dgl_chunked import DispatchOptions, DispatchResult, dispatch, open_chunked_graph, run
+from dgl_chunked import DispatchOptions, DispatchResult, dispatch, open_chunked_graph, plan_run, run
 from dgl_chunked.cli.context import command_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import add_options, cluster_options, parse_size, scratch_option
+from dgl_chunked.dispatch import parse_memory_limit
 
-__all__ = ["dispatch_command", "run_command"]
+__all__ = ["dispatch_command", "plan_command", "run_command"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -120,6 +123,7 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
         halo_hops=kw["halo_hops"],
         keep_halo_edges=kw["keep_halo_edges"],
         lookup_cache_bytes=parse_size(kw["lookup_cache"], "--lookup-cache"),
+        memory_limit=parse_memory_limit(kw.get("memory_limit")),
         use_graphbolt=kw["use_graphbolt"],
         store_eids=kw["store_eids"],
         store_inner_node=kw["store_inner_node"],
@@ -136,8 +140,7 @@ def _print_result(result: DispatchResult) -> None:
     )
     for p, summary in enumerate(result.partitions):
         click.echo(
-            f"  part{p}: {summary['inner_nodes']} inner nodes, "
-            f"{summary['halo_nodes']} HALO nodes, {summary['edges']} edges"
+            f"  part{p}: {summary.inner_nodes} inner nodes, {summary.halo_nodes} HALO nodes, {summary.edges} edges"
         )
     click.echo(f"partition config: {result.config_path}")
 
@@ -221,3 +224,52 @@ def run_command(
             scratch_dir=scratch_dir,
         )
     _print_result(result)
+
+
+@click.command("plan")
+@click.option("--in-dir", required=True, help="Chunked graph directory (holds metadata.json).")
+@click.option("--num-parts", required=True, type=click.IntRange(min=1))
+@click.option("--method", default="random", show_default=True, help="Partition algorithm of the run.")
+@click.option("--num-trainers-per-machine", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--dispatch-only", is_flag=True, help="Plan `dispatch` of an existing assignment (no partition stage).")
+@click.option("--json", "json_path", default=None, metavar="FILE", help="Also write the plan as JSON.")
+@click.option("--seed", type=int, default=0, hidden=True)
+@click.option("--balance-ntypes", default=None, hidden=True)
+@click.option("--balance-edges", is_flag=True, hidden=True)
+@click.option("--partitions-dir", default=None, hidden=True)
+@scratch_option("--out-dir")
+@_dispatch_options
+@cluster_options
+@user_errors
+def plan_command(
+    in_dir: str,
+    num_parts: int,
+    method: str,
+    num_trainers_per_machine: int,
+    dispatch_only: bool,
+    json_path: str | None,
+    **kw: Any,
+) -> None:
+    """Forecast `run` (tasks, peak memory per worker, disk, time) from metadata.json and
+    file headers alone, and refuse when the output or staging filesystem lacks the space.
+    Takes `run`'s options, so `run` can be replaced by `plan` in a command line."""
+    so = kw["storage_options"]
+    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"], storage_options=so)
+    plan = plan_run(
+        graph,
+        kw["out_dir"],
+        num_parts=num_parts,
+        method=method,
+        workers=kw["workers"],
+        threads_per_worker=kw["threads_per_worker"],
+        memory_limit=kw["memory_limit"],
+        num_trainers_per_machine=num_trainers_per_machine,
+        options=_make_dispatch_options(kw, part_method=method),
+        storage_options=so,
+        dispatch_only=dispatch_only,
+    )
+    click.echo(plan.table())
+    plan.check_space()  # the one error: line, before anything is written
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as f:
+            json.dump(dataclasses.asdict(plan), f, indent=2)

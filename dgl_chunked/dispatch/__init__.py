@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
+from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, PartitionSummary, dispatch
+from dgl_chunked.dispatch.options import parse_memory_limit
 
-__all__ = ["DispatchOptions", "DispatchResult", "dispatch"]
+__all__ = ["DispatchOptions", "DispatchResult", "PartitionSummary", "dispatch", "parse_memory_limit"]

@@ -11,7 +11,6 @@ the whole edge list when CSC/CSR is requested: see ``write_graph``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,73 +18,23 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.dispatch.halo import HaloEdges, collect_halo_edges
+from dgl_chunked.dispatch.halo_ranges import DENSE_BYTES_PER_ID, RangedHalo, build_ranged_halo
 from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
+from dgl_chunked.dispatch.plan import FeatureStage, PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.stages import edge_array, node_array
-from dgl_chunked.dispatch.staging import Staging, segment_bounds
+from dgl_chunked.dispatch.staging import segment_bounds
 from dgl_chunked.io.dgl.binary import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
-from dgl_chunked.io.graphbolt.csc import GraphBoltOptions, write_graphbolt_partition
+from dgl_chunked.io.graphbolt.csc import write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
 from dgl_chunked.storage import fs
 
-__all__ = ["FeatureStage", "PartitionPlan", "write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
+__all__ = ["write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
 
 BLOCK = 1 << 20
-DENSE_BYTES = 256 << 20
-"""Node-ID span up to which HALO sets use dense per-node tables (5 bytes per node)."""
 
 
 def part_dir_name(part: int) -> str:
     return f"part{part}"
-
-
-@dataclass(frozen=True)
-class FeatureStage:
-    """One feature's staged chunks: output key, staged array names and their counts."""
-
-    key: str
-    arrays: tuple[str, ...]
-    counts: tuple[tuple[int, ...], ...]
-    dtype: str
-    row_shape: tuple[int, ...]
-    type_index: int
-
-
-@dataclass(frozen=True)
-class PartitionPlan:
-    """Everything a partition writer needs; small enough to ship to every task."""
-
-    staging: Staging
-    out_dir: str
-    storage_options: StorageOptions
-    ntypes: tuple[str, ...]
-    etypes: tuple[str, ...]
-    node_layout: IdLayout
-    edge_layout: IdLayout
-    node_block_starts: tuple[tuple[int, ...], ...]
-    node_block_counts: tuple[npt.NDArray[np.int64], ...]
-    edge_chunk_counts: tuple[npt.NDArray[np.int64], ...]
-    node_features: tuple[FeatureStage, ...]
-    edge_features: tuple[FeatureStage, ...]
-    graph_formats: tuple[str, ...]
-    save_orig_nids: bool
-    save_orig_eids: bool
-    halo_hops: int = 1
-    keep_halo_edges: bool = False
-    graphbolt: GraphBoltOptions | None = None
-    """Write ``fused_csc_sampling_graph.pt`` instead of ``graph.dgl`` (``--use-graphbolt``)."""
-
-    def edge_segments(self, part: int, column: str) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
-        """``(etype id, segment)`` of one staged edge column (``new_src`` or ``new_dst``)."""
-        for r in range(len(self.etypes)):
-            for c, counts in enumerate(self.edge_chunk_counts[r]):
-                if counts[part]:
-                    yield r, self.edge_segment(r, c, column, part)
-
-    def edge_segment(self, r: int, c: int, column: str, part: int) -> npt.NDArray[np.int64]:
-        """Partition ``part``'s rows of edge chunk ``c`` of etype ``r``, as int64 new IDs."""
-        counts = self.edge_chunk_counts[r][c]
-        name = edge_array(self.etypes[r], c, column)
-        return self.staging.segment(name, counts, part).astype(np.int64, copy=False)
 
 
 def _blocks(shape: tuple[int, ...], dtype: Any, make: Callable[[], Iterator[npt.NDArray[Any]]]) -> ArrayBlocks:
@@ -122,12 +71,12 @@ def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 def _halo_nodes(plan: PartitionPlan, part: int, lo: int, hi: int) -> npt.NDArray[np.int64]:
     """Sorted distinct sources of owned edges that this partition does not own."""
     total = int(plan.node_layout.part_starts[-1])
-    if total * 5 <= DENSE_BYTES:  # a flag per node beats sorting every segment
+    if total * DENSE_BYTES_PER_ID <= plan.halo_table_bytes:  # a flag per node beats sorting every segment
         marks = np.zeros(total, dtype=bool)
         for _, src in plan.edge_segments(part, "new_src"):
             marks[src] = True
         marks[lo:hi] = False
-        return np.flatnonzero(marks).astype(np.int64)
+        return np.flatnonzero(marks).astype(np.int64, copy=False)
     halo = np.zeros(0, np.int64)
     pending: list[npt.NDArray[np.int64]] = []
     for _, src in plan.edge_segments(part, "new_src"):
@@ -143,19 +92,22 @@ class HaloIndex:
     """Position of each HALO node's new ID in the sorted HALO list.
 
     A dense rank table over the HALO ID span is used when it fits in
-    :data:`DENSE_BYTES` (it is ~30x faster than a binary search over random IDs);
+    ``budget_bytes`` (it is ~30x faster than a binary search over random IDs);
     otherwise a binary search on sorted queries.
     """
 
-    def __init__(self, halo: npt.NDArray[np.int64]) -> None:
+    def __init__(self, halo: npt.NDArray[np.int64], budget_bytes: int) -> None:
         self.halo = halo
         self.base = int(halo[0]) if halo.size else 0
         span = int(halo[-1]) - self.base + 1 if halo.size else 0
         self.rank: npt.NDArray[np.int64] | None = None
-        if span * 5 <= DENSE_BYTES:
+        if span * DENSE_BYTES_PER_ID <= budget_bytes:
             marks = np.zeros(span, dtype=bool)
             marks[halo - self.base] = True
-            self.rank = np.cumsum(marks, dtype=np.int32) - 1  # type: ignore[assignment]
+            rank = np.cumsum(marks, dtype=np.int32)
+            del marks
+            rank -= 1  # in place: no second table of the span's size
+            self.rank = rank  # type: ignore[assignment]
 
     def positions(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         if self.rank is not None:
@@ -166,17 +118,64 @@ class HaloIndex:
         return out
 
 
-def _graph(plan: PartitionPlan, part: int) -> HomogeneousGraph:
+def _graph(plan: PartitionPlan, part: int) -> tuple[HomogeneousGraph, RangedHalo | None]:
+    """The partition's graph as streams, and the ranged HALO files it reads (None: in memory)."""
     lo, hi = (int(x) for x in plan.node_layout.part_starts[part : part + 2])
+    total = int(plan.node_layout.part_starts[-1])
+    if not plan.keep_halo_edges and total * DENSE_BYTES_PER_ID > plan.halo_table_bytes:
+        ranged = build_ranged_halo(plan, part, lo, hi, plan.halo_table_bytes)
+        return _ranged_graph(plan, part, lo, hi, ranged), ranged
+    return _memory_graph(plan, part, lo, hi), None
+
+
+def _ranged_graph(plan: PartitionPlan, part: int, lo: int, hi: int, ranged: RangedHalo) -> HomogeneousGraph:
+    """Owned edges and 1-hop HALO nodes, the HALO set and local sources read from ``ranged``'s files."""
+    n_inner = hi - lo
+    e_lo = int(plan.edge_layout.ranges[part, 0, 0])
+    e_sizes = plan.edge_layout.sizes()[part]
+    n_edges = int(e_sizes.sum())
+    n_nodes = n_inner + ranged.num_halo
+
+    def node_ids() -> Iterator[npt.NDArray[np.int64]]:
+        yield from _arange_blocks(lo, hi)
+        yield from ranged.halo_blocks()
+
+    def node_types() -> Iterator[npt.NDArray[np.int32]]:
+        yield from _type_blocks(plan.node_layout.sizes()[part])
+        yield from (type_of(ids, plan.node_layout) for ids in ranged.halo_blocks())
+
+    def local_dst() -> Iterator[npt.NDArray[np.int64]]:
+        for _, dst in plan.edge_segments(part, "new_dst"):
+            yield dst - lo
+
+    return HomogeneousGraph(
+        num_nodes=n_nodes,
+        src=_blocks((n_edges,), np.int64, ranged.local_src_blocks),
+        dst=_blocks((n_edges,), np.int64, local_dst),
+        ndata={
+            "_ID": _blocks((n_nodes,), np.int64, node_ids),
+            "_TYPE": _blocks((n_nodes,), np.int32, node_types),
+            "inner_node": _blocks((n_nodes,), np.uint8, lambda: _flag_blocks(n_inner, n_nodes)),
+        },
+        edata={
+            "_ID": _blocks((n_edges,), np.int64, lambda: _arange_blocks(e_lo, e_lo + n_edges)),
+            "_TYPE": _blocks((n_edges,), np.int32, lambda: _type_blocks(e_sizes)),
+            "inner_edge": _blocks((n_edges,), np.uint8, lambda: _flag_blocks(n_edges, n_edges)),
+        },
+    )
+
+
+def _memory_graph(plan: PartitionPlan, part: int, lo: int, hi: int) -> HomogeneousGraph:
     hop1 = _halo_nodes(plan, part, lo, hi)
     extra = collect_halo_edges(plan, part, hop1, plan.halo_hops) if plan.keep_halo_edges else HaloEdges.empty()
-    halo = _sorted_unique(np.concatenate([hop1, extra.src[(extra.src < lo) | (extra.src >= hi)]]))
+    outside = extra.src[(extra.src < lo) | (extra.src >= hi)]
+    halo = _sorted_unique(np.concatenate([hop1, outside])) if outside.size else hop1  # no copies of 1-hop
     n_inner = hi - lo
     e_lo = int(plan.edge_layout.ranges[part, 0, 0])
     e_sizes = plan.edge_layout.sizes()[part]
     n_owned = int(e_sizes.sum())
     n_edges = n_owned + int(extra.eid.shape[0])
-    halo_index = HaloIndex(halo)
+    halo_index = HaloIndex(halo, plan.halo_table_bytes)
 
     def local(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         out = ids - lo
@@ -294,24 +293,8 @@ def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
     return out
 
 
-def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
-    """Write partition ``part``'s files into ``_tmp_part<part>/``.
-
-    :func:`publish_partition` renames it to ``part<part>/`` once every partition is
-    written, so a failed run never leaves a ``part<i>/`` that looks complete.
-
-    Returns
-    -------
-    dict
-        ``inner_nodes``, ``halo_nodes`` and ``edges`` of the partition.
-    """
-    tmp = fs.join(plan.out_dir, tmp_dir_name(part))
-    filesystem, tmp_inner = fs.filesystem(tmp, plan.storage_options)
-    if filesystem.exists(tmp_inner):
-        filesystem.rm(tmp_inner, recursive=True)
-    filesystem.makedirs(tmp_inner, exist_ok=True)
-    graph = _graph(plan, part)
-    so = plan.storage_options
+def _write_graph_file(plan: PartitionPlan, tmp: str, graph: HomogeneousGraph) -> None:
+    """``graph.dgl``, or GraphBolt's ``fused_csc_sampling_graph.pt``."""
     if plan.graphbolt is not None:
         write_graphbolt_partition(
             fs.join(tmp, GRAPHBOLT_FILE),
@@ -319,10 +302,35 @@ def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
             ntypes={t: i for i, t in enumerate(plan.ntypes)},
             etypes={e: i for i, e in enumerate(plan.etypes)},
             options=plan.graphbolt,
-            storage_options=so,
+            storage_options=plan.storage_options,
         )
     else:
-        write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=so)
+        write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=plan.storage_options)
+
+
+def write_partition(plan: PartitionPlan, part: int) -> PartitionSummary:
+    """Write partition ``part``'s files into ``_tmp_part<part>/``.
+
+    :func:`publish_partition` renames it to ``part<part>/`` once every partition is
+    written, so a failed run never leaves a ``part<i>/`` that looks complete.
+
+    Returns
+    -------
+    PartitionSummary
+        The partition's inner and HALO node counts, owned and HALO edge counts.
+    """
+    tmp = fs.join(plan.out_dir, tmp_dir_name(part))
+    filesystem, tmp_inner = fs.filesystem(tmp, plan.storage_options)
+    if filesystem.exists(tmp_inner):
+        filesystem.rm(tmp_inner, recursive=True)
+    filesystem.makedirs(tmp_inner, exist_ok=True)
+    graph, ranged = _graph(plan, part)
+    so = plan.storage_options
+    try:
+        _write_graph_file(plan, tmp, graph)
+    finally:
+        if ranged is not None:
+            ranged.remove()
     write_tensor_dict(
         fs.join(tmp, "node_feat.dgl"),
         _feature_tensors(plan, plan.node_features, plan.node_layout, part),
@@ -339,12 +347,12 @@ def write_partition(plan: PartitionPlan, part: int) -> dict[str, int]:
         write_tensor_dict(fs.join(tmp, "orig_eids.dgl"), _orig_eids(plan, part), storage_options=so)
     n_inner = int(plan.node_layout.sizes()[part].sum())
     n_owned = int(plan.edge_layout.sizes()[part].sum())
-    return {
-        "inner_nodes": n_inner,
-        "halo_nodes": graph.num_nodes - n_inner,
-        "edges": n_owned,
-        "halo_edges": int(graph.edata["_ID"].shape[0]) - n_owned,
-    }
+    return PartitionSummary(
+        inner_nodes=n_inner,
+        halo_nodes=graph.num_nodes - n_inner,
+        edges=n_owned,
+        halo_edges=int(graph.edata["_ID"].shape[0]) - n_owned,
+    )
 
 
 def tmp_dir_name(part: int) -> str:

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from dgl_chunked.dispatch.finalize import PartitionPlan
+from dgl_chunked.dispatch.plan import PartitionPlan
 
 __all__ = ["HaloEdges", "collect_halo_edges", "sorted_member"]
 

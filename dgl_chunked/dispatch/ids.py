@@ -157,9 +157,13 @@ INT32_IDS_BELOW = 1 << 31
 """Staged edge endpoints are int32 when the graph has fewer nodes than this."""
 
 
-def staged_id_dtype(num_nodes: int) -> np.dtype[Any]:
-    """dtype of staged new node IDs: int32 when every ID fits (half the staging bytes)."""
-    return np.dtype(np.int32 if num_nodes < INT32_IDS_BELOW else np.int64)
+def staged_id_dtype(num_nodes: int, *, wide: bool = False) -> np.dtype[Any]:
+    """dtype of staged new node IDs: int32 when every ID fits (half the staging bytes).
+
+    ``wide`` forces int64, the dtype of graphs with 2**31 nodes or more (tests use it
+    to run that path on small graphs).
+    """
+    return np.dtype(np.int32 if num_nodes < INT32_IDS_BELOW and not wide else np.int64)
 
 
 def type_of(new_ids: Int64s, layout: IdLayout) -> npt.NDArray[np.int32]:

@@ -116,7 +116,7 @@ def stage_edge_chunk(
         raise ChunkMismatchError(f"{ref.path}: has {src.shape[0]} edges, metadata.json says {ref.stop - ref.start}")
     _check_ids(src, num_src, ref, "source", src_type)
     _check_ids(dst, num_dst, ref, "destination", dst_type)
-    id_dtype = staged_id_dtype(int(part_starts[-1]))
+    id_dtype = staged_id_dtype(int(part_starts[-1]), wide=staging.wide_ids)
     new_src = staging.lookup(node_array(src_type, "new_nid"), src, dtype=id_dtype)
     new_dst = staging.lookup(node_array(dst_type, "new_nid"), dst, dtype=id_dtype)
     del src, dst

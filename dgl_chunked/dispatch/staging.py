@@ -39,7 +39,16 @@ from dgl_chunked._typing import StorageOptions
 from dgl_chunked.storage import fs, owned
 from dgl_chunked.storage.zarr_lookup import cached_lookup
 
-__all__ = ["Staging", "segment_bounds", "resumable", "MISSING", "STAGING_FORMAT", "STAGING_KIND", "STAGING_ENTRIES"]
+__all__ = [
+    "Staging",
+    "default_chunks",
+    "segment_bounds",
+    "resumable",
+    "MISSING",
+    "STAGING_FORMAT",
+    "STAGING_KIND",
+    "STAGING_ENTRIES",
+]
 
 STAGING_FORMAT = 3
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
@@ -91,13 +100,16 @@ class Staging:
 
     It pickles as a few small values, so tasks carry it, not an open store.
     ``token`` names this run's content (a new one per dispatch call) and
-    ``lookup_cache_bytes`` is the per-process budget of :meth:`lookup`'s cache.
+    ``lookup_cache_bytes`` is the per-process budget of :meth:`lookup`'s cache;
+    ``wide_ids`` takes the int64 paths of graphs beyond 2**31 nodes on any graph
+    (staged edge endpoints and cached node IDs), for tests.
     """
 
     root: str
     storage_options: StorageOptions = None
     token: str = ""
     lookup_cache_bytes: int = 0
+    wide_ids: bool = False
 
     def store(self) -> zarr.storage.StoreLike:
         if fs.is_url(self.root):
@@ -115,7 +127,7 @@ class Staging:
         chunks: tuple[int, ...] | None = None,
     ) -> zarr.Array[Any]:
         """Create (or replace) an uncompressed array; staging data is short-lived."""
-        chunks = chunks or _default_chunks(shape, np.dtype(dtype))
+        chunks = chunks or default_chunks(shape, np.dtype(dtype))
         with fs.naming(fs.join(self.root, name)):
             return zarr.create_array(
                 store=self.store(),
@@ -206,7 +218,12 @@ class Staging:
         this process when it fits ``lookup_cache_bytes``, else read a Zarr chunk at a time."""
         array = self.open(name)
         return cached_lookup(
-            array, ids, key=(self.root, self.token, name), budget_bytes=self.lookup_cache_bytes, dtype=dtype
+            array,
+            ids,
+            key=(self.root, self.token, name),
+            budget_bytes=self.lookup_cache_bytes,
+            dtype=dtype,
+            compact=not self.wide_ids,
         )
 
     def counts(self, name: str) -> list[int] | None:
@@ -232,7 +249,7 @@ class Staging:
                 yield self.segment(name, c, part)
 
 
-def _default_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:
+def default_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:
     """About 32 MiB per chunk along axis 0."""
     target = 32 << 20
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize if len(shape) > 1 else dtype.itemsize

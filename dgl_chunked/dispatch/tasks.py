@@ -15,8 +15,8 @@ import dask.array as da
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.finalize import FeatureStage
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
+from dgl_chunked.dispatch.plan import FeatureStage
 from dgl_chunked.dispatch.stages import (
     feature_array,
     node_array,

@@ -9,7 +9,10 @@ node-level array, whatever the graph size.
 ``cached_lookup`` trades memory for speed where the caller allows it: a whole
 array that fits a byte budget is read once per process (as int32 when its values
 allow) and kept, so the many edge chunks a worker handles gather from memory
-instead of re-reading every Zarr chunk per edge chunk.
+instead of re-reading every Zarr chunk per edge chunk. An array larger than the
+budget is range-partitioned by its Zarr chunks: the ranges that fit the budget
+stay in memory, the others are read from Zarr at each lookup. Memory is bounded
+by the budget (plus one chunk), whatever the array's length.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import zarr
 
-__all__ = ["lookup", "cached_lookup", "clear_lookup_cache", "create_1d", "open_array"]
+__all__ = ["lookup", "cached_lookup", "cached_bytes", "clear_lookup_cache", "create_1d", "open_array"]
 
 
 def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
@@ -67,6 +70,7 @@ def cached_lookup(
     key: Hashable,
     budget_bytes: int,
     dtype: npt.DTypeLike | None = None,
+    compact: bool = True,
 ) -> npt.NDArray[Any]:
     """``array[ids]`` from a whole copy of ``array`` kept in this process, if it fits.
 
@@ -80,10 +84,14 @@ def cached_lookup(
         Identifies the array's content; must change whenever the content may
         (callers put a per-run token in it).
     budget_bytes
-        Most bytes all cached arrays of this process may hold together. An array
-        larger than this is never cached: the lookup falls back to :func:`lookup`.
+        Most bytes all cached arrays of this process may hold together. Of an array
+        larger than this only the ranges (Zarr chunks) that fit are kept; the
+        others are read at every lookup, one chunk at a time.
     dtype
         dtype of the result (default: ``array``'s); the caller guarantees the values fit.
+    compact
+        Keep integer arrays as int32 when their values allow (half the memory);
+        False keeps the native dtype, as for values beyond int32 (tests use it).
 
     Returns
     -------
@@ -91,10 +99,55 @@ def cached_lookup(
         Same length as ``ids``.
     """
     dtype = np.dtype(array.dtype if dtype is None else dtype)
-    values = _cached_values(array, key, budget_bytes)
+    values = _cached_values(array, key, budget_bytes, compact)
     if values is None:
-        return lookup(array, ids).astype(dtype, copy=False)
+        return _ranged_lookup(array, np.asarray(ids), key, budget_bytes, compact).astype(dtype, copy=False)
     return values[np.asarray(ids)].astype(dtype, copy=False)
+
+
+def _ranged_lookup(
+    array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]], key: Hashable, budget_bytes: int, compact: bool
+) -> npt.NDArray[Any]:
+    """:func:`lookup` through the ranges of ``array`` kept in memory, reading the others."""
+    out = np.empty(ids.shape[0], dtype=array.dtype)
+    if ids.size == 0:
+        return out
+    chunk = int(array.chunks[0])
+    for b, sel in _groups(ids // chunk, -(-array.shape[0] // chunk)):
+        values = _cached_range(array, key, b, budget_bytes, compact)
+        if values is None:
+            values = np.asarray(array[b * chunk : (b + 1) * chunk])
+        out[sel] = values[ids[sel] - b * chunk]
+    return out
+
+
+def _cached_range(
+    array: zarr.Array[Any], key: Hashable, block: int, budget_bytes: int, compact: bool
+) -> npt.NDArray[Any] | None:
+    """Chunk ``block`` of ``array`` from memory, loaded when the budget still has room for it.
+
+    Ranges are never evicted for other ranges: with uniformly random IDs every edge
+    chunk touches every range, and keeping the first ones beats a cache that cycles.
+    """
+    chunk = int(array.chunks[0])
+    range_key = (key, "range", block)
+    itemsize = 4 if compact and np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
+    with _CACHE_LOCK:
+        if range_key in _CACHE:
+            return _CACHE[range_key]
+        if sum(v.nbytes for v in _CACHE.values()) + chunk * itemsize > budget_bytes:
+            return None
+        values = np.asarray(array[block * chunk : (block + 1) * chunk])
+        if itemsize == 4 and values.size and values.min() >= _INT32.min and values.max() <= _INT32.max:
+            values = values.astype(np.int32)
+        _CACHE[range_key] = values
+        return values
+
+
+def cached_bytes() -> int:
+    """Bytes :func:`cached_lookup` holds in this process now."""
+    with _CACHE_LOCK:
+        return sum(v.nbytes for v in _CACHE.values())
 
 
 def clear_lookup_cache() -> None:
@@ -103,15 +156,15 @@ def clear_lookup_cache() -> None:
         _CACHE.clear()
 
 
-def _cached_values(array: zarr.Array[Any], key: Hashable, budget_bytes: int) -> npt.NDArray[Any] | None:
-    itemsize = 4 if np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
+def _cached_values(array: zarr.Array[Any], key: Hashable, budget_bytes: int, compact: bool) -> npt.NDArray[Any] | None:
+    itemsize = 4 if compact and np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
     if array.ndim != 1 or array.shape[0] * itemsize > budget_bytes:
         return None
     with _CACHE_LOCK:  # one load at a time: two threads never hold two copies
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-        values = _read_compact(array, budget_bytes)
+        values = _read_compact(array, budget_bytes) if compact else _read_native(array, budget_bytes)
         if values is None:
             return None
         while _CACHE and sum(v.nbytes for v in _CACHE.values()) + values.nbytes > budget_bytes:
@@ -130,9 +183,14 @@ def _read_compact(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any]
         block = np.asarray(array[lo : lo + step])
         if out.dtype != dtype and block.size and (block.min() < _INT32.min or block.max() > _INT32.max):
             del out  # values beyond int32: the native dtype or nothing
-            return np.asarray(array[:]) if array.nbytes <= budget_bytes else None
+            return _read_native(array, budget_bytes)
         out[lo : lo + block.shape[0]] = block
     return out
+
+
+def _read_native(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any] | None:
+    """The whole array in its own dtype, or None when that exceeds ``budget_bytes``."""
+    return np.asarray(array[:]) if array.nbytes <= budget_bytes else None
 
 
 def _groups(block: npt.NDArray[Any], num_blocks: int) -> list[tuple[int, npt.NDArray[np.intp]]]:

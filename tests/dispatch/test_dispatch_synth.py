@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import dask
 import dask.array as da
 import numpy as np
@@ -143,16 +145,38 @@ def test_bytes_identical_without_the_in_memory_fast_paths(tmp_path, monkeypatch)
     """The fast paths (node-ID cache, dense HALO flags, int32 staging) change no byte."""
     from dataclasses import replace
 
-    from dgl_chunked.dispatch import finalize, ids
-
     _hetero(tmp_path, num_edge_chunks=3)
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "fast", 3, block_rows=64)
-    monkeypatch.setattr(finalize, "DENSE_BYTES", 0)
-    monkeypatch.setattr(ids, "INT32_IDS_BELOW", 0)
-    _dispatch_and_verify(
-        tmp_path / "chunked", tmp_path / "slow", 3, block_rows=64, options=replace(ORIG, lookup_cache_bytes=0)
-    )
+    slow = replace(ORIG, lookup_cache_bytes=0, halo_table_bytes=5 * 40, wide_ids=True)
+    _dispatch_and_verify(tmp_path / "chunked", tmp_path / "slow", 3, block_rows=64, options=slow)
     assert output_files(tmp_path / "fast") == output_files(tmp_path / "slow")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [ORIG, replace(ORIG, graph_formats=("csc", "csr")), replace(ORIG, use_graphbolt=True, store_eids=True)],
+    ids=["coo+orig", "csc+csr", "graphbolt"],
+)
+def test_bytes_identical_with_a_memory_limit_smaller_than_the_node_tables(tmp_path, monkeypatch, options):
+    """A memory limit too small for the node-ID arrays and the HALO tables: the
+    range-partitioned cache (some ranges in memory, the others read from Zarr) and
+    the sorted HALO path give the same bytes."""
+    import os
+    from dataclasses import replace
+
+    from dgl_chunked.dispatch import finalize
+
+    _hetero(tmp_path, num_edge_chunks=3)
+    _dispatch_and_verify(tmp_path / "chunked", tmp_path / "fast", 3, block_rows=64, options=options)
+    tight = replace(options, memory_limit=8 * 600)  # 600 bytes each: two 64-row int32 ranges of a node type
+    assert (tight.lookup_budget(), tight.halo_budget()) == (600, 600)
+    built = []
+    real = finalize.build_ranged_halo
+    monkeypatch.setattr(finalize, "build_ranged_halo", lambda *a: built.append(real(*a)) or built[-1])
+    _dispatch_and_verify(tmp_path / "chunked", tmp_path / "tight", 3, block_rows=64, options=tight)
+    assert output_files(tmp_path / "fast") == output_files(tmp_path / "tight")
+    assert len(built) == 3 and sum(b.num_halo for b in built) > 0  # every writer took the ranged path
+    assert not any(os.path.exists(b.workdir) for b in built)  # and removed its temporary files
 
 
 def test_workers_hold_no_cached_node_ids_after_dispatch(tmp_path, client):
@@ -161,5 +185,5 @@ def test_workers_hold_no_cached_node_ids_after_dispatch(tmp_path, client):
     _hetero(tmp_path)
     graph = open_chunked_graph(tmp_path / "chunked")
     dispatch(graph, assign_partitions(graph, 2, seed=1), tmp_path / "out", num_parts=2, client=client)
-    held = client.run(lambda: len(zarr_lookup._CACHE))
+    held = client.run(zarr_lookup.cached_bytes)
     assert set(held.values()) == {0}

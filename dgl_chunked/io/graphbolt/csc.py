@@ -47,6 +47,8 @@ class GraphBoltOptions:
     store_inner_node: bool = False
     store_inner_edge: bool = False
     sort_bytes: int = SORT_BYTES
+    wide_index: bool = False
+    """For tests: sort with int64 edge positions as beyond 2**31 edges (same output)."""
 
 
 def min_dtype(bound: int, candidates: tuple[Any, ...] = (np.int32, np.int64)) -> np.dtype[Any]:
@@ -91,11 +93,11 @@ class CscSorter:
         own for every column.
     """
 
-    def __init__(self, num_nodes: int, dst: Stream, sort_bytes: int = SORT_BYTES) -> None:
+    def __init__(self, num_nodes: int, dst: Stream, sort_bytes: int = SORT_BYTES, *, wide: bool = False) -> None:
         self.num_nodes = num_nodes
         self.num_edges = dst.shape[0]
         self.dst = dst
-        self.index_dtype = np.dtype(np.int32 if self.num_edges < 2**31 else np.int64)
+        self.index_dtype = np.dtype(np.int32 if self.num_edges < 2**31 and not wide else np.int64)
         self._single: npt.NDArray[Any] | None = None
         e = self.num_edges
         if e * (self.index_dtype.itemsize + 8) <= sort_bytes and num_nodes * max(e, 1) < 2**62:
@@ -233,7 +235,7 @@ def write_graphbolt_partition(
     n = graph.num_nodes
     src = as_stream(graph.src, f"{where}: src", ids=(np.dtype(np.int64), n))  # checked to lie in [0, n)
     dst = as_stream(graph.dst, f"{where}: dst", ids=(np.dtype(np.int64), n))
-    sorter = CscSorter(n, dst, options.sort_bytes)
+    sorter = CscSorter(n, dst, options.sort_bytes, wide=options.wide_index)
     e = sorter.num_edges
     homo = len(ntypes) == 1 and len(etypes) == 1
     edata = {k: as_stream(v, f"{where}: edata[{k!r}]") for k, v in graph.edata.items()}

@@ -1,0 +1,283 @@
+"""Forecast a dispatch run from metadata alone: tasks, memory, disk and time per stage.
+
+Reads ``metadata.json`` and the feature files' headers (what
+:class:`~dgl_chunked.io.chunked.graph.ChunkedGraph` reads when opened), never a
+chunk's rows, and writes nothing. The counts of tasks and of staging bytes follow
+the code exactly; the partition sizes assume a balanced assignment and the HALO
+counts a graph without locality (each partition's sources drawn uniformly), which
+is what a random assignment of most graphs gives and an upper bound for METIS-like
+ones. Times and memory come from the linear model of :mod:`.calibration`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
+from dgl_chunked.dispatch.halo_ranges import DENSE_BYTES_PER_ID
+from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
+from dgl_chunked.dispatch.options import DispatchOptions
+from dgl_chunked.dispatch.staging import default_chunks
+from dgl_chunked.io.chunked.graph import ChunkedGraph
+
+__all__ = ["StagePlan", "DispatchForecast", "forecast_dispatch", "HEADER_BYTES"]
+
+HEADER_BYTES = 4096
+"""Per tensor of a DGL file, and per staged Zarr array: headers and metadata (an upper bound)."""
+NODE_STAGE_BYTES_PER_ROW = 56
+"""Assignment and numbering tasks: part, new IDs, sort order and copies per node of a block."""
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One compute of the run."""
+
+    name: str
+    tasks: int
+    task_bytes: int
+    """Working set of the largest task, on top of the worker's base memory."""
+    seconds: float
+
+
+@dataclass(frozen=True)
+class DispatchForecast:
+    """The sizes a dispatch run will reach, before any of it runs."""
+
+    nodes: int
+    edges: int
+    num_parts: int
+    workers: int
+    stages: tuple[StagePlan, ...]
+    staging_bytes: int
+    output_bytes: int
+    halo_nodes_per_part: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class _Sizes:
+    """Per-partition sizes under a balanced assignment."""
+
+    nodes: int
+    edges: int
+    halo: int
+    node_feat_bytes: int
+    edge_feat_bytes: int
+
+
+def _features(graph: ChunkedGraph, kind: str) -> list[tuple[list[int], int, int]]:
+    """``(rows of each chunk, bytes per row, itemsize)`` of every node or edge feature."""
+    meta = graph.metadata
+    data = meta.node_data if kind == "node" else meta.edge_data
+    out = []
+    for type_name, feats in data.items():
+        for feat in feats:
+            dtype, shape = graph.feature_info(kind, type_name, feat)  # type: ignore[arg-type]
+            itemsize = np.dtype(dtype).itemsize
+            refs = (
+                graph.node_feature_chunks(type_name, feat)
+                if kind == "node"
+                else graph.edge_feature_chunks(type_name, feat)
+            )
+            out.append(([r.rows for r in refs], int(np.prod(shape, dtype=np.int64)) * itemsize, itemsize))
+    return out
+
+
+def _feature_bytes(graph: ChunkedGraph, kind: str) -> tuple[int, list[int]]:
+    """(total bytes, bytes of each chunk) of node or edge features."""
+    chunks = [rows * row for rows_list, row, _ in _features(graph, kind) for rows in rows_list]
+    return sum(chunks), chunks
+
+
+def _staged_bytes(rows: int, row_bytes: int, itemsize: int) -> int:
+    """Disk of one staged owner-sorted array (Zarr pads its last chunk), plus its metadata."""
+    shape = (rows, row_bytes // itemsize) if row_bytes > itemsize else (rows,)
+    chunk = default_chunks(shape, np.dtype(f"u{itemsize}") if itemsize in (1, 2, 4, 8) else np.dtype("u1"))[0]
+    return -(-rows // chunk) * chunk * row_bytes + HEADER_BYTES if rows else HEADER_BYTES
+
+
+def _staging_bytes(graph: ChunkedGraph, opts: DispatchOptions, num_parts: int, extra_row_bytes: int) -> int:
+    meta = graph.metadata
+    nodes = sum(meta.num_nodes(t) for t in meta.node_types)
+    total = 0
+    for t in meta.node_types:  # part int32, new_nid int64, sorted_type_nid int64, chunks of block_rows
+        n = meta.num_nodes(t)
+        chunk = max(1, min(opts.block_rows, n))
+        total += (-(-n // chunk) * chunk) * 20 + 3 * HEADER_BYTES
+    id_size = staged_id_dtype(nodes, wide=opts.wide_ids).itemsize
+    owner_size = compact_owner_dtype(num_parts).itemsize
+    for spec in meta.edge_types:
+        for ref in graph.edge_chunks(spec.name):
+            total += 2 * _staged_bytes(ref.rows, id_size, id_size) + _staged_bytes(ref.rows, owner_size, owner_size)
+    for kind in ("node", "edge"):
+        for rows_list, row, itemsize in _features(graph, kind):
+            total += sum(_staged_bytes(rows, row, itemsize) for rows in rows_list)
+    if extra_row_bytes:  # computed node data (trainer_id): int64 blocks of block_rows
+        for t in meta.node_types:
+            n = meta.num_nodes(t)
+            total += -(-n // opts.block_rows) * _staged_bytes(min(n, opts.block_rows), extra_row_bytes, 8)
+    return total
+
+
+def _output_bytes(sizes: _Sizes, graph: ChunkedGraph, opts: DispatchOptions, extra_row_bytes: int) -> int:
+    """One partition's files."""
+    local = sizes.nodes + sizes.halo
+    e = sizes.edges
+    ntensors = 6
+    if opts.use_graphbolt:
+        idx = 4 if e < 2**31 else 8
+        graph_bytes = (local + 1) * idx + e * (4 if local < 2**31 else 8) + 8 * local
+        if len(graph.metadata.edge_types) > 1 or len(graph.metadata.node_types) > 1:
+            graph_bytes += e + 8 * (len(graph.metadata.node_types) + 1)
+        graph_bytes += 8 * e * opts.store_eids + local * opts.store_inner_node + e * opts.store_inner_edge
+    else:
+        per_format = {"coo": 16 * e, "csr": 8 * (local + 1) + 16 * e, "csc": 8 * (local + 1) + 16 * e}
+        graph_bytes = sum(per_format[f] for f in set(opts.graph_formats)) + 13 * e + 13 * local
+        graph_bytes += 8 * local if opts.keep_halo_edges or opts.halo_hops > 1 else 0
+    feats = sizes.node_feat_bytes + sizes.edge_feat_bytes + sizes.nodes * extra_row_bytes
+    orig = 8 * sizes.nodes * opts.save_orig_nids + 8 * e * opts.save_orig_eids
+    ntensors += len(graph.metadata.node_data) + len(graph.metadata.edge_data) + 4
+    return int(graph_bytes + feats + orig + ntensors * HEADER_BYTES)
+
+
+def _task_seconds(work: Iterable[float], workers: int) -> float:
+    """Makespan of independent tasks on ``workers`` threads (largest first, greedy)."""
+    loads = [0.0] * max(1, workers)
+    for w in sorted(work, reverse=True):
+        loads[loads.index(min(loads))] += w
+    return max(loads)
+
+
+def forecast_dispatch(
+    graph: ChunkedGraph,
+    num_parts: int,
+    *,
+    options: DispatchOptions | None = None,
+    workers: int = 1,
+    extra_node_row_bytes: int = 0,
+    calibration: Calibration = CALIBRATION,
+) -> DispatchForecast:
+    """Forecast :func:`~dgl_chunked.dispatch.dispatch` of ``graph`` into ``num_parts`` parts.
+
+    Parameters
+    ----------
+    graph
+        The opened chunked graph (only metadata and file headers are read).
+    num_parts
+        Number of partitions.
+    options
+        The dispatch options of the run (block rows, formats, budgets, ...).
+    workers
+        Worker threads of the cluster (processes x threads).
+    extra_node_row_bytes
+        Bytes per node of computed node data (``trainer_id``: 8 with trainers > 1).
+    calibration
+        The cost model's constants.
+
+    Returns
+    -------
+    DispatchForecast
+    """
+    opts = options or DispatchOptions()
+    cal = calibration
+    meta = graph.metadata
+    n_total = sum(meta.num_nodes(t) for t in meta.node_types)
+    edge_rows = [ref.rows for s in meta.edge_types for ref in graph.edge_chunks(s.name)]
+    e_total = sum(edge_rows)
+    node_feat, node_feat_chunks = _feature_bytes(graph, "node")
+    edge_feat, edge_feat_chunks = _feature_bytes(graph, "edge")
+    per_part = _Sizes(
+        nodes=-(-n_total // num_parts),
+        edges=-(-e_total // num_parts),
+        halo=_halo_estimate(n_total, e_total, num_parts),
+        node_feat_bytes=-(-node_feat // num_parts),
+        edge_feat_bytes=-(-edge_feat // num_parts),
+    )
+    node_work = [
+        min(opts.block_rows, meta.num_nodes(t) - start) * cal.node_stage_s_per_node
+        for t in meta.node_types
+        for start in range(0, meta.num_nodes(t), opts.block_rows)
+    ]
+    node_stage = StagePlan(
+        "stage assignment",
+        len(node_work),
+        NODE_STAGE_BYTES_PER_ROW * min(opts.block_rows, max(n_total, 1)),
+        cal.stage_overhead_s + _task_seconds(node_work, workers),
+    )
+    number_stage = StagePlan("number nodes", node_stage.tasks, node_stage.task_bytes, node_stage.seconds)
+    cache = min(opts.lookup_budget(), 4 * n_total)
+    edge_work = [r * cal.edge_s_per_edge for r in edge_rows] + [
+        b * cal.feature_s_per_byte for b in node_feat_chunks + edge_feat_chunks
+    ]
+    edge_stage = StagePlan(
+        "stage edges and features",
+        len(edge_rows)
+        + len(node_feat_chunks)
+        + len(edge_feat_chunks)
+        + (len(node_work) if extra_node_row_bytes else 0),
+        int(
+            max(
+                cache + cal.edge_task_bytes_per_edge * max(edge_rows, default=0),
+                3 * max(node_feat_chunks + edge_feat_chunks, default=0),
+            )
+        ),
+        cal.edge_overhead_s + _task_seconds(edge_work, workers),
+    )
+    write_one = (
+        per_part.edges * cal.write_s_per_edge
+        + (per_part.nodes + per_part.halo) * cal.write_s_per_node
+        + (per_part.node_feat_bytes + per_part.edge_feat_bytes) * cal.write_s_per_byte
+    )
+    write_stage = StagePlan(
+        "write partitions",
+        num_parts,
+        _writer_bytes(per_part, n_total, max(edge_rows, default=0), num_parts, opts, cal),
+        cal.write_overhead_s + _task_seconds([write_one] * num_parts, workers),
+    )
+    notes = ["partition sizes assume a balanced assignment; HALO counts a graph without locality"]
+    if opts.keep_halo_edges or opts.halo_hops > 1:
+        notes.append("HALO edges (keep_halo_edges / halo_hops > 1) are not counted in the output size")
+    return DispatchForecast(
+        nodes=n_total,
+        edges=e_total,
+        num_parts=num_parts,
+        workers=workers,
+        stages=(node_stage, number_stage, edge_stage, write_stage),
+        staging_bytes=_staging_bytes(graph, opts, num_parts, extra_node_row_bytes),
+        output_bytes=num_parts * _output_bytes(per_part, graph, opts, extra_node_row_bytes) + HEADER_BYTES,
+        halo_nodes_per_part=per_part.halo,
+        notes=tuple(notes),
+    )
+
+
+def _halo_estimate(nodes: int, edges: int, num_parts: int) -> int:
+    """Expected distinct outside sources of a partition's edges, sources drawn uniformly."""
+    if nodes == 0 or num_parts == 1:
+        return 0
+    outside = nodes - nodes / num_parts
+    return int(outside * -math.expm1(-(edges / num_parts) / nodes))
+
+
+def _writer_bytes(
+    sizes: _Sizes, n_total: int, max_chunk: int, num_parts: int, opts: DispatchOptions, cal: Calibration
+) -> int:
+    """A partition writer's working set: HALO tables, one staged segment, format extras."""
+    halo = sizes.halo
+    budget = opts.halo_budget()
+    if n_total * DENSE_BYTES_PER_ID <= budget:  # flags and a rank table over the ID space, the HALO IDs
+        tables = DENSE_BYTES_PER_ID * n_total + 8 * halo
+    elif not (opts.keep_halo_edges or opts.halo_hops > 1):  # range by range (halo_ranges.py)
+        tables = budget + 2 * 8 * max_chunk // num_parts
+    else:  # multi-hop HALO: sorted merges held in memory
+        tables = 24 * halo + 8 * (1 << 22)
+    segment = cal.writer_bytes_per_segment_edge * max_chunk / num_parts  # one chunk's rows of this partition
+    extra = 0.0
+    if opts.use_graphbolt:
+        extra = min(opts.graphbolt_sort_bytes, 24 * sizes.edges) + 8 * sizes.edges
+    elif set(opts.graph_formats) - {"coo"}:
+        extra = 40 * sizes.edges  # CSR/CSC are built from the whole edge list in memory
+    return int(tables + segment + extra)

@@ -1,0 +1,67 @@
+"""Runs dispatch's stages: one compute per stage, on a given client or the current scheduler."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from typing import Any
+
+import dask
+
+from dgl_chunked._dask import current_client
+
+__all__ = ["StageRunner"]
+
+logger = logging.getLogger("dgl_chunked.dispatch.api")
+
+
+class StageRunner:
+    """Runs one stage's tasks on the given client or the current scheduler."""
+
+    def __init__(self, *, client: Any, progress: bool) -> None:
+        self.client = client
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+        self.tasks: dict[str, int] = {}
+
+    def compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
+        logger.info("dispatch stage: %s (%d tasks)", stage, len(tasks))
+        self.tasks[stage] = len(tasks)
+        start = time.perf_counter()
+        try:
+            return self._compute(tasks, stage)
+        finally:
+            self.seconds[stage] = time.perf_counter() - start
+
+    def run_everywhere(self, func: Callable[[], Any]) -> None:
+        """Call ``func()`` in every worker process (and here, for in-process schedulers)."""
+        func()
+        client = current_client(self.client)
+        if client is not None:
+            client.run(func)
+
+    def _compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
+        """Results in the order of ``tasks``, matched to them by task key."""
+        if not tasks:
+            return ()
+        by_key = {task.key: task for task in tasks}
+        if len(by_key) != len(tasks):  # a key named twice would silently share one result
+            raise RuntimeError(f"dispatch stage {stage!r}: {len(tasks) - len(by_key)} task key(s) repeat")
+        client = current_client(self.client)
+        if client is not None:
+            futures = client.compute(list(by_key.values()))  # a future's key is its task's
+            if self.progress:
+                from distributed import progress
+
+                print(f"[dgl-chunked] {stage}")
+                progress(futures)
+                print()
+            results = {f.key: value for f, value in zip(futures, client.gather(futures), strict=True)}
+        else:
+            from dask.diagnostics import ProgressBar
+
+            with ProgressBar() if self.progress else nullcontext():
+                (results,) = dask.compute(by_key)
+        return tuple(results[task.key] for task in tasks)
