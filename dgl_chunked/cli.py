@@ -553,7 +553,7 @@ def parmetis_export_command(
 ) -> None:
     """Write ParMETIS input files (pm_dglpart) without self loops or duplicate edges."""
     from dgl_chunked.io.chunked.graph import open_chunked_graph
-    from dgl_chunked.parmetis.roundtrip import export_parmetis
+    from dgl_chunked.parmetis import export_parmetis
 
     masks = [m.strip() for m in balance_masks.split(",") if m.strip()] if balance_masks else []
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
@@ -619,7 +619,7 @@ def parmetis_import_command(
 ) -> None:
     """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept."""
     from dgl_chunked.io.chunked.graph import open_chunked_graph
-    from dgl_chunked.parmetis.roundtrip import import_parmetis
+    from dgl_chunked.parmetis import import_parmetis
 
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
     with _assignment_cluster(scheduler, workers):

@@ -1,7 +1,8 @@
 """ParMETIS text files: the input DGL's ``pm_dglpart`` reads, and the output it writes.
 
 Pure kernels (numpy, pandas, pyarrow; no Dask). The Dask wiring lives in
-:mod:`dgl_chunked.parmetis.roundtrip`.
+:mod:`dgl_chunked.parmetis.export`, :mod:`~dgl_chunked.parmetis.edges` and
+:mod:`~dgl_chunked.parmetis.importing`.
 
 Input (DGL guide, "ParMETIS input format"), all ASCII, space-separated, no header::
 

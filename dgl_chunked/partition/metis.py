@@ -35,13 +35,14 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
 from dgl_chunked.errors import AssignmentError
+from dgl_chunked.partition._base import mask_features
 
 if TYPE_CHECKING:
     import dask.array as da
     import pandas as pd
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
-    from dgl_chunked.partition.assign import PartitionOptions
+    from dgl_chunked.partition._base import PartitionOptions
 
 __all__ = [
     "DEFAULT_MAX_MEMORY",
@@ -52,6 +53,7 @@ __all__ = [
     "strata_labels",
     "rebalance_strata",
     "metis_parts",
+    "require_pymetis",
 ]
 
 logger = logging.getLogger(__name__)
@@ -77,7 +79,14 @@ def estimate_metis_memory(num_nodes: int, num_edges: int) -> int:
     return _BYTES_PER_EDGE * int(num_edges) + _BYTES_PER_NODE * int(num_nodes)
 
 
-def _require_pymetis() -> Any:
+def require_pymetis() -> Any:
+    """The ``pymetis`` module.
+
+    Raises
+    ------
+    ImportError
+        pymetis is not installed (the message says how to install it).
+    """
     try:
         import pymetis
     except ImportError as err:
@@ -217,20 +226,27 @@ def rebalance_strata(
 
 
 def metis_parts(
-    xadj: IdArray, adjncy: IdArray, num_parts: int, *, seed: int, vweights: npt.NDArray[np.int64] | None = None
+    xadj: IdArray,
+    adjncy: IdArray,
+    num_parts: int,
+    *,
+    seed: int,
+    vweights: npt.NDArray[np.int64] | None = None,
+    eweights: npt.NDArray[np.int64] | None = None,
 ) -> PartArray:
-    """METIS k-way partition (minimum edge cut) of a symmetric CSR graph."""
+    """METIS partition (minimum edge cut, or weighted cut with ``eweights``; node
+    weights ``vweights`` balanced) of a symmetric CSR graph."""
     num_nodes = xadj.size - 1
     if num_parts == 1 or num_nodes == 0:
         return np.zeros(num_nodes, np.int32)
     if adjncy.size == 0:  # no edges: any balanced split has zero cut
         return (np.arange(num_nodes) % num_parts).astype(np.int32)
-    pymetis = _require_pymetis()
+    pymetis = require_pymetis()
     opts = pymetis.Options()
     opts.seed = int(seed) % (1 << 31)
     # recursive bisection for few parts (pymetis' own default): on power-law graphs it cut
     # ~30% fewer edges than k-way at 4 parts; k-way scales better in the number of parts
-    kwargs: dict[str, Any] = {"vweights": vweights, "options": opts, "recursive": num_parts <= 8}
+    kwargs: dict[str, Any] = {"vweights": vweights, "eweights": eweights, "options": opts, "recursive": num_parts <= 8}
     if hasattr(pymetis, "CSRAdjacency"):
         result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), **kwargs)
     else:  # pragma: no cover - older pymetis
@@ -274,16 +290,6 @@ def _metis_task(plan: _Plan, frames: list[list[pd.DataFrame]], masks: list[npt.N
     return part
 
 
-def _mask_features(graph: ChunkedGraph, names: tuple[str, ...] | None) -> list[tuple[int, str]]:
-    """(node type ID, feature) of every balance name that is a node feature, in order."""
-    out = []
-    for name in names or ():
-        for t, ntype in enumerate(graph.metadata.node_types):
-            if name in graph.metadata.node_data.get(ntype, {}):
-                out.append((t, name))
-    return out
-
-
 class MetisMethod:
     """The ``metis`` method (DGL ``algo_name`` "metis"); see the module docstring."""
 
@@ -304,7 +310,7 @@ class MetisMethod:
         import dask.array as da
         from dask.base import tokenize
 
-        _require_pymetis()
+        require_pymetis()
         md = graph.metadata
         num_nodes = int(sum(md.num_nodes_per_type))
         num_edges = int(sum(graph.num_edges(e) for e in graph.edge_types))
@@ -315,7 +321,7 @@ class MetisMethod:
                 f"metis: expected at most {limit} bytes (max_memory) for {num_nodes} nodes and {num_edges} "
                 f"edges, found an estimated {need} bytes; use method 'random' (out of core) or raise max_memory"
             )
-        masks = _mask_features(graph, options.balance_ntypes)
+        masks = mask_features(graph, options.balance_ntypes)
         plan = _Plan(
             num_parts=num_parts,
             seed=options.seed,
