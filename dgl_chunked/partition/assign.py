@@ -4,7 +4,8 @@ A method is any object with ``name``, ``dgl_algo_name`` (the value DGL's
 ``partition_meta.json`` validator accepts: "random" or "metis") and
 ``assign(graph, num_parts, options)`` returning, per node type, a lazy int32 Dask
 array chunked like ``graph.node_chunks(ntype)`` (see :class:`PartitionMethod`).
-Register new ones with :func:`register_method`; ``random`` and ``metis`` are built in.
+Register new ones with :func:`register_method`; ``random``, ``metis``, ``kaminpar`` and
+``lp`` are built in.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.partition._base import PartitionMethod, PartitionOptions
+from dgl_chunked.partition.kaminpar import KaMinParMethod
 from dgl_chunked.partition.lp import LPMethod
 from dgl_chunked.partition.metis import MetisMethod
 from dgl_chunked.partition.random import RandomMethod
@@ -109,8 +111,10 @@ def assign_partitions(
     num_parts
         Number of partitions, >= 1 (independent of workers and file chunking).
     method
-        A registered method: ``"random"`` (seeded hash, out of core) or ``"metis"``
-        (pymetis, in memory; needs ``pip install dgl_chunked[metis]``).
+        A registered method: ``"random"`` (seeded hash, out of core), ``"metis"``
+        (pymetis, in memory; needs ``pip install dgl_chunked[metis]``), ``"kaminpar"``
+        (KaMinPar, in memory; ``pip install dgl_chunked[kaminpar]``) or ``"lp"``
+        (multilevel, out of core).
     seed
         Seed in ``[0, 2**64)``; the output is a function of the seed and the graph.
     balance_ntypes
@@ -168,6 +172,7 @@ def _register_builtins() -> None:
     register_method("random", RandomMethod(), overwrite=True)
     register_method("metis", MetisMethod(), overwrite=True)
     register_method("lp", LPMethod(), overwrite=True)
+    register_method("kaminpar", KaMinParMethod(), overwrite=True)
 
 
 _register_builtins()

@@ -27,6 +27,7 @@ anything is read. Use ``method="random"`` for larger graphs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -265,6 +266,8 @@ class _Plan:
     type_offsets: tuple[int, ...]
     edge_offsets: tuple[tuple[int, int], ...]  # (src type offset, dst type offset) per etype
     mask_slots: tuple[tuple[int, ...], ...]  # per node type: indices into the mask list
+    partitioner: Callable[..., PartArray]  # called as metis_parts is
+    method: str  # the method's name, for the log
 
 
 def _metis_task(plan: _Plan, frames: list[list[pd.DataFrame]], masks: list[npt.NDArray[Any]]) -> PartArray:
@@ -280,21 +283,31 @@ def _metis_task(plan: _Plan, frames: list[list[pd.DataFrame]], masks: list[npt.N
     weights = (np.bincount(dst, minlength=num_nodes) + 1).astype(np.int64) if plan.balance_edges else None
     xadj, adjncy = symmetric_csr(src, dst, num_nodes)
     del src, dst
-    part = metis_parts(xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=weights)
+    part = plan.partitioner(xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=weights)
     offsets = np.asarray(plan.type_offsets, np.int64)
     labels = strata_labels(offsets, [[masks[i] for i in slots] for slots in plan.mask_slots])
     part, moved = rebalance_strata(part, labels, xadj, adjncy, plan.num_parts)
     logger.info(
-        "metis: %d nodes, %d undirected edges; balance repair moved %d nodes", num_nodes, adjncy.size // 2, moved
+        "%s: %d nodes, %d undirected edges; balance repair moved %d nodes",
+        plan.method,
+        num_nodes,
+        adjncy.size // 2,
+        moved,
     )
     return part
 
 
 class MetisMethod:
-    """The ``metis`` method (DGL ``algo_name`` "metis"); see the module docstring."""
+    """The ``metis`` method (DGL ``algo_name`` "metis"); see the module docstring.
+
+    A subclass may swap the in-memory partitioner (``partitioner``, called as
+    :func:`metis_parts` is, and ``require``, which imports it or raises ImportError).
+    """
 
     name = "metis"
     dgl_algo_name = "metis"
+    partitioner: Callable[..., PartArray] = staticmethod(metis_parts)
+    require: Callable[[], Any] = staticmethod(require_pymetis)
 
     def assign(self, graph: ChunkedGraph, num_parts: int, options: PartitionOptions) -> dict[str, da.Array]:
         """Lazy per-type arrays backed by one in-memory METIS task (nothing computed here).
@@ -302,7 +315,7 @@ class MetisMethod:
         Raises
         ------
         ImportError
-            pymetis is missing.
+            pymetis (the partitioner's package) is missing.
         MetisMemoryError
             :func:`estimate_metis_memory` exceeds ``options.max_memory``.
         """
@@ -310,7 +323,7 @@ class MetisMethod:
         import dask.array as da
         from dask.base import tokenize
 
-        require_pymetis()
+        self.require()
         md = graph.metadata
         num_nodes = int(sum(md.num_nodes_per_type))
         num_edges = int(sum(graph.num_edges(e) for e in graph.edge_types))
@@ -318,7 +331,7 @@ class MetisMethod:
         need = estimate_metis_memory(num_nodes, num_edges)
         if need > limit:
             raise MetisMemoryError(
-                f"metis: expected at most {limit} bytes (max_memory) for {num_nodes} nodes and {num_edges} "
+                f"{self.name}: expected at most {limit} bytes (max_memory) for {num_nodes} nodes and {num_edges} "
                 f"edges, found an estimated {need} bytes; use method 'random' (out of core) or raise max_memory"
             )
         masks = mask_features(graph, options.balance_ntypes)
@@ -332,18 +345,26 @@ class MetisMethod:
                 for e in md.edge_types
             ),
             mask_slots=tuple(tuple(i for i, (t, _) in enumerate(masks) if t == ti) for ti in range(len(md.node_types))),
+            partitioner=self.partitioner,
+            method=self.name,
         )
         frames = [graph.edges(e).to_delayed() for e in graph.edge_types]
         mask_arrays = [graph.node_feature(md.node_types[t], f).reshape(-1) for t, f in masks]
         token = tokenize(plan, md.fingerprint(), [[d.key for d in fs] for fs in frames], [m.name for m in mask_arrays])
         task = dask.delayed(_metis_task, pure=True)(
-            plan, frames, mask_arrays, dask_key_name=f"dglc-assign-metis-task-{token}"
+            plan, frames, mask_arrays, dask_key_name=f"dglc-assign-{self.name}-task-{token}"
         )
         full = da.from_delayed(
-            task, shape=(num_nodes,), dtype=np.int32, meta=np.empty(0, np.int32), name=f"dglc-assign-metis-all-{token}"
+            task,
+            shape=(num_nodes,),
+            dtype=np.int32,
+            meta=np.empty(0, np.int32),
+            name=f"dglc-assign-{self.name}-all-{token}",
         )
         return {
-            ntype: _type_view(full, plan.type_offsets[t], tuple(graph.node_chunks(ntype)), f"{ntype}-{token}")
+            ntype: _type_view(
+                full, plan.type_offsets[t], tuple(graph.node_chunks(ntype)), f"{self.name}-{ntype}-{token}"
+            )
             for t, ntype in enumerate(md.node_types)
         }
 
@@ -355,7 +376,7 @@ def _type_view(full: da.Array, offset: int, chunks: tuple[int, ...], token: str)
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
-    name = f"dglc-assign-metis-{token}"
+    name = f"dglc-assign-{token}"
     bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int) + offset
     layer: dict[Any, Any] = {
         (name, i): (operator.getitem, (full.name, 0), slice(int(bounds[i]), int(bounds[i + 1])))
