@@ -298,12 +298,14 @@ def place(state: State, linked: int) -> None:
         logger.debug("lp: fill placed %d nodes", fill(state, salt=1 << 20, isolated=False))
 
 
-def refine(state: State) -> None:
+def refine(state: State, *, done: int = 0) -> None:
     """Label-propagation passes; the last is the first whose planned moves would save
-    less than ``refine_min_gain`` of the current cut (its moves still run)."""
+    less than ``refine_min_gain`` of the current cut (its moves still run). ``done``:
+    passes already made, the last of them just before (its cut measured, its moves
+    planned), which count towards ``refine_passes``."""
     plan = state.plan
     for i in range(plan.config.refine_passes):
-        moved = run_round(state, mode="refine", levels=None, salt=(1 << 21) + i)
+        moved = run_round(state, mode="refine", levels=None, salt=(1 << 21) + i) if i >= done else -1
         cut, gain = state.cut_entries // 2, plan_.planned_gain(state.planned, num_parts=plan.num_parts)
         logger.debug("lp: refinement pass %d moves %d nodes, saving >= %d of %d cut edges", i, moved, gain, cut)
         if gain <= plan.config.refine_min_gain * cut:

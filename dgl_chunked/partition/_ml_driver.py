@@ -42,9 +42,8 @@ def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> No
     try:
         state = D.prepare(graph, plan, root)
         linked = int(state.linked.sum())
-        if linked:
-            _initial_assignment(state, root, linked)
-        D.refine(state)
+        done = _initial_assignment(state, root, linked) if linked else 0
+        D.refine(state, done=done)
         logger.debug("lp: isolated nodes: %d", D.fill(state, salt=(1 << 20) + 1, isolated=True))
     finally:
         D.release_worker_scratch()
@@ -55,9 +54,11 @@ def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
     return tasks.compute([tasks.add(func, level, b, *args) for b in range(level.num_blocks)])
 
 
-def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> None:
+def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> int:
     """The streaming placement and the multilevel assignment, measured by their cut
-    (entries between parts); the better one stays in the ``lp`` state."""
+    (entries between parts); the better one stays in the ``lp`` state. Returns the
+    refinement passes already made (1: the measuring round, when the multilevel
+    assignment is not tried and its planned moves stay, else 0)."""
     level = _level0(state, root)
     level.create()
     D.place(state, linked)
@@ -74,7 +75,7 @@ def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> Non
             state.plan.config.multilevel_above,
             random_cut,
         )
-        return
+        return 1
     state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
     _run(TaskGraph(), P.keep_task, level, "stream")
     stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
@@ -90,9 +91,10 @@ def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> Non
     )
     if better:
         _settle(state, counts, linked)  # type: ignore[arg-type]
-        return
+        return 0
     _run(TaskGraph(), P.restore_task, level, "stream")
     state.sizes, state.wsizes, state.placed = stream
+    return 0
 
 
 def _level0(state: D.State, root: S.ScratchRoot) -> M.Level:
