@@ -18,8 +18,10 @@ balances them (``balance_ntypes``), as DGL users do. Each run uses a fresh
 ``LocalCluster`` (``--workers`` processes, 1 thread each; columns as in
 ``bench_lp.py``): cut fraction, cut / METIS's cut, max/mean nodes (worst type),
 masks, owned edges, partition seconds, per-worker peak RSS (MB). METIS is the
-``metis`` method (pymetis in one task, with its mask-balance repair). ``--json PATH``
-writes every row as JSON. The table ends with the targets of issue #14 checked.
+``metis`` method (pymetis in one task, with its mask-balance repair); add ``kaminpar``
+to ``--methods`` for the ``kaminpar`` method (KaMinPar in the same wiring).
+``--json PATH`` writes every row as JSON. The table ends with the targets of issue #14
+checked.
 
 Example (2 cores; ~20 minutes)::
 

@@ -39,6 +39,7 @@ from dgl_chunked.io.assignment.directory import (
 )
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.parmetis import format as _pm
+from dgl_chunked.parmetis import outputs
 from dgl_chunked.storage import fs as _fs
 from dgl_chunked.storage import npy
 from dgl_chunked.storage.owned import ForeignDataError, check_no_overlap, create_owned_dir, remove_owned
@@ -85,7 +86,7 @@ def _load_chunk(path: str, storage_options: StorageOptions) -> PartArray:
 
 def _plan_blocks(
     files: list[str], *, form: _pm.OutputForm, blocksize: int, storage_options: StorageOptions
-) -> list[_pm.OutputBlock]:
+) -> list[outputs.OutputBlock]:
     """Line-aligned blocks of every file (one planning compute counts their lines)."""
     from dask.base import compute
     from dask.delayed import delayed
@@ -94,13 +95,13 @@ def _plan_blocks(
     for i, path in enumerate(files):
         fs, inner = _fs.filesystem(path, storage_options)
         size = int(fs.size(inner))
-        ncols = _pm.first_line_columns(path, storage_options)
+        ncols = outputs.first_line_columns(path, storage_options)
         if size == 0 or ncols == 0:
             logger.info("%s holds no lines; skipped", path)
             continue
         cuts = list(range(0, size, blocksize)) + [size]
         layout.append((i, path, size, ncols, cuts))
-    plan = delayed(_pm.count_block_lines, pure=True)
+    plan = delayed(outputs.count_block_lines, pure=True)
     counts = compute(*[[plan(p, a, b, storage_options) for a, b in pairwise(c)] for _, p, _, _, c in layout])
     blocks = []
     for (i, path, size, ncols, _), found in zip(layout, counts, strict=True):
@@ -110,7 +111,7 @@ def _plan_blocks(
         for k, (first, n) in enumerate(starts):
             stop = starts[k + 1][0] if k + 1 < len(starts) else size
             blocks.append(
-                _pm.OutputBlock(
+                outputs.OutputBlock(
                     path=path,
                     file=i,
                     start=first,
@@ -127,7 +128,7 @@ def _plan_blocks(
 
 def _scatter(
     graph: ChunkedGraph,
-    blocks: list[_pm.OutputBlock],
+    blocks: list[outputs.OutputBlock],
     files: list[str],
     num_parts: int,
     tmp: str,
@@ -159,7 +160,7 @@ def _scatter(
         }
     )
     frame = dd.from_map(
-        _pm.read_output_partition,
+        outputs.read_output_partition,
         blocks,
         meta=meta,
         label="dglc-parmetis-parse",
@@ -279,7 +280,7 @@ def import_parmetis(
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
     assign = os.fspath(assign_dir)
-    sources = _pm.resolve_outputs(parmetis_output, name, storage_options)
+    sources = outputs.resolve_outputs(parmetis_output, name, storage_options)
     inputs = graph.input_locations()
     inputs.update(
         {f"ParMETIS output [{i}]": p for i, p in enumerate([sources] if isinstance(sources, str) else sources)}

@@ -6,12 +6,13 @@ the registry (:mod:`.assign`) imports the methods: no cycle between them.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dgl_chunked._typing import StorageOptions
+from dgl_chunked._typing import IdArray, PartArray, StorageOptions
 from dgl_chunked.errors import AssignmentError
 
 if TYPE_CHECKING:
@@ -19,7 +20,15 @@ if TYPE_CHECKING:
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
 
-__all__ = ["SEED_LIMIT", "PartitionMethod", "PartitionOptions", "check_seed", "mask_features"]
+__all__ = [
+    "SEED_LIMIT",
+    "PartitionMethod",
+    "PartitionOptions",
+    "check_seed",
+    "import_partitioner",
+    "mask_features",
+    "trivial_parts",
+]
 
 SEED_LIMIT = 1 << 64
 """Seeds are integers in ``[0, SEED_LIMIT)``."""
@@ -90,3 +99,31 @@ def mask_features(graph: ChunkedGraph, names: tuple[str, ...] | None) -> list[tu
             if name in graph.metadata.node_data.get(ntype, {}):
                 out.append((t, name))
     return out
+
+
+def import_partitioner(module: str, method: str) -> Any:
+    """The optional package ``module`` that method ``method`` needs (its extra has the
+    method's name).
+
+    Raises
+    ------
+    ImportError
+        ``module`` is not installed (the message says how to install it).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"method {method!r} needs {module}: pip install dgl_chunked[{method}] (or pip install {module})"
+        ) from err
+
+
+def trivial_parts(xadj: IdArray, adjncy: IdArray, num_parts: int) -> PartArray | None:
+    """The partition of a CSR graph that needs no partitioner (one part, no nodes: all
+    in part 0; no edges: round robin, which cuts nothing), else None."""
+    num_nodes = xadj.size - 1
+    if num_parts == 1 or num_nodes == 0:
+        return np.zeros(num_nodes, np.int32)
+    if adjncy.size == 0:
+        return (np.arange(num_nodes) % num_parts).astype(np.int32)
+    return None

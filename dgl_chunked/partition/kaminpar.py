@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
+from dgl_chunked.partition._base import import_partitioner, trivial_parts
 from dgl_chunked.partition.metis import MetisMethod
 
 __all__ = ["IMBALANCE", "KaMinParMethod", "kaminpar_parts", "require_kaminpar", "write_parhip"]
@@ -38,20 +39,8 @@ IMBALANCE = 0.03
 
 
 def require_kaminpar() -> Any:
-    """The ``kaminpar`` module.
-
-    Raises
-    ------
-    ImportError
-        kaminpar is not installed (the message says how to install it).
-    """
-    try:
-        import kaminpar
-    except ImportError as err:
-        raise ImportError(
-            "method 'kaminpar' needs kaminpar: pip install dgl_chunked[kaminpar] (or pip install kaminpar)"
-        ) from err
-    return kaminpar
+    """The ``kaminpar`` module (ImportError with the install hint when missing)."""
+    return import_partitioner("kaminpar", "kaminpar")
 
 
 def write_parhip(path: str, xadj: IdArray, adjncy: IdArray, vweights: npt.NDArray[np.int64] | None = None) -> None:
@@ -79,11 +68,9 @@ def kaminpar_parts(
 ) -> PartArray:
     """KaMinPar partition (minimum edge cut, ``vweights`` balanced within 3%) of a
     symmetric CSR graph; called as :func:`~.metis.metis_parts` is."""
-    num_nodes = xadj.size - 1
-    if num_parts == 1 or num_nodes == 0:
-        return np.zeros(num_nodes, np.int32)
-    if adjncy.size == 0:  # no edges: any balanced split has zero cut
-        return (np.arange(num_nodes) % num_parts).astype(np.int32)
+    trivial = trivial_parts(xadj, adjncy, num_parts)
+    if trivial is not None:
+        return trivial
     kaminpar = require_kaminpar()
     fd, path = tempfile.mkstemp(suffix=".parhip", prefix="dglc-kaminpar-")
     os.close(fd)

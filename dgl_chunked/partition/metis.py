@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
 from dgl_chunked.errors import AssignmentError
-from dgl_chunked.partition._base import mask_features
+from dgl_chunked.partition._base import import_partitioner, mask_features, trivial_parts
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -81,20 +81,8 @@ def estimate_metis_memory(num_nodes: int, num_edges: int) -> int:
 
 
 def require_pymetis() -> Any:
-    """The ``pymetis`` module.
-
-    Raises
-    ------
-    ImportError
-        pymetis is not installed (the message says how to install it).
-    """
-    try:
-        import pymetis
-    except ImportError as err:
-        raise ImportError(
-            "method 'metis' needs pymetis: pip install dgl_chunked[metis] (or pip install pymetis)"
-        ) from err
-    return pymetis
+    """The ``pymetis`` module (ImportError with the install hint when missing)."""
+    return import_partitioner("pymetis", "metis")
 
 
 # --- pure kernels ---------------------------------------------------------------------
@@ -237,11 +225,9 @@ def metis_parts(
 ) -> PartArray:
     """METIS partition (minimum edge cut, or weighted cut with ``eweights``; node
     weights ``vweights`` balanced) of a symmetric CSR graph."""
-    num_nodes = xadj.size - 1
-    if num_parts == 1 or num_nodes == 0:
-        return np.zeros(num_nodes, np.int32)
-    if adjncy.size == 0:  # no edges: any balanced split has zero cut
-        return (np.arange(num_nodes) % num_parts).astype(np.int32)
+    trivial = trivial_parts(xadj, adjncy, num_parts)
+    if trivial is not None:
+        return trivial
     pymetis = require_pymetis()
     opts = pymetis.Options()
     opts.seed = int(seed) % (1 << 31)
