@@ -53,12 +53,21 @@ TARGET = {4: 1.15, 8: 1.15, 16: 1.15, 64: 1.3}
 
 
 def lfr(n: int, mu: float, seed: int = 10) -> tuple[Any, Any]:
-    """Edges of a networkx LFR benchmark graph."""
+    """Edges of a networkx LFR benchmark graph (the first of seeds ``seed``,
+    ``seed + 1``, ... whose community sizes networkx manages to draw: at 20k nodes
+    seed 10 fails with ExceededMaxIterations)."""
     import networkx as nx
 
-    g = nx.LFR_benchmark_graph(
-        n, 3, 1.5, mu, average_degree=20, max_degree=100, min_community=50, max_community=n // 10, seed=seed
-    )
+    for attempt in range(seed, seed + 10):
+        try:
+            g = nx.LFR_benchmark_graph(
+                n, 3, 1.5, mu, average_degree=20, max_degree=100, min_community=50, max_community=n // 10, seed=attempt
+            )
+            break
+        except nx.ExceededMaxIterations:
+            continue
+    else:
+        raise RuntimeError(f"LFR({n}, mu={mu}): networkx found no community sizes for seeds {seed}..{seed + 9}")
     e = np.array(list(g.edges()), np.int64).reshape(-1, 2)
     return e[:, 0], e[:, 1]
 
@@ -83,7 +92,7 @@ def _graphs(args: argparse.Namespace) -> dict[str, ChunkedGraph]:
     out: dict[str, ChunkedGraph] = {}
     for item in args.sbm:
         n, m = (int(x) for x in item.split(":"))
-        for skewed in (False, True):
+        for skewed in [k == "skewed" for k in args.sbm_kinds.split(",")]:
             name = f"sbm-{'skewed' if skewed else 'uniform'}-{n}-{m}"
             out[name] = _write(args.work_dir, name, n, planted_partition_edges(n, m, 64, skewed=skewed), args.chunks)
     for n in args.lfr:
@@ -176,6 +185,9 @@ def main(argv: list[str] | None = None) -> None:
     """Parse the arguments, run every family, print the table and the verdicts."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sbm", action="append", default=[], metavar="NODES:EDGES")
+    parser.add_argument(
+        "--sbm-kinds", default="uniform,skewed", help="community sizes of the --sbm graphs: uniform, skewed or both"
+    )
     parser.add_argument("--lfr", action="append", type=int, default=[], metavar="NODES")
     parser.add_argument("--mu", action="append", type=float, default=None)
     parser.add_argument("--rmat", action="append", default=[], metavar="NODES:EDGES")
