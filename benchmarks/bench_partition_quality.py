@@ -32,11 +32,13 @@ Example (2 cores; ~20 minutes)::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -72,9 +74,16 @@ def lfr(n: int, mu: float, seed: int = 10) -> tuple[Any, Any]:
     return e[:, 0], e[:, 1]
 
 
-def _write(work_dir: str, name: str, n: int, edges: tuple[Any, Any], chunks: int) -> ChunkedGraph:
+def _write(work_dir: str, name: str, n: int, make: Callable[[], tuple[Any, Any]], chunks: int) -> ChunkedGraph:
+    """The graph ``name`` in ``work_dir``, written from ``make()``'s edges when not there.
+
+    Edges are drawn only when the graph is not cached: the Dask workers start as
+    children of this process, and their ``ru_maxrss`` starts at this process's RSS, so
+    a rerun on cached graphs measures the workers' own peaks.
+    """
     path = os.path.join(work_dir, name)
     if not os.path.exists(os.path.join(path, "metadata.json")):
+        edges = make()
         r = np.random.default_rng(1).random(n)
         masks = {"train_mask": r < 0.6, "val_mask": (r >= 0.6) & (r < 0.8), "test_mask": r >= 0.8}
         truth = GraphTruth(
@@ -94,14 +103,15 @@ def _graphs(args: argparse.Namespace) -> dict[str, ChunkedGraph]:
         n, m = (int(x) for x in item.split(":"))
         for skewed in [k == "skewed" for k in args.sbm_kinds.split(",")]:
             name = f"sbm-{'skewed' if skewed else 'uniform'}-{n}-{m}"
-            out[name] = _write(args.work_dir, name, n, planted_partition_edges(n, m, 64, skewed=skewed), args.chunks)
+            draw = functools.partial(planted_partition_edges, n, m, 64, skewed=skewed)
+            out[name] = _write(args.work_dir, name, n, draw, args.chunks)
     for n in args.lfr:
         for mu in args.mu:
             name = f"lfr-{mu}-{n}"
             if os.path.exists(os.path.join(args.work_dir, name, "metadata.json")):
                 out[name] = open_chunked_graph(os.path.join(args.work_dir, name, "metadata.json"))
             else:
-                out[name] = _write(args.work_dir, name, n, lfr(n, mu), args.chunks)
+                out[name] = _write(args.work_dir, name, n, functools.partial(lfr, n, mu), args.chunks)
     for item in args.rmat:
         n, m = (int(x) for x in item.split(":"))
         out[f"rmat-{n}-{m}"] = B._rmat(args.work_dir, n, m, args.chunks)
