@@ -18,8 +18,10 @@ balances them (``balance_ntypes``), as DGL users do. Each run uses a fresh
 ``LocalCluster`` (``--workers`` processes, 1 thread each; columns as in
 ``bench_lp.py``): cut fraction, cut / METIS's cut, max/mean nodes (worst type),
 masks, owned edges, partition seconds, per-worker peak RSS (MB). METIS is the
-``metis`` method (pymetis in one task, with its mask-balance repair). ``--json PATH``
-writes every row as JSON. The table ends with the targets of issue #14 checked.
+``metis`` method (pymetis in one task, with its mask-balance repair); add ``kaminpar``
+to ``--methods`` for the ``kaminpar`` method (KaMinPar in the same wiring).
+``--json PATH`` writes every row as JSON. The table ends with the targets of issue #14
+checked.
 
 Example (2 cores; ~20 minutes)::
 
@@ -30,11 +32,13 @@ Example (2 cores; ~20 minutes)::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -51,19 +55,35 @@ TARGET = {4: 1.15, 8: 1.15, 16: 1.15, 64: 1.3}
 
 
 def lfr(n: int, mu: float, seed: int = 10) -> tuple[Any, Any]:
-    """Edges of a networkx LFR benchmark graph."""
+    """Edges of a networkx LFR benchmark graph (the first of seeds ``seed``,
+    ``seed + 1``, ... whose community sizes networkx manages to draw: at 20k nodes
+    seed 10 fails with ExceededMaxIterations)."""
     import networkx as nx
 
-    g = nx.LFR_benchmark_graph(
-        n, 3, 1.5, mu, average_degree=20, max_degree=100, min_community=50, max_community=n // 10, seed=seed
-    )
+    for attempt in range(seed, seed + 10):
+        try:
+            g = nx.LFR_benchmark_graph(
+                n, 3, 1.5, mu, average_degree=20, max_degree=100, min_community=50, max_community=n // 10, seed=attempt
+            )
+            break
+        except nx.ExceededMaxIterations:
+            continue
+    else:
+        raise RuntimeError(f"LFR({n}, mu={mu}): networkx found no community sizes for seeds {seed}..{seed + 9}")
     e = np.array(list(g.edges()), np.int64).reshape(-1, 2)
     return e[:, 0], e[:, 1]
 
 
-def _write(work_dir: str, name: str, n: int, edges: tuple[Any, Any], chunks: int) -> ChunkedGraph:
+def _write(work_dir: str, name: str, n: int, make: Callable[[], tuple[Any, Any]], chunks: int) -> ChunkedGraph:
+    """The graph ``name`` in ``work_dir``, written from ``make()``'s edges when not there.
+
+    Edges are drawn only when the graph is not cached: the Dask workers start as
+    children of this process, and their ``ru_maxrss`` starts at this process's RSS, so
+    a rerun on cached graphs measures the workers' own peaks.
+    """
     path = os.path.join(work_dir, name)
     if not os.path.exists(os.path.join(path, "metadata.json")):
+        edges = make()
         r = np.random.default_rng(1).random(n)
         masks = {"train_mask": r < 0.6, "val_mask": (r >= 0.6) & (r < 0.8), "test_mask": r >= 0.8}
         truth = GraphTruth(
@@ -81,16 +101,17 @@ def _graphs(args: argparse.Namespace) -> dict[str, ChunkedGraph]:
     out: dict[str, ChunkedGraph] = {}
     for item in args.sbm:
         n, m = (int(x) for x in item.split(":"))
-        for skewed in (False, True):
+        for skewed in [k == "skewed" for k in args.sbm_kinds.split(",")]:
             name = f"sbm-{'skewed' if skewed else 'uniform'}-{n}-{m}"
-            out[name] = _write(args.work_dir, name, n, planted_partition_edges(n, m, 64, skewed=skewed), args.chunks)
+            draw = functools.partial(planted_partition_edges, n, m, 64, skewed=skewed)
+            out[name] = _write(args.work_dir, name, n, draw, args.chunks)
     for n in args.lfr:
         for mu in args.mu:
             name = f"lfr-{mu}-{n}"
             if os.path.exists(os.path.join(args.work_dir, name, "metadata.json")):
                 out[name] = open_chunked_graph(os.path.join(args.work_dir, name, "metadata.json"))
             else:
-                out[name] = _write(args.work_dir, name, n, lfr(n, mu), args.chunks)
+                out[name] = _write(args.work_dir, name, n, functools.partial(lfr, n, mu), args.chunks)
     for item in args.rmat:
         n, m = (int(x) for x in item.split(":"))
         out[f"rmat-{n}-{m}"] = B._rmat(args.work_dir, n, m, args.chunks)
@@ -174,6 +195,9 @@ def main(argv: list[str] | None = None) -> None:
     """Parse the arguments, run every family, print the table and the verdicts."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sbm", action="append", default=[], metavar="NODES:EDGES")
+    parser.add_argument(
+        "--sbm-kinds", default="uniform,skewed", help="community sizes of the --sbm graphs: uniform, skewed or both"
+    )
     parser.add_argument("--lfr", action="append", type=int, default=[], metavar="NODES")
     parser.add_argument("--mu", action="append", type=float, default=None)
     parser.add_argument("--rmat", action="append", default=[], metavar="NODES:EDGES")

@@ -28,7 +28,7 @@ from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning
 from dgl_chunked.io.chunked.validate import validate_chunked_graph
-from dgl_chunked.parmetis.roundtrip import export_parmetis
+from dgl_chunked.parmetis import export_parmetis
 from dgl_chunked.testing import GraphTruth, load_truth, write_graph_from_truth
 from dgl_chunked.verify import verify_partitions
 

@@ -29,7 +29,7 @@ from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import EmptyPartitionWarning, OutputExistsError
 from dgl_chunked.io.assignment.directory import write_assignment
 from dgl_chunked.io.chunked.graph import open_chunked_graph
-from dgl_chunked.parmetis.roundtrip import export_parmetis
+from dgl_chunked.parmetis import export_parmetis
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.storage.owned import (
     MARKER_NAME,

@@ -23,7 +23,7 @@ from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import EmptyPartitionWarning
 from dgl_chunked.io.assignment.directory import write_assignment
 from dgl_chunked.io.chunked.graph import open_chunked_graph
-from dgl_chunked.parmetis.roundtrip import export_parmetis
+from dgl_chunked.parmetis import export_parmetis
 from dgl_chunked.partition import assign_partitions, compute_partition_report
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import verify_partitions

@@ -1,7 +1,8 @@
 """ParMETIS text files: the input DGL's ``pm_dglpart`` reads, and the output it writes.
 
 Pure kernels (numpy, pandas, pyarrow; no Dask). The Dask wiring lives in
-:mod:`dgl_chunked.parmetis.roundtrip`.
+:mod:`dgl_chunked.parmetis.export`, :mod:`~dgl_chunked.parmetis.edges`,
+:mod:`~dgl_chunked.parmetis.outputs` and :mod:`~dgl_chunked.parmetis.importing`.
 
 Input (DGL guide, "ParMETIS input format"), all ASCII, space-separated, no header::
 
@@ -19,54 +20,41 @@ or ``<orig_nid> <part_id>`` lines (the input of DGL's ``parmetis_postprocess.py`
 "gnid" form). A file with two columns is read as "gnid", with three or more as "nodes".
 
 Reading is split into line-aligned byte blocks so that errors can name the line:
-:func:`line_starts` / :func:`count_block_lines` count the lines of each block (a
-planning pass), :func:`read_output_partition` parses one block and checks every
-value, :func:`check_exactly_once` checks one node range after the rows were
-gathered by ``orig_nid``. :func:`resolve_outputs` turns files, directories
-(``p<rank>-<name>_nodes.txt`` in rank order) and globs into the ordered file list.
+:func:`line_starts` counts the lines of each block (a planning pass),
+:func:`parse_output_block` parses one block and checks every value,
+:func:`check_exactly_once` checks one node range after the rows were gathered by
+``orig_nid``. Finding the files and reading their blocks: :mod:`.outputs`.
 """
 
 from __future__ import annotations
 
 import io
-import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from dgl_chunked._typing import IdArray, PartArray, PathLike, StorageOptions
+from dgl_chunked._typing import IdArray, PartArray
 from dgl_chunked.errors import AssignmentError
-from dgl_chunked.io.assignment.directory import META_NAME
-from dgl_chunked.storage import fs as _fs
 
 __all__ = [
-    "OutputBlock",
     "OutputForm",
     "ParsedBlock",
     "check_exactly_once",
-    "count_block_lines",
     "encode_edge_lines",
     "encode_node_lines",
     "encode_stats",
-    "first_line_columns",
     "form_of",
     "line_starts",
     "parmetis_file_names",
     "parse_output_block",
-    "rank_files",
-    "read_output_partition",
-    "resolve_outputs",
 ]
 
 OutputForm = Literal["auto", "nodes", "gnid"]
-_RANK_FILE = re.compile(r"p(\d+)-(.+)_nodes\.txt")
 _WRITE = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
 
 
@@ -135,19 +123,6 @@ def line_starts(data: bytes, *, start: int) -> tuple[int, int]:
     if not count:
         return -1, 0
     return start - 1 + data.index(b"\n") + 1, count
-
-
-def first_line_columns(path: str, storage_options: StorageOptions = None) -> int:
-    """Number of whitespace-separated fields on the first non-blank line (0 if none)."""
-    with _fs.open_file(path, "rb", storage_options) as f:
-        pending = b""
-        while block := f.read(1 << 16):
-            pending += block
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if line.strip():
-                    return len(line.split())
-        return len(pending.split())
 
 
 def form_of(ncols: int, form: OutputForm, path: str) -> Literal["nodes", "gnid"]:
@@ -341,103 +316,3 @@ def check_exactly_once(
             "pass every ParMETIS output file"
         )
     return np.asarray(part_id[order], np.int32)
-
-
-# --- locating and reading output files -------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class OutputBlock:
-    """Whole lines ``[start, stop)`` (bytes) of output file number ``file``."""
-
-    path: str
-    file: int
-    start: int
-    stop: int
-    first_line: int
-    ncols: int
-    form: Literal["nodes", "gnid"]
-    storage_options: StorageOptions = None
-
-
-def _read_range(path: str, start: int, stop: int, storage_options: StorageOptions) -> bytes:
-    with _fs.open_file(path, "rb", storage_options) as f:
-        f.seek(start)
-        return f.read(stop - start)  # type: ignore[no-any-return]
-
-
-def count_block_lines(path: str, start: int, stop: int, storage_options: StorageOptions) -> tuple[int, int]:
-    return line_starts(_read_range(path, max(start - 1, 0), stop, storage_options), start=start)
-
-
-def read_output_partition(block: OutputBlock, *, type_offsets: IdArray, num_parts: int) -> pd.DataFrame:
-    """One block of an output file -> ``orig_nid``, ``part_id``, ``file``, ``line``."""
-    data = _read_range(block.path, block.start, block.stop, block.storage_options)
-    parsed = parse_output_block(
-        data,
-        path=block.path,
-        first_line=block.first_line,
-        ncols=block.ncols,
-        form=block.form,
-        type_offsets=type_offsets,
-        num_parts=num_parts,
-    )
-    return pd.DataFrame(
-        {
-            "orig_nid": parsed.orig_nid,
-            "part_id": parsed.part_id,
-            "file": np.full(len(parsed.line), block.file, np.int32),
-            "line": parsed.line,
-        }
-    )
-
-
-def _listing(path: str, storage_options: StorageOptions, pattern: bool) -> list[str]:
-    fs, inner = _fs.filesystem(path, storage_options)
-    found = sorted(fs.glob(inner)) if pattern else sorted(fs.ls(inner, detail=False))
-    return [fs.unstrip_protocol(f) if _fs.is_url(path) else f for f in found]
-
-
-def rank_files(directory: str, name: str | None, storage_options: StorageOptions) -> list[str]:
-    ranked = []
-    for path in _listing(directory, storage_options, pattern=False):
-        m = _RANK_FILE.fullmatch(path.rstrip("/").rsplit("/", 1)[-1])
-        if m and (name is None or m.group(2) == name):
-            ranked.append((int(m.group(1)), path))
-    if not ranked:
-        want = f"p<rank>-{name or '<name>'}_nodes.txt"
-        raise AssignmentError(
-            f"{directory}: expected ParMETIS output files {want}, found none; "
-            "pass the files themselves or the right --name"
-        )
-    return [p for _, p in sorted(ranked)]
-
-
-def resolve_outputs(
-    spec: PathLike | Sequence[PathLike], name: str | None, storage_options: StorageOptions
-) -> list[str] | str:
-    """Output files in order, or the path of a DGL ``<ntype>.txt`` assignment directory."""
-    items = [os.fspath(spec)] if isinstance(spec, (str, os.PathLike)) else [os.fspath(s) for s in spec]
-    if not items:
-        raise AssignmentError("parmetis_output: expected at least one file, directory or glob, found none")
-    files: list[str] = []
-    for item in items:
-        fs, inner = _fs.filesystem(item, storage_options)
-        if any(ch in item for ch in "*?["):
-            matches = [m for m in _listing(item, storage_options, pattern=True) if not fs.isdir(m)]
-            if not matches:
-                raise AssignmentError(f"{item}: expected ParMETIS output files, found no match for the pattern")
-            files += matches
-        elif fs.isdir(inner):
-            if fs.exists(f"{inner.rstrip('/')}/{META_NAME}"):
-                if len(items) > 1:
-                    raise AssignmentError(
-                        f"{item}: an assignment directory (it has {META_NAME}) must be the only ParMETIS output given"
-                    )
-                return item
-            files += rank_files(item, name, storage_options)
-        elif fs.exists(inner):
-            files.append(item)
-        else:
-            raise AssignmentError(f"{item}: expected a ParMETIS output file, directory or glob, found no such path")
-    return files

@@ -17,33 +17,34 @@ import numpy as np
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition import _lp_plan as plan_
+from dgl_chunked.partition import _lp_store as S
 from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition._lp_config import LPPlan
 from dgl_chunked.partition._lp_graph import Ref, TaskGraph
 
 if TYPE_CHECKING:
     import dask.array as da
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
-    from dgl_chunked.partition.lp import _Plan
 
-__all__ = ["run_rounds"]
+__all__ = ["RETRY_ROUNDS", "State", "fill", "place", "prepare", "refine", "release_worker_scratch", "run_round"]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
-_RETRY_ROUNDS = 3
+RETRY_ROUNDS = 3
 _FAN_IN = 4  # histogram parts summed per task
 
 
 @dataclass(kw_only=True)
-class _State:
+class State:
     """What the driver knows between rounds (small: per-stratum, per-part and per-block tables)."""
 
-    plan: _Plan
-    root: T.ScratchRoot
+    plan: LPPlan
+    root: S.ScratchRoot
     num_nodes: int
     block_counts: list[IdArray]  # per edge file: entries per block
     level_counts: list[IdArray]  # per edge file: entries per (block, level)
-    segs: list[T.Segments]  # per block: (edge file, start, stop) of all its entries
+    segs: list[S.Segments]  # per block: (edge file, start, stop) of all its entries
     table: IdArray  # [blocks, 64, S]: nodes per block, level + 1 and stratum
     level_weight: IdArray  # [blocks, 64]: owned edges per block and level + 1 (balance_edges)
     caps: IdArray  # [S] node cap per (stratum, part)
@@ -101,7 +102,7 @@ class _State:
         return sizes, wsizes, placed
 
 
-def _strata(graph: ChunkedGraph, plan: _Plan) -> tuple[da.Array, int]:
+def _strata(graph: ChunkedGraph, plan: LPPlan) -> tuple[da.Array, int]:
     """Lazy int32 stratum of every ``orig_nid``, chunked by ``block_rows``; number of strata."""
     import dask.array as da
 
@@ -117,7 +118,7 @@ def _strata(graph: ChunkedGraph, plan: _Plan) -> tuple[da.Array, int]:
     return da.concatenate(pieces).rechunk(plan.block_rows), base
 
 
-def _stage(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot, num_blocks: int, tasks: TaskGraph) -> list[str]:
+def _stage(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: int, tasks: TaskGraph) -> list[str]:
     """Staging tasks, one per edge file (each returns its entries and self-loops per block)."""
     md = graph.metadata
     v_dtype = "int32" if md.node_type_offsets[-1] <= np.iinfo(np.int32).max else "int64"
@@ -138,18 +139,18 @@ def _stage(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot, num_blocks: in
     return keys
 
 
-def _prepare(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot) -> _State:
+def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
     """Stage the edges, compute degrees, levels and strata, reorder entries by level: one
     computation (the prepare and restage tasks find their entries from the staging
     tasks' counts themselves, so the driver need not step in between)."""
     n = int(graph.metadata.node_type_offsets[-1])
     num_blocks = -(-n // plan.block_rows)
-    T.create_dirs(root)
+    S.create_dirs(root)
     tasks = TaskGraph()
     stage = _stage(graph, plan, root, num_blocks, tasks)
     strata, num_strata = _strata(graph, plan)
     tasks.merge(strata.__dask_graph__())
-    prepare = [
+    prepared = [
         tasks.add(
             T.prepare_task,
             Ref(blk),
@@ -162,13 +163,13 @@ def _prepare(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot) -> _State:
         )
         for b, blk in enumerate(strata.__dask_keys__())
     ]
-    restage = [tasks.add(T.restage_task, Ref(st), root=root, c=c, after=prepare) for c, st in enumerate(stage)]
-    results = tasks.compute(stage + prepare + restage)
+    restage = [tasks.add(T.restage_task, Ref(st), root=root, c=c, after=prepared) for c, st in enumerate(stage)]
+    results = tasks.compute(stage + prepared + restage)
     block_counts = [r[0] for r in results[: len(stage)]]
-    out, level_counts = results[len(stage) : len(stage) + len(prepare)], results[len(stage) + len(prepare) :]
+    out, level_counts = results[len(stage) : len(stage) + len(prepared)], results[len(stage) + len(prepared) :]
     table, level_weight = np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
     entries, gamma = int(sum(int(bc.sum()) for bc in block_counts)), plan.config.gamma
-    return _State(
+    return State(
         plan=plan,
         root=root,
         num_nodes=n,
@@ -189,7 +190,7 @@ def _prepare(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot) -> _State:
 
 
 def _propose(
-    state: _State, tasks: TaskGraph, b: int, segs: T.Segments, span: T.Span, *, after: list[str], **kw: Any
+    state: State, tasks: TaskGraph, b: int, segs: S.Segments, span: T.Span, *, after: list[str], **kw: Any
 ) -> str:
     """Proposal task of block ``b``: histogram tasks of about ``group_entries`` entries
     summed in a tree of fan-in 4, or one task computing it all when one group."""
@@ -204,7 +205,7 @@ def _propose(
     return tasks.add(T.propose_task, *map(Ref, parts), segs=None, **kw)
 
 
-def _round(state: _State, *, mode: str, levels: tuple[int, int] | None, salt: int) -> int:
+def run_round(state: State, *, mode: str, levels: tuple[int, int] | None, salt: int) -> int:
     """Propose and plan one round; its moves run in the next computation (before that
     round's histograms, so one computation per round). ``levels``: ``(high, low)`` for
     the nodes of those degree levels, None for every node. Returns the number of nodes
@@ -239,7 +240,7 @@ def _round(state: _State, *, mode: str, levels: tuple[int, int] | None, salt: in
     return int(sum(int(q[1].sum()) for q in state.planned))
 
 
-def _fill(state: _State, *, salt: int, isolated: bool) -> int:
+def fill(state: State, *, salt: int, isolated: bool) -> int:
     """Place the unplaced isolated nodes (or the others): each stratum fills its emptiest
     parts. Runs with the planned moves when their outcome is known (no ``balance_edges``)."""
     plan = state.plan
@@ -273,58 +274,47 @@ def _fill(state: _State, *, salt: int, isolated: bool) -> int:
     return state.absorb(results[len(moves) :], blocks)
 
 
-def _place(state: _State, linked: int) -> None:
+def place(state: State, linked: int) -> None:
     """Streaming placement by degree level, then retries for the refused nodes."""
     plan = state.plan
     refused: list[tuple[int, int]] = []  # rounds that refused nodes for lack of room
     min_round = int(np.ceil(plan.config.round_nodes * linked / plan.num_parts))
     for levels in plan_.level_rounds(state.table.sum(axis=(0, 2)), min_round):
-        moved = _round(state, mode="place", levels=levels, salt=levels[1])
+        moved = run_round(state, mode="place", levels=levels, salt=levels[1])
         logger.debug("lp: round for degree in [2**%d, 2**%d) places %d nodes", levels[1], levels[0] + 1, moved)
         if moved < state.table[:, levels[1] + 1 : levels[0] + 2, :].sum():
             refused.append(levels)
     # refused nodes retry with fresh neighbour counts, over the levels that refused
     # some (with balance_edges moves may fall short of the plan: every level)
     span = (refused[0][0], refused[-1][1]) if refused and state.wcap is None else None
-    for i in range(_RETRY_ROUNDS):
+    for i in range(RETRY_ROUNDS):
         if state.projected()[2].sum() == linked:
             break
-        moved = _round(state, mode="place", levels=span, salt=(1 << 19) + i)
+        moved = run_round(state, mode="place", levels=span, salt=(1 << 19) + i)
         logger.debug("lp: retry round %d places %d nodes", i, moved)
         if moved == 0:
             break
     if state.projected()[2].sum() < linked:
-        logger.debug("lp: fill placed %d nodes", _fill(state, salt=1 << 20, isolated=False))
+        logger.debug("lp: fill placed %d nodes", fill(state, salt=1 << 20, isolated=False))
 
 
-def _refine(state: _State) -> None:
+def refine(state: State, *, done: int = 0) -> None:
     """Label-propagation passes; the last is the first whose planned moves would save
-    less than ``refine_min_gain`` of the current cut (its moves still run)."""
+    less than ``refine_min_gain`` of the current cut (its moves still run). ``done``:
+    passes already made, the last of them just before (its cut measured, its moves
+    planned), which count towards ``refine_passes``."""
     plan = state.plan
     for i in range(plan.config.refine_passes):
-        moved = _round(state, mode="refine", levels=None, salt=(1 << 21) + i)
+        moved = run_round(state, mode="refine", levels=None, salt=(1 << 21) + i) if i >= done else -1
         cut, gain = state.cut_entries // 2, plan_.planned_gain(state.planned, num_parts=plan.num_parts)
         logger.debug("lp: refinement pass %d moves %d nodes, saving >= %d of %d cut edges", i, moved, gain, cut)
         if gain <= plan.config.refine_min_gain * cut:
             break
 
 
-def run_rounds(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot) -> None:
-    """Stage, place by degree level, retry, fill, refine, place the isolated nodes."""
-    try:
-        state = _prepare(graph, plan, root)
-        linked = int(state.linked.sum())
-        _place(state, linked)
-        _refine(state)
-        # isolated nodes cut nothing: placed last, they leave refinement the most room
-        logger.debug("lp: isolated nodes: %d", _fill(state, salt=(1 << 20) + 1, isolated=True))
-    finally:
-        _release_scratch()
-
-
-def _release_scratch() -> None:
+def release_worker_scratch() -> None:
     """Free the tasks' scratch arrays in every worker process (or in this one)."""
-    T.release_scratch()
+    S.release_scratch()
     try:
         from distributed import get_worker, worker_client
 
@@ -332,4 +322,4 @@ def _release_scratch() -> None:
     except (ImportError, ValueError):
         return
     with worker_client() as client:
-        client.run(T.release_scratch)
+        client.run(S.release_scratch)

@@ -1,25 +1,5 @@
-"""Task bodies of the ``lp`` method: scratch-store I/O around :mod:`._lp_kernels`.
-
-Scratch layout of one run (``ROOT`` is a fresh directory under ``LPConfig.scratch_dir``)::
-
-    ROOT/result/<b>.npy              int32   block b's assignment (-1: not placed yet); kept
-    ROOT/work/blocks/<b>-level.npy   int8    floor(log2 degree), -1 when isolated
-    ROOT/work/blocks/<b>-stratum.npy int32   (node type, first true balance mask)
-    ROOT/work/blocks/<b>-weight.npy  int64   owned edges (in-degree + self-loops); zeros
-                                             unless balance_edges
-    ROOT/work/blocks/<b>-order.npy   int32   local node IDs by falling level
-    ROOT/work/blocks/<b>-moves.npy   int64 [4, k]  the round's proposals: local ID,
-                                             target, group key, weight
-    ROOT/work/edges/<c>-u.npy        uint32  staged entries of edge file c: block-local u
-    ROOT/work/edges/<c>-v.npy        int32/64  ... and the neighbour's orig_nid
-    ROOT/work/edges/<c>-loops.npy    int64   self-loop nodes of edge file c, sorted
-
-Node arrays are one ``.npy`` file per node block, so every block task writes its own
-files (no races); a rewrite goes to a temporary file renamed over the old one, so a
-reader never sees half a file. Tasks read ranges of staged entries with ``readinto``
-into one array (memory-mapped file pages fault one 4 KiB page at a time, which cost
-more than the copy). Plain files, not Zarr: a round reads the whole assignment in
-every task, and Zarr's per-call overhead was most of a small round's cost.
+"""Task bodies of the ``lp`` method: the scratch store (:mod:`._lp_store`) around the
+kernels (:mod:`._lp_kernels`).
 
 A round's node *span* is either ``(start, stop)``, positions in the block's level order
 (the nodes of a run of degree levels), or ``None``: every node of the block.
@@ -27,171 +7,46 @@ A round's node *span* is either ``(start, stop)``, positions in the block's leve
 
 from __future__ import annotations
 
-import os
-import threading
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked._typing import IdArray, StorageOptions
+from dgl_chunked._typing import IdArray
 from dgl_chunked.partition import _lp_kernels as K
 from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.storage import fs, npy
+from dgl_chunked.partition._lp_store import (
+    ScratchRoot,
+    Segments,
+    edges_file,
+    node_file,
+    read_block,
+    read_segments,
+    save,
+    scratch_array,
+    write_block,
+)
 
-__all__ = ["ScratchRoot"]
+__all__ = [
+    "FULL_READ_BYTES",
+    "Groups",
+    "Span",
+    "apply_task",
+    "fill_task",
+    "hist_task",
+    "prepare_task",
+    "propose_task",
+    "restage_task",
+    "stage_task",
+    "sum_task",
+]
 
 FULL_READ_BYTES = 1 << 26
 """A histogram task reads the whole assignment at once below this size, else block by block."""
-GROUP_ENTRIES = 1 << 21
-"""Staged entries the multilevel cut count reads at once (as ``LPConfig.group_entries``)."""
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
-_POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its scratch arrays (see _scratch)
-Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
 Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight sums)
 Span = tuple[int, int] | None
-
-
-@dataclass(frozen=True)
-class ScratchRoot:
-    """Where a run's scratch files live: a local directory (the fast path: plain
-    ``open``, ``readinto``, memory maps, atomic renames) or an fsspec URL (``s3://``)
-    that workers on other hosts can reach, with its storage options."""
-
-    path: str
-    storage_options: StorageOptions = None
-
-    @property
-    def local(self) -> bool:
-        return not fs.is_url(self.path)
-
-    def join(self, *parts: str) -> str:
-        return os.path.join(self.path, *parts) if self.local else "/".join([self.path.rstrip("/"), *parts])
-
-    def open(self, path: str, mode: str = "rb") -> Any:
-        return open(path, mode) if self.local else fs.open_file(path, mode, self.storage_options)
-
-    def makedirs(self, path: str) -> None:
-        if self.local:
-            os.makedirs(path, exist_ok=True)
-        else:
-            filesystem, inner = fs.filesystem(path, self.storage_options)
-            filesystem.makedirs(inner, exist_ok=True)
-
-    def exists(self) -> bool:
-        return os.path.isdir(self.path) if self.local else fs.exists(self.path, self.storage_options)
-
-    def load(self, path: str, lo: int = 0, hi: int | None = None) -> npt.NDArray[Any]:
-        """Elements ``[lo, hi)`` of the 1-D (or all of a 2-D) ``.npy`` file ``path``."""
-        if self.local:
-            whole = npy.load(path, mmap=not (lo == 0 and hi is None))
-            return whole if lo == 0 and hi is None else np.asarray(whole[lo:hi])
-        with self.open(path) as f:
-            return npy.load(f) if lo == 0 and hi is None else npy.read_rows(f, lo, hi)
-
-
-def create_dirs(root: ScratchRoot) -> None:
-    """Create the scratch directories of a run."""
-    for sub in (("result",), ("work", "edges"), ("work", "blocks")):
-        root.makedirs(root.join(*sub))
-
-
-def _node_file(root: ScratchRoot, b: int, name: str) -> str:
-    if name == "part":
-        return root.join("result", f"{b}.npy")
-    return root.join("work", "blocks", f"{b}-{name}.npy")
-
-
-def _edges_file(root: ScratchRoot, c: int, name: str) -> str:
-    return root.join("work", "edges", f"{c}-{name}.npy")
-
-
-def _save(root: ScratchRoot, path: str, arr: npt.NDArray[Any]) -> None:
-    """Write ``arr`` to ``path`` through a temporary file and an atomic rename (on an
-    object store one PUT, which is atomic already)."""
-    if not root.local:
-        with root.open(path, "wb") as f:
-            np.save(f, arr)
-        return
-    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
-    with open(tmp, "wb") as f:
-        np.save(f, arr)
-    os.replace(tmp, path)
-
-
-def read_block(root: ScratchRoot, b: int, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
-    """Node array ``name`` of block ``b`` (a :func:`_scratch` array with ``scratch``)."""
-    if not scratch:
-        return root.load(_node_file(root, b, name))
-    with root.open(_node_file(root, b, name)) as f:
-        header = npy.read_header(f)
-        out = _scratch(f"block-{name}", header.size, header.dtype)
-        npy.read_exact(f, out)
-    return out
-
-
-def write_block(root: ScratchRoot, b: int, name: str, arr: npt.NDArray[Any]) -> None:
-    """Replace node array ``name`` of block ``b``."""
-    _save(root, _node_file(root, b, name), arr)
-
-
-def read_result(root: ScratchRoot, lo: int, hi: int, block_rows: int) -> npt.NDArray[np.int32]:
-    """Output chunk ``[lo, hi)`` of the homogeneous assignment."""
-    if hi <= lo:
-        return np.empty(0, np.int32)
-    pieces = []
-    for b in range(lo // block_rows, (hi - 1) // block_rows + 1):
-        first = b * block_rows
-        part = root.load(_node_file(root, b, "part"), max(lo - first, 0), hi - first)
-        pieces.append(np.asarray(part, np.int32))
-    return np.concatenate(pieces)
-
-
-def _scratch(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) -> npt.NDArray[Any]:
-    """A work array of this thread, kept for the next tasks (grown when too small).
-
-    Fresh memory is costly: with Dask's ``MALLOC_TRIM_THRESHOLD_`` every large array
-    is a new mapping whose pages fault on first touch, which cost about as much as the
-    histogram's arithmetic. The big per-entry and per-node arrays of the histogram,
-    restage and proposal tasks are therefore reused. Per worker thread they hold about
-    17 bytes per entry of a histogram group (``group_entries``), 25 per entry of the
-    largest edge file, 5 per node (only under ``FULL_READ_BYTES``) and 24 per node of a
-    block, until :func:`release_scratch` (the driver calls it on every worker at the
-    end). Callers must not let a scratch array outlive their task.
-    """
-    pool = _POOLS.setdefault(threading.get_ident(), {})
-    buf = pool.get(name)
-    if buf is None or buf.dtype != np.dtype(dtype) or buf.size < size:
-        buf = pool[name] = np.empty(size + size // 4, dtype)  # headroom: sizes vary a little
-    return buf[:size]
-
-
-def release_scratch() -> None:
-    """Drop this process's scratch arrays (arrays still in use stay alive until released)."""
-    _POOLS.clear()
-
-
-def _read_segments(root: ScratchRoot, segs: Segments, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
-    """The staged entries ``[lo, hi)`` of every listed edge file, concatenated (into a
-    :func:`_scratch` array named ``name`` with ``scratch``, else a new one).
-
-    Read with ``readinto`` into one array, not memory-mapped: mapped file pages fault
-    one 4 KiB page at a time, which cost more than the copy.
-    """
-    out: npt.NDArray[Any] | None = None
-    pos = 0
-    for c, lo, hi in segs:
-        with root.open(_edges_file(root, c, name)) as f:
-            _, dtype, offset, _ = npy.read_header(f)
-            if out is None:
-                size = sum(h - lo_ for _, lo_, h in segs)
-                out = _scratch(name, size, dtype) if scratch else np.empty(size, dtype)
-            f.seek(offset + lo * dtype.itemsize)
-            npy.read_exact(f, out[pos : pos + hi - lo])
-        pos += hi - lo
-    return out if out is not None else np.empty(0, np.int64)
 
 
 def stage_task(
@@ -218,7 +73,7 @@ def stage_task(
     del src, dst
     loops = np.sort(loops)
     for name, arr in (("u", u), ("v", v), ("loops", loops)):
-        _save(root, _edges_file(root, c, name), arr)
+        save(root, edges_file(root, c, name), arr)
     return counts, np.bincount(loops // block_rows, minlength=num_blocks).astype(np.int64)
 
 
@@ -245,11 +100,11 @@ def prepare_task(
     stratum = stratum.astype(np.int32)
     degree, weight = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
     for seg in plan_.group_segments(segs, _PREPARE_ENTRIES):
-        d, w = K.block_degrees([_read_segments(root, seg, "u")], np.empty(0, np.int64), rows=rows, owned=owned)
+        d, w = K.block_degrees([read_segments(root, seg, "u")], np.empty(0, np.int64), rows=rows, owned=owned)
         degree += d
         weight += w
     if owned and loop_segs:
-        weight += np.bincount(_read_segments(root, loop_segs, "loops") - lo, minlength=rows)
+        weight += np.bincount(read_segments(root, loop_segs, "loops") - lo, minlength=rows)
     level = K.degree_levels(degree)
     for name, arr in (
         ("level", level),
@@ -274,22 +129,22 @@ def restage_task(staged: tuple[IdArray, IdArray], *, root: ScratchRoot, c: int) 
     entries = int(block_counts.sum())
     if entries == 0:
         return counts
-    u, v = (_read_segments(root, [(c, 0, entries)], name, scratch=True) for name in ("u", "v"))
-    u_out, v_out = _scratch("u_out", entries, u.dtype), _scratch("v_out", entries, v.dtype)
+    u, v = (read_segments(root, [(c, 0, entries)], name, scratch=True) for name in ("u", "v"))
+    u_out, v_out = scratch_array("u_out", entries, u.dtype), scratch_array("v_out", entries, v.dtype)
     starts = np.concatenate([[0], np.cumsum(block_counts)])
     for b in np.flatnonzero(block_counts).tolist():
         lo, hi = int(starts[b]), int(starts[b + 1])
-        level = _scratch("level", hi - lo, np.int64)  # int64: bincount's own type, no copy
+        level = scratch_array("level", hi - lo, np.int64)  # int64: bincount's own type, no copy
         np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=level)
         np.take(read_block(root, b, "level").astype(np.int64), level, out=level)  # >= 0: entries have an edge
-        key = _scratch("key", hi - lo, np.uint8)
+        key = scratch_array("key", hi - lo, np.uint8)
         np.subtract(max_level, level, out=key, casting="unsafe")
         order = np.argsort(key, kind="stable")  # a radix sort
         np.take(u[lo:hi], order, out=u_out[lo:hi])
         np.take(v[lo:hi], order, out=v_out[lo:hi])
         counts[b] = np.bincount(level, minlength=max_level + 1)
-    _save(root, _edges_file(root, c, "u"), u_out)
-    _save(root, _edges_file(root, c, "v"), v_out)
+    save(root, edges_file(root, c, "u"), u_out)
+    save(root, edges_file(root, c, "v"), v_out)
     return counts
 
 
@@ -297,16 +152,18 @@ def _span_nodes(root: ScratchRoot, b: int, rows: int, span: Span) -> npt.NDArray
     """Block-local IDs of the nodes of ``span``, in histogram-row order."""
     if span is None:
         return np.arange(rows, dtype=np.int32)
-    return root.load(_node_file(root, b, "order"), span[0], span[1])
+    return root.load(node_file(root, b, "order"), span[0], span[1])
 
 
 def _parts_table(
     root: ScratchRoot, blocks: range, block_rows: int, num_nodes: int, num_parts: int
 ) -> npt.NDArray[np.integer[Any]]:
-    """The assignment of ``blocks`` (a :func:`_scratch` array); int8 when the parts fit
+    """The assignment of ``blocks`` (a :func:`scratch_array` array); int8 when the parts fit
     (a 4x smaller table stays in cache for the random gather)."""
     lo = blocks.start * block_rows
-    table = _scratch("table", min(blocks.stop * block_rows, num_nodes) - lo, np.int8 if num_parts <= 127 else np.int32)
+    table = scratch_array(
+        "table", min(blocks.stop * block_rows, num_nodes) - lo, np.int8 if num_parts <= 127 else np.int32
+    )
     for b in blocks:
         part = read_block(root, b, "part", scratch=True)
         np.copyto(table[b * block_rows - lo : b * block_rows - lo + part.size], part, casting="unsafe")
@@ -316,13 +173,13 @@ def _parts_table(
 def _neighbour_parts(
     root: ScratchRoot, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int, num_parts: int
 ) -> npt.NDArray[np.integer[Any]]:
-    """The current partition of every ``v`` (a :func:`_scratch` array): from the whole
+    """The current partition of every ``v`` (a :func:`scratch_array` array): from the whole
     assignment when small, else block by block (one block in memory at a time)."""
     num_blocks = -(-num_nodes // block_rows)
     if num_nodes * 4 <= FULL_READ_BYTES:
         table = _parts_table(root, range(num_blocks), block_rows, num_nodes, num_parts)
-        return np.take(table, v, out=_scratch("v_part", v.size, table.dtype))
-    out = _scratch("v_part", v.size, np.int32)
+        return np.take(table, v, out=scratch_array("v_part", v.size, table.dtype))
+    out = scratch_array("v_part", v.size, np.int32)
     block = v // block_rows
     for b in np.unique(block).tolist():
         sel = np.flatnonzero(block == b)
@@ -337,20 +194,20 @@ def _histogram(
     row_of = (
         None
         if span is None
-        else K.rows_of(_span_nodes(root, b, rows, span), rows, out=_scratch("row_of", rows, np.int64))
+        else K.rows_of(_span_nodes(root, b, rows, span), rows, out=scratch_array("row_of", rows, np.int64))
     )
     num_rows = rows if span is None else span[1] - span[0]
     if not segs:
         return np.zeros((num_rows, num_parts), np.int64)
-    u = _read_segments(root, segs, "u", scratch=True)
+    u = read_segments(root, segs, "u", scratch=True)
     v_part = _neighbour_parts(
         root,
-        _read_segments(root, segs, "v", scratch=True),
+        read_segments(root, segs, "v", scratch=True),
         block_rows=block_rows,
         num_nodes=num_nodes,
         num_parts=num_parts,
     )
-    keys = _scratch("keys", u.size, np.int64)
+    keys = scratch_array("keys", u.size, np.int64)
     return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, keys=keys)
 
 

@@ -14,20 +14,19 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition import _lp_driver as D
+from dgl_chunked.partition import _lp_store as S
 from dgl_chunked.partition import _ml_kernels as MK
 from dgl_chunked.partition import _ml_project as P
 from dgl_chunked.partition import _ml_tasks as M
-from dgl_chunked.partition._lp_driver import _RETRY_ROUNDS, _fill, _place, _prepare, _refine, _release_scratch, _round
+from dgl_chunked.partition._lp_config import LPPlan
 from dgl_chunked.partition._lp_graph import TaskGraph
+from dgl_chunked.partition.metis import metis_parts
 
 if TYPE_CHECKING:
     from dgl_chunked.io.chunked.graph import ChunkedGraph
-    from dgl_chunked.partition._lp_driver import _State
-    from dgl_chunked.partition.lp import _Plan
 
 __all__ = ["run_multilevel"]
 
@@ -36,19 +35,18 @@ logger = logging.getLogger("dgl_chunked.partition.lp")
 _MAX_FRACTION = 0.5  # cluster caps grow 4x per stalled level up to half a part's share
 
 
-def run_multilevel(graph: ChunkedGraph, plan: _Plan, root: T.ScratchRoot) -> None:
+def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> None:
     """Stage; two initial assignments, the streaming placement and the multilevel one
     (coarsen, partition the coarsest graph, project), keeping the one with the lower
     cut; settle the caps; refine; place the isolated nodes."""
     try:
-        state = _prepare(graph, plan, root)
+        state = D.prepare(graph, plan, root)
         linked = int(state.linked.sum())
-        if linked:
-            _initial_assignment(state, root, linked)
-        _refine(state)
-        logger.debug("lp: isolated nodes: %d", _fill(state, salt=(1 << 20) + 1, isolated=True))
+        done = _initial_assignment(state, root, linked) if linked else 0
+        D.refine(state, done=done)
+        logger.debug("lp: isolated nodes: %d", D.fill(state, salt=(1 << 20) + 1, isolated=True))
     finally:
-        _release_scratch()
+        D.release_worker_scratch()
 
 
 def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
@@ -56,15 +54,17 @@ def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
     return tasks.compute([tasks.add(func, level, b, *args) for b in range(level.num_blocks)])
 
 
-def _initial_assignment(state: _State, root: T.ScratchRoot, linked: int) -> None:
+def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> int:
     """The streaming placement and the multilevel assignment, measured by their cut
-    (entries between parts); the better one stays in the ``lp`` state."""
+    (entries between parts); the better one stays in the ``lp`` state. Returns the
+    refinement passes already made (1: the measuring round, when the multilevel
+    assignment is not tried and its planned moves stay, else 0)."""
     level = _level0(state, root)
     level.create()
-    _place(state, linked)
+    D.place(state, linked)
     # a refinement round measures the streaming cut (the placement's last moves run at
     # its start); its planned moves stay for the refinement when the streaming one stays
-    _round(state, mode="refine", levels=None, salt=(1 << 21) + 63)
+    D.run_round(state, mode="refine", levels=None, salt=(1 << 21) + 63)
     stream_cut = state.cut_entries
     entries = sum(int(c.sum()) for c in state.block_counts)
     random_cut = entries * (1 - 1 / state.plan.num_parts)
@@ -75,7 +75,7 @@ def _initial_assignment(state: _State, root: T.ScratchRoot, linked: int) -> None
             state.plan.config.multilevel_above,
             random_cut,
         )
-        return
+        return 1
     state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
     _run(TaskGraph(), P.keep_task, level, "stream")
     stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
@@ -91,12 +91,13 @@ def _initial_assignment(state: _State, root: T.ScratchRoot, linked: int) -> None
     )
     if better:
         _settle(state, counts, linked)  # type: ignore[arg-type]
-        return
+        return 0
     _run(TaskGraph(), P.restore_task, level, "stream")
     state.sizes, state.wsizes, state.placed = stream
+    return 0
 
 
-def _level0(state: _State, root: T.ScratchRoot) -> M.Level:
+def _level0(state: D.State, root: S.ScratchRoot) -> M.Level:
     plan, n = state.plan, state.num_nodes
     offsets = tuple(min(b * plan.block_rows, n) for b in range(state.num_blocks + 1))
     return M.Level(
@@ -110,7 +111,7 @@ def _level0(state: _State, root: T.ScratchRoot) -> M.Level:
     )
 
 
-def _multilevel(state: _State, level: M.Level) -> list[tuple[IdArray, IdArray]] | None:
+def _multilevel(state: D.State, level: M.Level) -> list[tuple[IdArray, IdArray]] | None:
     """Coarsen until the graph fits the budget, partition it, project it to level 0.
 
     Returns per block the nodes per (stratum, part) and owned edges per part at level 0,
@@ -152,7 +153,7 @@ def _multilevel(state: _State, level: M.Level) -> list[tuple[IdArray, IdArray]] 
     return counts
 
 
-def _refine_level(level: M.Level, plan: _Plan, weights: IdArray, caps: IdArray, wcap: int | None) -> str:
+def _refine_level(level: M.Level, plan: LPPlan, weights: IdArray, caps: IdArray, wcap: int | None) -> str:
     """``LPConfig.coarse_refine_rounds`` label-propagation rounds on a coarse level
     under the caps (per stratum, and owned edges with ``balance_edges``): each block may
     fill ``1 / B`` of a part's room per round. The rounds read and write alternate
@@ -177,7 +178,7 @@ def _refine_level(level: M.Level, plan: _Plan, weights: IdArray, caps: IdArray, 
     return src
 
 
-def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int, int, int]:
+def _coarsen(level: M.Level, plan: LPPlan, fraction: float) -> tuple[M.Level, int, int, int]:
     """Size-constrained clustering of ``level``, then its contraction: the coarse level,
     its node and entry counts and its entries' weight (the weight between clusters)."""
     cfg, blocks = plan.config, range(level.num_blocks)
@@ -219,7 +220,7 @@ def _coarsen(level: M.Level, plan: _Plan, fraction: float) -> tuple[M.Level, int
     return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out))
 
 
-def _initial(level: M.Level, plan: _Plan) -> list[tuple[IdArray, IdArray]]:
+def _initial(level: M.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:
     """Partition the coarsest level in memory with METIS (node and edge weights); store
     its parts. Returns what :func:`._ml_tasks.write_parts` returns per block."""
     tasks = TaskGraph()
@@ -231,7 +232,9 @@ def _initial(level: M.Level, plan: _Plan) -> list[tuple[IdArray, IdArray]]:
     del u, v, w
     vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
     part = np.full(active.size, -1, np.int32)
-    part[active] = metis_weighted(xadj, adjncy, eweights, np.maximum(vweights, 1), plan.num_parts, seed=plan.seed)
+    part[active] = metis_parts(
+        xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=np.maximum(vweights, 1), eweights=eweights
+    )
     coarse = part[active]
     cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
     logger.debug("lp: initial partition of %d nodes, %d entries: %d cut", int(active.sum()), adjncy.size, cut)
@@ -240,33 +243,6 @@ def _initial(level: M.Level, plan: _Plan) -> list[tuple[IdArray, IdArray]]:
     return tasks.compute(
         [tasks.add(P.write_parts, level, b, part[off[b] : off[b + 1]], plan.num_parts) for b in range(level.num_blocks)]
     )
-
-
-def metis_weighted(
-    xadj: IdArray, adjncy: IdArray, eweights: IdArray, vweights: IdArray, num_parts: int, *, seed: int
-) -> npt.NDArray[np.int32]:
-    """METIS k-way partition (minimum weighted edge cut, node weights balanced)."""
-    from dgl_chunked.partition.metis import _require_pymetis
-
-    num_nodes = xadj.size - 1
-    if num_parts == 1 or num_nodes == 0:
-        return np.zeros(num_nodes, np.int32)
-    if adjncy.size == 0:
-        return (np.arange(num_nodes) % num_parts).astype(np.int32)
-    pymetis = _require_pymetis()
-    opts = pymetis.Options()
-    opts.seed = int(seed) % (1 << 31)
-    graph = pymetis.CSRAdjacency(xadj, adjncy) if hasattr(pymetis, "CSRAdjacency") else None
-    result = pymetis.part_graph(
-        num_parts,
-        adjacency=graph,
-        **({} if graph is not None else {"xadj": xadj, "adjncy": adjncy}),
-        vweights=vweights,
-        eweights=eweights,
-        options=opts,
-        recursive=num_parts <= 8,
-    )
-    return np.asarray(result[1], dtype=np.int32)
 
 
 def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:
@@ -284,7 +260,7 @@ def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:
     return np.asarray(np.minimum(quota, per_block), np.int64)
 
 
-def _settle(state: _State, counts: list[tuple[IdArray, IdArray]], linked: int) -> None:
+def _settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) -> None:
     """Take the projected assignment into the ``lp`` state; unplace each stratum's
     excess over its cap, then place the unplaced nodes by the ``lp`` rounds (and fill)."""
     plan = state.plan
@@ -306,10 +282,10 @@ def _settle(state: _State, counts: list[tuple[IdArray, IdArray]], linked: int) -
             state.wsizes -= gone_w
         state.sizes = state.sizes - quotas.sum(axis=0)
         logger.debug("lp: %d nodes over the caps unplaced", int(quotas.sum()))
-    for i in range(_RETRY_ROUNDS):
+    for i in range(D.RETRY_ROUNDS):
         if state.projected()[2].sum() == linked:
             break
-        if _round(state, mode="place", levels=None, salt=(1 << 19) + i) == 0:
+        if D.run_round(state, mode="place", levels=None, salt=(1 << 19) + i) == 0:
             break
     if state.projected()[2].sum() < linked:
-        logger.debug("lp: fill placed %d nodes", _fill(state, salt=1 << 20, isolated=False))
+        logger.debug("lp: fill placed %d nodes", D.fill(state, salt=1 << 20, isolated=False))

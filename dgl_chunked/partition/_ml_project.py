@@ -10,13 +10,16 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition import _lp_store as LS
 from dgl_chunked.partition import _ml_kernels as MK
 from dgl_chunked.partition import _ml_tasks as S
 from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
 from dgl_chunked.partition._ml_tasks import Level
 
 __all__: list[str] = []
+
+GROUP_ENTRIES = 1 << 21
+"""Staged entries the cut count reads at once (as ``LPConfig.group_entries``)."""
 
 
 def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: int) -> tuple[IdArray, IdArray]:
@@ -26,11 +29,11 @@ def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: in
         S.save(level.url(f"part-{b}"), part)
         w, _ = S.node_weights(level, b)
         return part_weights(part, w, num_parts), np.empty(0, np.int64)
-    T.write_block(level.lp_root, b, "part", part.astype(np.int32))
+    LS.write_block(level.lp_root, b, "part", part.astype(np.int32))
     placed = part >= 0
-    stratum = T.read_block(level.lp_root, b, "stratum").astype(np.int64)[placed]
+    stratum = LS.read_block(level.lp_root, b, "stratum").astype(np.int64)[placed]
     sizes = np.bincount(stratum * num_parts + part[placed], minlength=level.num_strata * num_parts)
-    weight = T.read_block(level.lp_root, b, "weight")[placed]
+    weight = LS.read_block(level.lp_root, b, "weight")[placed]
     wsizes = np.bincount(part[placed], weights=weight, minlength=num_parts)
     return sizes.reshape(level.num_strata, num_parts).astype(np.int64), np.rint(wsizes).astype(np.int64)
 
@@ -45,13 +48,13 @@ def project_task(level: Level, b: int, coarse: Level, num_parts: int, name: str)
 
 
 def unplace_task(
-    lp_root: T.ScratchRoot, b: int, lo: int, quota: IdArray, *, seed: int, salt: int
+    lp_root: LS.ScratchRoot, b: int, lo: int, quota: IdArray, *, seed: int, salt: int
 ) -> tuple[IdArray, IdArray]:
     """Unplace ``quota[s, p]`` nodes of stratum ``s`` from part ``p`` (seeded hash order)
     in block ``b`` (first ``orig_nid`` ``lo``); return the nodes ``[S]`` and owned edges ``[P]`` taken away."""
-    part = T.read_block(lp_root, b, "part")
-    stratum = T.read_block(lp_root, b, "stratum")
-    weight = T.read_block(lp_root, b, "weight")
+    part = LS.read_block(lp_root, b, "part")
+    stratum = LS.read_block(lp_root, b, "stratum")
+    weight = LS.read_block(lp_root, b, "weight")
     num_strata, num_parts = quota.shape
     rank = node_order(np.arange(lo, lo + part.size, dtype=np.int64), seed=seed, salt=salt)
     gone_n, gone_w = np.zeros(num_strata, np.int64), np.zeros(num_parts, np.int64)
@@ -61,7 +64,7 @@ def unplace_task(
         part[nodes] = -1
         gone_n[s] += nodes.size
         gone_w[p] += int(weight[nodes].sum())
-    T.write_block(lp_root, b, "part", part)
+    LS.write_block(lp_root, b, "part", part)
     return gone_n, gone_w
 
 
@@ -71,26 +74,26 @@ def _lp_parts(level: Level, ids: IdArray) -> npt.NDArray[np.int32]:
     out = np.empty(ids.size, np.int32)
     for b in np.unique(block).tolist():
         sel = block == b
-        out[sel] = T.read_block(level.lp_root, b, "part")[ids[sel] - level.offsets[b]]
+        out[sel] = LS.read_block(level.lp_root, b, "part")[ids[sel] - level.offsets[b]]
     return out
 
 
 def keep_task(level: Level, b: int, name: str) -> None:
     """Keep a copy of block ``b``'s level-0 assignment under ``name``."""
-    S.save(level.url(f"{name}-{b}"), T.read_block(level.lp_root, b, "part"))
+    S.save(level.url(f"{name}-{b}"), LS.read_block(level.lp_root, b, "part"))
 
 
 def cut_task(level: Level, b: int, save: str | None) -> int:
     """Cut entries of block ``b`` under the current level-0 assignment (unplaced nodes
     count as cut), read ``GROUP_ENTRIES`` staged entries at a time; with ``save``, keep a
     copy of the block's assignment under that name."""
-    part = T.read_block(level.lp_root, b, "part")
+    part = LS.read_block(level.lp_root, b, "part")
     if save is not None:
         S.save(level.url(f"{save}-{b}"), part)
     cut = 0
-    for group in plan_.group_segments(list(level.segs[b]), T.GROUP_ENTRIES):  # memory: one group
-        u = (T._read_segments(level.lp_root, group, "u") & LOCAL_MASK).astype(np.int64)
-        v = T._read_segments(level.lp_root, group, "v").astype(np.int64)
+    for group in plan_.group_segments(list(level.segs[b]), GROUP_ENTRIES):  # memory: one group
+        u = (LS.read_segments(level.lp_root, group, "u") & LOCAL_MASK).astype(np.int64)
+        v = LS.read_segments(level.lp_root, group, "v").astype(np.int64)
         pu = part[u] if u.size else np.empty(0, np.int32)
         cut += int(((pu < 0) | (pu != _lp_parts(level, v))).sum())
     return cut
@@ -99,9 +102,9 @@ def cut_task(level: Level, b: int, save: str | None) -> int:
 def restore_task(level: Level, b: int, name: str | None) -> None:
     """Put back the saved assignment ``name`` of block ``b`` (None: nothing placed)."""
     if name is None:
-        T.write_block(level.lp_root, b, "part", np.full(level.rows(b), -1, np.int32))
+        LS.write_block(level.lp_root, b, "part", np.full(level.rows(b), -1, np.int32))
     else:
-        T.write_block(level.lp_root, b, "part", S.load(level.url(f"{name}-{b}")))
+        LS.write_block(level.lp_root, b, "part", S.load(level.url(f"{name}-{b}")))
 
 
 def part_weights(part: npt.NDArray[np.integer[Any]], w: IdArray, num_parts: int) -> IdArray:

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.partition import _lp_store as S
 from dgl_chunked.partition import _ml_kernels as MK
 from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
 from dgl_chunked.storage import fs as _fs
@@ -51,7 +51,7 @@ class Level:
 
     index: int
     offsets: tuple[int, ...]  # B + 1 global-ID offsets of the blocks
-    lp_root: T.ScratchRoot  # the ``lp`` scratch root (level 0's staging)
+    lp_root: S.ScratchRoot  # the ``lp`` scratch root (level 0's staging)
     ml: str  # path or URL of the multilevel scratch directory (under ``lp_root``)
     segs: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # level 0: staged entry ranges per block
     num_strata: int = 1
@@ -186,8 +186,8 @@ def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
         if not segs:
             empty = np.empty(0, np.int64)
             return empty, empty, empty
-        u = (T._read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(np.int64)
-        v = T._read_segments(level.lp_root, segs, "v").astype(np.int64)
+        u = (S.read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(np.int64)
+        v = S.read_segments(level.lp_root, segs, "v").astype(np.int64)
         return u, v, np.ones(u.size, np.int64)
     parts = [load_piece(level.url(f"e-{s}", "bin"), b) for s in range(level.num_blocks)]
     e = np.concatenate(parts, axis=1) if parts else np.empty((3, 0), np.int64)
@@ -199,12 +199,12 @@ def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
     if level.index > 0:
         w = load(level.url(f"w-{b}"))
         return w, np.ones(w.shape[0], bool)
-    stratum = T.read_block(level.lp_root, b, "stratum").astype(np.int64)
+    stratum = S.read_block(level.lp_root, b, "stratum").astype(np.int64)
     w = np.zeros((stratum.size, level.width), np.int64)
     w[np.arange(stratum.size), stratum] = 1
     if level.owned:
-        w[:, -1] = T.read_block(level.lp_root, b, "weight")
-    active = T.read_block(level.lp_root, b, "level") >= 0
+        w[:, -1] = S.read_block(level.lp_root, b, "weight")
+    active = S.read_block(level.lp_root, b, "level") >= 0
     w[~active] = 0
     return w, active
 

@@ -4,19 +4,24 @@ A method is any object with ``name``, ``dgl_algo_name`` (the value DGL's
 ``partition_meta.json`` validator accepts: "random" or "metis") and
 ``assign(graph, num_parts, options)`` returning, per node type, a lazy int32 Dask
 array chunked like ``graph.node_chunks(ntype)`` (see :class:`PartitionMethod`).
-Register new ones with :func:`register_method`; ``random`` and ``metis`` are built in.
+Register new ones with :func:`register_method`; ``random``, ``metis``, ``kaminpar`` and
+``lp`` are built in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
+from dgl_chunked.partition._base import PartitionMethod, PartitionOptions
+from dgl_chunked.partition.kaminpar import KaMinParMethod
+from dgl_chunked.partition.lp import LPMethod
+from dgl_chunked.partition.metis import MetisMethod
+from dgl_chunked.partition.random import RandomMethod
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -31,50 +36,6 @@ __all__ = [
     "available_methods",
     "assign_partitions",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class PartitionOptions:
-    """Options every method receives; a method ignores those it cannot honour.
-
-    Attributes
-    ----------
-    seed
-        Integer seed in ``[0, 2**64)``; same seed, same assignment.
-    balance_ntypes
-        Names to balance across partitions: node types (always balanced by ``metis``)
-        and/or boolean node features such as ``train_mask`` (one stratum per mask).
-    balance_edges
-        Also balance the number of owned (in-)edges per partition.
-    max_memory
-        In-memory methods (``metis``) refuse graphs whose estimated peak exceeds this
-        many bytes; None uses the method's default.
-    scratch_dir
-        Where out-of-core methods (``lp``) keep intermediate data: a local directory
-        or an fsspec URL every worker can reach (None: the method's default, a local
-        temporary directory). The caller removes it when done with the arrays.
-    storage_options
-        fsspec options for a ``scratch_dir`` URL.
-    """
-
-    seed: int = 0
-    balance_ntypes: tuple[str, ...] | None = None
-    balance_edges: bool = False
-    max_memory: int | None = None
-    scratch_dir: str | None = None
-    storage_options: StorageOptions = None
-
-
-@runtime_checkable
-class PartitionMethod(Protocol):
-    """A partitioning method (the plug-in point)."""
-
-    name: str
-    dgl_algo_name: str
-
-    def assign(self, graph: ChunkedGraph, num_parts: int, options: PartitionOptions) -> dict[str, da.Array]:
-        """Per node type a lazy int32 array chunked like ``graph.node_chunks(ntype)``."""
-        ...
 
 
 _REGISTRY: dict[str, PartitionMethod] = {}
@@ -150,8 +111,10 @@ def assign_partitions(
     num_parts
         Number of partitions, >= 1 (independent of workers and file chunking).
     method
-        A registered method: ``"random"`` (seeded hash, out of core) or ``"metis"``
-        (pymetis, in memory; needs ``pip install dgl_chunked[metis]``).
+        A registered method: ``"random"`` (seeded hash, out of core), ``"metis"``
+        (pymetis, in memory; needs ``pip install dgl_chunked[metis]``), ``"kaminpar"``
+        (KaMinPar, in memory; ``pip install dgl_chunked[kaminpar]``) or ``"lp"``
+        (multilevel, out of core).
     seed
         Seed in ``[0, 2**64)``; the output is a function of the seed and the graph.
     balance_ntypes
@@ -206,13 +169,10 @@ def assign_partitions(
 
 
 def _register_builtins() -> None:
-    from dgl_chunked.partition.lp import LPMethod
-    from dgl_chunked.partition.metis import MetisMethod
-    from dgl_chunked.partition.random import RandomMethod
-
     register_method("random", RandomMethod(), overwrite=True)
     register_method("metis", MetisMethod(), overwrite=True)
     register_method("lp", LPMethod(), overwrite=True)
+    register_method("kaminpar", KaMinParMethod(), overwrite=True)
 
 
 _register_builtins()

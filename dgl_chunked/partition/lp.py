@@ -39,7 +39,7 @@ plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per
    (``orig_nid``), drop self-loops *for the partitioner only* and write both
    directions of every edge (block-local ``u``, neighbour ``v``), ordered by ``u``'s
    node block, plus the self-loops, to scratch ``.npy`` files (layout:
-   :mod:`._lp_tasks`). The graph is thus symmetrised; multi-edges are kept as weight
+   :mod:`._lp_store`). The graph is thus symmetrised; multi-edges are kept as weight
    (a doubled edge cut twice counts twice, as in the quality report) instead of being
    deduplicated. The input graph is never changed.
 2. **Prepare** (one task per node block, in the same computation): degree, owned
@@ -93,7 +93,7 @@ per node, under 64 MiB) or one block of it; a proposal task at most four histogr
 parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
-work here; :func:`._lp_tasks._scratch`) and freed at the end of the run. Peak RSS per
+work here; :func:`._lp_store.scratch_array`) and freed at the end of the run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
 strata), per-block tables of ``64 x S`` and the edge-file segments per block.
@@ -122,16 +122,17 @@ import logging
 import os
 import tempfile
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.errors import AssignmentError, DglChunkedError
-from dgl_chunked.partition import _lp_tasks as T
+from dgl_chunked.errors import DglChunkedError
+from dgl_chunked.partition import _lp_store as S
+from dgl_chunked.partition._base import check_seed, mask_features
+from dgl_chunked.partition._lp_config import LPConfig, LPPlan
 from dgl_chunked.partition._ml_driver import run_multilevel
-from dgl_chunked.partition.random import _check_seed
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import create_owned_dir, remove_owned, scratch_dir
 
@@ -141,154 +142,11 @@ if TYPE_CHECKING:
     import dask.array as da
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
-    from dgl_chunked.partition.assign import PartitionOptions
+    from dgl_chunked.partition._base import PartitionOptions
 
 __all__ = ["LPConfig", "LPMethod", "run_lp"]
 
-_RESULTS: dict[str, T.ScratchRoot] = {}  # token -> result root in this process (a recompute reuses it)
-_MIN_BLOCKS = 4  # default blocks per graph (when above 4096 rows each): block tasks can share the workers
-_MAX_BLOCK_ROWS = 1 << 18  # default block size from 1M nodes up: per-task memory stops growing there
-
-
-@dataclass(frozen=True, kw_only=True)
-class LPConfig:
-    """Tuning of the ``lp`` method.
-
-    Change it with ``register_method("lp", LPMethod(LPConfig(...)), overwrite=True)``.
-
-    Attributes
-    ----------
-    eps
-        Balance tolerance: at most ``(1 + eps)`` times the even share per stratum.
-    refine_passes
-        Most label-propagation passes after the streaming placement.
-    refine_min_gain
-        Refinement stops after the first pass whose planned moves save less than this
-        fraction of the current edge cut (0: only when nothing moves). The saving is a
-        lower bound per node (its priority bucket) that ignores how simultaneous moves
-        interact, so it overestimates late passes: 0.05 stops R-MAT graphs after one
-        or two passes, the later ones changing the cut by well under 1%.
-    round_nodes
-        Placement rounds merge consecutive degree levels, from the top, until a round
-        holds at least this fraction of a part's share of the nodes with neighbours
-        (0: one round per level). Nodes of one round do not see each other's choice
-        (the first round's nodes, with no placed neighbour, all pick part 0), so a
-        round stays well below a part's capacity. Merging costs nothing measurable on
-        R-MAT graphs, whose top hubs are linked to each other, but 6% of the cut on
-        the small heterogeneous test graph, whose hubs are not (0.503 against 0.474).
-    gamma
-        Fennel's exponent; the penalty weight is ``alpha = m P**(gamma-1) / n**gamma``.
-    block_rows
-        Nodes per block (None: the smallest power of two >= ``n / 4``, within 4096 and
-        ``min(2**18, 2**22 // num_parts)``: smaller graphs still have blocks for every
-        worker, and from 1M nodes up the block, so the memory of its tasks, stays the
-        same). The output depends on it (it decides how quotas are shared), not on the
-        input chunking.
-    group_entries
-        Staged edge entries per histogram task.
-    scratch_dir
-        Parent directory of the scratch stores (None: the system temp dir), used when
-        the caller passes no ``scratch_dir`` to :func:`assign_partitions`. On a
-        multi-host cluster it must be a location every worker can read and write (a
-        URL such as ``s3://bucket/scratch``, or a shared file system).
-    coarse_nodes, coarse_entries
-        The in-memory budget: coarsening stops at the first level with at most this
-        many nodes and entries (both directions of every weighted edge), which the
-        driver task then partitions with METIS. The driver's peak for it is
-        estimated at ``100 * coarse_entries + 200 * coarse_nodes`` bytes (about 0.2 GB
-        at the defaults), whatever the graph size.
-    cluster_rounds
-        Clustering rounds per coarsening level (each lets a seeded half of the
-        singleton nodes join a neighbouring cluster of the other half).
-    cluster_weight
-        Most weight of one cluster, in every balance column (stratum nodes, owned
-        edges), as a fraction of a part's even share.
-    min_shrink
-        A level must have at most ``1 - min_shrink`` times the nodes of the level
-        before, else the cluster caps grow 4x for the next levels (up to half a part's
-        share); stalled at that, the streaming placement alone is used.
-    max_levels
-        Most coarsening levels (then, too, the streaming placement).
-    coarse_refine_rounds
-        Label-propagation rounds on every coarse level but the coarsest while
-        uncoarsening (each moves a seeded half of the nodes at most).
-    multilevel_above
-        The multilevel assignment is made only when the streaming placement cuts more
-        than this fraction of a random assignment's expected cut (``1 - 1/P`` of the
-        edges); 0: always, 1: never. Measured: the streaming placement cuts 0.20-0.56x
-        random's on R-MAT graphs at 4-16 parts (0.73-0.84x at 64), where it beats
-        METIS, and 0.96-1.0x on planted-partition, LFR and the heterogeneous preset,
-        where the multilevel assignment cuts 2-7x less.
-    """
-
-    eps: float = 0.05
-    refine_passes: int = 3
-    refine_min_gain: float = 0.05
-    round_nodes: float = 0.5
-    gamma: float = 1.5
-    block_rows: int | None = None
-    group_entries: int = 1 << 21
-    scratch_dir: str | None = None
-    coarse_nodes: int = 1 << 15
-    coarse_entries: int = 1 << 21
-    cluster_rounds: int = 4
-    cluster_weight: float = 0.015
-    min_shrink: float = 0.05
-    max_levels: int = 16
-    coarse_refine_rounds: int = 4
-    multilevel_above: float = 0.6
-
-    def __post_init__(self) -> None:
-        problems = []
-        if not 0 <= self.eps < 1:
-            problems.append(f"eps: expected 0 <= eps < 1, found {self.eps!r}")
-        if self.refine_passes < 0 or self.group_entries < 1:
-            problems.append(
-                f"refine_passes, group_entries: expected >= 0 and >= 1, found "
-                f"{self.refine_passes!r}, {self.group_entries!r}"
-            )
-        if min(self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels) < 1:
-            problems.append(
-                "coarse_nodes, coarse_entries, cluster_rounds, max_levels: expected >= 1, found "
-                f"{self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, {self.max_levels!r}"
-            )
-        if not 0 < self.cluster_weight <= 1:
-            problems.append(f"cluster_weight: expected 0 < cluster_weight <= 1, found {self.cluster_weight!r}")
-        fractions = {
-            "refine_min_gain": self.refine_min_gain,
-            "round_nodes": self.round_nodes,
-            "min_shrink": self.min_shrink,
-            "multilevel_above": self.multilevel_above,
-        }
-        problems += [
-            f"{k}: expected a fraction in [0, 1], found {v!r}" for k, v in fractions.items() if not 0 <= v <= 1
-        ]
-        if self.block_rows is not None and not 1 <= self.block_rows < 1 << 31:
-            problems.append(f"block_rows: expected 1 <= block_rows < 2**31, found {self.block_rows!r}")
-        if not self.gamma > 1:
-            problems.append(f"gamma: expected > 1, found {self.gamma!r}")
-        if problems:
-            raise AssignmentError("LPConfig: " + "; ".join(problems))
-
-    def rows_per_block(self, num_parts: int, num_nodes: int) -> int:
-        """The node block size used for ``num_parts`` partitions of ``num_nodes`` nodes."""
-        if self.block_rows is not None:
-            return int(self.block_rows)
-        wanted = 1 << max(0, -(-num_nodes // _MIN_BLOCKS) - 1).bit_length()
-        return max(4096, min(wanted, _MAX_BLOCK_ROWS, (1 << 22) // num_parts))
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Plan:
-    num_parts: int
-    seed: int
-    balance_edges: bool
-    config: LPConfig
-    block_rows: int
-    masks: tuple[tuple[int, str], ...]  # (node type ID, bool feature) to balance, in priority order
-    token: str = ""
-    scratch_dir: str | None = None  # parent of this run's scratch store (None: the system temp dir)
-    scratch_options: StorageOptions = None  # fsspec options when scratch_dir is a URL
+_RESULTS: dict[str, S.ScratchRoot] = {}  # token -> result root in this process (a recompute reuses it)
 
 
 class LPMethod:
@@ -323,17 +181,15 @@ class LPMethod:
         import dask
         from dask.base import tokenize
 
-        from dgl_chunked.partition.metis import _mask_features
-
         md = graph.metadata
         scratch = options.scratch_dir or self.config.scratch_dir
-        plan = _Plan(
+        plan = LPPlan(
             num_parts=num_parts,
-            seed=_check_seed(options.seed),
+            seed=check_seed(options.seed),
             balance_edges=options.balance_edges,
             config=self.config,
             block_rows=self.config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
-            masks=tuple(_mask_features(graph, options.balance_ntypes)),
+            masks=tuple(mask_features(graph, options.balance_ntypes)),
             scratch_dir=None if scratch is None else str(scratch),
             scratch_options=options.storage_options if scratch is not None and fs.is_url(scratch) else None,
         )
@@ -351,7 +207,7 @@ class LPMethod:
         }
 
 
-def _input_stamp(graph: ChunkedGraph, plan: _Plan) -> list[tuple[Any, ...]]:
+def _input_stamp(graph: ChunkedGraph, plan: LPPlan) -> list[tuple[Any, ...]]:
     """Edge and mask files with their row ranges, and size and mtime when local: a
     rewritten input gets a new token (so a new run, not this process's cached result)."""
     refs = [r for e in graph.edge_types for r in graph.edge_chunks(e)]
@@ -373,7 +229,7 @@ def _type_view(driver: Any, offset: int, chunks: tuple[int, ...], name: str, blo
 
     bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int) + offset
     layer: dict[Any, Any] = {
-        (name, i): (T.read_result, driver.key, int(bounds[i]), int(bounds[i + 1]), block_rows)
+        (name, i): (S.read_result, driver.key, int(bounds[i]), int(bounds[i + 1]), block_rows)
         for i in range(len(chunks))
     }
     graph = HighLevelGraph.from_collections(name, layer, dependencies=[driver])
@@ -387,7 +243,7 @@ def _remove_quietly(root: str, storage_options: StorageOptions = None) -> None:
         logger.warning("could not remove the lp scratch %s: %s", root, err)
 
 
-def run_lp(graph: ChunkedGraph, plan: _Plan) -> T.ScratchRoot:
+def run_lp(graph: ChunkedGraph, plan: LPPlan) -> S.ScratchRoot:
     """The driver task: run every round; return the root of the result files.
 
     The work arrays (staged edges, degrees, proposals) are deleted at the end. The
@@ -414,7 +270,7 @@ def run_lp(graph: ChunkedGraph, plan: _Plan) -> T.ScratchRoot:
     return root
 
 
-def _new_root(plan: _Plan) -> T.ScratchRoot:
+def _new_root(plan: LPPlan) -> S.ScratchRoot:
     """The run's scratch store, a marked ``dglc-lp-<token>`` directory under
     ``plan.scratch_dir`` (local or URL: every worker must reach it), or under the
     system temp dir (removed at exit) without one. A rerun of the driver (a worker
@@ -424,6 +280,6 @@ def _new_root(plan: _Plan) -> T.ScratchRoot:
     if plan.scratch_dir is None:
         path = scratch_dir(tempfile.gettempdir(), "lp", name)
         atexit.register(_remove_quietly, path)
-        return T.ScratchRoot(path)
+        return S.ScratchRoot(path)
     path = scratch_dir(plan.scratch_dir, "lp", name, storage_options=plan.scratch_options)
-    return T.ScratchRoot(path, plan.scratch_options)
+    return S.ScratchRoot(path, plan.scratch_options)

@@ -27,6 +27,7 @@ anything is read. Use ``method="random"`` for larger graphs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,13 +36,14 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
 from dgl_chunked.errors import AssignmentError
+from dgl_chunked.partition._base import import_partitioner, mask_features, trivial_parts
 
 if TYPE_CHECKING:
     import dask.array as da
     import pandas as pd
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
-    from dgl_chunked.partition.assign import PartitionOptions
+    from dgl_chunked.partition._base import PartitionOptions
 
 __all__ = [
     "DEFAULT_MAX_MEMORY",
@@ -52,6 +54,7 @@ __all__ = [
     "strata_labels",
     "rebalance_strata",
     "metis_parts",
+    "require_pymetis",
 ]
 
 logger = logging.getLogger(__name__)
@@ -77,14 +80,9 @@ def estimate_metis_memory(num_nodes: int, num_edges: int) -> int:
     return _BYTES_PER_EDGE * int(num_edges) + _BYTES_PER_NODE * int(num_nodes)
 
 
-def _require_pymetis() -> Any:
-    try:
-        import pymetis
-    except ImportError as err:
-        raise ImportError(
-            "method 'metis' needs pymetis: pip install dgl_chunked[metis] (or pip install pymetis)"
-        ) from err
-    return pymetis
+def require_pymetis() -> Any:
+    """The ``pymetis`` module (ImportError with the install hint when missing)."""
+    return import_partitioner("pymetis", "metis")
 
 
 # --- pure kernels ---------------------------------------------------------------------
@@ -217,20 +215,25 @@ def rebalance_strata(
 
 
 def metis_parts(
-    xadj: IdArray, adjncy: IdArray, num_parts: int, *, seed: int, vweights: npt.NDArray[np.int64] | None = None
+    xadj: IdArray,
+    adjncy: IdArray,
+    num_parts: int,
+    *,
+    seed: int,
+    vweights: npt.NDArray[np.int64] | None = None,
+    eweights: npt.NDArray[np.int64] | None = None,
 ) -> PartArray:
-    """METIS k-way partition (minimum edge cut) of a symmetric CSR graph."""
-    num_nodes = xadj.size - 1
-    if num_parts == 1 or num_nodes == 0:
-        return np.zeros(num_nodes, np.int32)
-    if adjncy.size == 0:  # no edges: any balanced split has zero cut
-        return (np.arange(num_nodes) % num_parts).astype(np.int32)
-    pymetis = _require_pymetis()
+    """METIS partition (minimum edge cut, or weighted cut with ``eweights``; node
+    weights ``vweights`` balanced) of a symmetric CSR graph."""
+    trivial = trivial_parts(xadj, adjncy, num_parts)
+    if trivial is not None:
+        return trivial
+    pymetis = require_pymetis()
     opts = pymetis.Options()
     opts.seed = int(seed) % (1 << 31)
     # recursive bisection for few parts (pymetis' own default): on power-law graphs it cut
     # ~30% fewer edges than k-way at 4 parts; k-way scales better in the number of parts
-    kwargs: dict[str, Any] = {"vweights": vweights, "options": opts, "recursive": num_parts <= 8}
+    kwargs: dict[str, Any] = {"vweights": vweights, "eweights": eweights, "options": opts, "recursive": num_parts <= 8}
     if hasattr(pymetis, "CSRAdjacency"):
         result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), **kwargs)
     else:  # pragma: no cover - older pymetis
@@ -249,6 +252,8 @@ class _Plan:
     type_offsets: tuple[int, ...]
     edge_offsets: tuple[tuple[int, int], ...]  # (src type offset, dst type offset) per etype
     mask_slots: tuple[tuple[int, ...], ...]  # per node type: indices into the mask list
+    partitioner: Callable[..., PartArray]  # called as metis_parts is
+    method: str  # the method's name, for the log
 
 
 def _metis_task(plan: _Plan, frames: list[list[pd.DataFrame]], masks: list[npt.NDArray[Any]]) -> PartArray:
@@ -264,31 +269,31 @@ def _metis_task(plan: _Plan, frames: list[list[pd.DataFrame]], masks: list[npt.N
     weights = (np.bincount(dst, minlength=num_nodes) + 1).astype(np.int64) if plan.balance_edges else None
     xadj, adjncy = symmetric_csr(src, dst, num_nodes)
     del src, dst
-    part = metis_parts(xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=weights)
+    part = plan.partitioner(xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=weights)
     offsets = np.asarray(plan.type_offsets, np.int64)
     labels = strata_labels(offsets, [[masks[i] for i in slots] for slots in plan.mask_slots])
     part, moved = rebalance_strata(part, labels, xadj, adjncy, plan.num_parts)
     logger.info(
-        "metis: %d nodes, %d undirected edges; balance repair moved %d nodes", num_nodes, adjncy.size // 2, moved
+        "%s: %d nodes, %d undirected edges; balance repair moved %d nodes",
+        plan.method,
+        num_nodes,
+        adjncy.size // 2,
+        moved,
     )
     return part
 
 
-def _mask_features(graph: ChunkedGraph, names: tuple[str, ...] | None) -> list[tuple[int, str]]:
-    """(node type ID, feature) of every balance name that is a node feature, in order."""
-    out = []
-    for name in names or ():
-        for t, ntype in enumerate(graph.metadata.node_types):
-            if name in graph.metadata.node_data.get(ntype, {}):
-                out.append((t, name))
-    return out
-
-
 class MetisMethod:
-    """The ``metis`` method (DGL ``algo_name`` "metis"); see the module docstring."""
+    """The ``metis`` method (DGL ``algo_name`` "metis"); see the module docstring.
+
+    A subclass may swap the in-memory partitioner (``partitioner``, called as
+    :func:`metis_parts` is, and ``require``, which imports it or raises ImportError).
+    """
 
     name = "metis"
     dgl_algo_name = "metis"
+    partitioner: Callable[..., PartArray] = staticmethod(metis_parts)
+    require: Callable[[], Any] = staticmethod(require_pymetis)
 
     def assign(self, graph: ChunkedGraph, num_parts: int, options: PartitionOptions) -> dict[str, da.Array]:
         """Lazy per-type arrays backed by one in-memory METIS task (nothing computed here).
@@ -296,7 +301,7 @@ class MetisMethod:
         Raises
         ------
         ImportError
-            pymetis is missing.
+            pymetis (the partitioner's package) is missing.
         MetisMemoryError
             :func:`estimate_metis_memory` exceeds ``options.max_memory``.
         """
@@ -304,7 +309,7 @@ class MetisMethod:
         import dask.array as da
         from dask.base import tokenize
 
-        _require_pymetis()
+        self.require()
         md = graph.metadata
         num_nodes = int(sum(md.num_nodes_per_type))
         num_edges = int(sum(graph.num_edges(e) for e in graph.edge_types))
@@ -312,10 +317,10 @@ class MetisMethod:
         need = estimate_metis_memory(num_nodes, num_edges)
         if need > limit:
             raise MetisMemoryError(
-                f"metis: expected at most {limit} bytes (max_memory) for {num_nodes} nodes and {num_edges} "
+                f"{self.name}: expected at most {limit} bytes (max_memory) for {num_nodes} nodes and {num_edges} "
                 f"edges, found an estimated {need} bytes; use method 'random' (out of core) or raise max_memory"
             )
-        masks = _mask_features(graph, options.balance_ntypes)
+        masks = mask_features(graph, options.balance_ntypes)
         plan = _Plan(
             num_parts=num_parts,
             seed=options.seed,
@@ -326,18 +331,26 @@ class MetisMethod:
                 for e in md.edge_types
             ),
             mask_slots=tuple(tuple(i for i, (t, _) in enumerate(masks) if t == ti) for ti in range(len(md.node_types))),
+            partitioner=self.partitioner,
+            method=self.name,
         )
         frames = [graph.edges(e).to_delayed() for e in graph.edge_types]
         mask_arrays = [graph.node_feature(md.node_types[t], f).reshape(-1) for t, f in masks]
         token = tokenize(plan, md.fingerprint(), [[d.key for d in fs] for fs in frames], [m.name for m in mask_arrays])
         task = dask.delayed(_metis_task, pure=True)(
-            plan, frames, mask_arrays, dask_key_name=f"dglc-assign-metis-task-{token}"
+            plan, frames, mask_arrays, dask_key_name=f"dglc-assign-{self.name}-task-{token}"
         )
         full = da.from_delayed(
-            task, shape=(num_nodes,), dtype=np.int32, meta=np.empty(0, np.int32), name=f"dglc-assign-metis-all-{token}"
+            task,
+            shape=(num_nodes,),
+            dtype=np.int32,
+            meta=np.empty(0, np.int32),
+            name=f"dglc-assign-{self.name}-all-{token}",
         )
         return {
-            ntype: _type_view(full, plan.type_offsets[t], tuple(graph.node_chunks(ntype)), f"{ntype}-{token}")
+            ntype: _type_view(
+                full, plan.type_offsets[t], tuple(graph.node_chunks(ntype)), f"{self.name}-{ntype}-{token}"
+            )
             for t, ntype in enumerate(md.node_types)
         }
 
@@ -349,7 +362,7 @@ def _type_view(full: da.Array, offset: int, chunks: tuple[int, ...], token: str)
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
-    name = f"dglc-assign-metis-{token}"
+    name = f"dglc-assign-{token}"
     bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int) + offset
     layer: dict[Any, Any] = {
         (name, i): (operator.getitem, (full.name, 0), slice(int(bounds[i]), int(bounds[i + 1])))

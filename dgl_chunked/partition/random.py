@@ -22,20 +22,19 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import PartArray
-from dgl_chunked.errors import AssignmentError
+from dgl_chunked.partition._base import check_seed
 
 if TYPE_CHECKING:
     import dask.array as da
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
-    from dgl_chunked.partition.assign import PartitionOptions
+    from dgl_chunked.partition._base import PartitionOptions
 
 __all__ = ["splitmix64", "random_parts", "random_assignment_block", "RandomMethod"]
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MUL1 = np.uint64(0xBF58476D1CE4E5B9)
 _MUL2 = np.uint64(0x94D049BB133111EB)
-_SEED_LIMIT = 1 << 64
 
 
 def splitmix64(x: npt.NDArray[np.uint64] | np.uint64) -> npt.NDArray[np.uint64]:
@@ -45,12 +44,6 @@ def splitmix64(x: npt.NDArray[np.uint64] | np.uint64) -> npt.NDArray[np.uint64]:
         z = (z ^ (z >> np.uint64(30))) * _MUL1
         z = (z ^ (z >> np.uint64(27))) * _MUL2
         return np.asarray(z ^ (z >> np.uint64(31)), dtype=np.uint64)
-
-
-def _check_seed(seed: int) -> int:
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= int(seed) < _SEED_LIMIT:
-        raise AssignmentError(f"seed: expected an integer in [0, 2**64), found {seed!r}")
-    return int(seed)
 
 
 def random_parts(type_nids: npt.NDArray[np.integer[Any]], *, type_id: int, seed: int, num_parts: int) -> PartArray:
@@ -72,7 +65,7 @@ def random_parts(type_nids: npt.NDArray[np.integer[Any]], *, type_id: int, seed:
     numpy.ndarray
         int32 IDs in ``[0, num_parts)``, same length as ``type_nids``.
     """
-    key = splitmix64(np.uint64(_check_seed(seed)) ^ splitmix64(np.uint64(type_id)))
+    key = splitmix64(np.uint64(check_seed(seed)) ^ splitmix64(np.uint64(type_id)))
     with np.errstate(over="ignore"):
         h = splitmix64(np.asarray(type_nids).astype(np.uint64) + key)
     return (h % np.uint64(num_parts)).astype(np.int32)
@@ -98,7 +91,7 @@ class RandomMethod:
         """
         import dask.array as da
 
-        seed = _check_seed(options.seed)
+        seed = check_seed(options.seed)
         out: dict[str, da.Array] = {}
         for ntype in graph.metadata.node_types:
             out[ntype] = da.map_blocks(

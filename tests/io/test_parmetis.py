@@ -16,13 +16,9 @@ from dgl_chunked.errors import AssignmentError, MetadataError, OutputExistsError
 from dgl_chunked.io.assignment.directory import open_assignment, read_partition_meta
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata
+from dgl_chunked.parmetis import ParmetisFiles, export_parmetis, import_parmetis
 from dgl_chunked.parmetis import format as pm
-from dgl_chunked.parmetis.roundtrip import (
-    ParmetisFiles,
-    dedup_edges_block,
-    export_parmetis,
-    import_parmetis,
-)
+from dgl_chunked.parmetis.edges import dedup_edges_block
 from dgl_chunked.testing import (
     GraphTruth,
     load_truth,

@@ -149,7 +149,7 @@ def test_tight_caps_retry_and_fill_place_everyone(
 ) -> None:
     # eps = 0: parts fill up during placement, so rounds refuse nodes and retries (or,
     # without them, the fill) place them
-    monkeypatch.setattr(lp_driver, "_RETRY_ROUNDS", retries)
+    monkeypatch.setattr(lp_driver, "RETRY_ROUNDS", retries)
     register_method("lp", LPMethod(LPConfig(eps=0.0, block_rows=2048, group_entries=30_000)), overwrite=True)
     try:
         parts = assign_partitions(small, 7, method="lp", balance_ntypes=MASKS)

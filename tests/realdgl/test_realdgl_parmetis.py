@@ -16,7 +16,7 @@ import pytest
 
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
-from dgl_chunked.parmetis.roundtrip import export_parmetis, import_parmetis
+from dgl_chunked.parmetis import export_parmetis, import_parmetis
 from dgl_chunked.verify import load_partition_output, verify_partitions
 
 from ..io.test_parmetis import (

@@ -1,0 +1,129 @@
+"""What every partitioning method shares: its options, its protocol, their checks.
+
+The methods (:mod:`.random`, :mod:`.metis`, :mod:`.lp`) import this module only, and
+the registry (:mod:`.assign`) imports the methods: no cycle between them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dgl_chunked._typing import IdArray, PartArray, StorageOptions
+from dgl_chunked.errors import AssignmentError
+
+if TYPE_CHECKING:
+    import dask.array as da
+
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
+
+__all__ = [
+    "SEED_LIMIT",
+    "PartitionMethod",
+    "PartitionOptions",
+    "check_seed",
+    "import_partitioner",
+    "mask_features",
+    "trivial_parts",
+]
+
+SEED_LIMIT = 1 << 64
+"""Seeds are integers in ``[0, SEED_LIMIT)``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionOptions:
+    """Options every method receives; a method ignores those it cannot honour.
+
+    Attributes
+    ----------
+    seed
+        Integer seed in ``[0, 2**64)``; same seed, same assignment.
+    balance_ntypes
+        Names to balance across partitions: node types (always balanced by ``metis``)
+        and/or boolean node features such as ``train_mask`` (one stratum per mask).
+    balance_edges
+        Also balance the number of owned (in-)edges per partition.
+    max_memory
+        In-memory methods (``metis``) refuse graphs whose estimated peak exceeds this
+        many bytes; None uses the method's default.
+    scratch_dir
+        Where out-of-core methods (``lp``) keep intermediate data: a local directory
+        or an fsspec URL every worker can reach (None: the method's default, a local
+        temporary directory). The caller removes it when done with the arrays.
+    storage_options
+        fsspec options for a ``scratch_dir`` URL.
+    """
+
+    seed: int = 0
+    balance_ntypes: tuple[str, ...] | None = None
+    balance_edges: bool = False
+    max_memory: int | None = None
+    scratch_dir: str | None = None
+    storage_options: StorageOptions = None
+
+
+@runtime_checkable
+class PartitionMethod(Protocol):
+    """A partitioning method (the plug-in point)."""
+
+    name: str
+    dgl_algo_name: str
+
+    def assign(self, graph: ChunkedGraph, num_parts: int, options: PartitionOptions) -> dict[str, da.Array]:
+        """Per node type a lazy int32 array chunked like ``graph.node_chunks(ntype)``."""
+        ...
+
+
+def check_seed(seed: int) -> int:
+    """``seed`` as an ``int``.
+
+    Raises
+    ------
+    AssignmentError
+        ``seed`` is not an integer in ``[0, 2**64)``.
+    """
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= int(seed) < SEED_LIMIT:
+        raise AssignmentError(f"seed: expected an integer in [0, 2**64), found {seed!r}")
+    return int(seed)
+
+
+def mask_features(graph: ChunkedGraph, names: tuple[str, ...] | None) -> list[tuple[int, str]]:
+    """(node type ID, feature) of every balance name that is a node feature, in order."""
+    out = []
+    for name in names or ():
+        for t, ntype in enumerate(graph.metadata.node_types):
+            if name in graph.metadata.node_data.get(ntype, {}):
+                out.append((t, name))
+    return out
+
+
+def import_partitioner(module: str, method: str) -> Any:
+    """The optional package ``module`` that method ``method`` needs (its extra has the
+    method's name).
+
+    Raises
+    ------
+    ImportError
+        ``module`` is not installed (the message says how to install it).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"method {method!r} needs {module}: pip install dgl_chunked[{method}] (or pip install {module})"
+        ) from err
+
+
+def trivial_parts(xadj: IdArray, adjncy: IdArray, num_parts: int) -> PartArray | None:
+    """The partition of a CSR graph that needs no partitioner (one part, no nodes: all
+    in part 0; no edges: round robin, which cuts nothing), else None."""
+    num_nodes = xadj.size - 1
+    if num_parts == 1 or num_nodes == 0:
+        return np.zeros(num_nodes, np.int32)
+    if adjncy.size == 0:
+        return (np.arange(num_nodes) % num_parts).astype(np.int32)
+    return None

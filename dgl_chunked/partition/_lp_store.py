@@ -1,0 +1,193 @@
+"""The ``lp`` method's scratch store: where a run's files live and how tasks read them.
+
+Scratch layout of one run (``ROOT`` is a fresh directory under ``LPConfig.scratch_dir``)::
+
+    ROOT/result/<b>.npy              int32   block b's assignment (-1: not placed yet); kept
+    ROOT/work/blocks/<b>-level.npy   int8    floor(log2 degree), -1 when isolated
+    ROOT/work/blocks/<b>-stratum.npy int32   (node type, first true balance mask)
+    ROOT/work/blocks/<b>-weight.npy  int64   owned edges (in-degree + self-loops); zeros
+                                             unless balance_edges
+    ROOT/work/blocks/<b>-order.npy   int32   local node IDs by falling level
+    ROOT/work/blocks/<b>-moves.npy   int64 [4, k]  the round's proposals: local ID,
+                                             target, group key, weight
+    ROOT/work/edges/<c>-u.npy        uint32  staged entries of edge file c: block-local u
+    ROOT/work/edges/<c>-v.npy        int32/64  ... and the neighbour's orig_nid
+    ROOT/work/edges/<c>-loops.npy    int64   self-loop nodes of edge file c, sorted
+
+Node arrays are one ``.npy`` file per node block, so every block task writes its own
+files (no races); a rewrite goes to a temporary file renamed over the old one, so a
+reader never sees half a file. Tasks read ranges of staged entries with ``readinto``
+into one array (memory-mapped file pages fault one 4 KiB page at a time, which cost
+more than the copy). Plain files, not Zarr: a round reads the whole assignment in
+every task, and Zarr's per-call overhead was most of a small round's cost.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import StorageOptions
+from dgl_chunked.storage import fs, npy
+
+__all__ = [
+    "Segments",
+    "ScratchRoot",
+    "create_dirs",
+    "edges_file",
+    "read_block",
+    "read_result",
+    "read_segments",
+    "release_scratch",
+    "save",
+    "scratch_array",
+    "write_block",
+]
+
+_POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its scratch arrays (see scratch_array)
+Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
+
+
+@dataclass(frozen=True)
+class ScratchRoot:
+    """Where a run's scratch files live: a local directory (the fast path: plain
+    ``open``, ``readinto``, memory maps, atomic renames) or an fsspec URL (``s3://``)
+    that workers on other hosts can reach, with its storage options."""
+
+    path: str
+    storage_options: StorageOptions = None
+
+    @property
+    def local(self) -> bool:
+        return not fs.is_url(self.path)
+
+    def join(self, *parts: str) -> str:
+        return os.path.join(self.path, *parts) if self.local else "/".join([self.path.rstrip("/"), *parts])
+
+    def open(self, path: str, mode: str = "rb") -> Any:
+        return open(path, mode) if self.local else fs.open_file(path, mode, self.storage_options)
+
+    def makedirs(self, path: str) -> None:
+        if self.local:
+            os.makedirs(path, exist_ok=True)
+        else:
+            filesystem, inner = fs.filesystem(path, self.storage_options)
+            filesystem.makedirs(inner, exist_ok=True)
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.path) if self.local else fs.exists(self.path, self.storage_options)
+
+    def load(self, path: str, lo: int = 0, hi: int | None = None) -> npt.NDArray[Any]:
+        """Elements ``[lo, hi)`` of the 1-D (or all of a 2-D) ``.npy`` file ``path``."""
+        if self.local:
+            whole = npy.load(path, mmap=not (lo == 0 and hi is None))
+            return whole if lo == 0 and hi is None else np.asarray(whole[lo:hi])
+        with self.open(path) as f:
+            return npy.load(f) if lo == 0 and hi is None else npy.read_rows(f, lo, hi)
+
+
+def create_dirs(root: ScratchRoot) -> None:
+    """Create the scratch directories of a run."""
+    for sub in (("result",), ("work", "edges"), ("work", "blocks")):
+        root.makedirs(root.join(*sub))
+
+
+def node_file(root: ScratchRoot, b: int, name: str) -> str:
+    if name == "part":
+        return root.join("result", f"{b}.npy")
+    return root.join("work", "blocks", f"{b}-{name}.npy")
+
+
+def edges_file(root: ScratchRoot, c: int, name: str) -> str:
+    return root.join("work", "edges", f"{c}-{name}.npy")
+
+
+def save(root: ScratchRoot, path: str, arr: npt.NDArray[Any]) -> None:
+    """Write ``arr`` to ``path`` through a temporary file and an atomic rename (on an
+    object store one PUT, which is atomic already)."""
+    if not root.local:
+        with root.open(path, "wb") as f:
+            np.save(f, arr)
+        return
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        np.save(f, arr)
+    os.replace(tmp, path)
+
+
+def read_block(root: ScratchRoot, b: int, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
+    """Node array ``name`` of block ``b`` (a :func:`scratch_array` array with ``scratch``)."""
+    if not scratch:
+        return root.load(node_file(root, b, name))
+    with root.open(node_file(root, b, name)) as f:
+        header = npy.read_header(f)
+        out = scratch_array(f"block-{name}", header.size, header.dtype)
+        npy.read_exact(f, out)
+    return out
+
+
+def write_block(root: ScratchRoot, b: int, name: str, arr: npt.NDArray[Any]) -> None:
+    """Replace node array ``name`` of block ``b``."""
+    save(root, node_file(root, b, name), arr)
+
+
+def read_result(root: ScratchRoot, lo: int, hi: int, block_rows: int) -> npt.NDArray[np.int32]:
+    """Output chunk ``[lo, hi)`` of the homogeneous assignment."""
+    if hi <= lo:
+        return np.empty(0, np.int32)
+    pieces = []
+    for b in range(lo // block_rows, (hi - 1) // block_rows + 1):
+        first = b * block_rows
+        part = root.load(node_file(root, b, "part"), max(lo - first, 0), hi - first)
+        pieces.append(np.asarray(part, np.int32))
+    return np.concatenate(pieces)
+
+
+def scratch_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) -> npt.NDArray[Any]:
+    """A work array of this thread, kept for the next tasks (grown when too small).
+
+    Fresh memory is costly: with Dask's ``MALLOC_TRIM_THRESHOLD_`` every large array
+    is a new mapping whose pages fault on first touch, which cost about as much as the
+    histogram's arithmetic. The big per-entry and per-node arrays of the histogram,
+    restage and proposal tasks are therefore reused. Per worker thread they hold about
+    17 bytes per entry of a histogram group (``group_entries``), 25 per entry of the
+    largest edge file, 5 per node (only under ``FULL_READ_BYTES``) and 24 per node of a
+    block, until :func:`release_scratch` (the driver calls it on every worker at the
+    end). Callers must not let a scratch array outlive their task.
+    """
+    pool = _POOLS.setdefault(threading.get_ident(), {})
+    buf = pool.get(name)
+    if buf is None or buf.dtype != np.dtype(dtype) or buf.size < size:
+        buf = pool[name] = np.empty(size + size // 4, dtype)  # headroom: sizes vary a little
+    return buf[:size]
+
+
+def release_scratch() -> None:
+    """Drop this process's scratch arrays (arrays still in use stay alive until released)."""
+    _POOLS.clear()
+
+
+def read_segments(root: ScratchRoot, segs: Segments, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
+    """The staged entries ``[lo, hi)`` of every listed edge file, concatenated (into a
+    :func:`scratch_array` array named ``name`` with ``scratch``, else a new one).
+
+    Read with ``readinto`` into one array, not memory-mapped: mapped file pages fault
+    one 4 KiB page at a time, which cost more than the copy.
+    """
+    out: npt.NDArray[Any] | None = None
+    pos = 0
+    for c, lo, hi in segs:
+        with root.open(edges_file(root, c, name)) as f:
+            _, dtype, offset, _ = npy.read_header(f)
+            if out is None:
+                size = sum(h - lo_ for _, lo_, h in segs)
+                out = scratch_array(name, size, dtype) if scratch else np.empty(size, dtype)
+            f.seek(offset + lo * dtype.itemsize)
+            npy.read_exact(f, out[pos : pos + hi - lo])
+        pos += hi - lo
+    return out if out is not None else np.empty(0, np.int64)
