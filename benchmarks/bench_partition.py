@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dgl_chunked.io.assignment.directory import SIDECAR_NAME, open_assignment, write_assignment
+from dgl_chunked.io.assignment import SIDECAR_NAME, open_assignment, write_assignment
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.partition import assign_partitions, compute_partition_report
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph

@@ -19,7 +19,7 @@ from dgl_chunked.dispatch.options import parse_memory_limit
 from dgl_chunked.dispatch.output import staging_location
 from dgl_chunked.dispatch.space import DiskNeed, check_space, disk_needs, format_bytes
 from dgl_chunked.errors import DglChunkedError, OptionError
-from dgl_chunked.io.assignment.directory import retract_assignment, write_assignment
+from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.storage import fs

@@ -27,7 +27,7 @@ pytest.importorskip("moto.server")
 from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import EmptyPartitionWarning, OutputExistsError
-from dgl_chunked.io.assignment.directory import write_assignment
+from dgl_chunked.io.assignment import write_assignment
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.parmetis import export_parmetis
 from dgl_chunked.partition import assign_partitions

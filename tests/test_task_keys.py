@@ -21,7 +21,7 @@ from dask.local import get_sync
 from dgl_chunked._dask import current_client, run_token
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import EmptyPartitionWarning
-from dgl_chunked.io.assignment.directory import write_assignment
+from dgl_chunked.io.assignment import write_assignment
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.parmetis import export_parmetis
 from dgl_chunked.partition import assign_partitions, compute_partition_report

@@ -25,7 +25,7 @@ from dgl_chunked.dispatch.space import check_space, disk_needs
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
-from dgl_chunked.io.assignment.directory import open_assignment
+from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import PartitionConfig, write_partition_config
 from dgl_chunked.storage import fs

@@ -6,7 +6,7 @@ lazy views build Dask collections from metadata alone.
 
 from __future__ import annotations
 
-from dgl_chunked.io.assignment.directory import (
+from dgl_chunked.io.assignment import (
     PartitionMeta,
     open_assignment,
     read_partition_meta,

@@ -47,7 +47,6 @@ __all__ = ["EXPORT_KIND", "ParmetisFiles", "export_parmetis"]
 logger = logging.getLogger(__name__)
 
 EXPORT_KIND = "parmetis-export"
-_COPY_BLOCK = 1 << 22
 _EXPORT_TMP = ".dglc-parmetis-tmp"
 
 
@@ -75,17 +74,6 @@ def _write_node_piece(
     return stop - start
 
 
-def _concat(pieces: Sequence[str], target: str, storage_options: StorageOptions) -> None:
-    """Stream ``pieces`` into ``target`` (temporary name, then rename)."""
-    fs, inner = _fs.filesystem(target, storage_options)
-    with fs.open(inner + ".tmp-dglc", "wb") as dst:
-        for piece in pieces:
-            with _fs.open_file(piece, "rb", storage_options) as src:
-                while data := src.read(_COPY_BLOCK):
-                    dst.write(data)
-    fs.mv(inner + ".tmp-dglc", inner)
-
-
 @dataclass(frozen=True, kw_only=True)
 class _ExportPlan:
     out: str
@@ -101,8 +89,8 @@ class _ExportPlan:
 
 def _finish_export(node_rows: list[int], edge_counts: list[tuple[int, int, int]], plan: _ExportPlan) -> ParmetisFiles:
     nodes, edges, stats = (_fs.join(plan.out, n) for n in _pm.parmetis_file_names(plan.name))
-    _concat(plan.node_pieces, nodes, plan.storage_options)
-    _concat(plan.edge_pieces, edges, plan.storage_options)
+    _fs.concat_files(plan.node_pieces, nodes, plan.storage_options)
+    _fs.concat_files(plan.edge_pieces, edges, plan.storage_options)
     kept, loops, dups = (int(sum(c[i] for c in edge_counts)) for i in range(3))
     _fs.atomic_write_bytes(stats, _pm.encode_stats(plan.num_nodes, kept, plan.num_weights), plan.storage_options)
     remove_owned(plan.tmp, storage_options=plan.storage_options)

@@ -3,7 +3,7 @@
 :func:`import_parmetis` reads ParMETIS output (``p<rank>-<name>_nodes.txt`` files,
 ``<orig_nid> <part_id>`` files, or DGL's post-processed ``<ntype>.txt`` directory)
 and writes an assignment directory with
-:func:`~dgl_chunked.io.assignment.directory.write_assignment`. ``num_parts`` is given by the
+:func:`~dgl_chunked.io.assignment.write_assignment`. ``num_parts`` is given by the
 caller, never inferred from the IDs seen. Three computes run: (1) planning: count
 the lines of every ``blocksize`` byte block of every file (for line numbers in
 errors); (2) parse each block, shuffle rows by ``orig_nid`` into the graph's node
@@ -29,7 +29,7 @@ import pandas as pd
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PartArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError, OptionError, OutputExistsError
-from dgl_chunked.io.assignment.directory import (
+from dgl_chunked.io.assignment import (
     ASSIGNMENT_KIND,
     META_NAME,
     PartitionMeta,

@@ -16,7 +16,7 @@ import pandas as pd
 
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
-from dgl_chunked.io.assignment.directory import META_NAME
+from dgl_chunked.io.assignment import META_NAME
 from dgl_chunked.parmetis.format import line_starts, parse_output_block
 from dgl_chunked.storage import fs as _fs
 

@@ -7,7 +7,7 @@
   multilevel partitioning and streaming placement, the better kept, refined by label
   propagation under hard caps, out of core, see :mod:`.lp`).
 - :func:`compute_partition_report` measures edge cut, balance and HALO nodes out of core.
-- Reading and writing DGL assignment directories lives in :mod:`dgl_chunked.io.assignment.directory`.
+- Reading and writing DGL assignment directories lives in :mod:`dgl_chunked.io.assignment`.
 """
 
 from __future__ import annotations

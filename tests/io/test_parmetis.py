@@ -13,7 +13,7 @@ import pytest
 
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import AssignmentError, MetadataError, OutputExistsError
-from dgl_chunked.io.assignment.directory import open_assignment, read_partition_meta
+from dgl_chunked.io.assignment import open_assignment, read_partition_meta
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata
 from dgl_chunked.parmetis import ParmetisFiles, export_parmetis, import_parmetis

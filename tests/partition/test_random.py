@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dgl_chunked.io.assignment.directory import write_assignment
+from dgl_chunked.io.assignment import write_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.chunked.metadata import ChunkedGraphMetadata
 from dgl_chunked.partition import assign_partitions, random_parts, splitmix64

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import AssignmentError
-from dgl_chunked.io.assignment.directory import open_assignment
+from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
 from dgl_chunked.partition.report import edge_stats_block, part_counts_block

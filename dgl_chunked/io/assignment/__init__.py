@@ -29,17 +29,23 @@ One module per concern:
 
 from __future__ import annotations
 
+from dgl_chunked.io.assignment.layout import ASSIGNMENT_KIND, META_NAME, SIDECAR_NAME, ZARR_NAME
 from dgl_chunked.io.assignment.meta import DGL_ALGO_NAMES, PartitionMeta, dgl_algo_name, read_partition_meta
-from dgl_chunked.io.assignment.reader import open_assignment
+from dgl_chunked.io.assignment.reader import open_assignment, parse_assignment_block
 from dgl_chunked.io.assignment.sidecar import AssignmentSidecar, read_assignment_sidecar
 from dgl_chunked.io.assignment.writer import retract_assignment, write_assignment
 
 __all__ = [
+    "ASSIGNMENT_KIND",
     "DGL_ALGO_NAMES",
+    "META_NAME",
+    "SIDECAR_NAME",
+    "ZARR_NAME",
     "AssignmentSidecar",
     "PartitionMeta",
     "dgl_algo_name",
     "open_assignment",
+    "parse_assignment_block",
     "read_assignment_sidecar",
     "read_partition_meta",
     "retract_assignment",
