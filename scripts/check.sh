@@ -3,7 +3,7 @@
 # the import layers of docs/architecture.md. Every gate runs; the script fails if any did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup-dev.sh test,metis,s3,dev || exit 1
+bash scripts/setup-dev.sh test,metis,kaminpar,s3,dev || exit 1
 bin=.venv/bin
 failed=()
 run() {
