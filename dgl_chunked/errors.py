@@ -135,6 +135,7 @@ class Problems:
 
     Examples
     --------
+    >>> from dgl_chunked.errors import Problems
     >>> problems = Problems("metadata.json")
     >>> problems.add("graph_name", "a string", 7, "name the graph")
     >>> problems.messages
