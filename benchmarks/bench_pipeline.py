@@ -12,7 +12,7 @@ table and as JSON.
 Usage::
 
     python benchmarks/bench_pipeline.py [--scales 1 10 30] [--workers 2] [--json out.json]
-                                        [--memory-limit 1GiB] [--work-dir DIR] [--staging-dir DIR]
+                                        [--memory-limit 1GiB] [--lookup-cache SIZE] [--work-dir DIR] [--staging-dir DIR]
                                         [--performance-report report.html] [--plot scaling.png]
                                         [--use-graphbolt | --compare-graphbolt] [--plan]
 
@@ -42,8 +42,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from dask.utils import parse_bytes
 
 from dgl_chunked.dispatch.options import parse_memory_limit
 
@@ -90,6 +93,7 @@ def _run_once(
     staging_dir: str | None,
     report: str | None,
     use_graphbolt: bool = False,
+    lookup_cache: str | None = None,
 ) -> dict[str, Any]:
     from contextlib import nullcontext
 
@@ -124,6 +128,8 @@ def _run_once(
         options = dglc.DispatchOptions(
             staging_dir=staging_dir, use_graphbolt=use_graphbolt, memory_limit=parse_memory_limit(memory_limit)
         )
+        if lookup_cache is not None:
+            options = replace(options, lookup_cache_bytes=int(parse_bytes(lookup_cache)))
         result = dglc.dispatch(graph, assign, out, client=client, options=options)
         t_dispatch = time.perf_counter() - start
         worker_rss = client.run(_peak_rss_mb)
@@ -219,6 +225,7 @@ def main() -> None:
     parser.add_argument("--scales", type=int, nargs="+", default=[1], choices=sorted(SCALES))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default=None)
+    parser.add_argument("--lookup-cache", default=None, metavar="SIZE", help="dispatch's node-ID cache per worker")
     parser.add_argument("--repeat", type=int, default=1, help="runs per graph; the fastest is kept")
     parser.add_argument("--work-dir", default=None)
     parser.add_argument("--staging-dir", default=None, help="dispatch staging (default OUT/_staging)")
@@ -255,6 +262,7 @@ def main() -> None:
                         args.staging_dir,
                         args.performance_report,
                         use_graphbolt,
+                        args.lookup_cache,
                     )
                 )
         for use_graphbolt in formats:

@@ -17,8 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.dispatch.halo import HaloEdges, collect_halo_edges
-from dgl_chunked.dispatch.halo_ranges import DENSE_BYTES_PER_ID, RangedHalo, build_ranged_halo
+from dgl_chunked.dispatch.halo import collect_halo_edges
+from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
+from dgl_chunked.dispatch.halo_ranges import HaloStreams, build_halo, owned_halo_bitmap
 from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
 from dgl_chunked.dispatch.plan import FeatureStage, PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.stages import edge_array, node_array
@@ -57,79 +58,21 @@ def _arange_blocks(start: int, stop: int) -> Iterator[npt.NDArray[np.int64]]:
         yield np.arange(lo, min(lo + BLOCK, stop), dtype=np.int64)
 
 
-def _sorted_unique(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """``np.unique`` by sorting (numpy 2's hash-based unique is far slower on int64 IDs)."""
-    if values.size == 0:
-        return values
-    values = np.sort(values)
-    keep = np.empty(values.shape[0], dtype=bool)
-    keep[0] = True
-    np.not_equal(values[1:], values[:-1], out=keep[1:])
-    return values[keep]
+def _ids(bitmap: HaloBitmap) -> npt.NDArray[np.int64]:
+    return np.concatenate([np.zeros(0, np.int64), *bitmap.ids()])
 
 
-def _halo_nodes(plan: PartitionPlan, part: int, lo: int, hi: int) -> npt.NDArray[np.int64]:
-    """Sorted distinct sources of owned edges that this partition does not own."""
-    total = int(plan.node_layout.part_starts[-1])
-    if total * DENSE_BYTES_PER_ID <= plan.halo_table_bytes:  # a flag per node beats sorting every segment
-        marks = np.zeros(total, dtype=bool)
-        for _, src in plan.edge_segments(part, "new_src"):
-            marks[src] = True
-        marks[lo:hi] = False
-        return np.flatnonzero(marks).astype(np.int64, copy=False)
-    halo = np.zeros(0, np.int64)
-    pending: list[npt.NDArray[np.int64]] = []
-    for _, src in plan.edge_segments(part, "new_src"):
-        pending.append(_sorted_unique(src[(src < lo) | (src >= hi)]))
-        if sum(p.shape[0] for p in pending) > max(halo.shape[0], 1 << 22):
-            # merge now and then: memory stays near the HALO set's size, not edges'
-            halo = _sorted_unique(np.concatenate([halo, *pending]))
-            pending = []
-    return _sorted_unique(np.concatenate([halo, *pending]))
-
-
-class HaloIndex:
-    """Position of each HALO node's new ID in the sorted HALO list.
-
-    A dense rank table over the HALO ID span is used when it fits in
-    ``budget_bytes`` (it is ~30x faster than a binary search over random IDs);
-    otherwise a binary search on sorted queries.
-    """
-
-    def __init__(self, halo: npt.NDArray[np.int64], budget_bytes: int) -> None:
-        self.halo = halo
-        self.base = int(halo[0]) if halo.size else 0
-        span = int(halo[-1]) - self.base + 1 if halo.size else 0
-        self.rank: npt.NDArray[np.int64] | None = None
-        if span * DENSE_BYTES_PER_ID <= budget_bytes:
-            marks = np.zeros(span, dtype=bool)
-            marks[halo - self.base] = True
-            rank = np.cumsum(marks, dtype=np.int32)
-            del marks
-            rank -= 1  # in place: no second table of the span's size
-            self.rank = rank  # type: ignore[assignment]
-
-    def positions(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        if self.rank is not None:
-            return self.rank[ids - self.base].astype(np.int64)
-        order = np.argsort(ids)
-        out = np.empty(ids.shape[0], dtype=np.int64)
-        out[order] = np.searchsorted(self.halo, ids[order])
-        return out
-
-
-def _graph(plan: PartitionPlan, part: int) -> tuple[HomogeneousGraph, RangedHalo | None]:
-    """The partition's graph as streams, and the ranged HALO files it reads (None: in memory)."""
+def _graph(plan: PartitionPlan, part: int) -> tuple[HomogeneousGraph, HaloStreams | None]:
+    """The partition's graph as streams, and the HALO set they read (None: multi-hop, in memory)."""
     lo, hi = (int(x) for x in plan.node_layout.part_starts[part : part + 2])
-    total = int(plan.node_layout.part_starts[-1])
-    if not plan.keep_halo_edges and total * DENSE_BYTES_PER_ID > plan.halo_table_bytes:
-        ranged = build_ranged_halo(plan, part, lo, hi, plan.halo_table_bytes)
-        return _ranged_graph(plan, part, lo, hi, ranged), ranged
-    return _memory_graph(plan, part, lo, hi), None
+    if plan.keep_halo_edges:
+        return _halo_edges_graph(plan, part, lo, hi), None
+    halo = build_halo(plan, part, lo, hi, plan.halo_table_bytes)
+    return _owned_graph(plan, part, lo, hi, halo), halo
 
 
-def _ranged_graph(plan: PartitionPlan, part: int, lo: int, hi: int, ranged: RangedHalo) -> HomogeneousGraph:
-    """Owned edges and 1-hop HALO nodes, the HALO set and local sources read from ``ranged``'s files."""
+def _owned_graph(plan: PartitionPlan, part: int, lo: int, hi: int, ranged: HaloStreams) -> HomogeneousGraph:
+    """Owned edges and 1-hop HALO nodes, the HALO set and local sources read from ``ranged``."""
     n_inner = hi - lo
     e_lo = int(plan.edge_layout.ranges[part, 0, 0])
     e_sizes = plan.edge_layout.sizes()[part]
@@ -165,22 +108,25 @@ def _ranged_graph(plan: PartitionPlan, part: int, lo: int, hi: int, ranged: Rang
     )
 
 
-def _memory_graph(plan: PartitionPlan, part: int, lo: int, hi: int) -> HomogeneousGraph:
-    hop1 = _halo_nodes(plan, part, lo, hi)
-    extra = collect_halo_edges(plan, part, hop1, plan.halo_hops) if plan.keep_halo_edges else HaloEdges.empty()
-    outside = extra.src[(extra.src < lo) | (extra.src >= hi)]
-    halo = _sorted_unique(np.concatenate([hop1, outside])) if outside.size else hop1  # no copies of 1-hop
+def _halo_edges_graph(plan: PartitionPlan, part: int, lo: int, hi: int) -> HomogeneousGraph:
+    """Owned edges plus the in-edges of HALO nodes up to ``halo_hops``, the HALO set in memory."""
+    total = int(plan.node_layout.part_starts[-1])
+    halo_index = owned_halo_bitmap(plan, part, lo, hi, 0, total)
+    extra = collect_halo_edges(plan, part, _ids(halo_index), plan.halo_hops)
+    halo_index.add(extra.src)  # the multi-hop HALO nodes join the 1-hop ones
+    halo_index.remove_range(lo, hi)
+    halo_index.freeze()
+    halo = _ids(halo_index)
     n_inner = hi - lo
     e_lo = int(plan.edge_layout.ranges[part, 0, 0])
     e_sizes = plan.edge_layout.sizes()[part]
     n_owned = int(e_sizes.sum())
     n_edges = n_owned + int(extra.eid.shape[0])
-    halo_index = HaloIndex(halo, plan.halo_table_bytes)
 
     def local(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         out = ids - lo
         outside = np.flatnonzero((ids < lo) | (ids >= hi))
-        out[outside] = n_inner + halo_index.positions(ids[outside])
+        out[outside] = n_inner + halo_index.rank(ids[outside])
         return out
 
     def local_src() -> Iterator[npt.NDArray[np.int64]]:
@@ -324,13 +270,13 @@ def write_partition(plan: PartitionPlan, part: int) -> PartitionSummary:
     if filesystem.exists(tmp_inner):
         filesystem.rm(tmp_inner, recursive=True)
     filesystem.makedirs(tmp_inner, exist_ok=True)
-    graph, ranged = _graph(plan, part)
+    graph, halo = _graph(plan, part)
     so = plan.storage_options
     try:
         _write_graph_file(plan, tmp, graph)
     finally:
-        if ranged is not None:
-            ranged.remove()
+        if halo is not None:
+            halo.remove()
     write_tensor_dict(
         fs.join(tmp, "node_feat.dgl"),
         _feature_tensors(plan, plan.node_features, plan.node_layout, part),

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
-from dgl_chunked.dispatch.halo_ranges import DENSE_BYTES_PER_ID
+from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
+from dgl_chunked.dispatch.halo_ranges import range_span
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
+from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.staging import default_chunks
 from dgl_chunked.io.chunked.graph import ChunkedGraph
+from dgl_chunked.io.chunked.model import ChunkedGraphMetadata
 
 __all__ = ["StagePlan", "DispatchForecast", "forecast_dispatch", "HEADER_BYTES"]
 
@@ -104,11 +107,11 @@ def _staging_bytes(graph: ChunkedGraph, opts: DispatchOptions, num_parts: int, e
     meta = graph.metadata
     nodes = sum(meta.num_nodes(t) for t in meta.node_types)
     total = 0
-    for t in meta.node_types:  # part int32, new_nid int64, sorted_type_nid int64, chunks of block_rows
+    id_size = staged_id_dtype(nodes, wide=opts.wide_ids).itemsize
+    for t in meta.node_types:  # part int32, new_nid as staged IDs, sorted_type_nid int64, chunks of block_rows
         n = meta.num_nodes(t)
         chunk = max(1, min(opts.block_rows, n))
-        total += (-(-n // chunk) * chunk) * 20 + 3 * HEADER_BYTES
-    id_size = staged_id_dtype(nodes, wide=opts.wide_ids).itemsize
+        total += (-(-n // chunk) * chunk) * (12 + id_size) + 3 * HEADER_BYTES
     owner_size = compact_owner_dtype(num_parts).itemsize
     for spec in meta.edge_types:
         for ref in graph.edge_chunks(spec.name):
@@ -209,7 +212,7 @@ def forecast_dispatch(
         cal.stage_overhead_s + _task_seconds(node_work, workers),
     )
     number_stage = StagePlan("number nodes", node_stage.tasks, node_stage.task_bytes, node_stage.seconds)
-    cache = min(opts.lookup_budget(), 4 * n_total)
+    cache = _lookup_bytes(meta, num_parts, opts)
     edge_work = [r * cal.edge_s_per_edge for r in edge_rows] + [
         b * cal.feature_s_per_byte for b in node_feat_chunks + edge_feat_chunks
     ]
@@ -254,6 +257,16 @@ def forecast_dispatch(
     )
 
 
+def _lookup_bytes(meta: ChunkedGraphMetadata, num_parts: int, opts: DispatchOptions) -> int:
+    """What a worker keeps to find new node IDs: the owners' map of each type, or its ID array
+    (int32) where that is smaller, within the lookup budget (see ``stages.new_ids``)."""
+    kept = 0
+    for t in meta.node_types:
+        n = meta.num_nodes(t)
+        kept += min(map_bytes(n, opts.block_rows, num_parts), 4 * n)
+    return min(kept, opts.lookup_budget())
+
+
 def _halo_estimate(nodes: int, edges: int, num_parts: int) -> int:
     """Expected distinct outside sources of a partition's edges, sources drawn uniformly."""
     if nodes == 0 or num_parts == 1:
@@ -268,12 +281,12 @@ def _writer_bytes(
     """A partition writer's working set: HALO tables, one staged segment, format extras."""
     halo = sizes.halo
     budget = opts.halo_budget()
-    if n_total * DENSE_BYTES_PER_ID <= budget:  # flags and a rank table over the ID space, the HALO IDs
-        tables = DENSE_BYTES_PER_ID * n_total + 8 * halo
-    elif not (opts.keep_halo_edges or opts.halo_hops > 1):  # range by range (halo_ranges.py)
-        tables = budget + 2 * 8 * max_chunk // num_parts
-    else:  # multi-hop HALO: sorted merges held in memory
-        tables = 24 * halo + 8 * (1 << 22)
+    if opts.keep_halo_edges:  # multi-hop HALO: a bitmap of the ID space, the HALO IDs and edges in memory
+        tables = HaloBitmap.nbytes(n_total) + 8 * halo + 32 * halo
+    elif HaloBitmap.nbytes(n_total) <= budget:  # a bitmap of the ID space (halo_bitmap.py)
+        tables = HaloBitmap.nbytes(n_total)
+    else:  # range by range (halo_ranges.py)
+        tables = HaloBitmap.nbytes(range_span(budget)) + 2 * 8 * max_chunk // num_parts
     segment = cal.writer_bytes_per_segment_edge * max_chunk / num_parts  # one chunk's rows of this partition
     extra = 0.0
     if opts.use_graphbolt:

@@ -1,16 +1,21 @@
-"""A partition's HALO set and local source IDs in bounded memory, range by range.
+"""A partition's HALO set and local source IDs in memory bounded by a budget.
 
-When the dense HALO tables of the whole node-ID space (5 bytes per ID) exceed the
-writer's budget, the ID space is cut into ranges of ``budget // 5`` IDs. For each
-range, one pass over the partition's staged sources flags the HALO nodes of the
-range (a bool per ID), a cumulative sum turns the flags into ranks (an int32 per
-ID), and a second pass rewrites the sources of that range into local IDs. The
-HALO IDs (ascending, range after range) and the local sources go to two files in a
-worker-local temporary directory, read back block by block by the writer; they
-never leave the task. Memory: the range tables plus one staged segment, whatever
-the node count. Cost: two reads of the partition's staged sources per range.
+The HALO set is a :class:`~dgl_chunked.dispatch.halo_bitmap.HaloBitmap` over the
+node-ID space (0.19 byte per ID). When that fits the writer's budget
+(:func:`build_halo` returns a :class:`MemoryHalo`), one pass over the partition's
+staged sources fills it and the writer relabels the sources segment by segment
+as it streams them: HALO node ``v`` becomes ``n_inner + rank(v)``.
 
-The local IDs are those of the in-memory path: inner node ``v`` is ``v - lo`` and
+Beyond the budget (about 350M nodes per 64 MiB) the ID space is cut into ranges
+whose bitmaps fit (:class:`RangedHalo`). For each range, one pass over the staged
+sources fills the range's bitmap and a second rewrites the sources of that range
+into local IDs. The HALO IDs (ascending, range after range) and the local sources
+go to two files in a worker-local temporary directory, read back block by block by
+the writer; they never leave the task. Memory: one range's bitmap plus one staged
+segment, whatever the node count. Cost: two reads of the partition's staged
+sources per range.
+
+Both give the local IDs of the in-memory path: inner node ``v`` is ``v - lo`` and
 the ``k``-th HALO node in ascending new-ID order is ``n_inner + k``, so the output
 bytes do not depend on which path ran.
 """
@@ -26,14 +31,74 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
 from dgl_chunked.dispatch.plan import PartitionPlan
 
-__all__ = ["RangedHalo", "build_ranged_halo", "DENSE_BYTES_PER_ID"]
+__all__ = [
+    "HaloStreams",
+    "MemoryHalo",
+    "RangedHalo",
+    "build_halo",
+    "build_ranged_halo",
+    "owned_halo_bitmap",
+    "range_span",
+]
 
-DENSE_BYTES_PER_ID = 5
-"""Dense HALO tables: a flag and an int32 rank per node ID of a range."""
 READ_BLOCK = 1 << 20
 INT64 = np.dtype(np.int64)
+
+
+def range_span(budget_bytes: int) -> int:
+    """Node IDs per range whose bitmap fits ``budget_bytes`` (a multiple of 64, at least 64)."""
+    words = max(1, budget_bytes // (8 + 4))
+    return 64 * words
+
+
+def _local(src: npt.NDArray[np.int64], lo: int, hi: int, first_local: int, bitmap: HaloBitmap) -> npt.NDArray[np.int64]:
+    """Local IDs of sources: inner ``v - lo``; the HALO ones of ``bitmap``'s range ``first_local + rank``."""
+    out = src - lo
+    halo = np.flatnonzero((src < lo) | (src >= hi))
+    if halo.size:
+        out[halo] = first_local + bitmap.rank(src[halo])
+    return out
+
+
+def owned_halo_bitmap(plan: PartitionPlan, part: int, lo: int, hi: int, start: int, stop: int) -> HaloBitmap:
+    """The sources of ``part``'s owned edges in ``[start, stop)`` that are not inner (``[lo, hi)``), frozen."""
+    bitmap = HaloBitmap(start, stop)
+    for _, src in plan.edge_segments(part, "new_src"):
+        bitmap.add(src)
+    bitmap.remove_range(lo, hi)
+    bitmap.freeze()
+    return bitmap
+
+
+@dataclass
+class MemoryHalo:
+    """The HALO set of a partition as one bitmap over the whole node-ID space."""
+
+    plan: PartitionPlan
+    part: int
+    lo: int
+    hi: int
+    bitmap: HaloBitmap
+
+    @property
+    def num_halo(self) -> int:
+        return self.bitmap.count
+
+    def halo_blocks(self) -> Iterator[npt.NDArray[np.int64]]:
+        """The HALO node IDs, ascending, in blocks."""
+        yield from self.bitmap.ids()
+
+    def local_src_blocks(self) -> Iterator[npt.NDArray[np.int64]]:
+        """Local IDs of the owned edges' sources, in edge order, segment by segment."""
+        n_inner = self.hi - self.lo
+        for _, src in self.plan.edge_segments(self.part, "new_src"):
+            yield _local(src, self.lo, self.hi, n_inner, self.bitmap)
+
+    def remove(self) -> None:
+        """Nothing to clean up: it lives in memory."""
 
 
 @dataclass
@@ -64,6 +129,10 @@ class RangedHalo:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+HaloStreams = MemoryHalo | RangedHalo
+"""What a partition writer reads its HALO nodes and local sources from."""
+
+
 def _read_blocks(path: str, count: int) -> Iterator[npt.NDArray[np.int64]]:
     with open(path, "rb") as f:
         for lo in range(0, count, READ_BLOCK):
@@ -71,19 +140,8 @@ def _read_blocks(path: str, count: int) -> Iterator[npt.NDArray[np.int64]]:
             yield np.frombuffer(f.read(n * INT64.itemsize), dtype=np.int64, count=n)
 
 
-def _flag_range(plan: PartitionPlan, part: int, r0: int, r1: int, lo: int, hi: int) -> npt.NDArray[np.bool_]:
-    """Flags of the range's IDs that are sources of this partition's edges and not inner."""
-    marks = np.zeros(r1 - r0, dtype=bool)
-    for _, src in plan.edge_segments(part, "new_src"):
-        marks[src[(src >= r0) & (src < r1)] - r0] = True
-    inner_lo, inner_hi = max(lo, r0), min(hi, r1)
-    if inner_hi > inner_lo:
-        marks[inner_lo - r0 : inner_hi - r0] = False
-    return marks
-
-
-def build_ranged_halo(plan: PartitionPlan, part: int, lo: int, hi: int, budget_bytes: int) -> RangedHalo:
-    """Write partition ``part``'s HALO IDs and local sources to a temporary directory.
+def build_halo(plan: PartitionPlan, part: int, lo: int, hi: int, budget_bytes: int) -> HaloStreams:
+    """Partition ``part``'s HALO set: in memory when its bitmap fits ``budget_bytes``, else by ranges.
 
     Parameters
     ----------
@@ -92,11 +150,18 @@ def build_ranged_halo(plan: PartitionPlan, part: int, lo: int, hi: int, budget_b
     lo, hi
         The partition's inner new-ID range.
     budget_bytes
-        Memory for the range tables: ranges hold ``budget_bytes // 5`` IDs.
+        Memory for the HALO bitmap.
     """
     total = int(plan.node_layout.part_starts[-1])
-    span = max(1, budget_bytes // DENSE_BYTES_PER_ID)
-    n_inner = hi - lo
+    if HaloBitmap.nbytes(total) <= budget_bytes:
+        return MemoryHalo(plan, part, lo, hi, owned_halo_bitmap(plan, part, lo, hi, 0, total))
+    return build_ranged_halo(plan, part, lo, hi, budget_bytes)
+
+
+def build_ranged_halo(plan: PartitionPlan, part: int, lo: int, hi: int, budget_bytes: int) -> RangedHalo:
+    """Write partition ``part``'s HALO IDs and local sources to a temporary directory, range by range."""
+    total = int(plan.node_layout.part_starts[-1])
+    span = range_span(budget_bytes)
     num_sources = int(plan.edge_layout.sizes()[part].sum())
     out = RangedHalo(tempfile.mkdtemp(prefix=f"dglc-halo-{part}-"), 0, num_sources)
     try:
@@ -104,14 +169,11 @@ def build_ranged_halo(plan: PartitionPlan, part: int, lo: int, hi: int, budget_b
             f.truncate(num_sources * INT64.itemsize)
         with open(out.halo_path, "wb") as halo_file, open(out.local_src_path, "r+b") as src_file:
             for r0 in range(0, total, span):
-                r1 = min(r0 + span, total)
-                marks = _flag_range(plan, part, r0, r1, lo, hi)
-                halo_file.write((np.flatnonzero(marks) + r0).astype(np.int64).tobytes())
-                rank = np.cumsum(marks, dtype=np.int32)
-                del marks
-                rank -= 1
-                _rewrite_range(plan, part, src_file.fileno(), rank, r0, r1, lo, hi, n_inner + out.num_halo)
-                out.num_halo += int(rank[-1]) + 1 if rank.size else 0
+                bitmap = owned_halo_bitmap(plan, part, lo, hi, r0, min(r0 + span, total))
+                for ids in bitmap.ids():
+                    halo_file.write(ids.tobytes())
+                _rewrite_range(plan, part, src_file.fileno(), bitmap, lo, hi, (hi - lo) + out.num_halo)
+                out.num_halo += bitmap.count
     except BaseException:
         out.remove()
         raise
@@ -119,25 +181,15 @@ def build_ranged_halo(plan: PartitionPlan, part: int, lo: int, hi: int, budget_b
 
 
 def _rewrite_range(
-    plan: PartitionPlan,
-    part: int,
-    fd: int,
-    rank: npt.NDArray[np.int32],
-    r0: int,
-    r1: int,
-    lo: int,
-    hi: int,
-    first_local: int,
+    plan: PartitionPlan, part: int, fd: int, bitmap: HaloBitmap, lo: int, hi: int, first_local: int
 ) -> None:
-    """Store the local IDs of the sources in ``[r0, r1)``, segment by segment (read, patch, write)."""
+    """Store the local IDs of the sources in ``bitmap``'s range, segment by segment (read, patch, write)."""
     pos = 0
     for _, src in plan.edge_segments(part, "new_src"):
-        hit = np.flatnonzero((src >= r0) & (src < r1))
+        hit = np.flatnonzero((src >= bitmap.start) & (src < bitmap.stop))
         if hit.size:
             size = src.shape[0] * INT64.itemsize
             local = np.frombuffer(bytearray(os.pread(fd, size, pos * INT64.itemsize)), dtype=np.int64)
-            v = src[hit].astype(np.int64, copy=False)
-            inner = (v >= lo) & (v < hi)
-            local[hit] = np.where(inner, v - lo, first_local + rank[v - r0])
+            local[hit] = _local(src[hit], lo, hi, first_local, bitmap)
             os.pwrite(fd, local.tobytes(), pos * INT64.itemsize)
         pos += src.shape[0]

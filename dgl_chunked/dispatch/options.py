@@ -19,7 +19,7 @@ __all__ = [
 
 GRAPH_FORMATS = ("coo", "csr", "csc")
 HALO_TABLE_BYTES = 64 << 20
-"""Default budget of a partition writer's dense HALO tables (5 bytes per node ID)."""
+"""Default budget of a partition writer's HALO bitmap (0.19 byte per node ID: 358M nodes)."""
 BUDGET_SHARE = 8
 """With a memory limit, the node-ID cache and the HALO tables each get 1/8 of it."""
 
@@ -68,17 +68,17 @@ class DispatchOptions:
         larger partitions are sorted in several passes.
     memory_limit
         Memory per worker (bytes), e.g. from ``--memory-limit``. When set, the node-ID
-        cache and the writers' dense HALO tables each get at most 1/8 of it
+        cache and the writers' HALO bitmaps each get at most 1/8 of it
         (:meth:`lookup_budget`, :meth:`halo_budget`); beyond their budgets both fall
         back to range-partitioned structures whose memory does not grow with the node
         count (ranges of the Zarr arrays for the cache, ranges of the ID space with
         worker-local temporary files for the HALO sets).
     halo_table_bytes
-        Budget of a partition writer's HALO tables (5 bytes per node ID of the
-        graph): default 64 MiB (13M nodes), or 1/8 of ``memory_limit`` when smaller.
-        A larger graph's HALO sets are built range by range (ranges of ``budget / 5``
-        IDs, two reads of the partition's staged sources per range) into worker-local
-        temporary files.
+        Budget of a partition writer's HALO bitmap (a bit per node ID of the graph
+        and a running count per 64 IDs, 0.19 byte per ID): default 64 MiB (358M
+        nodes), or 1/8 of ``memory_limit`` when smaller. A larger graph's HALO sets
+        are built range by range (two reads of the partition's staged sources per
+        range) into worker-local temporary files.
     check_space
         Refuse to start (before writing anything) when the output or staging
         filesystem has less free space than :func:`~dgl_chunked.plan_run` forecasts.
@@ -117,7 +117,7 @@ class DispatchOptions:
         return min(self.lookup_cache_bytes, self.memory_limit // BUDGET_SHARE)
 
     def halo_budget(self) -> int:
-        """Bytes a partition writer may spend on dense HALO tables."""
+        """Bytes a partition writer may spend on its HALO bitmap."""
         budget = HALO_TABLE_BYTES if self.halo_table_bytes is None else self.halo_table_bytes
         if self.memory_limit is None:
             return budget

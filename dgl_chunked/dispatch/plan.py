@@ -59,7 +59,7 @@ class PartitionPlan:
     graphbolt: GraphBoltOptions | None = None
     """Write ``fused_csc_sampling_graph.pt`` instead of ``graph.dgl`` (``--use-graphbolt``)."""
     halo_table_bytes: int = 64 << 20
-    """Budget of the HALO tables (5 bytes per node ID); beyond it, range by range."""
+    """Budget of the HALO bitmap (0.19 byte per node ID); beyond it, range by range."""
 
     def edge_segments(self, part: int, column: str) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
         """``(etype id, segment)`` of one staged edge column (``new_src`` or ``new_dst``)."""

@@ -21,10 +21,12 @@ from dgl_chunked.dispatch.ids import (
     sort_by_owner,
     staged_id_dtype,
 )
+from dgl_chunked.dispatch.new_id_map import NewIdMap, NodeNumbering, build_map, map_bytes
 from dgl_chunked.dispatch.staging import Staging
 from dgl_chunked.errors import AssignmentError, ChunkMismatchError
 from dgl_chunked.io.chunked.formats import read_edge_chunk, read_feature_chunk
 from dgl_chunked.io.chunked.graph import ChunkRef
+from dgl_chunked.storage.zarr_lookup import cached_object
 
 __all__ = [
     "node_array",
@@ -84,6 +86,32 @@ def stage_new_nid_block(staging: Staging, ntype: str, start: int, stop: int, bas
     sorted_ids[start:stop] = order.astype(np.int64) + start
 
 
+def new_ids(
+    staging: Staging, numbering: NodeNumbering, ids: npt.NDArray[np.integer[Any]], dtype: np.dtype[Any]
+) -> npt.NDArray[Any]:
+    """New IDs of nodes of one type: from a :class:`NewIdMap` of their owners kept in this
+    process when it fits the lookup budget and is smaller than the ``new_nid`` array,
+    else from the staged ``new_nid`` array (cached whole or by ranges)."""
+    size = map_bytes(numbering.num_nodes, numbering.block_rows, numbering.bases.shape[1])
+    if size < 4 * numbering.num_nodes:
+        new_map = cached_object(
+            (staging.root, staging.token, "new-id-map", numbering.ntype),
+            size + numbering.bases.nbytes,
+            staging.lookup_cache_bytes,
+            lambda: _build_map(staging, numbering),
+        )
+        if new_map is not None:
+            return new_map.lookup(ids, dtype)
+    return staging.lookup(node_array(numbering.ntype, "new_nid"), ids, dtype=dtype)
+
+
+def _build_map(staging: Staging, numbering: NodeNumbering) -> NewIdMap:
+    owner = staging.open(node_array(numbering.ntype, "part"))
+    step, n = numbering.block_rows, numbering.num_nodes
+    blocks = (np.asarray(owner[lo : min(lo + step, n)]) for lo in range(0, n, step))
+    return build_map(n, step, numbering.bases, blocks)
+
+
 def _check_ids(ids: npt.NDArray[np.int64], limit: int, ref: ChunkRef, column: str, ntype: str) -> None:
     if ids.size == 0 or (ids.min() >= 0 and ids.max() < limit):  # no temporaries when all is well
         return
@@ -103,12 +131,13 @@ def stage_edge_chunk(
     ref: ChunkRef,
     src_type: str,
     dst_type: str,
-    num_src: int,
-    num_dst: int,
+    src_numbering: NodeNumbering,
+    dst_numbering: NodeNumbering,
     part_starts: npt.NDArray[np.int64],
     *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Relabel one edge chunk, group it by owner (the destination's partition), store it."""
+    num_src, num_dst = src_numbering.num_nodes, dst_numbering.num_nodes
     src, dst = read_edge_chunk(
         ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options, allow_empty=ref.rows == 0
     )
@@ -117,9 +146,16 @@ def stage_edge_chunk(
     _check_ids(src, num_src, ref, "source", src_type)
     _check_ids(dst, num_dst, ref, "destination", dst_type)
     id_dtype = staged_id_dtype(int(part_starts[-1]), wide=staging.wide_ids)
-    new_src = staging.lookup(node_array(src_type, "new_nid"), src, dtype=id_dtype)
-    new_dst = staging.lookup(node_array(dst_type, "new_nid"), dst, dtype=id_dtype)
-    del src, dst
+    if src_type == dst_type:  # one pass over the node-ID ranges the cache does not hold, not two
+        num_edges, ends = src.shape[0], np.concatenate([src, dst])
+        del src, dst
+        both = new_ids(staging, src_numbering, ends, id_dtype)
+        del ends
+        new_src, new_dst = both[:num_edges], both[num_edges:]
+    else:
+        new_src = new_ids(staging, src_numbering, src, id_dtype)
+        new_dst = new_ids(staging, dst_numbering, dst, id_dtype)
+        del src, dst
     owner = owner_of(new_dst, part_starts)
     num_parts = part_starts.shape[0] - 1
     order, counts = sort_by_owner(owner, num_parts)

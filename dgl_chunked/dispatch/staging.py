@@ -4,7 +4,7 @@ Layout (one Zarr group; every array is written by exactly one task)::
 
     STAGING/
       nodes/<t>/part              int32 [N_t]    owner partition, regular chunks
-      nodes/<t>/new_nid           int64 [N_t]    new homogeneous ID, same chunks
+      nodes/<t>/new_nid           int32 [N_t]    new homogeneous ID, same chunks
       nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner
       edges/<r>/<c>/new_src       int32 [E_c]    new IDs of the sources, sorted by owner
       edges/<r>/<c>/new_dst       int32 [E_c]    new IDs of the destinations, sorted by owner
@@ -15,8 +15,8 @@ Layout (one Zarr group; every array is written by exactly one task)::
 Type and feature names are used as Zarr node names; DGL forbids ``/`` in them and
 ``validate`` checks that, so they map one to one. Arrays sorted by owner carry
 ``attrs["counts"]`` (rows per partition): a partition's rows are one contiguous
-segment per array. Staged edge endpoints are int64 instead of int32 when the graph
-has 2**31 nodes or more (:func:`~dgl_chunked.dispatch.ids.staged_id_dtype`), owners
+segment per array. New node IDs and staged edge endpoints are int64 instead of int32
+when the graph has 2**31 nodes or more (:func:`~dgl_chunked.dispatch.ids.staged_id_dtype`), owners
 wider than uint8 with more than 256 partitions (``compact_owner_dtype``). The attribute
 is written after the data, so an array with counts is complete; resume relies on that.
 The staging directory carries the ownership marker of :mod:`dgl_chunked.storage.owned`.
@@ -50,7 +50,7 @@ __all__ = [
     "STAGING_ENTRIES",
 ]
 
-STAGING_FORMAT = 3
+STAGING_FORMAT = 4
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
 
 STAGING_KIND = "dispatch-staging"

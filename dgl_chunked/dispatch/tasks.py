@@ -15,7 +15,8 @@ import dask.array as da
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.ids import IdLayout, layout_ids
+from dgl_chunked.dispatch.ids import IdLayout, layout_ids, staged_id_dtype
+from dgl_chunked.dispatch.new_id_map import NodeNumbering
 from dgl_chunked.dispatch.plan import FeatureStage
 from dgl_chunked.dispatch.stages import (
     feature_array,
@@ -51,10 +52,11 @@ def stage_nodes(
     meta = graph.metadata
     count_tasks: list[Any] = []
     starts_per_type = []
+    new_nid_dtype = staged_id_dtype(sum(meta.num_nodes(t) for t in meta.node_types), wide=staging.wide_ids)
     for ntype in meta.node_types:
         n = meta.num_nodes(ntype)
         arr = parts[ntype].astype(np.int32).rechunk(block_rows) if n else None
-        for what, dtype in (("part", np.int32), ("new_nid", np.int64), ("sorted_type_nid", np.int64)):
+        for what, dtype in (("part", np.int32), ("new_nid", new_nid_dtype), ("sorted_type_nid", np.int64)):
             staging.ensure(node_array(ntype, what), (n,), dtype, chunks=(max(1, min(block_rows, n)),))
         starts = tuple(range(0, n, block_rows))
         starts_per_type.append(starts)
@@ -112,6 +114,10 @@ def stage_edges_and_features(
     """Stage every edge chunk, feature chunk and extra node-data block; return edge counts."""
     meta = graph.metadata
     part_starts = node_layout.part_starts
+    numbering = {
+        t: NodeNumbering(t, meta.num_nodes(t), block_rows, node_layout.block_bases[i])
+        for i, t in enumerate(meta.node_types)
+    }
     edge_tasks: dict[str, list[Any]] = {}
     for spec in meta.edge_types:
         edge_tasks[spec.name] = [
@@ -125,8 +131,8 @@ def stage_edges_and_features(
                 ref,
                 spec.src_type,
                 spec.dst_type,
-                meta.num_nodes(spec.src_type),
-                meta.num_nodes(spec.dst_type),
+                numbering[spec.src_type],
+                numbering[spec.dst_type],
                 part_starts,
                 dask_key_name=(f"dglc-stage-edges-{staging.token}", meta.etype_id(spec.name), c),
             )

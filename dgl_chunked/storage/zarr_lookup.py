@@ -19,14 +19,22 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 import zarr
 
-__all__ = ["lookup", "cached_lookup", "cached_bytes", "clear_lookup_cache", "create_1d", "open_array"]
+__all__ = [
+    "lookup",
+    "cached_lookup",
+    "cached_object",
+    "cached_bytes",
+    "clear_lookup_cache",
+    "create_1d",
+    "open_array",
+]
 
 
 def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
@@ -58,8 +66,10 @@ def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDA
     return out
 
 
-_CACHE: OrderedDict[Hashable, npt.NDArray[Any]] = OrderedDict()
+_CACHE: OrderedDict[Hashable, Any] = OrderedDict()
+"""What this process keeps: arrays and other objects with an ``nbytes``."""
 _CACHE_LOCK = threading.Lock()
+T = TypeVar("T")
 _INT32 = np.iinfo(np.int32)
 
 
@@ -101,24 +111,46 @@ def cached_lookup(
     dtype = np.dtype(array.dtype if dtype is None else dtype)
     values = _cached_values(array, key, budget_bytes, compact)
     if values is None:
-        return _ranged_lookup(array, np.asarray(ids), key, budget_bytes, compact).astype(dtype, copy=False)
+        return _ranged_lookup(array, np.asarray(ids), key, budget_bytes, compact, dtype)
     return values[np.asarray(ids)].astype(dtype, copy=False)
 
 
 def _ranged_lookup(
-    array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]], key: Hashable, budget_bytes: int, compact: bool
+    array: zarr.Array[Any],
+    ids: npt.NDArray[np.integer[Any]],
+    key: Hashable,
+    budget_bytes: int,
+    compact: bool,
+    dtype: np.dtype[Any],
 ) -> npt.NDArray[Any]:
     """:func:`lookup` through the ranges of ``array`` kept in memory, reading the others."""
-    out = np.empty(ids.shape[0], dtype=array.dtype)
+    out = np.empty(ids.shape[0], dtype=dtype)  # straight in the result's dtype: no second copy
     if ids.size == 0:
         return out
     chunk = int(array.chunks[0])
-    for b, sel in _groups(ids // chunk, -(-array.shape[0] // chunk)):
+    for b, sel in _range_groups(ids, chunk, -(-array.shape[0] // chunk)):
         values = _cached_range(array, key, b, budget_bytes, compact)
         if values is None:
             values = np.asarray(array[b * chunk : (b + 1) * chunk])
         out[sel] = values[ids[sel] - b * chunk]
     return out
+
+
+def _range_groups(
+    ids: npt.NDArray[np.integer[Any]], chunk: int, num_blocks: int
+) -> Iterator[tuple[int, npt.NDArray[np.intp]]]:
+    """Positions of the IDs falling in each touched block of ``chunk`` IDs, one block at a time.
+
+    Few blocks: two compares per block and ID, and only one block's positions alive at
+    a time (no block number per ID). Many: one sort of the block numbers.
+    """
+    if num_blocks > 16:
+        yield from _groups(ids // chunk, num_blocks)
+        return
+    for b in range(num_blocks):
+        sel = np.flatnonzero((ids >= b * chunk) & (ids < (b + 1) * chunk))
+        if sel.size:
+            yield b, sel
 
 
 def _cached_range(
@@ -134,7 +166,7 @@ def _cached_range(
     itemsize = 4 if compact and np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
     with _CACHE_LOCK:
         if range_key in _CACHE:
-            return _CACHE[range_key]
+            return cast("npt.NDArray[Any]", _CACHE[range_key])
         if sum(v.nbytes for v in _CACHE.values()) + chunk * itemsize > budget_bytes:
             return None
         values = np.asarray(array[block * chunk : (block + 1) * chunk])
@@ -142,6 +174,26 @@ def _cached_range(
             values = values.astype(np.int32)
         _CACHE[range_key] = values
         return values
+
+
+def cached_object(key: Hashable, nbytes: int, budget_bytes: int, build: Callable[[], T]) -> T | None:
+    """``build()``, made once per process and kept under ``key`` with the cached arrays.
+
+    Returns None (and builds nothing) when ``nbytes`` exceeds ``budget_bytes``;
+    least recently used entries make room otherwise. ``build()``'s result must have
+    an ``nbytes`` attribute no larger than ``nbytes``.
+    """
+    if nbytes > budget_bytes:
+        return None
+    with _CACHE_LOCK:  # one build at a time: two threads never hold two copies
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return cast(T, _CACHE[key])
+        while _CACHE and sum(v.nbytes for v in _CACHE.values()) + nbytes > budget_bytes:
+            _CACHE.popitem(last=False)
+        value = build()
+        _CACHE[key] = value
+        return value
 
 
 def cached_bytes() -> int:
@@ -163,7 +215,7 @@ def _cached_values(array: zarr.Array[Any], key: Hashable, budget_bytes: int, com
     with _CACHE_LOCK:  # one load at a time: two threads never hold two copies
         if key in _CACHE:
             _CACHE.move_to_end(key)
-            return _CACHE[key]
+            return cast("npt.NDArray[Any]", _CACHE[key])
         values = _read_compact(array, budget_bytes) if compact else _read_native(array, budget_bytes)
         if values is None:
             return None

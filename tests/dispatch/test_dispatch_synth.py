@@ -160,19 +160,20 @@ def test_bytes_identical_without_the_in_memory_fast_paths(tmp_path, monkeypatch)
 def test_bytes_identical_with_a_memory_limit_smaller_than_the_node_tables(tmp_path, monkeypatch, options):
     """A memory limit too small for the node-ID arrays and the HALO tables: the
     range-partitioned cache (some ranges in memory, the others read from Zarr) and
-    the sorted HALO path give the same bytes."""
+    the HALO bitmaps built range by range give the same bytes."""
     import os
     from dataclasses import replace
 
-    from dgl_chunked.dispatch import finalize
+    from dgl_chunked.dispatch import halo_ranges
 
     _hetero(tmp_path, num_edge_chunks=3)
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "fast", 3, block_rows=64, options=options)
-    tight = replace(options, memory_limit=8 * 600)  # 600 bytes each: two 64-row int32 ranges of a node type
-    assert (tight.lookup_budget(), tight.halo_budget()) == (600, 600)
+    # 600 bytes for the cache: two 64-row int32 ranges of a node type; 24 for a HALO bitmap: 128 IDs a range
+    tight = replace(options, memory_limit=8 * 600, halo_table_bytes=24)
+    assert (tight.lookup_budget(), tight.halo_budget(), halo_ranges.range_span(24)) == (600, 24, 128)
     built = []
-    real = finalize.build_ranged_halo
-    monkeypatch.setattr(finalize, "build_ranged_halo", lambda *a: built.append(real(*a)) or built[-1])
+    real = halo_ranges.build_ranged_halo
+    monkeypatch.setattr(halo_ranges, "build_ranged_halo", lambda *a: built.append(real(*a)) or built[-1])
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "tight", 3, block_rows=64, options=tight)
     assert output_files(tmp_path / "fast") == output_files(tmp_path / "tight")
     assert len(built) == 3 and sum(b.num_halo for b in built) > 0  # every writer took the ranged path

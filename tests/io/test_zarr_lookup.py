@@ -75,3 +75,29 @@ def test_cached_lookup_over_budget_reads_blockwise_and_evicts_least_recent(tmp_p
     np.testing.assert_array_equal(zarr_lookup.cached_lookup(b, ids, key="b", budget_bytes=600), ids + 7)
     assert list(zarr_lookup._CACHE) == ["b"]  # 400 + 400 > 600: "a" was evicted
     zarr_lookup.clear_lookup_cache()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    length=st.integers(1, 3000),
+    chunk=st.integers(1, 300),
+    budget=st.integers(0, 4000),
+    count=st.integers(0, 2000),
+    seed=st.integers(0, 2**16),
+)
+def test_ranged_cached_lookup_equals_fancy_indexing(tmp_path_factory, length, chunk, budget, count, seed):
+    """Over budget, some ranges kept, the others read: few blocks (compares) or many (a sort) alike."""
+    from dgl_chunked.storage import zarr_lookup
+
+    zarr_lookup.clear_lookup_cache()
+    values = np.random.default_rng(seed).permutation(length).astype(np.int64)
+    arr = _array(str(tmp_path_factory.mktemp("z")), "v", values, chunk=chunk)
+    ids = np.random.default_rng(seed + 1).integers(0, length, count)
+    for _ in range(2):  # the second call finds the ranges the first one kept
+        got = zarr_lookup.cached_lookup(
+            arr, ids, key=("k", seed), budget_bytes=min(budget, 4 * length - 1), dtype=np.int32
+        )
+        np.testing.assert_array_equal(got, values[ids])
+        assert got.dtype == np.int32
+        assert zarr_lookup.cached_bytes() <= budget
+    zarr_lookup.clear_lookup_cache()
