@@ -51,22 +51,22 @@ class Calibration:
 
 
 CALIBRATION = Calibration(
-    # benchmarks/fit_calibration.py on `bench_pipeline.py --scales 1 10 30 --plan` (2026-11-23,
-    # branch h-scale), fitted on the 1x and 10x runs; the 30x run checks it out of sample
-    # (time -19%, peak RSS -12%). Other jobs kept the load average at 10-14 on the 2 cores
-    # during those runs: a quiet VM is 2-3x faster (the README's 1x: 3.2 s against 8.8 s).
-    stage_overhead_s=0.038,
-    edge_overhead_s=0.69,
-    write_overhead_s=2.583,
-    partition_overhead_s=0.021,
-    partition_s_per_node=2.06e-07,
-    node_stage_s_per_node=1.54e-07,
-    edge_s_per_edge=6.31e-07,
+    # benchmarks/fit_calibration.py on `bench_pipeline.py --scales 1 10 30 --repeat 2 --plan`
+    # (2026-11-23, issue 19's bounded-memory code: owners' map, HALO bitmap), fitted on the 1x
+    # and 10x runs; the 30x run checks it out of sample (time -9%, peak RSS -11%). The VM ran
+    # nothing else but the benchmark (load average 2.5-3 from its own 2 workers and Arrow threads).
+    stage_overhead_s=0.034,
+    edge_overhead_s=0.0,
+    write_overhead_s=0.0,
+    partition_overhead_s=0.106,
+    partition_s_per_node=4.3e-08,
+    node_stage_s_per_node=4.35e-08,
+    edge_s_per_edge=5.18e-07,
     feature_s_per_byte=1e-09,
-    write_s_per_edge=2.84e-07,
+    write_s_per_edge=2.07e-07,
     write_s_per_node=0.0,
     write_s_per_byte=1e-09,
     worker_base_bytes=151 << 20,  # fit_calibration.py --measure-base: 151 MB
-    edge_task_bytes_per_edge=77.8,
+    edge_task_bytes_per_edge=52.2,
     writer_bytes_per_segment_edge=48.0,
 )
