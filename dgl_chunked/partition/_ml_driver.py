@@ -189,7 +189,7 @@ def _coarsen(level: M.Level, plan: LPPlan, fraction: float) -> tuple[M.Level, in
     for r in range(cfg.cluster_rounds):
         kw: dict[str, Any] = {"seed": plan.seed, "salt": (1 << 24) + (level.index << 8) + 4 * r, "caps": caps}
         tasks = TaskGraph()
-        propose = [tasks.add(M.propose_task, level, b, **kw) for b in blocks]
+        propose = [tasks.add(M.propose_task, level, b, min_share=cfg.cluster_min_share, **kw) for b in blocks]
         accept = [tasks.add(M.accept_task, level, t, after=propose, **kw) for t in blocks]
         apply = [tasks.add(M.apply_task, level, b, after=accept) for b in blocks]
         release = [tasks.add(M.release_task, level, t, after=apply) for t in blocks]

@@ -212,7 +212,13 @@ def test_isolated_nodes_and_self_loops(tmp_path: Path, coarse_lp: None) -> None:
 def test_config_validation() -> None:
     from dgl_chunked.errors import AssignmentError
 
-    for bad in ({"coarse_nodes": 0}, {"cluster_weight": 0.0}, {"cluster_rounds": 0}, {"min_shrink": 2.0}):
+    for bad in (
+        {"coarse_nodes": 0},
+        {"cluster_weight": 0.0},
+        {"cluster_rounds": 0},
+        {"min_shrink": 2.0},
+        {"cluster_min_share": 1.5},
+    ):
         with pytest.raises(AssignmentError, match=next(iter(bad))):
             LPConfig(**bad)  # type: ignore[arg-type]
 
@@ -240,6 +246,27 @@ def test_propose_joins_picks_the_most_connected_cluster_with_room() -> None:
     # in clusters 10 and 12 already: node 0 has nowhere better with room, node 1 only a tie
     node, _, _ = MK.propose_joins(u, c, w, own=np.array([10, 12, 22]), **kw)
     assert node.size == 0
+
+
+def test_propose_joins_waits_when_its_best_cluster_is_full() -> None:
+    """With ``min_share`` a node joins only a cluster nearly as connected as its best one,
+    full or not: a second choice is mostly another community's (the purity fix of #14)."""
+    u = np.array([0, 0, 0, 1, 1, 1])
+    c = np.array([10, 11, 11, 10, 10, 11])
+    w = np.array([1, 1, 1, 2, 1, 1])
+    weights = {10: 1, 11: 3}  # cluster 11 is full (cap 3)
+    kw = {
+        "own": np.array([20, 21]),
+        "node_weight": np.array([[1], [1]]),
+        "cluster_weight": lambda ids: np.array([[weights[int(i)]] for i in ids]).reshape(-1, 1),
+        "caps": np.array([3]),
+        "seed": 0,
+        "salt": 0,
+    }
+    # node 0: best is the full 11 (2), 10 has 1; node 1: best is 10 (3) with room
+    for share, joins in ((0.0, [[0, 1], [10, 10], [1, 3]]), (0.5, [[0, 1], [10, 10], [1, 3]]), (1.0, [[1], [10], [3]])):
+        node, cluster, gain = MK.propose_joins(u, c, w, min_share=share, **kw)
+        np.testing.assert_array_equal(np.stack([node, cluster, gain]), joins, err_msg=f"min_share={share}")
 
 
 def test_accept_joins_takes_the_best_prefix_within_every_cap() -> None:
