@@ -68,7 +68,9 @@ def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> int
     stream_cut = state.cut_entries
     entries = sum(int(c.sum()) for c in state.block_counts)
     random_cut = entries * (1 - 1 / state.plan.num_parts)
-    if stream_cut <= state.plan.config.multilevel_above * random_cut:
+    cfg = state.plan.config
+    fits = linked <= cfg.coarse_nodes and entries <= cfg.coarse_entries  # METIS alone: cheap, always tried
+    if stream_cut <= cfg.multilevel_above * random_cut and not fits:
         logger.info(
             "lp: streaming cut %d entries, under %.2f of a random one (%d): no multilevel assignment",
             stream_cut,

@@ -334,6 +334,37 @@ def test_rmat_keeps_the_streaming_placement_without_multilevel(
     spec = SynthSpec.homogeneous(5_000, 40_000, distribution="powerlaw", feat_dim=None, num_chunks=2, seed=2)
     graph = open_chunked_graph(write_synthetic_graph(tmp_path / "g", spec).base_dir)
     lp_module._RESULTS.clear()
-    with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
-        assign_partitions(graph, 4, method="lp")["_N"].compute()
+    # over the in-memory budget (a graph within it always tries METIS: cheap there)
+    register_method("lp", LPMethod(LPConfig(coarse_nodes=1000)), overwrite=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
+            assign_partitions(graph, 4, method="lp")["_N"].compute()
+    finally:
+        register_method("lp", LPMethod(), overwrite=True)
     assert "no multilevel assignment" in caplog.text  # the streaming cut: ~0.25x random's
+
+
+def test_graph_within_the_budget_always_tries_metis(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A graph that fits the in-memory budget gets the METIS assignment too, whatever
+    the streaming cut (les miserables at 2 parts: the streaming cut was under the
+    ``multilevel_above`` threshold and lp kept it, 1.62x METIS's cut)."""
+    import logging
+
+    nx = pytest.importorskip("networkx")
+    g = nx.convert_node_labels_to_integers(nx.les_miserables_graph())
+    e = np.array(list(g.edges()), np.int64)
+    truth = GraphTruth(
+        graph_name="lesmis",
+        num_nodes={"_N": g.number_of_nodes()},
+        edges={"_N:_E:_N": (e[:, 0], e[:, 1])},
+        node_data={},
+        edge_data={},
+    )
+    graph = _open(tmp_path, truth, edge_chunks=1, feature_chunks=1)
+    lp_module._RESULTS.clear()
+    with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
+        lp = assign_partitions(graph, 2, method="lp")["_N"].compute()
+    metis = assign_partitions(graph, 2, method="metis")["_N"].compute()
+    assert "no multilevel assignment" not in caplog.text
+    assert _cut(truth, lp) <= 1.15 * _cut(truth, metis), (_cut(truth, lp), _cut(truth, metis))
+    assert np.bincount(lp, minlength=2).max() <= _cap(lp.size, 2)
