@@ -147,6 +147,22 @@ def test_coarsening_really_runs(runs: dict[str, Any]) -> None:
     assert text.count("keeping the multilevel assignment") == 2, text
 
 
+def test_the_multilevel_assignment_of_lowest_cut_is_kept(runs: dict[str, Any]) -> None:
+    """One multilevel assignment per cluster weight (``cluster_weight``, then
+    ``extra_cluster_weights``); the one cutting fewest entries at the input stays."""
+    import re
+
+    weights = (COARSE.cluster_weight, *COARSE.extra_cluster_weights)
+    found = re.findall(r"streaming (\d+), multilevel \[([^\]]*)\]: keeping the (.*)", runs["log"])
+    assert len(found) == 2, runs["log"]  # 4 and 8 parts
+    for stream, cuts, kept in found:
+        ml = [int(c) for c in cuts.split(", ")]
+        assert len(ml) == len(weights) == 2
+        best = int(np.argmin(ml))
+        assert min(ml) < int(stream)
+        assert kept == f"multilevel assignment of cluster weight {weights[best]}", (ml, kept)
+
+
 def test_lfr_within_target_of_metis(lfr: tuple[GraphTruth, ChunkedGraph], coarse_lp: None) -> None:
     truth, graph = lfr
     got = _parts(graph, 4)["_N"]
