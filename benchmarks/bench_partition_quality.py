@@ -125,7 +125,9 @@ def _graphs(args: argparse.Namespace) -> dict[str, ChunkedGraph]:
     return out
 
 
-def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> dict[str, Any]:
+def _partition(
+    graph: ChunkedGraph, parts: int, method: str, workers: int, max_memory: int | None = None
+) -> dict[str, Any]:
     """``bench_lp``'s run plus the mask balance: max/mean over parts, worst mask and type."""
     import dask
     import dask.array as da
@@ -135,7 +137,9 @@ def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> di
     cluster, client = B._cluster(workers)
     try:
         start = time.perf_counter()
-        arrays = assign_partitions(graph, parts, method=method, seed=0, balance_ntypes=B._balance_kw(graph))
+        arrays = assign_partitions(
+            graph, parts, method=method, seed=0, balance_ntypes=B._balance_kw(graph), max_memory=max_memory
+        )
         computed = dict(zip(arrays, dask.compute(*arrays.values()), strict=True))
         seconds = time.perf_counter() - start
         peaks = sorted(client.run(B._peak_mb).values())
@@ -165,7 +169,7 @@ def _run(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> list[dict
     for parts in args.parts:
         if parts * 8 > n:
             continue
-        results = {m: _partition(graph, parts, m, args.workers) for m in args.methods}
+        results = {m: _partition(graph, parts, m, args.workers, args.max_memory) for m in args.methods}
         metis_cut = results.get("metis", {}).get("cut")
         for method, r in results.items():
             row = {"graph": label, "parts": parts, "method": method, **r}
@@ -213,6 +217,13 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="lp's in-memory budget (LPConfig.coarse_nodes): small values make graphs below the default "
         "budget coarsen too, so the multilevel path itself is measured",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=int,
+        default=None,
+        help="max_memory of the in-memory methods (metis refuses graphs above 4 GiB of estimated need by default: "
+        "2M nodes / 16M edges needs 5.2 GB)",
     )
     parser.add_argument("--json", default=None, help="write the rows here")
     parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-quality"))

@@ -68,7 +68,9 @@ def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> int
     stream_cut = state.cut_entries
     entries = sum(int(c.sum()) for c in state.block_counts)
     random_cut = entries * (1 - 1 / state.plan.num_parts)
-    if stream_cut <= state.plan.config.multilevel_above * random_cut:
+    cfg = state.plan.config
+    fits = linked <= cfg.coarse_nodes and entries <= cfg.coarse_entries  # METIS alone: cheap, always tried
+    if stream_cut <= cfg.multilevel_above * random_cut and not fits:
         logger.info(
             "lp: streaming cut %d entries, under %.2f of a random one (%d): no multilevel assignment",
             stream_cut,
@@ -79,20 +81,23 @@ def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> int
     state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
     _run(TaskGraph(), P.keep_task, level, "stream")
     stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
-    _run(TaskGraph(), P.restore_task, level, None)
-    counts = _multilevel(state, level)
-    ml_cut = sum(_run(TaskGraph(), P.cut_task, level, None)) if counts is not None else None
-    better = counts is not None and ml_cut is not None and ml_cut < stream_cut
-    logger.info(
-        "lp: initial cut entries: streaming %d, multilevel %s: keeping the %s assignment",
-        stream_cut,
-        ml_cut,
-        "multilevel" if better else "streaming",
-    )
-    if better:
-        _settle(state, counts, linked)  # type: ignore[arg-type]
+    best: tuple[int, str, list[tuple[IdArray, IdArray]] | None] = (stream_cut, "stream", None)
+    kept = "streaming assignment"
+    cuts: list[int | None] = []
+    # one multilevel assignment per cluster weight (within the budget: one, METIS alone)
+    for i, fraction in enumerate((cfg.cluster_weight,) + (() if fits else cfg.extra_cluster_weights)):
+        _run(TaskGraph(), P.restore_task, level, None)
+        counts = _multilevel(state, level, fraction)
+        cut = sum(_run(TaskGraph(), P.cut_task, level, f"ml{i}")) if counts is not None else None
+        cuts.append(cut)
+        if counts is not None and cut is not None and cut < best[0]:
+            best = (cut, f"ml{i}", counts)
+            kept = f"multilevel assignment of cluster weight {fraction}"
+    logger.info("lp: initial cut entries: streaming %d, multilevel %s: keeping the %s", stream_cut, cuts, kept)
+    _run(TaskGraph(), P.restore_task, level, best[1])
+    if best[2] is not None:
+        _settle(state, best[2], linked)
         return 0
-    _run(TaskGraph(), P.restore_task, level, "stream")
     state.sizes, state.wsizes, state.placed = stream
     return 0
 
@@ -111,8 +116,9 @@ def _level0(state: D.State, root: S.ScratchRoot) -> M.Level:
     )
 
 
-def _multilevel(state: D.State, level: M.Level) -> list[tuple[IdArray, IdArray]] | None:
-    """Coarsen until the graph fits the budget, partition it, project it to level 0.
+def _multilevel(state: D.State, level: M.Level, fraction: float) -> list[tuple[IdArray, IdArray]] | None:
+    """Coarsen until the graph fits the budget (clusters within ``fraction`` of a part's
+    share, relaxed when a level stalls), partition it, project it to level 0.
 
     Returns per block the nodes per (stratum, part) and owned edges per part at level 0,
     or None (nothing written) when the method falls back to the streaming placement.
@@ -120,7 +126,6 @@ def _multilevel(state: D.State, level: M.Level) -> list[tuple[IdArray, IdArray]]
     plan, cfg = state.plan, state.plan.config
     levels = [level]
     nodes, entries = int(state.linked.sum()), int(sum(int(c.sum()) for c in state.block_counts))
-    fraction = cfg.cluster_weight
     while nodes > cfg.coarse_nodes or entries > cfg.coarse_entries:
         if level.index >= cfg.max_levels:
             logger.warning("lp: %d nodes left after %d levels; streaming placement only", nodes, level.index)
@@ -189,7 +194,7 @@ def _coarsen(level: M.Level, plan: LPPlan, fraction: float) -> tuple[M.Level, in
     for r in range(cfg.cluster_rounds):
         kw: dict[str, Any] = {"seed": plan.seed, "salt": (1 << 24) + (level.index << 8) + 4 * r, "caps": caps}
         tasks = TaskGraph()
-        propose = [tasks.add(M.propose_task, level, b, **kw) for b in blocks]
+        propose = [tasks.add(M.propose_task, level, b, min_share=cfg.cluster_min_share, **kw) for b in blocks]
         accept = [tasks.add(M.accept_task, level, t, after=propose, **kw) for t in blocks]
         apply = [tasks.add(M.apply_task, level, b, after=accept) for b in blocks]
         release = [tasks.add(M.release_task, level, t, after=apply) for t in blocks]

@@ -55,6 +55,7 @@ def propose_joins(
     caps: IdArray,
     seed: int,
     salt: int,
+    min_share: float = 0.0,
 ) -> tuple[IdArray, IdArray, IdArray]:
     """The cluster each node would join: the one it is most connected to among the
     other clusters that still have room for it, when that beats its own cluster.
@@ -73,6 +74,9 @@ def propose_joins(
         with the distinct neighbouring clusters of every node).
     caps
         ``[C]`` most weight per cluster.
+    min_share
+        A node joins only a cluster it is connected to by at least this fraction of
+        its best connection to any other cluster, full or not (0: any with room).
     seed, salt
         Ties go to the cluster of lowest seeded hash.
 
@@ -90,7 +94,13 @@ def propose_joins(
         empty = np.empty(0, np.int64)
         return empty, empty, empty
     u, c, conn = _pair_sums(u, c, w)
+    # the best connection of each node over every cluster, full or not (pairs are sorted by node)
+    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    best_all = np.repeat(np.maximum.reduceat(conn, starts), np.diff(np.concatenate([starts, [u.size]])))
     fits = np.all(cluster_weight(c) + node_weight[u] <= caps[None, :], axis=1)
+    # a node whose best clusters are full waits (a later level's larger caps may take it)
+    # instead of joining a weaker one: that second choice is mostly another community's
+    fits &= conn >= min_share * best_all
     u, c, conn = u[fits], c[fits], conn[fits]
     if u.size == 0:
         empty = np.empty(0, np.int64)

@@ -218,7 +218,7 @@ def init_task(level: Level, b: int) -> tuple[int, IdArray]:
     return int(active.sum()), w.sum(axis=0)
 
 
-def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray) -> int:
+def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray, min_share: float = 0.0) -> int:
     """Movers of block ``b`` (a seeded half of its nodes) propose to join the cluster
     they are most connected to when it beats their own and has room; proposals go to
     the cluster's block. Returns their number."""
@@ -242,6 +242,7 @@ def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray) -
         caps=caps,
         seed=seed,
         salt=salt + 1,
+        min_share=min_share,
     )
     block = np.searchsorted(np.asarray(level.offsets, np.int64), cluster, side="right") - 1
     rows = np.vstack([node + lo, cluster, gain, w[node].T]) if node.size else np.empty((3 + level.width, 0), np.int64)

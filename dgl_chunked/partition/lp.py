@@ -3,7 +3,8 @@ propagation under hard balance caps, out of core on Dask.
 
 Two initial assignments are made and the one cutting fewer staged entries is kept
 (the multilevel one only when the streaming one cuts more than ``multilevel_above``
-of a random assignment's expected cut):
+of a random assignment's expected cut, or when the graph fits the in-memory budget,
+where it is METIS alone):
 
 - the **multilevel** one (:mod:`._ml_driver`, issue #14), for graphs with community
   structure (citation, social, e-commerce graphs; planted-partition and LFR graphs):

@@ -147,6 +147,22 @@ def test_coarsening_really_runs(runs: dict[str, Any]) -> None:
     assert text.count("keeping the multilevel assignment") == 2, text
 
 
+def test_the_multilevel_assignment_of_lowest_cut_is_kept(runs: dict[str, Any]) -> None:
+    """One multilevel assignment per cluster weight (``cluster_weight``, then
+    ``extra_cluster_weights``); the one cutting fewest entries at the input stays."""
+    import re
+
+    weights = (COARSE.cluster_weight, *COARSE.extra_cluster_weights)
+    found = re.findall(r"streaming (\d+), multilevel \[([^\]]*)\]: keeping the (.*)", runs["log"])
+    assert len(found) == 2, runs["log"]  # 4 and 8 parts
+    for stream, cuts, kept in found:
+        ml = [int(c) for c in cuts.split(", ")]
+        assert len(ml) == len(weights) == 2
+        best = int(np.argmin(ml))
+        assert min(ml) < int(stream)
+        assert kept == f"multilevel assignment of cluster weight {weights[best]}", (ml, kept)
+
+
 def test_lfr_within_target_of_metis(lfr: tuple[GraphTruth, ChunkedGraph], coarse_lp: None) -> None:
     truth, graph = lfr
     got = _parts(graph, 4)["_N"]
@@ -212,7 +228,13 @@ def test_isolated_nodes_and_self_loops(tmp_path: Path, coarse_lp: None) -> None:
 def test_config_validation() -> None:
     from dgl_chunked.errors import AssignmentError
 
-    for bad in ({"coarse_nodes": 0}, {"cluster_weight": 0.0}, {"cluster_rounds": 0}, {"min_shrink": 2.0}):
+    for bad in (
+        {"coarse_nodes": 0},
+        {"cluster_weight": 0.0},
+        {"cluster_rounds": 0},
+        {"min_shrink": 2.0},
+        {"cluster_min_share": 1.5},
+    ):
         with pytest.raises(AssignmentError, match=next(iter(bad))):
             LPConfig(**bad)  # type: ignore[arg-type]
 
@@ -240,6 +262,27 @@ def test_propose_joins_picks_the_most_connected_cluster_with_room() -> None:
     # in clusters 10 and 12 already: node 0 has nowhere better with room, node 1 only a tie
     node, _, _ = MK.propose_joins(u, c, w, own=np.array([10, 12, 22]), **kw)
     assert node.size == 0
+
+
+def test_propose_joins_waits_when_its_best_cluster_is_full() -> None:
+    """With ``min_share`` a node joins only a cluster nearly as connected as its best one,
+    full or not: a second choice is mostly another community's (the purity fix of #14)."""
+    u = np.array([0, 0, 0, 1, 1, 1])
+    c = np.array([10, 11, 11, 10, 10, 11])
+    w = np.array([1, 1, 1, 2, 1, 1])
+    weights = {10: 1, 11: 3}  # cluster 11 is full (cap 3)
+    kw = {
+        "own": np.array([20, 21]),
+        "node_weight": np.array([[1], [1]]),
+        "cluster_weight": lambda ids: np.array([[weights[int(i)]] for i in ids]).reshape(-1, 1),
+        "caps": np.array([3]),
+        "seed": 0,
+        "salt": 0,
+    }
+    # node 0: best is the full 11 (2), 10 has 1; node 1: best is 10 (3) with room
+    for share, joins in ((0.0, [[0, 1], [10, 10], [1, 3]]), (0.5, [[0, 1], [10, 10], [1, 3]]), (1.0, [[1], [10], [3]])):
+        node, cluster, gain = MK.propose_joins(u, c, w, min_share=share, **kw)
+        np.testing.assert_array_equal(np.stack([node, cluster, gain]), joins, err_msg=f"min_share={share}")
 
 
 def test_accept_joins_takes_the_best_prefix_within_every_cap() -> None:
@@ -307,6 +350,37 @@ def test_rmat_keeps_the_streaming_placement_without_multilevel(
     spec = SynthSpec.homogeneous(5_000, 40_000, distribution="powerlaw", feat_dim=None, num_chunks=2, seed=2)
     graph = open_chunked_graph(write_synthetic_graph(tmp_path / "g", spec).base_dir)
     lp_module._RESULTS.clear()
-    with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
-        assign_partitions(graph, 4, method="lp")["_N"].compute()
+    # over the in-memory budget (a graph within it always tries METIS: cheap there)
+    register_method("lp", LPMethod(LPConfig(coarse_nodes=1000)), overwrite=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
+            assign_partitions(graph, 4, method="lp")["_N"].compute()
+    finally:
+        register_method("lp", LPMethod(), overwrite=True)
     assert "no multilevel assignment" in caplog.text  # the streaming cut: ~0.25x random's
+
+
+def test_graph_within_the_budget_always_tries_metis(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A graph that fits the in-memory budget gets the METIS assignment too, whatever
+    the streaming cut (les miserables at 2 parts: the streaming cut was under the
+    ``multilevel_above`` threshold and lp kept it, 1.62x METIS's cut)."""
+    import logging
+
+    nx = pytest.importorskip("networkx")
+    g = nx.convert_node_labels_to_integers(nx.les_miserables_graph())
+    e = np.array(list(g.edges()), np.int64)
+    truth = GraphTruth(
+        graph_name="lesmis",
+        num_nodes={"_N": g.number_of_nodes()},
+        edges={"_N:_E:_N": (e[:, 0], e[:, 1])},
+        node_data={},
+        edge_data={},
+    )
+    graph = _open(tmp_path, truth, edge_chunks=1, feature_chunks=1)
+    lp_module._RESULTS.clear()
+    with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
+        lp = assign_partitions(graph, 2, method="lp")["_N"].compute()
+    metis = assign_partitions(graph, 2, method="metis")["_N"].compute()
+    assert "no multilevel assignment" not in caplog.text
+    assert _cut(truth, lp) <= 1.15 * _cut(truth, metis), (_cut(truth, lp), _cut(truth, metis))
+    assert np.bincount(lp, minlength=2).max() <= _cap(lp.size, 2)
