@@ -46,8 +46,9 @@ def _dispatch_options(func: F) -> F:
             default="256MiB",
             show_default=True,
             metavar="SIZE",
-            help="Per worker: node-ID arrays up to this size are kept in memory to "
-            "relabel edges (about 4 bytes per node); 0 reads them block by block.",
+            help="Per worker: what relabels edges is kept in memory up to this size "
+            "(a map of the owners, 0.25-1.5 bytes per node, or the new-ID array, 4); "
+            "0 reads the array block by block.",
         ),
         click.option(
             "--halo-hops",
