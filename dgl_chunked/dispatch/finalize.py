@@ -71,21 +71,21 @@ def _graph(plan: PartitionPlan, part: int) -> tuple[HomogeneousGraph, HaloStream
     return _owned_graph(plan, part, lo, hi, halo), halo
 
 
-def _owned_graph(plan: PartitionPlan, part: int, lo: int, hi: int, ranged: HaloStreams) -> HomogeneousGraph:
-    """Owned edges and 1-hop HALO nodes, the HALO set and local sources read from ``ranged``."""
+def _owned_graph(plan: PartitionPlan, part: int, lo: int, hi: int, halo: HaloStreams) -> HomogeneousGraph:
+    """Owned edges and 1-hop HALO nodes, the HALO set and local sources read from ``halo``."""
     n_inner = hi - lo
     e_lo = int(plan.edge_layout.ranges[part, 0, 0])
     e_sizes = plan.edge_layout.sizes()[part]
     n_edges = int(e_sizes.sum())
-    n_nodes = n_inner + ranged.num_halo
+    n_nodes = n_inner + halo.num_halo
 
     def node_ids() -> Iterator[npt.NDArray[np.int64]]:
         yield from _arange_blocks(lo, hi)
-        yield from ranged.halo_blocks()
+        yield from halo.halo_blocks()
 
     def node_types() -> Iterator[npt.NDArray[np.int32]]:
         yield from _type_blocks(plan.node_layout.sizes()[part])
-        yield from (type_of(ids, plan.node_layout) for ids in ranged.halo_blocks())
+        yield from (type_of(ids, plan.node_layout) for ids in halo.halo_blocks())
 
     def local_dst() -> Iterator[npt.NDArray[np.int64]]:
         for _, dst in plan.edge_segments(part, "new_dst"):
@@ -93,7 +93,7 @@ def _owned_graph(plan: PartitionPlan, part: int, lo: int, hi: int, ranged: HaloS
 
     return HomogeneousGraph(
         num_nodes=n_nodes,
-        src=_blocks((n_edges,), np.int64, ranged.local_src_blocks),
+        src=_blocks((n_edges,), np.int64, halo.local_src_blocks),
         dst=_blocks((n_edges,), np.int64, local_dst),
         ndata={
             "_ID": _blocks((n_nodes,), np.int64, node_ids),

@@ -20,13 +20,14 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked.dispatch.ids import count_bits_below
+
 __all__ = ["HaloBitmap", "BITMAP_BYTES_PER_ID"]
 
 BITMAP_BYTES_PER_ID = 0.1875
 """Bytes per node ID of a range: a bit, and a 32-bit running count per 64 IDs."""
 
 _BIT = (1 << np.arange(8)).astype(np.uint8)
-_LOW = (np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64)) - np.uint64(1)).astype(np.uint64)
 _BLOCK_BYTES = 1 << 17  # IDs listed 1M at a time
 
 
@@ -102,10 +103,8 @@ class HaloBitmap:
             raise RuntimeError("HaloBitmap.rank before freeze()")
         offset = np.asarray(ids, dtype=np.int64) - self.start
         word = offset >> 6
-        bits = self._bytes.view("<u8")[word]
-        bits &= _LOW[offset & 63]
         out: npt.NDArray[np.int64] = self._before[word].astype(np.int64)
-        out += np.bitwise_count(bits)
+        out += count_bits_below(self._bytes.view("<u8")[word], offset)
         return out
 
     def ids(self) -> Iterator[npt.NDArray[np.int64]]:

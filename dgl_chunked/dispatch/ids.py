@@ -35,6 +35,7 @@ __all__ = [
     "count_owners",
     "sort_by_owner",
     "compact_owner_dtype",
+    "count_bits_below",
     "new_ids_block",
     "owner_of",
     "staged_id_dtype",
@@ -42,6 +43,15 @@ __all__ = [
 ]
 
 Int64s = npt.NDArray[np.int64]
+
+_BELOW = (np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64)) - np.uint64(1)).astype(np.uint64)
+
+
+def count_bits_below(words: npt.NDArray[np.uint64], offset: npt.NDArray[np.integer]) -> npt.NDArray[np.uint8]:
+    """Set bits of each 64-bit word below bit ``offset % 64`` (bit ``k`` of word ``w`` is
+    item ``64 w + k``): the rank of an item inside its word. ``words`` is overwritten."""
+    words &= _BELOW[offset & 63]
+    return np.bitwise_count(words)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked.dispatch.ids import count_bits_below
+
 __all__ = ["NewIdMap", "NodeNumbering", "build_map", "map_bytes"]
 
-_LOW = (np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64)) - np.uint64(1)).astype(np.uint64)
 _SLICE = 1 << 18  # IDs handled at a time (a multiple of 64): the temporaries stay a few MB
 
 
@@ -115,9 +116,8 @@ class NewIdMap:
             bit = (plane >> shift) & np.uint64(1)
             owner |= bit.astype(np.int64) << lvl
             same &= plane ^ (bit - np.uint64(1))  # nodes whose bit lvl equals this node's
-        same &= _LOW[offset & 63]
         rank = self.before[word * self.num_parts + owner].astype(np.int64)
-        rank += np.bitwise_count(same)
+        rank += count_bits_below(same, offset)
         rank += self.bases[block * self.num_parts + owner]
         return rank
 

@@ -7,7 +7,7 @@ its own aligned region, and returns at most a small counts vector.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -131,12 +131,12 @@ def stage_edge_chunk(
     ref: ChunkRef,
     src_type: str,
     dst_type: str,
-    src_numbering: NodeNumbering,
-    dst_numbering: NodeNumbering,
+    numbering: Mapping[str, NodeNumbering],
     part_starts: npt.NDArray[np.int64],
     *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Relabel one edge chunk, group it by owner (the destination's partition), store it."""
+    src_numbering, dst_numbering = numbering[src_type], numbering[dst_type]
     num_src, num_dst = src_numbering.num_nodes, dst_numbering.num_nodes
     src, dst = read_edge_chunk(
         ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options, allow_empty=ref.rows == 0

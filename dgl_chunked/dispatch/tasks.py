@@ -131,8 +131,7 @@ def stage_edges_and_features(
                 ref,
                 spec.src_type,
                 spec.dst_type,
-                numbering[spec.src_type],
-                numbering[spec.dst_type],
+                {t: numbering[t] for t in (spec.src_type, spec.dst_type)},
                 part_starts,
                 dask_key_name=(f"dglc-stage-edges-{staging.token}", meta.etype_id(spec.name), c),
             )

@@ -167,7 +167,7 @@ def _cached_range(
     with _CACHE_LOCK:
         if range_key in _CACHE:
             return cast("npt.NDArray[Any]", _CACHE[range_key])
-        if sum(v.nbytes for v in _CACHE.values()) + chunk * itemsize > budget_bytes:
+        if _held() + chunk * itemsize > budget_bytes:
             return None
         values = np.asarray(array[block * chunk : (block + 1) * chunk])
         if itemsize == 4 and values.size and values.min() >= _INT32.min and values.max() <= _INT32.max:
@@ -189,17 +189,27 @@ def cached_object(key: Hashable, nbytes: int, budget_bytes: int, build: Callable
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return cast(T, _CACHE[key])
-        while _CACHE and sum(v.nbytes for v in _CACHE.values()) + nbytes > budget_bytes:
-            _CACHE.popitem(last=False)
+        _make_room(nbytes, budget_bytes)
         value = build()
         _CACHE[key] = value
         return value
 
 
 def cached_bytes() -> int:
-    """Bytes :func:`cached_lookup` holds in this process now."""
+    """Bytes :func:`cached_lookup` and :func:`cached_object` hold in this process now."""
     with _CACHE_LOCK:
-        return sum(v.nbytes for v in _CACHE.values())
+        return _held()
+
+
+def _held() -> int:
+    """Bytes in the cache (the caller holds ``_CACHE_LOCK``)."""
+    return sum(v.nbytes for v in _CACHE.values())
+
+
+def _make_room(nbytes: int, budget_bytes: int) -> None:
+    """Evict the least recently used entries until ``nbytes`` more fit (under ``_CACHE_LOCK``)."""
+    while _CACHE and _held() + nbytes > budget_bytes:
+        _CACHE.popitem(last=False)
 
 
 def clear_lookup_cache() -> None:
@@ -219,8 +229,7 @@ def _cached_values(array: zarr.Array[Any], key: Hashable, budget_bytes: int, com
         values = _read_compact(array, budget_bytes) if compact else _read_native(array, budget_bytes)
         if values is None:
             return None
-        while _CACHE and sum(v.nbytes for v in _CACHE.values()) + values.nbytes > budget_bytes:
-            _CACHE.popitem(last=False)
+        _make_room(values.nbytes, budget_bytes)
         _CACHE[key] = values
         return values
 
