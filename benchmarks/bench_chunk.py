@@ -95,6 +95,8 @@ def _stage(
 ) -> None:
     from distributed import Client, LocalCluster
 
+    from dgl_chunked.cluster import worker_environment
+
     with open(os.path.join(raw, "authors.txt")) as f:
         authors = f.read()
     spec = SPEC.format(
@@ -107,6 +109,7 @@ def _stage(
     with open(path, "w") as f:
         f.write(spec)
     with (
+        worker_environment(),
         LocalCluster(
             n_workers=args.workers,
             threads_per_worker=1,

@@ -115,8 +115,11 @@ def main() -> None:
     args.work_dir = args.work_dir or tempfile.mkdtemp(prefix="dglc-bench-")
     from distributed import Client, LocalCluster
 
+    from dgl_chunked.cluster import worker_environment
+
     try:
         with (
+            worker_environment(),
             LocalCluster(
                 n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
             ) as cluster,

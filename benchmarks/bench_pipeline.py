@@ -100,6 +100,7 @@ def _run_once(
     from distributed import Client, LocalCluster, performance_report
 
     import dgl_chunked as dglc
+    from dgl_chunked.cluster import worker_environment
 
     assign, out = work / "assign", work / "out"
     for path in (assign, out):
@@ -113,6 +114,7 @@ def _run_once(
     if memory_limit:
         kwargs["memory_limit"] = memory_limit
     with (
+        worker_environment(),  # what the CLI's clusters run with
         LocalCluster(**kwargs) as cluster,
         Client(cluster) as client,
         performance_report(filename=report) if report else nullcontext(),

@@ -87,8 +87,10 @@ def make_graphs(work: Path, nodes: int, edges: int, chunks: int, chunks_b: int) 
 def _on_fresh_cluster(job: Callable[[Any], dict[str, Any]], workers: int) -> dict[str, Any]:
     from distributed import Client, LocalCluster
 
+    from dgl_chunked.cluster import worker_environment
+
     kwargs = {"n_workers": workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
-    with LocalCluster(**kwargs) as cluster, Client(cluster) as client:
+    with worker_environment(), LocalCluster(**kwargs) as cluster, Client(cluster) as client:
         idle = sorted(client.run(_peak_rss_mb).values())
         start = time.perf_counter()
         result = job(client)

@@ -87,7 +87,13 @@ def _measure_base() -> None:
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as c, Client(c) as client:
+    from dgl_chunked.cluster import worker_environment
+
+    with (
+        worker_environment(),
+        LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as c,
+        Client(c) as client,
+    ):
         print(f"idle worker with the libraries loaded: {list(client.run(rss_after_imports).values())[0]:.0f} MB")
 
 
