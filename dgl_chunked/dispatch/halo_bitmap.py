@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.ids import count_bits_below
+from dgl_chunked.dispatch.ids import HEAP_SLICE, count_bits_below
 
 __all__ = ["HaloBitmap", "BITMAP_BYTES_PER_ID"]
 
@@ -101,10 +101,13 @@ class HaloBitmap:
         """Positions of ``ids`` (all in the set) in the ascending list of the set's IDs."""
         if self._before is None:
             raise RuntimeError("HaloBitmap.rank before freeze()")
-        offset = np.asarray(ids, dtype=np.int64) - self.start
-        word = offset >> 6
-        out: npt.NDArray[np.int64] = self._before[word].astype(np.int64)
-        out += count_bits_below(self._bytes.view("<u8")[word], offset)
+        ids = np.asarray(ids)
+        out = np.empty(ids.shape[0], dtype=np.int64)
+        for lo in range(0, ids.shape[0], HEAP_SLICE):
+            offset = ids[lo : lo + HEAP_SLICE].astype(np.int64) - self.start
+            word = offset >> 6
+            out[lo : lo + HEAP_SLICE] = self._before[word]
+            out[lo : lo + HEAP_SLICE] += count_bits_below(self._bytes.view("<u8")[word], offset)
         return out
 
     def ids(self) -> Iterator[npt.NDArray[np.int64]]:

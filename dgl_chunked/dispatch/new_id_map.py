@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.ids import count_bits_below
+from dgl_chunked.dispatch.ids import HEAP_SLICE, count_bits_below
 
 __all__ = ["NewIdMap", "NodeNumbering", "build_map", "map_bytes"]
 
-_SLICE = 1 << 18  # IDs handled at a time (a multiple of 64): the temporaries stay a few MB
+_SLICE = HEAP_SLICE  # IDs handled at a time: few, small temporaries
 
 
 @dataclass(frozen=True)
