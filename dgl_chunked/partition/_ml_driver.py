@@ -11,7 +11,6 @@ counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,10 +42,8 @@ def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> No
     try:
         state = D.prepare(graph, plan, root)
         linked = int(state.linked.sum())
-        done, multilevel = _initial_assignment(state, root, linked) if linked else (0, False)
+        done = _initial_assignment(state, root, linked) if linked else 0
         D.refine(state, done=done)
-        if multilevel:
-            _vcycle(state, root, linked)
         logger.debug("lp: isolated nodes: %d", D.fill(state, salt=(1 << 20) + 1, isolated=True))
     finally:
         D.release_worker_scratch()
@@ -57,12 +54,11 @@ def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
     return tasks.compute([tasks.add(func, level, b, *args) for b in range(level.num_blocks)])
 
 
-def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> tuple[int, bool]:
+def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> int:
     """The streaming placement and the multilevel assignment, measured by their cut
     (entries between parts); the better one stays in the ``lp`` state. Returns the
     refinement passes already made (1: the measuring round, when the multilevel
-    assignment is not tried and its planned moves stay, else 0) and whether a
-    multilevel assignment of a graph above the in-memory budget was kept."""
+    assignment is not tried and its planned moves stay, else 0)."""
     level = _level0(state, root)
     level.create()
     D.place(state, linked)
@@ -81,7 +77,7 @@ def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> tup
             state.plan.config.multilevel_above,
             random_cut,
         )
-        return 1, False
+        return 1
     state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
     _run(TaskGraph(), P.keep_task, level, "stream")
     stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
@@ -101,48 +97,9 @@ def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> tup
     _run(TaskGraph(), P.restore_task, level, best[1])
     if best[2] is not None:
         _settle(state, best[2], linked)
-        return 0, not fits
+        return 0
     state.sizes, state.wsizes, state.placed = stream
-    return 0, False
-
-
-def _vcycle(state: D.State, root: S.ScratchRoot, linked: int) -> None:
-    """One more multilevel assignment whose clusters stay within the parts of the
-    refined one (no cluster joins across a cut edge), kept if it cuts less once
-    settled and refined.
-
-    The first coarsening cannot tell a community's edges from the edges between
-    communities (on a planted-partition graph a node picks among its neighbours'
-    singleton clusters at random): about a tenth of the nodes join another community's
-    cluster, their community then looks attached to that one at the coarsest level,
-    and the initial partition puts whole small communities beside a large one that it
-    splits instead. Most edges between communities are cut by the refined assignment,
-    so coarsening within its parts leaves far fewer such joins, and the coarsest graph
-    shows the communities to METIS, which partitions it afresh.
-    """
-    level = replace(_level0(state, root), restrict=True)
-    _flush(state)
-    base = sum(_run(TaskGraph(), P.cut_task, level, "vbase"))
-    saved = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
-    counts = _multilevel(state, level, state.plan.config.cluster_weight)
-    cut = None
-    if counts is not None:
-        _settle(state, counts, linked)
-        D.refine(state)
-        _flush(state)
-        cut = sum(_run(TaskGraph(), P.cut_task, level, None))
-    logger.info("lp: cut entries: %d, after a V-cycle within its parts %s", base, cut)
-    if cut is None or cut >= base:
-        _run(TaskGraph(), P.restore_task, level, "vbase")
-        state.sizes, state.wsizes, state.placed = saved
-
-
-def _flush(state: D.State) -> None:
-    """Run the planned moves (the last refinement pass's) now."""
-    tasks = TaskGraph()
-    moves, blocks = state.add_planned(tasks)
-    if moves:
-        state.absorb(tasks.compute(moves), blocks)
+    return 0
 
 
 def _level0(state: D.State, root: S.ScratchRoot) -> M.Level:
@@ -259,7 +216,6 @@ def _coarsen(level: M.Level, plan: LPPlan, fraction: float) -> tuple[M.Level, in
         ml=level.ml,
         num_strata=level.num_strata,
         owned=level.owned,
-        restrict=level.restrict,
     )
     coarse.create()
     tasks = TaskGraph()

@@ -18,7 +18,6 @@ by one task; "pieces" are the per-destination parts of one writer's file
     ML/<L>/left-<b>.bin      int64 [k, 1 + C]  piece t: clusters of block t left by block b's nodes
     ML/<L>/lcid-<b>.bin      int64  coarse ID of the clusters named by block b's nodes (-1: none)
     ML/<L>/cid-<b>.bin       int64  coarse ID (level L + 1) of every node; -1: not in the graph
-    ML/<L>/cpart-<b>.bin     int64  part every node's cluster must keep (``Level.restrict`` only)
     ML/<L>/part-<b>.bin      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
     ML/<L>/part0-<b>.bin ... the alternate files of the coarse-level refinement
     ML/0/stream-<b>.bin      int32  the streaming assignment, kept while the multilevel one is made
@@ -57,7 +56,6 @@ class Level:
     segs: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # level 0: staged entry ranges per block
     num_strata: int = 1
     owned: bool = False  # a column of owned edges (balance_edges)
-    restrict: bool = False  # clusters stay within the parts of the level-0 assignment (files ``cpart``)
 
     @property
     def num_blocks(self) -> int:
@@ -217,8 +215,6 @@ def init_task(level: Level, b: int) -> tuple[int, IdArray]:
     label = np.where(active, np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64), -1)
     save(level.url(f"label-{b}"), label)
     save(level.url(f"cw-{b}"), w)
-    if level.restrict and level.index == 0:
-        save(level.url(f"cpart-{b}"), S.read_block(level.lp_root, b, "part").astype(np.int64))
     return int(active.sum()), w.sum(axis=0)
 
 
@@ -234,9 +230,6 @@ def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray, m
     u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
     keep = movers[u]
     u, v, ew = u[keep], v[keep], ew[keep]
-    if level.restrict and v.size:  # only neighbours of the same part
-        keep = load(level.url(f"cpart-{b}"))[u] == lookup(level, "cpart", v)
-        u, v, ew = u[keep], v[keep], ew[keep]
     c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
     del v
     node, cluster, gain = MK.propose_joins(
@@ -311,8 +304,6 @@ def number_task(level: Level, b: int, coarse: Level) -> None:
     lcid[lead] = coarse.offsets[b] + np.arange(int(lead.sum()))
     save(level.url(f"lcid-{b}"), lcid)
     save(coarse.url(f"w-{b}"), cw[lead])
-    if level.restrict:  # a cluster's nodes share its naming node's part
-        save(coarse.url(f"cpart-{b}"), load(level.url(f"cpart-{b}"))[lead])
 
 
 def map_task(level: Level, b: int) -> None:
