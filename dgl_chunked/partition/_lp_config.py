@@ -97,7 +97,17 @@ class LPConfig:
         Most coarsening levels (then, too, the streaming placement).
     coarse_refine_rounds
         Label-propagation rounds on every coarse level but the coarsest while
-        uncoarsening (each moves a seeded half of the nodes at most).
+        uncoarsening (each moves a seeded half of the nodes at most); with
+        ``purify_rounds`` there is no such level (the input maps to the coarsest).
+    purify_rounds
+        Rounds moving every input node to the coarsest-level cluster it has the most
+        edges to before the coarsest level is partitioned (then rebuilt from the input;
+        the parts are projected to the input in one step); 0: none. The first levels'
+        clusters are picked from tiny neighbouring clusters, about one in ten from
+        another community on planted-partition graphs, and the coarsest clusters carry
+        those nodes, which ties small communities to large ones. Measured on SBM skewed
+        2M nodes / 16M edges, 4 parts: coarsest cluster purity 0.805, 0.936 and 0.969
+        after 0, 1 and 2 rounds; METIS's cut projected to the input 0.308, 0.166, 0.130.
     multilevel_above
         The multilevel assignment is made only when the streaming placement cuts more
         than this fraction of a random assignment's expected cut (``1 - 1/P`` of the
@@ -125,6 +135,7 @@ class LPConfig:
     min_shrink: float = 0.05
     max_levels: int = 16
     coarse_refine_rounds: int = 4
+    purify_rounds: int = 2
     multilevel_above: float = 0.6
     cluster_min_share: float = 1.0
     extra_cluster_weights: tuple[float, ...] = (0.015,)
@@ -138,6 +149,8 @@ class LPConfig:
                 f"refine_passes, group_entries: expected >= 0 and >= 1, found "
                 f"{self.refine_passes!r}, {self.group_entries!r}"
             )
+        if self.purify_rounds < 0:
+            problems.append(f"purify_rounds: expected >= 0, found {self.purify_rounds!r}")
         if min(self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels) < 1:
             problems.append(
                 "coarse_nodes, coarse_entries, cluster_rounds, max_levels: expected >= 1, found "

@@ -29,6 +29,7 @@ __all__ = [
     "cluster_caps",
     "contract_entries",
     "propose_joins",
+    "strongest_clusters",
     "weighted_csr",
 ]
 
@@ -173,3 +174,21 @@ def weighted_csr(u: IdArray, v: IdArray, w: IdArray, num_nodes: int) -> tuple[Id
     cu, cv, cw = contract_entries(np.asarray(u, np.int64), np.asarray(v, np.int64), np.asarray(w, np.int64))
     xadj = np.searchsorted(cu, np.arange(num_nodes + 1, dtype=np.int64)).astype(np.int64)
     return xadj, cv, cw
+
+
+def strongest_clusters(u: IdArray, c: IdArray, own: IdArray) -> IdArray:
+    """Per node, the cluster it has the most entries to (``u`` block-local, ``c`` >= 0 the
+    neighbour's cluster): its own ``own`` on a tie, else the lowest ID; ``own`` when it
+    has no entry."""
+    out = np.array(own, np.int64, copy=True)
+    if u.size == 0:
+        return out
+    u, c, conn = _pair_sums(u, c, np.ones(u.size, np.int64))
+    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    top = conn == np.repeat(np.maximum.reduceat(conn, starts), np.diff(np.concatenate([starts, [u.size]])))
+    idx = np.flatnonzero(top)  # pairs are sorted by (u, c): the first top pair of a node has its lowest ID
+    first = idx[np.concatenate([[True], u[idx][1:] != u[idx][:-1]])]
+    own_top = u[top & (c == out[u])]
+    out[u[first]] = c[first]
+    out[own_top] = own[own_top]
+    return out

@@ -144,6 +144,7 @@ def test_planted_partition_within_target_of_metis(
 def test_coarsening_really_runs(runs: dict[str, Any]) -> None:
     text = runs["log"]
     assert "level 3:" in text and "initial partition of" in text, text
+    assert "purification moved" in text, text
     assert text.count("keeping the multilevel assignment") == 2, text
 
 
@@ -302,6 +303,16 @@ def test_contract_entries_and_weighted_csr() -> None:
     np.testing.assert_array_equal(xadj, [0, 1, 2, 2])
     np.testing.assert_array_equal(adjncy, [1, 0])
     np.testing.assert_array_equal(ew, [3, 3])
+
+
+def test_strongest_clusters_moves_a_node_to_its_strongest_link_and_keeps_ties() -> None:
+    # node 0: 2 entries to cluster 7, 1 to its own 5 -> 7; node 1: a tie between its own 9 and 3 -> stays;
+    # node 2: a tie between 4 and 6, neither its own -> the lowest, 4; node 3: no entry -> stays
+    u = np.array([0, 0, 0, 1, 1, 2, 2])
+    c = np.array([7, 5, 7, 9, 3, 6, 4])
+    got = MK.strongest_clusters(u, c, np.array([5, 9, 8, 2]))
+    np.testing.assert_array_equal(got, [7, 9, 4, 2])
+    np.testing.assert_array_equal(MK.strongest_clusters(u[:0], c[:0], np.array([1, -1])), [1, -1])
 
 
 def test_cluster_caps_are_a_fraction_of_a_part() -> None:
