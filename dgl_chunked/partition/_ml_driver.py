@@ -146,7 +146,7 @@ def _multilevel(state: D.State, level: M.Level, fraction: float) -> list[tuple[I
             level, nodes, entries = coarse, coarse_nodes, coarse_entries
             levels.append(level)
     if len(levels) > 1 and cfg.purify_rounds:
-        _purify(levels, cfg.purify_rounds)
+        _purify(levels, plan)
         levels = [levels[0], levels[-1]]  # level 0 now maps to the coarsest level directly
     try:
         counts = _initial(level, plan)
@@ -162,7 +162,7 @@ def _multilevel(state: D.State, level: M.Level, fraction: float) -> list[tuple[I
     return counts
 
 
-def _purify(levels: list[M.Level], rounds: int) -> None:
+def _purify(levels: list[M.Level], plan: LPPlan) -> None:
     """Move every input node to the coarsest-level cluster it has the most edges to,
     ``rounds`` times, then rebuild the coarsest level (node weights, entries) from the
     input under that map.
@@ -180,9 +180,12 @@ def _purify(levels: list[M.Level], rounds: int) -> None:
     blocks = range(fine.num_blocks)
     tasks = TaskGraph()
     tasks.compute([tasks.add(M.top_task, fine, b, tuple(levels)) for b in blocks])
-    names = ["top", *(f"top{r}" for r in range(rounds - 1)), "cid"]
-    for src, dst in itertools.pairwise(names):
-        moved = _run(TaskGraph(), M.purify_task, fine, src, dst)
+    names = ["top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)), "cid"]
+    for r, (src, dst) in enumerate(itertools.pairwise(names)):
+        tasks = TaskGraph()
+        moved = tasks.compute(
+            [tasks.add(M.purify_task, fine, b, src, dst, seed=plan.seed, salt=(1 << 27) + 2 * r) for b in blocks]
+        )
         logger.debug("lp: purification moved %d nodes to another coarsest cluster", sum(moved))
     tasks = TaskGraph()
     pieces = [tasks.add(M.weight_pieces_task, fine, b, coarse) for b in blocks]

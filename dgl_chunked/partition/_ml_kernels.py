@@ -176,19 +176,22 @@ def weighted_csr(u: IdArray, v: IdArray, w: IdArray, num_nodes: int) -> tuple[Id
     return xadj, cv, cw
 
 
-def strongest_clusters(u: IdArray, c: IdArray, own: IdArray) -> IdArray:
+def strongest_clusters(u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, seed: int, salt: int) -> IdArray:
     """Per node, the cluster it has the most entries to (``u`` block-local, ``c`` >= 0 the
-    neighbour's cluster): its own ``own`` on a tie, else the lowest ID; ``own`` when it
-    has no entry."""
+    neighbour's cluster): its own ``own`` on a tie, else the one of lowest seeded hash
+    of the pair (node ``ids``, cluster), so that tied nodes do not all pick one
+    cluster; ``own`` when it has no entry."""
     out = np.array(own, np.int64, copy=True)
     if u.size == 0:
         return out
     u, c, conn = _pair_sums(u, c, np.ones(u.size, np.int64))
     starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
-    top = conn == np.repeat(np.maximum.reduceat(conn, starts), np.diff(np.concatenate([starts, [u.size]])))
-    idx = np.flatnonzero(top)  # pairs are sorted by (u, c): the first top pair of a node has its lowest ID
-    first = idx[np.concatenate([[True], u[idx][1:] != u[idx][:-1]])]
+    counts = np.diff(np.concatenate([starts, [u.size]]))
+    top = conn == np.repeat(np.maximum.reduceat(conn, starts), counts)
+    pair = node_order(c, seed=seed, salt=salt) ^ node_order(np.asarray(ids, np.int64)[u], seed=seed, salt=salt + 1)
+    rank = np.where(top, pair, np.iinfo(np.uint64).max)
+    pick = top & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
     own_top = u[top & (c == out[u])]
-    out[u[first]] = c[first]
+    out[u[pick]] = c[pick]
     out[own_top] = own[own_top]
     return out

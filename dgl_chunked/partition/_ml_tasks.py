@@ -199,9 +199,9 @@ def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
 
 def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
     """``[rows, C]`` weights of block ``b``'s nodes and which are in the graph."""
-    if level.index > 0:
+    if level.index > 0:  # a cluster every node left in the purification weighs nothing: not in the graph
         w = load(level.url(f"w-{b}"))
-        return w, np.ones(w.shape[0], bool)
+        return w, w.any(axis=1)
     stratum = S.read_block(level.lp_root, b, "stratum").astype(np.int64)
     w = np.zeros((stratum.size, level.width), np.int64)
     w[np.arange(stratum.size), stratum] = 1
@@ -350,14 +350,15 @@ def top_task(level: Level, b: int, levels: tuple[Level, ...]) -> None:
     save(level.url(f"top-{b}"), cid)
 
 
-def purify_task(level: Level, b: int, src: str, dst: str) -> int:
+def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: int) -> int:
     """Move every node of block ``b`` of level 0 to the coarsest cluster it has the most
     edges to (files ``src`` of every block, written to ``dst``). Returns the nodes moved."""
     own = load(level.url(f"{src}-{b}"))
     u, v, _ = read_entries(level, b)
     c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
     ok = c >= 0
-    out = MK.strongest_clusters(u[ok], c[ok], own)
+    ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
+    out = MK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
     save(level.url(f"{dst}-{b}"), out)
     return int((out != own).sum())
 

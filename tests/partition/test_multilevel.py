@@ -307,12 +307,19 @@ def test_contract_entries_and_weighted_csr() -> None:
 
 def test_strongest_clusters_moves_a_node_to_its_strongest_link_and_keeps_ties() -> None:
     # node 0: 2 entries to cluster 7, 1 to its own 5 -> 7; node 1: a tie between its own 9 and 3 -> stays;
-    # node 2: a tie between 4 and 6, neither its own -> the lowest, 4; node 3: no entry -> stays
+    # node 2: a tie between 4 and 6, neither its own -> one of them, by a seeded hash; node 3: no entry -> stays
     u = np.array([0, 0, 0, 1, 1, 2, 2])
     c = np.array([7, 5, 7, 9, 3, 6, 4])
-    got = MK.strongest_clusters(u, c, np.array([5, 9, 8, 2]))
-    np.testing.assert_array_equal(got, [7, 9, 4, 2])
-    np.testing.assert_array_equal(MK.strongest_clusters(u[:0], c[:0], np.array([1, -1])), [1, -1])
+    kw = {"ids": np.arange(10, 14), "seed": 0, "salt": 1}
+    got = MK.strongest_clusters(u, c, np.array([5, 9, 8, 2]), **kw)
+    assert got[2] in (4, 6)
+    np.testing.assert_array_equal(got[[0, 1, 3]], [7, 9, 2])
+    # tied nodes do not all pick the same cluster
+    many = MK.strongest_clusters(
+        np.repeat(np.arange(200), 2), np.tile([4, 6], 200), np.full(200, 99), **{**kw, "ids": np.arange(200)}
+    )
+    assert set(many.tolist()) == {4, 6}
+    np.testing.assert_array_equal(MK.strongest_clusters(u[:0], c[:0], np.array([1, -1]), **kw), [1, -1])
 
 
 def test_cluster_caps_are_a_fraction_of_a_part() -> None:
