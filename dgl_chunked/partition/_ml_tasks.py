@@ -201,7 +201,7 @@ def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
     """``[rows, C]`` weights of block ``b``'s nodes and which are in the graph."""
     if level.index > 0:  # a cluster every node left in the purification weighs nothing: not in the graph
         w = load(level.url(f"w-{b}"))
-        return w, w.any(axis=1)
+        return w, np.asarray(w.any(axis=1), bool)
     stratum = S.read_block(level.lp_root, b, "stratum").astype(np.int64)
     w = np.zeros((stratum.size, level.width), np.int64)
     w[np.arange(stratum.size), stratum] = 1
