@@ -327,5 +327,7 @@ def _settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) 
             break
         if D.run_round(state, mode="place", levels=None, salt=(1 << 19) + i) == 0:
             break
-    if state.projected()[2].sum() < linked:
+    # with balance_edges the planned moves may fall short (projected() is an upper
+    # bound): fill runs them first and places what is still unplaced
+    if state.wcap is not None or state.projected()[2].sum() < linked:
         logger.debug("lp: fill placed %d nodes", D.fill(state, salt=1 << 20, isolated=False))
