@@ -145,9 +145,6 @@ def _multilevel(state: D.State, level: M.Level, fraction: float) -> list[tuple[I
         if coarse_nodes < nodes:
             level, nodes, entries = coarse, coarse_nodes, coarse_entries
             levels.append(level)
-    if len(levels) > 1 and cfg.purify_rounds:
-        _purify(levels, plan)
-        levels = [levels[0], levels[-1]]  # level 0 now maps to the coarsest level directly
     try:
         counts = _initial(level, plan)
     except ImportError:
@@ -159,6 +156,34 @@ def _multilevel(state: D.State, level: M.Level, fraction: float) -> list[tuple[I
         name = "part"
         if fine.index > 0:
             name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
+    if len(levels) > 1 and cfg.purify_rounds:
+        counts = _purified(levels, plan, counts)
+    return counts
+
+
+def _purified(
+    levels: list[M.Level], plan: LPPlan, counts: list[tuple[IdArray, IdArray]]
+) -> list[tuple[IdArray, IdArray]]:
+    """The assignment of the purified coarsest level (:func:`_purify`, then METIS,
+    projected to the input in one step) when it cuts fewer entries at the input than
+    the level-by-level one (``counts``, in place), which is kept otherwise.
+
+    Measured at 4 parts, final cuts with the purified assignment alone against the
+    level-by-level one alone: SBM skewed 2M nodes 0.0960 against 0.1718, skewed 1M
+    0.1141 against 0.1419, but SBM uniform 1M 0.1112 against 0.0750 (its clusters are
+    small parts of equal communities, whose strongest links tell little): neither wins
+    everywhere.
+    """
+    fine = levels[0]
+    plain = sum(_run(TaskGraph(), P.cut_task, fine, "plain"))
+    _purify(levels, plan)
+    _initial(levels[-1], plan)
+    pure = _run(TaskGraph(), P.project_task, fine, levels[-1], plan.num_parts, "part")
+    cut = sum(_run(TaskGraph(), P.cut_task, fine, None))
+    logger.info("lp: cut entries at the input: level by level %d, purified %d", plain, cut)
+    if cut < plain:
+        return pure
+    _run(TaskGraph(), P.restore_task, fine, "plain")
     return counts
 
 
