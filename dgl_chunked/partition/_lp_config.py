@@ -97,12 +97,15 @@ class LPConfig:
         Most coarsening levels (then, too, the streaming placement).
     coarse_refine_rounds
         Label-propagation rounds on every coarse level but the coarsest while
-        uncoarsening (each moves a seeded half of the nodes at most); with
-        ``purify_rounds`` there is no such level (the input maps to the coarsest).
+        uncoarsening level by level (each moves a seeded half of the nodes at most).
     purify_rounds
         Rounds moving every input node to the coarsest-level cluster it has the most
-        edges to before the coarsest level is partitioned (then rebuilt from the input;
-        the parts are projected to the input in one step); 0: none. The first levels'
+        edges to, for a second assignment per cluster weight: the coarsest level is
+        rebuilt from the input under that map, partitioned with METIS and projected to
+        the input in one step; it replaces the level-by-level one when it cuts fewer
+        entries there (0: not made). Alone it cut 0.73x METIS's edges on SBM skewed 2M
+        nodes at 4 parts (0.0960; 0.1718 level by level) but 1.48x on SBM uniform 1M
+        (0.1112; 0.0750 level by level). The first levels'
         clusters are picked from tiny neighbouring clusters, about one in ten from
         another community on planted-partition graphs, and the coarsest clusters carry
         those nodes, which ties small communities to large ones. Measured on SBM skewed

@@ -21,18 +21,20 @@ where it is METIS alone):
      in ``.npy``/``.npz`` scratch through fsspec. Repeated until the graph fits the
      in-memory budget (``coarse_nodes`` nodes and ``coarse_entries`` entries); a
      level that barely shrinks relaxes the cluster caps 4x (up to half a part);
-  b. *purification* (``purify_rounds`` rounds, per input block): every input node
-     moves to the coarsest-level cluster it has the most edges to (the first
-     levels' clusters are picked from tiny neighbouring clusters, about one in ten
-     from another community on planted-partition graphs; at the coarsest level the
-     strongest link is the node's own community), then the coarsest level's node
-     weights and entries are rebuilt from the input under that map;
-  c. *initial partition* of the coarsest graph in the driver task with METIS
+  b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
      ``balance_edges``);
-  d. *uncoarsening*: the parts are projected to the input (in one step after the
-     purification; else level by level, with ``coarse_refine_rounds`` weighted
-     label-propagation rounds under the caps on every intermediate level), where each stratum's excess over
+  c. *uncoarsening*: the parts are projected level by level, with
+     ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
+     every intermediate level, down to the input;
+  d. *purification* (``purify_rounds`` rounds, per input block), for a second
+     assignment: every input node moves to the coarsest-level cluster it has the
+     most edges to (the first levels' clusters are picked from tiny neighbouring
+     clusters, about one in ten from another community on planted-partition graphs;
+     at the coarsest level the strongest link is the node's own community), the
+     coarsest level is rebuilt from the input under that map, partitioned with
+     METIS and projected to the input in one step; the one of the two assignments
+     cutting fewer entries at the input stays. There each stratum's excess over
      its cap is unplaced (seeded hash order) and placed again by the streaming
      rounds below (neighbours first, only into parts with room);
 - the **streaming** placement (steps 3 below), which wins on R-MAT-like graphs whose
