@@ -24,7 +24,7 @@ pytest.importorskip("pymetis")
 
 MASKS = ["train_mask", "val_mask", "test_mask"]
 # small blocks and a tiny in-memory budget: several blocks and coarsening levels on small graphs
-COARSE = LPConfig(block_rows=2048, coarse_nodes=200, coarse_entries=1 << 30)
+COARSE = LPConfig(block_rows=2048, coarse_nodes=200, coarse_entries=1 << 30, purify_rounds=2)
 
 
 def planted_truth(n: int, m: int, groups: int, *, p_in: float = 0.9, seed: int = 0) -> GraphTruth:
