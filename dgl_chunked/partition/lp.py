@@ -27,7 +27,7 @@ where it is METIS alone):
   c. *uncoarsening*: the parts are projected level by level, with
      ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
      every intermediate level, down to the input;
-  d. *purification* (``purify_rounds`` rounds, per input block), for a second
+  d. *purification* (``purify_rounds`` rounds, per input block; off by default), for a second
      assignment: every input node moves to the coarsest-level cluster it has the
      most edges to (the first levels' clusters are picked from tiny neighbouring
      clusters, about one in ten from another community on planted-partition graphs;
