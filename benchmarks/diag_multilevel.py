@@ -5,8 +5,9 @@ Runs ``lp`` in this process (Dask threads) on an SBM graph (``planted_partition_
 with respect to the planted groups (share of level-0 nodes in their cluster's
 majority group), and while uncoarsening the cut (fraction of level-0 entries) after
 METIS on the coarsest level, after each projection and after each level's refinement;
-then the final cut and METIS's cut on the same graph. A diagnostic, not a benchmark
-(no timings are comparable: the hooks read every level's scratch).
+then the final cut and METIS's cut on the same graph, and how the planted groups lie
+across the parts (which groups share a part, which are split). A diagnostic, not a
+benchmark (no timings are comparable: the hooks read every level's scratch).
 
 Example::
 
@@ -64,6 +65,8 @@ class Probe:
     def coarsen(self, orig: Any, level: M.Level, *a: Any) -> Any:
         out = orig(level, *a)
         coarse, nodes, entries, between = out
+        if level.index == 0:  # a new multilevel assignment starts from the input
+            self.map = np.arange(self.comm.size)
         cid = np.concatenate([M.load(level.url(f"cid-{b}")) for b in range(level.num_blocks)])
         self.map = np.where(self.map >= 0, cid[np.maximum(self.map, 0)], -1)
         self.levels[coarse.index] = coarse
@@ -101,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--skewed", action="store_true")
     p.add_argument("--parts", type=int, default=4)
     p.add_argument("--metis", action="store_true", help="also run the metis method")
+    p.add_argument("--max-memory", type=int, default=None, help="max_memory of the metis method (2M nodes: 8e9)")
     p.add_argument("--config", default="", help="LPConfig overrides, e.g. coarse_nodes=131072,cluster_rounds=6")
     p.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-ml-diag"))
     args = p.parse_args(argv)
@@ -133,8 +137,14 @@ def main(argv: list[str] | None = None) -> None:
     for method in methods:
         with dask.config.set(scheduler="threads", num_workers=2):
             start = time.perf_counter()
+            extra = {"max_memory": args.max_memory} if method == "metis" and args.max_memory else {}
             arrays = assign_partitions(
-                graph, args.parts, method=method, seed=0, balance_ntypes=["train_mask", "val_mask", "test_mask"]
+                graph,
+                args.parts,
+                method=method,
+                seed=0,
+                balance_ntypes=["train_mask", "val_mask", "test_mask"],
+                **extra,
             )
             computed = dict(zip(arrays, dask.compute(*arrays.values()), strict=True))
             seconds = time.perf_counter() - start
@@ -144,7 +154,14 @@ def main(argv: list[str] | None = None) -> None:
         part = np.concatenate(list(computed.values()))
         table = np.bincount(comm * args.parts + part, minlength=64 * args.parts).reshape(64, args.parts)
         split = table.sum(axis=1) - table.max(axis=1)
-        print(f"  nodes outside their group's main part: {split.sum()}; groups split > 1%:")
+        print(f"  nodes outside their group's main part: {split.sum()}")
+        for q in range(args.parts):  # which communities share a part (packed beside a split large one?)
+            main = np.flatnonzero(table.argmax(axis=1) == q)
+            print(
+                f"  part {q}: {table[:, q].sum()} nodes; groups mainly here: {main.size} "
+                f"({table[main].sum()} nodes, {table[main, q].sum()} of them here)"
+            )
+        print("  groups split > 1%:")
         for g in np.flatnonzero(split > 0.01 * table.sum(axis=1)):
             print(f"    group {g} ({table[g].sum()} nodes): {table[g].tolist()}")
 

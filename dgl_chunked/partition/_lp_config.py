@@ -97,7 +97,22 @@ class LPConfig:
         Most coarsening levels (then, too, the streaming placement).
     coarse_refine_rounds
         Label-propagation rounds on every coarse level but the coarsest while
-        uncoarsening (each moves a seeded half of the nodes at most).
+        uncoarsening level by level (each moves a seeded half of the nodes at most).
+    purify_rounds
+        Rounds moving every input node to the coarsest-level cluster it has the most
+        edges to, for a second assignment per cluster weight: the coarsest level is
+        rebuilt from the input under that map, partitioned with METIS and projected to
+        the input in one step; it replaces the level-by-level one when it cuts fewer
+        entries there (0: not made, the default). Alone it cut 0.73x METIS's edges on
+        SBM skewed 2M nodes at 4 parts (0.0960; 0.1718 level by level) but 1.48x on SBM
+        uniform 1M (0.1112; 0.0750 level by level), and the choice by the cut at the
+        input, before settling and refining, kept it there too (0.1112 with both made):
+        off until the two are compared after the refinement. The first levels'
+        clusters are picked from tiny neighbouring clusters, about one in ten from
+        another community on planted-partition graphs, and the coarsest clusters carry
+        those nodes, which ties small communities to large ones. Measured on SBM skewed
+        2M nodes / 16M edges, 4 parts: coarsest cluster purity 0.805, 0.936 and 0.969
+        after 0, 1 and 2 rounds; METIS's cut projected to the input 0.308, 0.166, 0.130.
     multilevel_above
         The multilevel assignment is made only when the streaming placement cuts more
         than this fraction of a random assignment's expected cut (``1 - 1/P`` of the
@@ -125,6 +140,7 @@ class LPConfig:
     min_shrink: float = 0.05
     max_levels: int = 16
     coarse_refine_rounds: int = 4
+    purify_rounds: int = 0
     multilevel_above: float = 0.6
     cluster_min_share: float = 1.0
     extra_cluster_weights: tuple[float, ...] = (0.015,)
@@ -138,6 +154,8 @@ class LPConfig:
                 f"refine_passes, group_entries: expected >= 0 and >= 1, found "
                 f"{self.refine_passes!r}, {self.group_entries!r}"
             )
+        if self.purify_rounds < 0:
+            problems.append(f"purify_rounds: expected >= 0, found {self.purify_rounds!r}")
         if min(self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels) < 1:
             problems.append(
                 "coarse_nodes, coarse_entries, cluster_rounds, max_levels: expected >= 1, found "

@@ -10,6 +10,7 @@ counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -150,12 +151,71 @@ def _multilevel(state: D.State, level: M.Level, fraction: float) -> list[tuple[I
         logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement only")
         return None
     name = "part"  # the coarser level's partition files
-    for fine in reversed(levels[:-1]):
-        counts = _run(TaskGraph(), P.project_task, fine, levels[fine.index + 1], plan.num_parts, name)
+    for fine, coarser in reversed(list(itertools.pairwise(levels))):
+        counts = _run(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
         name = "part"
         if fine.index > 0:
             name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
+    if len(levels) > 1 and cfg.purify_rounds:
+        counts = _purified(levels, plan, counts)
     return counts
+
+
+def _purified(
+    levels: list[M.Level], plan: LPPlan, counts: list[tuple[IdArray, IdArray]]
+) -> list[tuple[IdArray, IdArray]]:
+    """The assignment of the purified coarsest level (:func:`_purify`, then METIS,
+    projected to the input in one step) when it cuts fewer entries at the input than
+    the level-by-level one (``counts``, in place), which is kept otherwise.
+
+    Measured at 4 parts, final cuts with the purified assignment alone against the
+    level-by-level one alone: SBM skewed 2M nodes 0.0960 against 0.1718, skewed 1M
+    0.1141 against 0.1419, but SBM uniform 1M 0.1112 against 0.0750 (its clusters are
+    small parts of equal communities, whose strongest links tell little): neither wins
+    everywhere.
+    """
+    fine = levels[0]
+    plain = sum(_run(TaskGraph(), P.cut_task, fine, "plain"))
+    _purify(levels, plan)
+    _initial(levels[-1], plan)
+    pure = _run(TaskGraph(), P.project_task, fine, levels[-1], plan.num_parts, "part")
+    cut = sum(_run(TaskGraph(), P.cut_task, fine, None))
+    logger.info("lp: cut entries at the input: level by level %d, purified %d", plain, cut)
+    if cut < plain:
+        return pure
+    _run(TaskGraph(), P.restore_task, fine, "plain")
+    return counts
+
+
+def _purify(levels: list[M.Level], plan: LPPlan) -> None:
+    """Move every input node to the coarsest-level cluster it has the most edges to,
+    ``rounds`` times, then rebuild the coarsest level (node weights, entries) from the
+    input under that map.
+
+    Clusters are built from the finest level up, where a node's neighbours are mostly
+    singleton or tiny clusters: it picks among them by a coin (about one pick in ten
+    is another community on the planted-partition graphs), and each coarser level adds
+    such picks. At the coarsest level a community is a few large clusters, so the
+    strongest link of a node to them is its own community's. Measured on SBM skewed
+    2M nodes / 16M edges, 4 parts: cluster purity 0.805 at the coarsest level, 0.936
+    after one round, 0.969 after two; METIS's cut projected to the input 0.308, 0.166,
+    0.130 (METIS on the whole graph 0.124).
+    """
+    fine, coarse = levels[0], levels[-1]
+    blocks = range(fine.num_blocks)
+    tasks = TaskGraph()
+    tasks.compute([tasks.add(M.top_task, fine, b, tuple(levels)) for b in blocks])
+    names = ["top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)), "cid"]
+    for r, (src, dst) in enumerate(itertools.pairwise(names)):
+        tasks = TaskGraph()
+        moved = tasks.compute(
+            [tasks.add(M.purify_task, fine, b, src, dst, seed=plan.seed, salt=(1 << 27) + 2 * r) for b in blocks]
+        )
+        logger.debug("lp: purification moved %d nodes to another coarsest cluster", sum(moved))
+    tasks = TaskGraph()
+    pieces = [tasks.add(M.weight_pieces_task, fine, b, coarse) for b in blocks]
+    sums = [tasks.add(M.coarse_weights_task, coarse, t, after=pieces) for t in blocks]
+    tasks.compute(sums + [tasks.add(M.contract_task, fine, b, coarse) for b in blocks])
 
 
 def _refine_level(level: M.Level, plan: LPPlan, weights: IdArray, caps: IdArray, wcap: int | None) -> str:
@@ -292,5 +352,7 @@ def _settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) 
             break
         if D.run_round(state, mode="place", levels=None, salt=(1 << 19) + i) == 0:
             break
-    if state.projected()[2].sum() < linked:
+    # with balance_edges the planned moves may fall short (projected() is an upper
+    # bound): fill runs them first and places what is still unplaced
+    if state.wcap is not None or state.projected()[2].sum() < linked:
         logger.debug("lp: fill placed %d nodes", D.fill(state, salt=1 << 20, isolated=False))

@@ -29,6 +29,7 @@ __all__ = [
     "cluster_caps",
     "contract_entries",
     "propose_joins",
+    "strongest_clusters",
     "weighted_csr",
 ]
 
@@ -173,3 +174,24 @@ def weighted_csr(u: IdArray, v: IdArray, w: IdArray, num_nodes: int) -> tuple[Id
     cu, cv, cw = contract_entries(np.asarray(u, np.int64), np.asarray(v, np.int64), np.asarray(w, np.int64))
     xadj = np.searchsorted(cu, np.arange(num_nodes + 1, dtype=np.int64)).astype(np.int64)
     return xadj, cv, cw
+
+
+def strongest_clusters(u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, seed: int, salt: int) -> IdArray:
+    """Per node, the cluster it has the most entries to (``u`` block-local, ``c`` >= 0 the
+    neighbour's cluster): its own ``own`` on a tie, else the one of lowest seeded hash
+    of the pair (node ``ids``, cluster), so that tied nodes do not all pick one
+    cluster; ``own`` when it has no entry."""
+    out = np.array(own, np.int64, copy=True)
+    if u.size == 0:
+        return out
+    u, c, conn = _pair_sums(u, c, np.ones(u.size, np.int64))
+    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    counts = np.diff(np.concatenate([starts, [u.size]]))
+    top = conn == np.repeat(np.maximum.reduceat(conn, starts), counts)
+    pair = node_order(c, seed=seed, salt=salt) ^ node_order(np.asarray(ids, np.int64)[u], seed=seed, salt=salt + 1)
+    rank = np.where(top, pair, np.iinfo(np.uint64).max)
+    pick = top & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
+    own_top = u[top & (c == out[u])]
+    out[u[pick]] = c[pick]
+    out[own_top] = own[own_top]
+    return out

@@ -18,6 +18,9 @@ by one task; "pieces" are the per-destination parts of one writer's file
     ML/<L>/left-<b>.bin      int64 [k, 1 + C]  piece t: clusters of block t left by block b's nodes
     ML/<L>/lcid-<b>.bin      int64  coarse ID of the clusters named by block b's nodes (-1: none)
     ML/<L>/cid-<b>.bin       int64  coarse ID (level L + 1) of every node; -1: not in the graph
+                             (level 0, after the purification: its ID at the coarsest level)
+    ML/0/top*-<b>.bin        int64  coarsest-level cluster of every input node (purification rounds)
+    ML/<C>/wp-<b>.bin        int64 [k, 1 + C]  piece t: input weights of block b per cluster of block t
     ML/<L>/part-<b>.bin      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
     ML/<L>/part0-<b>.bin ... the alternate files of the coarse-level refinement
     ML/0/stream-<b>.bin      int32  the streaming assignment, kept while the multilevel one is made
@@ -196,9 +199,9 @@ def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
 
 def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
     """``[rows, C]`` weights of block ``b``'s nodes and which are in the graph."""
-    if level.index > 0:
+    if level.index > 0:  # a cluster every node left in the purification weighs nothing: not in the graph
         w = load(level.url(f"w-{b}"))
-        return w, np.ones(w.shape[0], bool)
+        return w, np.asarray(w.any(axis=1), bool)
     stratum = S.read_block(level.lp_root, b, "stratum").astype(np.int64)
     w = np.zeros((stratum.size, level.width), np.int64)
     w[np.arange(stratum.size), stratum] = 1
@@ -335,3 +338,45 @@ def gather_task(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray, IdArra
     u, v, w = read_entries(level, b)
     nw, active = node_weights(level, b)
     return u + level.offsets[b], v, w, nw, active
+
+
+def top_task(level: Level, b: int, levels: tuple[Level, ...]) -> None:
+    """The coarsest-level cluster of every node of block ``b`` of level 0 (``levels``:
+    level 0 to the coarsest): its coarse IDs chained through the levels (file ``top``)."""
+    cid = load(level.url(f"cid-{b}"))
+    for lv in levels[1:-1]:
+        pos = cid >= 0
+        cid[pos] = lookup(lv, "cid", cid[pos])
+    save(level.url(f"top-{b}"), cid)
+
+
+def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: int) -> int:
+    """Move every node of block ``b`` of level 0 to the coarsest cluster it has the most
+    edges to (files ``src`` of every block, written to ``dst``). Returns the nodes moved."""
+    own = load(level.url(f"{src}-{b}"))
+    u, v, _ = read_entries(level, b)
+    c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
+    ok = c >= 0
+    ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
+    out = MK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
+    save(level.url(f"{dst}-{b}"), out)
+    return int((out != own).sum())
+
+
+def weight_pieces_task(level: Level, b: int, coarse: Level) -> None:
+    """Send the weights of block ``b``'s level-0 nodes to the blocks of their coarsest
+    clusters (file ``cid``)."""
+    cid = load(level.url(f"cid-{b}"))
+    w, _ = node_weights(level, b)
+    pos = cid >= 0
+    block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cid[pos], side="right") - 1
+    rows = np.vstack([cid[pos] - np.asarray(coarse.offsets, np.int64)[block], w[pos].T])
+    save_split(coarse.url(f"wp-{b}"), rows, block, coarse.num_blocks)
+
+
+def coarse_weights_task(coarse: Level, t: int) -> None:
+    """The node weights of block ``t`` of the coarsest level: the sums of its pieces."""
+    got = np.concatenate([load_piece(coarse.url(f"wp-{b}"), t) for b in range(coarse.num_blocks)], axis=1)
+    w = np.zeros((coarse.rows(t), coarse.width), np.int64)
+    np.add.at(w, got[0], got[1:].T)
+    save(coarse.url(f"w-{t}"), w)

@@ -26,7 +26,15 @@ where it is METIS alone):
      ``balance_edges``);
   c. *uncoarsening*: the parts are projected level by level, with
      ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
-     every intermediate level, down to the input, where each stratum's excess over
+     every intermediate level, down to the input;
+  d. *purification* (``purify_rounds`` rounds, per input block; off by default), for a second
+     assignment: every input node moves to the coarsest-level cluster it has the
+     most edges to (the first levels' clusters are picked from tiny neighbouring
+     clusters, about one in ten from another community on planted-partition graphs;
+     at the coarsest level the strongest link is the node's own community), the
+     coarsest level is rebuilt from the input under that map, partitioned with
+     METIS and projected to the input in one step; the one of the two assignments
+     cutting fewer entries at the input stays. There each stratum's excess over
      its cap is unplaced (seeded hash order) and placed again by the streaming
      rounds below (neighbours first, only into parts with room);
 - the **streaming** placement (steps 3 below), which wins on R-MAT-like graphs whose

@@ -24,7 +24,7 @@ pytest.importorskip("pymetis")
 
 MASKS = ["train_mask", "val_mask", "test_mask"]
 # small blocks and a tiny in-memory budget: several blocks and coarsening levels on small graphs
-COARSE = LPConfig(block_rows=2048, coarse_nodes=200, coarse_entries=1 << 30)
+COARSE = LPConfig(block_rows=2048, coarse_nodes=200, coarse_entries=1 << 30, purify_rounds=2)
 
 
 def planted_truth(n: int, m: int, groups: int, *, p_in: float = 0.9, seed: int = 0) -> GraphTruth:
@@ -144,6 +144,7 @@ def test_planted_partition_within_target_of_metis(
 def test_coarsening_really_runs(runs: dict[str, Any]) -> None:
     text = runs["log"]
     assert "level 3:" in text and "initial partition of" in text, text
+    assert "purification moved" in text, text
     assert text.count("keeping the multilevel assignment") == 2, text
 
 
@@ -302,6 +303,23 @@ def test_contract_entries_and_weighted_csr() -> None:
     np.testing.assert_array_equal(xadj, [0, 1, 2, 2])
     np.testing.assert_array_equal(adjncy, [1, 0])
     np.testing.assert_array_equal(ew, [3, 3])
+
+
+def test_strongest_clusters_moves_a_node_to_its_strongest_link_and_keeps_ties() -> None:
+    # node 0: 2 entries to cluster 7, 1 to its own 5 -> 7; node 1: a tie between its own 9 and 3 -> stays;
+    # node 2: a tie between 4 and 6, neither its own -> one of them, by a seeded hash; node 3: no entry -> stays
+    u = np.array([0, 0, 0, 1, 1, 2, 2])
+    c = np.array([7, 5, 7, 9, 3, 6, 4])
+    kw = {"ids": np.arange(10, 14), "seed": 0, "salt": 1}
+    got = MK.strongest_clusters(u, c, np.array([5, 9, 8, 2]), **kw)
+    assert got[2] in (4, 6)
+    np.testing.assert_array_equal(got[[0, 1, 3]], [7, 9, 2])
+    # tied nodes do not all pick the same cluster
+    many = MK.strongest_clusters(
+        np.repeat(np.arange(200), 2), np.tile([4, 6], 200), np.full(200, 99), **{**kw, "ids": np.arange(200)}
+    )
+    assert set(many.tolist()) == {4, 6}
+    np.testing.assert_array_equal(MK.strongest_clusters(u[:0], c[:0], np.array([1, -1]), **kw), [1, -1])
 
 
 def test_cluster_caps_are_a_fraction_of_a_part() -> None:
