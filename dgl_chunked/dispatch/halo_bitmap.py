@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.ids import HEAP_SLICE, count_bits_below
+from dgl_chunked.dispatch.ids import count_bits_below, in_slices
 
 __all__ = ["HaloBitmap", "BITMAP_BYTES_PER_ID"]
 
@@ -99,16 +99,18 @@ class HaloBitmap:
 
     def rank(self, ids: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
         """Positions of ``ids`` (all in the set) in the ascending list of the set's IDs."""
-        if self._before is None:
+        before, words = self._before, self._bytes.view("<u8")
+        if before is None:
             raise RuntimeError("HaloBitmap.rank before freeze()")
-        ids = np.asarray(ids)
-        out = np.empty(ids.shape[0], dtype=np.int64)
-        for lo in range(0, ids.shape[0], HEAP_SLICE):
-            offset = ids[lo : lo + HEAP_SLICE].astype(np.int64) - self.start
+
+        def ranks(some: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+            offset = some - self.start
             word = offset >> 6
-            out[lo : lo + HEAP_SLICE] = self._before[word]
-            out[lo : lo + HEAP_SLICE] += count_bits_below(self._bytes.view("<u8")[word], offset)
-        return out
+            out: npt.NDArray[np.int64] = before[word].astype(np.int64)
+            out += count_bits_below(words[word], offset)
+            return out
+
+        return in_slices(ranks, ids, np.int64)
 
     def ids(self) -> Iterator[npt.NDArray[np.int64]]:
         """The set's IDs in ascending order, about a million per block."""

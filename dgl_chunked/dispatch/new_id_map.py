@@ -23,11 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.ids import HEAP_SLICE, count_bits_below
+from dgl_chunked.dispatch.ids import HEAP_SLICE, count_bits_below, in_slices
 
 __all__ = ["NewIdMap", "NodeNumbering", "build_map", "map_bytes"]
-
-_SLICE = HEAP_SLICE  # IDs handled at a time: few, small temporaries
 
 
 @dataclass(frozen=True)
@@ -79,8 +77,8 @@ class NewIdMap:
         """Record the owners of block ``block``'s nodes (a slice at a time: few temporaries)."""
         running = np.zeros(self.num_parts, dtype=np.int64)  # the block's nodes so far, per partition
         first_word = block * self.words_per_block
-        for lo in range(0, owner.shape[0], _SLICE):
-            part = np.asarray(owner[lo : lo + _SLICE], dtype=np.int64)
+        for lo in range(0, owner.shape[0], HEAP_SLICE):
+            part = np.asarray(owner[lo : lo + HEAP_SLICE], dtype=np.int64)
             w0, nw = first_word + lo // 64, -(-part.shape[0] // 64)
             for lvl in range(self.planes.shape[0]):
                 bits = np.zeros(nw * 64, dtype=np.uint8)
@@ -94,11 +92,7 @@ class NewIdMap:
 
     def lookup(self, ids: npt.NDArray[np.integer], dtype: npt.DTypeLike = np.int64) -> npt.NDArray[np.integer]:
         """New IDs of the nodes ``ids`` (type-wise IDs), as ``dtype``."""
-        ids = np.asarray(ids)
-        out = np.empty(ids.shape[0], dtype=dtype)
-        for lo in range(0, ids.shape[0], _SLICE):
-            out[lo : lo + _SLICE] = self._lookup(ids[lo : lo + _SLICE].astype(np.int64, copy=False))
-        return out
+        return in_slices(self._lookup, ids, dtype)
 
     def _lookup(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         if self.block_rows & (self.block_rows - 1) == 0:  # the default: shifts, not divisions

@@ -57,9 +57,11 @@ def test_map_lookup_returns_the_dtype_asked(tmp_path):
 
 def test_map_built_and_read_slice_by_slice(monkeypatch):
     """Blocks longer than a slice: the per-word counts carry over from slice to slice."""
+    from dgl_chunked.dispatch import ids as ids_module
     from dgl_chunked.dispatch import new_id_map
 
-    monkeypatch.setattr(new_id_map, "_SLICE", 128)
+    monkeypatch.setattr(new_id_map, "HEAP_SLICE", 128)  # building
+    monkeypatch.setattr(ids_module, "HEAP_SLICE", 128)  # looking up (ids.in_slices)
     rng = np.random.default_rng(5)
     owner = rng.integers(0, 5, 3000)
     blocks, bases, expected = _numbered(owner, 1000, 5, 7)
