@@ -140,7 +140,7 @@ class LPConfig:
     min_shrink: float = 0.05
     max_levels: int = 16
     coarse_refine_rounds: int = 4
-    purify_rounds: int = 0
+    purify_rounds: int = 2
     multilevel_above: float = 0.6
     cluster_min_share: float = 1.0
     extra_cluster_weights: tuple[float, ...] = (0.015,)

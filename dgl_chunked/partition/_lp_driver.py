@@ -27,7 +27,17 @@ if TYPE_CHECKING:
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
 
-__all__ = ["RETRY_ROUNDS", "State", "fill", "place", "prepare", "refine", "release_worker_scratch", "run_round"]
+__all__ = [
+    "RETRY_ROUNDS",
+    "State",
+    "fill",
+    "place",
+    "prepare",
+    "refine",
+    "release_worker_scratch",
+    "run_planned",
+    "run_round",
+]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
@@ -244,10 +254,8 @@ def fill(state: State, *, salt: int, isolated: bool) -> int:
     """Place the unplaced isolated nodes (or the others): each stratum fills its emptiest
     parts. Runs with the planned moves when their outcome is known (no ``balance_edges``)."""
     plan = state.plan
-    if state.planned and state.wcap is not None:  # moves may fall short of the quotas: run them first
-        tasks = TaskGraph()
-        moves, blocks = state.add_planned(tasks)
-        state.absorb(tasks.compute(moves), blocks)
+    if state.wcap is not None:  # moves may fall short of the quotas: run them first
+        run_planned(state)
     sizes, _, placed = state.projected()
     unplaced = state.table[:, 0, :] if isolated else state.linked - placed
     fills = plan_.fill_plan(unplaced, sizes, state.caps) if unplaced.sum() else []
@@ -272,6 +280,15 @@ def fill(state: State, *, salt: int, isolated: bool) -> int:
     )
     state.absorb(results[: len(moves)], moved_blocks)
     return state.absorb(results[len(moves) :], blocks)
+
+
+def run_planned(state: State) -> int:
+    """Run the planned moves now, in a computation of their own; return how many nodes moved."""
+    if not state.planned:
+        return 0
+    tasks = TaskGraph()
+    moves, blocks = state.add_planned(tasks)
+    return state.absorb(tasks.compute(moves), blocks)
 
 
 def place(state: State, linked: int) -> None:
