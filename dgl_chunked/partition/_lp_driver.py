@@ -291,6 +291,16 @@ def run_planned(state: State) -> int:
     return state.absorb(tasks.compute(moves), blocks)
 
 
+def placed_nodes(state: State) -> int:
+    """Nodes placed once the planned moves run. With ``balance_edges`` a block's moves
+    may fall short of their quotas (it stops at a group's owned-edge quota), so
+    :meth:`State.projected` only bounds the count from above: the moves run first and
+    the count is exact (trusting the bound left nodes unplaced in the output)."""
+    if state.wcap is not None:
+        run_planned(state)
+    return int(state.projected()[2].sum())
+
+
 def place(state: State, linked: int) -> None:
     """Streaming placement by degree level, then retries for the refused nodes."""
     plan = state.plan
@@ -305,13 +315,13 @@ def place(state: State, linked: int) -> None:
     # some (with balance_edges moves may fall short of the plan: every level)
     span = (refused[0][0], refused[-1][1]) if refused and state.wcap is None else None
     for i in range(RETRY_ROUNDS):
-        if state.projected()[2].sum() == linked:
+        if placed_nodes(state) == linked:
             break
         moved = run_round(state, mode="place", levels=span, salt=(1 << 19) + i)
         logger.debug("lp: retry round %d places %d nodes", i, moved)
         if moved == 0:
             break
-    if state.projected()[2].sum() < linked:
+    if placed_nodes(state) < linked:
         logger.debug("lp: fill placed %d nodes", fill(state, salt=1 << 20, isolated=False))
 
 

@@ -402,11 +402,9 @@ def _settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) 
         state.sizes = state.sizes - quotas.sum(axis=0)
         logger.debug("lp: %d nodes over the caps unplaced", int(quotas.sum()))
     for i in range(D.RETRY_ROUNDS):
-        if state.projected()[2].sum() == linked:
+        if D.placed_nodes(state) == linked:
             break
         if D.run_round(state, mode="place", levels=None, salt=(1 << 19) + i) == 0:
             break
-    # with balance_edges the planned moves may fall short (projected() is an upper
-    # bound): fill runs them first and places what is still unplaced
-    if state.wcap is not None or state.projected()[2].sum() < linked:
+    if D.placed_nodes(state) < linked:
         logger.debug("lp: fill placed %d nodes", D.fill(state, salt=1 << 20, isolated=False))
