@@ -27,7 +27,17 @@ if TYPE_CHECKING:
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
 
-__all__ = ["RETRY_ROUNDS", "State", "fill", "place", "prepare", "refine", "release_worker_scratch", "run_round"]
+__all__ = [
+    "RETRY_ROUNDS",
+    "State",
+    "fill",
+    "place",
+    "prepare",
+    "refine",
+    "release_worker_scratch",
+    "run_planned",
+    "run_round",
+]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
@@ -244,10 +254,8 @@ def fill(state: State, *, salt: int, isolated: bool) -> int:
     """Place the unplaced isolated nodes (or the others): each stratum fills its emptiest
     parts. Runs with the planned moves when their outcome is known (no ``balance_edges``)."""
     plan = state.plan
-    if state.planned and state.wcap is not None:  # moves may fall short of the quotas: run them first
-        tasks = TaskGraph()
-        moves, blocks = state.add_planned(tasks)
-        state.absorb(tasks.compute(moves), blocks)
+    if state.wcap is not None:  # moves may fall short of the quotas: run them first
+        run_planned(state)
     sizes, _, placed = state.projected()
     unplaced = state.table[:, 0, :] if isolated else state.linked - placed
     fills = plan_.fill_plan(unplaced, sizes, state.caps) if unplaced.sum() else []
@@ -274,6 +282,25 @@ def fill(state: State, *, salt: int, isolated: bool) -> int:
     return state.absorb(results[len(moves) :], blocks)
 
 
+def run_planned(state: State) -> int:
+    """Run the planned moves now, in a computation of their own; return how many nodes moved."""
+    if not state.planned:
+        return 0
+    tasks = TaskGraph()
+    moves, blocks = state.add_planned(tasks)
+    return state.absorb(tasks.compute(moves), blocks)
+
+
+def placed_nodes(state: State) -> int:
+    """Nodes placed once the planned moves run. With ``balance_edges`` a block's moves
+    may fall short of their quotas (it stops at a group's owned-edge quota), so
+    :meth:`State.projected` only bounds the count from above: the moves run first and
+    the count is exact (trusting the bound left nodes unplaced in the output)."""
+    if state.wcap is not None:
+        run_planned(state)
+    return int(state.projected()[2].sum())
+
+
 def place(state: State, linked: int) -> None:
     """Streaming placement by degree level, then retries for the refused nodes."""
     plan = state.plan
@@ -288,13 +315,13 @@ def place(state: State, linked: int) -> None:
     # some (with balance_edges moves may fall short of the plan: every level)
     span = (refused[0][0], refused[-1][1]) if refused and state.wcap is None else None
     for i in range(RETRY_ROUNDS):
-        if state.projected()[2].sum() == linked:
+        if placed_nodes(state) == linked:
             break
         moved = run_round(state, mode="place", levels=span, salt=(1 << 19) + i)
         logger.debug("lp: retry round %d places %d nodes", i, moved)
         if moved == 0:
             break
-    if state.projected()[2].sum() < linked:
+    if placed_nodes(state) < linked:
         logger.debug("lp: fill placed %d nodes", fill(state, salt=1 << 20, isolated=False))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,14 +38,16 @@ _MAX_FRACTION = 0.5  # cluster caps grow 4x per stalled level up to half a part'
 
 
 def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> None:
-    """Stage; two initial assignments, the streaming placement and the multilevel one
-    (coarsen, partition the coarsest graph, project), keeping the one with the lower
-    cut; settle the caps; refine; place the isolated nodes."""
+    """Stage; the initial assignments (the streaming placement, the multilevel ones:
+    coarsen, partition the coarsest graph, project), settled under the caps and
+    refined (:func:`_assign`); place the isolated nodes."""
     try:
         state = D.prepare(graph, plan, root)
         linked = int(state.linked.sum())
-        done = _initial_assignment(state, root, linked) if linked else 0
-        D.refine(state, done=done)
+        if linked:
+            _assign(state, root, linked)
+        else:
+            D.refine(state)
         logger.debug("lp: isolated nodes: %d", D.fill(state, salt=(1 << 20) + 1, isolated=True))
     finally:
         D.release_worker_scratch()
@@ -55,11 +58,21 @@ def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
     return tasks.compute([tasks.add(func, level, b, *args) for b in range(level.num_blocks)])
 
 
-def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> int:
-    """The streaming placement and the multilevel assignment, measured by their cut
-    (entries between parts); the better one stays in the ``lp`` state. Returns the
-    refinement passes already made (1: the measuring round, when the multilevel
-    assignment is not tried and its planned moves stay, else 0)."""
+@dataclass(frozen=True)
+class _Candidate:
+    """An initial assignment at the input, saved under ``name`` (:func:`._ml_project.keep_task`)."""
+
+    name: str
+    label: str  # for the log
+    cut: int  # entries cut at the input before settling and refining (unplaced nodes: cut)
+    counts: list[tuple[IdArray, IdArray]] | None  # per block, as write_parts returns; None: streaming
+
+
+def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
+    """The streaming placement and the multilevel assignments, measured by their cut
+    (entries between parts); the best streaming or level-by-level one is settled and
+    refined, and so is the best purified one (``LPConfig.purify_rounds``): the one of
+    these two cutting less after the refinement stays in the ``lp`` state."""
     level = _level0(state, root)
     level.create()
     D.place(state, linked)
@@ -78,29 +91,76 @@ def _initial_assignment(state: D.State, root: S.ScratchRoot, linked: int) -> int
             state.plan.config.multilevel_above,
             random_cut,
         )
-        return 1
+        D.refine(state, done=1)
+        return
     state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
     _run(TaskGraph(), P.keep_task, level, "stream")
     stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
-    best: tuple[int, str, list[tuple[IdArray, IdArray]] | None] = (stream_cut, "stream", None)
-    kept = "streaming assignment"
+    plain = [_Candidate("stream", "streaming assignment", stream_cut, None)]
+    pure: list[_Candidate] = []
     cuts: list[int | None] = []
     # one multilevel assignment per cluster weight (within the budget: one, METIS alone)
     for i, fraction in enumerate((cfg.cluster_weight,) + (() if fits else cfg.extra_cluster_weights)):
         _run(TaskGraph(), P.restore_task, level, None)
-        counts = _multilevel(state, level, fraction)
-        cut = sum(_run(TaskGraph(), P.cut_task, level, f"ml{i}")) if counts is not None else None
-        cuts.append(cut)
-        if counts is not None and cut is not None and cut < best[0]:
-            best = (cut, f"ml{i}", counts)
-            kept = f"multilevel assignment of cluster weight {fraction}"
-    logger.info("lp: initial cut entries: streaming %d, multilevel %s: keeping the %s", stream_cut, cuts, kept)
-    _run(TaskGraph(), P.restore_task, level, best[1])
-    if best[2] is not None:
-        _settle(state, best[2], linked)
-        return 0
-    state.sizes, state.wsizes, state.placed = stream
-    return 0
+        got = _multilevel(state, level, fraction, i)
+        cuts.append(got[0].cut if got else None)
+        plain += got[:1]
+        pure += got[1:]
+    best = min(plain, key=lambda c: c.cut)  # ties: the first (streaming, then lower cluster weight)
+    logger.info("lp: initial cut entries: streaming %d, multilevel %s: keeping the %s", stream_cut, cuts, best.label)
+    finalists = [best] + ([min(pure, key=lambda c: c.cut)] if pure else [])
+    _refined_best(state, level, finalists, stream, linked)
+
+
+def _take(
+    state: D.State,
+    level: M.Level,
+    cand: _Candidate,
+    stream: tuple[IdArray, IdArray, IdArray],
+    linked: int,
+) -> None:
+    """Put ``cand`` back into the ``lp`` state and files, settled under the caps."""
+    _run(TaskGraph(), P.restore_task, level, cand.name)
+    if cand.counts is not None:
+        _settle(state, cand.counts, linked)
+    else:
+        state.sizes, state.wsizes, state.placed = (a.copy() for a in stream)
+
+
+def _refined_best(
+    state: D.State,
+    level: M.Level,
+    finalists: list[_Candidate],
+    stream: tuple[IdArray, IdArray, IdArray],
+    linked: int,
+) -> None:
+    """Settle and refine every finalist; keep the one cutting fewest entries then (ties:
+    the first). One finalist is only settled and refined.
+
+    The cut before the refinement misleads here: on SBM uniform 1M nodes at 4 parts
+    the purified assignment cut fewer entries at the input than the level-by-level one
+    but 0.1112 of the edges after the refinement, against 0.0750.
+    """
+    if len(finalists) == 1:
+        _take(state, level, finalists[0], stream, linked)
+        D.refine(state)
+        return
+    cuts, kept = [], []
+    for k, cand in enumerate(finalists):
+        _take(state, level, cand, stream, linked)
+        D.refine(state)
+        D.run_planned(state)  # the last pass's moves: the cut below is the final one
+        cuts.append(sum(_run(TaskGraph(), P.cut_task, level, f"final{k}")))
+        kept.append((state.sizes.copy(), state.wsizes.copy(), state.placed.copy()))
+    k = int(np.argmin(cuts))
+    logger.info(
+        "lp: cut entries after the refinement: %s: keeping the %s",
+        ", ".join(f"{c.label} {cut}" for c, cut in zip(finalists, cuts, strict=True)),
+        finalists[k].label,
+    )
+    if k != len(finalists) - 1:
+        _run(TaskGraph(), P.restore_task, level, f"final{k}")
+        state.sizes, state.wsizes, state.placed = kept[k]
 
 
 def _level0(state: D.State, root: S.ScratchRoot) -> M.Level:
@@ -117,13 +177,46 @@ def _level0(state: D.State, root: S.ScratchRoot) -> M.Level:
     )
 
 
-def _multilevel(state: D.State, level: M.Level, fraction: float) -> list[tuple[IdArray, IdArray]] | None:
-    """Coarsen until the graph fits the budget (clusters within ``fraction`` of a part's
-    share, relaxed when a level stalls), partition it, project it to level 0.
+def _multilevel(state: D.State, level: M.Level, fraction: float, i: int) -> list[_Candidate]:
+    """The multilevel assignment of cluster weight ``fraction`` (the ``i``-th), saved as
+    ``ml<i>``: coarsen, partition the coarsest level, project it level by level to level
+    0; with ``purify_rounds`` and at least one coarse level, then the purified one too,
+    saved as ``pure<i>`` (:func:`_purify`, METIS, projected to level 0 in one step).
 
-    Returns per block the nodes per (stratum, part) and owned edges per part at level 0,
-    or None (nothing written) when the method falls back to the streaming placement.
+    Returns these candidates (the level-by-level one first), or none when the method
+    falls back to the streaming placement (nothing written then).
     """
+    plan = state.plan
+    levels = _coarsen_levels(state, level, fraction)
+    if levels is None:
+        return []
+    try:
+        counts = _initial(levels[-1], plan)
+    except ImportError:
+        logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement only")
+        return []
+    name = "part"  # the coarser level's partition files
+    for fine, coarser in reversed(list(itertools.pairwise(levels))):
+        counts = _run(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
+        name = "part"
+        if fine.index > 0:
+            name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
+    label = f"multilevel assignment of cluster weight {fraction}"
+    out = [_Candidate(f"ml{i}", label, sum(_run(TaskGraph(), P.cut_task, level, f"ml{i}")), counts)]
+    if len(levels) > 1 and plan.config.purify_rounds:
+        _purify(levels, plan)
+        _initial(levels[-1], plan)
+        counts = _run(TaskGraph(), P.project_task, level, levels[-1], plan.num_parts, "part")
+        cut = sum(_run(TaskGraph(), P.cut_task, level, f"pure{i}"))
+        out.append(_Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
+        logger.info("lp: cut entries at the input: level by level %d, purified %d", out[0].cut, cut)
+    return out
+
+
+def _coarsen_levels(state: D.State, level: M.Level, fraction: float) -> list[M.Level] | None:
+    """Coarsen until the graph fits the budget (clusters within ``fraction`` of a part's
+    share, relaxed when a level stalls): every level from ``level`` to the coarsest, or
+    None when a level stalls at the largest clusters or ``max_levels`` is reached."""
     plan, cfg = state.plan, state.plan.config
     levels = [level]
     nodes, entries = int(state.linked.sum()), int(sum(int(c.sum()) for c in state.block_counts))
@@ -145,46 +238,7 @@ def _multilevel(state: D.State, level: M.Level, fraction: float) -> list[tuple[I
         if coarse_nodes < nodes:
             level, nodes, entries = coarse, coarse_nodes, coarse_entries
             levels.append(level)
-    try:
-        counts = _initial(level, plan)
-    except ImportError:
-        logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement only")
-        return None
-    name = "part"  # the coarser level's partition files
-    for fine, coarser in reversed(list(itertools.pairwise(levels))):
-        counts = _run(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
-        name = "part"
-        if fine.index > 0:
-            name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
-    if len(levels) > 1 and cfg.purify_rounds:
-        counts = _purified(levels, plan, counts)
-    return counts
-
-
-def _purified(
-    levels: list[M.Level], plan: LPPlan, counts: list[tuple[IdArray, IdArray]]
-) -> list[tuple[IdArray, IdArray]]:
-    """The assignment of the purified coarsest level (:func:`_purify`, then METIS,
-    projected to the input in one step) when it cuts fewer entries at the input than
-    the level-by-level one (``counts``, in place), which is kept otherwise.
-
-    Measured at 4 parts, final cuts with the purified assignment alone against the
-    level-by-level one alone: SBM skewed 2M nodes 0.0960 against 0.1718, skewed 1M
-    0.1141 against 0.1419, but SBM uniform 1M 0.1112 against 0.0750 (its clusters are
-    small parts of equal communities, whose strongest links tell little): neither wins
-    everywhere.
-    """
-    fine = levels[0]
-    plain = sum(_run(TaskGraph(), P.cut_task, fine, "plain"))
-    _purify(levels, plan)
-    _initial(levels[-1], plan)
-    pure = _run(TaskGraph(), P.project_task, fine, levels[-1], plan.num_parts, "part")
-    cut = sum(_run(TaskGraph(), P.cut_task, fine, None))
-    logger.info("lp: cut entries at the input: level by level %d, purified %d", plain, cut)
-    if cut < plain:
-        return pure
-    _run(TaskGraph(), P.restore_task, fine, "plain")
-    return counts
+    return levels
 
 
 def _purify(levels: list[M.Level], plan: LPPlan) -> None:
@@ -348,11 +402,9 @@ def _settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) 
         state.sizes = state.sizes - quotas.sum(axis=0)
         logger.debug("lp: %d nodes over the caps unplaced", int(quotas.sum()))
     for i in range(D.RETRY_ROUNDS):
-        if state.projected()[2].sum() == linked:
+        if D.placed_nodes(state) == linked:
             break
         if D.run_round(state, mode="place", levels=None, salt=(1 << 19) + i) == 0:
             break
-    # with balance_edges the planned moves may fall short (projected() is an upper
-    # bound): fill runs them first and places what is still unplaced
-    if state.wcap is not None or state.projected()[2].sum() < linked:
+    if D.placed_nodes(state) < linked:
         logger.debug("lp: fill placed %d nodes", D.fill(state, salt=1 << 20, isolated=False))

@@ -24,6 +24,9 @@ by one task; "pieces" are the per-destination parts of one writer's file
     ML/<L>/part-<b>.bin      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
     ML/<L>/part0-<b>.bin ... the alternate files of the coarse-level refinement
     ML/0/stream-<b>.bin      int32  the streaming assignment, kept while the multilevel one is made
+    ML/0/ml<i>-<b>.bin       int32  the level-by-level assignment of the i-th cluster weight, kept for the choice
+    ML/0/pure<i>-<b>.bin     int32  ... and its purified one
+    ML/0/final<k>-<b>.bin    int32  the k-th finalist after settling and refining, kept for the choice
 
 Memory per task: one block's entries (about 40 bytes each with temporaries), its node
 arrays, and one other block's labels or weights at a time for lookups.

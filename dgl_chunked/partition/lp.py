@@ -1,10 +1,12 @@
 """The ``lp`` method: multilevel partitioning and streaming placement, refined by label
 propagation under hard balance caps, out of core on Dask.
 
-Two initial assignments are made and the one cutting fewer staged entries is kept
-(the multilevel one only when the streaming one cuts more than ``multilevel_above``
-of a random assignment's expected cut, or when the graph fits the in-memory budget,
-where it is METIS alone):
+Several initial assignments are made (the multilevel ones only when the streaming one
+cuts more than ``multilevel_above`` of a random assignment's expected cut, or when the
+graph fits the in-memory budget, where it is METIS alone); the one cutting fewest
+staged entries among the streaming and the level-by-level ones, and the purified one
+cutting fewest, are both settled and refined (step 4 below), and the one cutting fewer
+entries then is kept:
 
 - the **multilevel** one (:mod:`._ml_driver`, issue #14), for graphs with community
   structure (citation, social, e-commerce graphs; planted-partition and LFR graphs):
@@ -27,21 +29,23 @@ where it is METIS alone):
   c. *uncoarsening*: the parts are projected level by level, with
      ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
      every intermediate level, down to the input;
-  d. *purification* (``purify_rounds`` rounds, per input block; off by default), for a second
-     assignment: every input node moves to the coarsest-level cluster it has the
-     most edges to (the first levels' clusters are picked from tiny neighbouring
-     clusters, about one in ten from another community on planted-partition graphs;
-     at the coarsest level the strongest link is the node's own community), the
-     coarsest level is rebuilt from the input under that map, partitioned with
-     METIS and projected to the input in one step; the one of the two assignments
-     cutting fewer entries at the input stays. There each stratum's excess over
-     its cap is unplaced (seeded hash order) and placed again by the streaming
-     rounds below (neighbours first, only into parts with room);
+  d. *purification* (``purify_rounds`` rounds, per input block), for a second
+     assignment per cluster weight: every input node moves to the coarsest-level
+     cluster it has the most edges to (the first levels' clusters are picked from
+     tiny neighbouring clusters, about one in ten from another community on
+     planted-partition graphs; at the coarsest level the strongest link is the
+     node's own community), the coarsest level is rebuilt from the input under that
+     map, partitioned with METIS and projected to the input in one step. It wins on
+     skewed planted partitions and loses on uniform ones, and only after the
+     refinement does the cut tell which (see ``LPConfig.purify_rounds``). A
+     finalist is *settled* first: each stratum's excess over its cap is unplaced
+     (seeded hash order) and placed again by the streaming rounds below
+     (neighbours first, only into parts with room);
 - the **streaming** placement (steps 3 below), which wins on R-MAT-like graphs whose
   structure is carried by hubs (METIS, and any matching or clustering coarsening,
   cuts 2-4x more there).
 
-Then both share steps 4 and 5. Every step is a map over edge files or node blocks
+Then all share steps 4 and 5. Every step is a map over edge files or node blocks
 plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per step:
 
 1. **Stage** (one task per edge file): read the edges, make them homogeneous
