@@ -14,19 +14,35 @@ from typing import Any
 
 from dgl_chunked.errors import SchedulerError
 
-__all__ = ["WORKER_ENVIRONMENT", "dask_client", "worker_environment"]
+__all__ = ["TRIM_THRESHOLD_BYTES", "WORKER_ENVIRONMENT", "dask_client", "worker_environment"]
 
 logger = logging.getLogger(__name__)
 
-WORKER_ENVIRONMENT: dict[str, str] = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+TRIM_THRESHOLD_BYTES = 1 << 20
+"""glibc's ``MALLOC_TRIM_THRESHOLD_`` in the workers this package starts (Dask's default: 64 KiB)."""
+
+WORKER_ENVIRONMENT: dict[str, str] = {
+    "ARROW_DEFAULT_MEMORY_POOL": "system",
+    "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD_BYTES),
+}
 """Environment of the worker processes of the clusters this package starts.
 
-Arrow's default allocator (mimalloc) keeps the pages of freed buffers, and the file
-reads of every CSV edge chunk go through it, so a worker's resident size grew with the
-chunks' byte size (longer node IDs at larger scales). With the C allocator, which
-hands pages back (Dask sets ``MALLOC_TRIM_THRESHOLD_``), peak RSS per worker on
-``benchmarks/bench_pipeline.py`` went from 280 to 237 MB at 1x and 317 to 253 MB at
-30x, and both runs were faster. A variable already set in the environment wins.
+``ARROW_DEFAULT_MEMORY_POOL=system``: Arrow's default allocator (mimalloc) keeps the
+pages of freed buffers, and the file reads of every CSV edge chunk go through it, so
+a worker's resident size grew with the chunks' byte size (longer node IDs at larger
+scales). With the C allocator peak RSS per worker on ``benchmarks/bench_pipeline.py``
+went from 280 to 237 MB at 1x and 317 to 253 MB at 30x, and both runs were faster.
+
+``MALLOC_TRIM_THRESHOLD_=1048576``: Dask's 64 KiB makes glibc hand back the top of the
+heap whenever 64 KiB of it are free, which is after every slice of the node-ID
+lookups (:data:`~dgl_chunked.dispatch.ids.HEAP_SLICE`, 64 KiB temporaries): each
+slice faulted its pages in again, 78k page faults and 0.14 s per 5M lookups against
+300 and 0.06 s with 1 MiB. Arrays of 128 KiB and more are still mapped and unmapped
+one by one (the threshold fixes glibc's mmap threshold there), so a worker keeps at
+most 1 MiB of freed heap: ``bench_pipeline.py`` 30x 62.2 -> 57.8 s, peak RSS per
+worker unchanged (249 MB).
+
+A variable already set in the environment wins.
 """
 
 
@@ -34,7 +50,7 @@ hands pages back (Dask sets ``MALLOC_TRIM_THRESHOLD_``), peak RSS per worker on
 def worker_environment() -> Iterator[None]:
     """Within the block, process-based local clusters start workers with
     :data:`WORKER_ENVIRONMENT` (through ``distributed.nanny.pre-spawn-environ``, since
-    pyarrow reads it once, when it loads).
+    glibc and pyarrow read these variables once, when the process starts).
 
     For workers started elsewhere (``dask worker``, a cluster manager), set the same
     variables in their environment.
@@ -78,7 +94,7 @@ def dask_client(
             ) from err
         with connected as client:
             logger.info("connected to %s; dashboard: %s", scheduler, client.dashboard_link)
-            _warn_about_arrow_pool(client)
+            _warn_about_allocators(client)
             yield client
         return
     n = workers or os.cpu_count() or 1
@@ -93,25 +109,36 @@ def dask_client(
     if local_directory:
         cluster_kwargs["local_directory"] = local_directory
     with worker_environment(), LocalCluster(**cluster_kwargs) as cluster, Client(cluster) as client:
-        _warn_about_arrow_pool(client)
+        _warn_about_allocators(client)
         yield client
 
 
-def _arrow_pool() -> str:
+def _allocators() -> tuple[str, str]:
+    """This process's Arrow memory pool and ``MALLOC_TRIM_THRESHOLD_`` ("" when unset)."""
     import pyarrow as pa
 
-    return str(pa.default_memory_pool().backend_name)
+    return str(pa.default_memory_pool().backend_name), os.environ.get("MALLOC_TRIM_THRESHOLD_", "")
 
 
-def _warn_about_arrow_pool(client: Any) -> None:
-    """Warn when workers run Arrow's caching allocator (see :data:`WORKER_ENVIRONMENT`)."""
+def _warn_about_allocators(client: Any) -> None:
+    """Warn when workers run Arrow's caching allocator or trim the heap at a threshold
+    below :data:`TRIM_THRESHOLD_BYTES` (see :data:`WORKER_ENVIRONMENT`)."""
     try:
-        pools = set(client.run(_arrow_pool).values())
+        seen = set(client.run(_allocators).values())
     except Exception:  # noqa: BLE001 - a diagnosis only: never fail a run over it
         return
-    if pools - {"system"}:
+    pools = {pool for pool, _ in seen} - {"system"}
+    if pools:
         logger.warning(
             "workers use Arrow's %s allocator, which keeps freed memory: peak RSS per worker is higher "
             "than planned; start them with ARROW_DEFAULT_MEMORY_POOL=system",
-            "/".join(sorted(pools - {"system"})),
+            "/".join(sorted(pools)),
+        )
+    low = sorted({trim for _, trim in seen if trim.isdigit() and int(trim) < TRIM_THRESHOLD_BYTES})
+    if low:
+        logger.warning(
+            "workers trim the heap at MALLOC_TRIM_THRESHOLD_=%s: node-ID lookups fault their memory in "
+            "again slice after slice (up to 2x slower); start them with MALLOC_TRIM_THRESHOLD_=%d",
+            "/".join(low),
+            TRIM_THRESHOLD_BYTES,
         )

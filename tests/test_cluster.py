@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import platform
 from types import SimpleNamespace
 from typing import Any
 
@@ -10,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from dgl_chunked.cluster import WORKER_ENVIRONMENT, dask_client
+from dgl_chunked.dispatch.new_id_map import build_map
 
 
 def _arrow_pool() -> str:
@@ -18,22 +21,62 @@ def _arrow_pool() -> str:
     return str(pyarrow.default_memory_pool().backend_name)
 
 
+def _environ(name: str) -> str | None:
+    return os.environ.get(name)
+
+
 def test_local_workers_start_with_the_system_allocator(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
-    assert WORKER_ENVIRONMENT == {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    assert WORKER_ENVIRONMENT == {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_TRIM_THRESHOLD_": "1048576"}
     with caplog.at_level(logging.WARNING, logger="dgl_chunked.cluster"), dask_client(workers=2) as client:
         pools = client.run(lambda: __import__("pyarrow").default_memory_pool().backend_name)
-        environ = client.run(lambda: __import__("os").environ.get("ARROW_DEFAULT_MEMORY_POOL"))
+        arrow = client.run(_environ, "ARROW_DEFAULT_MEMORY_POOL")
+        trim = client.run(_environ, "MALLOC_TRIM_THRESHOLD_")
     assert sorted(pools.values()) == ["system", "system"]
-    assert sorted(environ.values()) == ["system", "system"]
-    assert not [r for r in caplog.records if "allocator" in r.getMessage()]
+    assert sorted(arrow.values()) == ["system", "system"]
+    assert sorted(trim.values()) == ["1048576", "1048576"]  # not Dask's 65536
+    assert not [r for r in caplog.records if "allocator" in r.getMessage() or "trim" in r.getMessage()]
 
 
-def test_a_variable_set_by_the_user_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "mimalloc")
+@pytest.mark.parametrize(
+    ("name", "value"), [("ARROW_DEFAULT_MEMORY_POOL", "mimalloc"), ("MALLOC_TRIM_THRESHOLD_", "4096")]
+)
+def test_a_variable_set_by_the_user_wins(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
     with dask_client(workers=1) as client:
-        environ = client.run(lambda: __import__("os").environ.get("ARROW_DEFAULT_MEMORY_POOL"))
-    assert list(environ.values()) == ["mimalloc"]
+        environ = client.run(_environ, name)
+    assert list(environ.values()) == [value]
+
+
+def _lookup_faults(num_ids: int) -> int:
+    """Minor page faults of ``num_ids`` new-ID lookups on a 1M-node map, in this process."""
+    import resource
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    owner = rng.integers(0, 2, 1 << 20)
+    counts = np.bincount(owner, minlength=2)
+    new_map = build_map(1 << 20, 1 << 20, np.array([[0, counts[0]]]), [owner])
+    ids = rng.integers(0, 1 << 20, num_ids)
+    new_map.lookup(ids[:1000])  # warm up
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    new_map.lookup(ids, np.int32)
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc tunables")
+def test_workers_reuse_the_heap_between_lookup_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    # with Dask's 64 KiB trim threshold every 8192-ID slice faults ~512 KiB in again:
+    # 1M lookups = 123 slices, ~15k faults; the 4 MB output array alone is ~1000
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with dask_client(workers=1) as client:
+        (ours,) = client.run(_lookup_faults, 1 << 20).values()
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    with dask_client(workers=1) as client:
+        (dasks,) = client.run(_lookup_faults, 1 << 20).values()
+    assert ours < 3000 < 6000 < dasks
 
 
 def test_joining_workers_with_a_caching_allocator_warns(
@@ -52,6 +95,20 @@ def test_joining_workers_with_the_system_allocator_is_quiet(
     scheduler: str, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
     monkeypatch.setattr(pa, "default_memory_pool", lambda: SimpleNamespace(backend_name="system"))
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1048576")
     with caplog.at_level(logging.WARNING, logger="dgl_chunked.cluster"), dask_client(scheduler) as client:
         assert client.run(_arrow_pool)
-    assert not [r for r in caplog.records if "allocator" in r.getMessage()]
+    assert not [r for r in caplog.records if "allocator" in r.getMessage() or "trim" in r.getMessage()]
+
+
+def test_joining_workers_that_trim_the_heap_early_warns(
+    scheduler: str, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    # the fixture's workers run in this process: they see its environment
+    monkeypatch.setattr(pa, "default_memory_pool", lambda: SimpleNamespace(backend_name="system"))
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    with caplog.at_level(logging.WARNING, logger="dgl_chunked.cluster"), dask_client(scheduler):
+        pass
+    warned = [r.getMessage() for r in caplog.records if "MALLOC_TRIM_THRESHOLD_" in r.getMessage()]
+    assert len(warned) == 1
+    assert "=65536" in warned[0] and "MALLOC_TRIM_THRESHOLD_=1048576" in warned[0]

@@ -52,21 +52,22 @@ class Calibration:
 
 CALIBRATION = Calibration(
     # benchmarks/fit_calibration.py on `bench_pipeline.py --scales 1 10 30 --repeat 2 --plan`
-    # (2026-11-25: workers with Arrow's system allocator, cluster.WORKER_ENVIRONMENT; lookups in
-    # slices of ids.HEAP_SLICE), fitted on the 1x and 10x runs; the 30x run checks it out of
-    # sample (time -11%, peak RSS +6%). The VM ran nothing else but the benchmark.
-    stage_overhead_s=0.032,
+    # (2026-11-25 evening: workers with Arrow's system allocator and MALLOC_TRIM_THRESHOLD_ = 1 MiB,
+    # cluster.WORKER_ENVIRONMENT; lookups in slices of ids.HEAP_SLICE), fitted on the 1x and 10x
+    # runs; the 30x run checks it out of sample (time -15%, peak RSS +6%). The VM ran nothing
+    # else but the benchmark.
+    stage_overhead_s=0.029,
     edge_overhead_s=0.0,
-    write_overhead_s=0.0,
-    partition_overhead_s=0.087,
-    partition_s_per_node=2.94e-08,
-    node_stage_s_per_node=3.67e-08,
-    edge_s_per_edge=2.52e-07,
+    write_overhead_s=0.044,
+    partition_overhead_s=0.08,
+    partition_s_per_node=3.02e-08,
+    node_stage_s_per_node=3.39e-08,
+    edge_s_per_edge=1.97e-07,
     feature_s_per_byte=1e-09,
-    write_s_per_edge=1.33e-07,
+    write_s_per_edge=1.09e-07,
     write_s_per_node=0.0,
     write_s_per_byte=1e-09,
     worker_base_bytes=152 << 20,  # fit_calibration.py --measure-base: 152 MB
-    edge_task_bytes_per_edge=32.8,
+    edge_task_bytes_per_edge=33.0,
     writer_bytes_per_segment_edge=48.0,
 )

@@ -49,10 +49,13 @@ Int64s = npt.NDArray[np.int64]
 HEAP_SLICE = 1 << 13
 """Items a vectorised lookup handles at a time (a multiple of 64). The temporaries of a
 slice (64 KiB each at 8 bytes per item) stay under glibc's mmap threshold (128 KiB, which
-Dask's ``MALLOC_TRIM_THRESHOLD_`` keeps from growing), so they reuse heap memory: with
+a set ``MALLOC_TRIM_THRESHOLD_`` keeps from growing), so they reuse heap memory: with
 slices of 2^18 items every temporary was a fresh mmap whose pages the kernel faulted in
 and zeroed, and the edge tasks spent about 40% of their time in the kernel
-(``bench_pipeline.py`` 1x: edge task 0.65 -> 0.42 s, worker page faults 714k -> 480k)."""
+(``bench_pipeline.py`` 1x: edge task 0.65 -> 0.42 s, worker page faults 714k -> 480k).
+The reuse needs a trim threshold above a slice's temporaries: at Dask's 64 KiB the
+freed heap went back to the kernel after every slice, hence
+:data:`dgl_chunked.cluster.WORKER_ENVIRONMENT`'s 1 MiB."""
 
 
 def in_slices(
