@@ -52,11 +52,21 @@ def worker_environment() -> Iterator[None]:
     :data:`WORKER_ENVIRONMENT` (through ``distributed.nanny.pre-spawn-environ``, since
     glibc and pyarrow read these variables once, when the process starts).
 
+    A variable set in the environment wins (Dask's rule), unless it holds Dask's own
+    pre-spawn value: a nanny copies those into its parent's environment before it spawns
+    a worker, so any earlier process-based cluster of this process (a notebook's
+    ``LocalCluster()``, a test's) leaves ``MALLOC_TRIM_THRESHOLD_=65536`` behind. Such a
+    value is replaced, as the next nanny would replace it.
+
     For workers started elsewhere (``dask worker``, a cluster manager), set the same
     variables in their environment.
     """
     import dask
 
+    dasks_own = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    for name, value in WORKER_ENVIRONMENT.items():
+        if name in dasks_own and os.environ.get(name) == str(dasks_own[name]):
+            os.environ[name] = value
     settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRONMENT.items()}
     with dask.config.set(settings):
         yield

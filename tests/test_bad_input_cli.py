@@ -16,6 +16,7 @@ with ``EFBIG``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dgl_chunked.cli import main
+from dgl_chunked.cluster import WORKER_ENVIRONMENT
 from dgl_chunked.io.chunked.formats import read_edge_chunk, write_feature_chunk
 
 EI = "chunked/edge_index"
@@ -421,6 +423,7 @@ import contextlib, io, json, logging, resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit raise OSError(EFBIG)
 from distributed import LocalCluster
 from dgl_chunked.cli import main
+from dgl_chunked.cluster import WORKER_ENVIRONMENT
 scenarios = json.loads(sys.argv[1])
 results = {}
 with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
@@ -494,11 +497,15 @@ def disk_full_runs(tmp_path_factory: pytest.TempPathFactory, golden_dir: Path) -
         for name, (limit, command, on_cluster, _) in DISK_FULL.items()
     ]
     real_name, real_limit, real_argv, _ = scenarios.pop(0)
+    # the workers' environment the CLI sets up, whatever earlier clusters of this pytest
+    # process left in os.environ: the batch's workers are threads of its own process
+    env = {**os.environ, **WORKER_ENVIRONMENT}
     real = subprocess.Popen(
         [sys.executable, "-c", _REAL_CLI, str(real_limit), *real_argv, "--workers", "1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     batch = subprocess.run(
         [sys.executable, "-c", _LIMITED, json.dumps(scenarios)],
@@ -506,6 +513,7 @@ def disk_full_runs(tmp_path_factory: pytest.TempPathFactory, golden_dir: Path) -
         text=True,
         timeout=300,
         check=False,
+        env=env,
     )
     _, real_err = real.communicate(timeout=300)
     assert batch.returncode == 0, batch.stderr
@@ -520,6 +528,7 @@ limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 from dgl_chunked.cli import main
+from dgl_chunked.cluster import WORKER_ENVIRONMENT
 sys.exit(main(sys.argv[2:]))
 """
 

@@ -49,6 +49,20 @@ def test_a_variable_set_by_the_user_wins(monkeypatch: pytest.MonkeyPatch, name: 
     assert list(environ.values()) == [value]
 
 
+def test_dasks_value_left_by_an_earlier_cluster_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a nanny copies Dask's pre-spawn values into its parent's environment before it
+    # spawns: after any process-based cluster this process holds Dask's 65536
+    from distributed import LocalCluster
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"):
+        pass
+    assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "65536"
+    with dask_client(workers=1) as client:
+        trim = client.run(_environ, "MALLOC_TRIM_THRESHOLD_")
+    assert list(trim.values()) == ["1048576"]
+
+
 def _lookup_faults(num_ids: int) -> int:
     """Minor page faults of ``num_ids`` new-ID lookups on a 1M-node map, in this process."""
     import resource
@@ -70,12 +84,14 @@ def _lookup_faults(num_ids: int) -> int:
 def test_workers_reuse_the_heap_between_lookup_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     # with Dask's 64 KiB trim threshold every 8192-ID slice faults ~512 KiB in again:
     # 1M lookups = 123 slices, ~15k faults; the 4 MB output array alone is ~1000
+    from distributed import Client, LocalCluster
+
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     with dask_client(workers=1) as client:
         (ours,) = client.run(_lookup_faults, 1 << 20).values()
-    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
-    with dask_client(workers=1) as client:
-        (dasks,) = client.run(_lookup_faults, 1 << 20).values()
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster) as client:
+        (dasks,) = client.run(_lookup_faults, 1 << 20).values()  # Dask's own environment
     assert ours < 3000 < 6000 < dasks
 
 
