@@ -67,7 +67,10 @@ def owned_halo_bitmap(plan: PartitionPlan, part: int, lo: int, hi: int, start: i
     """The sources of ``part``'s owned edges in ``[start, stop)`` that are not inner (``[lo, hi)``), frozen."""
     bitmap = HaloBitmap(start, stop)
     for _, src in plan.edge_segments(part, "new_src"):
-        bitmap.add(src)
+        # inner sources never reach the bitmap: its scattered read-modify-writes miss the
+        # cache once the ID space outgrows it (20M sources into a 30M-node bitmap: 0.32 s
+        # with the inner half, 0.26 s without; 0.23 s into a 1M-node one either way)
+        bitmap.add(src[(src < lo) | (src >= hi)])
     bitmap.remove_range(lo, hi)
     bitmap.freeze()
     return bitmap
