@@ -42,6 +42,8 @@ from dgl_chunked.storage.zarr_lookup import cached_lookup
 __all__ = [
     "Staging",
     "default_chunks",
+    "node_chunk_rows",
+    "NODE_CHUNK_ROWS",
     "segment_bounds",
     "resumable",
     "MISSING",
@@ -50,7 +52,7 @@ __all__ = [
     "STAGING_ENTRIES",
 ]
 
-STAGING_FORMAT = 4
+STAGING_FORMAT = 5
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
 
 STAGING_KIND = "dispatch-staging"
@@ -247,6 +249,23 @@ class Staging:
         for name, c in zip(names, counts, strict=True):
             if c[part]:
                 yield self.segment(name, c, part)
+
+
+NODE_CHUNK_ROWS = 1 << 18
+"""Rows per Zarr chunk of the staged per-node arrays (assignment, new IDs, sorted IDs)
+when the numbering block is a multiple of it. A node-feature task reads the owners of
+its chunk's rows, and Zarr reads whole chunks: with chunks of a whole block (2^21 rows,
+8 MB of int32) a task of 250k rows read 8 MB at 30M nodes against the 4 MB of the
+1M-node graph's single chunk (5.1 against 3.0 ms and 2.5k against 1.2k page faults per
+task; 2.3 ms and 750 faults with 2^18)."""
+
+
+def node_chunk_rows(block_rows: int, num_nodes: int) -> int:
+    """Zarr chunk rows of a staged per-node array: :data:`NODE_CHUNK_ROWS` when it divides
+    ``block_rows`` (the tasks that write whole blocks then write whole chunks, never the
+    same chunk from two tasks), else ``block_rows``; never more than ``num_nodes``."""
+    rows = NODE_CHUNK_ROWS if block_rows % NODE_CHUNK_ROWS == 0 else block_rows
+    return max(1, min(rows, num_nodes))
 
 
 def default_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:

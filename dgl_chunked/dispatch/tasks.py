@@ -28,7 +28,7 @@ from dgl_chunked.dispatch.stages import (
     stage_node_feature_chunk,
     stage_part_block,
 )
-from dgl_chunked.dispatch.staging import Staging, resumable
+from dgl_chunked.dispatch.staging import Staging, node_chunk_rows, resumable
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 
 __all__ = ["Runner", "stage_nodes", "stage_edges_and_features"]
@@ -57,7 +57,7 @@ def stage_nodes(
         n = meta.num_nodes(ntype)
         arr = parts[ntype].astype(np.int32).rechunk(block_rows) if n else None
         for what, dtype in (("part", np.int32), ("new_nid", new_nid_dtype), ("sorted_type_nid", np.int64)):
-            staging.ensure(node_array(ntype, what), (n,), dtype, chunks=(max(1, min(block_rows, n)),))
+            staging.ensure(node_array(ntype, what), (n,), dtype, chunks=(node_chunk_rows(block_rows, n),))
         starts = tuple(range(0, n, block_rows))
         starts_per_type.append(starts)
         if arr is None:

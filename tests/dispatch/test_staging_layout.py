@@ -1,0 +1,71 @@
+"""The Zarr layout of the staged per-node arrays: chunk sizes, and the bytes they lead to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dask
+import numpy as np
+import pytest
+import zarr
+
+from dgl_chunked.cli import main
+from dgl_chunked.dispatch import DispatchOptions, dispatch
+from dgl_chunked.dispatch import staging as staging_module
+from dgl_chunked.dispatch.staging import NODE_CHUNK_ROWS, node_chunk_rows
+
+from .helpers import output_files
+
+
+@pytest.mark.parametrize(
+    ("block_rows", "num_nodes", "expected"),
+    [
+        (1 << 21, 30_000_000, NODE_CHUNK_ROWS),  # the default block: chunks of 2^18 rows
+        (1 << 21, 1_000_000, NODE_CHUNK_ROWS),
+        (3 << 18, 10**9, NODE_CHUNK_ROWS),
+        (1 << 21, 1000, 1000),  # never more rows than nodes
+        (300_000, 30_000_000, 300_000),  # 2^18 does not divide the block: the block
+        (100, 1000, 100),
+        (1 << 18, 5, 5),
+        (7, 0, 1),
+    ],
+)
+def test_node_chunk_rows(block_rows: int, num_nodes: int, expected: int) -> None:
+    rows = node_chunk_rows(block_rows, num_nodes)
+    assert rows == expected
+    # a task writing one block writes whole chunks only (or the one short array)
+    assert block_rows % rows == 0 or rows >= num_nodes
+
+
+@pytest.fixture(scope="module")
+def small_graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("layout")
+    chunked, assign = root / "chunked", root / "assign"
+    argv = ["synth", "--out-dir", str(chunked), "--preset", "homogeneous", "--num-nodes", "3000"]
+    assert main([*argv, "--num-edges", "20000", "--num-chunks", "3", "--feat-dim", "4"]) == 0
+    assert main(["partition", "--in-dir", str(chunked), "--out-dir", str(assign), "--num-parts", "3"]) == 0
+    return chunked, assign
+
+
+def test_chunks_smaller_than_a_block_give_the_same_bytes(
+    small_graph: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunked, assign = small_graph
+    options = DispatchOptions(block_rows=1024, keep_staging=True)
+    with dask.config.set(scheduler="synchronous"):
+        dispatch(chunked, assign, tmp_path / "whole", options=options)  # 1024 rows: one chunk per block
+        monkeypatch.setattr(staging_module, "NODE_CHUNK_ROWS", 256)
+        dispatch(chunked, assign, tmp_path / "split", options=options)  # four chunks per block
+    for name, rows in (("whole", 1024), ("split", 256)):
+        nodes = zarr.open_group(str(tmp_path / name / "_staging"), mode="r")["nodes"]
+        ntype = next(iter(nodes.group_keys()))
+        for what in ("part", "new_nid", "sorted_type_nid"):
+            array = nodes[ntype][what]
+            assert array.chunks == (rows,), (name, what)
+            assert array.shape == (3000,)
+    split = zarr.open_group(str(tmp_path / "split" / "_staging"), mode="r")["nodes"]
+    whole = zarr.open_group(str(tmp_path / "whole" / "_staging"), mode="r")["nodes"]
+    for what in ("part", "new_nid", "sorted_type_nid"):
+        ntype = next(iter(whole.group_keys()))
+        np.testing.assert_array_equal(split[ntype][what][:], whole[ntype][what][:])
+    assert output_files(tmp_path / "split") == output_files(tmp_path / "whole")
