@@ -42,7 +42,8 @@ one by one (the threshold fixes glibc's mmap threshold there), so a worker keeps
 most 1 MiB of freed heap: ``bench_pipeline.py`` 30x 62.2 -> 57.8 s, peak RSS per
 worker unchanged (249 MB).
 
-A variable already set in the environment wins.
+A variable already set in the environment wins, unless it is Dask's own default left
+there by an earlier cluster (see :func:`worker_environment`).
 """
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "State",
     "fill",
     "place",
+    "placed_nodes",
     "prepare",
     "refine",
     "release_worker_scratch",
