@@ -1,13 +1,13 @@
 """Partition + dispatch benchmark against the figures DGL's pipeline gets (issue 6).
 
 Generates uniform random homogeneous graphs with ``dgl-chunked synth`` (float32[16]
-node feature, CSV edges, NPY features) at 1x = 1M nodes / 10M edges in 4 chunks and,
-with ``--scales 1 10 30``, at 10x = 10M nodes / 100M edges in 40 chunks and 30x =
-30M nodes / 300M edges in 120 chunks (same chunk size), then runs ``partition``
-(random, 2 parts, written as a DGL assignment directory) and ``dispatch`` on a fresh
-2-worker LocalCluster (processes, 1 thread each) and prints wall time per stage,
-edges per second, and the peak RSS of every worker process and of the client, as a
-table and as JSON.
+node feature, CSV edges, NPY features; Parquet edges with ``--edge-format parquet``) at
+1x = 1M nodes / 10M edges in 4 chunks and, with ``--scales 1 10 30``, at 10x = 10M nodes
+/ 100M edges in 40 chunks and 30x = 30M nodes / 300M edges in 120 chunks (same chunk
+size), then runs ``partition`` (random, 2 parts, written as a DGL assignment directory)
+and ``dispatch`` on a fresh 2-worker LocalCluster (processes, 1 thread each) and prints
+wall time per stage, edges per second, and the peak RSS of every worker process and of
+the client, as a table and as JSON.
 
 Usage::
 
@@ -15,6 +15,7 @@ Usage::
                                         [--memory-limit 1GiB] [--lookup-cache SIZE] [--work-dir DIR] [--staging-dir DIR]
                                         [--performance-report report.html] [--plot scaling.png]
                                         [--use-graphbolt | --compare-graphbolt] [--plan]
+                                        [--edge-format {csv,parquet}]
 
 ``--memory-limit`` is the LocalCluster's per-worker limit and also dispatch's
 ``memory_limit`` (it sizes the node-ID cache and HALO tables); the run records
@@ -57,7 +58,7 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _synth(out: Path, scale: int) -> float:
+def _synth(out: Path, scale: int, edge_format: str = "csv") -> float:
     nodes, edges, chunks = SCALES[scale]
     if (out / "metadata.json").exists():
         return 0.0
@@ -76,6 +77,8 @@ def _synth(out: Path, scale: int) -> float:
         "16",
         "--num-chunks",
         str(chunks),
+        "--edge-format",
+        edge_format,
         "--seed",
         "0",
         "--overwrite",
@@ -240,6 +243,12 @@ def main() -> None:
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None, metavar="PNG", help="time and peak RSS against edges")
     parser.add_argument("--plan", action="store_true", help="also print plan_run's prediction per graph")
+    parser.add_argument(
+        "--edge-format",
+        choices=["csv", "parquet"],
+        default="csv",
+        help="how the synthetic graphs store edges (Parquet graphs go to graph-<scale>x-parquet)",
+    )
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--use-graphbolt", action="store_true", help="write GraphBolt .pt partitions")
     fmt.add_argument("--compare-graphbolt", action="store_true", help="run DGL format and GraphBolt alternately")
@@ -249,8 +258,9 @@ def main() -> None:
     rows = []
     for scale in args.scales:
         nodes, edges, chunks = SCALES[scale]
-        chunked = work / f"graph-{scale}x"
-        synth_s = _synth(chunked, scale)
+        suffix = "" if args.edge_format == "csv" else f"-{args.edge_format}"
+        chunked = work / f"graph-{scale}x{suffix}"
+        synth_s = _synth(chunked, scale, args.edge_format)
         predicted = _predict(chunked, work / f"run-{scale}x", args) if args.plan else None
         runs: dict[bool, list[dict[str, Any]]] = {f: [] for f in formats}
         for _ in range(args.repeat):
@@ -270,7 +280,16 @@ def main() -> None:
         for use_graphbolt in formats:
             best = min(runs[use_graphbolt], key=lambda r: r["total_s"])
             label = f"{nodes // 10**6}M/{edges // 10**6}M" + (" gb" if use_graphbolt else "")
-            rows.append({"graph": label, "synth_s": synth_s, "chunks": chunks, "graphbolt": use_graphbolt, **best})
+            rows.append(
+                {
+                    "graph": label,
+                    "edge_format": args.edge_format,
+                    "synth_s": synth_s,
+                    "chunks": chunks,
+                    "graphbolt": use_graphbolt,
+                    **best,
+                }
+            )
             if predicted is not None:
                 rows[-1]["plan"] = predicted
                 print(_versus(rows[-1]))

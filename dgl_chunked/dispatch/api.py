@@ -178,7 +178,9 @@ def _stage(
 ) -> PartitionPlan:
     """Stage nodes, edges and features; return the plan of the partition writers."""
     meta = graph.metadata
-    node_layout, node_starts, node_counts = stage_nodes(graph, parts, num_parts, staging, opts.block_rows, runner)
+    node_layout, node_starts, node_counts = stage_nodes(
+        graph, parts, num_parts, staging, opts.block_rows, runner, keep_sorted_ids=opts.save_orig_nids
+    )
     _warn_empty(meta.node_data, meta.node_types, node_layout, "node")
     try:
         edge_counts, node_feats, edge_feats = stage_edges_and_features(
@@ -189,6 +191,7 @@ def _stage(
             runner,
             extra_node_data=extra_node_data,
             block_rows=opts.block_rows,
+            save_orig_eids=opts.save_orig_eids,
         )
     finally:  # only the edge staging uses the node-ID cache: free the workers' memory
         runner.run_everywhere(clear_lookup_cache)

@@ -23,6 +23,7 @@ from dgl_chunked.dispatch.halo_ranges import range_span
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
 from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
+from dgl_chunked.dispatch.stages import keeps_edge_owners
 from dgl_chunked.dispatch.staging import default_chunks
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.chunked.model import ChunkedGraphMetadata
@@ -108,14 +109,17 @@ def _staging_bytes(graph: ChunkedGraph, opts: DispatchOptions, num_parts: int, e
     nodes = sum(meta.num_nodes(t) for t in meta.node_types)
     total = 0
     id_size = staged_id_dtype(nodes, wide=opts.wide_ids).itemsize
-    for t in meta.node_types:  # part int32, new_nid as staged IDs, sorted_type_nid int64, chunks of block_rows
+    node_row = 4 + id_size + 8 * opts.save_orig_nids  # part int32, new_nid, sorted_type_nid int64
+    for t in meta.node_types:  # in chunks of block_rows
         n = meta.num_nodes(t)
         chunk = max(1, min(opts.block_rows, n))
-        total += (-(-n // chunk) * chunk) * (12 + id_size) + 3 * HEADER_BYTES
+        total += (-(-n // chunk) * chunk) * node_row + (2 + opts.save_orig_nids) * HEADER_BYTES
     owner_size = compact_owner_dtype(num_parts).itemsize
     for spec in meta.edge_types:
+        keep_owner = keeps_edge_owners(meta, spec.name, opts.save_orig_eids)
         for ref in graph.edge_chunks(spec.name):
-            total += 2 * _staged_bytes(ref.rows, id_size, id_size) + _staged_bytes(ref.rows, owner_size, owner_size)
+            total += 2 * _staged_bytes(ref.rows, id_size, id_size)
+            total += _staged_bytes(ref.rows, owner_size, owner_size) if keep_owner else 0
     for kind in ("node", "edge"):
         for rows_list, row, itemsize in _features(graph, kind):
             total += sum(_staged_bytes(rows, row, itemsize) for rows in rows_list)

@@ -26,6 +26,7 @@ from dgl_chunked.dispatch.staging import Staging
 from dgl_chunked.errors import AssignmentError, ChunkMismatchError
 from dgl_chunked.io.chunked.formats import read_edge_chunk, read_feature_chunk
 from dgl_chunked.io.chunked.graph import ChunkRef
+from dgl_chunked.io.chunked.model import ChunkedGraphMetadata
 from dgl_chunked.storage.zarr_lookup import cached_object
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "stage_part_block",
     "stage_new_nid_block",
     "stage_edge_chunk",
+    "keeps_edge_owners",
     "stage_node_feature_chunk",
     "stage_node_data_block",
     "stage_edge_feature_chunk",
@@ -75,12 +77,18 @@ def stage_part_block(
     return np.bincount(parts, minlength=num_parts).astype(np.int64)
 
 
-def stage_new_nid_block(staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64]) -> None:
-    """Number one block's nodes (ascending type_nid inside each partition) and group them by owner."""
+def stage_new_nid_block(
+    staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64], keep_sorted_ids: bool = True
+) -> None:
+    """Number one block's nodes (ascending type_nid inside each partition); with
+    ``keep_sorted_ids``, also store their type_nids grouped by owner (only ``orig_nids.dgl``
+    reads them)."""
     store = staging.store()
     owner = np.asarray(zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop])
     new_nid = zarr.open_array(store=store, path=node_array(ntype, "new_nid"), mode="r+")
     new_nid[start:stop] = new_ids_block(owner, bases)
+    if not keep_sorted_ids:
+        return
     order, _ = sort_by_owner(owner, bases.shape[0])
     sorted_ids = zarr.open_array(store=store, path=node_array(ntype, "sorted_type_nid"), mode="r+")
     sorted_ids[start:stop] = order.astype(np.int64) + start
@@ -133,9 +141,14 @@ def stage_edge_chunk(
     dst_type: str,
     numbering: Mapping[str, NodeNumbering],
     part_starts: npt.NDArray[np.int64],
+    keep_owner: bool,
     *deps: object,
 ) -> npt.NDArray[np.int64]:
-    """Relabel one edge chunk, group it by owner (the destination's partition), store it."""
+    """Relabel one edge chunk, group it by owner (the destination's partition), store it.
+
+    With ``keep_owner`` the owner of every edge is stored too, in input order: edge
+    features and ``orig_eids.dgl`` read it; without them it would be 1 byte per edge of
+    staging that nothing reads."""
     src_numbering, dst_numbering = numbering[src_type], numbering[dst_type]
     num_src, num_dst = src_numbering.num_nodes, dst_numbering.num_nodes
     src, dst = read_edge_chunk(
@@ -161,8 +174,16 @@ def stage_edge_chunk(
     order, counts = sort_by_owner(owner, num_parts)
     staging.write_sorted(edge_array(etype, chunk, "new_src"), new_src[order], counts)
     staging.write_sorted(edge_array(etype, chunk, "new_dst"), new_dst[order], counts)
-    staging.write_sorted(edge_array(etype, chunk, "owner"), owner.astype(compact_owner_dtype(num_parts)), counts)
+    if keep_owner:
+        staging.write_sorted(edge_array(etype, chunk, "owner"), owner.astype(compact_owner_dtype(num_parts)), counts)
     return counts
+
+
+def keeps_edge_owners(metadata: ChunkedGraphMetadata, etype: str, save_orig_eids: bool) -> bool:
+    """Whether dispatch stages the owner of every edge of ``etype`` (``keep_owner`` of
+    :func:`stage_edge_chunk`): edge features and ``orig_eids.dgl`` find their rows'
+    partitions there."""
+    return save_orig_eids or bool(metadata.edge_data.get(etype))
 
 
 def _read_feature(ref: ChunkRef) -> npt.NDArray[Any]:

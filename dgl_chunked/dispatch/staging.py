@@ -5,12 +5,15 @@ Layout (one Zarr group; every array is written by exactly one task)::
     STAGING/
       nodes/<t>/part              int32 [N_t]    owner partition, regular chunks
       nodes/<t>/new_nid           int32 [N_t]    new homogeneous ID, same chunks
-      nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner
+      nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner (*)
       edges/<r>/<c>/new_src       int32 [E_c]    new IDs of the sources, sorted by owner
       edges/<r>/<c>/new_dst       int32 [E_c]    new IDs of the destinations, sorted by owner
-      edges/<r>/<c>/owner         uint8 [E_c]    owner of each edge (written last), type_eid order
+      edges/<r>/<c>/owner         uint8 [E_c]    owner of each edge (written last), type_eid order (*)
       node_feat/<t>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
       edge_feat/<r>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
+
+(*) Only when something reads them: ``sorted_type_nid`` with ``save_orig_nids``, an edge
+type's ``owner`` with ``save_orig_eids`` or when the type has edge features.
 
 Type and feature names are used as Zarr node names; DGL forbids ``/`` in them and
 ``validate`` checks that, so they map one to one. Arrays sorted by owner carry
@@ -52,7 +55,7 @@ __all__ = [
     "STAGING_ENTRIES",
 ]
 
-STAGING_FORMAT = 5
+STAGING_FORMAT = 6
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
 
 STAGING_KIND = "dispatch-staging"

@@ -20,6 +20,7 @@ from dgl_chunked.dispatch.new_id_map import NodeNumbering
 from dgl_chunked.dispatch.plan import FeatureStage
 from dgl_chunked.dispatch.stages import (
     feature_array,
+    keeps_edge_owners,
     node_array,
     stage_edge_chunk,
     stage_edge_feature_chunk,
@@ -47,8 +48,11 @@ def stage_nodes(
     staging: Staging,
     block_rows: int,
     runner: Runner,
+    *,
+    keep_sorted_ids: bool,
 ) -> tuple[IdLayout, tuple[tuple[int, ...], ...], tuple[npt.NDArray[np.int64], ...]]:
-    """Store the assignment, lay out new node IDs, number every node."""
+    """Store the assignment, lay out new node IDs, number every node (and, with
+    ``keep_sorted_ids``, stage the type_nids grouped by owner that ``orig_nids.dgl`` needs)."""
     meta = graph.metadata
     count_tasks: list[Any] = []
     starts_per_type = []
@@ -56,7 +60,9 @@ def stage_nodes(
     for ntype in meta.node_types:
         n = meta.num_nodes(ntype)
         arr = parts[ntype].astype(np.int32).rechunk(block_rows) if n else None
-        for what, dtype in (("part", np.int32), ("new_nid", new_nid_dtype), ("sorted_type_nid", np.int64)):
+        arrays = [("part", np.int32), ("new_nid", new_nid_dtype)]
+        arrays += [("sorted_type_nid", np.int64)] if keep_sorted_ids else []
+        for what, dtype in arrays:
             staging.ensure(node_array(ntype, what), (n,), dtype, chunks=(node_chunk_rows(block_rows, n),))
         starts = tuple(range(0, n, block_rows))
         starts_per_type.append(starts)
@@ -92,6 +98,7 @@ def stage_nodes(
             start,
             min(start + block_rows, meta.num_nodes(ntype)),
             layout.block_bases[t][b],
+            keep_sorted_ids,
             dask_key_name=(f"dglc-number-nodes-{staging.token}", t, b),
         )
         for t, ntype in enumerate(meta.node_types)
@@ -110,8 +117,12 @@ def stage_edges_and_features(
     *,
     extra_node_data: ExtraNodeData,
     block_rows: int,
+    save_orig_eids: bool,
 ) -> tuple[list[npt.NDArray[np.int64]], tuple[FeatureStage, ...], tuple[FeatureStage, ...]]:
-    """Stage every edge chunk, feature chunk and extra node-data block; return edge counts."""
+    """Stage every edge chunk, feature chunk and extra node-data block; return edge counts.
+
+    Edge owners are staged only for the edge types that need them (see
+    :func:`keeps_edge_owners`)."""
     meta = graph.metadata
     part_starts = node_layout.part_starts
     numbering = {
@@ -133,6 +144,7 @@ def stage_edges_and_features(
                 spec.dst_type,
                 {t: numbering[t] for t in (spec.src_type, spec.dst_type)},
                 part_starts,
+                keeps_edge_owners(meta, spec.name, save_orig_eids),
                 dask_key_name=(f"dglc-stage-edges-{staging.token}", meta.etype_id(spec.name), c),
             )
             for c, ref in enumerate(graph.edge_chunks(spec.name))

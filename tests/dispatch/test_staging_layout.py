@@ -1,4 +1,5 @@
-"""The Zarr layout of the staged per-node arrays: chunk sizes, and the bytes they lead to."""
+"""The Zarr layout of the staging: what is staged, the chunk sizes of the per-node arrays,
+and the bytes they lead to."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import numpy as np
 import pytest
 import zarr
 
+import dgl_chunked as dglc
 from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.dispatch import staging as staging_module
 from dgl_chunked.dispatch.staging import NODE_CHUNK_ROWS, node_chunk_rows
+from dgl_chunked.synth import SynthSpec
+from dgl_chunked.testing import make_chunked_graph
 
 from .helpers import output_files
 
@@ -51,7 +55,7 @@ def test_chunks_smaller_than_a_block_give_the_same_bytes(
     small_graph: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chunked, assign = small_graph
-    options = DispatchOptions(block_rows=1024, keep_staging=True)
+    options = DispatchOptions(block_rows=1024, keep_staging=True, save_orig_nids=True)
     with dask.config.set(scheduler="synchronous"):
         dispatch(chunked, assign, tmp_path / "whole", options=options)  # 1024 rows: one chunk per block
         monkeypatch.setattr(staging_module, "NODE_CHUNK_ROWS", 256)
@@ -69,3 +73,40 @@ def test_chunks_smaller_than_a_block_give_the_same_bytes(
         ntype = next(iter(whole.group_keys()))
         np.testing.assert_array_equal(split[ntype][what][:], whole[ntype][what][:])
     assert output_files(tmp_path / "split") == output_files(tmp_path / "whole")
+
+
+def _staged(staging: Path) -> set[str]:
+    """The arrays of a staging directory, as ``nodes/<t>/<what>`` and ``edges/<r>/<what>``."""
+    out = set()
+    for meta in staging.rglob("zarr.json"):
+        parts = meta.parent.relative_to(staging).parts
+        if parts and parts[0] == "nodes" and len(parts) == 3:
+            out.add("/".join(parts))
+        elif parts and parts[0] == "edges" and len(parts) == 4:
+            out.add(f"edges/{parts[1]}/{parts[3]}")
+    return out
+
+
+def test_staging_holds_only_what_the_output_reads(tmp_path: Path) -> None:
+    meta = make_chunked_graph(tmp_path, spec=SynthSpec.heterogeneous(), num_edge_chunks=2, num_node_chunks=2)
+    graph = dglc.open_chunked_graph(tmp_path / "chunked")
+    parts = dglc.assign_partitions(graph, 3, method="random", seed=1)
+    dglc.write_assignment(tmp_path / "assign", parts, num_parts=3, algo_name="random")
+    lean = DispatchOptions(keep_staging=True)
+    full = DispatchOptions(keep_staging=True, save_orig_nids=True, save_orig_eids=True)
+    with dask.config.set(scheduler="synchronous"):
+        dispatch(graph, tmp_path / "assign", tmp_path / "lean", options=lean)
+        dispatch(graph, tmp_path / "assign", tmp_path / "full", options=full)
+    with_features = {etype for etype, feats in meta.edge_data.items() if feats}
+    assert with_features and set(meta.edges) - with_features  # both kinds of edge type
+    per_node = {f"nodes/{t}/{what}" for t in meta.node_types for what in ("part", "new_nid")}
+    endpoints = {f"edges/{r}/{what}" for r in meta.edges for what in ("new_src", "new_dst")}
+    lean_staged = _staged(tmp_path / "lean" / "_staging")
+    assert lean_staged == per_node | endpoints | {f"edges/{r}/owner" for r in with_features}
+    full_staged = _staged(tmp_path / "full" / "_staging")
+    sorted_ids = {f"nodes/{t}/sorted_type_nid" for t in meta.node_types}
+    assert full_staged == per_node | endpoints | sorted_ids | {f"edges/{r}/owner" for r in meta.edges}
+    lean_files, full_files = output_files(tmp_path / "lean"), output_files(tmp_path / "full")
+    extra = {name for name in full_files if name.endswith(("orig_nids.dgl", "orig_eids.dgl"))}
+    assert len(extra) == 6  # both files in each of the 3 partitions
+    assert {name: full_files[name] for name in set(full_files) - extra} == lean_files
