@@ -4,8 +4,12 @@ The DGL files of a partition are written once, front to back, and are gigabytes
 for large graphs. Through the page cache such writes run at the kernel's dirty-page
 writeback rate; on the machine this project is benchmarked on that is 0.54 GB/s,
 against 2.5 GB/s with ``O_DIRECT`` (``benchmarks/bench_write_memmap.py``). The
-writer here copies everything into a page-aligned buffer and writes whole aligned
+writer here copies everything into page-aligned buffers and writes whole aligned
 buffers directly; the unaligned tail goes through the page cache.
+
+A direct write returns when the device has the data, so a single buffer would leave
+the caller idle for every one of them. There are two: a background thread writes a
+full buffer while the caller fills the other.
 
 Filesystems that refuse ``O_DIRECT`` (tmpfs on older kernels, many FUSE mounts)
 and platforms without it get an ordinary buffered file, as does everyone with
@@ -17,6 +21,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
 __all__ = ["open_for_writing", "DirectFile", "direct_io_enabled"]
@@ -47,27 +52,35 @@ class DirectFile:
     """A write-only, sequential local file written with ``O_DIRECT``.
 
     Supports ``write`` and ``close`` (what the DGL writers use). If the filesystem
-    rejects a direct write after all, the file falls back to buffered writes.
+    rejects a direct write after all, the file falls back to buffered writes. An
+    error of a background write is raised by the next ``write`` that needs its
+    buffer, or by ``close``; after it nothing more is written.
 
     Parameters
     ----------
     path
         Local file; created or truncated.
     buffer_bytes
-        Size of the aligned staging buffer (a multiple of :data:`ALIGN`).
+        Size of each of the two aligned buffers (a multiple of :data:`ALIGN`).
     """
 
     def __init__(self, path: str, buffer_bytes: int = BUFFER_BYTES) -> None:
         self.name = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
-        self._buffer = mmap.mmap(-1, buffer_bytes)  # anonymous maps are page aligned
-        self._view = memoryview(self._buffer)
+        self._buffers = [mmap.mmap(-1, buffer_bytes) for _ in range(2)]  # anonymous maps are page aligned
+        self._views = [memoryview(buffer) for buffer in self._buffers]
+        self._view = self._views[0]
         self._fill = 0
         self._direct = True
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dglc-direct-write")
+        self._pending: Future[None] | None = None
+        self._error: BaseException | None = None  # a failed background write: nothing more is written
         self.closed = False
 
     def write(self, data: Any) -> int:
         """Append ``data`` (any buffer); return its length in bytes."""
+        if self._error is not None:
+            raise self._error
         source = memoryview(data).cast("B")
         size, pos = source.nbytes, 0
         while pos < size:
@@ -76,7 +89,7 @@ class DirectFile:
             self._fill += take
             pos += take
             if self._fill == len(self._view):
-                self._flush(self._fill)
+                self._hand_over()
         return size
 
     def close(self) -> None:
@@ -84,16 +97,25 @@ class DirectFile:
         if self.closed:
             return
         try:
+            self._wait()
+            if self._error is not None:  # raised already; appending after the gap would corrupt the file
+                return
             aligned = self._fill - self._fill % ALIGN
-            self._flush(aligned)
-            if self._fill:
+            self._write_out(self._view, aligned)
+            rest = self._fill - aligned
+            if rest:
+                if aligned:  # disjoint: rest < ALIGN <= aligned
+                    self._view[:rest] = self._view[aligned : self._fill]
                 self._buffered()
-                self._flush(self._fill)
+                self._write_out(self._view, rest)
         finally:
             self.closed = True
+            self._writer.shutdown(wait=True)  # after a failure a write may still be under way
             os.close(self._fd)
-            self._view.release()
-            self._buffer.close()
+            for view in self._views:
+                view.release()
+            for buffer in self._buffers:
+                buffer.close()
 
     def __enter__(self) -> DirectFile:
         return self
@@ -101,20 +123,35 @@ class DirectFile:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _flush(self, nbytes: int) -> None:
-        """Write the first ``nbytes`` of the buffer; keep the rest at its front."""
+    def _hand_over(self) -> None:
+        """Give the full buffer to the writer thread; go on in the other one."""
+        self._wait()
+        self._pending = self._writer.submit(self._write_out, self._view, self._fill)
+        self._view = self._views[1] if self._view is self._views[0] else self._views[0]
+        self._fill = 0
+
+    def _wait(self) -> None:
+        """Wait for the write under way, if any (raising its error)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        try:
+            pending.result()
+        except BaseException as err:
+            self._error = err
+            raise
+
+    def _write_out(self, view: memoryview, nbytes: int) -> None:
+        """Write the first ``nbytes`` of ``view``."""
         done = 0
         while done < nbytes:
             try:
-                done += os.write(self._fd, self._view[done:nbytes])
+                with view[done:nbytes] as part:  # released even when the write fails: close() unmaps
+                    done += os.write(self._fd, part)
             except OSError as err:
                 if err.errno != errno.EINVAL or not self._direct:
                     raise
                 self._buffered()  # the filesystem took the flag but not the write
-        rest = self._fill - nbytes
-        if rest:
-            self._view[:rest] = self._view[nbytes : self._fill]
-        self._fill = rest
 
     def _buffered(self) -> None:
         import fcntl  # POSIX only, like O_DIRECT itself

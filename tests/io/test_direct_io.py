@@ -65,3 +65,35 @@ def test_disabled_by_environment(tmp_path, monkeypatch):
     f = direct_io.open_for_writing(str(tmp_path / "f.bin"))
     assert not isinstance(f, direct_io.DirectFile)
     f.close()
+
+
+def test_a_failed_background_write_is_raised_and_the_file_closed(tmp_path, monkeypatch):
+    """The error of a buffer written in the background (a full disk) reaches the writer."""
+    import errno
+
+    real_write = os.write
+    calls = {"n": 0}
+
+    def full_disk(fd, data):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    path = str(tmp_path / "f.bin")
+    try:
+        f = direct_io.DirectFile(path, buffer_bytes=direct_io.ALIGN)
+    except OSError:
+        pytest.skip("this filesystem refuses O_DIRECT")
+    monkeypatch.setattr(direct_io.os, "write", full_disk)
+    data = np.zeros(2 * direct_io.ALIGN, dtype=np.uint8)
+    f.write(data)  # the first buffer goes out; the second is handed over and fails
+    with pytest.raises(OSError) as err:
+        f.write(data)  # needs the failed buffer back
+        f.close()
+    assert err.value.errno == errno.ENOSPC
+    f.close()  # closing again after the failure is a no-op
+    assert f.closed
+    monkeypatch.undo()
+    with open(path, "rb") as check:
+        assert len(check.read()) == direct_io.ALIGN  # only the first buffer reached the file
