@@ -78,7 +78,7 @@ def stage_part_block(
 
 
 def stage_new_nid_block(
-    staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64], keep_sorted_ids: bool = True
+    staging: Staging, ntype: str, start: int, stop: int, bases: npt.NDArray[np.int64], keep_sorted_ids: bool
 ) -> None:
     """Number one block's nodes (ascending type_nid inside each partition); with
     ``keep_sorted_ids``, also store their type_nids grouped by owner (only ``orig_nids.dgl``

@@ -101,13 +101,10 @@ class DirectFile:
             if self._error is not None:  # raised already; appending after the gap would corrupt the file
                 return
             aligned = self._fill - self._fill % ALIGN
-            self._write_out(self._view, aligned)
-            rest = self._fill - aligned
-            if rest:
-                if aligned:  # disjoint: rest < ALIGN <= aligned
-                    self._view[:rest] = self._view[aligned : self._fill]
+            self._write_out(self._view, 0, aligned)
+            if self._fill > aligned:
                 self._buffered()
-                self._write_out(self._view, rest)
+                self._write_out(self._view, aligned, self._fill)
         finally:
             self.closed = True
             self._writer.shutdown(wait=True)  # after a failure a write may still be under way
@@ -126,7 +123,7 @@ class DirectFile:
     def _hand_over(self) -> None:
         """Give the full buffer to the writer thread; go on in the other one."""
         self._wait()
-        self._pending = self._writer.submit(self._write_out, self._view, self._fill)
+        self._pending = self._writer.submit(self._write_out, self._view, 0, self._fill)
         self._view = self._views[1] if self._view is self._views[0] else self._views[0]
         self._fill = 0
 
@@ -141,12 +138,12 @@ class DirectFile:
             self._error = err
             raise
 
-    def _write_out(self, view: memoryview, nbytes: int) -> None:
-        """Write the first ``nbytes`` of ``view``."""
-        done = 0
-        while done < nbytes:
+    def _write_out(self, view: memoryview, start: int, stop: int) -> None:
+        """Write bytes ``[start, stop)`` of ``view``."""
+        done = start
+        while done < stop:
             try:
-                with view[done:nbytes] as part:  # released even when the write fails: close() unmaps
+                with view[done:stop] as part:  # released even when the write fails: close() unmaps
                     done += os.write(self._fd, part)
             except OSError as err:
                 if err.errno != errno.EINVAL or not self._direct:

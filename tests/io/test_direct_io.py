@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 import numpy as np
@@ -33,25 +34,33 @@ def test_direct_file_writes_exactly_the_concatenation(tmp_path_factory, sizes, b
         assert g.read() == want
 
 
-def test_rejected_direct_writes_fall_back_to_buffered(tmp_path, monkeypatch):
-    """A filesystem that takes the flag but refuses the write (EINVAL) still gets the bytes."""
-    import errno
-
+def _failing_write(failing_call: int, code: int):
+    """An ``os.write`` whose ``failing_call``-th call raises ``OSError(code)``; the others write."""
     real_write = os.write
     calls = {"n": 0}
 
-    def picky_write(fd, data):
+    def write(fd, data):
         calls["n"] += 1
-        if calls["n"] == 1:
-            raise OSError(errno.EINVAL, "Invalid argument")
+        if calls["n"] == failing_call:
+            raise OSError(code, os.strerror(code))
         return real_write(fd, data)
 
-    path = str(tmp_path / "f.bin")
+    return write
+
+
+def _one_page_file(path: str) -> direct_io.DirectFile:
+    """A DirectFile with buffers of one page (skips where the filesystem refuses O_DIRECT)."""
     try:
-        f = direct_io.DirectFile(path, buffer_bytes=direct_io.ALIGN)
+        return direct_io.DirectFile(path, buffer_bytes=direct_io.ALIGN)
     except OSError:
         pytest.skip("this filesystem refuses O_DIRECT")
-    monkeypatch.setattr(direct_io.os, "write", picky_write)
+
+
+def test_rejected_direct_writes_fall_back_to_buffered(tmp_path, monkeypatch):
+    """A filesystem that takes the flag but refuses the write (EINVAL) still gets the bytes."""
+    path = str(tmp_path / "f.bin")
+    f = _one_page_file(path)
+    monkeypatch.setattr(direct_io.os, "write", _failing_write(1, errno.EINVAL))
     data = np.arange(3 * direct_io.ALIGN + 5, dtype=np.uint8) % 251
     with f:
         f.write(data)
@@ -69,23 +78,9 @@ def test_disabled_by_environment(tmp_path, monkeypatch):
 
 def test_a_failed_background_write_is_raised_and_the_file_closed(tmp_path, monkeypatch):
     """The error of a buffer written in the background (a full disk) reaches the writer."""
-    import errno
-
-    real_write = os.write
-    calls = {"n": 0}
-
-    def full_disk(fd, data):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(fd, data)
-
     path = str(tmp_path / "f.bin")
-    try:
-        f = direct_io.DirectFile(path, buffer_bytes=direct_io.ALIGN)
-    except OSError:
-        pytest.skip("this filesystem refuses O_DIRECT")
-    monkeypatch.setattr(direct_io.os, "write", full_disk)
+    f = _one_page_file(path)
+    monkeypatch.setattr(direct_io.os, "write", _failing_write(2, errno.ENOSPC))
     data = np.zeros(2 * direct_io.ALIGN, dtype=np.uint8)
     f.write(data)  # the first buffer goes out; the second is handed over and fails
     with pytest.raises(OSError) as err:
