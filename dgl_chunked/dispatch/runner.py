@@ -36,11 +36,21 @@ class StageRunner:
             self.seconds[stage] = time.perf_counter() - start
 
     def run_everywhere(self, func: Callable[[], Any]) -> None:
-        """Call ``func()`` in every worker process (and here, for in-process schedulers)."""
+        """Call ``func()`` in every worker process (and here, for in-process schedulers).
+
+        A worker the scheduler cannot reach (killed or lost meanwhile: an ``OSError``
+        such as Dask's ``CommClosedError``) is skipped, since its process and whatever
+        ``func`` would have changed there are gone; any other error is raised.
+        """
         func()
         client = current_client(self.client)
-        if client is not None:
-            client.run(func)
+        if client is None:
+            return
+        for worker, result in client.run(func, on_error="return").items():
+            if isinstance(result, OSError):
+                logger.info("%s not run on %s, which left: %s", getattr(func, "__name__", func), worker, result)
+            elif isinstance(result, BaseException):
+                raise result
 
     def _compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
         """Results in the order of ``tasks``, matched to them by task key."""
