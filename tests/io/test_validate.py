@@ -308,3 +308,20 @@ def test_validate_on_a_local_cluster(client: Any, broken: Path) -> None:
     (broken / CITES1).unlink()
     report = validate_chunked_graph(broken)
     assert any("paper:cites:paper1.txt" in p for p in report.problems)
+
+
+def test_each_call_names_its_tasks_afresh(tiny_chunked: Path) -> None:
+    """A cluster still holding an earlier call's results must not answer for
+    files that may have changed since: every call has its own task keys."""
+    seen: list[set[Any]] = []
+
+    def recording_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
+        graph = dsk.__dask_graph__() if hasattr(dsk, "__dask_graph__") else dsk
+        seen.append({k for k in dict(graph) if str(k).startswith("dglc-validate-")})
+        return dask.get(dsk, keys, **kwargs)
+
+    with dask.config.set(scheduler=recording_get):
+        assert validate_chunked_graph(tiny_chunked).ok
+        assert validate_chunked_graph(tiny_chunked).ok
+    assert len(seen) == 2 and seen[0] and len(seen[0]) == len(seen[1])
+    assert seen[0].isdisjoint(seen[1])

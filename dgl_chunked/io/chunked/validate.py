@@ -21,6 +21,7 @@ from typing import Any, Literal
 from dask.base import compute, tokenize
 from dask.delayed import delayed
 
+from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DglChunkedError, ValidationFailed
 from dgl_chunked.io.chunked import formats as _formats
@@ -192,7 +193,7 @@ def check_feature_file(
 # --- wiring --------------------------------------------------------------------
 
 
-def _edge_tasks(meta: ChunkedGraphMetadata, storage_options: StorageOptions) -> dict[str, list[Any]]:
+def _edge_tasks(meta: ChunkedGraphMetadata, storage_options: StorageOptions, run: str) -> dict[str, list[Any]]:
     tasks: dict[str, list[Any]] = {}
     for i, spec in enumerate(meta.edge_types):
         source = meta.edges[spec.name]
@@ -208,7 +209,7 @@ def _edge_tasks(meta: ChunkedGraphMetadata, storage_options: StorageOptions) -> 
                 expected_rows=rows,
                 num_src=meta.num_nodes(spec.src_type),
                 num_dst=meta.num_nodes(spec.dst_type),
-                dask_key_name="dglc-validate-edges-" + tokenize(path, source, rows),
+                dask_key_name=f"dglc-validate-edges-{run}-{tokenize(path, source, rows)}",
             )
             for path, rows in zip(source.paths, expected, strict=True)
         ]
@@ -216,7 +217,7 @@ def _edge_tasks(meta: ChunkedGraphMetadata, storage_options: StorageOptions) -> 
 
 
 def _feature_tasks(
-    data: Mapping[str, Mapping[str, ArraySource]], storage_options: StorageOptions
+    data: Mapping[str, Mapping[str, ArraySource]], storage_options: StorageOptions, run: str
 ) -> dict[tuple[str, str], list[Any]]:
     return {
         (tname, feat): [
@@ -225,7 +226,7 @@ def _feature_tasks(
                 fmt=src.format,
                 options=dict(src.options),
                 storage_options=storage_options,
-                dask_key_name="dglc-validate-features-" + tokenize(path, src),
+                dask_key_name=f"dglc-validate-features-{run}-{tokenize(path, src)}",
             )
             for path in src.paths
         ]
@@ -372,8 +373,11 @@ def validate_chunked_graph(
         meta = read_metadata(path, storage_options=storage_options, metadata_filename=metadata_filename)
     except DglChunkedError as err:  # MetadataError lists every problem in .problems
         return ValidationReport(problems=list(getattr(err, "problems", [str(err)])))
-    edge_tasks = _edge_tasks(meta, storage_options)
-    node_tasks = _feature_tasks(meta.node_data, storage_options)
-    edge_feat_tasks = _feature_tasks(meta.edge_data, storage_options)
+    # A fresh token per call: a cluster still holding an earlier call's results
+    # (or another job's) must not answer for files that may have changed since.
+    run = run_token(meta.fingerprint())
+    edge_tasks = _edge_tasks(meta, storage_options, run)
+    node_tasks = _feature_tasks(meta.node_data, storage_options, run)
+    edge_feat_tasks = _feature_tasks(meta.edge_data, storage_options, run)
     edge_checks, node_feats, edge_feats = compute(edge_tasks, node_tasks, edge_feat_tasks)
     return _collect(meta, edge_checks, node_feats, edge_feats)
