@@ -85,7 +85,7 @@ def _load_chunk(path: str, storage_options: StorageOptions) -> PartArray:
 
 
 def _plan_blocks(
-    files: list[str], *, form: _pm.OutputForm, blocksize: int, storage_options: StorageOptions
+    files: list[str], *, form: _pm.OutputForm, blocksize: int, storage_options: StorageOptions, run: str
 ) -> list[outputs.OutputBlock]:
     """Line-aligned blocks of every file (one planning compute counts their lines)."""
     from dask.base import compute
@@ -101,8 +101,13 @@ def _plan_blocks(
             continue
         cuts = list(range(0, size, blocksize)) + [size]
         layout.append((i, path, size, ncols, cuts))
-    plan = delayed(outputs.count_block_lines, pure=True)
-    counts = compute(*[[plan(p, a, b, storage_options) for a, b in pairwise(c)] for _, p, _, _, c in layout])
+    plan = delayed(outputs.count_block_lines, pure=False)
+    counts = compute(
+        *[
+            [plan(p, a, b, storage_options, dask_key_name=(f"dglc-parmetis-count-{run}", i, a)) for a, b in pairwise(c)]
+            for i, p, _, _, c in layout
+        ]
+    )
     blocks = []
     for (i, path, size, ncols, _), found in zip(layout, counts, strict=True):
         form_i = _pm.form_of(ncols, form, path)
@@ -133,6 +138,7 @@ def _scatter(
     num_parts: int,
     tmp: str,
     storage_options: StorageOptions,
+    run: str,
 ) -> dict[str, Any]:
     """Compute 2: parse, shuffle into node chunks, check, store; lazy per-type arrays of the result."""
     import dask.array as da
@@ -163,7 +169,7 @@ def _scatter(
         outputs.read_output_partition,
         blocks,
         meta=meta,
-        label="dglc-parmetis-parse",
+        label=f"dglc-parmetis-parse-{run}",  # dask-expr takes no token
         enforce_metadata=False,
         type_offsets=offsets,
         num_parts=num_parts,
@@ -171,7 +177,6 @@ def _scatter(
     divisions = tuple(lo for _, lo, _ in chunks) + (int(offsets[-1]) - 1,)
     parts = frame.set_index("orig_nid", divisions=divisions).to_delayed()
     store = delayed(_store_chunk, pure=False)
-    run = run_token(tmp, tuple(files), num_parts)
     paths = [f"{tmp}/chunk-{k:07d}.npy" for k in range(len(chunks))]
     compute(
         *[
@@ -290,12 +295,15 @@ def import_parmetis(
     algo = "parmetis" if dgl_algo_name("parmetis") == "metis" else "metis"
     if isinstance(sources, str):
         return _import_assignment_dir(sources, graph, assign, num_parts, algo, overwrite, storage_options)
-    blocks = _plan_blocks(sources, form=form, blocksize=blocksize, storage_options=storage_options)
+    # Every task of this import is named with its own run token: the files may have been
+    # rewritten since an earlier import whose results a shared cluster still holds.
+    run = run_token(assign, tuple(sources), num_parts)
+    blocks = _plan_blocks(sources, form=form, blocksize=blocksize, storage_options=storage_options, run=run)
     created = not _fs.exists(assign, storage_options)
     create_owned_dir(assign, ASSIGNMENT_KIND, storage_options=storage_options)
     tmp = create_owned_dir(_fs.join(assign, _IMPORT_TMP), "parmetis-import-tmp", storage_options=storage_options)
     try:
-        parts = _scatter(graph, blocks, sources, num_parts, tmp, storage_options)
+        parts = _scatter(graph, blocks, sources, num_parts, tmp, storage_options, run)
     except BaseException:
         remove_owned(tmp, storage_options=storage_options)
         if created:  # leave no trace of a failed import (when only our marker is left there)

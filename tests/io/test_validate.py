@@ -15,7 +15,7 @@ import pytest
 from dgl_chunked.cli import main
 from dgl_chunked.errors import ValidationFailed
 from dgl_chunked.io.chunked.validate import ValidationReport, validate_chunked_graph
-from dgl_chunked.testing import CountingScheduler
+from dgl_chunked.testing import CountingScheduler, KeyRecordingScheduler
 
 
 @pytest.fixture
@@ -313,15 +313,9 @@ def test_validate_on_a_local_cluster(client: Any, broken: Path) -> None:
 def test_each_call_names_its_tasks_afresh(tiny_chunked: Path) -> None:
     """A cluster still holding an earlier call's results must not answer for
     files that may have changed since: every call has its own task keys."""
-    seen: list[set[Any]] = []
-
-    def recording_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
-        graph = dsk.__dask_graph__() if hasattr(dsk, "__dask_graph__") else dsk
-        seen.append({k for k in dict(graph) if str(k).startswith("dglc-validate-")})
-        return dask.get(dsk, keys, **kwargs)
-
-    with dask.config.set(scheduler=recording_get):
+    recorder = KeyRecordingScheduler("dglc-validate-")
+    with dask.config.set(scheduler=recorder):
         assert validate_chunked_graph(tiny_chunked).ok
         assert validate_chunked_graph(tiny_chunked).ok
-    assert len(seen) == 2 and seen[0] and len(seen[0]) == len(seen[1])
-    assert seen[0].isdisjoint(seen[1])
+    first, second = recorder.computes
+    assert first and len(first) == len(second) and first.isdisjoint(second)
