@@ -7,6 +7,8 @@ the registry (:mod:`.assign`) imports the methods: no cycle between them.
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -26,6 +28,7 @@ __all__ = [
     "PartitionOptions",
     "check_seed",
     "import_partitioner",
+    "input_stamp",
     "mask_features",
     "trivial_parts",
 ]
@@ -99,6 +102,24 @@ def mask_features(graph: ChunkedGraph, names: tuple[str, ...] | None) -> list[tu
             if name in graph.metadata.node_data.get(ntype, {}):
                 out.append((t, name))
     return out
+
+
+def input_stamp(graph: ChunkedGraph, masks: Sequence[tuple[int, str]]) -> list[tuple[Any, ...]]:
+    """Edge and mask files with their row ranges, and size and mtime when local.
+
+    For a partitioner's token: a rewritten input gets a new token, while another open
+    of unchanged files gets the same one (so a rerun's dispatch resumes).
+    """
+    refs = [r for e in graph.edge_types for r in graph.edge_chunks(e)]
+    refs += [r for t, f in masks for r in graph.node_feature_chunks(graph.metadata.node_types[t], f)]
+    stamp: list[tuple[Any, ...]] = []
+    for ref in refs:
+        try:
+            st = os.stat(ref.path)
+            stamp.append((ref.path, ref.start, ref.stop, st.st_size, st.st_mtime_ns))
+        except OSError:  # a URL: the path and rows only
+            stamp.append((ref.path, ref.start, ref.stop))
+    return stamp
 
 
 def import_partitioner(module: str, method: str) -> Any:

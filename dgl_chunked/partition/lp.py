@@ -132,7 +132,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import tempfile
 import uuid
 from dataclasses import replace
@@ -143,7 +142,7 @@ import numpy as np
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.partition import _lp_store as S
-from dgl_chunked.partition._base import check_seed, mask_features
+from dgl_chunked.partition._base import check_seed, input_stamp, mask_features
 from dgl_chunked.partition._lp_config import LPConfig, LPPlan
 from dgl_chunked.partition._ml_driver import run_multilevel
 from dgl_chunked.storage import fs
@@ -208,7 +207,7 @@ class LPMethod:
         )
         # the plan holds the scratch location: jobs writing elsewhere never share keys,
         # and a rerun into the same place keeps its keys (a resumed dispatch matches)
-        token = tokenize(plan, md.fingerprint(), _input_stamp(graph, plan))
+        token = tokenize(plan, md.fingerprint(), input_stamp(graph, plan.masks))
         plan = replace(plan, token=token)
         driver = dask.delayed(run_lp, pure=True)(graph, plan, dask_key_name=f"dglc-assign-lp-driver-{token}")
         offsets = md.node_type_offsets
@@ -218,21 +217,6 @@ class LPMethod:
             )
             for i, t in enumerate(md.node_types)
         }
-
-
-def _input_stamp(graph: ChunkedGraph, plan: LPPlan) -> list[tuple[Any, ...]]:
-    """Edge and mask files with their row ranges, and size and mtime when local: a
-    rewritten input gets a new token (so a new run, not this process's cached result)."""
-    refs = [r for e in graph.edge_types for r in graph.edge_chunks(e)]
-    refs += [r for t, f in plan.masks for r in graph.node_feature_chunks(graph.metadata.node_types[t], f)]
-    stamp: list[tuple[Any, ...]] = []
-    for ref in refs:
-        try:
-            st = os.stat(ref.path)
-            stamp.append((ref.path, ref.start, ref.stop, st.st_size, st.st_mtime_ns))
-        except OSError:  # a URL: the path and rows only
-            stamp.append((ref.path, ref.start, ref.stop))
-    return stamp
 
 
 def _type_view(driver: Any, offset: int, chunks: tuple[int, ...], name: str, block_rows: int) -> da.Array:

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
 from dgl_chunked.errors import AssignmentError
-from dgl_chunked.partition._base import import_partitioner, mask_features, trivial_parts
+from dgl_chunked.partition._base import import_partitioner, input_stamp, mask_features, trivial_parts
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -336,7 +336,7 @@ class MetisMethod:
         )
         frames = [graph.edges(e).to_delayed() for e in graph.edge_types]
         mask_arrays = [graph.node_feature(md.node_types[t], f).reshape(-1) for t, f in masks]
-        token = tokenize(plan, md.fingerprint(), [[d.key for d in fs] for fs in frames], [m.name for m in mask_arrays])
+        token = tokenize(plan, md.fingerprint(), input_stamp(graph, masks))
         task = dask.delayed(_metis_task, pure=True)(
             plan, frames, mask_arrays, dask_key_name=f"dglc-assign-{self.name}-task-{token}"
         )

@@ -9,6 +9,7 @@ from typing import Any
 
 import dask
 import dask.array as da
+import distributed
 import fsspec
 import numpy as np
 import pandas as pd
@@ -105,6 +106,32 @@ def _small_spec() -> SynthSpec:
     from dgl_chunked.testing import SMALL_SPEC
 
     return SMALL_SPEC
+
+
+def test_a_reopened_graph_reads_files_replaced_while_the_cluster_holds_the_old(client: Any, tmp_path: Path) -> None:
+    """Read keys belong to one open handle: what an earlier open left on the cluster
+    (persisted, as a notebook or another job would) never answers a new open."""
+    meta = make_chunked_graph(tmp_path, num_edge_chunks=1, num_feature_chunks=1)
+    etype = "author:writes:paper"
+    first = open_chunked_graph(meta.base_dir)
+    held = [client.persist(c, optimize_graph=False) for c in (first.edges(etype), first.node_feature("paper", "feat"))]
+    distributed.wait(held)
+    edge_file = Path(first.edge_chunks(etype)[0].path)
+    feat_file = Path(first.node_feature_chunks("paper", "feat")[0].path)
+    old_edges, old_feat = np.loadtxt(edge_file, dtype=np.int64, ndmin=2), np.load(feat_file)
+    new_edges, new_feat = old_edges[::-1], old_feat + 1
+    np.savetxt(tmp_path / "e.txt", new_edges, fmt="%d")
+    np.save(tmp_path / "f.npy", new_feat)
+    (tmp_path / "e.txt").replace(edge_file)  # new files, not rewrites of the old (memory-mapped) ones
+    (tmp_path / "f.npy").replace(feat_file)
+    second = open_chunked_graph(meta.base_dir)
+    got_edges = second.edges(etype).compute(optimize_graph=False)
+    got_feat = second.node_feature("paper", "feat").compute(optimize_graph=False)
+    np.testing.assert_array_equal(got_edges[["src", "dst"]].to_numpy(), new_edges)
+    np.testing.assert_array_equal(got_feat, new_feat)
+    held_edges, held_feat = (c.compute(optimize_graph=False) for c in held)
+    np.testing.assert_array_equal(held_edges[["src", "dst"]].to_numpy(), old_edges)
+    np.testing.assert_array_equal(held_feat, old_feat)
 
 
 def test_chunks_divisions_and_refs(tmp_path: Path) -> None:

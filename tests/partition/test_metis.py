@@ -73,6 +73,21 @@ def test_deterministic_and_lazy(rmat: ChunkedGraph) -> None:
     assert set(np.unique(first)) == {0, 1, 2}
 
 
+def test_named_by_the_files_not_by_the_open(tmp_path: Path) -> None:
+    """Another open of unchanged files gives the same assignment name (a rerun's dispatch
+    resumes on it); a replaced edge file gives a new one (never a stale result)."""
+    spec = SynthSpec.homogeneous(200, 1_000, feat_dim=None, num_chunks=2, seed=3)
+    base = write_synthetic_graph(tmp_path / "g", spec).base_dir
+    name = lambda: assign_partitions(open_chunked_graph(base), 2, method="metis", seed=0)["_N"].name  # noqa: E731
+    first = name()
+    assert name() == first
+    edge_file = Path(open_chunked_graph(base).edge_chunks("_N:_E:_N")[0].path)
+    lines = edge_file.read_text().splitlines()
+    (tmp_path / "e.txt").write_text("\n".join(reversed(lines)) + "\n")
+    (tmp_path / "e.txt").replace(edge_file)
+    assert name() != first
+
+
 def test_refuses_over_memory_limit_before_reading(rmat: ChunkedGraph) -> None:
     need = estimate_metis_memory(20_000, 200_000)
     with raise_if_dask_computes(), pytest.raises(MetisMemoryError) as info:

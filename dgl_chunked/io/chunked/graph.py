@@ -20,6 +20,7 @@ the metadata: row count, and for edges the node-ID range; a mismatch raises
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -110,6 +111,10 @@ class ChunkedGraph:
         self.node_chunk_rows = int(node_chunk_rows)
         self._edge_refs: dict[str, list[ChunkRef]] = {}
         self._feature_infos: dict[tuple[str, str, str], list[tuple[int, tuple[int, ...], np.dtype[Any]]]] = {}
+        # In every read key: a handle is a snapshot of the files (their row counts are
+        # read once), so another open, here or in another job on the same cluster,
+        # shares no key with it and is never answered by results read before a rewrite.
+        self._snapshot = uuid.uuid4().hex[:16]
 
     def __repr__(self) -> str:
         m = self.metadata
@@ -282,7 +287,7 @@ class ChunkedGraph:
                 [0],
                 meta=meta,
                 divisions=(0, 0),
-                label="dglc-read-edges",
+                label=f"dglc-read-edges-{self._snapshot}",  # dask-expr takes no token
                 enforce_metadata=False,
             )
         divisions = tuple(r.start for r in parts) + (parts[-1].stop - 1,)
@@ -291,7 +296,7 @@ class ChunkedGraph:
             parts,
             meta=meta,
             divisions=divisions,
-            label="dglc-read-edges",
+            label=f"dglc-read-edges-{self._snapshot}",  # dask-expr takes no token
             enforce_metadata=False,
             **kwargs,
         )
@@ -301,7 +306,7 @@ class ChunkedGraph:
         refs = self._feature_chunks(kind, type_name, feat)
         if not refs:
             return da.empty((0, *row_shape), dtype=dtype)  # type: ignore[no-any-return]
-        name = f"dglc-read-{kind}-feature-" + tokenize(refs, row_shape, str(dtype))
+        name = f"dglc-read-{kind}-feature-" + tokenize(self._snapshot, refs, row_shape, str(dtype))
         tail = (0,) * len(row_shape)
         layer: dict[Any, Any] = {
             (name, i, *tail): (read_feature_block, ref, row_shape, dtype) for i, ref in enumerate(refs)
