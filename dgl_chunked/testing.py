@@ -37,7 +37,6 @@ __all__ = [
     "CountingScheduler",
     "GraphTruth",
     "KillWorkerAfter",
-    "KeyRecordingScheduler",
     "load_truth",
     "make_chunked_graph",
     "planted_partition_edges",
@@ -286,34 +285,6 @@ class CountingScheduler:
         if self.total_computes > self.max_computes:
             raise RuntimeError(f"Too many computes. Total: {self.total_computes} > max: {self.max_computes}.")
         return get_sync(dsk, keys, **kwargs)
-
-
-class KeyRecordingScheduler:
-    """A synchronous Dask scheduler that records the task keys of every compute.
-
-    ``computes[i]`` is the set of keys of the ``i``-th compute whose name starts
-    with ``prefix``: two runs that share a key could be answered, on a shared
-    cluster, by each other's results.
-
-    Examples
-    --------
-    >>> recorder = KeyRecordingScheduler("dglc-validate-")
-    >>> with dask.config.set(scheduler=recorder):  # doctest: +SKIP
-    ...     validate_chunked_graph(path)
-    """
-
-    def __init__(self, prefix: str = "") -> None:
-        self.prefix = prefix
-        self.computes: list[set[Any]] = []
-
-    def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
-        graph = dsk.__dask_graph__() if hasattr(dsk, "__dask_graph__") else dsk
-        self.computes.append({k for k in dict(graph) if _key_name(k).startswith(self.prefix)})
-        return get_sync(dsk, keys, **kwargs)
-
-
-def _key_name(key: Any) -> str:
-    return str(key[0] if isinstance(key, tuple) else key)
 
 
 def raise_if_dask_computes(max_computes: int = 0) -> Any:

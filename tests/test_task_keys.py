@@ -1,9 +1,11 @@
 """Task keys are unique per run, and the scheduler is the one Dask would pick.
 
 Two runs of a command on the same input with the same options must not share the keys
-of tasks that write or stage anything: on a shared scheduler the second run would get
-the first run's results (issue 15). Keys are recorded with a scheduler function that
-records every key and runs the graph synchronously.
+of tasks that write or stage anything, or that read files which may have changed in
+between: on a shared scheduler still holding the first run's results, the second run
+would get them (issue 15; validate and parmetis-import did, until the run token). Keys
+are recorded with a scheduler function that records every key and runs the graph
+synchronously.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import EmptyPartitionWarning
 from dgl_chunked.io.assignment import write_assignment
 from dgl_chunked.io.chunked.graph import open_chunked_graph
-from dgl_chunked.parmetis import export_parmetis
+from dgl_chunked.io.chunked.validate import validate_chunked_graph
+from dgl_chunked.parmetis import export_parmetis, import_parmetis
 from dgl_chunked.partition import assign_partitions, compute_partition_report
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import verify_partitions
@@ -38,6 +41,7 @@ PER_RUN = (
     "dglc-verify-",
     "dglc-report-parts-",
     "dglc-assign-lp-",
+    "dglc-validate-",
 )
 
 
@@ -48,10 +52,11 @@ def _name(key: Hashable) -> str:
 class Recorder:
     def __init__(self) -> None:
         self.keys: set[str] = set()
+        self.prefixes: tuple[str, ...] = PER_RUN  # ("",): every key
 
     def __call__(self, dsk: Any, keys: Any, **kwargs: Any) -> Any:
         graph = dsk.__dask_graph__() if hasattr(dsk, "__dask_graph__") else dsk
-        self.keys |= {_name(k) for k in dict(graph) if _name(k).startswith(PER_RUN)}
+        self.keys |= {_name(k) for k in dict(graph) if _name(k).startswith(self.prefixes)}
         return get_sync(dsk, keys, **kwargs)
 
     def take(self) -> set[str]:
@@ -105,6 +110,18 @@ def test_assignment_dispatch_report_verify_keys_differ_between_runs(
 
 def test_parmetis_export_keys_differ_between_runs(recorder: Recorder, graph: Any, tmp_path: Path) -> None:
     _twice(recorder, lambda i: export_parmetis(graph, tmp_path / f"pm{i}"))
+
+
+def test_validate_keys_differ_between_runs(recorder: Recorder, graph: Any) -> None:
+    recorder.prefixes = ("",)  # it only reads: no key at all may be shared
+    _twice(recorder, lambda i: validate_chunked_graph(graph.metadata.base_dir))
+
+
+def test_parmetis_import_keys_differ_between_runs(recorder: Recorder, graph: Any, tmp_path: Path) -> None:
+    n = graph.num_nodes("_N")
+    np.savetxt(tmp_path / "res.txt", np.stack([np.arange(n), np.arange(n) % 2], 1), fmt="%d")
+    recorder.prefixes = ("",)  # the line counts and the parse too, not only the stores
+    _twice(recorder, lambda i: import_parmetis(tmp_path / "res.txt", graph, tmp_path / f"assign{i}", num_parts=2))
 
 
 def test_run_token_names_inputs_and_run() -> None:

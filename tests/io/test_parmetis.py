@@ -8,7 +8,6 @@ import os
 import warnings
 from pathlib import Path
 
-import dask
 import numpy as np
 import pytest
 
@@ -22,7 +21,6 @@ from dgl_chunked.parmetis import format as pm
 from dgl_chunked.parmetis.edges import dedup_edges_block
 from dgl_chunked.testing import (
     GraphTruth,
-    KeyRecordingScheduler,
     load_truth,
     make_chunked_graph,
     raise_if_dask_computes,
@@ -298,28 +296,6 @@ def test_import_gnid_files_from_a_glob_and_num_parts_not_inferred(tmp_path, grap
     got = read_assignment(tmp_path / "assign", meta)
     for t, want in intended_assignment(meta, 2).items():
         np.testing.assert_array_equal(got[t], want)
-
-
-def test_reimport_of_rewritten_files_shares_no_task_with_the_first(tmp_path, graph_dir):
-    """ParMETIS rerun into the same files: the second import reads them afresh, and no
-    task key of it matches the first's (a shared cluster would answer with stale results)."""
-    meta, files = _exported(tmp_path, graph_dir)
-    table = read_ints(files.nodes_path)
-    orig = meta.node_type_offsets[table[:, 0]] + table[:, -1]
-    (tmp_path / "res").mkdir()
-    recorder = KeyRecordingScheduler("dglc-")
-    for attempt, num_parts in enumerate((2, 3)):  # one-digit part IDs: the files keep their size
-        parts = rule(table[:, 0], table[:, -1], num_parts)
-        np.savetxt(tmp_path / "res" / "part.0", np.stack([orig, parts], 1), fmt="%d")
-        with dask.config.set(scheduler=recorder):
-            import_parmetis(tmp_path / "res" / "part.0", graph_dir, tmp_path / f"assign{attempt}", num_parts=3)
-        got = read_assignment(tmp_path / f"assign{attempt}", meta)
-        for t, want in intended_assignment(meta, num_parts).items():
-            np.testing.assert_array_equal(got[t], want)
-    assert len(recorder.computes) % 2 == 0
-    half = len(recorder.computes) // 2
-    first, second = set().union(*recorder.computes[:half]), set().union(*recorder.computes[half:])
-    assert first and len(first) == len(second) and first.isdisjoint(second)
 
 
 def test_import_dgl_assignment_directory_with_a_corrected_num_parts(tmp_path, graph_dir):
