@@ -78,7 +78,10 @@ def test_named_by_the_files_not_by_the_open(tmp_path: Path) -> None:
     resumes on it); a replaced edge file gives a new one (never a stale result)."""
     spec = SynthSpec.homogeneous(200, 1_000, feat_dim=None, num_chunks=2, seed=3)
     base = write_synthetic_graph(tmp_path / "g", spec).base_dir
-    name = lambda: assign_partitions(open_chunked_graph(base), 2, method="metis", seed=0)["_N"].name  # noqa: E731
+
+    def name() -> str:
+        return str(assign_partitions(open_chunked_graph(base), 2, method="metis", seed=0)["_N"].name)
+
     first = name()
     assert name() == first
     edge_file = Path(open_chunked_graph(base).edge_chunks("_N:_E:_N")[0].path)

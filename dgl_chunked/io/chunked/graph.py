@@ -281,13 +281,14 @@ class ChunkedGraph:
         empty = np.empty(0, np.int64)
         meta = pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))
         parts = [r for r in refs if r.rows]
+        label = f"dglc-read-edges-{self._snapshot}"  # in the keys: dask-expr takes no token
         if not parts:  # an empty edge type: one empty partition
             return dd.from_map(  # type: ignore[no-any-return]
                 empty_edges,
                 [0],
                 meta=meta,
                 divisions=(0, 0),
-                label=f"dglc-read-edges-{self._snapshot}",  # dask-expr takes no token
+                label=label,
                 enforce_metadata=False,
             )
         divisions = tuple(r.start for r in parts) + (parts[-1].stop - 1,)
@@ -296,7 +297,7 @@ class ChunkedGraph:
             parts,
             meta=meta,
             divisions=divisions,
-            label=f"dglc-read-edges-{self._snapshot}",  # dask-expr takes no token
+            label=label,
             enforce_metadata=False,
             **kwargs,
         )
