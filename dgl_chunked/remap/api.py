@@ -14,15 +14,14 @@ from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError, OutputExistsError
-from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
-from dgl_chunked.io.dgl.partition_config import read_partition_config
+from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.remap.inputs import PairInput, RowInput, resolve_source
 from dgl_chunked.remap.keys import key_source
 from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
 from dgl_chunked.remap.outputs import FORMATS, MANIFEST, TMP_DIR, OutputFormat, TypeOutput, publish
 from dgl_chunked.remap.pairs import pair_pieces
-from dgl_chunked.remap.plan import MappingInputs, block_rows_for, mapping_source, owner_jobs
+from dgl_chunked.remap.plan import MappingInputs, absolute, block_rows_for, mapping_inputs, mapping_source, owner_jobs
 from dgl_chunked.remap.spaces import resolve_type
 from dgl_chunked.remap.tasks import TypeJob, block_tasks, collect_counts, count_tasks, pair_tasks
 from dgl_chunked.storage import fs
@@ -31,6 +30,8 @@ from dgl_chunked.storage.owned import acquire_lease, check_no_overlap, clear_own
 __all__ = ["REMAP_ENTRIES", "REMAP_KIND", "RemapResult", "TypeSummary", "remap_results"]
 
 REMAP_KIND = "remap"
+PIECE_ROWS = 1 << 16
+"""Fewest pairs a staging task reads: the block tasks read one segment of every piece."""
 REMAP_ENTRIES = (MANIFEST, "nodes", "edges", TMP_DIR)
 """What a remap output directory may hold (``--overwrite`` removes only these)."""
 
@@ -194,14 +195,9 @@ def remap_results(
     if not results:
         raise OptionError("results: give at least one type's results")
     so = storage_options
-    config = read_partition_config(partitions, storage_options=so)
-    part_root = os.fspath(partitions)
-    part_root = fs.parent(part_root) if part_root.endswith(".json") else part_root
-    if graph is not None and not isinstance(graph, ChunkedGraph):
-        graph = open_chunked_graph(graph, storage_options=so)
-    inputs = MappingInputs(part_root, config, graph, None if assignment is None else os.fspath(assignment), so)
-    out = os.fspath(out_dir)
-    out = out if fs.is_url(out) else os.path.abspath(out)
+    inputs = mapping_inputs(partitions, graph, assignment, so)
+    part_root = inputs.part_root
+    out = absolute(out_dir)
     jobs = _plan_jobs(results, inputs, out, format, block_bytes)
     check_no_overlap({"--out-dir": out}, _input_locations(jobs, inputs), storage_options=so)
     with acquire_lease(out, REMAP_KIND, storage_options=so):
@@ -289,14 +285,20 @@ def _stage_pairs(jobs: list[TypeJob], runner: StageRunner, token: str) -> list[T
     pending = []
     for i, job in enumerate(jobs):
         if isinstance(job.data, PairInput):
-            pieces = pair_pieces(job.data, max(1, job.bounds[1] - job.bounds[0]) if len(job.bounds) > 1 else 1)
+            block_rows = job.bounds[1] - job.bounds[0] if len(job.bounds) > 1 else 1
+            pieces = pair_pieces(job.data, max(block_rows, PIECE_ROWS))
             jobs[i] = replace(job, pieces=tuple(pieces))
             pending.append((i, pair_tasks(jobs[i], pieces, token)))
     if pending:
         results = runner.compute([t for _, ts in pending for t in ts], "stage pairs by block")
         pos = 0
         for i, ts in pending:
-            jobs[i] = replace(jobs[i], offsets=tuple(results[pos : pos + len(ts)]))
+            offsets = tuple(results[pos : pos + len(ts)])
+            pairs = sum(int(o[-1]) for o in offsets)
+            output = jobs[i].output
+            assert output is not None
+            # pairs covering every ID (repeats are caught by the blocks) make a dense output, no mask
+            jobs[i] = replace(jobs[i], offsets=offsets, output=replace(output, subset=pairs < jobs[i].space.total))
             pos += len(ts)
     return jobs
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,8 +34,7 @@ from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError, OutputExistsError
-from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
-from dgl_chunked.io.dgl.partition_config import read_partition_config
+from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.remap.keys import key_source
 from dgl_chunked.remap.lookup_tasks import (
     ArraySpec,
@@ -48,7 +46,7 @@ from dgl_chunked.remap.lookup_tasks import (
 )
 from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.plan import MappingInputs, mapping_source, owner_jobs
+from dgl_chunked.remap.plan import MappingInputs, absolute, mapping_inputs, mapping_source, owner_jobs
 from dgl_chunked.remap.queries import QueryInput, query_input
 from dgl_chunked.remap.spaces import resolve_type
 from dgl_chunked.remap.tasks import TypeJob, collect_counts, count_tasks
@@ -153,11 +151,8 @@ def lookup_ids(
     if bad or not formats:
         raise OptionError(f"formats: expected 'npy' and/or 'pt', found {list(formats)}")
     so = storage_options
-    config = read_partition_config(partitions, storage_options=so)
-    part_root = os.fspath(partitions)
-    part_root = fs.parent(part_root) if part_root.endswith(".json") else part_root
-    if graph is not None and not isinstance(graph, ChunkedGraph):
-        graph = open_chunked_graph(graph, storage_options=so)
+    inputs = mapping_inputs(partitions, graph, assignment, so)
+    config, part_root, graph = inputs.config, inputs.part_root, inputs.graph
     if type is None:
         if len(config.node_map) != 1:
             raise OptionError(f"type: the graph has node types {sorted(config.node_map)}; say which one")
@@ -172,7 +167,6 @@ def lookup_ids(
             f"{space.label} has no keys: pass the chunked graph (--in-dir) made by `dgl-chunked chunk` with a key "
             "for it, or look up original IDs (by='id', --by id)"
         )
-    inputs = MappingInputs(part_root, config, graph, None if assignment is None else os.fspath(assignment), so)
     qin, data = query_input(
         queries,
         column=column,
@@ -183,8 +177,7 @@ def lookup_ids(
         header=header,
         storage_options=so,
     )
-    out = os.fspath(out_dir)
-    out = out if fs.is_url(out) else os.path.abspath(out)
+    out = absolute(out_dir)
     locations = {"partitions": part_root}
     locations.update({f"query file {i}": f.path for i, f in enumerate(qin.files)})
     if graph is not None:

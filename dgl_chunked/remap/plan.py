@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from dgl_chunked._typing import StorageOptions
+from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.ids import compact_owner_dtype
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.assignment import open_assignment
-from dgl_chunked.io.chunked.graph import ChunkedGraph
-from dgl_chunked.io.dgl.partition_config import PartitionConfig
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.dgl.partition_config import PartitionConfig, read_partition_config
 from dgl_chunked.io.dgl.tensor_index import index_tensor_dict
 from dgl_chunked.remap.mapping import EdgeAssignmentSource, NodeAssignmentSource, OrigIdSource, regular_bounds
 from dgl_chunked.remap.model import RemapError
@@ -32,7 +32,7 @@ from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.remap.tasks import Source, TypeJob
 from dgl_chunked.storage import fs
 
-__all__ = ["MappingInputs", "block_rows_for", "mapping_source", "owner_jobs"]
+__all__ = ["MappingInputs", "absolute", "block_rows_for", "mapping_inputs", "mapping_source", "owner_jobs"]
 
 OWNER_CHUNK = 1 << 20
 """Rows per Zarr chunk of a staged destination-type assignment."""
@@ -185,6 +185,19 @@ def _stage_owners(
     ]
 
 
-def as_path(value: Any) -> str | None:
-    """``os.fspath`` of a path-like, None for None."""
-    return None if value is None else os.fspath(value)
+def absolute(path: PathLike) -> str:
+    """A local path made absolute; a URL as it is."""
+    text = os.fspath(path)
+    return text if fs.is_url(text) else os.path.abspath(text)
+
+
+def mapping_inputs(
+    partitions: PathLike, graph: ChunkedGraph | PathLike | None, assignment: PathLike | None, so: StorageOptions
+) -> MappingInputs:
+    """Read the partition config and open the chunked graph (when given)."""
+    config = read_partition_config(partitions, storage_options=so)
+    root = absolute(partitions)
+    root = fs.parent(root) if root.endswith(".json") else root
+    if graph is not None and not isinstance(graph, ChunkedGraph):
+        graph = open_chunked_graph(graph, storage_options=so)
+    return MappingInputs(root, config, graph, None if assignment is None else absolute(assignment), so)

@@ -152,8 +152,9 @@ def _pair_block(job: TypeJob, k: int, positions: list[Ints]) -> tuple[npt.NDArra
     assert isinstance(data, PairInput) and job.blocks is not None and job.output is not None
     lo, hi = job.bounds[k], job.bounds[k + 1]
     so = job.output.storage_options
-    segs = [read_segment(job.stage, i, int(o[k]), int(o[k + 1]), so) for i, o in enumerate(job.offsets)]
-    origin = np.repeat(np.arange(len(segs)), [s["ids"].shape[0] for s in segs])
+    used = [i for i, o in enumerate(job.offsets) if o[k + 1] > o[k]]
+    segs = [read_segment(job.stage, i, int(job.offsets[i][k]), int(job.offsets[i][k + 1]), so) for i in used]
+    origin = np.repeat(np.asarray(used, dtype=np.int64), [s["ids"].shape[0] for s in segs])
     ids = np.concatenate([s["ids"] for s in segs]) if segs else np.empty(0, np.int64)
     rows = np.concatenate([s["rows"] for s in segs]) if segs else np.empty((0, *data.row_shape), data.dtype)
     row_in_file = np.concatenate([s["row"] for s in segs]) if segs else np.empty(0, np.int64)
@@ -178,7 +179,7 @@ def write_block(job: TypeJob, k: int, owner: Any) -> int:
         present = None
     else:
         values, present = _pair_block(job, k, positions)
-    job.output.write_block(k, lo, values, present)
+    job.output.write_block(k, lo, values, present if job.output.subset else None)
     return hi - lo if present is None else int(present.sum())
 
 
