@@ -117,7 +117,9 @@ def write_torch_saves(out: Path) -> None:
     torch.save({"ids": torch.tensor([4, 0, 2]), "pred": rows[:3].clone()}, out / "pt_dict.pt")
     torch.save({"view": rows[2:5]}, out / "pt_view.pt")  # shares the 6-row storage: offset 2 rows
     torch.save({"col": rows[:, 1]}, out / "pt_strided.pt")  # not contiguous: refused
-    torch.save([torch.tensor([True, False]), torch.nn.Parameter(torch.ones(2, dtype=torch.float64))], out / "pt_list.pt")
+    torch.save(
+        [torch.tensor([True, False]), torch.nn.Parameter(torch.ones(2, dtype=torch.float64))], out / "pt_list.pt"
+    )
     torch.save({"outer": {"inner": torch.tensor([7], dtype=torch.int16)}}, out / "pt_nested.pt")
     torch.save({"model": torch.nn.Linear(2, 1)}, out / "pt_module.pt")  # not plain tensors: refused
 

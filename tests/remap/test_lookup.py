@@ -58,13 +58,36 @@ def test_ids_with_labels_from_parquet_csv_npy_and_memory(hetero: Parts, tmp_path
     np.save(tmp_path / "q.npy", ids)
     labels = {"label": dict(zip(ids.tolist(), (ids % 7).tolist(), strict=True))}
     with_vec = {**labels, "vec": dict(zip(ids.tolist(), vec, strict=True))}
-    lookup_ids(hetero.out, tmp_path / "q.parquet", tmp_path / "a", type="paper", column="paper_id",
-               labels=["label", "vec"], block_rows=300)  # fmt: skip
+    lookup_ids(
+        hetero.out,
+        tmp_path / "q.parquet",
+        tmp_path / "a",
+        type="paper",
+        column="paper_id",
+        labels=["label", "vec"],
+        block_rows=300,
+    )
     _check(hetero.out, tmp_path / "a", "paper", with_vec, len(ids))
     lookup_ids(hetero.out, frame, tmp_path / "b", type="paper", column="paper_id", labels=["label", "vec"])
     _check(hetero.out, tmp_path / "b", "paper", with_vec, len(ids))
-    assert main(["lookup", "--partitions", str(hetero.out), "--queries", str(tmp_path / "q.csv"), "--type", "paper",
-                 "--label", "label", "--out-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "lookup",
+                "--partitions",
+                str(hetero.out),
+                "--queries",
+                str(tmp_path / "q.csv"),
+                "--type",
+                "paper",
+                "--label",
+                "label",
+                "--out-dir",
+                str(tmp_path / "c"),
+            ]
+        )
+        == 0
+    )
     _check(hetero.out, tmp_path / "c", "paper", labels, len(ids))
     lookup_ids(hetero.out, tmp_path / "q.npy", tmp_path / "d", type="paper", formats=["npy"], block_rows=128)
     _check_npy_only(tmp_path / "d", hetero.out)
@@ -82,8 +105,23 @@ def test_keys_through_the_cli_with_the_assignment(keyed: tuple[Parts, dict[str, 
     parts, raw = keyed
     bare = parts.without_orig_ids(tmp_path / "bare")
     labels = pd.read_csv(raw["labels"])
-    args = ["lookup", "--partitions", str(bare), "--in-dir", str(parts.chunked), "--partitions-dir", str(parts.assign),
-            "--queries", str(raw["labels"]), "--column", "key", "--label", "label", "--out-dir", str(tmp_path / "s")]  # fmt: skip
+    args = [
+        "lookup",
+        "--partitions",
+        str(bare),
+        "--in-dir",
+        str(parts.chunked),
+        "--partitions-dir",
+        str(parts.assign),
+        "--queries",
+        str(raw["labels"]),
+        "--column",
+        "key",
+        "--label",
+        "label",
+        "--out-dir",
+        str(tmp_path / "s"),
+    ]
     assert main(args) == 0
     keys = read_orig_keys(parts.chunked, "account")
     by_key = dict(zip(labels["key"], labels["label"], strict=True))

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 import zarr
 
-from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.io.dgl import write_tensor_dict
+from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.remap import ResultFile, ResultSource, remap_results
 
 from .conftest import Parts
@@ -177,8 +177,14 @@ def test_dgl_chunked_pipeline_output(golden_dir: Path, tmp_path: Path) -> None:
 def test_keys_come_first_in_parquet(keyed: tuple[Parts, dict[str, Path]], tmp_path: Path) -> None:
     parts, raw = keyed
     np.save(tmp_path / "feat.npy", parts.new_order("node", "account", "feat"))
-    remap_results(parts.out, {"account": str(tmp_path / "feat.npy")}, tmp_path / "out", graph=parts.chunked,
-                  format="parquet", block_bytes=5000)  # fmt: skip
+    remap_results(
+        parts.out,
+        {"account": str(tmp_path / "feat.npy")},
+        tmp_path / "out",
+        graph=parts.chunked,
+        format="parquet",
+        block_bytes=5000,
+    )
     table = pd.read_parquet(tmp_path / "out/nodes/account")
     assert list(table.columns) == ["key", "type_nid", "value"]
     nodes = pd.read_parquet(raw["nodes"]).set_index("key")
