@@ -236,6 +236,11 @@ def bench_lookup(work: Path, nodes: int, keys: int, workers: int) -> dict[str, A
     }
 
 
+def _loadavg() -> list[str]:
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", type=int, nargs="*", default=[1, 30])
@@ -252,7 +257,7 @@ def main() -> None:
         base.mkdir(parents=True, exist_ok=True)
     else:
         base = Path(tempfile.mkdtemp(prefix="dglc-bench-remap-", dir=args.work_dir))
-    rows: dict[str, Any] = {"loadavg_start": open("/proc/loadavg").read().split()[:3], "remap": [], "lookup": None}
+    rows: dict[str, Any] = {"loadavg_start": _loadavg(), "remap": [], "lookup": None}
     try:
         for scale in args.scales:
             row = bench_remap(base / f"remap-{scale}x", scale, args.dim, args.workers)
@@ -266,16 +271,16 @@ def main() -> None:
             rows["lookup"] = bench_lookup(base / "lookup", args.lookup_nodes, args.lookup_keys, args.workers)
             print(json.dumps(rows["lookup"]), flush=True)
     finally:
-        rows["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+        rows["loadavg_end"] = _loadavg()
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
     first = rows["remap"][0] if rows["remap"] else None
     for row in rows["remap"]:
         ratio = max(row["peak_rss_mb"]) / max(first["peak_rss_mb"]) if first else 1.0
         print(
-            f"{row['scale']:>3}x {row['nodes']:>11,} nodes {row['bytes'] / 2**30:6.2f} GiB: remap {row['remap_s']:7.2f} s, "
-            f"floor {min(row['floor_s']):6.2f} s ({row['x_floor']:.2f}x), peak RSS/worker {row['peak_rss_mb']} MB "
-            f"(idle {row['idle_rss_mb']}; {ratio:.2f}x the first scale)"
+            f"{row['scale']:>3}x {row['nodes']:>11,} nodes {row['bytes'] / 2**30:6.2f} GiB: "
+            f"remap {row['remap_s']:7.2f} s, floor {min(row['floor_s']):6.2f} s ({row['x_floor']:.2f}x), "
+            f"peak RSS/worker {row['peak_rss_mb']} MB (idle {row['idle_rss_mb']}; {ratio:.2f}x the first scale)"
         )
     if rows["lookup"]:
         lk = rows["lookup"]

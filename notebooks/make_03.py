@@ -57,7 +57,8 @@ cells = [
         "spec = {'graph_name': 'accounts',\n"
         "        'node_types': {'account': {'key': {'path': 'nodes.parquet', 'column': 'key'},\n"
         "                                   'features': {'feat': {'path': 'nodes.parquet', 'column': 'feat'}}}},\n"
-        "        'edge_types': {'account:links:account': {'source': {'path': 'edges.parquet', 'columns': ['src', 'dst']}}}}\n"
+        "        'edge_types': {'account:links:account':\n"
+        "                           {'source': {'path': 'edges.parquet', 'columns': ['src', 'dst']}}}}\n"
         "with open(os.path.join(raw, 'spec.json'), 'w') as f:\n"
         "    json.dump(spec, f)\n"
         "chunked, parts = os.path.join(work, 'chunked'), os.path.join(work, 'parts')\n"
@@ -134,11 +135,13 @@ cells = [
     nbf.v4.new_code_cell(
         "source = dglc.ResultSource.pairs(os.path.join(preds, 'pred-*.npy'), os.path.join(preds, 'ids-*.npy'),\n"
         "                                 name='pred')\n"
-        "dglc.remap_results(parts, {'account': source}, os.path.join(work, 'remapped'), graph=chunked, format='parquet')\n"
+        "dglc.remap_results(parts, {'account': source}, os.path.join(work, 'remapped'), graph=chunked,\n"
+        "                   format='parquet')\n"
         "remapped = pd.read_parquet(os.path.join(work, 'remapped/nodes/account'))\n"
         "test = labels[labels.is_train == 0].merge(remapped, on='key')\n"
         "features_only = (feat[:, :classes].argmax(1) == label)[labels.is_train.to_numpy() == 0].mean()\n"
-        "pd.DataFrame({'accuracy on test keys': {'neighbour vote (remapped by key)': (test.pred == test.label).mean(),\n"
+        "vote = (test.pred == test.label).mean()\n"
+        "pd.DataFrame({'accuracy on test keys': {'neighbour vote (remapped by key)': vote,\n"
         "                                        'features alone': features_only}}).round(3)"
     ),
     nbf.v4.new_code_cell(
