@@ -285,7 +285,8 @@ def main() -> None:
     if rows["lookup"]:
         lk = rows["lookup"]
         print(
-            f"lookup {lk['keys']:,} keys / {lk['nodes']:,} nodes: {lk['lookup_s']} s, peak RSS/worker {lk['peak_rss_mb']} MB"
+            f"lookup {lk['keys']:,} keys / {lk['nodes']:,} nodes: {lk['lookup_s']} s, "
+            f"peak RSS/worker {lk['peak_rss_mb']} MB"
         )
     print(f"load average: start {rows['loadavg_start']}, end {rows['loadavg_end']}; host {os.uname().nodename}")
     if args.json:
