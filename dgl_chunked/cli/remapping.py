@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
-from dgl_chunked.cli.options import local_cluster_options, parse_size, storage_option
+from dgl_chunked.cli.options import SCHEDULER_HELP, add_options, parse_size, storage_option
 from dgl_chunked.remap import ResultFile, ResultSource, lookup_ids, remap_results
 
 __all__ = ["lookup_command", "parse_files", "remap_command"]
 
 _START = re.compile(r"^(.*)@(\d+)$")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _split_type(text: str, flag: str) -> tuple[str, str]:
@@ -66,9 +68,46 @@ def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, .
     }
 
 
+def _where(func: F) -> F:
+    """``--partitions`` and ``--out-dir``, first in ``--help``."""
+    return add_options(
+        func,
+        [
+            click.option(
+                "--partitions", required=True, metavar="OUT", help="The partition output (directory or metadata.json)."
+            ),
+            click.option("--out-dir", required=True, help="Output directory (new, empty, or ours with --overwrite)."),
+        ],
+    )
+
+
+def _mapping_and_cluster(func: F) -> F:
+    """Where the ID map may come from, ``--overwrite``, and where the tasks run."""
+    options = [
+        click.option(
+            "--in-dir",
+            default=None,
+            help="The chunked graph: the node types' keys, and with --partitions-dir the ID map when the "
+            "partitions have no orig_nids.dgl / orig_eids.dgl.",
+        ),
+        click.option(
+            "--partitions-dir", default=None, metavar="ASSIGN", help="The assignment the partitions were made from."
+        ),
+        click.option("--overwrite", is_flag=True, help="Replace an earlier output of this command in --out-dir."),
+        click.option("--scheduler", metavar="ADDRESS", default=None, help=SCHEDULER_HELP),
+        click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster."),
+        click.option(
+            "--memory-limit",
+            default=None,
+            metavar="SIZE",
+            help="LocalCluster memory limit per worker (with --workers).",
+        ),
+    ]
+    return add_options(storage_option(func), options)
+
+
 @click.command("remap")
-@click.option("--partitions", required=True, metavar="OUT", help="The partition output (directory or metadata.json).")
-@click.option("--out-dir", required=True, help="Where the remapped results go (new, empty, or ours with --overwrite).")
+@_where
 @click.option(
     "--result",
     "results",
@@ -87,21 +126,9 @@ def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, .
     "TYPE=#KEY reads them from entry KEY of the same files (e.g. account=#ids for torch.save dicts).",
 )
 @click.option("--name", "names", multiple=True, metavar="TYPE=NAME", help="Name of TYPE's value column or array.")
-@click.option(
-    "--in-dir",
-    default=None,
-    help="The chunked graph: key column of Parquet output, and with --partitions-dir "
-    "the mapping when the partitions have no orig_nids.dgl / orig_eids.dgl.",
-)
-@click.option("--partitions-dir", default=None, metavar="ASSIGN", help="The assignment the partitions were made from.")
 @click.option("--format", "fmt", type=click.Choice(["npy", "zarr", "parquet"]), default="npy", show_default=True)
 @click.option("--block-size", default="64MiB", show_default=True, help="Result bytes per task.")
-@click.option("--overwrite", is_flag=True, help="Replace an earlier remap output in --out-dir.")
-@local_cluster_options
-@click.option(
-    "--memory-limit", default=None, metavar="SIZE", help="LocalCluster memory limit per worker (with --workers)."
-)
-@storage_option
+@_mapping_and_cluster
 @user_errors
 def remap_command(
     partitions: str,
@@ -145,7 +172,7 @@ def remap_command(
 
 
 @click.command("lookup")
-@click.option("--partitions", required=True, metavar="OUT", help="The partition output (directory or metadata.json).")
+@_where
 @click.option(
     "--queries",
     "queries",
@@ -153,9 +180,6 @@ def remap_command(
     required=True,
     metavar="FILE",
     help="Parquet, CSV/TSV or .npy file(s) (globs allowed) holding original keys or IDs.",
-)
-@click.option(
-    "--out-dir", required=True, help="Where the per-partition files go (new, empty, or ours with --overwrite)."
 )
 @click.option("--type", "type_", default=None, help="Node type of the queries (default: the only one).")
 @click.option("--column", default=None, help="The key or ID column: name, or 0-based index (default: the first).")
@@ -168,8 +192,6 @@ def remap_command(
     default=None,
     help="Keys of the chunked graph's node_keys, or original type-wise IDs (default: key when the type has keys).",
 )
-@click.option("--in-dir", default=None, help="The chunked graph: its keys, and with --partitions-dir the mapping.")
-@click.option("--partitions-dir", default=None, metavar="ASSIGN", help="The assignment the partitions were made from.")
 @click.option(
     "--format",
     "formats",
@@ -181,17 +203,12 @@ def remap_command(
 )
 @click.option("--delimiter", default=",", show_default=True, help="CSV delimiter (tab for .tsv files).")
 @click.option("--no-header", is_flag=True, help="CSV files have no header line.")
-@click.option("--overwrite", is_flag=True, help="Replace an earlier lookup output in --out-dir.")
-@local_cluster_options
-@click.option(
-    "--memory-limit", default=None, metavar="SIZE", help="LocalCluster memory limit per worker (with --workers)."
-)
-@storage_option
+@_mapping_and_cluster
 @user_errors
 def lookup_command(
     partitions: str,
-    queries: tuple[str, ...],
     out_dir: str,
+    queries: tuple[str, ...],
     type_: str | None,
     column: str | None,
     labels: tuple[str, ...],

@@ -13,7 +13,7 @@ from dask.delayed import delayed
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
-from dgl_chunked.errors import OptionError, OutputExistsError
+from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.remap.inputs import PairInput, RowInput, resolve_source
 from dgl_chunked.remap.keys import key_source
@@ -21,11 +21,19 @@ from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
 from dgl_chunked.remap.outputs import FORMATS, MANIFEST, TMP_DIR, OutputFormat, TypeOutput, publish
 from dgl_chunked.remap.pairs import pair_pieces
-from dgl_chunked.remap.plan import MappingInputs, absolute, block_rows_for, mapping_inputs, mapping_source, owner_jobs
+from dgl_chunked.remap.plan import (
+    MappingInputs,
+    absolute,
+    block_rows_for,
+    mapping_inputs,
+    mapping_source,
+    owner_jobs,
+    prepare_output,
+)
 from dgl_chunked.remap.spaces import resolve_type
 from dgl_chunked.remap.tasks import TypeJob, block_tasks, collect_counts, count_tasks, pair_tasks
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.owned import acquire_lease, check_no_overlap, clear_owned, create_owned_dir
+from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
 
 __all__ = ["REMAP_ENTRIES", "REMAP_KIND", "RemapResult", "TypeSummary", "remap_results"]
 
@@ -66,16 +74,6 @@ def _as_source(value: ResultSource | PathLike | Sequence[PathLike]) -> ResultSou
     if isinstance(value, str | os.PathLike | ResultFile):
         return ResultSource.whole(os.fspath(value)) if not isinstance(value, ResultFile) else ResultSource((value,))
     return ResultSource.ranges(list(value))
-
-
-def _prepare_out(out: str, overwrite: bool, so: StorageOptions) -> None:
-    create_owned_dir(out, REMAP_KIND, storage_options=so)
-    if fs.exists(fs.join(out, MANIFEST), so) and not overwrite:
-        raise OutputExistsError(
-            f"{out}: holds an earlier remap output ({MANIFEST}); pass overwrite=True (--overwrite) "
-            "or choose another directory"
-        )
-    clear_owned(out, expected=REMAP_ENTRIES, storage_options=so)  # an interrupted run is redone
 
 
 def _plan_jobs(
@@ -201,7 +199,7 @@ def remap_results(
     jobs = _plan_jobs(results, inputs, out, format, block_bytes)
     check_no_overlap({"--out-dir": out}, _input_locations(jobs, inputs), storage_options=so)
     with acquire_lease(out, REMAP_KIND, storage_options=so):
-        _prepare_out(out, overwrite, so)
+        prepare_output(out, REMAP_KIND, MANIFEST, REMAP_ENTRIES, overwrite=overwrite, storage_options=so)
         try:
             summaries = _run(jobs, inputs, out, client, progress)
         finally:

@@ -33,7 +33,7 @@ from dask.delayed import delayed
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
-from dgl_chunked.errors import OptionError, OutputExistsError
+from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.remap.keys import key_source
 from dgl_chunked.remap.lookup_tasks import (
@@ -46,12 +46,12 @@ from dgl_chunked.remap.lookup_tasks import (
 )
 from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.plan import MappingInputs, absolute, mapping_inputs, mapping_source, owner_jobs
+from dgl_chunked.remap.plan import MappingInputs, absolute, mapping_inputs, mapping_source, owner_jobs, prepare_output
 from dgl_chunked.remap.queries import QueryInput, query_input
 from dgl_chunked.remap.spaces import resolve_type
 from dgl_chunked.remap.tasks import TypeJob, collect_counts, count_tasks
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.owned import acquire_lease, check_no_overlap, clear_owned, create_owned_dir
+from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
 
 __all__ = ["LOOKUP_ENTRIES", "LOOKUP_KIND", "LookupResult", "lookup_ids"]
 
@@ -70,16 +70,6 @@ class LookupResult:
     type: str
     rows: tuple[int, ...]
     files: tuple[dict[str, str], ...]
-
-
-def _prepare(out: str, overwrite: bool, so: StorageOptions) -> None:
-    create_owned_dir(out, LOOKUP_KIND, storage_options=so)
-    if fs.exists(fs.join(out, LOOKUP_MANIFEST), so) and not overwrite:
-        raise OutputExistsError(
-            f"{out}: holds an earlier lookup output ({LOOKUP_MANIFEST}); pass overwrite=True (--overwrite) "
-            "or choose another directory"
-        )
-    clear_owned(out, expected=LOOKUP_ENTRIES, storage_options=so)
 
 
 def lookup_ids(
@@ -186,7 +176,7 @@ def lookup_ids(
     source = mapping_source(space, inputs)
     job = TypeJob("q", space, regular_bounds(space.total, block_rows), source, None, None)
     with acquire_lease(out, LOOKUP_KIND, storage_options=so):
-        _prepare(out, overwrite, so)
+        prepare_output(out, LOOKUP_KIND, LOOKUP_MANIFEST, LOOKUP_ENTRIES, overwrite=overwrite, storage_options=so)
         try:
             rows, files = _run(job, inputs, qin, data, keys if by == "key" else None, out, formats, client, progress)
         finally:

@@ -20,7 +20,7 @@ import numpy as np
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.ids import compact_owner_dtype
-from dgl_chunked.errors import DGLFormatError
+from dgl_chunked.errors import DGLFormatError, OutputExistsError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import PartitionConfig, read_partition_config
@@ -31,8 +31,17 @@ from dgl_chunked.remap.readers import zarr_store
 from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.remap.tasks import Source, TypeJob
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.owned import clear_owned, create_owned_dir
 
-__all__ = ["MappingInputs", "absolute", "block_rows_for", "mapping_inputs", "mapping_source", "owner_jobs"]
+__all__ = [
+    "MappingInputs",
+    "absolute",
+    "block_rows_for",
+    "mapping_inputs",
+    "mapping_source",
+    "owner_jobs",
+    "prepare_output",
+]
 
 OWNER_CHUNK = 1 << 20
 """Rows per Zarr chunk of a staged destination-type assignment."""
@@ -201,3 +210,17 @@ def mapping_inputs(
     if graph is not None and not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=so)
     return MappingInputs(root, config, graph, None if assignment is None else absolute(assignment), so)
+
+
+def prepare_output(
+    out: str, kind: str, manifest: str, entries: tuple[str, ...], *, overwrite: bool, storage_options: StorageOptions
+) -> None:
+    """Make ``out`` our output of ``kind``: a finished one (``manifest`` present) needs ``overwrite``;
+    an interrupted one is emptied (only ``entries``, checked first) and redone."""
+    create_owned_dir(out, kind, storage_options=storage_options)
+    if fs.exists(fs.join(out, manifest), storage_options) and not overwrite:
+        raise OutputExistsError(
+            f"{out}: holds an earlier {kind} output ({manifest}); pass overwrite=True (--overwrite) "
+            "or choose another directory"
+        )
+    clear_owned(out, expected=entries, storage_options=storage_options)

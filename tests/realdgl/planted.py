@@ -20,7 +20,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["write_planted_tables"]
+__all__ = ["SPEC", "write_planted_tables"]
+
+SPEC = {
+    "graph_name": "planted",
+    "node_types": {
+        "account": {
+            "key": {"path": "nodes.parquet", "column": "key"},
+            "features": {"feat": {"path": "nodes.parquet", "column": "feat"}},
+        }
+    },
+    "edge_types": {"account:links:account": {"source": {"path": "edges.parquet", "columns": ["src", "dst"]}}},
+}
+"""The ``dgl-chunked chunk`` spec of the tables (relative paths: put it beside them)."""
 
 
 def write_planted_tables(

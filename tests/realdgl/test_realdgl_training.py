@@ -31,23 +31,13 @@ from dgl_chunked.io.graphbolt.torch_tensors import read_torch_file
 
 from .harness import require_dgl
 from .netns import IFNAME, machine_command, two_machines
-from .planted import write_planted_tables
+from .planted import SPEC, write_planted_tables
 
 pytestmark = pytest.mark.realdgl
 
 GNN_SIDE = Path(__file__).with_name("gnn_side.py")
 TIMEOUT_S = 300
 MODEL = {"fanouts": [10, 10], "batch_size": 128, "hidden": 32, "classes": 6, "lr": 0.01, "epochs": 10, "seed": 0}
-SPEC = {
-    "graph_name": "planted",
-    "node_types": {
-        "account": {
-            "key": {"path": "nodes.parquet", "column": "key"},
-            "features": {"feat": {"path": "nodes.parquet", "column": "feat"}},
-        }
-    },
-    "edge_types": {"account:links:account": {"source": {"path": "edges.parquet", "columns": ["src", "dst"]}}},
-}
 
 
 def _cli(*argv: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 import dgl_chunked as dglc
 from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.verify import load_partition_output
-from tests.realdgl.planted import write_planted_tables
+from tests.realdgl.planted import SPEC, write_planted_tables
 
 
 @dataclass(frozen=True)
@@ -67,23 +67,11 @@ def hetero(tmp_path_factory: pytest.TempPathFactory) -> Parts:
     return Parts(base / "chunked", base / "out", base / "assign")
 
 
-PLANTED_SPEC = {
-    "graph_name": "planted",
-    "node_types": {
-        "account": {
-            "key": {"path": "nodes.parquet", "column": "key"},
-            "features": {"feat": {"path": "nodes.parquet", "column": "feat"}},
-        }
-    },
-    "edge_types": {"account:links:account": {"source": {"path": "edges.parquet", "columns": ["src", "dst"]}}},
-}
-
-
 @pytest.fixture(scope="session")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Parts, dict[str, Path]]:
     base = tmp_path_factory.mktemp("remap-keyed")
     raw = write_planted_tables(base / "raw", num_nodes=500, seed=4)
-    (base / "raw" / "spec.json").write_text(json.dumps(PLANTED_SPEC))
+    (base / "raw" / "spec.json").write_text(json.dumps(SPEC))
     with dask.config.set(scheduler="synchronous"):
         chunk_graph(base / "raw" / "spec.json", base / "chunked", num_chunks=3)
     _run(base / "chunked", base / "out", base / "assign", 2)

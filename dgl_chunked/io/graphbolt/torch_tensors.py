@@ -21,10 +21,7 @@ A tensor must be contiguous (a view is saved with its whole storage; save
 
 from __future__ import annotations
 
-import collections
-import io
 import os
-import pickle
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -35,59 +32,12 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.blocks import Stream, as_stream
 from dgl_chunked.io.dgl.tensor_index import TensorPayload
-from dgl_chunked.io.graphbolt.torch_pickle import STORAGE_TYPES, PickleEmitter, TensorRef
+from dgl_chunked.io.graphbolt.torch_pickle import STORAGE_TYPES, PickleEmitter, TensorRef, load_restricted
 from dgl_chunked.io.graphbolt.torch_zip import TorchZipReader, TorchZipWriter, archive_name
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.output import open_output
 
 __all__ = ["index_torch_file", "read_torch_file", "write_torch_tensors"]
-
-_STORAGE_DTYPES = {name: dtype for dtype, name in STORAGE_TYPES.items()}
-
-
-class _Storage:
-    def __init__(self, dtype: np.dtype[Any]) -> None:
-        self.dtype = dtype
-
-
-def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, *_: Any) -> TensorRef:
-    if not isinstance(storage, tuple) or len(storage) != 3:
-        raise DGLFormatError(f"tensor storage is {storage!r}, not a persistent storage reference")
-    if not isinstance(size, tuple) or not isinstance(stride, tuple) or not isinstance(offset, int):
-        raise DGLFormatError(f"tensor shape {size!r} / stride {stride!r} / offset {offset!r} are malformed")
-    return TensorRef(storage[0], storage[1], storage[2], offset, size, stride)
-
-
-def _rebuild_parameter(data: Any, *_: Any) -> Any:
-    return data
-
-
-class _TensorUnpickler(pickle.Unpickler):
-    _GLOBALS: dict[tuple[str, str], Any] = {
-        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
-        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-        ("collections", "OrderedDict"): collections.OrderedDict,
-        **{("torch", name): _Storage(dtype) for name, dtype in _STORAGE_DTYPES.items()},
-    }
-
-    def find_class(self, module: str, name: str) -> Any:
-        try:
-            return self._GLOBALS[(module, name)]
-        except KeyError:
-            raise DGLFormatError(
-                f"the pickle names {module}.{name}: not a file of plain tensors; "
-                "save a tensor, or a dict or list of tensors (torch.save({'ids': ids, 'pred': pred}, f))"
-            ) from None
-
-    def persistent_load(self, pid: Any) -> Any:
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise DGLFormatError(f"unexpected persistent id {pid!r} (torch writes ('storage', type, key, 'cpu', n))")
-        _, stype, key, location, numel = pid
-        if not isinstance(stype, _Storage) or not isinstance(key, str) or not isinstance(numel, int):
-            raise DGLFormatError(f"malformed storage reference {pid!r}")
-        if location != "cpu":
-            raise DGLFormatError(f"storage {key!r} is on {location!r}; save CPU tensors (t.cpu())")
-        return (key, stype.dtype, numel)
 
 
 def _flatten(obj: Any, prefix: str, out: dict[str, TensorRef]) -> None:
@@ -124,12 +74,7 @@ def _open(path: str, storage_options: StorageOptions) -> tuple[TorchZipReader, d
     f = filesystem.open(inner, "rb")
     try:
         zr = TorchZipReader(f, int(f.seek(0, os.SEEK_END)), path)
-        try:
-            obj = _TensorUnpickler(io.BytesIO(zr.read("data.pkl"))).load()
-        except DGLFormatError:
-            raise
-        except Exception as err:  # any opcode-level corruption
-            raise DGLFormatError(f"data.pkl is not a valid pickle: {type(err).__name__}: {err}") from None
+        obj = load_restricted(zr.read("data.pkl"), tensors_only=True)
         refs: dict[str, TensorRef] = {}
         _flatten(obj, "", refs)
     except DGLFormatError as err:
