@@ -249,7 +249,7 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
     tasks = [block_tasks(j, token) for j in jobs]
     present = runner.compute([t for ts in tasks for t in ts], "write blocks")
     pending = [
-        (target, pieces, job.output.storage_options)
+        (pieces, target, job.output.storage_options)
         for job in jobs
         if job.output
         for target, pieces in job.output.concat_jobs()

@@ -33,7 +33,7 @@ from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.remap.blocks import run_positions
 from dgl_chunked.remap.keys import KeySource, join_keys
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.outputs import npy_header_bytes
+from dgl_chunked.remap.outputs import npy_header_bytes, raw_bytes
 from dgl_chunked.remap.queries import QueryInput
 from dgl_chunked.remap.readers import column_to_numpy
 from dgl_chunked.remap.tasks import TypeJob, block_positions
@@ -63,8 +63,8 @@ def _arrow(values: npt.NDArray[Any]) -> pa.Array:
         return pa.array(values, pa.string())
     if values.ndim == 1:
         return pa.array(values)
-    flat = np.ascontiguousarray(values).reshape(values.shape[0], -1)
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
+    width = int(np.prod(values.shape[1:], dtype=np.int64))
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(values).reshape(-1)), width)
 
 
 def write_grouped(
@@ -210,7 +210,7 @@ def place_block(
             target = _piece_path(root, p, name, k)
             makedirs_for(target, so)
             with fs.open_file(target, "wb", so) as f:
-                f.write(np.ascontiguousarray(found[name][sel].astype(dtype, copy=False)).data.cast("B"))
+                f.write(raw_bytes(found[name][sel].astype(dtype, copy=False)))
     return counts
 
 

@@ -35,7 +35,7 @@ from dgl_chunked.remap.keys import KeySource
 from dgl_chunked.remap.readers import zarr_store
 from dgl_chunked.storage import fs
 
-__all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput", "npy_header_bytes"]
+__all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput", "npy_header_bytes", "raw_bytes"]
 
 OutputFormat = Literal["npy", "zarr", "parquet"]
 FORMATS: tuple[OutputFormat, ...] = ("npy", "zarr", "parquet")
@@ -55,6 +55,11 @@ def npy_header_bytes(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
     return buf.getvalue()
 
 
+def raw_bytes(array: npt.NDArray[Any]) -> memoryview:
+    """The bytes of ``array`` in C order (empty arrays too), without a copy when it is contiguous."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+
+
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
     while data.nbytes:
         n = os.pwrite(fd, data, offset)
@@ -64,8 +69,9 @@ def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
 def _parquet_values(values: npt.NDArray[Any]) -> pa.Array:
     if values.ndim == 1:
         return pa.array(values)
-    flat = np.ascontiguousarray(values).reshape(values.shape[0], -1)
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
+    width = int(np.prod(values.shape[1:], dtype=np.int64))
+    flat = np.ascontiguousarray(values).reshape(-1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat), width)
 
 
 @dataclass(frozen=True)
@@ -186,12 +192,12 @@ class TypeOutput:
                     start = len(npy_header_bytes(dtype, shape)) + lo * (data.nbytes // max(1, data.shape[0]))
                     fd = os.open(path, os.O_WRONLY)
                     try:
-                        _pwrite_all(fd, data.data.cast("B"), start)
+                        _pwrite_all(fd, raw_bytes(data), start)
                     finally:
                         os.close(fd)
                 else:
                     with fs.open_file(fs.join(self.pieces(rel), f"{k:06d}"), "wb", so) as f:
-                        f.write(data.data.cast("B"))
+                        f.write(raw_bytes(data))
         elif self.format == "zarr":
             import zarr
 

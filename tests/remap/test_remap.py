@@ -51,7 +51,7 @@ def _read(out: Path, fmt: str, stem: str, value: str = "value") -> np.ndarray:
     table = pd.read_parquet(out / stem)
     assert (table.iloc[:, 0].to_numpy() == np.arange(len(table))).all()  # type_nid / type_eid, ascending
     column = table[value].to_numpy()
-    return np.stack(column) if column.dtype == object else column
+    return np.stack(column) if column.dtype == object and len(column) else column
 
 
 @pytest.mark.parametrize("fmt", ["npy", "parquet", "zarr", "pt", "dgl"])
@@ -189,3 +189,67 @@ def test_keys_come_first_in_parquet(keyed: tuple[Parts, dict[str, Path]], tmp_pa
     assert list(table.columns) == ["key", "type_nid", "value"]
     nodes = pd.read_parquet(raw["nodes"]).set_index("key")
     np.testing.assert_array_equal(np.stack(table["value"]), np.stack(nodes.loc[table["key"], "feat"]))
+
+
+def test_empty_types_and_empty_partitions(tmp_path: Path) -> None:
+    import warnings
+
+    import dgl_chunked as dglc
+    from dgl_chunked.remap import lookup_ids
+
+    spec = dglc.SynthSpec(
+        node_types={"a": 300, "tiny": 2, "none": 0},
+        edge_types={"a:x:tiny": 50, "a:y:a": 0},
+        node_features={"tiny": {"f": (3, "float32")}, "none": {"g": (0, "float32")}},
+    )
+    dglc.write_synthetic_graph(tmp_path / "chunked", spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # empty assignment files, empty partitions
+        dglc.run(
+            tmp_path / "chunked",
+            tmp_path / "out",
+            num_parts=3,
+            options=dglc.DispatchOptions(save_orig_nids=True, save_orig_eids=True),
+        )
+    parts = Parts(tmp_path / "chunked", tmp_path / "out", tmp_path / "unused")
+    np.save(tmp_path / "t.npy", parts.new_order("node", "tiny", "f"))
+    np.save(tmp_path / "n.npy", np.zeros((0, 2), np.float32))
+    np.save(tmp_path / "e.npy", np.zeros(0, np.int64))
+    results = {"tiny": str(tmp_path / "t.npy"), "none": str(tmp_path / "n.npy"), "a:y:a": str(tmp_path / "e.npy")}
+    for fmt in ("npy", "zarr", "parquet"):
+        result = remap_results(tmp_path / "out", results, tmp_path / fmt, format=fmt)
+        assert {k: v.present for k, v in result.types.items()} == {"node/tiny": 2, "node/none": 0, "edge/a:y:a": 0}
+        np.testing.assert_array_equal(_read(tmp_path / fmt, fmt, "nodes/tiny"), parts.original("node", "tiny", "f"))
+        assert _read(tmp_path / fmt, fmt, "nodes/none").shape[0] == 0
+    assert lookup_ids(tmp_path / "out", np.array([1, 0]), tmp_path / "lk", type="tiny").rows.count(0) >= 1
+    assert lookup_ids(tmp_path / "out", np.array([], np.int64), tmp_path / "lk0", type="none").rows == (0, 0, 0)
+
+
+def test_outputs_on_an_object_store_url(hetero: Parts, tmp_path: Path) -> None:
+    import io
+
+    import fsspec
+
+    from dgl_chunked.remap import lookup_ids
+
+    memory = fsspec.filesystem("memory")
+    np.save(tmp_path / "feat.npy", hetero.new_order("node", "paper", "feat"))
+    want = hetero.original("node", "paper", "feat")
+    try:
+        for fmt in ("npy", "zarr", "parquet"):  # npy: pieces per block, then one concatenation
+            remap_results(
+                hetero.out,
+                {"paper": str(tmp_path / "feat.npy")},
+                f"memory://dglc-remap-{fmt}",
+                format=fmt,
+                block_bytes=30000,
+            )
+            assert memory.exists(f"/dglc-remap-{fmt}/remap.json") and not memory.exists(f"/dglc-remap-{fmt}/_tmp")
+        got = np.load(io.BytesIO(memory.cat("/dglc-remap-npy/nodes/paper.npy")))
+        np.testing.assert_array_equal(got, want)
+        lookup_ids(hetero.out, np.arange(0, len(want), 5), "memory://dglc-lookup", type="paper")
+        assert memory.exists("/dglc-lookup/lookup.json") and memory.exists("/dglc-lookup/part0/paper.pt")
+    finally:
+        for name in ("dglc-remap-npy", "dglc-remap-zarr", "dglc-remap-parquet", "dglc-lookup"):
+            if memory.exists(f"/{name}"):
+                memory.rm(f"/{name}", recursive=True)
