@@ -33,6 +33,7 @@ from dgl_chunked.io import (
 )
 from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
 from dgl_chunked.pipeline import RunPlan, plan_run, run
+from dgl_chunked.remap import LookupResult, RemapResult, ResultSource, lookup_ids, remap_results
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import VerifyReport, load_partition_output, verify_partitions
 
@@ -41,8 +42,11 @@ __all__ = [
     "ChunkedGraphMetadata",
     "DispatchOptions",
     "DispatchResult",
+    "LookupResult",
     "PartitionConfig",
     "PartitionReport",
+    "RemapResult",
+    "ResultSource",
     "SynthSpec",
     "ValidationReport",
     "VerifyReport",
@@ -54,12 +58,14 @@ __all__ = [
     "dispatch",
     "errors",
     "load_partition_output",
+    "lookup_ids",
     "open_assignment",
     "open_chunked_graph",
     "read_graphs",
     "read_metadata",
     "read_partition_config",
     "read_tensor_dict",
+    "remap_results",
     "run",
     "plan_run",
     "RunPlan",

@@ -14,7 +14,9 @@ What it writes (spec ``dgl-formats.md`` section 8 describes each file):
 
 ``serialization/``
     ``dgl.data.utils.save_tensors`` and ``dgl.save_graphs`` of small literal tensors and
-    graphs (``t_*``, ``g_*``, ``hg``, ``multi``). ``annot_g_default.txt`` is not written
+    graphs (``t_*``, ``g_*``, ``hg``, ``multi``), and ``torch.save`` files of plain tensors
+    (``pt_*.pt``: a tensor, dicts, a view into a larger storage, a list, a nested dict, and
+    two that ``remap`` refuses: a strided view and a module). ``annot_g_default.txt`` is not written
     here: it is the hand-checked field-by-field reading of ``g_default.dgl`` from the spec
     (section 2.9), kept as it is; it has no junk bytes in it, so it holds for every
     regenerated ``g_default.dgl``.
@@ -105,6 +107,21 @@ def write_serialization(out: Path) -> None:
     hg.edges["plays"].data["e"] = torch.tensor([5, 6])
     dgl.save_graphs(str(out / "hg.dgl"), [hg])
     dgl.save_graphs(str(out / "multi.dgl"), [plain(), featured()])
+    write_torch_saves(out)
+
+
+def write_torch_saves(out: Path) -> None:
+    """``torch.save`` files of plain tensors as trainers write results (``pt_*.pt``, read by ``remap``)."""
+    rows = torch.arange(24, dtype=torch.float32).reshape(6, 4) / 4
+    torch.save(torch.arange(5, dtype=torch.int64), out / "pt_tensor.pt")
+    torch.save({"ids": torch.tensor([4, 0, 2]), "pred": rows[:3].clone()}, out / "pt_dict.pt")
+    torch.save({"view": rows[2:5]}, out / "pt_view.pt")  # shares the 6-row storage: offset 2 rows
+    torch.save({"col": rows[:, 1]}, out / "pt_strided.pt")  # not contiguous: refused
+    torch.save(
+        [torch.tensor([True, False]), torch.nn.Parameter(torch.ones(2, dtype=torch.float64))], out / "pt_list.pt"
+    )
+    torch.save({"outer": {"inner": torch.tensor([7], dtype=torch.int16)}}, out / "pt_nested.pt")
+    torch.save({"model": torch.nn.Linear(2, 1)}, out / "pt_module.pt")  # not plain tensors: refused
 
 
 def tiny_graph() -> tuple[dgl.DGLGraph, dict[str, dict[str, np.ndarray]], dict[str, dict[str, np.ndarray]]]:

@@ -13,6 +13,7 @@ module adds to the group :data:`cli`:
 - :mod:`~dgl_chunked.cli.parmetis`: ``parmetis-export``, ``parmetis-import``;
 - :mod:`~dgl_chunked.cli.running`: ``dispatch``, ``run``, ``plan`` (a forecast of ``run``);
 - :mod:`~dgl_chunked.cli.outputs`: ``inspect``, ``verify``, ``convert-graphbolt``;
+- :mod:`~dgl_chunked.cli.remapping`: ``remap``, ``lookup`` (results back to original IDs, seeds in);
 
 and what they share: :mod:`~dgl_chunked.cli.options` (flags),
 :mod:`~dgl_chunked.cli.errors` (the ``error:`` line) and
@@ -31,6 +32,7 @@ from dgl_chunked.cli.inputs import chunk_command, synth_command, validate_comman
 from dgl_chunked.cli.outputs import convert_graphbolt_command, inspect_command, verify_command
 from dgl_chunked.cli.parmetis import parmetis_export_command, parmetis_import_command
 from dgl_chunked.cli.partitioning import partition_command, report_command
+from dgl_chunked.cli.remapping import lookup_command, remap_command
 from dgl_chunked.cli.running import dispatch_command, plan_command, run_command
 
 __all__ = ["cli", "main", "user_errors"]
@@ -63,6 +65,8 @@ for _command in (
     plan_command,
     convert_graphbolt_command,
     verify_command,
+    remap_command,
+    lookup_command,
 ):
     cli.add_command(_command)
 

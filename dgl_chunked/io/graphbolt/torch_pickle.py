@@ -172,22 +172,42 @@ def _rebuild_tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, *_: An
     return TensorRef(storage[0], storage[1], storage[2], offset, size, stride)
 
 
+def _rebuild_parameter(data: Any, *_: Any) -> Any:
+    return data
+
+
+_TENSOR_GLOBALS: dict[tuple[str, str], Any] = {
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    **{("torch", name): _StorageType(dtype) for name, dtype in _DTYPE_OF.items()},
+}
+_GRAPH_GLOBALS: dict[tuple[str, str], Any] = {
+    ("dgl.graphbolt.impl.fused_csc_sampling_graph", "FusedCSCSamplingGraph"): GraphStub,
+    ("torch", "ScriptObject"): ScriptObjectStub,
+    **_TENSOR_GLOBALS,
+}
+_PLAIN_GLOBALS: dict[tuple[str, str], Any] = {
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,  # an nn.Parameter: its tensor
+    **_TENSOR_GLOBALS,
+}
+
+
 class _Unpickler(pickle.Unpickler):
-    _GLOBALS: dict[tuple[str, str], Any] = {
-        ("dgl.graphbolt.impl.fused_csc_sampling_graph", "FusedCSCSamplingGraph"): GraphStub,
-        ("torch", "ScriptObject"): ScriptObjectStub,
-        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
-        ("collections", "OrderedDict"): collections.OrderedDict,
-        **{("torch", name): _StorageType(dtype) for name, dtype in _DTYPE_OF.items()},
-    }
+    def __init__(self, file: io.BytesIO, *, tensors_only: bool) -> None:
+        super().__init__(file)
+        self._globals = _PLAIN_GLOBALS if tensors_only else _GRAPH_GLOBALS
+        self._holds = (
+            "not a file of plain tensors; save a tensor, or a dict or list of tensors "
+            "(torch.save({'ids': ids, 'pred': pred}, f))"
+            if tensors_only
+            else "which a GraphBolt graph file never holds"
+        )
 
     def find_class(self, module: str, name: str) -> Any:
         try:
-            return self._GLOBALS[(module, name)]
+            return self._globals[(module, name)]
         except KeyError:
-            raise DGLFormatError(
-                f"the pickle names {module}.{name}, which a GraphBolt graph file never holds"
-            ) from None
+            raise DGLFormatError(f"the pickle names {module}.{name}, {self._holds}") from None
 
     def persistent_load(self, pid: Any) -> Any:
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
@@ -200,10 +220,14 @@ class _Unpickler(pickle.Unpickler):
         return (key, stype.dtype, numel)
 
 
-def load_restricted(data: bytes) -> Any:
-    """Unpickle ``data`` resolving only torch/GraphBolt names to local stubs."""
+def load_restricted(data: bytes, *, tensors_only: bool = False) -> Any:
+    """Unpickle ``data`` resolving only torch/GraphBolt names to local stubs.
+
+    ``tensors_only`` admits tensors (and ``nn.Parameter``), dicts and lists only: a
+    ``torch.save`` file of plain tensors.
+    """
     try:
-        return _Unpickler(io.BytesIO(data)).load()
+        return _Unpickler(io.BytesIO(data), tensors_only=tensors_only).load()
     except DGLFormatError:
         raise
     except Exception as err:  # any opcode-level corruption: truncated, bad memo, wrong types

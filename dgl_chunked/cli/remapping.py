@@ -1,0 +1,254 @@
+"""Commands between the partitions and the user's own IDs: ``remap`` and ``lookup``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from dgl_chunked.cli.context import optional_client
+from dgl_chunked.cli.errors import user_errors
+from dgl_chunked.cli.options import SCHEDULER_HELP, add_options, parse_size, storage_option
+from dgl_chunked.remap import ResultFile, ResultSource, lookup_ids, remap_results
+
+__all__ = ["lookup_command", "parse_files", "remap_command"]
+
+_START = re.compile(r"^(.*)@(\d+)$")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _split_type(text: str, flag: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise click.BadParameter(f"expected TYPE=FILES, found {text!r}", param_hint=flag)
+    return name, value
+
+
+def parse_files(value: str) -> list[ResultFile]:
+    """``FILES`` of ``--result``/``--ids``: comma-separated ``PATH[#KEY][@START]`` entries (globs allowed).
+
+    Examples
+    --------
+    >>> parse_files("pred-0.pt#pred@0,pred-1.pt#pred@500")
+    [ResultFile(path='pred-0.pt', key='pred', start=0), ResultFile(path='pred-1.pt', key='pred', start=500)]
+    """
+    out = []
+    for entry in value.split(","):
+        start = None
+        match = _START.match(entry)
+        if match:
+            entry, start = match.group(1), int(match.group(2))
+        path, _, key = entry.partition("#")
+        out.append(ResultFile(path, key or None, start))
+    return out
+
+
+def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, ...]) -> dict[str, ResultSource]:
+    files = {}
+    for text in results:
+        name, value = _split_type(text, "--result")
+        if name in files:
+            raise click.BadParameter(f"type {name!r} is given twice", param_hint="--result")
+        files[name] = parse_files(value)
+    id_files = {}
+    for text in ids:
+        name, value = _split_type(text, "--ids")
+        if name not in files:
+            raise click.BadParameter(f"type {name!r} has no --result", param_hint="--ids")
+        if value.startswith("#"):  # the IDs are another entry of the same files
+            id_files[name] = [ResultFile(f.path, value[1:]) for f in files[name]]
+        else:
+            id_files[name] = parse_files(value)
+    labels = dict(_split_type(text, "--name") for text in names)
+    return {
+        name: ResultSource(tuple(f), tuple(id_files[name]) if name in id_files else None, labels.get(name))
+        for name, f in files.items()
+    }
+
+
+def _where(func: F) -> F:
+    """``--partitions`` and ``--out-dir``, first in ``--help``."""
+    return add_options(
+        func,
+        [
+            click.option(
+                "--partitions", required=True, metavar="OUT", help="The partition output (directory or metadata.json)."
+            ),
+            click.option("--out-dir", required=True, help="Output directory (new, empty, or ours with --overwrite)."),
+        ],
+    )
+
+
+def _mapping_and_cluster(func: F) -> F:
+    """Where the ID map may come from, ``--overwrite``, and where the tasks run."""
+    options = [
+        click.option(
+            "--in-dir",
+            default=None,
+            help="The chunked graph: the node types' keys, and with --partitions-dir the ID map when the "
+            "partitions have no orig_nids.dgl / orig_eids.dgl.",
+        ),
+        click.option(
+            "--partitions-dir", default=None, metavar="ASSIGN", help="The assignment the partitions were made from."
+        ),
+        click.option("--overwrite", is_flag=True, help="Replace an earlier output of this command in --out-dir."),
+        click.option("--scheduler", metavar="ADDRESS", default=None, help=SCHEDULER_HELP),
+        click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster."),
+        click.option(
+            "--memory-limit",
+            default=None,
+            metavar="SIZE",
+            help="LocalCluster memory limit per worker (with --workers).",
+        ),
+    ]
+    return add_options(storage_option(func), options)
+
+
+@click.command("remap")
+@_where
+@click.option(
+    "--result",
+    "results",
+    multiple=True,
+    required=True,
+    metavar="TYPE=FILES",
+    help="Results of a node type, canonical edge type or relation, indexed by DGL's type-wise new IDs. FILES: "
+    "one file, a glob, or a comma-separated list of PATH[#KEY][@START] (KEY: tensor, column or Zarr array; "
+    "START: first new ID of a row-range file). Several files are row ranges per rank, in natural order.",
+)
+@click.option(
+    "--ids",
+    multiple=True,
+    metavar="TYPE=FILES",
+    help="Make TYPE's results (new ID, row) pairs: FILES hold the new IDs, aligned with the result files; "
+    "TYPE=#KEY reads them from entry KEY of the same files (e.g. account=#ids for torch.save dicts).",
+)
+@click.option("--name", "names", multiple=True, metavar="TYPE=NAME", help="Name of TYPE's value column or array.")
+@click.option("--format", "fmt", type=click.Choice(["npy", "zarr", "parquet"]), default="npy", show_default=True)
+@click.option("--block-size", default="64MiB", show_default=True, help="Result bytes per task.")
+@_mapping_and_cluster
+@user_errors
+def remap_command(
+    partitions: str,
+    out_dir: str,
+    results: tuple[str, ...],
+    ids: tuple[str, ...],
+    names: tuple[str, ...],
+    in_dir: str | None,
+    partitions_dir: str | None,
+    fmt: str,
+    block_size: str,
+    overwrite: bool,
+    scheduler: str | None,
+    workers: int | None,
+    memory_limit: str | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Put results indexed by DGL's new IDs back in original-ID order, with the original keys.
+
+    Writes per type OUT/nodes/<ntype>.npy (row i = original ID i), a Zarr group, or a
+    Parquet dataset whose first column is the key (node types chunked with a key),
+    then OUT/remap.json.
+    """
+    sources = _sources(results, ids, names)
+    with optional_client(scheduler, workers, memory_limit=memory_limit):
+        result = remap_results(
+            partitions,
+            sources,
+            out_dir,
+            graph=in_dir,
+            assignment=partitions_dir,
+            format=fmt,  # type: ignore[arg-type]
+            block_bytes=parse_size(block_size, "--block-size"),
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
+    for key, t in result.types.items():
+        files = ", ".join(t.files.values())
+        click.echo(f"{key}: {t.present} of {t.rows} rows -> {files} (mapping: {t.mapping})")
+    click.echo(f"wrote {result.manifest}")
+
+
+@click.command("lookup")
+@_where
+@click.option(
+    "--queries",
+    "queries",
+    multiple=True,
+    required=True,
+    metavar="FILE",
+    help="Parquet, CSV/TSV or .npy file(s) (globs allowed) holding original keys or IDs.",
+)
+@click.option("--type", "type_", default=None, help="Node type of the queries (default: the only one).")
+@click.option("--column", default=None, help="The key or ID column: name, or 0-based index (default: the first).")
+@click.option(
+    "--label", "labels", multiple=True, help="A column to carry along, aligned with the new IDs (repeatable)."
+)
+@click.option(
+    "--by",
+    type=click.Choice(["key", "id"]),
+    default=None,
+    help="Keys of the chunked graph's node_keys, or original type-wise IDs (default: key when the type has keys).",
+)
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    type=click.Choice(["npy", "pt"]),
+    default=("npy", "pt"),
+    show_default=True,
+    help="Output formats (repeatable).",
+)
+@click.option("--delimiter", default=",", show_default=True, help="CSV delimiter (tab for .tsv files).")
+@click.option("--no-header", is_flag=True, help="CSV files have no header line.")
+@_mapping_and_cluster
+@user_errors
+def lookup_command(
+    partitions: str,
+    out_dir: str,
+    queries: tuple[str, ...],
+    type_: str | None,
+    column: str | None,
+    labels: tuple[str, ...],
+    by: str | None,
+    in_dir: str | None,
+    partitions_dir: str | None,
+    formats: tuple[str, ...],
+    delimiter: str,
+    no_header: bool,
+    overwrite: bool,
+    scheduler: str | None,
+    workers: int | None,
+    memory_limit: str | None,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Turn original keys or IDs (and label columns) into the new IDs each partition's trainer loads.
+
+    Writes OUT/part<p>/<type>.nids.npy (DGL's type-wise new IDs, ascending), .orig_nids.npy,
+    one .npy per --label, and <type>.pt holding all of them for torch.load, then OUT/lookup.json.
+    """
+    if any(q.lower().endswith(".tsv") for q in queries) and delimiter == ",":
+        delimiter = "\t"
+    col: Any = int(column) if column is not None and column.isdigit() else column
+    with optional_client(scheduler, workers, memory_limit=memory_limit):
+        result = lookup_ids(
+            partitions,
+            list(queries),
+            out_dir,
+            type=type_,
+            column=col,
+            labels=[int(c) if c.isdigit() else c for c in labels],
+            by=by,  # type: ignore[arg-type]
+            graph=in_dir,
+            assignment=partitions_dir,
+            formats=formats,
+            delimiter=delimiter,
+            header=not no_header,
+            overwrite=overwrite,
+            storage_options=storage_options,
+        )
+    for p, (rows, files) in enumerate(zip(result.rows, result.files, strict=True)):
+        click.echo(f"part{p}: {rows} {result.type} rows -> {', '.join(files.values())}")
+    click.echo(f"wrote {result.manifest}")

@@ -1,0 +1,38 @@
+"""Results back under the original IDs and keys, and seeds into partitions: ``remap`` and ``lookup``.
+
+DGL's partitions renumber nodes and edges: a ``DistGraph`` trainer sees type-wise
+*new* IDs (partition by partition), while the user's tables know the *original*
+type-wise IDs of the chunked graph, or the keys ``dgl-chunked chunk`` turned into
+them (``node_keys/``). Both directions are joins over arrays as large as the
+graph; both run out of core on Dask, one block of original IDs per task:
+
+- :func:`remap_results` (``dgl-chunked remap``): results indexed by new IDs (one
+  array, row-range files per rank, or ``(new IDs, rows)`` pairs per rank; ``.npy``,
+  Parquet, Zarr, ``torch.save`` ``.pt`` or ``.dgl`` files) -> rows in original-ID
+  order (``.npy``, Zarr, or Parquet with the key column first);
+- :func:`lookup_ids` (``dgl-chunked lookup``): original IDs or keys (a column of a
+  Parquet/CSV file, or an array) plus label columns -> per partition the new IDs a
+  trainer passes to ``DistNodeDataLoader``, with the labels aligned.
+
+The map between the two ID spaces comes from the partitions' ``orig_nids.dgl`` /
+``orig_eids.dgl`` when written (``--save-orig-nids`` / ``--save-orig-eids``), else
+from the assignment directory and the chunked graph (the numbering is
+deterministic); without either, one error says which flag was missing.
+"""
+
+from __future__ import annotations
+
+from dgl_chunked.remap.api import RemapResult, TypeSummary, remap_results
+from dgl_chunked.remap.lookup import LookupResult, lookup_ids
+from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
+
+__all__ = [
+    "LookupResult",
+    "RemapError",
+    "RemapResult",
+    "ResultFile",
+    "ResultSource",
+    "TypeSummary",
+    "lookup_ids",
+    "remap_results",
+]

@@ -1,0 +1,326 @@
+"""``remap_results``: trainer outputs in DGL's new-ID space -> rows in original-ID order, with keys."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dask.delayed import delayed
+
+from dgl_chunked._dask import run_token
+from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.dispatch.runner import StageRunner
+from dgl_chunked.errors import OptionError
+from dgl_chunked.io.chunked.graph import ChunkedGraph
+from dgl_chunked.remap.inputs import PairInput, RowInput, resolve_source
+from dgl_chunked.remap.keys import key_source
+from dgl_chunked.remap.mapping import regular_bounds
+from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
+from dgl_chunked.remap.outputs import FORMATS, MANIFEST, TMP_DIR, OutputFormat, TypeOutput, publish
+from dgl_chunked.remap.pairs import pair_pieces
+from dgl_chunked.remap.plan import (
+    MappingInputs,
+    absolute,
+    block_rows_for,
+    mapping_inputs,
+    mapping_source,
+    owner_jobs,
+    prepare_output,
+)
+from dgl_chunked.remap.spaces import resolve_type
+from dgl_chunked.remap.tasks import TypeJob, block_tasks, collect_counts, count_tasks, pair_tasks
+from dgl_chunked.storage import fs
+from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
+
+__all__ = ["REMAP_ENTRIES", "REMAP_KIND", "RemapResult", "TypeSummary", "remap_results"]
+
+REMAP_KIND = "remap"
+PIECE_ROWS = 1 << 16
+"""Fewest pairs a staging task reads: the block tasks read one segment of every piece."""
+REMAP_ENTRIES = (MANIFEST, "nodes", "edges", TMP_DIR)
+"""What a remap output directory may hold (``--overwrite`` removes only these)."""
+
+
+@dataclass(frozen=True)
+class TypeSummary:
+    """What ``remap`` wrote for one type (one entry of ``remap.json``)."""
+
+    kind: str
+    name: str
+    rows: int
+    present: int
+    files: dict[str, str]
+    columns: tuple[str, ...]
+    mapping: str
+    dtype: str
+    row_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RemapResult:
+    """The output directory, its ``remap.json`` and a :class:`TypeSummary` per type."""
+
+    out_dir: str
+    manifest: str
+    types: dict[str, TypeSummary]
+
+
+def _as_source(value: ResultSource | PathLike | Sequence[PathLike]) -> ResultSource:
+    if isinstance(value, ResultSource):
+        return value
+    if isinstance(value, str | os.PathLike | ResultFile):
+        return ResultSource.whole(os.fspath(value)) if not isinstance(value, ResultFile) else ResultSource((value,))
+    return ResultSource.ranges(list(value))
+
+
+def _plan_jobs(
+    results: Mapping[str, Any], inputs: MappingInputs, out: str, fmt: OutputFormat, block_bytes: int
+) -> list[TypeJob]:
+    so, config, graph = inputs.storage_options, inputs.config, inputs.graph
+    jobs: list[TypeJob] = []
+    for i, (name, value) in enumerate(results.items()):
+        space = resolve_type(config, name, where="results")
+        if any(j.space == space for j in jobs):
+            raise RemapError(f"results: {space.label} is given twice")
+        data = resolve_source(_as_source(value), space, so)
+        source = mapping_source(space, inputs)
+        row_bytes = data.dtype.itemsize * max(1, int(_prod(data.row_shape))) + 16
+        bounds = regular_bounds(space.total, block_rows_for(row_bytes, block_bytes, source))
+        keys = None
+        if fmt == "parquet" and space.kind == "node" and graph is not None:
+            keys = key_source(graph.metadata.base_dir, space.name, storage_options=so)
+            if keys is not None and keys.total != space.total:
+                raise RemapError(
+                    f"{graph.metadata.base_dir}: node_keys of {space.name!r} hold {keys.total} keys, but the "
+                    f"partitions hold {space.total} nodes; pass the chunked graph the partitions were made from"
+                )
+        first = data.rows[0] if isinstance(data, PairInput) else data.files[0]
+        value_name = _value_name(value, first.key, first.format)
+        stem = f"{'nodes' if space.kind == 'node' else 'edges'}/{space.name}"
+        output = TypeOutput(
+            out_dir=out,
+            stem=stem,
+            format=fmt,
+            id_column="type_nid" if space.kind == "node" else "type_eid",
+            value=value_name,
+            dtype=data.dtype,
+            row_shape=data.row_shape,
+            total=space.total,
+            block_rows=bounds[1] - bounds[0] if len(bounds) > 1 else 1,
+            subset=isinstance(data, PairInput),
+            keys=keys,
+            storage_options=so,
+        )
+        tag = f"{space.kind[0]}{i}"
+        stage = fs.join(out, f"{TMP_DIR}/stage/{tag}")
+        jobs.append(TypeJob(tag, space, bounds, source, data, output, stage=stage))
+    return jobs
+
+
+def _prod(shape: tuple[int, ...]) -> int:
+    out = 1
+    for s in shape:
+        out *= s
+    return out
+
+
+def _value_name(value: Any, key: str | None, fmt: str) -> str:
+    if isinstance(value, ResultSource) and value.name:
+        return value.name
+    if fmt == "parquet" and key:
+        return key
+    return key if key and "/" not in key else "value"
+
+
+def remap_results(
+    partitions: PathLike,
+    results: Mapping[str, ResultSource | PathLike | Sequence[PathLike]],
+    out_dir: PathLike,
+    *,
+    graph: ChunkedGraph | PathLike | None = None,
+    assignment: PathLike | None = None,
+    format: OutputFormat = "npy",  # noqa: A002 - the CLI's --format
+    block_bytes: int = 64 << 20,
+    overwrite: bool = False,
+    storage_options: StorageOptions = None,
+    client: Any = None,
+    progress: bool = False,
+) -> RemapResult:
+    """Put results indexed by DGL's new IDs back in original-ID order (and under the original keys).
+
+    Parameters
+    ----------
+    partitions
+        The partition output (its directory or its ``metadata.json``).
+    results
+        Type name (node type, canonical edge type ``src:rel:dst`` or a unique
+        relation name) -> a :class:`ResultSource`, a path (one array over all new
+        IDs) or a list of paths (row-range files per rank, tiling the new IDs).
+    out_dir
+        New or empty directory (or an earlier remap output with ``overwrite``).
+    graph
+        The chunked graph the partitions were made from: the key column of Parquet
+        output (node types chunked with ``key``), and with ``assignment`` the mapping
+        when the partitions have no ``orig_nids.dgl`` / ``orig_eids.dgl``.
+    assignment
+        The assignment directory the partitions were made from (``--partitions-dir``).
+    format
+        ``npy``, ``zarr`` or ``parquet`` (see :mod:`dgl_chunked.remap`).
+    block_bytes
+        Rows per task: about this many bytes of results (memory per task is about
+        twice this).
+    overwrite
+        Replace an earlier remap output in ``out_dir``.
+    storage_options, client, progress
+        fsspec options; the Dask client (default: the current scheduler); progress bars.
+
+    Returns
+    -------
+    RemapResult
+
+    Raises
+    ------
+    RemapError
+        A result file that does not fit (wrong row count, ranges that do not tile
+        the new IDs, IDs out of range or repeated, a type the graph does not have),
+        or no mapping (the message says which flag or input is missing).
+    """
+    if format not in FORMATS:
+        raise OptionError(f"format: expected one of {list(FORMATS)}, found {format!r}")
+    if not results:
+        raise OptionError("results: give at least one type's results")
+    so = storage_options
+    inputs = mapping_inputs(partitions, graph, assignment, so)
+    part_root = inputs.part_root
+    out = absolute(out_dir)
+    jobs = _plan_jobs(results, inputs, out, format, block_bytes)
+    check_no_overlap({"--out-dir": out}, _input_locations(jobs, inputs), storage_options=so)
+    with acquire_lease(out, REMAP_KIND, storage_options=so):
+        prepare_output(out, REMAP_KIND, MANIFEST, REMAP_ENTRIES, overwrite=overwrite, storage_options=so)
+        try:
+            summaries = _run(jobs, inputs, out, client, progress)
+        finally:
+            remove_tmp(out, so)
+        manifest = _write_manifest(out, part_root, format, summaries, so)
+    return RemapResult(out, manifest, summaries)
+
+
+def _input_locations(jobs: list[TypeJob], inputs: MappingInputs) -> dict[str, str]:
+    out = {"partitions": inputs.part_root}
+    if inputs.assignment:
+        out["assignment"] = inputs.assignment
+    if inputs.graph is not None:
+        out.update(inputs.graph.input_locations())
+    for job in jobs:
+        data = job.data
+        files = (
+            data.rows + data.ids if isinstance(data, PairInput) else data.files if isinstance(data, RowInput) else ()
+        )
+        out.update({f"result file of {job.space.label} ({f.path})": f.path for f in files})
+    return out
+
+
+def remove_tmp(out: str, so: StorageOptions) -> None:
+    """Remove ``OUT/_tmp`` (ours: inside our marked output)."""
+    filesystem, inner = fs.filesystem(fs.join(out, TMP_DIR), so)
+    if filesystem.exists(inner):
+        filesystem.rm(inner, recursive=True)
+
+
+def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, progress: bool) -> dict[str, TypeSummary]:
+    runner = StageRunner(client=client, progress=progress)
+    token = run_token(out, inputs.part_root, [(j.space, j.bounds) for j in jobs])
+    jobs, stores = owner_jobs(jobs, inputs, fs.join(out, f"{TMP_DIR}/stage"), token)
+    if stores:
+        runner.compute(stores, "stage destination owners")
+    counts = [count_tasks(j, token) for j in jobs]
+    results = runner.compute([t for ts in counts for t in ts], "count owners per block")
+    pos = 0
+    for i, ts in enumerate(counts):
+        jobs[i] = collect_counts(jobs[i], list(results[pos : pos + len(ts)]))
+        pos += len(ts)
+    jobs = _stage_pairs(jobs, runner, token)
+    for job in jobs:
+        assert job.output is not None
+        job.output.prepare()
+    tasks = [block_tasks(j, token) for j in jobs]
+    present = runner.compute([t for ts in tasks for t in ts], "write blocks")
+    pending = [
+        (pieces, target, job.output.storage_options)
+        for job in jobs
+        if job.output
+        for target, pieces in job.output.concat_jobs()
+    ]
+    concat = [
+        delayed(fs.concat_files, pure=False)(*args, dask_key_name=f"dglc-remap-concat-{token}-{n}")
+        for n, args in enumerate(pending)
+    ]
+    if concat:
+        runner.compute(concat, "concatenate pieces")
+    summaries, pos = {}, 0
+    for job, ts in zip(jobs, tasks, strict=True):
+        assert job.output is not None and job.data is not None
+        files = publish(job.output, job.output.storage_options)
+        summaries[f"{job.space.kind}/{job.space.name}"] = TypeSummary(
+            kind=job.space.kind,
+            name=job.space.name,
+            rows=job.space.total,
+            present=int(sum(present[pos : pos + len(ts)])),
+            files=files,
+            columns=tuple(job.output.columns()) if job.output.format == "parquet" else (job.output.value,),
+            mapping=job.source.label,
+            dtype=job.data.dtype.str,
+            row_shape=tuple(job.data.row_shape),
+        )
+        pos += len(ts)
+    return summaries
+
+
+def _stage_pairs(jobs: list[TypeJob], runner: StageRunner, token: str) -> list[TypeJob]:
+    pending = []
+    for i, job in enumerate(jobs):
+        if isinstance(job.data, PairInput):
+            block_rows = job.bounds[1] - job.bounds[0] if len(job.bounds) > 1 else 1
+            pieces = pair_pieces(job.data, max(block_rows, PIECE_ROWS))
+            jobs[i] = replace(job, pieces=tuple(pieces))
+            pending.append((i, pair_tasks(jobs[i], pieces, token)))
+    if pending:
+        results = runner.compute([t for _, ts in pending for t in ts], "stage pairs by block")
+        pos = 0
+        for i, ts in pending:
+            offsets = tuple(results[pos : pos + len(ts)])
+            pairs = sum(int(o[-1]) for o in offsets)
+            output = jobs[i].output
+            assert output is not None
+            # pairs covering every ID (repeats are caught by the blocks) make a dense output, no mask
+            jobs[i] = replace(jobs[i], offsets=offsets, output=replace(output, subset=pairs < jobs[i].space.total))
+            pos += len(ts)
+    return jobs
+
+
+def _write_manifest(out: str, part_root: str, fmt: str, types: dict[str, TypeSummary], so: StorageOptions) -> str:
+    doc = {
+        "version": 1,
+        "partitions": part_root,
+        "format": fmt,
+        "types": {
+            key: {
+                "kind": t.kind,
+                "type": t.name,
+                "rows": t.rows,
+                "present": t.present,
+                "files": t.files,
+                "columns": list(t.columns),
+                "dtype": t.dtype,
+                "row_shape": list(t.row_shape),
+                "mapping": t.mapping,
+            }
+            for key, t in types.items()
+        },
+    }
+    path = fs.join(out, MANIFEST)
+    fs.atomic_write_bytes(path, (json.dumps(doc, indent=2) + "\n").encode(), so)
+    return path

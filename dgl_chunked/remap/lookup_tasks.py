@@ -1,0 +1,257 @@
+"""Task kernels of ``lookup``: queries -> (partition, new ID), as a chain of sort-based shuffles.
+
+Every stage writes Arrow IPC files with one record batch per group (hash bucket of
+keys, or block of original IDs) and the next stage reads one group from all of
+them, so no task holds more than one piece, bucket or block:
+
+1. :func:`stage_queries`: a piece of the queries -> grouped by key bucket (keys) or
+   by block of original IDs (IDs, range-checked);
+2. :func:`stage_keys`: a ``node_keys`` file -> ``(key, ID)`` grouped by key bucket;
+3. :func:`join_bucket`: one bucket's queries joined with its keys (a key that is
+   not a node of the type is an error naming the query's file and row), regrouped
+   by block;
+4. :func:`place_block`: one block's queries -> new IDs, checked for repeats, split by
+   partition in ascending new-ID order and written as raw pieces;
+5. :func:`write_partition`: the pieces of one partition concatenated into ``.npy``
+   files and a ``.pt`` dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from dgl_chunked._typing import StorageOptions
+from dgl_chunked.chunk.transforms import bucket_order, key_buckets, keys_to_numpy
+from dgl_chunked.io.chunked.files import makedirs_for
+from dgl_chunked.io.dgl.blocks import ArrayBlocks
+from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
+from dgl_chunked.remap.blocks import run_positions
+from dgl_chunked.remap.keys import KeySource, join_keys
+from dgl_chunked.remap.model import RemapError
+from dgl_chunked.remap.outputs import npy_header_bytes, raw_bytes
+from dgl_chunked.remap.queries import QueryInput
+from dgl_chunked.remap.readers import column_to_numpy
+from dgl_chunked.remap.tasks import TypeJob, block_positions
+from dgl_chunked.storage import fs
+
+__all__ = [
+    "ArraySpec",
+    "join_bucket",
+    "place_block",
+    "read_group",
+    "stage_keys",
+    "stage_queries",
+    "write_grouped",
+    "write_partition",
+]
+
+Ints = npt.NDArray[np.int64]
+ArraySpec = tuple[str, str, tuple[int, ...]]
+"""``(name, dtype str, row shape)`` of one output array."""
+
+
+# --- grouped Arrow files ---------------------------------------------------------------
+
+
+def _arrow(values: npt.NDArray[Any]) -> pa.Array:
+    if values.dtype == object:
+        return pa.array(values, pa.string())
+    if values.ndim == 1:
+        return pa.array(values)
+    width = int(np.prod(values.shape[1:], dtype=np.int64))
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(values).reshape(-1)), width)
+
+
+def write_grouped(
+    path: str, columns: Mapping[str, npt.NDArray[Any]], group: Ints, num_groups: int, so: StorageOptions
+) -> None:
+    """Write ``columns`` as an Arrow IPC file whose batch ``g`` holds the rows of group ``g``."""
+    order, offsets = bucket_order(group, num_groups)
+    arrays = {name: _arrow(values[order]) for name, values in columns.items()}
+    schema = pa.schema([(name, a.type) for name, a in arrays.items()])
+    makedirs_for(path, so)
+    with fs.open_file(path, "wb", so) as f, pa.ipc.new_file(f, schema) as writer:
+        for g in range(num_groups):
+            lo, hi = int(offsets[g]), int(offsets[g + 1])
+            writer.write_batch(pa.record_batch([a.slice(lo, hi - lo) for a in arrays.values()], schema=schema))
+
+
+def read_group(paths: Sequence[str], group: int, so: StorageOptions) -> dict[str, npt.NDArray[Any]]:
+    """Group ``group`` of every file, concatenated, as numpy (strings as objects, lists 2-D)."""
+    batches = []
+    for path in paths:
+        with fs.open_file(path, "rb", so) as f:
+            batches.append(pa.ipc.open_file(f).get_batch(group))
+    table = pa.Table.from_batches(batches)
+    out = {}
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            out[name] = keys_to_numpy(column)
+        else:
+            out[name] = column_to_numpy(column, (), name)
+    return out
+
+
+def _block_of(ids: Ints, bounds: tuple[int, ...]) -> Ints:
+    return (np.searchsorted(np.asarray(bounds), ids, side="right") - 1).astype(np.int64)
+
+
+# --- 1-3. queries, keys, join -----------------------------------------------------------
+
+
+def stage_queries(
+    queries: QueryInput, index: int, data: Any, job: TypeJob, by_key: bool, num_buckets: int, path: str
+) -> int:
+    """Stage piece ``index`` of the queries; return its row count."""
+    piece = queries.pieces[index]
+    keys, labels, where = queries.read(piece, data)
+    rows = np.arange(keys.shape[0], dtype=np.int64)
+    columns = {"piece": np.full(keys.shape[0], index, np.int64), "row": rows, **labels}
+    if by_key:
+        group = key_buckets(keys, num_buckets)
+        write_grouped(path, {"key": keys, **columns}, group, num_buckets, queries.storage_options)
+        return int(keys.shape[0])
+    if keys.dtype == object:
+        raise RemapError(f"{where(0)}: holds text {keys[0]!r}; looking up by original ID needs integers")
+    ids = keys.astype(np.int64)
+    bad = (ids < 0) | (ids >= job.space.total)
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise RemapError(
+            f"{where(at)}: original ID {int(ids[at])} is outside [0, {job.space.total}) of {job.space.label}"
+        )
+    write_grouped(
+        path, {"type_nid": ids, **columns}, _block_of(ids, job.bounds), len(job.bounds) - 1, queries.storage_options
+    )
+    return int(keys.shape[0])
+
+
+def stage_keys(keys: KeySource, file: int, num_buckets: int, path: str) -> None:
+    """Stage node_keys file ``file`` as ``(key, type_nid)`` grouped by key bucket."""
+    lo, hi = keys.starts[file], keys.starts[file + 1]
+    values = keys_to_numpy(keys.read(lo, hi))
+    ids = np.arange(lo, hi, dtype=np.int64)
+    write_grouped(
+        path, {"key": values, "type_nid": ids}, key_buckets(values, num_buckets), num_buckets, keys.storage_options
+    )
+
+
+def _where(queries: QueryInput, piece: int, row: int) -> str:
+    """Where row ``row`` of query piece ``piece`` came from (a CSV line is found by counting)."""
+    p = queries.pieces[piece]
+    if queries.format != "csv":
+        return queries.describe(p, row)
+    path = queries.files[p.file].path
+    with fs.open_file(path, "rb", queries.storage_options) as f:
+        if p.start > 0:
+            f.seek(p.start - 1)
+        if p.start > 0 or queries.header:
+            f.readline()  # the line holding byte start-1 (or the header) is not this piece's
+        offset = f.tell()
+    return queries.describe(p, row, offset)
+
+
+def join_bucket(
+    queries: QueryInput, key_paths: Sequence[str], query_paths: Sequence[str], bucket: int, job: TypeJob, path: str
+) -> None:
+    """Join bucket ``bucket``'s queries with its keys and regroup them by block of original IDs."""
+    so = queries.storage_options
+    keys = read_group(key_paths, bucket, so)
+    found = read_group(query_paths, bucket, so)
+    ids = join_keys(keys["key"], keys["type_nid"], found["key"])
+    if (ids < 0).any():
+        i = int(np.argmax(ids < 0))
+        raise RemapError(
+            f"{_where(queries, int(found['piece'][i]), int(found['row'][i]))}: key {found['key'][i]!r} is not a node "
+            f"of {job.space.label} (not in the chunked graph's node_keys)"
+        )
+    found.pop("key")
+    write_grouped(path, {"type_nid": ids, **found}, _block_of(ids, job.bounds), len(job.bounds) - 1, so)
+
+
+# --- 4-5. blocks and partitions ------------------------------------------------------------
+
+
+def _piece_path(root: str, part: int, name: str, k: int) -> str:
+    return fs.join(root, f"p{part}/{name}/{k:06d}")
+
+
+def place_block(
+    queries: QueryInput, job: TypeJob, paths: Sequence[str], k: int, owner: Any, root: str, arrays: Sequence[ArraySpec]
+) -> Ints:
+    """New IDs of block ``k``'s queries; write them per partition; return the count per partition."""
+    assert job.blocks is not None
+    so = queries.storage_options
+    lo, hi = job.bounds[k], job.bounds[k + 1]
+    found = read_group(paths, k, so)
+    type_nid = found["type_nid"]
+    order = np.argsort(type_nid, kind="stable")
+    found = {name: values[order] for name, values in found.items()}
+    type_nid = found["type_nid"]
+    repeat = np.flatnonzero(type_nid[1:] == type_nid[:-1])
+    if repeat.size:
+        i = int(repeat[0])
+        first, again = (_where(queries, int(found["piece"][j]), int(found["row"][j])) for j in (i, i + 1))
+        raise RemapError(f"{again}: repeats original ID {int(type_nid[i])} of {job.space.label} (first at {first})")
+    owners, rank = run_positions(block_positions(job, k, owner), hi - lo)
+    part = owners[type_nid - lo]
+    nids = job.space.offsets[part] + job.blocks.starts[k][part] + rank[type_nid - lo]
+    found["nids"], found["orig_nids"] = nids, type_nid
+    counts = np.bincount(part, minlength=job.space.num_parts).astype(np.int64)
+    for p in np.flatnonzero(counts).tolist():
+        sel = part == p
+        for name, dtype, _ in arrays:
+            target = _piece_path(root, p, name, k)
+            makedirs_for(target, so)
+            with fs.open_file(target, "wb", so) as f:
+                f.write(raw_bytes(found[name][sel].astype(dtype, copy=False)))
+    return counts
+
+
+def _blocks_of(
+    paths: list[str], dtype: np.dtype[Any], row_shape: tuple[int, ...], so: StorageOptions
+) -> Callable[[], Iterator[npt.NDArray[Any]]]:
+    """A block factory reading the raw pieces ``paths`` one at a time."""
+
+    def blocks() -> Iterator[npt.NDArray[Any]]:
+        for path in paths:
+            with fs.open_file(path, "rb", so) as f:
+                yield np.frombuffer(f.read(), dtype=dtype).reshape((-1, *row_shape))
+
+    return blocks
+
+
+def write_partition(
+    root: str,
+    part: int,
+    counts: Ints,
+    arrays: Sequence[ArraySpec],
+    stem: str,
+    formats: Sequence[str],
+    so: StorageOptions,
+) -> None:
+    """Concatenate partition ``part``'s pieces (blocks with ``counts[k] > 0``) into its output files."""
+    rows = int(counts.sum())
+    blocks = [k for k in np.flatnonzero(counts).tolist()]
+    tensors = {}
+    for name, dtype_str, row_shape in arrays:
+        dtype = np.dtype(dtype_str)
+        pieces = [_piece_path(root, part, name, k) for k in blocks]
+        if "npy" in formats:
+            header = fs.join(root, f"p{part}/{name}/header")
+            makedirs_for(header, so)
+            fs.atomic_write_bytes(header, npy_header_bytes(dtype, (rows, *row_shape)), so)
+            target = fs.join(root, f"out/part{part}/{stem}.{name}.npy")
+            makedirs_for(target, so)
+            fs.concat_files([header, *pieces], target, so)
+        tensors[name] = ArrayBlocks((rows, *row_shape), dtype, _blocks_of(pieces, dtype, row_shape, so))
+    if "pt" in formats:
+        target = fs.join(root, f"out/part{part}/{stem}.pt")
+        makedirs_for(target, so)
+        write_torch_tensors(target, tensors, storage_options=so, archive=stem.rsplit("/", 1)[-1])

@@ -1,0 +1,247 @@
+"""What ``remap`` writes for one type: rows in original-ID order, block by block, under temporary names.
+
+Layout of a remap output directory (``.dglc-owned.json`` marks it as ours)::
+
+    OUT/
+      remap.json                         written last: what every file holds
+      nodes/<ntype>.npy                  format npy: row i = original (type-wise) ID i
+      nodes/<ntype>.present.npy          pairs covering some IDs only: bool, which rows hold a result
+      nodes/<ntype>.zarr/<value>         format zarr: the same as a Zarr group (and its "present" array)
+      nodes/<ntype>/part-<k>.parquet     format parquet: [key,] type_nid, <value>; only rows with a result
+      edges/<src:rel:dst>...             the same per edge type (column type_eid)
+
+Everything is first written under ``OUT/_tmp/`` (a local ``.npy`` is preallocated
+and each block task writes its rows at their offset; elsewhere each block writes a
+piece and one task concatenates them), moved to its final name once every block
+is done, and ``remap.json`` comes last: an interrupted run never looks finished.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec.implementations.local import LocalFileSystem
+
+from dgl_chunked._typing import StorageOptions
+from dgl_chunked.io.chunked.files import makedirs_for
+from dgl_chunked.remap.keys import KeySource
+from dgl_chunked.remap.readers import zarr_store
+from dgl_chunked.storage import fs
+
+__all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput", "npy_header_bytes", "raw_bytes"]
+
+OutputFormat = Literal["npy", "zarr", "parquet"]
+FORMATS: tuple[OutputFormat, ...] = ("npy", "zarr", "parquet")
+MANIFEST = "remap.json"
+TMP_DIR = "_tmp"
+
+
+def npy_header_bytes(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
+    """The ``.npy`` header (format 1.0, or 2.0 when needed) of a C-ordered array."""
+    buf = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    try:
+        np.lib.format.write_array_header_1_0(buf, header)
+    except ValueError:
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_2_0(buf, header)
+    return buf.getvalue()
+
+
+def raw_bytes(array: npt.NDArray[Any]) -> memoryview:
+    """The bytes of ``array`` in C order (empty arrays too), without a copy when it is contiguous."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+
+
+def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
+    while data.nbytes:
+        n = os.pwrite(fd, data, offset)
+        data, offset = data[n:], offset + n
+
+
+def _parquet_values(values: npt.NDArray[Any]) -> pa.Array:
+    if values.ndim == 1:
+        return pa.array(values)
+    width = int(np.prod(values.shape[1:], dtype=np.int64))
+    flat = np.ascontiguousarray(values).reshape(-1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat), width)
+
+
+@dataclass(frozen=True)
+class TypeOutput:
+    """One type's output files and how a block task writes into them.
+
+    Attributes
+    ----------
+    out_dir
+        The remap output directory.
+    stem
+        ``nodes/<ntype>`` or ``edges/<src:rel:dst>``.
+    id_column
+        ``type_nid`` or ``type_eid``: the original-ID column of Parquet output.
+    value
+        Name of the value array / column.
+    subset
+        Results cover only some IDs (pairs): npy/zarr outputs get a ``present`` mask.
+    """
+
+    out_dir: str
+    stem: str
+    format: OutputFormat
+    id_column: str
+    value: str
+    dtype: np.dtype[Any]
+    row_shape: tuple[int, ...]
+    total: int
+    block_rows: int
+    subset: bool
+    keys: KeySource | None = None
+    storage_options: dict[str, Any] | None = field(default=None, compare=False)
+
+    # --- names -----------------------------------------------------------------------
+
+    @property
+    def local(self) -> bool:
+        return isinstance(fs.filesystem(self.out_dir, self.storage_options)[0], LocalFileSystem)
+
+    def names(self) -> dict[str, str]:
+        """Role -> path relative to the output directory (``values``, ``present``, ``dataset``)."""
+        if self.format == "npy":
+            out = {"values": f"{self.stem}.npy"}
+            if self.subset:
+                out["present"] = f"{self.stem}.present.npy"
+            return out
+        if self.format == "zarr":
+            return {"group": f"{self.stem}.zarr"}
+        return {"dataset": self.stem}
+
+    def tmp(self, rel: str) -> str:
+        return fs.join(self.out_dir, f"{TMP_DIR}/{rel}")
+
+    def pieces(self, rel: str) -> str:
+        return self.tmp(f"{rel}.pieces")
+
+    # --- client side -----------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Create the temporary files every block writes into (called once, before the blocks)."""
+        so = self.storage_options
+        if self.format == "npy":
+            for role, rel in self.names().items():
+                dtype, shape = self._array(role)
+                header = npy_header_bytes(dtype, shape)
+                if self.local:
+                    path = fs.filesystem(self.tmp(rel), so)[1]
+                    makedirs_for(path, None)
+                    with open(path, "wb") as f:
+                        f.write(header)
+                        f.truncate(len(header) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+                else:
+                    target = fs.join(self.pieces(rel), "header")
+                    makedirs_for(target, so)
+                    fs.atomic_write_bytes(target, header, so)
+        elif self.format == "zarr":
+            import zarr
+
+            group = zarr.open_group(zarr_store(self.tmp(f"{self.stem}.zarr"), so, read_only=False), mode="w")
+            for role in ("values", "present") if self.subset else ("values",):
+                dtype, shape = self._array(role)
+                name = self.value if role == "values" else "present"
+                fill = np.zeros((), dtype).item() if role == "present" or dtype.kind != "f" else float("nan")
+                group.create_array(
+                    name, shape=shape, chunks=(max(1, self.block_rows), *shape[1:]), dtype=dtype, fill_value=fill
+                )
+        else:
+            fs.filesystem(self.tmp(self.stem), so)[0].makedirs(fs.filesystem(self.tmp(self.stem), so)[1], exist_ok=True)
+
+    def _array(self, role: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+        if role == "present":
+            return np.dtype(np.bool_), (self.total,)
+        return self.dtype, (self.total, *self.row_shape)
+
+    def concat_jobs(self) -> list[tuple[str, list[str]]]:
+        """For non-local npy: ``(target, pieces)`` to concatenate, header first."""
+        if self.format != "npy" or self.local:
+            return []
+        nblocks = -(-self.total // max(1, self.block_rows)) if self.total else 0
+        out = []
+        for rel in self.names().values():
+            base = self.pieces(rel)
+            out.append((self.tmp(rel), [fs.join(base, "header")] + [fs.join(base, f"{k:06d}") for k in range(nblocks)]))
+        return out
+
+    # --- block task ------------------------------------------------------------------
+
+    def write_block(self, k: int, lo: int, values: npt.NDArray[Any], present: npt.NDArray[np.bool_] | None) -> None:
+        """Write block ``k`` (original IDs ``[lo, lo + len(values))``)."""
+        so = self.storage_options
+        if self.format == "npy":
+            arrays = {"values": values, "present": present}
+            for role, rel in self.names().items():
+                data = np.ascontiguousarray(arrays[role])
+                if self.local:
+                    dtype, shape = self._array(role)
+                    path = fs.filesystem(self.tmp(rel), so)[1]
+                    start = len(npy_header_bytes(dtype, shape)) + lo * (data.nbytes // max(1, data.shape[0]))
+                    fd = os.open(path, os.O_WRONLY)
+                    try:
+                        _pwrite_all(fd, raw_bytes(data), start)
+                    finally:
+                        os.close(fd)
+                else:
+                    with fs.open_file(fs.join(self.pieces(rel), f"{k:06d}"), "wb", so) as f:
+                        f.write(raw_bytes(data))
+        elif self.format == "zarr":
+            import zarr
+
+            group = zarr.open_group(zarr_store(self.tmp(f"{self.stem}.zarr"), so, read_only=False), mode="r+")
+            cast(Any, group[self.value])[lo : lo + values.shape[0]] = values
+            if present is not None:
+                cast(Any, group["present"])[lo : lo + values.shape[0]] = present
+        else:
+            self._write_parquet(k, lo, values, present)
+
+    def _write_parquet(self, k: int, lo: int, values: npt.NDArray[Any], present: npt.NDArray[np.bool_] | None) -> None:
+        ids = np.arange(lo, lo + values.shape[0], dtype=np.int64)
+        keep = None if present is None else np.flatnonzero(present)
+        columns: dict[str, pa.Array] = {}
+        if self.keys is not None:
+            keys = self.keys.read(lo, lo + values.shape[0])
+            columns["key"] = keys if keep is None else keys.take(pa.array(keep))
+        columns[self.id_column] = pa.array(ids if keep is None else ids[keep])
+        columns[self.value] = _parquet_values(values if keep is None else values[keep])
+        path = fs.join(self.tmp(self.stem), f"part-{k:05d}.parquet")
+        with fs.open_file(path, "wb", self.storage_options) as f:
+            pq.write_table(pa.table(columns), f)
+
+    def fill_value(self) -> Any:
+        """What a row without a result holds in npy/zarr output (NaN for floats, else 0)."""
+        return np.nan if self.dtype.kind == "f" else 0
+
+    def empty_block(self, rows: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_] | None]:
+        values = np.full((rows, *self.row_shape), self.fill_value(), dtype=self.dtype)
+        return values, (np.zeros(rows, np.bool_) if self.subset else None)
+
+    def columns(self) -> list[str]:
+        """Parquet columns, in order."""
+        return (["key"] if self.keys is not None else []) + [self.id_column, self.value]
+
+
+def publish(output: TypeOutput, so: StorageOptions) -> dict[str, str]:
+    """Move the temporary files to their final names; return role -> relative path."""
+    names = output.names()
+    for rel in names.values():
+        filesystem, src = fs.filesystem(output.tmp(rel), so)
+        _, dst = fs.filesystem(fs.join(output.out_dir, rel), so)
+        filesystem.makedirs(fs.parent(dst) if not fs.is_url(dst) else dst.rsplit("/", 1)[0], exist_ok=True)
+        if filesystem.exists(dst):
+            filesystem.rm(dst, recursive=True)
+        filesystem.mv(src, dst, recursive=True)
+    return names

@@ -1,0 +1,103 @@
+"""``(new ID, row)`` pairs grouped by block of original IDs: the map side of a sort-based shuffle.
+
+A pair's new ID names its partition ``p`` and its rank ``r`` in ``p``'s run of new
+IDs; the block counts (:class:`~dgl_chunked.remap.mapping.Blocks`) say which block of
+original IDs rank ``r`` falls in, without reading any mapping. :func:`map_pairs`
+reads one piece of a rank's files, checks the IDs, and stores the pairs sorted by
+block in ``.npy`` staging files (IDs, rows and the pairs' rows in their file, for
+messages), returning the block offsets; :func:`read_segment` is the reduce side's
+read of one block's segment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import StorageOptions
+from dgl_chunked.chunk.sources import npy_header, read_npy_rows
+from dgl_chunked.chunk.transforms import bucket_order
+from dgl_chunked.io.chunked.files import makedirs_for
+from dgl_chunked.io.chunked.npy_files import write_npy
+from dgl_chunked.remap.inputs import PairInput
+from dgl_chunked.remap.mapping import Blocks
+from dgl_chunked.remap.model import RemapError
+from dgl_chunked.remap.spaces import TypeSpace
+from dgl_chunked.storage import fs
+
+__all__ = ["PairPiece", "map_pairs", "pair_pieces", "read_segment"]
+
+Ints = npt.NDArray[np.int64]
+_ARRAYS = ("ids", "rows", "row")
+
+
+@dataclass(frozen=True)
+class PairPiece:
+    """Rows ``[lo, hi)`` of the ``file``-th pair of files."""
+
+    file: int
+    lo: int
+    hi: int
+
+
+def pair_pieces(data: PairInput, rows_per_piece: int) -> list[PairPiece]:
+    """Every pair file cut into pieces of at most ``rows_per_piece`` rows."""
+    out = []
+    for i, f in enumerate(data.rows):
+        for lo in range(0, f.rows, max(1, rows_per_piece)):
+            out.append(PairPiece(i, lo, min(lo + rows_per_piece, f.rows)))
+    return out
+
+
+def _stage_path(stage: str, index: int, name: str) -> str:
+    return fs.join(stage, f"{index:06d}.{name}.npy")
+
+
+def map_pairs(
+    data: PairInput,
+    piece: PairPiece,
+    index: int,
+    space: TypeSpace,
+    blocks: Blocks,
+    stage: str,
+    so: StorageOptions = None,
+) -> Ints:
+    """Stage piece ``index`` of the pairs sorted by block; return its ``K + 1`` block offsets.
+
+    Raises
+    ------
+    RemapError
+        A new ID outside ``[0, N)`` of the type; the message names the ID file and row.
+    """
+    ids_file = data.ids[piece.file]
+    ids = ids_file.read(piece.lo, piece.hi).astype(np.int64, copy=False)
+    bad = (ids < 0) | (ids >= space.total)
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise RemapError(
+            f"{ids_file.describe()}: row {piece.lo + at}: new ID {int(ids[at])} is outside "
+            f"[0, {space.total}) of {space.label}"
+        )
+    rows = data.rows[piece.file].read(piece.lo, piece.hi)
+    owner = space.owner(ids)
+    block = blocks.block_of(owner, ids - space.offsets[owner])
+    order, offsets = bucket_order(block, blocks.num_blocks)
+    arrays = {"ids": ids[order], "rows": rows[order], "row": (order + piece.lo).astype(np.int64)}
+    for name, array in arrays.items():
+        path = _stage_path(stage, index, name)
+        makedirs_for(path, so)
+        with fs.open_file(path, "wb", so) as f:
+            write_npy(f, np.ascontiguousarray(array))
+    return offsets
+
+
+def read_segment(stage: str, index: int, lo: int, hi: int, so: StorageOptions = None) -> dict[str, npt.NDArray[Any]]:
+    """Rows ``[lo, hi)`` of staged piece ``index``: ``ids``, ``rows`` and ``row`` (row in its file)."""
+    out = {}
+    for name in _ARRAYS:
+        path = _stage_path(stage, index, name)
+        out[name] = read_npy_rows(path, npy_header(path, "remap staging", so), lo, hi, so)
+    return out
