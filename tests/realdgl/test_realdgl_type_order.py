@@ -4,8 +4,10 @@ on graphs whose type IDs are not in the sorted order of their names.
 The inputs, assignments and DGL 2.1.0 pipeline outputs are the golden
 ``tests/data/golden/type-order/<case>/`` (``scripts/make-golden.py``): node types
 ``user, item, tag``; ``Paper2, author, A_b, zz, B10`` (upper case, digits, five
-types, six relations, three partitions); one type in eleven partitions. For each
-case we write the DGL format, ``--use-graphbolt`` and ``convert-graphbolt`` outputs,
+types, six relations, three partitions); one type in eleven partitions; and, without a
+DGL pipeline output, a synthetic graph of twelve node types ``t11, t3, t10, ...`` and
+fourteen relations (``t10`` sorts before ``t2``). For each case we write the DGL
+format, ``--use-graphbolt`` and ``convert-graphbolt`` outputs,
 and one DGL process (about 6 s) converts copies with DGL's own
 ``dgl_partition_to_graphbolt`` and reads everything with ``load_partition_book``,
 ``load_partition`` (both formats) and, for the one-partition output, ``DistGraph``.
@@ -25,7 +27,10 @@ import pytest
 
 from dgl_chunked import convert_to_graphbolt
 from dgl_chunked.dispatch import DispatchOptions, dispatch
+from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.dgl import read_tensor_dict
+from dgl_chunked.partition import assign_partitions
+from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
 from .harness import assert_same_array, run_dgl_json
 
@@ -35,13 +40,31 @@ CASES = ("user-item-tag", "mixed-names", "one-type")
 ALL = (1, 1, 1)  # store_eids, store_inner_node, store_inner_edge
 BASE = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
 GRAPHBOLT = replace(BASE, use_graphbolt=True, store_eids=True, store_inner_node=True, store_inner_edge=True)
+MANY_NTYPES = [f"t{i}" for i in (11, 3, 10, 0, 7, 2, 9, 1, 8, 4, 6, 5)]
+MANY_ETYPES = [f"{MANY_NTYPES[a]}:r{k}:{MANY_NTYPES[(a * 5 + k) % 12]}" for k, a in enumerate([*range(12), 3, 8])]
 
 
-def _dispatch(golden: Path, assignment: str, out: Path, options: DispatchOptions) -> Path:
+def _dispatch(golden: Path, assignment: Any, out: Path, options: DispatchOptions) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # small types leave some partitions without nodes of a type
-        dispatch(golden / "chunked", golden / assignment, out, options=options)
+        if isinstance(assignment, str):
+            dispatch(golden / "chunked", golden / assignment, out, options=options)
+        else:
+            dispatch(open_chunked_graph(golden / "chunked"), assignment, out, num_parts=3, options=options)
     return out
+
+
+def _many_types(root: Path) -> tuple[Path, Any]:
+    """The synthetic twelve-type graph and a seeded assignment into three partitions."""
+    spec = SynthSpec(
+        graph_name="many",
+        node_types={t: 10 + i for i, t in enumerate(MANY_NTYPES)},
+        edge_types={e: 15 + k for k, e in enumerate(MANY_ETYPES)},
+        node_features={MANY_NTYPES[0]: {"x": (2, "float32")}},
+        seed=3,
+    )
+    write_synthetic_graph(root / "chunked", spec)
+    return root, assign_partitions(open_chunked_graph(root / "chunked"), 3, seed=4)
 
 
 @pytest.fixture(scope="module")
@@ -50,15 +73,21 @@ def runs(golden_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     root = tmp_path_factory.mktemp("type-order")
     outs: dict[str, dict[str, Path]] = {}
     convert: list[dict[str, Any]] = []
-    for case in CASES:
+    for case in (*CASES, "many-types"):
         golden, work = golden_dir / "type-order" / case, root / case
+        assignment: Any = "partition_assignment"
         o = outs[case] = {"dgl-pipeline": golden / "pipeline_out"}
-        o["ours"] = _dispatch(golden, "partition_assignment", work / "ours", BASE)
-        o["ours-gb"] = _dispatch(golden, "partition_assignment", work / "ours-gb", GRAPHBOLT)
+        if case == "many-types":  # no DGL pipeline output
+            golden, assignment = _many_types(work)
+            o = outs[case] = {}
+        o["ours"] = _dispatch(golden, assignment, work / "ours", BASE)
+        o["ours-gb"] = _dispatch(golden, assignment, work / "ours-gb", GRAPHBOLT)
         o["ours-converted"] = work / "ours-converted"
         shutil.copytree(o["ours"], o["ours-converted"])
         convert_to_graphbolt(o["ours-converted"], store_eids=True, store_inner_node=True, store_inner_edge=True)
-        for name, source in (("dgl-on-ours", o["ours"]), ("dgl-on-pipeline", o["dgl-pipeline"])):
+        for name, source in (("dgl-on-ours", o["ours"]), ("dgl-on-pipeline", o.get("dgl-pipeline"))):
+            if source is None:
+                continue
             o[name] = work / name
             shutil.copytree(source, o[name])
             convert.append({"config": str(o[name] / "metadata.json"), "flags": ALL, "debug": False})
@@ -109,11 +138,13 @@ def _config_text(out: Path) -> str:
 
 
 def _type_order(case: str, golden_dir: Path) -> tuple[list[str], list[str]]:
+    if case == "many-types":
+        return MANY_NTYPES, MANY_ETYPES
     meta = json.loads((golden_dir / "type-order" / case / "chunked" / "metadata.json").read_text())
     return meta["node_type"], meta["edge_type"]
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [*CASES, "many-types"])
 def test_dgl_converter_on_our_output_equals_our_graphbolt_outputs(runs, case, golden_dir):
     """dgl_partition_to_graphbolt on our DGL format = --use-graphbolt = convert-graphbolt, field by field."""
     seen = runs["seen"]
@@ -137,6 +168,8 @@ def test_dgl_converter_on_our_output_equals_our_graphbolt_outputs(runs, case, go
         assert want["node_type_offset"] is None
         assert [k for k, _ in want["node_attributes"]] == ["_ID", "inner_node"]
         assert [k for k, _ in want["edge_attributes"]] == ["_ID", "inner_edge"]
+    if case == "many-types":
+        return
     # the same type maps, in the same order, as DGL's converter gives on DGL's pipeline output
     theirs = seen[case, "dgl-on-pipeline"]["facts"]["parts"]
     for p, part in enumerate(dgl["facts"]["parts"]):
@@ -149,7 +182,7 @@ def _ordered(value: Any) -> Any:
     return list(value.items()) if isinstance(value, dict) else value
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [*CASES, "many-types"])
 def test_graphbolt_configs_as_dgl_converter_writes_them(runs, case):
     outs = runs["outs"][case]
     dgl_text = _config_text(outs["dgl-on-ours"])
@@ -160,6 +193,8 @@ def test_graphbolt_configs_as_dgl_converter_writes_them(runs, case):
         if key.startswith("part-"):
             del value["part_graph"]
     assert list(json.loads(_config_text(outs["ours-gb"])).items()) == list(want.items())
+    if case == "many-types":
+        return
     pipeline = json.loads(_config_text(outs["dgl-on-pipeline"]))
     pipeline["part_method"] = want["part_method"]  # DGL's pipeline always writes "metis"
     assert json.dumps(json.loads(dgl_text)) == json.dumps(pipeline)
