@@ -286,8 +286,8 @@ def _warn_empty(data: Mapping[str, Mapping[str, Any]], names: Sequence[str], lay
             warnings.warn(
                 f"partition(s) {empty} own no {kind} of type {name!r}, which has features "
                 f"{sorted(data[name])}; DistGraphServer cannot host zero-row feature tensors "
-                "(spec section 3.5): use fewer partitions or an assignment that gives every "
-                "partition at least one such " + kind,
+                "(docs/spec/partition-config.md, 'Feature files'): use fewer partitions or an "
+                "assignment that gives every partition at least one such " + kind,
                 EmptyPartitionWarning,
                 stacklevel=3,
             )

@@ -1,8 +1,8 @@
 """dgl_chunked.io.dgl.binary against DGL's own files (golden) and against itself.
 
-Golden files were written by real DGL 2.1.0 (spec section 8). Graph files are
-compared byte for byte except bytes 32..4095 (uninitialised in DGL) and the
-order of tensor entries (DGL iterates a hash map, we sort by key).
+Golden files were written by real DGL 2.1.0 (``docs/spec/index.md``, "Golden files").
+Graph files are compared byte for byte except bytes 32..4095 (uninitialised in DGL)
+and the order of tensor entries (DGL iterates a hash map, we sort by key).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The partition config JSON that DGL's ``load_partition`` reads.
 
 Its keys, their order and the readers that depend on it are in
-``docs/spec/partition-config.md``. The chunked pipeline names it ``metadata.json``
+``docs/spec/partition-config.md`` ("Keys", "Key order"). The chunked pipeline names it ``metadata.json``
 inside the output directory (the same name as the *input* chunked metadata, with a
 different schema), and ``DistGraph`` users pass its path as ``part_config``. Layout of
 an output directory::
