@@ -150,6 +150,18 @@ def mode_partition(config: str, out: dict[str, np.ndarray], info: dict) -> None:
         }
 
 
+def read_dist_data(g: object, prefix: str, out: dict[str, np.ndarray]) -> None:
+    """Every node and edge feature of a DistGraph through DistTensor: ``{prefix}ndata/{ntype}/{name}``
+    and ``{prefix}edata/{src:rel:dst}/{name}``, rows in per-type ID order."""
+    for nt in g.ntypes:
+        for name in g.nodes[nt].data:
+            out[f"{prefix}ndata/{nt}/{name}"] = to_numpy(g.nodes[nt].data[name][torch.arange(g.num_nodes(nt))])
+    for c in g.canonical_etypes:
+        for name in g.edges[c].data:
+            rows = torch.arange(g.num_edges(c))
+            out[f"{prefix}edata/{etype_str(c)}/{name}"] = to_numpy(g.edges[c].data[name][rows])
+
+
 def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
     """Every feature through DistTensor, all in-edges of a few seeds, find_edges of all edges.
 
@@ -162,12 +174,7 @@ def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
     from dgl.distributed.graph_services import find_edges as homo_find_edges
 
     info["ntypes"], info["etypes"] = list(g.ntypes), [etype_str(c) for c in g.canonical_etypes]
-    for nt in g.ntypes:
-        for name in g.nodes[nt].data:
-            out[f"ndata/{nt}/{name}"] = to_numpy(g.nodes[nt].data[name][torch.arange(g.num_nodes(nt))])
-    for c in g.canonical_etypes:
-        for name in g.edges[c].data:
-            out[f"edata/{etype_str(c)}/{name}"] = to_numpy(g.edges[c].data[name][torch.arange(g.num_edges(c))])
+    read_dist_data(g, "", out)
     src, dst = homo_find_edges(g, torch.arange(g.num_edges()))
     out["find_edges/src"], out["find_edges/dst"] = to_numpy(src), to_numpy(dst)
     if len(g.canonical_etypes) == 1:
@@ -286,32 +293,49 @@ def mode_distserver(config: str, ip_config: str, ready_fd: str) -> None:
     server.start()
 
 
-def mode_graphbolt(config: str, out: dict[str, np.ndarray], info: dict) -> None:
+def load_graphbolt(config: str, part: int, prefix: str, out: dict[str, np.ndarray]) -> dict:
+    """load_partition(use_graphbolt=True) of one part: every field of the graph under
+    ``{prefix}/...``; facts: types as load_partition lists them, type maps, dtypes, the
+    attributes in their order, and ``verified`` when DGL's own partition check ran."""
     from dgl.distributed.partition import _verify_graphbolt_partition
 
-    os.environ.pop("DGL_DIST_DEBUG", None)  # its check requires edge _ID: run it only then
+    debug = os.environ.pop("DGL_DIST_DEBUG", None)  # its check needs edge _ID: run it below when stored
+    try:
+        g, _, _, gpb, _, ntypes, etypes = dgl.distributed.load_partition(
+            config, part, load_feats=False, use_graphbolt=True
+        )
+    finally:
+        if debug is not None:
+            os.environ["DGL_DIST_DEBUG"] = debug
+    facts = {
+        "type": type(g).__name__,
+        "ntypes": list(ntypes),
+        "etypes": [etype_str(e) for e in etypes],
+        "node_type_to_id": g.node_type_to_id,
+        "edge_type_to_id": g.edge_type_to_id,
+    }
+    for name in ("csc_indptr", "indices", "node_type_offset", "type_per_edge"):
+        value = getattr(g, name)
+        facts[name] = None if value is None else str(value.dtype)
+        if value is not None:
+            out[f"{prefix}/{name}"] = to_numpy(value)
+    for kind in ("node_attributes", "edge_attributes"):
+        attrs = getattr(g, kind)
+        facts[kind] = None if attrs is None else [[k, str(v.dtype)] for k, v in attrs.items()]
+        for key, value in (attrs or {}).items():
+            out[f"{prefix}/{kind}/{key}"] = to_numpy(value)
+    # DGL's check needs edge _ID, and builds a heterograph that DGL refuses when empty
+    if g.edge_attributes is not None and dgl.EID in g.edge_attributes and g.total_num_edges > 0:
+        _verify_graphbolt_partition(g, part, gpb, *dgl.distributed.load_partition_book(config, part)[2:])
+        facts["verified"] = True
+    return facts
+
+
+def mode_graphbolt(config: str, out: dict[str, np.ndarray], info: dict) -> None:
     with open(config) as f:
         num_parts = json.load(f)["num_parts"]
     for i in range(num_parts):
-        g, _, _, gpb, graph_name, ntypes, etypes = dgl.distributed.load_partition(
-            config, i, load_feats=False, use_graphbolt=True
-        )
-        facts = {"type": type(g).__name__, "node_type_to_id": g.node_type_to_id, "edge_type_to_id": g.edge_type_to_id}
-        for name in ("csc_indptr", "indices", "node_type_offset", "type_per_edge"):
-            value = getattr(g, name)
-            facts[name] = None if value is None else str(value.dtype)
-            if value is not None:
-                out[f"p{i}/gb/{name}"] = to_numpy(value)
-        for kind in ("node_attributes", "edge_attributes"):
-            attrs = getattr(g, kind)
-            facts[kind] = None if attrs is None else {k: str(v.dtype) for k, v in attrs.items()}
-            for key, value in (attrs or {}).items():
-                out[f"p{i}/gb/{kind}/{key}"] = to_numpy(value)
-        # DGL's check needs edge _ID, and builds a heterograph that DGL refuses when empty
-        if g.edge_attributes is not None and dgl.EID in g.edge_attributes and g.total_num_edges > 0:
-            _verify_graphbolt_partition(g, i, gpb, *dgl.distributed.load_partition_book(config, i)[2:])
-            facts["verified"] = True
-        info[f"p{i}"] = facts
+        info[f"p{i}"] = load_graphbolt(config, i, f"p{i}/gb", out)
 
 
 def mode_to_graphbolt(config: str, flags: list[str], out: dict[str, np.ndarray], info: dict) -> None:
@@ -368,7 +392,6 @@ def dump_book(gpb: object, prefix: str, out: dict[str, np.ndarray]) -> dict:
 
 def inspect_types(config: str, prefix: str, out: dict[str, np.ndarray]) -> dict:
     """load_partition_book, load_partition and load_partition(use_graphbolt=True) of every part."""
-    from dgl.distributed.partition import _verify_graphbolt_partition
 
     with open(config) as f:
         doc = json.load(f)
@@ -389,29 +412,7 @@ def inspect_types(config: str, prefix: str, out: dict[str, np.ndarray]) -> dict:
                 for key, value in data.items():
                     out[f"{prefix}/p{i}/dgl/{kind}/{key}"] = to_numpy(value)
         if "part_graph_graphbolt" in entry:
-            os.environ.pop("DGL_DIST_DEBUG", None)  # its check needs edge _ID: run it below when stored
-            try:
-                g, _, _, gpb, name, ntype_list, etype_list = dgl.distributed.load_partition(
-                    config, i, load_feats=False, use_graphbolt=True
-                )
-            finally:
-                os.environ["DGL_DIST_DEBUG"] = "1"
-            gb = {"ntypes": list(ntype_list), "etypes": [etype_str(e) for e in etype_list]}
-            gb["node_type_to_id"], gb["edge_type_to_id"] = g.node_type_to_id, g.edge_type_to_id
-            for field in ("csc_indptr", "indices", "node_type_offset", "type_per_edge"):
-                value = getattr(g, field)
-                gb[field] = None if value is None else str(value.dtype)
-                if value is not None:
-                    out[f"{prefix}/p{i}/gb/{field}"] = to_numpy(value)
-            for kind in ("node_attributes", "edge_attributes"):
-                attrs = getattr(g, kind) or {}
-                gb[kind] = [[k, str(v.dtype)] for k, v in attrs.items()]
-                for key, value in attrs.items():
-                    out[f"{prefix}/p{i}/gb/{kind}/{key}"] = to_numpy(value)
-            if g.edge_attributes and dgl.EID in g.edge_attributes and g.total_num_edges > 0:
-                _verify_graphbolt_partition(g, i, gpb, *dgl.distributed.load_partition_book(config, i)[2:])
-                gb["verified"] = True
-            part["gb"] = gb
+            part["gb"] = load_graphbolt(config, i, f"{prefix}/p{i}/gb", out)
         facts["parts"].append(part)
     return facts
 
@@ -434,12 +435,8 @@ def distgraph_types(config: str, prefix: str, out: dict[str, np.ndarray]) -> dic
         "num_edges": {etype_str(c): int(g.num_edges(c)) for c in g.canonical_etypes},
         "book": dump_book(g.get_partition_book(), f"{prefix}/book", out),
     }
-    for nt in g.ntypes:
-        for name in g.nodes[nt].data:
-            out[f"{prefix}/ndata/{nt}/{name}"] = to_numpy(g.nodes[nt].data[name][torch.arange(g.num_nodes(nt))])
+    read_dist_data(g, f"{prefix}/", out)
     for c in g.canonical_etypes:
-        for name in g.edges[c].data:
-            out[f"{prefix}/edata/{etype_str(c)}/{name}"] = to_numpy(g.edges[c].data[name][torch.arange(g.num_edges(c))])
         src, dst = g.find_edges(torch.arange(g.num_edges(c)), etype=c)
         out[f"{prefix}/find_edges/{etype_str(c)}/src"] = to_numpy(src)
         out[f"{prefix}/find_edges/{etype_str(c)}/dst"] = to_numpy(dst)
