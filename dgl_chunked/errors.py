@@ -209,7 +209,8 @@ class DglChunkedWarning(UserWarning):
 class EmptyPartitionWarning(DglChunkedWarning):
     """A partition owns no node (or edge) of a type that has features.
 
-    ``DistGraphServer`` cannot host zero-row feature tensors (spec section 3.5).
+    ``DistGraphServer`` cannot host zero-row feature tensors (``docs/spec/partition-config.md``,
+    "Feature files").
     """
 
 

@@ -10,16 +10,16 @@ Run with the python of the real-DGL side virtualenv (DGL 2.1.0, torch 2.2.1; see
 of the wheel. Without it the script clones ``https://github.com/dmlc/dgl`` at v2.1.0
 (``--depth 1``) into a temporary directory.
 
-What it writes (spec ``dgl-formats.md`` section 8 describes each file):
+What it writes (``docs/spec/index.md``, "Golden files", describes each file):
 
 ``serialization/``
     ``dgl.data.utils.save_tensors`` and ``dgl.save_graphs`` of small literal tensors and
     graphs (``t_*``, ``g_*``, ``hg``, ``multi``), and ``torch.save`` files of plain tensors
     (``pt_*.pt``: a tensor, dicts, a view into a larger storage, a list, a nested dict, and
     two that ``remap`` refuses: a strided view and a module). ``annot_g_default.txt`` is not written
-    here: it is the hand-checked field-by-field reading of ``g_default.dgl`` from the spec
-    (section 2.9), kept as it is; it has no junk bytes in it, so it holds for every
-    regenerated ``g_default.dgl``.
+    here: it is the hand-checked field-by-field reading of ``g_default.dgl``
+    (``docs/spec/dgl-binary.md``, "Worked example"), kept as it is; it has no junk bytes
+    in it, so it holds for every regenerated ``g_default.dgl``.
 ``tiny-pipeline/``
     ``original_graph.dgl``: a heterograph (3 node types, 3 edge types, 32 nodes, 65 edges)
     drawn from ``numpy.random.default_rng(7)``; ``chunked/``: DGL's ``chunk_graph`` of it
@@ -30,6 +30,17 @@ What it writes (spec ``dgl-formats.md`` section 8 describes each file):
     pipeline (world size 1, ``--save-orig-nids --save-orig-eids``, the second with
     ``--graph-formats csc``); ``partition_graph_out/``: ``dgl.distributed.partition_graph``
     (random, seed 0) with ``return_mapping.npz``.
+``type-order/<case>/``
+    Graphs whose type IDs are not in the sorted order of their names (see
+    :data:`TYPE_ORDER_CASES`): ``chunked/`` is DGL's ``chunk_graph`` output with the
+    ``node_type`` / ``edge_type`` lists (and the per-type and per-chunk counts with
+    them) put in the case's order, so the type IDs of DGL's pipeline follow it;
+    ``partition_assignment/`` a fixed assignment into the case's partitions;
+    ``pipeline_out/``: DGL's chunked pipeline (world size 1, ``--save-orig-nids
+    --save-orig-eids``). ``user-item-tag`` also has ``partition_assignment_1/`` and
+    ``pipeline_out_1/``: one partition, for ``DistGraph``'s standalone mode.
+
+``--sets`` regenerates only some of these directories (the others stay as they are).
 
 Not bit-reproducible: bytes 32..4095 of every DGL graph file are uninitialised memory,
 and ``partition_graph``'s random method depends on torch's generator. The tests compare
@@ -57,10 +68,11 @@ from dgl.data.utils import save_tensors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DGL_TAG = "v2.1.0"
+SETS = ("serialization", "tiny-pipeline", "type-order")
 
 
 def write_serialization(out: Path) -> None:
-    """The tensor-dict and graph files of spec section 8 (``golden/serialization``)."""
+    """The tensor-dict and graph files of ``golden/serialization`` (``docs/spec/dgl-binary.md``)."""
     out.mkdir(parents=True, exist_ok=True)
     save_tensors(str(out / "t_empty.dgl"), {})
     save_tensors(str(out / "t_two.dgl"), {"a": torch.arange(3), "bb": torch.ones(2, 2)})
@@ -179,17 +191,7 @@ def write_tiny_pipeline(out: Path, dgl_src: Path, work: Path) -> None:
     chunked = out / "chunked"
     chunk_graph(g, "tiny", npaths, epaths, 2, str(chunked))
     meta_path = chunked / "metadata.json"
-    meta = json.loads(meta_path.read_text())
-    base = str(chunked.resolve()) + os.sep
-
-    def relative(obj: object) -> object:
-        if isinstance(obj, dict):
-            return {k: relative(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [relative(v) for v in obj]
-        return obj[len(base) :] if isinstance(obj, str) and obj.startswith(base) else obj
-
-    meta = relative(meta)
+    meta = relative_paths(json.loads(meta_path.read_text()), chunked)
     meta["num_nodes_per_type"] = [int(g.num_nodes(t)) for t in meta["node_type"]]
     meta["num_edges_per_type"] = [int(g.num_edges(tuple(t.split(":")))) for t in meta["edge_type"]]
     meta_path.write_text(json.dumps(meta, sort_keys=True, indent=4))
@@ -217,7 +219,143 @@ def write_tiny_pipeline(out: Path, dgl_src: Path, work: Path) -> None:
     np.savez(out / "partition_graph_out" / "return_mapping.npz", **mapping)
 
 
-def run_pipeline(tools: Path, chunked: Path, assign: Path, out: Path, formats: str | None) -> None:
+TYPE_ORDER_CASES: dict[str, dict] = {
+    # type IDs: user 0, item 1, tag 2 (sorted: item, tag, user); etypes likewise out of order
+    "user-item-tag": {
+        "nodes": {"user": 14, "item": 9, "tag": 5},
+        "edges": {
+            "user:follows:user": 24,
+            "user:buys:item": 20,
+            "item:bought-by:user": 16,
+            "tag:labels:item": 11,
+        },
+        "ndata": {"user": {"feat": ("float32", 3)}, "item": {"label": ("int64", 0)}},
+        "edata": {"user:buys:item": {"rating": ("float32", 0)}},
+        "parts": (2, 1),
+    },
+    # upper case, digits and underscores: sorted (code points) A_b, B10, Paper2, author, zz
+    "mixed-names": {
+        "nodes": {"Paper2": 10, "author": 8, "A_b": 4, "zz": 3, "B10": 6},
+        "edges": {
+            "author:writes:Paper2": 14,
+            "Paper2:cites:Paper2": 12,
+            "A_b:has:author": 6,
+            "zz:Rel9:B10": 5,
+            "B10:to:Paper2": 7,
+            "author:X:zz": 4,
+        },
+        "ndata": {"Paper2": {"x": ("float32", 2)}, "zz": {"y": ("int32", 0)}},
+        "edata": {"Paper2:cites:Paper2": {"w": ("float64", 0)}},
+        "parts": (3,),
+    },
+    # one node type and one edge type (DGL treats it as homogeneous); 11 partitions, so
+    # the config holds part-10, which a sorted document would put before part-2
+    "one-type": {
+        "nodes": {"Node7": 30},
+        "edges": {"Node7:links:Node7": 50},
+        "ndata": {"Node7": {"h": ("float32", 2)}},
+        "edata": {"Node7:links:Node7": {"k": ("int64", 0)}},
+        "parts": (11,),
+    },
+}
+"""The type-order graphs: node and edge types in type-ID order with their counts,
+features ``{type: {name: (dtype, width)}}`` (width 0: 1-D), partition counts."""
+
+
+def type_order_graph(case: dict, seed: int) -> tuple[dgl.DGLGraph, dict, dict]:
+    """The case's heterograph (numpy-seeded edges) and its node and edge data."""
+    rng = np.random.default_rng(seed)
+    nodes, edges = case["nodes"], case["edges"]
+    arrays = {}
+    for etype, m in edges.items():
+        src_t, _, dst_t = etype.split(":")
+        arrays[tuple(etype.split(":"))] = (rng.integers(0, nodes[src_t], m), rng.integers(0, nodes[dst_t], m))
+
+    def data(spec: dict, counts: dict) -> dict:
+        out = {}
+        for typ, feats in spec.items():
+            out[typ] = {}
+            for name, (dtype, width) in feats.items():
+                shape = (counts[typ], width) if width else (counts[typ],)
+                out[typ][name] = (rng.standard_normal(shape) * 100).astype(dtype)
+        return out
+
+    ndata, edata = data(case["ndata"], nodes), data(case["edata"], edges)
+    g = dgl.heterograph(
+        {k: (torch.from_numpy(s), torch.from_numpy(d)) for k, (s, d) in arrays.items()}, num_nodes_dict=nodes
+    )
+    return g, ndata, edata
+
+
+def write_type_order(out: Path, dgl_src: Path, work: Path) -> None:
+    """``golden/type-order/<case>``: chunked input in the case's type order, assignments, DGL's output."""
+    tools = dgl_src / "tools"
+    sys.path[:0] = [str(tools), str(tools / "partition_algo")]
+    from base import PartitionMeta, dump_partition_meta  # type: ignore[import-not-found]
+    from chunk_graph import chunk_graph  # type: ignore[import-not-found]
+    from distpartitioning import array_readwriter  # type: ignore[import-not-found]
+
+    for seed, (name, case) in enumerate(TYPE_ORDER_CASES.items(), start=11):
+        root = out / name
+        root.mkdir(parents=True, exist_ok=True)
+        g, ndata, edata = type_order_graph(case, seed)
+
+        def npy(kind: str, typ: str, feat: str, arr: np.ndarray, name: str = name) -> str:
+            path = work / "npy" / name / kind / typ / f"{feat}.npy"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, arr)
+            return str(path)
+
+        npaths = {t: {k: npy("node", t, k, a) for k, a in f.items()} for t, f in ndata.items()}
+        epaths = {tuple(t.split(":")): {k: npy("edge", t, k, a) for k, a in f.items()} for t, f in edata.items()}
+        chunked = root / "chunked"
+        chunk_graph(g, name, npaths, epaths, 2, str(chunked))
+        meta = relative_paths(json.loads((chunked / "metadata.json").read_text()), chunked)
+        # chunk_graph lists types in DGL's (sorted) order; put them in the case's order
+        norder = [meta["node_type"].index(t) for t in case["nodes"]]
+        eorder = [meta["edge_type"].index(e) for e in case["edges"]]
+        meta["node_type"] = [meta["node_type"][i] for i in norder]
+        meta["num_nodes_per_chunk"] = [meta["num_nodes_per_chunk"][i] for i in norder]
+        meta["edge_type"] = [meta["edge_type"][i] for i in eorder]
+        meta["num_edges_per_chunk"] = [meta["num_edges_per_chunk"][i] for i in eorder]
+        meta["num_nodes_per_type"] = [int(g.num_nodes(t)) for t in meta["node_type"]]
+        meta["num_edges_per_type"] = [int(g.num_edges(tuple(e.split(":")))) for e in meta["edge_type"]]
+        (chunked / "metadata.json").write_text(json.dumps(meta, sort_keys=True, indent=4))
+
+        for num_parts in case["parts"]:
+            suffix = "" if num_parts == case["parts"][0] else f"_{num_parts}"
+            assign = root / f"partition_assignment{suffix}"
+            assign.mkdir(parents=True, exist_ok=True)
+            for t, ntype in enumerate(meta["node_type"]):
+                n = meta["num_nodes_per_type"][t]
+                parts = (np.arange(n, dtype=np.int64) * 5 + 3 * t + n // 2) % num_parts
+                array_readwriter.get_array_parser(name="csv").write(str(assign / f"{ntype}.txt"), parts)
+            dump_partition_meta(
+                PartitionMeta(version="1.0.0", num_parts=num_parts, algo_name="random"),
+                str(assign / "partition_meta.json"),
+            )
+            run_pipeline(tools, chunked, assign, root / f"pipeline_out{suffix}", None, name, num_parts)
+
+
+def relative_paths(meta: object, chunked: Path) -> object:
+    """``meta`` with the absolute paths under ``chunked`` made relative to it."""
+    base = str(chunked.resolve()) + os.sep
+    if isinstance(meta, dict):
+        return {k: relative_paths(v, chunked) for k, v in meta.items()}
+    if isinstance(meta, list):
+        return [relative_paths(v, chunked) for v in meta]
+    return meta[len(base) :] if isinstance(meta, str) and meta.startswith(base) else meta
+
+
+def run_pipeline(
+    tools: Path,
+    chunked: Path,
+    assign: Path,
+    out: Path,
+    formats: str | None,
+    graph_name: str = "tiny",
+    num_parts: int = 2,
+) -> None:
     """DGL's chunked pipeline, world size 1, gloo on a free loopback port."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -230,9 +368,9 @@ def run_pipeline(tools: Path, chunked: Path, assign: Path, out: Path, formats: s
         "--world-size=1",
         "--process-group-timeout=600",
         f"--input-dir={chunked}",
-        "--graph-name=tiny",
+        f"--graph-name={graph_name}",
         "--schema=metadata.json",
-        "--num-parts=2",
+        f"--num-parts={num_parts}",
         f"--output={out}",
         f"--partitions-dir={assign}",
         "--save-orig-nids",
@@ -261,20 +399,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "data" / "golden")
     parser.add_argument("--dgl-src", type=Path, default=None, help=f"DGL source checkout at {DGL_TAG}")
+    parser.add_argument(
+        "--sets",
+        default=",".join(SETS),
+        help=f"comma-separated directories to regenerate (default all: {','.join(SETS)})",
+    )
     args = parser.parse_args()
+    sets = [x for x in args.sets.split(",") if x]
+    if not sets or set(sets) - set(SETS):
+        sys.exit(f"error: --sets {args.sets!r}: expected a comma-separated subset of {','.join(SETS)}")
     if dgl.__version__ != "2.1.0":
         sys.exit(f"error: run with DGL 2.1.0 (scripts/setup-real-dgl.sh), found {dgl.__version__}")
     out = args.out.resolve()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        src = dgl_source(args.dgl_src, work)
+        src = dgl_source(args.dgl_src, work) if sets != ["serialization"] else Path()
         staged = work / "golden"
-        write_serialization(staged / "serialization")
-        write_tiny_pipeline(staged / "tiny-pipeline", src.resolve(), work)
-        # serialization/ keeps its hand-written annot_g_default.txt; tiny-pipeline/ is replaced.
-        shutil.copytree(staged / "serialization", out / "serialization", dirs_exist_ok=True)
-        shutil.rmtree(out / "tiny-pipeline", ignore_errors=True)
-        shutil.copytree(staged / "tiny-pipeline", out / "tiny-pipeline")
+        if "serialization" in sets:
+            write_serialization(staged / "serialization")
+            # serialization/ keeps its hand-written annot_g_default.txt
+            shutil.copytree(staged / "serialization", out / "serialization", dirs_exist_ok=True)
+        for name, write in (("tiny-pipeline", write_tiny_pipeline), ("type-order", write_type_order)):
+            if name in sets:  # replaced as a whole
+                write(staged / name, src.resolve(), work)
+                shutil.rmtree(out / name, ignore_errors=True)
+                shutil.copytree(staged / name, out / name)
     print(f"golden files written to {out}")
 
 

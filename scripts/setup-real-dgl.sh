@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create (or reuse) the side virtualenv holding real DGL 2.1.0, which the test suite
-# uses to load our output (spec section 8). It lives outside the repository and
-# never shares packages with dgl_chunked's own environment (torch 2.2 needs numpy 1.x).
+# uses to load our output (docs/spec/index.md, "Versions"). It lives outside the
+# repository and never shares packages with dgl_chunked's own environment (torch 2.2 needs numpy 1.x).
 #
 # Usage: scripts/setup-real-dgl.sh            -> prints the venv's python path on stdout
 #        DGLC_DGL_VENV=/path scripts/setup-real-dgl.sh

@@ -103,6 +103,8 @@ def convert_graphbolt_command(
     partition) and adds part_graph_graphbolt and int64 node/edge_map_dtype to the
     config, as dgl.distributed.dgl_partition_to_graphbolt does. An output dgl_chunked did not
     write keeps its config: the GraphBolt one is written beside it as <name>_graphbolt.json.
+    Type IDs come from the config's values. With DGL_DIST_DEBUG set (to anything), every
+    field of the partition graphs is stored, as DGL's converter does in debug mode.
     """
     with optional_client(scheduler, workers):
         path = convert_to_graphbolt(

@@ -65,7 +65,8 @@ def _dispatch_options(func: F) -> F:
         click.option(
             "--use-graphbolt",
             is_flag=True,
-            help="Write GraphBolt's part<i>/fused_csc_sampling_graph.pt instead of graph.dgl.",
+            help="Write GraphBolt's part<i>/fused_csc_sampling_graph.pt instead of graph.dgl "
+            "(DGL_DIST_DEBUG set: every field, as DGL's converter stores in debug mode).",
         ),
         click.option("--store-eids", is_flag=True, help="GraphBolt: also store edge _ID (as DGL's flag)."),
         click.option("--store-inner-node", is_flag=True, help="GraphBolt: also store node inner_node."),

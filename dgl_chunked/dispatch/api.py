@@ -28,6 +28,7 @@ from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionErr
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import PartitionConfig, write_partition_config
+from dgl_chunked.io.graphbolt.csc import DGL_DEBUG_ENV
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
 from dgl_chunked.storage.zarr_lookup import clear_lookup_cache
@@ -117,6 +118,9 @@ def dispatch(
     check_no_overlap({"--out-dir": out, "staging directory": staging_root}, inputs, storage_options=storage_options)
     if opts.check_space:
         _check_space(graph, num_parts, opts, out, staging_root, extra_node_data, storage_options)
+    graphbolt = opts.graphbolt()
+    if graphbolt is not None and graphbolt.store_all_fields:
+        logger.warning("%s is set: every field of the partition graphs goes into the GraphBolt graphs", DGL_DEBUG_ENV)
     with acquire_lease(out, OUTPUT_KIND, storage_options=storage_options) as lease:
         prepare_out_dir(out, opts.overwrite, storage_options)
         fingerprint = run_fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
@@ -282,8 +286,8 @@ def _warn_empty(data: Mapping[str, Mapping[str, Any]], names: Sequence[str], lay
             warnings.warn(
                 f"partition(s) {empty} own no {kind} of type {name!r}, which has features "
                 f"{sorted(data[name])}; DistGraphServer cannot host zero-row feature tensors "
-                "(spec section 3.5): use fewer partitions or an assignment that gives every "
-                "partition at least one such " + kind,
+                "(docs/spec/partition-config.md, 'Feature files'): use fewer partitions or an "
+                "assignment that gives every partition at least one such " + kind,
                 EmptyPartitionWarning,
                 stacklevel=3,
             )

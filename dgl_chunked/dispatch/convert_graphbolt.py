@@ -5,8 +5,14 @@ partition's ``graph.dgl`` (ours or DGL's) becomes ``fused_csc_sampling_graph.pt`
 next to it, in one Dask task per partition, and the partition config gains
 ``part-<i>/part_graph_graphbolt`` and ``node_map_dtype``/``edge_map_dtype``
 ``"int64"``, exactly the keys DGL's converter adds (``part_graph`` and every other
-key are kept). Each ``.pt`` is written under a temporary name and renamed; the
-config is rewritten last, atomically, so an interrupted conversion never looks
+key are kept; the type dictionaries are put in type-ID order, which DGL's own
+configs already have). Type IDs come from the config's values: on a config laid out
+as DGL's pipeline writes it (DGL's, and ours) that is what DGL's converter gives;
+on our outputs from before that layout, DGL's converter numbers the types by their
+sorted names and we do not. With ``DGL_DIST_DEBUG`` in the environment, every field
+of the partition graph is stored, as DGL does (``docs/spec/graphbolt.md``,
+"Environment switches"). Each ``.pt`` is written under a temporary name and renamed;
+the config is rewritten last, atomically, so an interrupted conversion never looks
 finished. Memory per task: the partition's ``graph.dgl`` (read whole, as DGL does)
 plus the destination sort (bounded by ``sort_bytes``).
 """
@@ -14,6 +20,7 @@ plus the destination sort (bounded by ``sort_bytes``).
 from __future__ import annotations
 
 import json
+import logging
 import posixpath
 import uuid
 from typing import Any
@@ -25,13 +32,15 @@ import numpy.typing as npt
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError, MetadataError, OutputExistsError
 from dgl_chunked.io.dgl.binary import HomogeneousGraph, read_graphs
-from dgl_chunked.io.dgl.partition_config import CONFIG_NAME
-from dgl_chunked.io.graphbolt.csc import GraphBoltOptions, write_graphbolt_partition
+from dgl_chunked.io.dgl.partition_config import CONFIG_NAME, types_in_id_order
+from dgl_chunked.io.graphbolt.csc import DGL_DEBUG_ENV, GraphBoltOptions, dgl_debug_mode, write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import read_marker
 
 __all__ = ["convert_partition_to_graphbolt", "convert_to_graphbolt"]
+
+logger = logging.getLogger(__name__)
 
 
 def _config_path(out: PathLike) -> str:
@@ -71,7 +80,7 @@ def convert_partition_to_graphbolt(
 ) -> str:
     """Convert partition ``part`` of the config at ``config_path``; return the ``.pt`` path relative to it."""
     with fs.open_file(config_path, "rb", storage_options) as f:
-        doc = json.load(f)
+        doc = types_in_id_order(json.load(f), where=config_path)
     entry = doc.get(f"part-{part}", {})
     if "part_graph" not in entry:
         raise MetadataError(f"{config_path}: part-{part} has no part_graph (graph.dgl) to convert")
@@ -91,8 +100,9 @@ def convert_partition_to_graphbolt(
     eid = np.asarray(edata["_ID"], np.int64)
     if eid.size and (starts.size == 0 or eid.min() < starts[0]):
         raise DGLFormatError(f"{graph_path}: edge _ID below the config's edge_map")
-    # as DGL: the edge type comes from the partition book (edge_map), not from edata _TYPE
-    edata["_TYPE"] = ids[np.searchsorted(starts, eid, side="right") - 1].astype(np.int32)
+    # as DGL: type_per_edge comes from the partition book (edge_map); edata _TYPE, as stored,
+    # is only kept as an attribute in debug mode
+    type_per_edge = ids[np.searchsorted(starts, eid, side="right") - 1].astype(np.int32)
     graph = HomogeneousGraph(num_nodes=g.num_nodes[g.ntypes[0]], src=src, dst=dst, ndata=ndata, edata=edata)
     target = _target(graph_path)
     tmp = target + ".tmp"
@@ -102,6 +112,8 @@ def convert_partition_to_graphbolt(
         ntypes=doc.get("ntypes", {"_N": 0}),
         etypes=doc.get("etypes", {"_N:_E:_N": 0}),
         options=options,
+        num_parts=int(doc["num_parts"]),
+        type_per_edge=type_per_edge,
         storage_options=storage_options,
         archive=GRAPHBOLT_FILE.rsplit(".", 1)[0],
     )
@@ -145,7 +157,7 @@ def convert_to_graphbolt(
     if not fs.exists(config_path, storage_options):
         raise MetadataError(f"partition config {config_path!r} does not exist; pass a finished output directory")
     with fs.open_file(config_path, "rb", storage_options) as f:
-        doc = json.load(f)
+        doc = types_in_id_order(json.load(f), where=config_path)
     # an output we did not write (DGL's) is never altered: its config stays as it is and the
     # GraphBolt config goes beside it; its existing .pt files are never replaced
     ours = read_marker(fs.parent(config_path), storage_options=storage_options) is not None
@@ -162,9 +174,16 @@ def convert_to_graphbolt(
             )
     if not ours and not overwrite and fs.exists(target, storage_options):
         raise OutputExistsError(f"{target} already exists; pass overwrite (--overwrite) to replace it")
-    options = GraphBoltOptions(store_eids, store_inner_node, store_inner_edge)
+    debug = dgl_debug_mode()  # read here, on the client, as DGL's converter reads its own process's
+    if debug:
+        logger.warning(
+            "%s is set: every field of the DGL partitions goes into the GraphBolt graphs, as DGL's "
+            "converter does in its debug mode",
+            DGL_DEBUG_ENV,
+        )
+    options = GraphBoltOptions(store_eids, store_inner_node, store_inner_edge, store_all_fields=debug)
     if sort_bytes is not None:
-        options = GraphBoltOptions(store_eids, store_inner_node, store_inner_edge, sort_bytes)
+        options = GraphBoltOptions(store_eids, store_inner_node, store_inner_edge, sort_bytes, store_all_fields=debug)
     run = uuid.uuid4().hex[:12]
     tasks = [
         dask.delayed(convert_partition_to_graphbolt, pure=False)(
@@ -176,7 +195,7 @@ def convert_to_graphbolt(
     for p, rel in enumerate(rels):
         doc[f"part-{p}"]["part_graph_graphbolt"] = rel
     doc["node_map_dtype"] = doc["edge_map_dtype"] = "int64"
-    fs.atomic_write_bytes(target, (json.dumps(doc, indent=4) + "\n").encode(), storage_options)
+    fs.atomic_write_bytes(target, json.dumps(doc, indent=4).encode(), storage_options)  # as DGL dumps it
     return target
 
 

@@ -248,6 +248,7 @@ def _write_graph_file(plan: PartitionPlan, tmp: str, graph: HomogeneousGraph) ->
             ntypes={t: i for i, t in enumerate(plan.ntypes)},
             etypes={e: i for i, e in enumerate(plan.etypes)},
             options=plan.graphbolt,
+            num_parts=plan.node_layout.num_parts,
             storage_options=plan.storage_options,
         )
     else:

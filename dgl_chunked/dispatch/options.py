@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dgl_chunked.errors import UnsupportedFormatError
-from dgl_chunked.io.graphbolt.csc import SORT_BYTES, GraphBoltOptions
+from dgl_chunked.io.graphbolt.csc import SORT_BYTES, GraphBoltOptions, dgl_debug_mode
 
 __all__ = [
     "DispatchOptions",
@@ -65,6 +65,8 @@ class DispatchOptions:
         Write GraphBolt's ``fused_csc_sampling_graph.pt`` per partition instead of
         ``graph.dgl`` (for ``load_partition(..., use_graphbolt=True)``), with the
         optional fields of ``dgl_partition_to_graphbolt``'s flags of the same names.
+        With ``DGL_DIST_DEBUG`` in the client's environment every field is stored, as
+        DGL's converter does in its debug mode.
     graphbolt_sort_bytes
         Memory budget of a partition writer's sort by destination (``--use-graphbolt``);
         larger partitions are sorted in several passes.
@@ -126,7 +128,11 @@ class DispatchOptions:
         return min(budget, self.memory_limit // BUDGET_SHARE)
 
     def graphbolt(self) -> GraphBoltOptions | None:
-        """The GraphBolt writer options, or None for DGL's graph.dgl."""
+        """The GraphBolt writer options, or None for DGL's graph.dgl.
+
+        As DGL's converter, the client's ``DGL_DIST_DEBUG`` (set to anything) stores
+        every field of the partition graph (:func:`~dgl_chunked.io.graphbolt.csc.dgl_debug_mode`).
+        """
         if not self.use_graphbolt:
             return None
         return GraphBoltOptions(
@@ -135,6 +141,7 @@ class DispatchOptions:
             self.store_inner_edge,
             self.graphbolt_sort_bytes,
             wide_index=self.wide_ids,
+            store_all_fields=dgl_debug_mode(),
         )
 
 

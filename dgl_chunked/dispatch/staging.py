@@ -1,4 +1,5 @@
-"""Zarr v3 staging between the map side and the per-partition writers of dispatch.
+"""Zarr v3 staging between the map side and the per-partition writers of dispatch
+(``docs/spec/staging.md``, "Dispatch staging").
 
 Layout (one Zarr group; every array is written by exactly one task)::
 

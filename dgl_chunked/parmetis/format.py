@@ -1,4 +1,5 @@
-"""ParMETIS text files: the input DGL's ``pm_dglpart`` reads, and the output it writes.
+"""ParMETIS text files: the input DGL's ``pm_dglpart`` reads, and the output it writes
+(``docs/spec/parmetis.md``).
 
 Pure kernels (numpy, pandas, pyarrow; no Dask). The Dask wiring lives in
 :mod:`dgl_chunked.parmetis.export`, :mod:`~dgl_chunked.parmetis.edges`,

@@ -9,7 +9,7 @@ How it is computed (:func:`compute_partition_report`, two Dask computes):
 3. Edges: per edge file, the partitions of both endpoints are gathered with
    :func:`dgl_chunked.storage.zarr_lookup.lookup` (only the touched Zarr chunks are
    read, one at a time: bounded memory). An edge is owned by its destination's
-   partition (spec 3.3); it is cut when the source lives elsewhere.
+   partition (``docs/spec/partition-config.md``, "ID spaces"); it is cut when the source lives elsewhere.
 4. HALO nodes of partition ``p`` are the distinct sources, not owned by ``p``, of
    edges owned by ``p`` (DGL's chunked pipeline: in-edges, one hop). Each edge task
    emits its locally deduplicated ``(part_id, orig_nid)`` pairs; a Dask DataFrame

@@ -1,4 +1,5 @@
-"""The ownership marker ``.dglc-owned.json``: its model, and reading and writing it.
+"""The ownership marker ``.dglc-owned.json``: its model, and reading and writing it
+(``docs/spec/staging.md``, "Ownership marker .dglc-owned.json").
 
 Every directory dgl_chunked writes into carries this small JSON file::
 

@@ -6,7 +6,7 @@ which input node and edge each row is). Checked:
 
 - the partition config: node and edge types in metadata order, ``node_map`` and
   ``edge_map`` contiguous, partition-major and type-major from 0 (:mod:`.plan`);
-- per partition (``graph.dgl``, spec sections 3.2-3.6): inner nodes first with
+- per partition (``graph.dgl``, ``docs/spec/partition-config.md``): inner nodes first with
   ``_ID = start + k``, ``inner_node`` flags, HALO nodes owned elsewhere, distinct
   and exactly the non-owned sources of owned edges, node and edge ``_TYPE``
   against the maps, edge ``_ID`` contiguous, every destination an inner node,

@@ -1,10 +1,11 @@
 """Layer 1: one task per partition checks it on its own and stages its facts.
 
 The task reads the partition's ``graph.dgl`` (or GraphBolt ``.pt``) and orig-ID
-files, checks what one partition can show (spec sections 3.2-3.6: inner nodes
-first with ``_ID = start + k``, ``inner_node`` flags, HALO nodes owned elsewhere,
-distinct and exactly the non-owned sources of owned edges, ``_TYPE`` against the
-maps, edge ``_ID`` contiguous, destinations inner, ``orig_*`` lengths), indexes
+files, checks what one partition can show (``docs/spec/partition-config.md``, "The
+partition graph": inner nodes first with ``_ID = start + k``, ``inner_node`` flags,
+HALO nodes owned elsewhere, distinct and exactly the non-owned sources of owned
+edges, ``_TYPE`` against the maps, edge ``_ID`` contiguous, destinations inner,
+``orig_*`` lengths), indexes
 the feature files by their headers, and stages its facts sorted by original ID:
 ``(type_nid, new_nid)`` per node type and ``(type_eid, new_src, new_dst, new_eid)``
 per edge type. It holds one partition's graph and orig IDs, never its features.

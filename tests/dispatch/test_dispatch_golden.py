@@ -1,9 +1,16 @@
-"""Our dispatch of the golden tiny graph against DGL's own chunked-pipeline output."""
+"""Our dispatch of the golden graphs against DGL's own chunked-pipeline output.
+
+``tiny-pipeline`` (types in name order, two graph formats) and ``type-order/<case>``
+(type IDs not in name order; one type in eleven partitions): the config is DGL's
+document byte for byte (but ``part_method``, which DGL's pipeline always writes as
+"metis"), and every partition holds the same nodes, edges and HALO nodes.
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +40,58 @@ def outputs(request, golden_dir, tmp_path_factory):
             options=DispatchOptions(save_orig_nids=True, save_orig_eids=True, graph_formats=formats, overwrite=True),
         )
     return out, tiny / f"pipeline_out_{request.param}", formats
+
+
+@pytest.fixture(scope="module", params=["user-item-tag", "mixed-names", "one-type"])
+def type_order_outputs(request, golden_dir, tmp_path_factory):
+    """(ours, DGL's) output directories of one type-order case."""
+    case = golden_dir / "type-order" / request.param
+    out = tmp_path_factory.mktemp(f"ours-{request.param}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small types leave some partitions without nodes of a type
+        dispatch(
+            case / "chunked",
+            case / "partition_assignment",
+            out,
+            options=DispatchOptions(save_orig_nids=True, save_orig_eids=True, overwrite=True),
+        )
+    return out, case / "pipeline_out"
+
+
+def _assert_dgl_document(ours: Path, dgl: Path) -> None:
+    text = (ours / "metadata.json").read_text()
+    assert '"part_method": "random"' in text  # the assignment's method; DGL's pipeline says "metis"
+    assert text.replace('"part_method": "random"', '"part_method": "metis"') == (dgl / "metadata.json").read_text()
+
+
+def test_config_is_dgl_pipeline_document(outputs):
+    _assert_dgl_document(*outputs[:2])
+
+
+def test_type_order_config_is_dgl_pipeline_document(type_order_outputs):
+    _assert_dgl_document(*type_order_outputs)
+
+
+def test_type_order_same_nodes_edges_and_halo_sets_as_dgl(type_order_outputs):
+    ours, dgl = type_order_outputs
+    assert _blocks(ours)[:3] == _blocks(dgl)[:3]
+
+
+def test_verify_reads_dgl_ours_and_our_older_configs(type_order_outputs, tmp_path):
+    """verify takes type IDs from the config's values: DGL's output, ours, and ours with
+    the sorted keys our configs had before they took the pipeline's layout."""
+    ours, dgl = type_order_outputs
+    older = tmp_path / "older"
+    shutil.copytree(ours, older)
+    doc = json.loads((older / "metadata.json").read_text())
+    (older / "metadata.json").write_text(json.dumps(doc, indent=4, sort_keys=True))
+    chunked = dgl.parent / "chunked"
+    ntypes = json.loads((chunked / "metadata.json").read_text())["node_type"]
+    assignment = read_assignment_txt(dgl.parent / "partition_assignment", ntypes)
+    for out in (ours, dgl, older):
+        report = verify_partitions(chunked, out, assignment=assignment)
+        assert report.ok, (out, report.problems)
+        assert report.checked.nodes == doc["num_nodes"] and report.checked.edges == doc["num_edges"]
 
 
 def _config(path: Path) -> dict:
@@ -71,7 +130,7 @@ def _blocks(out: Path):
     node_sets, edge_sets, halos = {}, {}, {}
     new_to_orig = {}
     for p, part in enumerate(parts):
-        for ntype in NTYPES:
+        for ntype in config.ntypes:
             s, e = config.node_map[ntype][p]
             ids = part.orig_nids[ntype]
             node_sets[p, ntype] = sorted(ids.tolist())
@@ -80,7 +139,7 @@ def _blocks(out: Path):
         for etype in config.edge_map:
             edge_sets[p, etype] = sorted(part.orig_eids[etype].tolist())
     for p, part in enumerate(parts):
-        lo, hi = config.node_map[NTYPES[0]][p][0], config.node_map[NTYPES[-1]][p][1]
+        lo, hi = min(r[p][0] for r in config.node_map.values()), max(r[p][1] for r in config.node_map.values())
         halo_ids = part.ndata["_ID"][hi - lo :]
         halos[p] = sorted(new_to_orig[int(i)] for i in halo_ids)
     return node_sets, edge_sets, halos, parts

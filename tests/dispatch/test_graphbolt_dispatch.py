@@ -6,6 +6,7 @@ Real DGL's view of these files is checked in tests/realdgl/test_realdgl_graphbol
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -216,3 +217,56 @@ def test_cli_run_inspect_verify_convert(tmp_path, capsys):
            "--store-eids"]  # fmt: skip
     assert main(bad) != 0
     assert "only apply with --use-graphbolt" in capsys.readouterr().err
+
+
+def test_convert_takes_type_ids_from_the_values_of_an_older_config(golden_dir, tmp_path):
+    """An output of ours from before the pipeline's layout (every key sorted): the IDs are
+    the config's values, not the sorted names, and the rewritten config lists types in ID order."""
+    case = golden_dir / "type-order" / "user-item-tag"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dispatch(case / "chunked", case / "partition_assignment", tmp_path / "new", options=ORIG)
+    shutil.copytree(tmp_path / "new", tmp_path / "old")
+    config = tmp_path / "old" / "metadata.json"
+    config.write_text(json.dumps(json.loads(config.read_text()), indent=4, sort_keys=True) + "\n")
+    assert list(json.loads(config.read_text())["ntypes"]) == ["item", "tag", "user"]
+    for out in ("new", "old"):
+        convert_to_graphbolt(tmp_path / out, store_eids=True)
+    old_doc, new_doc = (json.loads((tmp_path / o / "metadata.json").read_text()) for o in ("old", "new"))
+    assert old_doc == new_doc
+    for key in ("ntypes", "etypes", "node_map", "edge_map"):
+        assert list(old_doc[key]) == list(new_doc[key]), key
+    assert list(old_doc["ntypes"]) == ["user", "item", "tag"]
+    for p in range(2):
+        old, new = (read_graphbolt_graph(tmp_path / o / f"part{p}" / GRAPHBOLT_FILE) for o in ("old", "new"))
+        assert list(old.node_type_to_id.items()) == [("user", 0), ("item", 1), ("tag", 2)]
+        assert list(old.edge_type_to_id.items()) == list(json.loads(config.read_text())["etypes"].items())
+        assert old.node_type_to_id == new.node_type_to_id and old.edge_type_to_id == new.edge_type_to_id
+        np.testing.assert_array_equal(old.type_per_edge, new.type_per_edge)
+
+
+@pytest.mark.parametrize("value", ["1", "0", ""])
+def test_dgl_dist_debug_stores_every_field(hetero, tmp_path, monkeypatch, value):
+    """DGL tests ``"DGL_DIST_DEBUG" in os.environ``: any value, even 0 or empty, is debug mode."""
+    _, dgl_out, _ = hetero
+    shutil.copytree(dgl_out, tmp_path / "out")
+    monkeypatch.setenv("DGL_DIST_DEBUG", value)
+    convert_to_graphbolt(tmp_path / "out")
+    config, parts = load_partition_output(dgl_out)
+    for p, part in enumerate(parts):
+        g = read_graphbolt_graph(tmp_path / "out" / f"part{p}" / GRAPHBOLT_FILE)
+        assert {k: v.dtype for k, v in g.node_attributes.items()} == {
+            "_ID": np.int64,
+            "_TYPE": np.int8,
+            "inner_node": np.uint8,
+        }
+        assert {k: v.dtype for k, v in g.edge_attributes.items()} == {
+            "_ID": np.int64,
+            "_TYPE": np.int8,
+            "inner_edge": np.uint8,
+        }
+        np.testing.assert_array_equal(g.node_attributes["_TYPE"], part.ndata["_TYPE"])
+        order = np.argsort(part.dst, kind="stable")  # CSC: by destination, edge-ID order within
+        np.testing.assert_array_equal(g.edge_attributes["_ID"], part.edata["_ID"][order])
+        np.testing.assert_array_equal(g.edge_attributes["_TYPE"], part.edata["_TYPE"][order])
+        np.testing.assert_array_equal(g.type_per_edge, part.edata["_TYPE"][order])

@@ -1,8 +1,8 @@
 """dgl_chunked.io.dgl.binary against DGL's own files (golden) and against itself.
 
-Golden files were written by real DGL 2.1.0 (spec section 8). Graph files are
-compared byte for byte except bytes 32..4095 (uninitialised in DGL) and the
-order of tensor entries (DGL iterates a hash map, we sort by key).
+Golden files were written by real DGL 2.1.0 (``docs/spec/index.md``, "Golden files").
+Graph files are compared byte for byte except bytes 32..4095 (uninitialised in DGL)
+and the order of tensor entries (DGL iterates a hash map, we sort by key).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def rewrite(graph: GraphData, path: Path, **kwargs: Any) -> None:
 
 def test_every_golden_file_reads(golden_dir: Path) -> None:
     files = golden_files(golden_dir)
-    assert len(files) == 38  # 11 in serialization/, 27 in tiny-pipeline/
+    assert len(files) == 123  # 11 in serialization/, 27 in tiny-pipeline/, 85 in type-order/
     for path in files:
         if dgl_file_kind(path) == "tensors":
             eager, mapped = read_tensor_dict(path), read_tensor_dict(path, mmap=True)

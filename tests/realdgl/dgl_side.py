@@ -24,6 +24,13 @@ Modes::
     dgl-partition DIR NUM_PARTS KIND OUT.npz
                                       partition_graph of a seeded random graph (KIND homogeneous or
                                       heterogeneous) into DIR: DGL's own partitions, for conversion
+    type-order SPEC.json OUT.npz      what DGL's readers say about types, per SPEC's lists, in order:
+                                      "convert" [{config, flags [e, n, i], debug}] runs
+                                      dgl_partition_to_graphbolt in place; "inspect" [config] runs
+                                      load_partition_book, load_partition and (when the config has
+                                      it) load_partition(use_graphbolt=True) on every partition,
+                                      keys "i{j}/..."; "distgraph" [1-partition config] builds a
+                                      standalone DistGraph each, keys "d{j}/..."
 """
 
 from __future__ import annotations
@@ -143,6 +150,18 @@ def mode_partition(config: str, out: dict[str, np.ndarray], info: dict) -> None:
         }
 
 
+def read_dist_data(g: object, prefix: str, out: dict[str, np.ndarray]) -> None:
+    """Every node and edge feature of a DistGraph through DistTensor: ``{prefix}ndata/{ntype}/{name}``
+    and ``{prefix}edata/{src:rel:dst}/{name}``, rows in per-type ID order."""
+    for nt in g.ntypes:
+        for name in g.nodes[nt].data:
+            out[f"{prefix}ndata/{nt}/{name}"] = to_numpy(g.nodes[nt].data[name][torch.arange(g.num_nodes(nt))])
+    for c in g.canonical_etypes:
+        for name in g.edges[c].data:
+            rows = torch.arange(g.num_edges(c))
+            out[f"{prefix}edata/{etype_str(c)}/{name}"] = to_numpy(g.edges[c].data[name][rows])
+
+
 def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
     """Every feature through DistTensor, all in-edges of a few seeds, find_edges of all edges.
 
@@ -155,12 +174,7 @@ def read_distgraph(g: object, out: dict[str, np.ndarray], info: dict) -> None:
     from dgl.distributed.graph_services import find_edges as homo_find_edges
 
     info["ntypes"], info["etypes"] = list(g.ntypes), [etype_str(c) for c in g.canonical_etypes]
-    for nt in g.ntypes:
-        for name in g.nodes[nt].data:
-            out[f"ndata/{nt}/{name}"] = to_numpy(g.nodes[nt].data[name][torch.arange(g.num_nodes(nt))])
-    for c in g.canonical_etypes:
-        for name in g.edges[c].data:
-            out[f"edata/{etype_str(c)}/{name}"] = to_numpy(g.edges[c].data[name][torch.arange(g.num_edges(c))])
+    read_dist_data(g, "", out)
     src, dst = homo_find_edges(g, torch.arange(g.num_edges()))
     out["find_edges/src"], out["find_edges/dst"] = to_numpy(src), to_numpy(dst)
     if len(g.canonical_etypes) == 1:
@@ -279,32 +293,49 @@ def mode_distserver(config: str, ip_config: str, ready_fd: str) -> None:
     server.start()
 
 
-def mode_graphbolt(config: str, out: dict[str, np.ndarray], info: dict) -> None:
+def load_graphbolt(config: str, part: int, prefix: str, out: dict[str, np.ndarray]) -> dict:
+    """load_partition(use_graphbolt=True) of one part: every field of the graph under
+    ``{prefix}/...``; facts: types as load_partition lists them, type maps, dtypes, the
+    attributes in their order, and ``verified`` when DGL's own partition check ran."""
     from dgl.distributed.partition import _verify_graphbolt_partition
 
-    os.environ.pop("DGL_DIST_DEBUG", None)  # its check requires edge _ID: run it only then
+    debug = os.environ.pop("DGL_DIST_DEBUG", None)  # its check needs edge _ID: run it below when stored
+    try:
+        g, _, _, gpb, _, ntypes, etypes = dgl.distributed.load_partition(
+            config, part, load_feats=False, use_graphbolt=True
+        )
+    finally:
+        if debug is not None:
+            os.environ["DGL_DIST_DEBUG"] = debug
+    facts = {
+        "type": type(g).__name__,
+        "ntypes": list(ntypes),
+        "etypes": [etype_str(e) for e in etypes],
+        "node_type_to_id": g.node_type_to_id,
+        "edge_type_to_id": g.edge_type_to_id,
+    }
+    for name in ("csc_indptr", "indices", "node_type_offset", "type_per_edge"):
+        value = getattr(g, name)
+        facts[name] = None if value is None else str(value.dtype)
+        if value is not None:
+            out[f"{prefix}/{name}"] = to_numpy(value)
+    for kind in ("node_attributes", "edge_attributes"):
+        attrs = getattr(g, kind)
+        facts[kind] = None if attrs is None else [[k, str(v.dtype)] for k, v in attrs.items()]
+        for key, value in (attrs or {}).items():
+            out[f"{prefix}/{kind}/{key}"] = to_numpy(value)
+    # DGL's check needs edge _ID, and builds a heterograph that DGL refuses when empty
+    if g.edge_attributes is not None and dgl.EID in g.edge_attributes and g.total_num_edges > 0:
+        _verify_graphbolt_partition(g, part, gpb, *dgl.distributed.load_partition_book(config, part)[2:])
+        facts["verified"] = True
+    return facts
+
+
+def mode_graphbolt(config: str, out: dict[str, np.ndarray], info: dict) -> None:
     with open(config) as f:
         num_parts = json.load(f)["num_parts"]
     for i in range(num_parts):
-        g, _, _, gpb, graph_name, ntypes, etypes = dgl.distributed.load_partition(
-            config, i, load_feats=False, use_graphbolt=True
-        )
-        facts = {"type": type(g).__name__, "node_type_to_id": g.node_type_to_id, "edge_type_to_id": g.edge_type_to_id}
-        for name in ("csc_indptr", "indices", "node_type_offset", "type_per_edge"):
-            value = getattr(g, name)
-            facts[name] = None if value is None else str(value.dtype)
-            if value is not None:
-                out[f"p{i}/gb/{name}"] = to_numpy(value)
-        for kind in ("node_attributes", "edge_attributes"):
-            attrs = getattr(g, kind)
-            facts[kind] = None if attrs is None else {k: str(v.dtype) for k, v in attrs.items()}
-            for key, value in (attrs or {}).items():
-                out[f"p{i}/gb/{kind}/{key}"] = to_numpy(value)
-        # DGL's check needs edge _ID, and builds a heterograph that DGL refuses when empty
-        if g.edge_attributes is not None and dgl.EID in g.edge_attributes and g.total_num_edges > 0:
-            _verify_graphbolt_partition(g, i, gpb, *dgl.distributed.load_partition_book(config, i)[2:])
-            facts["verified"] = True
-        info[f"p{i}"] = facts
+        info[f"p{i}"] = load_graphbolt(config, i, f"p{i}/gb", out)
 
 
 def mode_to_graphbolt(config: str, flags: list[str], out: dict[str, np.ndarray], info: dict) -> None:
@@ -344,6 +375,95 @@ def mode_dgl_partition(out_dir: str, num_parts: str, kind: str, out: dict[str, n
     info["num_edges"] = int(g.num_edges())
 
 
+def dump_book(gpb: object, prefix: str, out: dict[str, np.ndarray]) -> dict:
+    """A partition book's types, ranges and every ID's mapping (type, per-type ID, partition)."""
+    facts = partition_book(gpb)
+    facts.update(partid=int(gpb.partid), metadata=gpb.metadata())
+    nids, eids = torch.arange(int(gpb._max_node_ids[-1])), torch.arange(int(gpb._max_edge_ids[-1]))
+    for kind, ids, to_type in (("node", nids, gpb.map_to_per_ntype), ("edge", eids, gpb.map_to_per_etype)):
+        type_ids, per_type = to_type(ids)
+        out[f"{prefix}/{kind}/type"], out[f"{prefix}/{kind}/per_type"] = to_numpy(type_ids), to_numpy(per_type)
+    out[f"{prefix}/node/part"], out[f"{prefix}/edge/part"] = (
+        to_numpy(gpb.nid2partid(nids)),
+        to_numpy(gpb.eid2partid(eids)),
+    )
+    return facts
+
+
+def inspect_types(config: str, prefix: str, out: dict[str, np.ndarray]) -> dict:
+    """load_partition_book, load_partition and load_partition(use_graphbolt=True) of every part."""
+
+    with open(config) as f:
+        doc = json.load(f)
+    facts: dict = {"parts": []}
+    for i in range(doc["num_parts"]):
+        gpb, name, ntypes, etypes = dgl.distributed.load_partition_book(config, i)
+        part = {
+            "book": dump_book(gpb, f"{prefix}/p{i}/book", out),
+            "graph_name": name,
+            "ntypes": [[k, int(v)] for k, v in ntypes.items()],
+            "etypes": [[etype_str(k), int(v)] for k, v in etypes.items()],
+        }
+        entry = doc[f"part-{i}"]
+        if "part_graph" in entry:  # DGL_DIST_DEBUG is set: DGL verifies the partition
+            g, _, _, _, name, ntype_list, etype_list = dgl.distributed.load_partition(config, i, load_feats=False)
+            part["dgl"] = {"ntypes": list(ntype_list), "etypes": [etype_str(e) for e in etype_list]}
+            for kind, data in (("ndata", g.ndata), ("edata", g.edata)):
+                for key, value in data.items():
+                    out[f"{prefix}/p{i}/dgl/{kind}/{key}"] = to_numpy(value)
+        if "part_graph_graphbolt" in entry:
+            part["gb"] = load_graphbolt(config, i, f"{prefix}/p{i}/gb", out)
+        facts["parts"].append(part)
+    return facts
+
+
+def distgraph_types(config: str, prefix: str, out: dict[str, np.ndarray]) -> dict:
+    """A standalone DistGraph of a 1-partition config, in a fresh standalone kvstore."""
+    from dgl.distributed import kvstore
+
+    kvstore.close_kvstore()  # every config gets its own store: no data left from the one before
+    kvstore.init_kvstore(None, 1, "default")
+    with open(config) as f:
+        graph_name = json.load(f)["graph_name"]
+    g = dgl.distributed.DistGraph(graph_name, part_config=config)
+    facts = {
+        "ntypes": list(g.ntypes),
+        "etypes": [etype_str(c) for c in g.canonical_etypes],
+        "ntype_ids": {nt: int(g.get_ntype_id(nt)) for nt in g.ntypes},
+        "etype_ids": {etype_str(c): int(g.get_etype_id(c)) for c in g.canonical_etypes},
+        "num_nodes": {nt: int(g.num_nodes(nt)) for nt in g.ntypes},
+        "num_edges": {etype_str(c): int(g.num_edges(c)) for c in g.canonical_etypes},
+        "book": dump_book(g.get_partition_book(), f"{prefix}/book", out),
+    }
+    read_dist_data(g, f"{prefix}/", out)
+    for c in g.canonical_etypes:
+        src, dst = g.find_edges(torch.arange(g.num_edges(c)), etype=c)
+        out[f"{prefix}/find_edges/{etype_str(c)}/src"] = to_numpy(src)
+        out[f"{prefix}/find_edges/{etype_str(c)}/dst"] = to_numpy(dst)
+    return facts
+
+
+def mode_type_order(spec_path: str, out: dict[str, np.ndarray], info: dict) -> None:
+    with open(spec_path) as f:
+        spec = json.load(f)
+    for item in spec.get("convert", []):
+        if item["debug"]:
+            os.environ["DGL_DIST_DEBUG"] = "1"
+        else:
+            os.environ.pop("DGL_DIST_DEBUG", None)
+        eids, inner_node, inner_edge = (bool(x) for x in item["flags"])
+        dgl.distributed.dgl_partition_to_graphbolt(
+            item["config"], store_eids=eids, store_inner_node=inner_node, store_inner_edge=inner_edge
+        )
+    os.environ["DGL_DIST_DEBUG"] = "1"
+    info["inspect"] = [inspect_types(c, f"i{j}", out) for j, c in enumerate(spec.get("inspect", []))]
+    if spec.get("distgraph"):
+        os.environ["DGL_DIST_MODE"] = "standalone"
+        dgl.distributed.initialize(ip_config=None)
+        info["distgraph"] = [distgraph_types(c, f"d{j}", out) for j, c in enumerate(spec["distgraph"])]
+        dgl.distributed.exit_client()
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -364,6 +484,8 @@ def main(argv: list[str]) -> int:
         mode_graphbolt(inputs[0], out, info)
     elif mode == "to-graphbolt":
         mode_to_graphbolt(inputs[0], inputs[1:4], out, info)
+    elif mode == "type-order":
+        mode_type_order(inputs[0], out, info)
     elif mode == "dgl-partition":
         mode_dgl_partition(inputs[0], inputs[1], inputs[2], out, info)
     elif mode == "distserver":

@@ -219,7 +219,7 @@ HETERO = {
 
 
 def _one_partition(root: Path, layout: dict[str, Any], formats: tuple[str, ...]) -> tuple[Path, dict[str, Any]]:
-    """A 1-partition partitioning written from scratch by our writer (spec 3.2-3.5).
+    """A 1-partition partitioning written from scratch by our writer (``docs/spec/partition-config.md``).
 
     Node ids are type-major (local id = new id), edges are ordered by etype id.
     Returns the config path and the truth: per-type edges and features, and the

@@ -1,8 +1,8 @@
 """Partition-assignment directories in DGL's layout: ``<ntype>.txt`` + ``partition_meta.json``.
 
 This is the interchange format between DGL's step 1 (``random_partition.py``,
-ParMETIS, or our partitioners) and step 2 (``dispatch_data.py``, or our dispatch),
-spec section 3.7::
+ParMETIS, or our partitioners) and step 2 (``dispatch_data.py``, or our dispatch);
+``docs/spec/assignment.md`` has the formats::
 
     ASSIGN/
       <ntype>.txt            one ASCII partition ID per line, line i = per-type node i,

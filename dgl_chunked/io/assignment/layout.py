@@ -1,7 +1,7 @@
 """The entries of an assignment directory, and the small helpers that read them.
 
 The directory tree, and who writes which entry, is drawn in the package
-docstring (:mod:`dgl_chunked.io.assignment`); spec section 3.7.
+docstring (:mod:`dgl_chunked.io.assignment`); the formats: ``docs/spec/assignment.md``.
 """
 
 from __future__ import annotations

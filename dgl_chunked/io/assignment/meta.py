@@ -1,4 +1,5 @@
-"""``partition_meta.json``: DGL's description of an assignment directory.
+"""``partition_meta.json``: DGL's description of an assignment directory
+(``docs/spec/assignment.md``, "partition_meta.json").
 
 DGL's validator accepts only ``algo_name`` "random" or "metis", so that file
 carries the DGL-accepted name (the method's own choice; see :func:`dgl_algo_name`)

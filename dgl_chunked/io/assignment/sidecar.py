@@ -1,4 +1,5 @@
-"""The assignment sidecar ``dglc_partition.json``: how dgl_chunked made an assignment.
+"""The assignment sidecar ``dglc_partition.json``: how dgl_chunked made an assignment
+(``docs/spec/assignment.md``, "Sidecar dglc_partition.json").
 
 DGL's ``partition_meta.json`` may only say ``"random"`` or ``"metis"``; the sidecar,
 written next to it, records the real method and more (``indent=2``, sorted keys)::

@@ -79,7 +79,7 @@ FEATURE_DTYPES: frozenset[np.dtype[Any]] = frozenset(
         "bool",
     )
 )
-"""Feature dtypes DGL's pipeline accepts (spec 4.3)."""
+"""Feature dtypes DGL's pipeline accepts (``docs/spec/chunked-format.md``, "Feature files")."""
 
 FORMAT_OPTIONS: Mapping[str, Mapping[str, type | tuple[type, ...]]] = {
     "csv": {"delimiter": str, "header": bool},

@@ -14,7 +14,7 @@ Layout (as written by DGL's ``tools/chunk_graph.py``; names are conventions)::
       node_data/<ntype>/<feat>-<i>.npy       rows = per-type node IDs, in file order
       edge_data/<src:rel:dst>/<feat>-<i>.npy rows = per-type edge IDs, in file order
 
-Keys (spec section 4.1)::
+Keys (``docs/spec/chunked-format.md``, "Keys")::
 
     {
       "graph_name": "tiny",

@@ -1,11 +1,11 @@
 """DGL's own files without DGL: tensor dicts, graph files and the partition config.
 
 - :mod:`.binary` is the public face: writers and strict readers of ``graph.dgl``,
-  ``node_feat.dgl``, ``edge_feat.dgl`` and friends (spec sections 1 and 2);
+  ``node_feat.dgl``, ``edge_feat.dgl`` and friends (``docs/spec/dgl-binary.md``);
 - :mod:`.records` (byte-level records and the bounds-checked :class:`Cursor`),
   :mod:`.blocks` (streamed array sources), :mod:`.model`, :mod:`.graph_read`,
   :mod:`.graph_write` and :mod:`.describe` are its parts;
-- :mod:`.partition_config` is the JSON ``load_partition`` reads (spec section 3.2).
+- :mod:`.partition_config` is the JSON ``load_partition`` reads (``docs/spec/partition-config.md``, "Keys").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """DGL binary files without DGL: tensor dicts and graph files (format version 2).
 
 Writers and strict readers for the files of a DGL distributed partition
-(spec ``../shared/spec/dgl-formats.md`` sections 1 and 2):
+(``docs/spec/dgl-binary.md``, "Tensor dict" and "Graph file"):
 
 * tensor dicts -- ``node_feat.dgl``, ``edge_feat.dgl``, ``orig_nids.dgl``,
   ``orig_eids.dgl`` -- read by ``dgl.data.utils.load_tensors``;
@@ -75,7 +75,7 @@ logger = logging.getLogger(__name__)
 
 
 def write_tensor_dict(path: PathLike, tensors: Mapping[str, Any], *, storage_options: StorageOptions = None) -> None:
-    """Write a tensor dict as DGL's ``save_tensors`` does (spec 1.3).
+    """Write a tensor dict as DGL's ``save_tensors`` does (``docs/spec/dgl-binary.md``, "Tensor dict").
 
     Parameters
     ----------

@@ -81,7 +81,7 @@ def disk_dtype(dtype: np.dtype[Any], where: str) -> np.dtype[Any]:
     if dtype.kind == "u" and dtype.itemsize > 1:
         raise DGLFormatError(
             f"{where}: dtype {dtype} cannot be stored: DGL writes it, but torch 2.2 fails to load "
-            f"unsigned integers wider than 8 bits (spec 1.2). Cast it first, e.g. "
+            f"unsigned integers wider than 8 bits (docs/spec/dgl-binary.md, 'NDArray record'). Cast it first, e.g. "
             f"arr.astype(np.int64); supported dtypes are {_ALLOWED}."
         )
     if (
@@ -94,11 +94,12 @@ def disk_dtype(dtype: np.dtype[Any], where: str) -> np.dtype[Any]:
 
 
 def check_shape(shape: tuple[int, ...], where: str) -> None:
-    """Reject 0-d arrays (DGL loads them as garbage, spec 1.2)."""
+    """Reject 0-d arrays (DGL loads them as garbage: ``docs/spec/dgl-binary.md``, "NDArray record")."""
     if len(shape) == 0:
         raise DGLFormatError(
             f"{where}: expected an array with at least 1 dimension, found a 0-d scalar. DGL's "
-            "load_tensors returns uninitialised memory for 0-d arrays (spec 1.2); store it with "
+            "load_tensors returns uninitialised memory for 0-d arrays "
+            "(docs/spec/dgl-binary.md, 'NDArray record'); store it with "
             "shape (1,), e.g. np.reshape(value, (1,))."
         )
 

@@ -55,7 +55,7 @@ def named_tensors(cur: Cursor, prefix: str, count: int | None = None) -> dict[st
 
 
 def read_tensor_file(cur: Cursor) -> dict[str, npt.NDArray[Any]]:
-    """Parse a whole tensor-dict file (spec 1.3)."""
+    """Parse a whole tensor-dict file (``docs/spec/dgl-binary.md``, "Tensor dict")."""
     cur.magic("file.magic", TENSOR_FILE_MAGIC)
     size = cur.u64("file.dict_size")
     at = cur.pos
@@ -67,7 +67,7 @@ def read_tensor_file(cur: Cursor) -> dict[str, npt.NDArray[Any]]:
 
 
 def read_graph_file(cur: Cursor) -> tuple[list[GraphData], dict[str, npt.NDArray[Any]]]:
-    """Parse a whole graph file: header, labels, graphs, trailer (spec 2.1)."""
+    """Parse a whole graph file: header, labels, graphs, trailer (``docs/spec/dgl-binary.md``, "Graph file")."""
     cur.magic("file.magic", GRAPH_FILE_MAGIC)
     at = cur.pos
     version = cur.u64("file.version")

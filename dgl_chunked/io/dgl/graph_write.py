@@ -1,4 +1,4 @@
-"""Writer of homogeneous DGL graph files (format version 2, spec sections 2.1-2.7).
+"""Writer of homogeneous DGL graph files (format version 2, ``docs/spec/dgl-binary.md``, "Graph file").
 
 The output is what ``dgl.save_graphs`` writes for ``[g]`` with ``formats=...``,
 except that header bytes 32..4095 (uninitialised memory in DGL) are zeros. COO is
@@ -138,7 +138,7 @@ def _small(arr: npt.NDArray[Any]) -> bytes:
 
 
 def _self_loop_metagraph() -> bytes:
-    """The 1x1 metagraph with one self loop (spec 2.7), int64, sorted flag 0."""
+    """The 1x1 metagraph with one self loop (``docs/spec/dgl-binary.md``, "Metagraphs"), int64, sorted flag 0."""
     one = np.array([0], _INT64)
     csr = pack_u64(CSR_MAGIC) + pack_i64(1) + pack_i64(1)
     csr += _small(np.array([0, 1], _INT64)) + _small(one) + _small(one) + pack_u8(0)

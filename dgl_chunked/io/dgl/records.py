@@ -1,4 +1,5 @@
-"""Byte-level building blocks of DGL's binary files (spec sections 1.1-1.2, 2.3-2.6).
+"""Byte-level building blocks of DGL's binary files (``docs/spec/dgl-binary.md``: "Encoding",
+"NDArray record" and the records of "Graph file").
 
 Two halves:
 
@@ -65,7 +66,7 @@ _MAX_NDIM = 32
 _NDARRAY_MIN_BYTES = 40
 _ANNOTATE_DATA_BYTES = 64
 
-# (code, bits) -> little-endian numpy dtype, spec section 1.2.
+# (code, bits) -> little-endian numpy dtype: docs/spec/dgl-binary.md, "NDArray record".
 _CODE_TO_DTYPE: dict[tuple[int, int], np.dtype[Any]] = {
     (0, 8): np.dtype("i1"),
     (0, 16): np.dtype("<i2"),
@@ -101,7 +102,7 @@ def pack_u8(value: int) -> bytes:
 
 
 def pack_string(text: str) -> bytes:
-    """A dmlc string: u64 byte length, then the UTF-8 bytes (spec 1.1)."""
+    """A dmlc string: u64 byte length, then the UTF-8 bytes (``docs/spec/dgl-binary.md``, "Encoding")."""
     raw = text.encode("utf-8")
     return _U64.pack(len(raw)) + raw
 
@@ -121,7 +122,8 @@ def is_bfloat16(dtype: np.dtype[Any]) -> bool:
 
 
 def ndarray_header(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bytes:
-    """The NDArray record up to and including ``nbytes`` (spec 1.2); the payload follows."""
+    """The NDArray record up to and including ``nbytes`` (``docs/spec/dgl-binary.md``, "NDArray record");
+    the payload follows."""
     code, bits = dgl_dtype_code(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * (bits // 8)
     head = struct.pack("<QQiiiBBH", NDARRAY_MAGIC, 0, _CPU, 0, len(shape), code, bits, 1)
@@ -293,7 +295,7 @@ class Cursor:
     # --- NDArray records --------------------------------------------------------------
 
     def ndarray(self, field: str) -> npt.NDArray[Any]:
-        """Read one NDArray record (spec 1.2) and return its payload as numpy."""
+        """Read one NDArray record (``docs/spec/dgl-binary.md``, "NDArray record") as numpy."""
         with self.scope(field):
             start = self.pos
             if self.remaining < _NDARRAY_MIN_BYTES:

@@ -17,6 +17,7 @@ at one range whatever the partition's size.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,19 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.io.dgl.binary import ArrayBlocks
 from dgl_chunked.io.dgl.blocks import Stream, as_stream
 from dgl_chunked.io.dgl.model import HomogeneousGraph
+from dgl_chunked.io.dgl.partition_config import by_type_id
 from dgl_chunked.io.graphbolt.graph_file import write_graphbolt_graph
 
-__all__ = ["BYTES_PER_EDGE", "SORT_BYTES", "CscSorter", "GraphBoltOptions", "min_dtype", "write_graphbolt_partition"]
+__all__ = [
+    "BYTES_PER_EDGE",
+    "DGL_DEBUG_ENV",
+    "SORT_BYTES",
+    "CscSorter",
+    "GraphBoltOptions",
+    "dgl_debug_mode",
+    "min_dtype",
+    "write_graphbolt_partition",
+]
 
 SORT_BYTES = 1 << 30
 """Default memory budget of the destination sort (per partition writer)."""
@@ -49,6 +60,24 @@ class GraphBoltOptions:
     sort_bytes: int = SORT_BYTES
     wide_index: bool = False
     """For tests: sort with int64 edge positions as beyond 2**31 edges (same output)."""
+    store_all_fields: bool = False
+    """DGL's debug mode (:func:`dgl_debug_mode`): every ``ndata`` / ``edata`` field of the
+    partition graph is stored, whatever the three flags say."""
+
+
+DGL_DEBUG_ENV = "DGL_DIST_DEBUG"
+"""The environment variable whose presence (any value) puts DGL's converter in debug mode."""
+
+
+def dgl_debug_mode() -> bool:
+    """Whether DGL 2.1's ``dgl_partition_to_graphbolt`` would run in debug mode here.
+
+    It tests ``"DGL_DIST_DEBUG" in os.environ``: set to anything, even ``0`` or the
+    empty string, the converter stores every field of the partition graph
+    (``docs/spec/graphbolt.md``, "Environment switches"). It is the only switch in
+    DGL 2.1's ``dgl/distributed/partition.py`` that changes what is stored.
+    """
+    return DGL_DEBUG_ENV in os.environ
 
 
 def min_dtype(bound: int, candidates: tuple[Any, ...] = (np.int32, np.int64)) -> np.dtype[Any]:
@@ -204,6 +233,8 @@ def write_graphbolt_partition(
     ntypes: Mapping[str, int],
     etypes: Mapping[str, int],
     options: GraphBoltOptions = GraphBoltOptions(),
+    num_parts: int | None = None,
+    type_per_edge: Any = None,
     storage_options: StorageOptions = None,
     archive: str | None = None,
 ) -> dict[str, Any]:
@@ -222,6 +253,12 @@ def write_graphbolt_partition(
         etypes as ``"src:rel:dst"``). One of each means homogeneous: no type fields.
     options
         Which optional fields to store, and the sort budget.
+    num_parts
+        The output's partition count: the bound DGL casts a stored ``part_id`` field
+        to (only read with ``options.store_all_fields``).
+    type_per_edge
+        The etype ID of every edge in edge-ID order, for GraphBolt's ``type_per_edge``
+        (default ``edata["_TYPE"]``; DGL's converter takes it from the partition book).
     archive
         The zip's top directory when ``path`` is a temporary name (see
         :func:`~dgl_chunked.io.graphbolt.graph_file.write_graphbolt_graph`).
@@ -245,27 +282,32 @@ def write_graphbolt_partition(
         "indptr": _array_blocks(indptr, indptr_dtype),
         "indices": sorter.column(src, min_dtype(n)),
     }
-    type_per_edge = None
+    type_ids = None
     if not homo:
-        type_per_edge = sorter.column(edata["_TYPE"], min_dtype(len(etypes), (np.int8, np.int16, np.int32, np.int64)))
-    # _ID stays int64 whatever the counts: DGL 2.1 casts it only among [int64]
-    node_attributes: dict[str, Any] = {"_ID": _cast(graph.ndata["_ID"], np.int64)}
-    if options.store_inner_node:
-        node_attributes["inner_node"] = graph.ndata["inner_node"]
-    edge_attributes: dict[str, Any] = {}
-    if options.store_eids:
-        edge_attributes["_ID"] = sorter.column(edata["_ID"], np.int64)
-    if options.store_inner_edge:
-        edge_attributes["inner_edge"] = sorter.column(edata["inner_edge"], edata["inner_edge"].dtype)
+        types = edata["_TYPE"] if type_per_edge is None else as_stream(type_per_edge, f"{where}: type_per_edge")
+        type_ids = sorter.column(types, min_dtype(len(etypes), TYPE_DTYPES))
+    bounds = {"_TYPE": len(etypes), "part_id": num_parts}  # DGL's cast predicates (NTYPE's is lost to ETYPE's)
+    if options.store_all_fields:
+        node_names, edge_names = list(graph.ndata), list(edata)
+    else:
+        node_names = ["_ID", *(["inner_node"] if options.store_inner_node else [])]
+        edge_names = [*(["_ID"] if options.store_eids else []), *(["inner_edge"] if options.store_inner_edge else [])]
+    node_attributes: dict[str, Any] = {}
+    for name in node_names:
+        dtype = _attribute_dtype(name, as_stream(graph.ndata[name], f"{where}: ndata[{name!r}]").dtype, bounds)
+        node_attributes[name] = _cast(graph.ndata[name], dtype)
+    edge_attributes = {
+        name: sorter.column(edata[name], _attribute_dtype(name, edata[name].dtype, bounds)) for name in edge_names
+    }
     write_graphbolt_graph(
         path,
         indptr=fields["indptr"],
         indices=fields["indices"],
-        type_per_edge=type_per_edge,
-        # the config's own type IDs, in ID order (DGL 2.1's converter enumerates the JSON
-        # key order instead, which differs when the keys are sorted: see the docs)
-        node_type_to_id=None if homo else _by_id(ntypes),
-        edge_type_to_id=None if homo else _by_id(etypes),
+        type_per_edge=type_ids,
+        # the config's own type IDs, in ID order: what DGL's converter makes of a config
+        # laid out as DGL's pipeline writes it (it enumerates the keys of ``ntypes``)
+        node_type_to_id=None if homo else by_type_id(ntypes),
+        edge_type_to_id=None if homo else by_type_id(etypes),
         node_attributes=node_attributes,
         edge_attributes=edge_attributes,
         storage_options=storage_options,
@@ -274,16 +316,30 @@ def write_graphbolt_partition(
     return {"indptr": str(indptr_dtype), "indices": str(fields["indices"].dtype), "ranges": len(sorter.ranges)}
 
 
-def _by_id(types: Mapping[str, int]) -> dict[str, int]:
-    return {name: int(i) for name, i in sorted(types.items(), key=lambda kv: int(kv[1]))}
-
-
 def _array_blocks(values: npt.NDArray[Any], dtype: Any) -> ArrayBlocks:
     def blocks() -> Iterator[npt.NDArray[Any]]:
         for lo in range(0, values.shape[0], OUT_BLOCK):
             yield values[lo : lo + OUT_BLOCK].astype(dtype, copy=False)
 
     return ArrayBlocks(values.shape, dtype, blocks)
+
+
+TYPE_DTYPES = (np.int8, np.int16, np.int32, np.int64)
+
+
+def _attribute_dtype(name: str, dtype: np.dtype[Any], bounds: Mapping[str, int | None]) -> np.dtype[Any]:
+    """The dtype DGL 2.1's converter stores attribute ``name`` as (``_cast_to_minimum_dtype``).
+
+    ``_ID`` may only be int64; ``_TYPE`` and ``part_id`` become the smallest signed
+    integer above their bound (the etype count, the partition count); a field of
+    another dtype than those, and every other field, keeps its dtype.
+    """
+    if name == "_ID":
+        return dtype
+    bound = bounds.get(name)
+    if bound is None or dtype not in {np.dtype(t) for t in TYPE_DTYPES}:
+        return dtype
+    return min_dtype(bound, TYPE_DTYPES)
 
 
 def _cast(value: Any, dtype: Any) -> Any:

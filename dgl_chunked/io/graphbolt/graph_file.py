@@ -10,7 +10,7 @@ whose ``data.pkl`` pickles a ``FusedCSCSamplingGraph`` holding a
      ["node_type_to_id": {ntype: int64 0-d}], ["edge_type_to_id": {"s:r:d": int64 0-d}],
      "node_attributes": {name: tensor}, "edge_attributes": {name: tensor}}
 
-``docs/graphbolt-format.md`` has the full layout. :func:`write_graphbolt_graph`
+``docs/spec/graphbolt.md`` ("The pickle") has the full layout. :func:`write_graphbolt_graph`
 streams every tensor (numpy arrays, memmaps or :class:`ArrayBlocks`) into the
 archive in blocks; :func:`read_graphbolt_graph` checks every field and raises
 :class:`~dgl_chunked.errors.DGLFormatError` naming the file and field.

@@ -8,7 +8,7 @@ the local header's extra field holds a ``"FB"`` block padded with ``Z``. Local
 headers carry zero CRC and sizes with general-purpose flag bit 3, and a data
 descriptor follows each non-empty record, so a record is streamed in one pass.
 The archive always ends with a zip64 end-of-central-directory record and locator.
-``docs/graphbolt-format.md`` has the byte layout and the torch versions checked.
+``docs/spec/graphbolt.md`` ("The container") has the byte layout and the torch versions checked.
 
 :class:`TorchZipWriter` writes that layout block by block (memory: one block);
 :class:`TorchZipReader` opens one strictly and raises
