@@ -13,9 +13,11 @@ I/O at build time (never a Dask compute):
   one file: the Parquet footer, or a full pass over the CSV file counting its
   lines. For large CSV inputs, put ``num_edges_per_chunk`` in the metadata.
 
-Each task reads one file (tasks carry paths, never handles) and checks it against
-the metadata: row count, and for edges the node-ID range; a mismatch raises
-:class:`~dgl_chunked.errors.ChunkMismatchError` naming the file and row.
+Each task reads one :class:`~dgl_chunked.io.chunked.groups.ChunkGroup`: consecutive
+files of about ``task_bytes`` decoded bytes, or one larger file (tasks carry paths,
+never handles), and checks every file against the metadata: row count, and for edges
+the node-ID range; a mismatch raises :class:`~dgl_chunked.errors.ChunkMismatchError`
+naming the file and row, a damaged file ``ChunkReadError``.
 """
 
 from __future__ import annotations
@@ -35,13 +37,15 @@ from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, UnknownNameError
 from dgl_chunked.io.chunked import formats as _formats
 from dgl_chunked.io.chunked.chunks import (
+    ChunkGroup,
     ChunkRef,
     chunk_refs,
     edge_id_problems,
     empty_edges,
     read_edges_partition,
-    read_feature_block,
+    read_feature_group,
 )
+from dgl_chunked.io.chunked.groups import EDGE_ROW_BYTES, group_chunks, resolve_task_bytes
 from dgl_chunked.io.chunked.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
 
 if TYPE_CHECKING:
@@ -49,12 +53,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_NODE_CHUNK_ROWS",
+    "ChunkGroup",
     "ChunkRef",
     "ChunkedGraph",
     "edge_id_problems",
     "open_chunked_graph",
     "read_edges_partition",
-    "read_feature_block",
+    "read_feature_group",
 ]
 
 DEFAULT_NODE_CHUNK_ROWS = 1 << 22
@@ -97,6 +102,9 @@ class ChunkedGraph:
         fsspec options, carried into every task.
     node_chunk_rows
         Node chunk size when ``num_nodes_per_chunk`` is absent.
+    task_bytes
+        Decoded bytes a read task aims at (:mod:`~dgl_chunked.io.chunked.groups`):
+        an int or a size such as ``"64MiB"``; default ``$DGLC_TASK_SIZE``, else 32 MiB.
     """
 
     def __init__(
@@ -105,11 +113,14 @@ class ChunkedGraph:
         *,
         storage_options: StorageOptions = None,
         node_chunk_rows: int = DEFAULT_NODE_CHUNK_ROWS,
+        task_bytes: int | str | None = None,
     ) -> None:
         self.metadata = metadata
         self.storage_options = storage_options
         self.node_chunk_rows = int(node_chunk_rows)
+        self.task_bytes = resolve_task_bytes(task_bytes)
         self._edge_refs: dict[str, list[ChunkRef]] = {}
+        self._groups: dict[tuple[str, ...], list[ChunkGroup]] = {}
         self._feature_infos: dict[tuple[str, str, str], list[tuple[int, tuple[int, ...], np.dtype[Any]]]] = {}
         # In every read key: a handle is a snapshot of the files (their row counts are
         # read once), so another open, here or in another job on the same cluster,
@@ -192,6 +203,23 @@ class ChunkedGraph:
             self._edge_refs[etype] = chunk_refs(source, rows, self.storage_options)
         return list(self._edge_refs[etype])
 
+    def edge_groups(self, etype: str) -> list[ChunkGroup]:
+        """The read tasks of ``etype``'s edge files: consecutive files of about
+        ``task_bytes`` decoded bytes (16 per edge) per group, in order."""
+        key = ("edges", etype)
+        if key not in self._groups:
+            self._groups[key] = group_chunks(self.edge_chunks(etype), EDGE_ROW_BYTES, self.task_bytes)
+        return list(self._groups[key])
+
+    def feature_groups(self, kind: Literal["node", "edge"], type_name: str, feat: str) -> list[ChunkGroup]:
+        """The read tasks of a feature's files (as :meth:`edge_groups`, by the row's bytes)."""
+        key = (kind, type_name, feat)
+        if key not in self._groups:
+            dtype, row_shape = self.feature_info(kind, type_name, feat)
+            row_bytes = int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            self._groups[key] = group_chunks(self._feature_chunks(kind, type_name, feat), row_bytes, self.task_bytes)
+        return list(self._groups[key])
+
     def _count_edges(self, source: ArraySource) -> list[int]:
         return _per_file(_formats.count_edge_rows, source, self.storage_options)
 
@@ -268,11 +296,12 @@ class ChunkedGraph:
         -------
         dask.dataframe.DataFrame
             int64 columns ``src``, ``dst`` (per-type node IDs); int64 index
-            ``type_eid``; one partition per non-empty file, with known divisions.
+            ``type_eid``; one partition per non-empty read group (:meth:`edge_groups`),
+            with known divisions.
         """
         import dask.dataframe as dd  # on demand: it costs 0.4 s to import, on every worker too
 
-        refs = self.edge_chunks(etype)
+        refs = self.edge_groups(etype)
         spec = self.metadata.etype(etype)
         kwargs = {
             "num_src": self.num_nodes(spec.src_type),
@@ -304,13 +333,13 @@ class ChunkedGraph:
 
     def _feature_array(self, kind: Literal["node", "edge"], type_name: str, feat: str) -> da.Array:
         dtype, row_shape = self.feature_info(kind, type_name, feat)
-        refs = self._feature_chunks(kind, type_name, feat)
+        refs = self.feature_groups(kind, type_name, feat)
         if not refs:
             return da.empty((0, *row_shape), dtype=dtype)  # type: ignore[no-any-return]
         name = f"dglc-read-{kind}-feature-" + tokenize(self._snapshot, refs, row_shape, str(dtype))
         tail = (0,) * len(row_shape)
         layer: dict[Any, Any] = {
-            (name, i, *tail): (read_feature_block, ref, row_shape, dtype) for i, ref in enumerate(refs)
+            (name, i, *tail): (read_feature_group, ref, row_shape, dtype) for i, ref in enumerate(refs)
         }
         graph = HighLevelGraph.from_collections(name, layer, dependencies=())
         chunks = (tuple(r.rows for r in refs), *((n,) for n in row_shape))
@@ -323,7 +352,8 @@ class ChunkedGraph:
         Returns
         -------
         dask.array.Array
-            The files' dtype; one chunk per file along axis 0, one chunk along axis 1.
+            The files' dtype; one chunk per read group (:meth:`feature_groups`) along
+            axis 0, one chunk along axis 1.
         """
         return self._feature_array("node", ntype, feat)
 
@@ -339,6 +369,7 @@ def open_chunked_graph(
     storage_options: StorageOptions = None,
     metadata_filename: str = "metadata.json",
     node_chunk_rows: int = DEFAULT_NODE_CHUNK_ROWS,
+    task_bytes: int | str | None = None,
 ) -> ChunkedGraph:
     """Open a Chunked Graph Format directory as a lazy :class:`ChunkedGraph`.
 
@@ -354,6 +385,10 @@ def open_chunked_graph(
         Metadata file name inside ``path``.
     node_chunk_rows
         Node chunk size when the metadata has no ``num_nodes_per_chunk``.
+    task_bytes
+        Decoded bytes a read task aims at: files are coalesced into tasks of about
+        this size (:mod:`~dgl_chunked.io.chunked.groups`). An int or a size such as
+        ``"64MiB"``; default ``$DGLC_TASK_SIZE``, else 32 MiB.
 
     Examples
     --------
@@ -361,4 +396,6 @@ def open_chunked_graph(
     >>> g.edges("author:writes:paper").compute()  # doctest: +SKIP
     """
     metadata = read_metadata(path, storage_options=storage_options, metadata_filename=metadata_filename)
-    return ChunkedGraph(metadata, storage_options=storage_options, node_chunk_rows=node_chunk_rows)
+    return ChunkedGraph(
+        metadata, storage_options=storage_options, node_chunk_rows=node_chunk_rows, task_bytes=task_bytes
+    )
