@@ -9,9 +9,10 @@ into many files per edge type, per feature and per node chunk list (256 at 1x, 2
 at 10x; ``--many``), as a Spark job would write them. On both copies, alternately,
 best of ``--repeat``:
 
-- the command line as a user runs it, ``dgl-chunked dispatch --workers 2`` and
-  ``dgl-chunked run --method random|lp --workers 2`` (``--methods``): wall time of
-  the whole command (imports, cluster start and close, every stage);
+- the command line as a user runs it, ``dgl-chunked dispatch`` and ``dgl-chunked run
+  --method random|lp`` (``--methods``), as typed (local threads for inputs up to 4 GiB)
+  and with ``--workers 2`` (a LocalCluster of 2 worker processes): wall time of the
+  whole command (imports, cluster start and close, every stage);
 - ``dispatch`` again on a fresh 2-worker LocalCluster passed with ``--scheduler``,
   reading every worker's peak RSS (``VmHWM``) at the end;
 
@@ -158,6 +159,9 @@ def _dispatch_rss(graph: Path, assign: Path, out: Path) -> list[float]:
     return rss
 
 
+MODES = {"as typed": [], "--workers 2": ["--workers", str(WORKERS)]}
+
+
 def run_scale(work: Path, scale: int, many: int, methods: list[str], repeat: int) -> dict[str, Any]:
     few_dir, many_dir = work / f"graph-{scale}x", work / f"graph-{scale}x-{many}"
     _synth(few_dir, scale)
@@ -184,13 +188,13 @@ def run_scale(work: Path, scale: int, many: int, methods: list[str], repeat: int
             m,
         ]
     result: dict[str, Any] = {"scale": scale, "files": {"few": SCALES[scale][2], "many": many}, "commands": {}}
-    for label, make in commands.items():
+    for (command, make), (mode, flags) in ((c, m) for c in commands.items() for m in MODES.items()):
+        label = f"{command} {mode}"
         times: dict[str, list[float]] = {"few": [], "many": []}
         digests: dict[str, set[str]] = {"few": set(), "many": set()}
         for _ in range(repeat):
             for name, graph in copies.items():  # alternate: a busy period hurts both copies alike
-                args = [*make(graph, assign[name]), "--workers", str(WORKERS)]
-                seconds, digest = _cli(args, work / "out")
+                seconds, digest = _cli([*make(graph, assign[name]), *flags], work / "out")
                 times[name].append(seconds)
                 digests[name].add(digest)
         best = {k: min(v) for k, v in times.items()}
@@ -205,12 +209,12 @@ def run_scale(work: Path, scale: int, many: int, methods: list[str], repeat: int
 
 
 def _table(results: list[dict[str, Any]]) -> str:
-    lines = [f"{'graph':<8}{'command':<14}{'few files':>12}{'many files':>12}{'many/few':>10}  identical output"]
+    lines = [f"{'graph':<8}{'command':<30}{'few files':>12}{'many files':>12}{'many/few':>10}  identical output"]
     for r in results:
         few, many = r["files"]["few"], r["files"]["many"]
         for label, c in r["commands"].items():
             lines.append(
-                f"{r['scale']}x{'':<6}{label:<14}{c['seconds']['few']:>10.2f} s{c['seconds']['many']:>10.2f} s"
+                f"{r['scale']}x{'':<6}{label:<30}{c['seconds']['few']:>10.2f} s{c['seconds']['many']:>10.2f} s"
                 f"{c['ratio']:>10.2f}  {'yes' if c['identical'] else 'NO'}"
             )
         rss = r["worker_peak_rss_mb"]

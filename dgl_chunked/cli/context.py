@@ -18,6 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import click
+import dask
+import dask.threaded
 from dask.base import tokenize
 
 from dgl_chunked.cluster import dask_client
@@ -26,7 +28,7 @@ from dgl_chunked.storage.owned import check_no_overlap, remove_owned, scratch_di
 
 __all__ = ["IN_PROCESS_BYTES", "command_client", "local_threads", "optional_client", "owned_scratch"]
 
-IN_PROCESS_BYTES = 1 << 30
+IN_PROCESS_BYTES = 4 << 30
 """``dispatch`` and ``run`` without ``--scheduler``/``--workers``/``--memory-limit`` run on
 local threads when their input files hold at most this many bytes (local files only;
 see ``docs/user-guide/performance.md`` for the measurements that put it here)."""
@@ -36,9 +38,6 @@ see ``docs/user-guide/performance.md`` for the measurements that put it here).""
 def local_threads() -> Iterator[None]:
     """Dask's threaded scheduler with a thread per CPU, named by function: a scheduler
     named by string makes Dask import ``distributed`` (0.3 s) to look for a client."""
-    import dask
-    import dask.threaded
-
     with dask.config.set(scheduler=dask.threaded.get, num_workers=os.cpu_count() or 1):
         yield
 

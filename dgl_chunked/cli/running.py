@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
-from dgl_chunked import ChunkedGraph, DispatchOptions, DispatchResult, dispatch, open_chunked_graph, plan_run, run
+import dgl_chunked
+from dgl_chunked import ChunkedGraph, DispatchOptions, DispatchResult, dispatch, open_chunked_graph
 from dgl_chunked.cli.context import command_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import add_options, cluster_options, parse_size, scratch_option
@@ -221,7 +222,7 @@ def run_command(
     options = _make_dispatch_options(kw, part_method=method)
     balance = tuple(balance_ntypes.split(",")) if balance_ntypes else None
     with command_client(kw, lambda: _input_files(graph)) as client:
-        result = run(
+        result = dgl_chunked.run(  # run, plan_run: looked up here, so `dispatch` never loads the partitioners
             graph,
             kw["out_dir"],
             num_parts=num_parts,
@@ -270,7 +271,7 @@ def plan_command(
     graph = open_chunked_graph(
         in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
     )
-    plan = plan_run(
+    plan = dgl_chunked.plan_run(
         graph,
         kw["out_dir"],
         num_parts=num_parts,

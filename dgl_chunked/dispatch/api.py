@@ -132,9 +132,10 @@ def dispatch(
             logger.info("resuming from the staging in %s", staging.root)
         runner = StageRunner(client=client, progress=opts.progress)
         plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps)
+        every_file = stamps.everything()
         writes = [
             dask.delayed(_write_partition_once, pure=False)(
-                plan, p, stamps.everything(), dask_key_name=(f"dglc-write-partition-{staging.token}", p)
+                plan, p, every_file, dask_key_name=(f"dglc-write-partition-{staging.token}", p)
             )
             for p in range(num_parts)
         ]

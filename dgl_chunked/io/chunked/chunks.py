@@ -9,16 +9,18 @@ file) naming the file and row. :mod:`.graph` wires them into Dask collections.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked.formats import read_edge_chunk, read_feature_chunk
 from dgl_chunked.io.chunked.groups import ChunkGroup, ChunkRef, chunk_refs
+
+if TYPE_CHECKING:  # pandas (0.1 s to import) only where the DataFrame views are used
+    import pandas as pd
 
 __all__ = [
     "ChunkGroup",
@@ -100,6 +102,8 @@ def read_edges_partition(group: ChunkGroup, *, num_src: int, num_dst: int) -> pd
     ChunkMismatchError
         Row count differs from the metadata, or a node ID is out of range.
     """
+    import pandas as pd
+
     src, dst = read_edge_group(group)
     problems = group_id_problems(group, src, dst, num_src=num_src, num_dst=num_dst)
     if problems:
@@ -146,5 +150,7 @@ def read_feature_group(group: ChunkGroup, row_shape: tuple[int, ...], dtype: np.
 
 def empty_edges(_: int) -> pd.DataFrame:
     """The partition of an edge type without edges (``_`` is the ``from_map`` item)."""
+    import pandas as pd
+
     empty = np.empty(0, np.int64)
     return pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))

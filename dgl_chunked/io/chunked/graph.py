@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import dask.array as da
 import numpy as np
-import pandas as pd
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
@@ -66,6 +65,7 @@ DEFAULT_NODE_CHUNK_ROWS = 1 << 22
 """Node chunk size used when ``num_nodes_per_chunk`` is absent."""
 
 _IO_THREADS = 16
+_LOCAL_IO_THREADS = 4  # local footers are parsed under the GIL: more threads only contend
 _T = TypeVar("_T")
 
 
@@ -84,7 +84,8 @@ def _per_file(func: Callable[..., _T], source: ArraySource, storage_options: Sto
     def one(path: str) -> _T:
         return func(path, fmt=source.format, options=source.options, storage_options=storage_options)
 
-    with ThreadPoolExecutor(min(_IO_THREADS, max(len(source.paths), 1))) as pool:
+    remote = any("://" in p for p in source.paths)
+    with ThreadPoolExecutor(min(_IO_THREADS if remote else _LOCAL_IO_THREADS, max(len(source.paths), 1))) as pool:
         return list(pool.map(one, source.paths))
 
 
@@ -307,8 +308,7 @@ class ChunkedGraph:
             "num_src": self.num_nodes(spec.src_type),
             "num_dst": self.num_nodes(spec.dst_type),
         }
-        empty = np.empty(0, np.int64)
-        meta = pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))
+        meta = empty_edges(0)
         parts = [r for r in refs if r.rows]
         label = f"dglc-read-edges-{self._snapshot}"  # in the keys: dask-expr takes no token
         if not parts:  # an empty edge type: one empty partition
