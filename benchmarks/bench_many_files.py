@@ -162,7 +162,7 @@ def _dispatch_rss(graph: Path, assign: Path, out: Path) -> list[float]:
 MODES = {"as typed": [], "--workers 2": ["--workers", str(WORKERS)]}
 
 
-def run_scale(work: Path, scale: int, many: int, methods: list[str], repeat: int) -> dict[str, Any]:
+def run_scale(work: Path, scale: int, many: int, methods: list[str], repeat: int, modes: list[str]) -> dict[str, Any]:
     few_dir, many_dir = work / f"graph-{scale}x", work / f"graph-{scale}x-{many}"
     _synth(few_dir, scale)
     split_copy(few_dir, many_dir, many)
@@ -188,7 +188,8 @@ def run_scale(work: Path, scale: int, many: int, methods: list[str], repeat: int
             m,
         ]
     result: dict[str, Any] = {"scale": scale, "files": {"few": SCALES[scale][2], "many": many}, "commands": {}}
-    for (command, make), (mode, flags) in ((c, m) for c in commands.items() for m in MODES.items()):
+    for (command, make), mode in ((c, m) for c in commands.items() for m in modes):
+        flags = MODES[mode]
         label = f"{command} {mode}"
         times: dict[str, list[float]] = {"few": [], "many": []}
         digests: dict[str, set[str]] = {"few": set(), "many": set()}
@@ -233,6 +234,7 @@ def main() -> None:
     parser.add_argument("--many", type=int, nargs="+", default=None, help="files per type of the many-files copy")
     parser.add_argument("--methods", nargs="*", default=["random", "lp"], help="partition methods of `run`")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--work-dir", default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the graphs in the work directory")
@@ -243,7 +245,7 @@ def main() -> None:
     results = []
     try:
         for scale, files in zip(args.scales, many, strict=True):
-            results.append(run_scale(work, scale, files, args.methods, args.repeat))
+            results.append(run_scale(work, scale, files, args.methods, args.repeat, args.modes))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -169,3 +169,27 @@ def test_an_edge_error_names_the_file_inside_a_group(graphs: dict[str, Path], tm
         dispatch(graph, parts, tmp_path / "out", num_parts=2)
     assert not (tmp_path / "out" / "metadata.json").exists()
     assert np.all([not p.name.startswith("part") for p in (tmp_path / "out").iterdir()])
+
+
+def test_node_chunks_are_coalesced_like_read_tasks() -> None:
+    """Many node chunks (a Spark job's) make as many partitioner tasks as few chunks of the same nodes."""
+    from dgl_chunked.io.chunked.graph import ChunkedGraph
+    from dgl_chunked.io.chunked.metadata import parse_metadata
+
+    per_chunk = [[250] * 40, [7, 0, 5], [0]]
+    doc = {
+        "graph_name": "g",
+        "node_type": ["a", "b", "c"],
+        "num_nodes_per_type": [sum(c) for c in per_chunk],
+        "num_nodes_per_chunk": per_chunk,
+        "edge_type": [],
+        "edges": {},
+        "node_data": {},
+        "edge_data": {},
+    }
+    meta = parse_metadata(doc, base_dir="/in")
+    one_per_chunk = ChunkedGraph(meta, task_bytes=1)
+    assert [one_per_chunk.node_chunks(t) for t in "abc"] == [(250,) * 40, (7, 5), (0,)]  # an empty chunk joins the next
+    whole = ChunkedGraph(meta, task_bytes=DEFAULT_TASK_BYTES)
+    assert [whole.node_chunks(t) for t in "abc"] == [(10_000,), (12,), (0,)]
+    assert ChunkedGraph(meta, task_bytes=8 * 2500).node_chunks("a") == (2500,) * 4  # 8 bytes per node

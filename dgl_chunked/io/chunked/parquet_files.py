@@ -14,6 +14,7 @@ stacked (a single scalar column gives a 1-D array).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Literal
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 
+_SHAPE = re.compile(rb"\(\s*\d+\s*(,\s*\d+\s*)*,?\s*\)")
+
 THREADED_READ_BYTES = 16 << 20
 """Files with more uncompressed bytes than this are decoded by Arrow's thread pool:
 below it, starting the threads cost more than they saved (a 4k-row mask file of a
@@ -60,8 +63,11 @@ class ParquetFooter:
     row_groups: tuple[int, ...]
 
 
-def open_parquet(src: str | IO[bytes], path: str, *, where: str | None = None) -> pq.ParquetFile:
-    """Open a Parquet file (memory-mapped when ``src`` is a local path).
+def open_parquet(
+    src: str | IO[bytes], path: str, *, where: str | None = None, memory_map: bool = True
+) -> pq.ParquetFile:
+    """Open a Parquet file (memory-mapped when ``src`` is a local path and ``memory_map``:
+    to read its pages; for its footer alone a plain open is faster).
 
     Raises
     ------
@@ -70,7 +76,7 @@ def open_parquet(src: str | IO[bytes], path: str, *, where: str | None = None) -
     """
     local = isinstance(src, str)
     try:  # pre-buffering coalesces remote reads; a memory-mapped file gains nothing from it
-        return pq.ParquetFile(src, memory_map=local, pre_buffer=not local)
+        return pq.ParquetFile(src, memory_map=local and memory_map, pre_buffer=not local)
     except (pa.ArrowInvalid, OSError) as err:
         name = f"{where}: {path!r}" if where else f"chunk file {path!r}"
         raise ChunkReadError(f"{name} is not a readable Parquet file ({one_line(err)}); rewrite it") from err
@@ -139,6 +145,8 @@ def shape_metadata(schema: pa.Schema, path: str) -> tuple[int, ...] | None:
     raw = (schema.metadata or {}).get(b"shape")
     if raw is None:
         return None
+    if _SHAPE.fullmatch(raw):  # what DGL and numpy write: "(5000, 16)" (no parser, no lock)
+        return tuple(int(s) for s in raw.strip(b"()").split(b",") if s.strip())
     try:
         with npy.HEADER_LOCK:  # CPython 3.11's ast is not thread-safe
             shape = ast.literal_eval(raw.decode())
@@ -241,8 +249,8 @@ def parquet_feature_info(
     length (``row_shape`` is ``(0,)`` for a zero-row file).
     """
     with source(path, storage_options) as src:
-        pf = open_parquet(src, path)
-        footer = footer_of(pf)
+        pf = open_parquet(src, path, memory_map=False)
+        footer = ParquetFooter(rows=int(pf.metadata.num_rows), schema=pf.schema_arrow, row_groups=())
         names = list(options.get("columns") or footer.schema.names)
         types = [footer.schema.field(n).type for n in names]
         if len(types) == 1 and is_list(types[0]):
