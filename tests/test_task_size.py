@@ -193,3 +193,23 @@ def test_node_chunks_are_coalesced_like_read_tasks() -> None:
     whole = ChunkedGraph(meta, task_bytes=DEFAULT_TASK_BYTES)
     assert [whole.node_chunks(t) for t in "abc"] == [(10_000,), (12,), (0,)]
     assert ChunkedGraph(meta, task_bytes=8 * 2500).node_chunks("a") == (2500,) * 4  # 8 bytes per node
+
+
+def test_a_feature_file_of_another_dtype_is_named_inside_a_group(graphs: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    from dgl_chunked.errors import ChunkMismatchError
+    from dgl_chunked.io.chunked.formats import read_feature_chunk, write_feature_chunk
+
+    shutil.copytree(graphs["many"], tmp_path / "g")
+    meta = json.loads((tmp_path / "g" / "metadata.json").read_text())
+    ntype, feats = next((t, f) for t, f in meta["node_data"].items() if f)
+    feat, source = next((f, s) for f, s in feats.items() if len(s["data"]) > 4)
+    victim = str(tmp_path / "g" / source["data"][4])
+    array = np.asarray(read_feature_chunk(victim, fmt="parquet", options={}))
+    write_feature_chunk(victim, array.astype(np.float64 if array.dtype != np.float64 else np.float32), fmt="parquet")
+    graph = open_chunked_graph(tmp_path / "g", task_bytes=DEFAULT_TASK_BYTES)
+    assert len(graph.feature_groups("node", ntype, feat)) == 1
+    with pytest.raises(ChunkMismatchError, match=rf"{source['data'][4]}.*all files of a feature must share one dtype"):
+        dispatch(graph, assign_partitions(graph, 2), tmp_path / "out", num_parts=2)
+    assert not (tmp_path / "out" / "metadata.json").exists()

@@ -200,13 +200,11 @@ def stage_node_feature_chunk(
     feat: str,
     chunk: int,
     group: ChunkGroup,
-    row_type: tuple[tuple[int, ...], np.dtype[Any]],
     num_parts: int,
     *deps: object,
 ) -> npt.NDArray[np.int64]:
-    """Group one read task's node-feature rows (``row_type``: row shape and dtype) by
-    owner and store them."""
-    rows = read_feature_group(group, *row_type)
+    """Group one read task's node-feature rows by owner and store them."""
+    rows = read_feature_group(group)
     owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
     return _stage_feature_rows(
         staging, feature_array("node", ntype, feat, chunk), rows, np.asarray(owner[group.start : group.stop]), num_parts
@@ -258,13 +256,12 @@ def stage_edge_feature_chunk(
     feat: str,
     chunk: int,
     group: ChunkGroup,
-    row_type: tuple[tuple[int, ...], np.dtype[Any]],
     num_parts: int,
     edge_chunk_starts: Sequence[int],
     *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Group one read task's edge-feature rows by owner (the edge tasks' bounds may
     differ: ``edge_chunk_starts``) and store them."""
-    rows = read_feature_group(group, *row_type)
+    rows = read_feature_group(group)
     owner = edge_owner_range(staging, etype, edge_chunk_starts, group.start, group.stop)
     return _stage_feature_rows(staging, feature_array("edge", etype, feat, chunk), rows, owner, num_parts)

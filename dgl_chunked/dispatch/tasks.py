@@ -235,7 +235,6 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int, s
     out: FeatureTasks = []
     for ntype, feats in graph.metadata.node_data.items():
         for feat in feats:
-            row_type = _row_type(graph, "node", ntype, feat)
             out.append(
                 (
                     (ntype, feat),
@@ -250,7 +249,6 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int, s
                             feat,
                             k,
                             group,
-                            row_type,
                             num_parts,
                             dask_key_name=(f"dglc-stage-node-features-{staging.token}", ntype, feat, k),
                         )
@@ -261,11 +259,6 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int, s
     return out
 
 
-def _row_type(graph: ChunkedGraph, kind: str, type_name: str, feat: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
-    dtype, row_shape = graph.feature_info(kind, type_name, feat)  # type: ignore[arg-type]
-    return tuple(row_shape), np.dtype(dtype)
-
-
 def _edge_feature_tasks(
     graph: ChunkedGraph, staging: Staging, num_parts: int, edge_tasks: Mapping[str, list[Any]], stamps: FileStamps
 ) -> FeatureTasks:
@@ -274,7 +267,6 @@ def _edge_feature_tasks(
         edge_groups = graph.edge_groups(etype)
         bounds = [g.start for g in edge_groups] + [edge_groups[-1].stop if edge_groups else 0]
         for feat in feats:
-            row_type = _row_type(graph, "edge", etype, feat)
             tasks = []
             for k, group in enumerate(graph.feature_groups("edge", etype, feat)):
                 # the owners come from the edge tasks over the same rows: their files count too
@@ -290,7 +282,6 @@ def _edge_feature_tasks(
                         feat,
                         k,
                         group,
-                        row_type,
                         num_parts,
                         bounds,
                         *edge_tasks[etype],

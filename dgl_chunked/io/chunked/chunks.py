@@ -123,8 +123,11 @@ def group_id_problems(group: ChunkGroup, src: IdArray, dst: IdArray, *, num_src:
     return out
 
 
-def read_feature_file(ref: ChunkRef, row_shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
-    """One feature file (memory-mapped when local) as ``(rows, *row_shape)`` of ``dtype``."""
+def read_feature_file(
+    ref: ChunkRef, row_shape: tuple[int, ...] | None = None, dtype: np.dtype[Any] | None = None
+) -> npt.NDArray[Any]:
+    """One feature file (memory-mapped when local), as stored or, given ``row_shape`` and
+    ``dtype``, as ``(rows, *row_shape)`` of ``dtype``."""
     array = read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
     rows = array.shape[0] if array.ndim else 1
     if rows != ref.rows:
@@ -132,19 +135,43 @@ def read_feature_file(ref: ChunkRef, row_shape: tuple[int, ...], dtype: np.dtype
             f"feature file {ref.path!r}: expected {ref.rows} rows (from its header), found "
             f"shape {array.shape}; was the file rewritten while the graph was open?"
         )
+    if row_shape is None or dtype is None:
+        return array
     if ref.rows == 0:
         return np.empty((0, *row_shape), dtype)
     return np.asarray(array).reshape((ref.rows, *row_shape)).astype(dtype, copy=False)
 
 
-def read_feature_group(group: ChunkGroup, row_shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+def read_feature_group(
+    group: ChunkGroup, row_shape: tuple[int, ...] | None = None, dtype: np.dtype[Any] | None = None
+) -> npt.NDArray[Any]:
     """The rows of every feature file of ``group``, in order, as one array (a single local
-    ``.npy`` file stays memory-mapped)."""
+    ``.npy`` file stays memory-mapped).
+
+    Given ``row_shape`` and ``dtype`` (checked across the files by
+    :meth:`~dgl_chunked.io.chunked.graph.ChunkedGraph.feature_info`), every file is
+    converted to them; without, the first non-empty file's are the group's and every
+    other file must have them (:class:`ChunkMismatchError` names the file that differs).
+    """
     if len(group.refs) == 1:
         return read_feature_file(group.refs[0], row_shape, dtype)
-    out = np.empty((group.rows, *row_shape), dtype)
+    out: npt.NDArray[Any] | None = None
+    first = ""
     for ref in group.refs:
-        out[ref.start - group.start : ref.stop - group.start] = read_feature_file(ref, row_shape, dtype)
+        rows = read_feature_file(ref, row_shape, dtype)
+        if not rows.shape[0] and (row_shape is None or dtype is None):
+            continue  # an empty file says nothing about the row shape
+        if out is None:
+            out, first = np.empty((group.rows, *rows.shape[1:]), rows.dtype), ref.path
+        elif rows.dtype != out.dtype or rows.shape[1:] != out.shape[1:]:
+            raise ChunkMismatchError(
+                f"feature file {ref.path!r}: expected {out.dtype} rows of shape {out.shape[1:]} as in "
+                f"{first!r}, found {rows.dtype} rows of shape {rows.shape[1:]}; all files of a feature "
+                "must share one dtype and row shape"
+            )
+        out[ref.start - group.start : ref.stop - group.start] = rows
+    if out is None:  # every file empty
+        return read_feature_file(group.refs[0], row_shape, dtype)
     return out
 
 

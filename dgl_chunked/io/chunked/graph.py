@@ -233,8 +233,9 @@ class ChunkedGraph:
     def feature_groups(self, kind: Literal["node", "edge"], type_name: str, feat: str) -> list[ChunkGroup]:
         """The read tasks of a feature's files (as :meth:`edge_groups`, by the row's bytes)."""
         key = (kind, type_name, feat)
-        if key not in self._groups:
-            dtype, row_shape = self.feature_info(kind, type_name, feat)
+        if key not in self._groups:  # the first non-empty file's row: feature_info checks the others
+            infos = self._infos(kind, type_name, feat)
+            _, row_shape, dtype = next((i for i in infos if i[0]), infos[0] if infos else (0, (), np.dtype("u1")))
             row_bytes = int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
             self._groups[key] = group_chunks(self._feature_chunks(kind, type_name, feat), row_bytes, self.task_bytes)
         return list(self._groups[key])
