@@ -192,7 +192,7 @@ def test_node_chunks_are_coalesced_like_read_tasks() -> None:
     assert [one_per_chunk.node_chunks(t) for t in "abc"] == [(250,) * 40, (7, 5), (0,)]  # an empty chunk joins the next
     whole = ChunkedGraph(meta, task_bytes=DEFAULT_TASK_BYTES)
     assert [whole.node_chunks(t) for t in "abc"] == [(10_000,), (12,), (0,)]
-    assert ChunkedGraph(meta, task_bytes=8 * 2500).node_chunks("a") == (2500,) * 4  # 8 bytes per node
+    assert ChunkedGraph(meta, task_bytes=32 * 2500).node_chunks("a") == (2500,) * 4  # 32 bytes per node
 
 
 def test_a_feature_file_of_another_dtype_is_named_inside_a_group(graphs: dict[str, Path], tmp_path: Path) -> None:

@@ -1,11 +1,11 @@
 """What a command runs in: its Dask scheduler (clients are created only here) and its scratch folder.
 
 Without ``--scheduler`` or ``--workers``, commands run on local threads. ``dispatch``
-and ``run`` do so only when the input is small (:data:`IN_PROCESS_BYTES`): a
-LocalCluster's worker processes take about 1.5 s of CPU each to start and import, and
-below the threshold they never win it back. Above it they get a LocalCluster with a
-worker process per CPU, started in a thread while the command inspects its input
-(metadata, footers, file stamps), so the two overlap.
+and ``run`` do so only when their input is at most :data:`IN_PROCESS_BYTES`: a
+LocalCluster's worker processes take about 1 s of CPU each to start and import, and a
+round trip per task. Above it they get a LocalCluster with a worker process per CPU,
+started in a thread while the command inspects its input (metadata, footers, file
+stamps), so the two overlap.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ __all__ = ["IN_PROCESS_BYTES", "command_client", "local_threads", "optional_clie
 
 IN_PROCESS_BYTES = 4 << 30
 """``dispatch`` and ``run`` without ``--scheduler``/``--workers``/``--memory-limit`` run on
-local threads when their input files hold at most this many bytes (local files only;
-see ``docs/user-guide/performance.md`` for the measurements that put it here)."""
+local threads when their input files hold at most this many bytes (local files only).
+``benchmarks/bench_local_threads.py`` found threads faster at every size measured on 2
+cores, up to 10M nodes / 100M edges (2.1 GB); beyond it a cluster's memory limit per
+worker, worker restarts and GIL-free bookkeeping on many cores were not measured, so
+larger inputs keep the cluster (``docs/user-guide/input-files.md``)."""
 
 
 @contextlib.contextmanager

@@ -45,7 +45,13 @@ from dgl_chunked.io.chunked.chunks import (
     read_edges_partition,
     read_feature_group,
 )
-from dgl_chunked.io.chunked.groups import EDGE_ROW_BYTES, group_chunks, group_ranges, resolve_task_bytes
+from dgl_chunked.io.chunked.groups import (
+    EDGE_ROW_BYTES,
+    FEATURE_ROW_OVERHEAD,
+    group_chunks,
+    group_ranges,
+    resolve_task_bytes,
+)
 from dgl_chunked.io.chunked.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
 
 if TYPE_CHECKING:
@@ -65,8 +71,9 @@ __all__ = [
 DEFAULT_NODE_CHUNK_ROWS = 1 << 22
 """Node chunk size used when ``num_nodes_per_chunk`` is absent."""
 
-NODE_ROW_BYTES = 8
-"""Bytes per node a node chunk's task is sized by (an int64 per node: IDs, hashes)."""
+NODE_ROW_BYTES = 32
+"""Bytes per node a node chunk's task is sized by: a few int64 per node (IDs, hashes and
+their temporaries), so the default task size gives chunks of 1M nodes."""
 
 _IO_THREADS = 16
 _T = TypeVar("_T")
@@ -188,7 +195,7 @@ class ChunkedGraph:
 
     def node_chunks(self, ntype: str) -> tuple[int, ...]:
         """Node chunking of ``ntype`` (the partitioners' tasks): ``num_nodes_per_chunk`` if
-        given, consecutive chunks coalesced up to the task size at 8 bytes per node (as
+        given, consecutive chunks coalesced up to the task size at 32 bytes per node (as
         read tasks are, so 2,000 Spark chunks make as many tasks as 4 of the same nodes);
         else near-equal chunks of at most ``node_chunk_rows`` (``(0,)`` for an empty type)."""
         i = self.metadata.ntype_id(ntype)
@@ -236,7 +243,7 @@ class ChunkedGraph:
         if key not in self._groups:  # the first non-empty file's row: feature_info checks the others
             infos = self._infos(kind, type_name, feat)
             _, row_shape, dtype = next((i for i in infos if i[0]), infos[0] if infos else (0, (), np.dtype("u1")))
-            row_bytes = int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            row_bytes = int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize + FEATURE_ROW_OVERHEAD
             self._groups[key] = group_chunks(self._feature_chunks(kind, type_name, feat), row_bytes, self.task_bytes)
         return list(self._groups[key])
 
