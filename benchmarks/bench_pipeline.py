@@ -30,6 +30,14 @@ graph and assignment (``--repeat`` times each, fastest kept) and prints the rati
 
 Peak RSS per worker is the worker process's ``ru_maxrss`` read at the end (each
 run uses a fresh cluster, so it is that run's peak).
+
+``--dgl-pipeline DGL_SRC`` also runs DGL's own chunked pipeline on the same graph and
+assignment: ``DGL_SRC/tools/distpartitioning/data_proc_pipeline.py`` of a DGL v2.1.0
+source checkout, 2 ranks (``--dgl-ranks``) over gloo on the loopback interface, with the
+real-DGL interpreter (``--dgl-python``, default ``$DGL_VENV_PYTHON``, else the one
+``scripts/setup-real-dgl.sh`` makes). Alternately with it (``--repeat`` times, fastest
+kept) it runs the ``dgl-chunked dispatch`` command end to end, as a user types it (no
+cluster flag) and with ``--workers 2``, and prints how many times faster each is.
 """
 
 from __future__ import annotations
@@ -182,6 +190,70 @@ class _StatusWatch:
         self._thread.join()
 
 
+def _dgl_python(given: str | None) -> str:
+    default = Path.home() / ".cache" / "dgl_chunked" / "dgl210" / "bin" / "python"
+    return given or os.environ.get("DGL_VENV_PYTHON") or str(default)
+
+
+def _dgl_pipeline(src: Path, python: str, chunked: Path, assign: Path, out: Path, ranks: int) -> float:
+    """Wall time of DGL's chunked pipeline (``ranks`` processes, gloo on 127.0.0.1)."""
+    import socket
+
+    tools = src / "tools"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    meta = json.loads((chunked / "metadata.json").read_text())
+    args = [python, str(tools / "distpartitioning" / "data_proc_pipeline.py"), f"--world-size={ranks}"]
+    args += ["--process-group-timeout=600", f"--input-dir={chunked}", f"--graph-name={meta['graph_name']}"]
+    args += ["--schema=metadata.json", "--num-parts=2", f"--output={out}", f"--partitions-dir={assign}"]
+    args += ["--log-level=warning"]
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    env["PYTHONPATH"] = os.pathsep.join([str(tools / "distpartitioning"), str(tools)])
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen(args, env={**env, "RANK": str(r)}, cwd=out, stdout=subprocess.DEVNULL) for r in range(ranks)
+    ]
+    if any(p.wait() for p in procs):
+        raise RuntimeError(f"DGL's pipeline failed: {args}")
+    seconds = time.perf_counter() - start
+    if not (out / "metadata.json").is_file():
+        raise RuntimeError(f"DGL's pipeline wrote no {out / 'metadata.json'}")
+    return seconds
+
+
+def _cli_dispatch(chunked: Path, assign: Path, out: Path, extra: list[str]) -> float:
+    """Wall time of ``dgl-chunked dispatch`` end to end (imports, cluster, every stage)."""
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [str(Path(sys.executable).parent / "dgl-chunked"), "dispatch", "--in-dir", str(chunked)]
+    cmd += ["--partitions-dir", str(assign), "--out-dir", str(out), "--no-progress", *extra]
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def _versus_dgl(work: Path, scale: int, chunked: Path, args: argparse.Namespace) -> dict[str, float]:
+    """DGL's pipeline and our CLI, alternately, on the same graph and random assignment."""
+    import dgl_chunked as dglc
+
+    assign = work / f"dgl-assign-{scale}x"
+    if not (assign / "partition_meta.json").exists():
+        graph = dglc.open_chunked_graph(chunked)
+        dglc.write_assignment(assign, dglc.assign_partitions(graph, 2, seed=0), num_parts=2, algo_name="random")
+    runs: dict[str, list[float]] = {"dgl": [], "ours": [], "ours --workers 2": []}
+    for _ in range(args.repeat):
+        out = work / f"dgl-out-{scale}x"
+        runs["dgl"].append(
+            _dgl_pipeline(Path(args.dgl_pipeline), _dgl_python(args.dgl_python), chunked, assign, out, args.dgl_ranks)
+        )
+        runs["ours"].append(_cli_dispatch(chunked, assign, out, []))
+        runs["ours --workers 2"].append(_cli_dispatch(chunked, assign, out, ["--workers", "2"]))
+    shutil.rmtree(work / f"dgl-out-{scale}x", ignore_errors=True)
+    return {k: min(v) for k, v in runs.items()}
+
+
 def _plot(rows: list[dict[str, Any]], path: str) -> None:
     """Time and peak RSS per worker against edges, one line per memory-limit setting."""
     import matplotlib
@@ -249,6 +321,9 @@ def main() -> None:
         default="csv",
         help="how the synthetic graphs store edges (Parquet graphs go to graph-<scale>x-parquet)",
     )
+    parser.add_argument("--dgl-pipeline", default=None, metavar="DGL_SRC", help="DGL v2.1.0 source checkout")
+    parser.add_argument("--dgl-python", default=None, help="interpreter with DGL 2.1.0 and torch")
+    parser.add_argument("--dgl-ranks", type=int, default=2)
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--use-graphbolt", action="store_true", help="write GraphBolt .pt partitions")
     fmt.add_argument("--compare-graphbolt", action="store_true", help="run DGL format and GraphBolt alternately")
@@ -304,6 +379,21 @@ def main() -> None:
         print(f"{dgl_row['graph']}: GraphBolt dispatch / DGL-format dispatch = {ratio:.2f}x")
     for r in rows:
         print(f"  {r['graph']}: workers seen paused: {len(r['workers_paused'])}, restarted: {r['workers_restarted']}")
+    for scale in args.scales if args.dgl_pipeline else []:
+        suffix = "" if args.edge_format == "csv" else f"-{args.edge_format}"
+        versus = _versus_dgl(work, scale, work / f"graph-{scale}x{suffix}", args)
+        row = next(r for r in rows if r["graph"].startswith(f"{SCALES[scale][0] // 10**6}M/"))
+        row["versus_dgl_s"] = versus
+        dgl = versus["dgl"]
+        print(
+            f"{row['graph']}: DGL's pipeline ({args.dgl_ranks} ranks) {dgl:.2f} s; `dgl-chunked dispatch` "
+            + ", ".join(
+                f"{k.removeprefix('ours').strip() or 'as typed'} {v:.2f} s ({dgl / v:.1f}x faster)"
+                for k, v in versus.items()
+                if k != "dgl"
+            )
+            + f"; load average {os.getloadavg()[0]:.2f}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     if args.plot:

@@ -8,15 +8,21 @@ The main job, as a Python API::
     dglc.dispatch(graph, parts, "out/", num_parts=4)        # DGL partitions + out/metadata.json
 
 It runs on whatever Dask scheduler is current (a ``distributed.Client`` if one exists).
+
+Names of the layers a command may not need (``chunk``, ``partition``, ``pipeline``,
+``synth``, ``verify``) load on first use (PEP 562), so ``dgl-chunked dispatch`` imports
+neither pandas nor the partitioners; ``dispatch`` and ``io`` load at once (the function
+``dispatch`` shares its name with its package, so the package must be imported first).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from dgl_chunked import errors
 from dgl_chunked._version import __version__
-from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.dispatch import DispatchOptions, DispatchResult, dispatch
-from dgl_chunked.dispatch.convert_graphbolt import convert_to_graphbolt
 from dgl_chunked.io import (
     ChunkedGraph,
     ChunkedGraphMetadata,
@@ -31,11 +37,50 @@ from dgl_chunked.io import (
     validate_chunked_graph,
     write_assignment,
 )
-from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
-from dgl_chunked.pipeline import RunPlan, plan_run, run
-from dgl_chunked.remap import LookupResult, RemapResult, ResultSource, lookup_ids, remap_results
-from dgl_chunked.synth import SynthSpec, write_synthetic_graph
-from dgl_chunked.verify import VerifyReport, load_partition_output, verify_partitions
+
+if TYPE_CHECKING:
+    from dgl_chunked.chunk import chunk_graph
+    from dgl_chunked.dispatch.convert_graphbolt import convert_to_graphbolt
+    from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
+    from dgl_chunked.pipeline import RunPlan, plan_run, run
+    from dgl_chunked.remap import LookupResult, RemapResult, ResultSource, lookup_ids, remap_results
+    from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+    from dgl_chunked.verify import VerifyReport, load_partition_output, verify_partitions
+
+_LAZY = {
+    "chunk_graph": "dgl_chunked.chunk",
+    "convert_to_graphbolt": "dgl_chunked.dispatch.convert_graphbolt",
+    "PartitionReport": "dgl_chunked.partition",
+    "assign_partitions": "dgl_chunked.partition",
+    "compute_partition_report": "dgl_chunked.partition",
+    "RunPlan": "dgl_chunked.pipeline",
+    "plan_run": "dgl_chunked.pipeline",
+    "run": "dgl_chunked.pipeline",
+    "LookupResult": "dgl_chunked.remap",
+    "RemapResult": "dgl_chunked.remap",
+    "ResultSource": "dgl_chunked.remap",
+    "lookup_ids": "dgl_chunked.remap",
+    "remap_results": "dgl_chunked.remap",
+    "SynthSpec": "dgl_chunked.synth",
+    "write_synthetic_graph": "dgl_chunked.synth",
+    "VerifyReport": "dgl_chunked.verify",
+    "load_partition_output": "dgl_chunked.verify",
+    "verify_partitions": "dgl_chunked.verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a lazy public name on first use (see the module docstring)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dgl_chunked' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ChunkedGraph",

@@ -15,10 +15,12 @@ for the local schedulers.
 
 from __future__ import annotations
 
+import sys
 import uuid
+from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["current_client", "run_token"]
+__all__ = ["current_client", "on_worker", "run_token"]
 
 
 def run_token(*inputs: Any) -> str:
@@ -44,13 +46,32 @@ def run_token(*inputs: Any) -> str:
 def current_client(client: Any = None) -> Any:
     """The ``distributed.Client`` that computations go to, or None (local scheduler).
 
-    ``client`` wins when given; otherwise Dask's order decides, so
-    ``dask.config.set(scheduler="threads")`` inside a ``Client`` context runs locally,
-    exactly as ``dask.compute`` would.
+    ``client`` wins when given (a :class:`concurrent.futures.Future` of one is waited
+    for: the CLI starts its cluster in a thread while the input is inspected);
+    otherwise Dask's order decides, so ``dask.config.set(scheduler="threads")`` inside a
+    ``Client`` context runs locally, exactly as ``dask.compute`` would.
     """
+    if isinstance(client, Future):
+        return client.result()
     if client is not None:
         return client
     from dask.base import get_scheduler
 
     owner = getattr(get_scheduler(), "__self__", None)
     return owner if type(owner).__name__ == "Client" and hasattr(owner, "gather") else None
+
+
+def on_worker() -> bool:
+    """True inside a task on a ``distributed`` worker (then ``worker_client`` works).
+
+    Never imports ``distributed`` (0.3 s): a process that has not imported it runs no
+    worker.
+    """
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return False
+    try:
+        distributed.get_worker()
+    except ValueError:
+        return False
+    return True

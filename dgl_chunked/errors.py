@@ -34,6 +34,7 @@ __all__ = [
     "DglChunkedWarning",
     "EmptyPartitionWarning",
     "PerformanceWarning",
+    "one_line",
 ]
 
 
@@ -102,6 +103,14 @@ class ValidationFailed(DglChunkedError):
         self.problems = list(problems)
         head = f"{len(self.problems)} problem(s) found"
         super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in self.problems))
+
+
+def one_line(err: BaseException | str) -> str:
+    """``err`` as one line of printable text (pyarrow's messages span several lines and
+    quote damaged bytes), prefixed by its class name when it is an exception."""
+    text = " ".join(str(err).split())
+    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return f"{type(err).__name__}: {text}" if isinstance(err, BaseException) else text
 
 
 _T = TypeVar("_T")

@@ -23,6 +23,13 @@ GOLDEN = REPO / "tests" / "data" / "golden"
 collect_ignore = ["realdgl/dgl_side.py", "realdgl/gnn_side.py"]
 collect_ignore_glob = ["data/*"]
 
+# The suite's graphs are a few KiB: at the default task size every type would be one read
+# task. One file per task keeps the multi-task paths (unaligned feature and edge tasks,
+# resume after N tasks, per-task errors) exercised; tests/test_task_size.py checks that
+# coalescing gives the same bytes, and sets the size it tests explicitly. Subprocesses
+# (CLI tests, workers) inherit it.
+os.environ.setdefault("DGLC_TASK_SIZE", "1")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", help="also run tests marked slow (CI sets DGLC_RUN_SLOW=1)")

@@ -1,19 +1,48 @@
-"""What a command runs in: its Dask client (created only here) and its scratch folder."""
+"""What a command runs in: its Dask scheduler (clients are created only here) and its scratch folder.
+
+Without ``--scheduler`` or ``--workers``, commands run on local threads. ``dispatch``
+and ``run`` do so only when their input is at most :data:`IN_PROCESS_BYTES`: a
+LocalCluster's worker processes take about 1 s of CPU each to start and import, and a
+round trip per task. Above it they get a LocalCluster with a worker process per CPU,
+started in a thread while the command inspects its input (metadata, footers, file
+stamps), so the two overlap.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import click
+import dask
+import dask.threaded
 from dask.base import tokenize
 
 from dgl_chunked.cluster import dask_client
 from dgl_chunked.storage.fs import is_url, join
 from dgl_chunked.storage.owned import check_no_overlap, remove_owned, scratch_dir
 
-__all__ = ["command_client", "optional_client", "owned_scratch"]
+__all__ = ["IN_PROCESS_BYTES", "command_client", "local_threads", "optional_client", "owned_scratch"]
+
+IN_PROCESS_BYTES = 4 << 30
+"""``dispatch`` and ``run`` without ``--scheduler``/``--workers``/``--memory-limit`` run on
+local threads when their input files hold at most this many bytes (local files only).
+``benchmarks/bench_local_threads.py`` found threads faster at every size measured on 2
+cores, up to 10M nodes / 100M edges (2.1 GB); beyond it a cluster's memory limit per
+worker, worker restarts and GIL-free bookkeeping on many cores were not measured, so
+larger inputs keep the cluster (``docs/user-guide/input-files.md``)."""
+
+
+@contextlib.contextmanager
+def local_threads() -> Iterator[None]:
+    """Dask's threaded scheduler with a thread per CPU, named by function: a scheduler
+    named by string makes Dask import ``distributed`` (0.3 s) to look for a client."""
+    with dask.config.set(scheduler=dask.threaded.get, num_workers=os.cpu_count() or 1):
+        yield
 
 
 def _honour_log_level() -> int:
@@ -28,10 +57,9 @@ def _honour_log_level() -> int:
 def optional_client(
     scheduler: str | None, workers: int | None, *, memory_limit: str | None = None
 ) -> contextlib.AbstractContextManager[Any]:
-    """A Dask client when ``--scheduler`` or ``--workers`` is given; else the default
-    scheduler (local threads), as a no-op context."""
+    """A Dask client when ``--scheduler`` or ``--workers`` is given; else local threads."""
     if not scheduler and not workers:
-        return contextlib.nullcontext()
+        return local_threads()
     _honour_log_level()
     return dask_client(scheduler, workers=workers, memory_limit=memory_limit)
 
@@ -42,21 +70,61 @@ def _quiet_task_errors() -> None:
     logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
 
 
+def input_bytes(paths: list[str]) -> int | None:
+    """Bytes of the input files, or None when any is a URL (or cannot be read): then the
+    command gets a cluster."""
+    if any(is_url(p) for p in paths):
+        return None
+    try:
+        return sum(os.stat(p).st_size for p in paths)
+    except OSError:
+        return None
+
+
 @contextlib.contextmanager
-def command_client(kw: dict[str, Any]) -> Iterator[Any]:
-    """The client of a command with :func:`~dgl_chunked.cli.options.cluster_options`: to
-    ``--scheduler``, else a new LocalCluster sized by ``--workers``/``--threads-per-worker``/
-    ``--memory-limit`` whose workers stay quiet about failed tasks below ``--log-level INFO``."""
-    level = _honour_log_level()
-    with dask_client(
-        kw["scheduler"],
-        workers=kw["workers"],
-        threads_per_worker=kw["threads_per_worker"],
-        memory_limit=kw["memory_limit"],
-    ) as client:
+def command_client(kw: dict[str, Any], input_paths: Callable[[], list[str]]) -> Iterator[Any]:
+    """The scheduler of a command with :func:`~dgl_chunked.cli.options.cluster_options`.
+
+    Yields what to pass as ``client=``: a client of ``--scheduler``, or a
+    :class:`~concurrent.futures.Future` of a new LocalCluster's client (sized by
+    ``--workers``/``--threads-per-worker``/``--memory-limit``; its workers stay quiet about
+    failed tasks below ``--log-level INFO``) started in a thread meanwhile; or None, with
+    local threads current, when no cluster flag is given and ``input_paths()`` hold at
+    most :data:`IN_PROCESS_BYTES`.
+    """
+    if not (kw["scheduler"] or kw["workers"] or kw["memory_limit"]):
+        size = input_bytes(input_paths())
+        if size is not None and size <= IN_PROCESS_BYTES:
+            click.echo(f"scheduler: {os.cpu_count()} local threads (input of {size / 1e6:.0f} MB)")
+            with local_threads():
+                yield None
+            return
+    stack = contextlib.ExitStack()
+
+    def start() -> Any:
+        level = _honour_log_level()
+        client = stack.enter_context(
+            dask_client(
+                kw["scheduler"],
+                workers=kw["workers"],
+                threads_per_worker=kw["threads_per_worker"],
+                memory_limit=kw["memory_limit"],
+            )
+        )
         if not kw["scheduler"] and level >= logging.WARNING:  # our workers share our stderr
             client.run(_quiet_task_errors)
-        yield client
+        click.echo(f"dashboard: {client.dashboard_link}")
+        return client
+
+    with ThreadPoolExecutor(1, thread_name_prefix="dglc-cluster") as pool:
+        pending: Future[Any] = pool.submit(start)
+        try:
+            yield pending
+        finally:
+            # a start that failed while the command failed too leaves the command's error
+            with contextlib.suppress(Exception):
+                pending.result()
+            pool.submit(stack.close).result()  # in the thread that entered it (Dask's context variables)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ import click
 
 from dgl_chunked.errors import DglChunkedError
 
-__all__ = ["environment_error", "fail", "os_error_message", "user_errors"]
+__all__ = ["environment_error", "fail", "fail_line", "os_error_message", "user_errors"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -97,6 +97,11 @@ def user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except DglChunkedError as err:
             logger.debug("user error", exc_info=True)
+            problems = getattr(err, "problems", None)
+            if isinstance(problems, list) and len(problems) > 1:  # every one on stdout, the first on the error line
+                for problem in problems:
+                    click.echo(f"  - {problem}")
+                fail_line(problems)
             click.echo(f"error: {err}", err=True)
             sys.exit(1)
         except Exception as err:  # noqa: BLE001 - re-raised unless it is the environment's fault
@@ -112,6 +117,11 @@ def user_errors(func: F) -> F:
 
 def fail(what: str, problems: list[str]) -> NoReturn:
     """The one ``error:`` line closing a list of problems (it repeats the first), then exit 1."""
+    fail_line(problems, what)
+
+
+def fail_line(problems: list[str], what: str = "") -> NoReturn:
+    """``error: [WHAT: ]FIRST PROBLEM (and N more, listed above)`` on stderr, then exit 1."""
     more = f" (and {len(problems) - 1} more, listed above)" if len(problems) > 1 else ""
-    click.echo(f"error: {what}: {problems[0]}{more}", err=True)
+    click.echo(f"error: {what + ': ' if what else ''}{problems[0]}{more}", err=True)
     sys.exit(1)  # main() maps SystemExit to the exit code

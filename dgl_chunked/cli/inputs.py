@@ -11,7 +11,7 @@ import click
 from dgl_chunked import SynthSpec, chunk_graph, validate_chunked_graph, write_synthetic_graph
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import fail, user_errors
-from dgl_chunked.cli.options import add_options, local_cluster_options, storage_option
+from dgl_chunked.cli.options import add_options, local_cluster_options, storage_option, task_size_option
 
 __all__ = ["chunk_command", "synth_command", "validate_command"]
 
@@ -23,6 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @local_cluster_options
 @storage_option
+@task_size_option
 @user_errors
 def validate_command(
     in_dir: str,
@@ -30,10 +31,13 @@ def validate_command(
     scheduler: str | None,
     workers: int | None,
     storage_options: dict[str, Any] | None,
+    task_size: str | None,
 ) -> None:
     """Check metadata.json and every chunk file; print a summary or every problem."""
     with optional_client(scheduler, workers):
-        report = validate_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+        report = validate_chunked_graph(
+            in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
+        )
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
     if not report.ok:

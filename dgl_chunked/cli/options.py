@@ -23,6 +23,7 @@ __all__ = [
     "parse_storage_options",
     "scratch_option",
     "storage_option",
+    "task_size_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -103,6 +104,18 @@ def assignment_cluster_options(func: F) -> F:
     )
 
 
+def task_size_option(func: F) -> F:
+    """``--task-size SIZE``: the decoded bytes one read task aims at."""
+    return click.option(
+        "--task-size",
+        "task_size",
+        metavar="SIZE",
+        default=None,
+        help="Input files are read in tasks of about this many decoded bytes, several small "
+        "files per task (default: $DGLC_TASK_SIZE, else 32MiB).",
+    )(func)
+
+
 def cluster_options(func: F) -> F:
     """Flags shared by every command that always runs on a Dask cluster (dispatch, run)."""
     options = [
@@ -127,7 +140,7 @@ def cluster_options(func: F) -> F:
         ),
         click.option("--no-progress", is_flag=True, help="Do not show progress bars."),
     ]
-    return storage_option(add_options(func, options))
+    return task_size_option(storage_option(add_options(func, options)))
 
 
 def scratch_option(default: str) -> Callable[[F], F]:

@@ -9,7 +9,7 @@ import click
 from dgl_chunked import convert_to_graphbolt, open_chunked_graph, verify_partitions
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import fail, user_errors
-from dgl_chunked.cli.options import local_cluster_options, scratch_option, storage_option
+from dgl_chunked.cli.options import local_cluster_options, scratch_option, storage_option, task_size_option
 from dgl_chunked.io.dgl import annotate_dgl_file, describe_dgl_file, format_annotation
 from dgl_chunked.io.graphbolt import describe_graphbolt_file, is_torch_zip
 from dgl_chunked.storage.fs import filesystem
@@ -57,6 +57,7 @@ def inspect_command(file: str, values: int, annotate: bool, storage_options: dic
 @local_cluster_options
 @scratch_option("--out-dir")
 @storage_option
+@task_size_option
 @user_errors
 def verify_command(
     in_dir: str,
@@ -66,9 +67,12 @@ def verify_command(
     workers: int | None,
     scratch_dir: str | None,
     storage_options: dict[str, Any] | None,
+    task_size: str | None,
 ) -> None:
     """Check a finished output against its input: every node, edge and feature row, out of core."""
-    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    graph = open_chunked_graph(
+        in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
+    )
     with optional_client(scheduler, workers):
         report = verify_partitions(graph, out_dir, storage_options=storage_options, scratch_dir=scratch_dir or out_dir)
     if not report.ok:

@@ -10,7 +10,7 @@ import click
 from dgl_chunked import open_chunked_graph
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
-from dgl_chunked.cli.options import assignment_cluster_options, storage_option
+from dgl_chunked.cli.options import assignment_cluster_options, storage_option, task_size_option
 from dgl_chunked.parmetis import export_parmetis, import_parmetis
 
 __all__ = ["parmetis_export_command", "parmetis_import_command"]
@@ -37,6 +37,7 @@ __all__ = ["parmetis_export_command", "parmetis_import_command"]
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
 @assignment_cluster_options
 @storage_option
+@task_size_option
 @user_errors
 def parmetis_export_command(
     in_dir: str,
@@ -49,10 +50,13 @@ def parmetis_export_command(
     scheduler: str | None,
     workers: int | None,
     storage_options: dict[str, Any] | None,
+    task_size: str | None,
 ) -> None:
     """Write ParMETIS input files (pm_dglpart) without self loops or duplicate edges."""
     masks = [m.strip() for m in balance_masks.split(",") if m.strip()] if balance_masks else []
-    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    graph = open_chunked_graph(
+        in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
+    )
     with optional_client(scheduler, workers):
         files = export_parmetis(
             graph,

@@ -15,7 +15,13 @@ from dgl_chunked import (
 )
 from dgl_chunked.cli.context import optional_client, owned_scratch
 from dgl_chunked.cli.errors import user_errors
-from dgl_chunked.cli.options import assignment_cluster_options, parse_size, scratch_option, storage_option
+from dgl_chunked.cli.options import (
+    assignment_cluster_options,
+    parse_size,
+    scratch_option,
+    storage_option,
+    task_size_option,
+)
 from dgl_chunked.io.assignment import retract_assignment
 from dgl_chunked.storage.fs import join
 
@@ -47,6 +53,7 @@ __all__ = ["partition_command", "report_command"]
 @scratch_option("--out-dir")
 @assignment_cluster_options
 @storage_option
+@task_size_option
 @user_errors
 def partition_command(
     in_dir: str,
@@ -63,11 +70,12 @@ def partition_command(
     scheduler: str | None,
     workers: int | None,
     storage_options: dict[str, Any] | None,
+    task_size: str | None,
 ) -> None:
     """Assign every node to a partition; write ASSIGN/ and ASSIGN/report.json."""
     so = storage_options
     balance = [b.strip() for b in balance_ntypes.split(",") if b.strip()] if balance_ntypes else None
-    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=so)
+    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=so, task_bytes=task_size)
     with (
         optional_client(scheduler, workers),
         owned_scratch(
@@ -126,6 +134,7 @@ def partition_command(
 @scratch_option("--partitions-dir")
 @assignment_cluster_options
 @storage_option
+@task_size_option
 @user_errors
 def report_command(
     in_dir: str,
@@ -136,9 +145,12 @@ def report_command(
     scheduler: str | None,
     workers: int | None,
     storage_options: dict[str, Any] | None,
+    task_size: str | None,
 ) -> None:
     """Print edge cut, balance and HALO counts of an assignment directory."""
-    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+    graph = open_chunked_graph(
+        in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
+    )
     with optional_client(scheduler, workers):
         meta, parts = open_assignment(
             partitions_dir,

@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
-from dgl_chunked import DispatchOptions, DispatchResult, dispatch, open_chunked_graph, plan_run, run
+import dgl_chunked
+from dgl_chunked import ChunkedGraph, DispatchOptions, DispatchResult, dispatch, open_chunked_graph
 from dgl_chunked.cli.context import command_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import add_options, cluster_options, parse_size, scratch_option
@@ -134,6 +135,16 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
     )
 
 
+def _input_files(graph: ChunkedGraph) -> list[str]:
+    """Every edge and feature file the graph's ``metadata.json`` names."""
+    m = graph.metadata
+    sources = [
+        *m.edges.values(),
+        *(s for data in (m.node_data, m.edge_data) for f in data.values() for s in f.values()),
+    ]
+    return [p for source in sources for p in source.paths]
+
+
 def _print_result(result: DispatchResult) -> None:
     config = result.config
     click.echo(
@@ -158,10 +169,11 @@ def _print_result(result: DispatchResult) -> None:
 def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
     """Write DGL partitions of a chunked graph as an assignment directory says."""
     so = kw["storage_options"]
-    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"], storage_options=so)
+    graph = open_chunked_graph(
+        in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
+    )
     options = _make_dispatch_options(kw)
-    with command_client(kw) as client:
-        click.echo(f"dashboard: {client.dashboard_link}")
+    with command_client(kw, lambda: _input_files(graph)) as client:
         result = dispatch(graph, partitions_dir, kw["out_dir"], options=options, client=client, storage_options=so)
     _print_result(result)
 
@@ -205,12 +217,13 @@ def run_command(
 ) -> None:
     """Partition and dispatch in one go: chunked graph -> DGL partitions."""
     so = kw["storage_options"]
-    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"], storage_options=so)
+    graph = open_chunked_graph(
+        in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
+    )
     options = _make_dispatch_options(kw, part_method=method)
     balance = tuple(balance_ntypes.split(",")) if balance_ntypes else None
-    with command_client(kw) as client:
-        click.echo(f"dashboard: {client.dashboard_link}")
-        result = run(
+    with command_client(kw, lambda: _input_files(graph)) as client:
+        result = dgl_chunked.run(  # run, plan_run: looked up here, so `dispatch` never loads the partitioners
             graph,
             kw["out_dir"],
             num_parts=num_parts,
@@ -256,8 +269,10 @@ def plan_command(
     file headers alone, and refuse when the output or staging filesystem lacks the space.
     Takes `run`'s options, so `run` can be replaced by `plan` in a command line."""
     so = kw["storage_options"]
-    graph = open_chunked_graph(in_dir, metadata_filename=kw["metadata_filename"], storage_options=so)
-    plan = plan_run(
+    graph = open_chunked_graph(
+        in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
+    )
+    plan = dgl_chunked.plan_run(
         graph,
         kw["out_dir"],
         num_parts=num_parts,

@@ -14,7 +14,7 @@ import dask.array as da
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.finalize import part_dir_name, publish_partition, tmp_dir_name, write_partition
-from dgl_chunked.dispatch.fingerprint import run_fingerprint
+from dgl_chunked.dispatch.fingerprint import FileStamps, file_stamps, run_fingerprint
 from dgl_chunked.dispatch.forecast import forecast_dispatch
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats
@@ -124,6 +124,7 @@ def dispatch(
     with acquire_lease(out, OUTPUT_KIND, storage_options=storage_options) as lease:
         prepare_out_dir(out, opts.overwrite, storage_options)
         fingerprint = run_fingerprint(graph, assignment, parts, num_parts, opts, storage_options, extra_node_data or {})
+        stamps = file_stamps(graph, storage_options)
         staging = Staging(
             staging_root,
             storage_options,
@@ -134,10 +135,11 @@ def dispatch(
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
         runner = StageRunner(client=client, progress=opts.progress)
-        plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, storage_options)
+        plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps)
+        every_file = stamps.everything()
         writes = [
             dask.delayed(_write_partition_once, pure=False)(
-                plan, p, dask_key_name=(f"dglc-write-partition-{staging.token}", p)
+                plan, p, every_file, dask_key_name=(f"dglc-write-partition-{staging.token}", p)
             )
             for p in range(num_parts)
         ]
@@ -178,9 +180,10 @@ def _stage(
     runner: StageRunner,
     extra_node_data: Mapping[str, Mapping[str, da.Array]],
     out: str,
-    storage_options: StorageOptions,
+    stamps: FileStamps,
 ) -> PartitionPlan:
     """Stage nodes, edges and features; return the plan of the partition writers."""
+    storage_options = staging.storage_options
     meta = graph.metadata
     node_layout, node_starts, node_counts = stage_nodes(
         graph, parts, num_parts, staging, opts.block_rows, runner, keep_sorted_ids=opts.save_orig_nids
@@ -193,6 +196,7 @@ def _stage(
             node_layout,
             num_parts,
             runner,
+            stamps=stamps,
             extra_node_data=extra_node_data,
             block_rows=opts.block_rows,
             save_orig_eids=opts.save_orig_eids,
@@ -262,17 +266,17 @@ def _resolve_assignment(
     return parts, meta.num_parts, meta.method or meta.algo_name  # method: the real one, from our sidecar
 
 
-def _write_partition_once(plan: PartitionPlan, part: int) -> PartitionSummary:
-    """Write a partition unless a resumed run already finished it."""
+def _write_partition_once(plan: PartitionPlan, part: int, stamp: str) -> PartitionSummary:
+    """Write a partition unless a resumed run already finished it from these input files."""
     key = f"write/{part}"
-    done = plan.staging.done_value(key)
+    done = plan.staging.done_value(key, stamp)
     if done is not MISSING and any(
         fs.exists(fs.join(plan.out_dir, name), plan.storage_options)
         for name in (part_dir_name(part), tmp_dir_name(part))
     ):
         return PartitionSummary.from_dict(done)
     summary = write_partition(plan, part)
-    plan.staging.mark_done(key, summary.to_dict())
+    plan.staging.mark_done(key, summary.to_dict(), stamp)
     return summary
 
 

@@ -74,7 +74,7 @@ class _Sizes:
 
 
 def _features(graph: ChunkedGraph, kind: str) -> list[tuple[list[int], int, int]]:
-    """``(rows of each chunk, bytes per row, itemsize)`` of every node or edge feature."""
+    """``(rows of each read task, bytes per row, itemsize)`` of every node or edge feature."""
     meta = graph.metadata
     data = meta.node_data if kind == "node" else meta.edge_data
     out = []
@@ -82,11 +82,7 @@ def _features(graph: ChunkedGraph, kind: str) -> list[tuple[list[int], int, int]
         for feat in feats:
             dtype, shape = graph.feature_info(kind, type_name, feat)  # type: ignore[arg-type]
             itemsize = np.dtype(dtype).itemsize
-            refs = (
-                graph.node_feature_chunks(type_name, feat)
-                if kind == "node"
-                else graph.edge_feature_chunks(type_name, feat)
-            )
+            refs = graph.feature_groups(kind, type_name, feat)  # type: ignore[arg-type]
             out.append(([r.rows for r in refs], int(np.prod(shape, dtype=np.int64)) * itemsize, itemsize))
     return out
 
@@ -117,7 +113,7 @@ def _staging_bytes(graph: ChunkedGraph, opts: DispatchOptions, num_parts: int, e
     owner_size = compact_owner_dtype(num_parts).itemsize
     for spec in meta.edge_types:
         keep_owner = keeps_edge_owners(meta, spec.name, opts.save_orig_eids)
-        for ref in graph.edge_chunks(spec.name):
+        for ref in graph.edge_groups(spec.name):
             total += 2 * _staged_bytes(ref.rows, id_size, id_size)
             total += _staged_bytes(ref.rows, owner_size, owner_size) if keep_owner else 0
     for kind in ("node", "edge"):
@@ -193,7 +189,7 @@ def forecast_dispatch(
     cal = calibration
     meta = graph.metadata
     n_total = sum(meta.num_nodes(t) for t in meta.node_types)
-    edge_rows = [ref.rows for s in meta.edge_types for ref in graph.edge_chunks(s.name)]
+    edge_rows = [ref.rows for s in meta.edge_types for ref in graph.edge_groups(s.name)]
     e_total = sum(edge_rows)
     node_feat, node_feat_chunks = _feature_bytes(graph, "node")
     edge_feat, edge_feat_chunks = _feature_bytes(graph, "edge")

@@ -24,8 +24,8 @@ from dgl_chunked.dispatch.ids import (
 from dgl_chunked.dispatch.new_id_map import NewIdMap, NodeNumbering, build_map, map_bytes
 from dgl_chunked.dispatch.staging import Staging
 from dgl_chunked.errors import AssignmentError, ChunkMismatchError
-from dgl_chunked.io.chunked.formats import read_edge_chunk, read_feature_chunk
-from dgl_chunked.io.chunked.graph import ChunkRef
+from dgl_chunked.io.chunked.chunks import read_edge_group, read_feature_group
+from dgl_chunked.io.chunked.graph import ChunkGroup
 from dgl_chunked.io.chunked.model import ChunkedGraphMetadata
 from dgl_chunked.storage.zarr_lookup import cached_object
 
@@ -120,14 +120,14 @@ def _build_map(staging: Staging, numbering: NodeNumbering) -> NewIdMap:
     return build_map(n, step, numbering.bases, blocks)
 
 
-def _check_ids(ids: npt.NDArray[np.int64], limit: int, ref: ChunkRef, column: str, ntype: str) -> None:
+def _check_ids(ids: npt.NDArray[np.int64], limit: int, group: ChunkGroup, column: str, ntype: str) -> None:
     if ids.size == 0 or (ids.min() >= 0 and ids.max() < limit):  # no temporaries when all is well
         return
     bad = np.flatnonzero((ids < 0) | (ids >= limit))
     if bad.size:
-        row = int(bad[0])
+        ref, row = group.locate(int(bad[0]))
         raise ChunkMismatchError(
-            f"{ref.path}: row {row + 1} has {column} node ID {int(ids[row])}, outside "
+            f"{ref.path}: row {row + 1} has {column} node ID {int(ids[bad[0]])}, outside "
             f"[0, {limit}) of node type {ntype!r}"
         )
 
@@ -136,7 +136,7 @@ def stage_edge_chunk(
     staging: Staging,
     etype: str,
     chunk: int,
-    ref: ChunkRef,
+    group: ChunkGroup,
     src_type: str,
     dst_type: str,
     numbering: Mapping[str, NodeNumbering],
@@ -144,20 +144,16 @@ def stage_edge_chunk(
     keep_owner: bool,
     *deps: object,
 ) -> npt.NDArray[np.int64]:
-    """Relabel one edge chunk, group it by owner (the destination's partition), store it.
+    """Relabel one read task's edges, group them by owner (the destination's partition), store them.
 
     With ``keep_owner`` the owner of every edge is stored too, in input order: edge
     features and ``orig_eids.dgl`` read it; without them it would be 1 byte per edge of
     staging that nothing reads."""
     src_numbering, dst_numbering = numbering[src_type], numbering[dst_type]
     num_src, num_dst = src_numbering.num_nodes, dst_numbering.num_nodes
-    src, dst = read_edge_chunk(
-        ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options, allow_empty=ref.rows == 0
-    )
-    if src.shape[0] != ref.stop - ref.start:
-        raise ChunkMismatchError(f"{ref.path}: has {src.shape[0]} edges, metadata.json says {ref.stop - ref.start}")
-    _check_ids(src, num_src, ref, "source", src_type)
-    _check_ids(dst, num_dst, ref, "destination", dst_type)
+    src, dst = read_edge_group(group)
+    _check_ids(src, num_src, group, "source", src_type)
+    _check_ids(dst, num_dst, group, "destination", dst_type)
     id_dtype = staged_id_dtype(int(part_starts[-1]), wide=staging.wide_ids)
     if src_type == dst_type:  # one pass over the node-ID ranges the cache does not hold, not two
         num_edges, ends = src.shape[0], np.concatenate([src, dst])
@@ -186,13 +182,6 @@ def keeps_edge_owners(metadata: ChunkedGraphMetadata, etype: str, save_orig_eids
     return save_orig_eids or bool(metadata.edge_data.get(etype))
 
 
-def _read_feature(ref: ChunkRef) -> npt.NDArray[Any]:
-    rows = read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
-    if rows.shape[0] != ref.stop - ref.start:
-        raise ChunkMismatchError(f"{ref.path}: has {rows.shape[0]} rows, expected {ref.stop - ref.start}")
-    return rows
-
-
 def _stage_feature_rows(
     staging: Staging,
     name: str,
@@ -210,15 +199,15 @@ def stage_node_feature_chunk(
     ntype: str,
     feat: str,
     chunk: int,
-    ref: ChunkRef,
+    group: ChunkGroup,
     num_parts: int,
     *deps: object,
 ) -> npt.NDArray[np.int64]:
-    """Group one node-feature chunk's rows by owner and store them."""
-    rows = _read_feature(ref)
+    """Group one read task's node-feature rows by owner and store them."""
+    rows = read_feature_group(group)
     owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
     return _stage_feature_rows(
-        staging, feature_array("node", ntype, feat, chunk), rows, np.asarray(owner[ref.start : ref.stop]), num_parts
+        staging, feature_array("node", ntype, feat, chunk), rows, np.asarray(owner[group.start : group.stop]), num_parts
     )
 
 
@@ -266,12 +255,13 @@ def stage_edge_feature_chunk(
     etype: str,
     feat: str,
     chunk: int,
-    ref: ChunkRef,
+    group: ChunkGroup,
     num_parts: int,
     edge_chunk_starts: Sequence[int],
     *deps: object,
 ) -> npt.NDArray[np.int64]:
-    """Group one edge-feature chunk's rows by owner (edge chunking may differ) and store them."""
-    rows = _read_feature(ref)
-    owner = edge_owner_range(staging, etype, edge_chunk_starts, ref.start, ref.stop)
+    """Group one read task's edge-feature rows by owner (the edge tasks' bounds may
+    differ: ``edge_chunk_starts``) and store them."""
+    rows = read_feature_group(group)
+    owner = edge_owner_range(staging, etype, edge_chunk_starts, group.start, group.stop)
     return _stage_feature_rows(staging, feature_array("edge", etype, feat, chunk), rows, owner, num_parts)

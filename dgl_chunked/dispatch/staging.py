@@ -7,11 +7,15 @@ Layout (one Zarr group; every array is written by exactly one task)::
       nodes/<t>/part              int32 [N_t]    owner partition, regular chunks
       nodes/<t>/new_nid           int32 [N_t]    new homogeneous ID, same chunks
       nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner (*)
-      edges/<r>/<c>/new_src       int32 [E_c]    new IDs of the sources, sorted by owner
+      edges/<r>/<c>/new_src       int32 [E_c]    read task c's sources' new IDs, sorted by owner
       edges/<r>/<c>/new_dst       int32 [E_c]    new IDs of the destinations, sorted by owner
       edges/<r>/<c>/owner         uint8 [E_c]    owner of each edge (written last), type_eid order (*)
-      node_feat/<t>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
-      edge_feat/<r>/<f>/<k>       [rows, ...]    feature chunk k, rows sorted by owner
+      node_feat/<t>/<f>/<k>       [rows, ...]    read task k of the feature, rows sorted by owner
+      edge_feat/<r>/<f>/<k>       [rows, ...]    read task k of the feature, rows sorted by owner
+
+A read task is a group of consecutive chunk files
+(:class:`~dgl_chunked.io.chunked.groups.ChunkGroup`), so the number of staged arrays
+follows the input's bytes, not its number of files.
 
 (*) Only when something reads them: ``sorted_type_nid`` with ``save_orig_nids``, an edge
 type's ``owner`` with ``save_orig_eids`` or when the type has edge features.
@@ -56,7 +60,7 @@ __all__ = [
     "STAGING_ENTRIES",
 ]
 
-STAGING_FORMAT = 6
+STAGING_FORMAT = 7
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
 
 STAGING_KIND = "dispatch-staging"
@@ -78,18 +82,19 @@ MISSING = object()
 """What :meth:`Staging.done_value` returns for a task that has not finished."""
 
 
-def resumable(staging: Staging, key: str, func: Callable[..., Any], *args: Any) -> Any:
-    """Run ``func(*args)`` unless task ``key`` already finished in this staging.
+def resumable(staging: Staging, key: str, stamp: str, func: Callable[..., Any], *args: Any) -> Any:
+    """Run ``func(*args)`` unless task ``key`` already finished in this staging with
+    input files of this ``stamp`` (see :class:`~dgl_chunked.dispatch.fingerprint.FileStamps`).
 
     The result (a counts vector or None) is recorded after ``func`` wrote all its
-    outputs, so a recorded task is complete; one that died half-way runs again
-    and overwrites what it left.
+    outputs, so a recorded task is complete; one that died half-way, or whose input
+    files were replaced since, runs again and overwrites what it left.
     """
-    value = staging.done_value(key)
+    value = staging.done_value(key, stamp)
     if value is not MISSING:
         return None if value is None else np.asarray(value, dtype=np.int64)
     result = func(*args)
-    staging.mark_done(key, None if result is None else np.asarray(result).tolist())
+    staging.mark_done(key, None if result is None else np.asarray(result).tolist(), stamp)
     return result
 
 
@@ -169,17 +174,23 @@ class Staging:
     def _marker(self, key: str) -> str:
         return fs.join(self.root, f"_done/{quote(key, safe='')}.json")
 
-    def mark_done(self, key: str, value: Any) -> None:
-        """Record that task ``key`` finished (after its outputs are written)."""
-        fs.atomic_write_bytes(self._marker(key), json.dumps(value).encode(), self.storage_options)
+    def mark_done(self, key: str, value: Any, stamp: str = "") -> None:
+        """Record that task ``key`` finished (after its outputs are written), having read
+        input files of ``stamp``."""
+        record = {"stamp": stamp, "value": value}
+        fs.atomic_write_bytes(self._marker(key), json.dumps(record).encode(), self.storage_options)
 
-    def done_value(self, key: str) -> Any:
-        """The recorded result of task ``key``, or ``_MISSING`` when it has not finished."""
+    def done_value(self, key: str, stamp: str = "") -> Any:
+        """The recorded result of task ``key``, or :data:`MISSING` when it has not
+        finished, or finished with input files of another stamp."""
         try:
             with fs.open_file(self._marker(key), "rb", self.storage_options) as f:
-                return json.load(f)
+                record = json.load(f)
         except FileNotFoundError:
             return MISSING
+        if not isinstance(record, dict) or record.get("stamp") != stamp:
+            return MISSING
+        return record.get("value")
 
     def fingerprint(self) -> str | None:
         try:

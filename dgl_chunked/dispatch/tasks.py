@@ -1,8 +1,12 @@
-"""Dask wiring of the staging kernels: one delayed task per block, chunk or file.
+"""Dask wiring of the staging kernels: one delayed task per node block or read task.
 
-Every task goes through :func:`~dgl_chunked.dispatch.staging.resumable`, so a
-rerun after a crash skips what already finished. Each ``stage_*`` function here
-runs one compute and returns the small counts the next layout step needs.
+A read task is a group of consecutive chunk files of about the graph's task size
+(:meth:`~dgl_chunked.io.chunked.graph.ChunkedGraph.edge_groups`), so the number of
+tasks follows the input's bytes, not its number of files. Every task goes through
+:func:`~dgl_chunked.dispatch.staging.resumable` with the stamps of the files it
+reads, so a rerun after a crash (or after a damaged file was replaced) skips what
+already finished from unchanged files. Each ``stage_*`` function here runs one
+compute and returns the small counts the next layout step needs.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import dask.array as da
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked.dispatch.fingerprint import FileStamps
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids, staged_id_dtype
 from dgl_chunked.dispatch.new_id_map import NodeNumbering
 from dgl_chunked.dispatch.plan import FeatureStage
@@ -73,6 +78,7 @@ def stage_nodes(
                 dask.delayed(resumable, pure=False)(
                     staging,
                     f"assign/{ntype}/{b}",
+                    "",  # the assignment is in the run's fingerprint
                     stage_part_block,
                     staging,
                     ntype,
@@ -92,6 +98,7 @@ def stage_nodes(
         dask.delayed(resumable, pure=False)(
             staging,
             f"number/{ntype}/{b}",
+            "",
             stage_new_nid_block,
             staging,
             ntype,
@@ -115,11 +122,12 @@ def stage_edges_and_features(
     num_parts: int,
     runner: Runner,
     *,
+    stamps: FileStamps,
     extra_node_data: ExtraNodeData,
     block_rows: int,
     save_orig_eids: bool,
 ) -> tuple[list[npt.NDArray[np.int64]], tuple[FeatureStage, ...], tuple[FeatureStage, ...]]:
-    """Stage every edge chunk, feature chunk and extra node-data block; return edge counts.
+    """Stage every edge and feature read task and extra node-data block; return edge counts.
 
     Edge owners are staged only for the edge types that need them (see
     :func:`keeps_edge_owners`)."""
@@ -135,11 +143,12 @@ def stage_edges_and_features(
             dask.delayed(resumable, pure=False)(
                 staging,
                 f"edges/{spec.name}/{c}",
+                stamps.of(group.paths),
                 stage_edge_chunk,
                 staging,
                 spec.name,
                 c,
-                ref,
+                group,
                 spec.src_type,
                 spec.dst_type,
                 {t: numbering[t] for t in (spec.src_type, spec.dst_type)},
@@ -147,11 +156,11 @@ def stage_edges_and_features(
                 keeps_edge_owners(meta, spec.name, save_orig_eids),
                 dask_key_name=(f"dglc-stage-edges-{staging.token}", meta.etype_id(spec.name), c),
             )
-            for c, ref in enumerate(graph.edge_chunks(spec.name))
+            for c, group in enumerate(graph.edge_groups(spec.name))
         ]
-    node_feat_tasks = _node_feature_tasks(graph, staging, num_parts)
+    node_feat_tasks = _node_feature_tasks(graph, staging, num_parts, stamps)
     extra_tasks = _extra_node_data_tasks(staging, extra_node_data, num_parts, block_rows)
-    edge_feat_tasks = _edge_feature_tasks(graph, staging, num_parts, edge_tasks)
+    edge_feat_tasks = _edge_feature_tasks(graph, staging, num_parts, edge_tasks, stamps)
     all_edge = [t for tasks in edge_tasks.values() for t in tasks]
     all_feat = [t for _, tasks in node_feat_tasks + extra_tasks + edge_feat_tasks for t in tasks]
     results = iter(runner.compute(all_edge + all_feat, "stage edges and features"))
@@ -181,6 +190,7 @@ def _extra_node_data_tasks(staging: Staging, extra: ExtraNodeData, num_parts: in
                         dask.delayed(resumable, pure=False)(
                             staging,
                             f"node_data/{ntype}/{name}/{b}",
+                            "",  # computed from the assignment
                             stage_node_data_block,
                             staging,
                             ntype,
@@ -221,11 +231,10 @@ def _extra_stages(
 FeatureTasks = list[tuple[tuple[str, str], list[Any]]]
 
 
-def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int) -> FeatureTasks:
+def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int, stamps: FileStamps) -> FeatureTasks:
     out: FeatureTasks = []
     for ntype, feats in graph.metadata.node_data.items():
         for feat in feats:
-            refs = graph.node_feature_chunks(ntype, feat)
             out.append(
                 (
                     (ntype, feat),
@@ -233,16 +242,17 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int) -
                         dask.delayed(resumable, pure=False)(
                             staging,
                             f"node_feat/{ntype}/{feat}/{k}",
+                            stamps.of(group.paths),
                             stage_node_feature_chunk,
                             staging,
                             ntype,
                             feat,
                             k,
-                            ref,
+                            group,
                             num_parts,
                             dask_key_name=(f"dglc-stage-node-features-{staging.token}", ntype, feat, k),
                         )
-                        for k, ref in enumerate(refs)
+                        for k, group in enumerate(graph.feature_groups("node", ntype, feat))
                     ],
                 )
             )
@@ -250,36 +260,35 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int) -
 
 
 def _edge_feature_tasks(
-    graph: ChunkedGraph, staging: Staging, num_parts: int, edge_tasks: Mapping[str, list[Any]]
+    graph: ChunkedGraph, staging: Staging, num_parts: int, edge_tasks: Mapping[str, list[Any]], stamps: FileStamps
 ) -> FeatureTasks:
     out: FeatureTasks = []
     for etype, feats in graph.metadata.edge_data.items():
-        refs_e = graph.edge_chunks(etype)
-        bounds = [r.start for r in refs_e] + [refs_e[-1].stop if refs_e else 0]
+        edge_groups = graph.edge_groups(etype)
+        bounds = [g.start for g in edge_groups] + [edge_groups[-1].stop if edge_groups else 0]
         for feat in feats:
-            refs = graph.edge_feature_chunks(etype, feat)
-            out.append(
-                (
-                    (etype, feat),
-                    [
-                        dask.delayed(resumable, pure=False)(
-                            staging,
-                            f"edge_feat/{etype}/{feat}/{k}",
-                            stage_edge_feature_chunk,
-                            staging,
-                            etype,
-                            feat,
-                            k,
-                            ref,
-                            num_parts,
-                            bounds,
-                            *edge_tasks[etype],
-                            dask_key_name=(f"dglc-stage-edge-features-{staging.token}", etype, feat, k),
-                        )
-                        for k, ref in enumerate(refs)
-                    ],
+            tasks = []
+            for k, group in enumerate(graph.feature_groups("edge", etype, feat)):
+                # the owners come from the edge tasks over the same rows: their files count too
+                edge_files = [p for g in edge_groups if g.start < group.stop and group.start < g.stop for p in g.paths]
+                tasks.append(
+                    dask.delayed(resumable, pure=False)(
+                        staging,
+                        f"edge_feat/{etype}/{feat}/{k}",
+                        stamps.of([*group.paths, *edge_files]),
+                        stage_edge_feature_chunk,
+                        staging,
+                        etype,
+                        feat,
+                        k,
+                        group,
+                        num_parts,
+                        bounds,
+                        *edge_tasks[etype],
+                        dask_key_name=(f"dglc-stage-edge-features-{staging.token}", etype, feat, k),
+                    )
                 )
-            )
+            out.append(((etype, feat), tasks))
     return out
 
 

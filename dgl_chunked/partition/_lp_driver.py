@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dgl_chunked._dask import on_worker
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition import _lp_plan as plan_
 from dgl_chunked.partition import _lp_store as S
@@ -130,7 +131,7 @@ def _strata(graph: ChunkedGraph, plan: LPPlan) -> tuple[da.Array, int]:
 
 
 def _stage(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: int, tasks: TaskGraph) -> list[str]:
-    """Staging tasks, one per edge file (each returns its entries and self-loops per block)."""
+    """Staging tasks, one per read task of edge files (each returns its entries and self-loops per block)."""
     md = graph.metadata
     v_dtype = "int32" if md.node_type_offsets[-1] <= np.iinfo(np.int32).max else "int64"
     keys: list[str] = []
@@ -145,7 +146,7 @@ def _stage(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: i
             "v_dtype": v_dtype,
         }
         keys += [
-            tasks.add(T.stage_task, ref, c=len(keys) + i, **kw) for i, ref in enumerate(graph.edge_chunks(spec.name))
+            tasks.add(T.stage_task, ref, c=len(keys) + i, **kw) for i, ref in enumerate(graph.edge_groups(spec.name))
         ]
     return keys
 
@@ -343,11 +344,9 @@ def refine(state: State, *, done: int = 0) -> None:
 def release_worker_scratch() -> None:
     """Free the tasks' scratch arrays in every worker process (or in this one)."""
     S.release_scratch()
-    try:
-        from distributed import get_worker, worker_client
-
-        get_worker()
-    except (ImportError, ValueError):
+    if not on_worker():
         return
+    from distributed import worker_client
+
     with worker_client() as client:
         client.run(S.release_scratch)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dgl_chunked._dask import on_worker
+
 __all__ = ["Ref", "TaskGraph"]
 
 
@@ -63,15 +65,13 @@ class TaskGraph:
         calling task secedes, so it holds no worker thread), else on the current scheduler."""
         if not keys:
             return []
-        try:
-            from distributed import get_worker, worker_client
-
-            get_worker()
-        except (ImportError, ValueError):
+        if not on_worker():
             import dask.threaded
             from dask.base import get_scheduler
 
             get = get_scheduler() or dask.threaded.get
             return list(get(self.dsk, list(keys)))
+        from distributed import worker_client
+
         with worker_client() as client:
             return list(client.gather(client.get(self.dsk, list(keys), sync=False)))

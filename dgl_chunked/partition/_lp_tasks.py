@@ -60,7 +60,7 @@ def stage_task(
     num_blocks: int,
     v_dtype: str,
 ) -> tuple[IdArray, IdArray]:
-    """Stage edge file ``c``; return its entries and its self-loops per node block."""
+    """Stage read task ``c`` (a group of edge files); return its entries and its self-loops per node block."""
     from dgl_chunked.io.chunked.graph import read_edges_partition
 
     df = read_edges_partition(ref, num_src=bounds[0], num_dst=bounds[1])

@@ -45,10 +45,11 @@ entries then is kept:
   structure is carried by hubs (METIS, and any matching or clustering coarsening,
   cuts 2-4x more there).
 
-Then all share steps 4 and 5. Every step is a map over edge files or node blocks
+Then all share steps 4 and 5. Every step is a map over edge read tasks (consecutive
+edge files of about the graph's task size, :mod:`dgl_chunked.io.chunked.groups`) or node blocks
 plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per step:
 
-1. **Stage** (one task per edge file): read the edges, make them homogeneous
+1. **Stage** (one task per edge read task): read the edges, make them homogeneous
    (``orig_nid``), drop self-loops *for the partitioner only* and write both
    directions of every edge (block-local ``u``, neighbour ``v``), ordered by ``u``'s
    node block, plus the self-loops, to scratch ``.npy`` files (layout:
@@ -98,7 +99,7 @@ its strata's, at most ``k`` nodes). The owned-edge limit holds for every move,
 but the final fill ignores it, so ``balance_edges`` is best effort (the report
 shows the result).
 
-**Memory** per task: a staging task holds one edge file, about 60 bytes per edge
+**Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
 bytes per entry with its temporaries (``group_entries``: 2**21), one block's
 histogram (``block_rows x (P + 1)`` int64) and either the whole assignment (5 bytes

@@ -6,7 +6,8 @@ How it is computed (:func:`compute_partition_report`, two Dask computes):
    regular chunks) in a marked ``dglc-report-<token>`` directory under ``scratch_dir``.
 2. Nodes: per node block, a bincount of partition IDs (and of every boolean node
    feature whose name contains ``mask``, e.g. ``train_mask``), summed.
-3. Edges: per edge file, the partitions of both endpoints are gathered with
+3. Edges: per edge read task (consecutive files of about the graph's task size), the
+   partitions of both endpoints are gathered with
    :func:`dgl_chunked.storage.zarr_lookup.lookup` (only the touched Zarr chunks are
    read, one at a time: bounded memory). An edge is owned by its destination's
    partition (``docs/spec/partition-config.md``, "ID spaces"); it is cut when the source lives elsewhere.
@@ -15,7 +16,7 @@ How it is computed (:func:`compute_partition_report`, two Dask computes):
    emits its locally deduplicated ``(part_id, orig_nid)`` pairs; a Dask DataFrame
    ``drop_duplicates`` (a hash shuffle, spilled to disk by the scheduler as needed)
    makes them globally distinct and a groupby counts them per partition and node
-   type. Memory per task is bounded by one edge file, never by the graph.
+   type. Memory per task is bounded by one read task, never by the graph.
 
 Balance ratios are ``max / mean`` over partitions (1.0 is perfect; None when the
 mean is 0).

@@ -30,7 +30,7 @@ import zarr
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.dispatch.ids import sort_by_owner
-from dgl_chunked.io.chunked.chunks import ChunkRef, read_edges_partition
+from dgl_chunked.io.chunked.chunks import ChunkGroup, ChunkRef, read_edges_partition
 from dgl_chunked.io.dgl.tensor_index import TensorPayload, read_payload_rows
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.readers import zarr_store
@@ -214,7 +214,7 @@ class EdgeAssignmentSource:
         for ref in self.refs:
             if ref.stop <= lo or ref.start >= hi:
                 continue
-            frame = read_edges_partition(ref, num_src=self.num_src, num_dst=self.num_dst)
+            frame = read_edges_partition(ChunkGroup((ref,)), num_src=self.num_src, num_dst=self.num_dst)
             parts.append(frame["dst"].to_numpy()[max(lo - ref.start, 0) : min(hi, ref.stop) - ref.start])
         return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
 

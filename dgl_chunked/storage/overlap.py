@@ -23,12 +23,19 @@ class OverlapError(DglChunkedError, ValueError):
     """An output, staging or scratch location overlaps an input."""
 
 
-def _location(path: str, storage_options: StorageOptions) -> tuple[str, str]:
-    """``(protocol, normalised path)``: symlinks resolved for local paths."""
+def _location(path: str, storage_options: StorageOptions, folders: dict[str, str] | None = None) -> tuple[str, str]:
+    """``(protocol, normalised path)``: symlinks resolved for local paths. ``folders``
+    caches resolved parent folders: a graph of thousands of files in a few folders costs
+    one ``lstat`` per file instead of a ``realpath`` (40 us) each."""
     path = os.fspath(path)
     if not fs.is_url(path) or path.startswith("file://"):
-        local = path[len("file://") :] if path.startswith("file://") else path
-        return "file", os.path.realpath(os.path.abspath(local))
+        local = os.path.abspath(path[len("file://") :] if path.startswith("file://") else path)
+        if folders is None or os.path.islink(local):
+            return "file", os.path.realpath(local)
+        parent, name = os.path.split(local)
+        if parent not in folders:
+            folders[parent] = os.path.realpath(parent)
+        return "file", os.path.join(folders[parent], name)
     filesystem, inner = fs.filesystem(path, storage_options)
     protocol = filesystem.protocol if isinstance(filesystem.protocol, str) else filesystem.protocol[0]
     return protocol, "/" + inner.strip("/")
@@ -63,7 +70,8 @@ def check_no_overlap(
     OverlapError
         Naming both labels and paths.
     """
-    ins = [(label, p, _location(p, storage_options)) for label, p in inputs.items() if p]
+    folders: dict[str, str] = {}
+    ins = [(label, p, _location(p, storage_options, folders)) for label, p in inputs.items() if p]
     for out_label, out_path in outputs.items():
         if not out_path:
             continue

@@ -33,9 +33,10 @@ several hosts):
 2. one task per block of ``block_rows`` node IDs of a type merges the partitions'
    segments of that block: every ID exactly once, the assignment, and the dense
    ``type_nid -> new_nid`` map of the block (staged);
-3. one task per input edge file merges the partitions' segments of its
-   ``type_eid`` range with the file's rows (endpoints looked up block by block
-   in the staged node map), and one task per input feature file compares its rows
+3. one task per read task of input edge files (consecutive files of about the task
+   size, :mod:`dgl_chunked.io.chunked.groups`) merges the partitions' segments of its
+   ``type_eid`` range with the files' rows (endpoints looked up block by block in the
+   staged node map), and one per read task of a feature's files compares its rows
    with the output rows of the same original IDs, read as byte ranges.
 
 Memory bound per task: the partition task holds one partition's ``graph.dgl`` and

@@ -195,16 +195,12 @@ def _check_tasks(
                 *nodes[plan.ntypes[dst_t]],
                 dask_key_name=(f"dglc-verify-edges-{token}", r, c),
             )
-            for c, ref in enumerate(graph.edge_chunks(etype))
+            for c, ref in enumerate(graph.edge_groups(etype))
         ]
     feats: dict[str, Tasks] = {"node": {}, "edge": {}}
     for i, feat in enumerate(plan.features):
         type_name, name = feat.key.rsplit("/", 1)
-        refs = (
-            graph.node_feature_chunks(type_name, name)
-            if feat.kind == "node"
-            else graph.edge_feature_chunks(type_name, name)
-        )
+        refs = graph.feature_groups(feat.kind, type_name, name)  # type: ignore[arg-type]
         deps = nodes[type_name] if feat.kind == "node" else edges[type_name]
         files = {p: part.features[feat.key] for p, part in enumerate(facts) if feat.key in part.features}
         feats[feat.kind][feat.key] = [

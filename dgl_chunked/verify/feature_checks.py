@@ -1,9 +1,10 @@
 """Layer 3: every output feature row equals the input row of its original ID, byte for byte.
 
-One task per input feature file: it maps the file's type IDs to new IDs through
-the node or edge map staged by layer 2, and compares its rows with the output
-rows of the same IDs, read from each partition's feature file by byte ranges. It
-holds one input feature chunk plus one read run (at most 64 MiB).
+One task per read task of input feature files (consecutive files of about the task
+size): it maps the rows' type IDs to new IDs through the node or edge map staged by
+layer 2, and compares its rows with the output rows of the same IDs, read from each
+partition's feature file by byte ranges. It holds one read task's rows plus one read
+run (at most 64 MiB).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.io.chunked.formats import read_feature_chunk
-from dgl_chunked.io.chunked.graph import ChunkRef
+from dgl_chunked.io.chunked.chunks import read_feature_group
+from dgl_chunked.io.chunked.graph import ChunkGroup
 from dgl_chunked.verify.feature_files import read_rows
 from dgl_chunked.verify.id_checks import TaskResult
 from dgl_chunked.verify.plan import Feature, Ints, Plan, orig2new, staged_rows
@@ -37,17 +38,15 @@ def _new_ids(plan: Plan, feat: Feature, start: int, stop: int) -> Ints:
 
 
 def feature_chunk_task(
-    plan: Plan, feat: Feature, ref: ChunkRef, files: Mapping[int, tuple[str, int]], *deps: Any
+    plan: Plan, feat: Feature, ref: ChunkGroup, files: Mapping[int, tuple[str, int]], *deps: Any
 ) -> TaskResult:
     """One input feature file against the output rows of the same original IDs.
 
     ``files`` maps each partition to its feature file and the payload offset of
     ``feat``; ``deps`` are the layer-2 tasks that staged the map (only waited on).
     """
-    want = np.asarray(
-        read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
-    )
-    want = np.ascontiguousarray(want.astype(feat.dtype, copy=False)).reshape((ref.rows, *feat.row_shape))
+    want = read_feature_group(ref, feat.row_shape, np.dtype(feat.dtype))
+    want = np.ascontiguousarray(want)
     new = _new_ids(plan, feat, ref.start, ref.stop)
     ranges = plan.ranges(feat.kind)[:, feat.type_index, :]
     part = np.searchsorted(ranges[:, 0], new, side="right") - 1

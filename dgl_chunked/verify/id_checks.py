@@ -4,7 +4,8 @@
   staged ``(type_nid, new_nid)`` segments of that block: every ID exactly once, each
   in its assigned partition (when an assignment is given), and stages the dense
   ``type_nid -> new_nid`` map of the block;
-- one task per input edge file merges the partitions' ``(type_eid, new_src,
+- one task per read task of input edge files (consecutive files of about the task
+  size, :mod:`dgl_chunked.io.chunked.groups`) merges the partitions' ``(type_eid, new_src,
   new_dst, new_eid)`` segments of its ``type_eid`` range with the file's rows: every
   edge once, and the stored endpoints' ``_ID`` equal the new IDs of the input
   endpoints (looked up block by block in the staged node map). It stages the dense
@@ -23,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked.errors import ChunkMismatchError
-from dgl_chunked.io.chunked.formats import read_edge_chunk
-from dgl_chunked.io.chunked.graph import ChunkRef, edge_id_problems
+from dgl_chunked.io.chunked.chunks import group_id_problems, read_edge_group
+from dgl_chunked.io.chunked.graph import ChunkGroup
 from dgl_chunked.verify.plan import Ints, Plan, orig2new, stage, staged_rows
 
 __all__ = ["Segments", "TaskResult", "edge_chunk_task", "node_block_task"]
@@ -95,23 +96,17 @@ def node_block_task(plan: Plan, t: int, b: int, segments: Segments, assigned: An
     return TaskResult(problems, int(facts.shape[1]))
 
 
-def edge_chunk_task(plan: Plan, r: int, c: int, ref: ChunkRef, segments: Segments, *node_blocks: Any) -> TaskResult:
-    """One input edge file against the stored edges that name its type_eids.
+def edge_chunk_task(plan: Plan, r: int, c: int, ref: ChunkGroup, segments: Segments, *node_blocks: Any) -> TaskResult:
+    """One read task of input edge files against the stored edges that name its type_eids.
 
     ``node_blocks`` are the node-block tasks of both endpoint types (only waited on:
     their staged node maps are read here).
     """
     etype, src_t, dst_t = plan.etypes[r]
-    src, dst = read_edge_chunk(
-        ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options, allow_empty=ref.rows == 0
-    )
-    bad = edge_id_problems(src, dst, num_src=plan.num_nodes[src_t], num_dst=plan.num_nodes[dst_t], path=ref.path)
-    if bad or src.shape[0] != ref.rows:
-        raise ChunkMismatchError(
-            "; ".join(bad)
-            or f"edge file {ref.path!r}: expected {ref.rows} rows, "
-            f"found {src.shape[0]}; the input changed since it was partitioned"
-        )
+    src, dst = read_edge_group(ref)
+    bad = group_id_problems(ref, src, dst, num_src=plan.num_nodes[src_t], num_dst=plan.num_nodes[dst_t])
+    if bad:
+        raise ChunkMismatchError("; ".join(bad))
     facts, parts = _gather(plan, "edges", r, segments, 4)
     eid, new_src, new_dst, new_eid = facts
     problems = _coverage(eid, parts, (ref.start, ref.stop), f"edge type {etype!r}", "type_eid", "orig_eids")

@@ -113,7 +113,7 @@ def make_plan(
                 )
     edge_bounds = []
     for etype in etypes:
-        refs = graph.edge_chunks(etype)
+        refs = graph.edge_groups(etype)
         edge_bounds.append(tuple([r.start for r in refs] + [refs[-1].stop if refs else 0]))
     return Plan(
         out_dir=out_dir,

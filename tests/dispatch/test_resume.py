@@ -36,8 +36,8 @@ from dgl_chunked.dispatch.staging import Staging
 prefix, limit, seen = sys.argv[4], int(sys.argv[5]), []
 mark_done = Staging.mark_done
 
-def crash_after_limit(self, key, value):  # the fault: SIGKILL right after the limit-th record
-    mark_done(self, key, value)
+def crash_after_limit(self, key, value, stamp=""):  # the fault: SIGKILL right after the limit-th record
+    mark_done(self, key, value, stamp)
     if key.startswith(prefix):
         seen.append(key)
         if len(seen) == limit:
@@ -169,3 +169,37 @@ def test_killed_worker_process_costs_nothing(graph, tmp_path, scheduler_address)
     assert victim not in survivors, "the worker was never killed: the fault was not injected"
     assert output_files(out) == output_files(clean)
     assert np.all([(out / f"part{p}" / "graph.dgl").exists() for p in range(6)])
+
+
+def test_rerun_after_a_damaged_file_is_replaced_redoes_only_its_tasks(graph, tmp_path):
+    """A damaged edge file fails the run with the file named; once the user puts a good
+    copy back, the rerun keeps every task that read other files and redoes its own."""
+    import shutil
+
+    import dask
+
+    from dgl_chunked.errors import ChunkMismatchError, ChunkReadError
+
+    chunked, assign, clean = graph
+    copy, out = tmp_path / "chunked", tmp_path / "out"
+    shutil.copytree(chunked, copy)
+    meta = json.loads((copy / "metadata.json").read_text())
+    victim = copy / meta["edges"]["_N:_E:_N"]["data"][9]
+    good = victim.read_bytes()
+    victim.write_bytes(good[: len(good) // 2] + b"\x00\xff damaged \x01\n" + good[len(good) // 2 :])
+    with (
+        dask.config.set(scheduler="synchronous"),
+        pytest.raises((ChunkMismatchError, ChunkReadError), match=victim.name),
+    ):
+        dispatch(copy, assign, out, options=OPTIONS)
+    assert not (out / "metadata.json").exists()
+    before = _markers(out)
+    victim_task = "edges%2F_N%3A_E%3A_N%2F9.json"
+    assert len(before) >= 10 and victim_task not in before  # the tasks Dask ran before the failure
+    victim.write_bytes(good)  # the user's replacement: same bytes, a new file
+    with dask.config.set(scheduler="synchronous"):
+        dispatch(copy, assign, out, options=replace(OPTIONS, keep_staging=True))
+    after = _markers(out)
+    assert {k: after[k] for k in before} == before  # nothing that read other files was redone
+    assert victim_task in after
+    assert output_files(out) == output_files(clean)

@@ -295,7 +295,8 @@ def test_random_chunkings_and_formats_give_the_truth(
     np.testing.assert_array_equal(got["dst"].to_numpy(), truth.edges["a:r:b"][1])
     np.testing.assert_array_equal(got.index.to_numpy(), np.arange(m))
     x = g.node_feature("a", "x")
-    assert x.chunks[0] == tuple(fchunks[("a", "x")])
+    # one read task per non-empty file at the suite's task size; an empty file joins the next task
+    assert x.chunks[0] == tuple(c for c in fchunks[("a", "x")] if c)
     da.utils.assert_eq(x, truth.node_data["a"]["x"])
     da.utils.assert_eq(g.node_feature("a", "m"), truth.node_data["a"]["m"])
     da.utils.assert_eq(g.edge_feature("a:r:b", "w"), truth.edge_data["a:r:b"]["w"])

@@ -257,7 +257,9 @@ def test_metadata_problems_are_all_reported(broken: Path) -> None:
     _edit_meta(broken, edit)
     report = validate_chunked_graph(broken)
     assert len(report.problems) == 3 and report.summary == []
-    assert [p.split(":")[0] for p in report.problems] == [
+    where = f"{broken / 'metadata.json'}: "  # every problem names the file, then the key
+    assert all(p.startswith(where) for p in report.problems)
+    assert [p.removeprefix(where).split(":")[0] for p in report.problems] == [
         "graph_name",
         "num_nodes_per_chunk[1]",
         'node_data["venue"]',

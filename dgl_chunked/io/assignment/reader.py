@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from dgl_chunked._typing import PartArray, PathLike, StorageOptions
-from dgl_chunked.errors import AssignmentError
+from dgl_chunked.errors import AssignmentError, one_line
 from dgl_chunked.io.assignment.layout import (
     DEFAULT_CHUNK_ROWS,
     META_NAME,
@@ -258,18 +258,39 @@ def open_assignment(
         ch = _check_chunks(ntype, n, (chunks or {}).get(ntype))
         stored: Any = group.get(ntype) if group is not None else None
         if stored is not None and hasattr(stored, "dtype") and stored.shape == (n,):
-            out[ntype] = _open_zarr(stored, ch, (paths[ntype], sidecar.to_json() if sidecar else None))
+            where = _fs.join(_fs.join(assign_dir, ZARR_NAME), ntype)
+            out[ntype] = _open_zarr(stored, ch, (paths[ntype], sidecar.to_json() if sidecar else None), where)
         else:
             out[ntype] = _open_text(paths[ntype], ntype, n, ch, meta.num_parts, storage_options)
     return meta, out
 
 
-def _open_zarr(array: Any, chunks: tuple[int, ...], identity: Any) -> da.Array:
+def _open_zarr(array: Any, chunks: tuple[int, ...], identity: Any, where: str) -> da.Array:
     import dask.array as da
     from dask.base import tokenize
 
-    name = f"dglc-read-assignment-zarr-{tokenize(identity, chunks)}"
-    return da.from_zarr(array, chunks=(chunks,), name=name)  # type: ignore[no-any-return]
+    return da.map_blocks(  # type: ignore[no-any-return]
+        _read_zarr_block,
+        chunks=(chunks,),
+        dtype=np.int32,
+        meta=np.empty(0, np.int32),
+        name=f"dglc-read-assignment-zarr-{tokenize(identity, chunks)}",
+        array=array,
+        where=where,
+    )
+
+
+def _read_zarr_block(*, array: Any, where: str, block_info: Any = None) -> PartArray:
+    """Dask kernel: rows of one block from the Zarr copy; a damaged chunk file of it
+    raises :class:`AssignmentError` naming the copy, the rows and the fix."""
+    lo, hi = block_info[None]["array-location"][0]
+    try:
+        return np.asarray(array[lo:hi], dtype=np.int32)
+    except Exception as err:  # noqa: BLE001 - zarr and its codecs raise many kinds for damaged bytes
+        raise AssignmentError(
+            f"{where}: rows {lo + 1}-{hi} cannot be read ({one_line(err)}); this Zarr copy of the "
+            f"<ntype>.txt files is damaged: delete {ZARR_NAME} (the text files are read instead) or rerun partition"
+        ) from err
 
 
 def _fresh_zarr(

@@ -1,67 +1,40 @@
-"""Per-file pieces of the lazy views: chunk references and the kernels their tasks run.
+"""The kernels the lazy views' tasks run: read a :class:`~.groups.ChunkGroup` of files.
 
-A :class:`ChunkRef` names one chunk file and the per-type ID range its rows cover;
-the kernels read one file each (pure numpy/pandas, no Dask), check it against the
-metadata and raise :class:`~dgl_chunked.errors.ChunkMismatchError` naming the file
-and row. :mod:`.graph` wires them into Dask collections.
+A task reads one group of consecutive chunk files (:mod:`.groups`; one file when it
+reaches the task size alone). The kernels (pure numpy/pandas, no Dask) read the
+group's files in order into one array, check each against the metadata and raise
+:class:`~dgl_chunked.errors.ChunkMismatchError` (or ``ChunkReadError`` for a damaged
+file) naming the file and row. :mod:`.graph` wires them into Dask collections.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
-from dgl_chunked._typing import IdArray, StorageOptions
+from dgl_chunked._typing import IdArray
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked.formats import read_edge_chunk, read_feature_chunk
-from dgl_chunked.io.chunked.model import ArraySource
+from dgl_chunked.io.chunked.groups import ChunkGroup, ChunkRef, chunk_refs
+
+if TYPE_CHECKING:  # pandas (0.1 s to import) only where the DataFrame views are used
+    import pandas as pd
 
 __all__ = [
+    "ChunkGroup",
     "ChunkRef",
     "chunk_refs",
     "edge_id_problems",
     "empty_edges",
+    "group_id_problems",
+    "read_edge_file",
+    "read_edge_group",
     "read_edges_partition",
-    "read_feature_block",
+    "read_feature_file",
+    "read_feature_group",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChunkRef:
-    """One chunk file and the per-type ID range ``[start, stop)`` its rows cover."""
-
-    path: str
-    fmt: str
-    options: Mapping[str, Any]
-    start: int
-    stop: int
-    storage_options: dict[str, Any] | None = None
-
-    @property
-    def rows(self) -> int:
-        """Number of rows in the file."""
-        return self.stop - self.start
-
-
-def chunk_refs(source: ArraySource, rows: Sequence[int], storage_options: StorageOptions) -> list[ChunkRef]:
-    """One :class:`ChunkRef` per file of ``source``, holding ``rows[i]`` rows each, in order."""
-    bounds = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
-    return [
-        ChunkRef(
-            path=path,
-            fmt=source.format,
-            options=dict(source.options),
-            start=int(bounds[i]),
-            stop=int(bounds[i + 1]),
-            storage_options=storage_options,
-        )
-        for i, path in enumerate(source.paths)
-    ]
 
 
 # --- kernels (pure numpy/pandas; run inside tasks) ------------------------------
@@ -85,14 +58,8 @@ def edge_id_problems(src: IdArray, dst: IdArray, *, num_src: int, num_dst: int, 
     return out
 
 
-def read_edges_partition(ref: ChunkRef, *, num_src: int, num_dst: int) -> pd.DataFrame:
-    """Read one edge file as a DataFrame (``src``, ``dst``; index ``type_eid``).
-
-    Raises
-    ------
-    ChunkMismatchError
-        Row count differs from the metadata, or a node ID is out of range.
-    """
+def read_edge_file(ref: ChunkRef) -> tuple[IdArray, IdArray]:
+    """``(src, dst)`` of one edge file, checked against its row count in the metadata."""
     src, dst = read_edge_chunk(
         ref.path,
         fmt=ref.fmt,
@@ -105,15 +72,62 @@ def read_edges_partition(ref: ChunkRef, *, num_src: int, num_dst: int) -> pd.Dat
             f"edge file {ref.path!r}: expected {ref.rows} rows (from metadata.json), found "
             f"{len(src)}; fix num_edges_per_chunk or the file"
         )
-    problems = edge_id_problems(src, dst, num_src=num_src, num_dst=num_dst, path=ref.path)
+    return src, dst
+
+
+def read_edge_group(group: ChunkGroup) -> tuple[IdArray, IdArray]:
+    """``(src, dst)`` int64 of every file of ``group``, in order (one array each).
+
+    Raises
+    ------
+    ChunkMismatchError
+        A file's row count differs from the metadata (or its contents are invalid).
+    ChunkReadError
+        A file is missing or damaged.
+    """
+    if len(group.refs) == 1:
+        return read_edge_file(group.refs[0])
+    src, dst = np.empty(group.rows, np.int64), np.empty(group.rows, np.int64)
+    for ref in group.refs:
+        lo, hi = ref.start - group.start, ref.stop - group.start
+        src[lo:hi], dst[lo:hi] = read_edge_file(ref)
+    return src, dst
+
+
+def read_edges_partition(group: ChunkGroup, *, num_src: int, num_dst: int) -> pd.DataFrame:
+    """Read one group of edge files as a DataFrame (``src``, ``dst``; index ``type_eid``).
+
+    Raises
+    ------
+    ChunkMismatchError
+        Row count differs from the metadata, or a node ID is out of range.
+    """
+    import pandas as pd
+
+    src, dst = read_edge_group(group)
+    problems = group_id_problems(group, src, dst, num_src=num_src, num_dst=num_dst)
     if problems:
         raise ChunkMismatchError("; ".join(problems))
-    index = pd.Index(np.arange(ref.start, ref.stop, dtype=np.int64), name="type_eid")
+    index = pd.Index(np.arange(group.start, group.stop, dtype=np.int64), name="type_eid")
     return pd.DataFrame({"src": src, "dst": dst}, index=index)
 
 
-def read_feature_block(ref: ChunkRef, row_shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
-    """Read one feature file (memory-mapped when local) and check its shape."""
+def group_id_problems(group: ChunkGroup, src: IdArray, dst: IdArray, *, num_src: int, num_dst: int) -> list[str]:
+    """:func:`edge_id_problems` of a group's edges, naming the file and its row."""
+    if src.size == 0 or (min(src.min(), dst.min()) >= 0 and src.max() < num_src and dst.max() < num_dst):
+        return []  # no temporaries when all is well
+    out = []
+    for ref in group.refs:
+        lo, hi = ref.start - group.start, ref.stop - group.start
+        out += edge_id_problems(src[lo:hi], dst[lo:hi], num_src=num_src, num_dst=num_dst, path=ref.path)
+    return out
+
+
+def read_feature_file(
+    ref: ChunkRef, row_shape: tuple[int, ...] | None = None, dtype: np.dtype[Any] | None = None
+) -> npt.NDArray[Any]:
+    """One feature file (memory-mapped when local), as stored or, given ``row_shape`` and
+    ``dtype``, as ``(rows, *row_shape)`` of ``dtype``."""
     array = read_feature_chunk(ref.path, fmt=ref.fmt, options=ref.options, storage_options=ref.storage_options)
     rows = array.shape[0] if array.ndim else 1
     if rows != ref.rows:
@@ -121,12 +135,49 @@ def read_feature_block(ref: ChunkRef, row_shape: tuple[int, ...], dtype: np.dtyp
             f"feature file {ref.path!r}: expected {ref.rows} rows (from its header), found "
             f"shape {array.shape}; was the file rewritten while the graph was open?"
         )
+    if row_shape is None or dtype is None:
+        return array
     if ref.rows == 0:
         return np.empty((0, *row_shape), dtype)
     return np.asarray(array).reshape((ref.rows, *row_shape)).astype(dtype, copy=False)
 
 
+def read_feature_group(
+    group: ChunkGroup, row_shape: tuple[int, ...] | None = None, dtype: np.dtype[Any] | None = None
+) -> npt.NDArray[Any]:
+    """The rows of every feature file of ``group``, in order, as one array (a single local
+    ``.npy`` file stays memory-mapped).
+
+    Given ``row_shape`` and ``dtype`` (checked across the files by
+    :meth:`~dgl_chunked.io.chunked.graph.ChunkedGraph.feature_info`), every file is
+    converted to them; without, the first non-empty file's are the group's and every
+    other file must have them (:class:`ChunkMismatchError` names the file that differs).
+    """
+    if len(group.refs) == 1:
+        return read_feature_file(group.refs[0], row_shape, dtype)
+    out: npt.NDArray[Any] | None = None
+    first = ""
+    for ref in group.refs:
+        rows = read_feature_file(ref, row_shape, dtype)
+        if not rows.shape[0] and (row_shape is None or dtype is None):
+            continue  # an empty file says nothing about the row shape
+        if out is None:
+            out, first = np.empty((group.rows, *rows.shape[1:]), rows.dtype), ref.path
+        elif rows.dtype != out.dtype or rows.shape[1:] != out.shape[1:]:
+            raise ChunkMismatchError(
+                f"feature file {ref.path!r}: expected {out.dtype} rows of shape {out.shape[1:]} as in "
+                f"{first!r}, found {rows.dtype} rows of shape {rows.shape[1:]}; all files of a feature "
+                "must share one dtype and row shape"
+            )
+        out[ref.start - group.start : ref.stop - group.start] = rows
+    if out is None:  # every file empty
+        return read_feature_file(group.refs[0], row_shape, dtype)
+    return out
+
+
 def empty_edges(_: int) -> pd.DataFrame:
     """The partition of an edge type without edges (``_`` is the ``from_map`` item)."""
+    import pandas as pd
+
     empty = np.empty(0, np.int64)
     return pd.DataFrame({"src": empty, "dst": empty}, index=pd.Index(empty, name="type_eid"))

@@ -11,6 +11,7 @@ its CSV pieces.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
@@ -20,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.errors import ChunkMismatchError, ChunkReadError
+from dgl_chunked.errors import ChunkMismatchError, ChunkReadError, one_line
 from dgl_chunked.io.chunked.files import binary, file_size, source
 
 __all__ = [
@@ -179,8 +180,10 @@ def _diagnose(
     bad: list[Any] = []
     try:
         table = parse_csv(path, storage_options, text_parser(delimiter, skip, EDGE_COLUMNS, bad))
-    except (EmptyCsvError, pa.ArrowInvalid) as exc:
-        return ChunkReadError(f"edge file {path!r} could not be parsed as CSV: {err or exc}")
+    except (EmptyCsvError, pa.ArrowInvalid) as exc:  # not even text: name the first line that is no edge
+        return _first_bad_line(path, delimiter, skip, storage_options) or ChunkReadError(
+            f"edge file {path!r} could not be parsed as CSV: {one_line(err or exc)}"
+        )
     if bad:
         row = bad[0]
         return ChunkMismatchError(
@@ -205,7 +208,24 @@ def _diagnose(
             f"edge file {path!r}: row {first + 1 + skip}, column {col[1]}: "
             f"expected {expected} node ID, found {value!r}{hint}"
         )
-    return ChunkReadError(f"edge file {path!r} could not be parsed as CSV: {err}")
+    return ChunkReadError(f"edge file {path!r} could not be parsed as CSV: {one_line(err or '')}")
+
+
+def _first_bad_line(path: str, delimiter: str, skip: int, storage_options: StorageOptions) -> Exception | None:
+    """The first line (after ``skip``) that is not ``src<delim>dst[<delim>...]`` of integers,
+    scanned line by line (a damaged file: binary bytes that no CSV parser takes)."""
+    sep = re.escape(delimiter.encode())
+    edge = re.compile(rb"^\s*-?[0-9]+\s*" + sep + rb"\s*-?[0-9]+\s*(" + sep + rb".*)?$")
+    with source(path, storage_options) as src, binary(src) as f:
+        for number, line in enumerate(f, start=1):
+            line = line.rstrip(b"\r\n")
+            if number <= skip or not line.strip() or edge.match(line):
+                continue
+            return ChunkMismatchError(
+                f"edge file {path!r}: row {number}: expected 'src{delimiter}dst' node IDs, found "
+                f"{ascii(line[:60])[2:-1]}{'...' if len(line) > 60 else ''}; the file is damaged: replace it"
+            )
+    return None
 
 
 def count_csv_rows(path: str, options: Mapping[str, Any], storage_options: StorageOptions) -> int:

@@ -3,7 +3,8 @@
 A *source* is what pyarrow and numpy read best: a local path (so they can memory-map
 it) or, for a URL, an open fsspec file. Every reader opens chunk files through
 :func:`source`, so a missing file or a directory gives the same
-:class:`~dgl_chunked.errors.ChunkReadError` whatever the format.
+:class:`~dgl_chunked.errors.ChunkReadError` whatever the format, and reads inside
+:func:`read_errors`, so a damaged file or a failed remote read does too.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
+import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.errors import ChunkReadError
+from dgl_chunked.errors import ChunkReadError, DglChunkedError, one_line
 from dgl_chunked.storage import fs
 
-__all__ = ["binary", "file_size", "local_path", "makedirs_for", "source"]
+__all__ = ["binary", "file_size", "file_sizes", "local_path", "makedirs_for", "read_errors", "source"]
 
 
 def local_path(path: str, storage_options: StorageOptions) -> str | None:
     """The local file system path of ``path``, or None for a remote URL."""
+    if not fs.is_url(path):  # the common case, without fsspec's URL parsing (per file read)
+        return os.path.abspath(path)
     filesystem, inner = fs.filesystem(path, storage_options)
     return inner if isinstance(filesystem, LocalFileSystem) else None
 
@@ -37,6 +41,30 @@ def file_size(path: str, storage_options: StorageOptions = None) -> int:
         raise ChunkReadError(
             f"chunk file {path!r} does not exist; fix the path in metadata.json or restore the file"
         ) from err
+
+
+def file_sizes(paths: list[str], storage_options: StorageOptions = None) -> list[int]:
+    """Sizes of many files, 0 for one that is missing (its reader says so): a stat per
+    local file, one listing per folder of URLs (Spark writes hundreds of files into one)."""
+    out: dict[str, int] = {}
+    remote: dict[str, list[str]] = {}
+    for path in paths:
+        if fs.is_url(path):
+            remote.setdefault(fs.parent(path), []).append(path)
+        else:
+            try:
+                out[path] = os.stat(path).st_size
+            except OSError:
+                out[path] = 0
+    for folder, members in remote.items():
+        filesystem, inner = fs.filesystem(folder, storage_options)
+        try:
+            listing = {str(e["name"]).rstrip("/"): int(e.get("size") or 0) for e in filesystem.ls(inner, detail=True)}
+        except OSError:
+            listing = {}
+        for path in members:
+            out[path] = listing.get(fs.filesystem(path, storage_options)[1].rstrip("/"), 0)
+    return [out[p] for p in paths]
 
 
 @contextmanager
@@ -76,3 +104,20 @@ def makedirs_for(path: str, storage_options: StorageOptions) -> None:
     parent = inner.rsplit("/", 1)[0] if "/" in inner else ""
     if parent:
         filesystem.makedirs(parent, exist_ok=True)
+
+
+@contextmanager
+def read_errors(path: str, what: str = "chunk file") -> Iterator[None]:
+    """Within the block, an error of the file's reader (an ``OSError``, ``EOFError`` or
+    Arrow error that is not already a :class:`~dgl_chunked.errors.DglChunkedError`)
+    becomes a :class:`ChunkReadError` naming ``path``: a damaged file, or an fsspec read
+    that failed, gives one line instead of a traceback naming no file."""
+    try:
+        yield
+    except DglChunkedError:
+        raise
+    except (OSError, EOFError, pa.ArrowException) as err:
+        raise ChunkReadError(
+            f"{what} {path!r} could not be read ({one_line(err)}); the file is damaged or "
+            "unreachable: replace it and run the command again"
+        ) from err

@@ -36,7 +36,7 @@ import pyarrow as pa
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.errors import UnsupportedFormatError
 from dgl_chunked.io.chunked.csv_files import count_csv_rows, read_csv_edges, write_csv_edges
-from dgl_chunked.io.chunked.files import file_size, makedirs_for
+from dgl_chunked.io.chunked.files import file_size, makedirs_for, read_errors
 from dgl_chunked.io.chunked.npy_files import npy_feature_info, read_npy_feature, read_npy_header, write_npy
 from dgl_chunked.io.chunked.parquet_files import (
     feature_table,
@@ -164,9 +164,10 @@ def read_edge_chunk(
         row; the message names the file and the 1-based row.
     """
     normalize_options(fmt, options, role="edges", where=path)
-    if fmt == "csv":
-        return read_csv_edges(path, options, storage_options, allow_empty)
-    return read_parquet_edges(path, options, storage_options)
+    with read_errors(path, "edge file"):
+        if fmt == "csv":
+            return read_csv_edges(path, options, storage_options, allow_empty)
+        return read_parquet_edges(path, options, storage_options)
 
 
 def count_edge_rows(
@@ -178,9 +179,10 @@ def count_edge_rows(
 ) -> int:
     """Number of edges in one edge file: the Parquet footer, or the non-empty CSV lines."""
     normalize_options(fmt, options, role="edges", where=path)
-    if fmt == "parquet":
-        return read_footer(path, storage_options).rows
-    return count_csv_rows(path, options, storage_options)
+    with read_errors(path, "edge file"):
+        if fmt == "parquet":
+            return read_footer(path, storage_options).rows
+        return count_csv_rows(path, options, storage_options)
 
 
 def write_edge_chunk(
@@ -227,9 +229,10 @@ def read_feature_chunk(
         Parquet content that is not a numeric array (strings, nulls, ragged lists).
     """
     normalize_options(fmt, options, role="features", where=path)
-    if fmt == "numpy":
-        return read_npy_feature(path, storage_options, mmap)
-    return read_parquet_feature(path, options, storage_options)
+    with read_errors(path, "feature file"):
+        if fmt == "numpy":
+            return read_npy_feature(path, storage_options, mmap)
+        return read_parquet_feature(path, options, storage_options)
 
 
 def feature_chunk_info(
@@ -246,9 +249,10 @@ def feature_chunk_info(
     vector length (``row_shape`` is ``(0,)`` for a zero-row file).
     """
     normalize_options(fmt, options, role="features", where=path)
-    if fmt == "numpy":
-        return npy_feature_info(path, storage_options)
-    return parquet_feature_info(path, options, storage_options)
+    with read_errors(path, "feature file"):
+        if fmt == "numpy":
+            return npy_feature_info(path, storage_options)
+        return parquet_feature_info(path, options, storage_options)
 
 
 def write_feature_chunk(

@@ -396,4 +396,21 @@ def read_metadata(
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise MetadataError(f"{file}: expected valid JSON, found a syntax error ({err}); fix the file") from err
-    return parse_metadata(data, base_dir=_fs.parent(file), storage_options=storage_options)
+    try:
+        return parse_metadata(data, base_dir=_fs.parent(file), storage_options=storage_options)
+    except DglChunkedError as err:  # the same problems, each naming the file they are in
+        raise _in_file(err, file) from err
+
+
+def _in_file(err: DglChunkedError, file: str) -> DglChunkedError:
+    """``err`` (one problem or many, as :class:`~dgl_chunked.errors.Problems` raises them)
+    with every problem prefixed by the metadata file's path."""
+    problems = [f"{file}: {p}" for p in getattr(err, "problems", None) or [str(err)]]
+    text = (
+        problems[0]
+        if len(problems) == 1
+        else f"{len(problems)} problems in {file}:\n" + "\n".join(f"  - {p}" for p in problems)
+    )
+    out = type(err)(text)
+    out.problems = problems  # type: ignore[attr-defined]
+    return out

@@ -1,9 +1,10 @@
 """Check a Chunked Graph Format directory and report every problem.
 
 :func:`validate_chunked_graph` parses ``metadata.json`` (metadata problems are
-reported all at once), then checks every chunk file in its own Dask task on the
-current scheduler: existence, readability, row counts against the metadata, node-ID
-ranges of edges, feature dimensionality and dtype. It then compares the files of
+reported all at once), then checks every chunk file in Dask tasks on the current
+scheduler, consecutive small files together in tasks of about the task size (by their
+declared rows, else their size on disk; :mod:`.groups`): existence, readability, row
+counts against the metadata, node-ID ranges of edges, feature dimensionality and dtype. It then compares the files of
 each type with each other (dtype and row shape) and with the type's count. Every
 message names the JSON key or the file, and the row where relevant.
 
@@ -26,6 +27,8 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DglChunkedError, ValidationFailed
 from dgl_chunked.io.chunked import formats as _formats
 from dgl_chunked.io.chunked.chunks import edge_id_problems
+from dgl_chunked.io.chunked.files import file_sizes
+from dgl_chunked.io.chunked.groups import EDGE_ROW_BYTES, group_ranges, resolve_task_bytes
 from dgl_chunked.io.chunked.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
 
 __all__ = [
@@ -34,7 +37,9 @@ __all__ = [
     "TypeSummary",
     "ValidationReport",
     "check_edge_file",
+    "check_edge_files",
     "check_feature_file",
+    "check_feature_files",
     "validate_chunked_graph",
 ]
 
@@ -193,7 +198,28 @@ def check_feature_file(
 # --- wiring --------------------------------------------------------------------
 
 
-def _edge_tasks(meta: ChunkedGraphMetadata, storage_options: StorageOptions, run: str) -> dict[str, list[Any]]:
+def check_edge_files(paths: Sequence[str], expected: Sequence[int | None], **kwargs: Any) -> list[FileCheck]:
+    """:func:`check_edge_file` of consecutive files (one task)."""
+    return [check_edge_file(p, expected_rows=rows, **kwargs) for p, rows in zip(paths, expected, strict=True)]
+
+
+def check_feature_files(paths: Sequence[str], **kwargs: Any) -> list[FileCheck]:
+    """:func:`check_feature_file` of consecutive files (one task)."""
+    return [check_feature_file(p, **kwargs) for p in paths]
+
+
+def _ranges(source: ArraySource, declared: Sequence[int | None], row_bytes: int, task_bytes: int, so: Any) -> Any:
+    """The files of one source in tasks: by declared rows, else by their size on disk."""
+    if all(r is not None for r in declared):
+        weights = [int(r or 0) * row_bytes for r in declared]
+    else:
+        weights = file_sizes(list(source.paths), so)
+    return group_ranges(weights, task_bytes)
+
+
+def _edge_tasks(
+    meta: ChunkedGraphMetadata, storage_options: StorageOptions, run: str, task_bytes: int
+) -> dict[str, list[Any]]:
     tasks: dict[str, list[Any]] = {}
     for i, spec in enumerate(meta.edge_types):
         source = meta.edges[spec.name]
@@ -201,34 +227,34 @@ def _edge_tasks(meta: ChunkedGraphMetadata, storage_options: StorageOptions, run
             meta.num_edges_per_chunk[i] if meta.num_edges_per_chunk else [None] * len(source.paths)
         )
         tasks[spec.name] = [
-            delayed(check_edge_file, pure=True)(
-                path,
+            delayed(check_edge_files, pure=True)(
+                source.paths[lo:hi],
+                expected[lo:hi],
                 fmt=source.format,
                 options=dict(source.options),
                 storage_options=storage_options,
-                expected_rows=rows,
                 num_src=meta.num_nodes(spec.src_type),
                 num_dst=meta.num_nodes(spec.dst_type),
-                dask_key_name=f"dglc-validate-edges-{run}-{tokenize(path, source, rows)}",
+                dask_key_name=f"dglc-validate-edges-{run}-{tokenize(source.paths[lo:hi], source, expected[lo:hi])}",
             )
-            for path, rows in zip(source.paths, expected, strict=True)
+            for lo, hi in _ranges(source, expected, EDGE_ROW_BYTES, task_bytes, storage_options)
         ]
     return tasks
 
 
 def _feature_tasks(
-    data: Mapping[str, Mapping[str, ArraySource]], storage_options: StorageOptions, run: str
+    data: Mapping[str, Mapping[str, ArraySource]], storage_options: StorageOptions, run: str, task_bytes: int
 ) -> dict[tuple[str, str], list[Any]]:
     return {
         (tname, feat): [
-            delayed(check_feature_file, pure=True)(
-                path,
+            delayed(check_feature_files, pure=True)(
+                src.paths[lo:hi],
                 fmt=src.format,
                 options=dict(src.options),
                 storage_options=storage_options,
-                dask_key_name=f"dglc-validate-features-{run}-{tokenize(path, src)}",
+                dask_key_name=f"dglc-validate-features-{run}-{tokenize(src.paths[lo:hi], src)}",
             )
-            for path in src.paths
+            for lo, hi in _ranges(src, [None], 1, task_bytes, storage_options)
         ]
         for tname, feats in data.items()
         for feat, src in feats.items()
@@ -349,11 +375,13 @@ def validate_chunked_graph(
     *,
     storage_options: StorageOptions = None,
     metadata_filename: str = "metadata.json",
+    task_bytes: int | str | None = None,
 ) -> ValidationReport:
     """Check metadata and every chunk file; collect every problem.
 
     The per-file checks run as Dask tasks on the current scheduler (one
-    ``dask.compute``). Metadata problems are reported without checking files.
+    ``dask.compute``), several small files per task. Metadata problems are reported
+    without checking files.
 
     Parameters
     ----------
@@ -363,6 +391,9 @@ def validate_chunked_graph(
         fsspec options for URLs.
     metadata_filename
         Metadata file name inside ``path``.
+    task_bytes
+        Bytes of files one task checks (:mod:`~dgl_chunked.io.chunked.groups`); default
+        ``$DGLC_TASK_SIZE``, else 32 MiB.
 
     Returns
     -------
@@ -376,8 +407,13 @@ def validate_chunked_graph(
     # A fresh token per call: a cluster still holding an earlier call's results
     # (or another job's) must not answer for files that may have changed since.
     run = run_token(meta.fingerprint())
-    edge_tasks = _edge_tasks(meta, storage_options, run)
-    node_tasks = _feature_tasks(meta.node_data, storage_options, run)
-    edge_feat_tasks = _feature_tasks(meta.edge_data, storage_options, run)
+    size = resolve_task_bytes(task_bytes)
+    edge_tasks = _edge_tasks(meta, storage_options, run, size)
+    node_tasks = _feature_tasks(meta.node_data, storage_options, run, size)
+    edge_feat_tasks = _feature_tasks(meta.edge_data, storage_options, run, size)
     edge_checks, node_feats, edge_feats = compute(edge_tasks, node_tasks, edge_feat_tasks)
-    return _collect(meta, edge_checks, node_feats, edge_feats)
+
+    def flat(per_task: Mapping[Any, list[list[FileCheck]]]) -> dict[Any, list[FileCheck]]:
+        return {k: [c for checks in tasks for c in checks] for k, tasks in per_task.items()}
+
+    return _collect(meta, flat(edge_checks), flat(node_feats), flat(edge_feats))
