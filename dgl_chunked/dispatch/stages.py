@@ -28,6 +28,7 @@ from dgl_chunked.io.chunked.chunks import read_edge_group, read_feature_group
 from dgl_chunked.io.chunked.graph import ChunkGroup
 from dgl_chunked.io.chunked.model import ChunkedGraphMetadata
 from dgl_chunked.storage.zarr_lookup import cached_object
+from dgl_chunked.storage.zarr_rows import read_rows
 
 __all__ = [
     "node_array",
@@ -207,7 +208,7 @@ def stage_node_feature_chunk(
     rows = read_feature_group(group)
     owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
     return _stage_feature_rows(
-        staging, feature_array("node", ntype, feat, chunk), rows, np.asarray(owner[group.start : group.stop]), num_parts
+        staging, feature_array("node", ntype, feat, chunk), rows, read_rows(owner, group.start, group.stop), num_parts
     )
 
 
@@ -227,7 +228,7 @@ def stage_node_data_block(
         staging,
         feature_array("node", ntype, name, block),
         rows,
-        np.asarray(owner[start : start + rows.shape[0]]),
+        read_rows(owner, start, start + rows.shape[0]),
         num_parts,
     )
 
@@ -246,7 +247,7 @@ def edge_owner_range(
         if hi <= start or hi == lo:
             continue
         arr = staging.open(edge_array(etype, c, "owner"))
-        pieces.append(np.asarray(arr[max(start, lo) - lo : min(stop, hi) - lo]))
+        pieces.append(read_rows(arr, max(start, lo) - lo, min(stop, hi) - lo))
     return np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
 
 

@@ -46,6 +46,7 @@ import zarr.storage
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.storage import fs, owned
 from dgl_chunked.storage.zarr_lookup import cached_lookup
+from dgl_chunked.storage.zarr_rows import read_rows
 
 __all__ = [
     "Staging",
@@ -255,7 +256,7 @@ class Staging:
     def segment(self, name: str, counts: Sequence[int], part: int) -> npt.NDArray[Any]:
         """Partition ``part``'s rows (along axis 0) of an owner-sorted array."""
         lo, hi = segment_bounds(counts, part)
-        return np.asarray(self.open(name)[lo:hi])
+        return read_rows(self.open(name), lo, hi)
 
     def iter_segments(
         self, names: Sequence[str], counts: Sequence[Sequence[int]], part: int
