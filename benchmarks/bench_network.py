@@ -24,6 +24,7 @@ SIGKILL leaves them behind, and the next run removes them first.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -193,6 +194,9 @@ def client_main(result_path: str, argv: list[str]) -> None:
     parser.add_argument("--num-parts", type=int, default=8)
     parser.add_argument("--method", default="random")
     parser.add_argument("--save-orig-ids", action="store_true")
+    parser.add_argument("--task-size", default=None)
+    parser.add_argument("--hosts", type=int, default=1)
+    parser.add_argument("--rate", default=None)
     a = parser.parse_args(argv)
     from distributed import Client
 
@@ -208,19 +212,32 @@ def client_main(result_path: str, argv: list[str]) -> None:
             dglc.write_synthetic_graph(a.in_dir, spec, storage_options=so, overwrite=True)
             Path(result_path).write_text("{}")
             return
+        opts = dglc.DispatchOptions(save_orig_nids=a.save_orig_ids, save_orig_eids=a.save_orig_ids)
+        planned = dglc.open_chunked_graph(a.in_dir, storage_options=so, task_bytes=a.task_size)
+        plan = dglc.plan_run(  # on a handle of its own: the run's opening is measured
+            planned, a.out_dir, num_parts=a.num_parts, method=a.method, options=opts, storage_options=so,
+            workers=1, hosts=a.hosts, bandwidth=a.rate,
+        )  # fmt: skip
         clock = _StageClock(topo)
         logging.getLogger("dgl_chunked").addHandler(clock)
         logging.getLogger("dgl_chunked").setLevel(logging.INFO)
-        opts = dglc.DispatchOptions(save_orig_nids=a.save_orig_ids, save_orig_eids=a.save_orig_ids)
         clock.mark("start")
+        graph = dglc.open_chunked_graph(a.in_dir, storage_options=so, task_bytes=a.task_size)
         result = dglc.run(
-            a.in_dir, a.out_dir, num_parts=a.num_parts, method=a.method, options=opts,
+            graph, a.out_dir, num_parts=a.num_parts, method=a.method, options=opts,
             storage_options=so, client=client,
         )  # fmt: skip
         clock.mark("end")
         rss = client.run(_peak_rss_mb)
         Path(result_path).write_text(
-            json.dumps({"marks": clock.marks, "worker_peak_rss_mb": rss, "stages_s": result.stage_seconds})
+            json.dumps(
+                {
+                    "marks": clock.marks,
+                    "worker_peak_rss_mb": rss,
+                    "stages_s": result.stage_seconds,
+                    "forecast": dataclasses.asdict(plan.network) if plan.network else None,
+                }
+            )
         )
 
 
@@ -262,18 +279,34 @@ def _mb(b: float) -> str:
 
 
 def table(hosts: int, rate: str, rows: list[dict[str, Any]], forecast: dict[str, Any] | None) -> str:
-    lines = [f"== {hosts} host(s), {rate} per host link"]
-    lines.append(
-        f"{'stage':<26}{'s':>7}{'hosts rx MB':>12}{'hosts tx MB':>12}{'max rx/host':>12}{'store tx':>9}{'store rx':>9}"
-    )
+    """Measured against forecast, per stage: MB down and up at the store, the busiest host, seconds."""
+    lines = [f"== {hosts} host(s), {rate} per host link; measured / forecast (ratio measured:forecast)"]
+    lines.append(f"{'stage':<26}{'MB down':>22}{'MB up':>22}{'busiest host MB rx/tx':>24}{'seconds':>18}")
+    predicted = {s["name"]: s for s in (forecast or {}).get("stages", [])}
     for r in rows:
+        f = predicted.get(r["stage"]) or (
+            predicted.get(next(iter(predicted), "")) if r["stage"] == "partition" else None
+        )
+        down, up = r["store_tx"], r["store_rx"]
+        busiest = max(range(hosts), key=lambda i: r["hosts_rx"][i] + r["hosts_tx"][i])
+        host = f"{_mb(r['hosts_rx'][busiest]).strip()}/{_mb(r['hosts_tx'][busiest]).strip()}"
+        if f:
+            host += f" | {f['host_down_bytes'] / 1e6:.1f}/{f['host_up_bytes'] / 1e6:.1f}"
         lines.append(
-            f"{r['stage']:<26}{r['seconds']:7.1f}{_mb(sum(r['hosts_rx'])):>12}{_mb(sum(r['hosts_tx'])):>12}"
-            f"{_mb(max(r['hosts_rx'])):>12}{_mb(r['store_tx']):>9}{_mb(r['store_rx']):>9}"
+            f"{r['stage']:<26}{_pair(down, f and f['down_bytes'])}{_pair(up, f and f['up_bytes'])}{host:>24}"
+            f"{_pair(r['seconds'], f and f['seconds'], unit=1)}"
         )
     total = sum(r["seconds"] for r in rows)
-    lines.append(f"{'total':<26}{total:7.1f}")
+    expected = sum(s["seconds"] or 0 for s in predicted.values()) if predicted else None
+    lines.append(f"{'total':<26}{'':>44}{'':>24}{_pair(total, expected, unit=1)}")
     return "\n".join(lines)
+
+
+def _pair(measured: float, forecast: float | None, unit: float = 1e6) -> str:
+    if forecast is None:
+        return f"{measured / unit:>22.1f}"
+    ratio = measured / forecast if forecast else float("nan")
+    return f"{measured / unit:>9.1f} /{forecast / unit:>6.1f} ({ratio:4.2f})"
 
 
 def _kind(key: str) -> str:
@@ -329,6 +362,9 @@ def main() -> None:
     parser.add_argument("--method", default="random")
     parser.add_argument("--save-orig-ids", action="store_true")
     parser.add_argument("--memory-limit", default="2GiB")
+    parser.add_argument(
+        "--task-size", default=None, help="read task size (--task-size of the CLI): small enough for a task per worker"
+    )
     parser.add_argument("--json", help="write every figure here")
     parser.add_argument("--logs", help="keep the processes' logs here (default: a temporary directory)")
     parser.add_argument(
@@ -375,17 +411,41 @@ def main() -> None:
                 run_args = ["run", "--scheduler", scheduler, *common, "--out-dir", out,
                             "--num-parts", str(args.num_parts), "--method", args.method]  # fmt: skip
                 run_args += ["--save-orig-ids"] if args.save_orig_ids else []
+                run_args += ["--hosts", str(hosts), "--rate", args.rate]
+                run_args += ["--task-size", args.task_size] if args.task_size else []
                 measured = _in_client(topo, run_args, logs, f"run-{hosts}")
             rows = stage_bytes(measured["marks"], hosts)
-            print(table(hosts, args.rate, rows, None))
+            print(table(hosts, args.rate, rows, measured.get("forecast")))
             print(f"peak RSS per worker (MB): {sorted(round(v) for v in measured['worker_peak_rss_mb'].values())}")
             if args.trace_s3:
                 print(trace_table(logs / "s3trace", measured["marks"]))
             results["runs"].append(
-                {"hosts": hosts, "stages": rows, "worker_peak_rss_mb": measured["worker_peak_rss_mb"]}
+                {
+                    "hosts": hosts,
+                    "stages": rows,
+                    "worker_peak_rss_mb": measured["worker_peak_rss_mb"],
+                    "forecast": measured.get("forecast"),
+                }
             )
+    print(summary(results["runs"]))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+def summary(runs: list[dict[str, Any]]) -> str:
+    """Per host count: total time, speed-up over the first (fewest hosts), peak RSS per worker."""
+    if not runs:
+        return ""
+    lines = [f"{'hosts':>5}{'seconds':>9}{'forecast':>10}{'speed-up':>10}{'max RSS/worker MB':>19}{'vs first':>9}"]
+    base_s = sum(r["seconds"] for r in runs[0]["stages"])
+    base_rss = max(runs[0]["worker_peak_rss_mb"].values())
+    for run in runs:
+        seconds = sum(r["seconds"] for r in run["stages"])
+        forecast = sum(s["seconds"] or 0 for s in (run.get("forecast") or {}).get("stages", []))
+        rss = max(run["worker_peak_rss_mb"].values())
+        speed_up, rss_ratio = base_s / seconds, rss / base_rss
+        lines.append(f"{run['hosts']:>5}{seconds:>9.1f}{forecast:>10.1f}{speed_up:>10.2f}{rss:>19.0f}{rss_ratio:>9.2f}")
+    return "\n".join(lines)
 
 
 def _terminated(signum: int, frame: object) -> None:

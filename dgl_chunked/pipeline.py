@@ -15,6 +15,7 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
 from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.forecast import StagePlan, forecast_dispatch
+from dgl_chunked.dispatch.network import NetworkForecast, forecast_network
 from dgl_chunked.dispatch.options import parse_memory_limit
 from dgl_chunked.dispatch.output import staging_location
 from dgl_chunked.dispatch.space import DiskNeed, check_space, disk_needs, format_bytes
@@ -232,6 +233,9 @@ class RunPlan:
     memory_limit: int | None
     notes: tuple[str, ...]
     worker_base_bytes: int
+    network: NetworkForecast | None = None
+    """Bytes over the network per stage (and time at a bandwidth) when the storage is
+    remote or ``hosts`` was given."""
 
     def check_space(self) -> None:
         """Raise :class:`~dgl_chunked.errors.InsufficientSpaceError` when a filesystem lacks the space."""
@@ -256,6 +260,8 @@ class RunPlan:
         if self.memory_limit and self.peak_worker_bytes > 0.8 * self.memory_limit:
             lines.append("  note: the peak is above 80% of --memory-limit: Dask would pause the workers")
         lines += [f"  note: {n}" for n in self.notes]
+        if self.network is not None:
+            lines.append(self.network.table())
         return "\n".join(lines)
 
 
@@ -273,6 +279,8 @@ def plan_run(
     storage_options: StorageOptions = None,
     dispatch_only: bool = False,
     calibration: Calibration = CALIBRATION,
+    hosts: int | None = None,
+    bandwidth: str | float | None = None,
 ) -> RunPlan:
     """Forecast :func:`run` (or only :func:`~dgl_chunked.dispatch.dispatch`) without running it.
 
@@ -295,6 +303,14 @@ def plan_run(
         Plan only the dispatch (the assignment exists already): no partition stage.
     calibration
         The cost model's constants (default: measured on the project's VM).
+    hosts
+        Hosts of the cluster, each with ``workers`` processes (``workers`` counts the
+        processes of one host then); with it, or when the output is on a remote
+        filesystem, the plan forecasts the bytes over the network per stage
+        (:func:`~dgl_chunked.dispatch.network.forecast_network`).
+    bandwidth
+        Every host's link, each direction (``"1gbit"``, ``"125MB/s"``, bytes per
+        second): the network forecast's time.
 
     Returns
     -------
@@ -306,7 +322,8 @@ def plan_run(
     opts = options or DispatchOptions()
     if limit is not None:
         opts = replace(opts, memory_limit=limit)
-    threads = (workers or os.cpu_count() or 1) * threads_per_worker
+    processes = workers or (1 if hosts else os.cpu_count() or 1)
+    threads = processes * threads_per_worker * (hosts or 1)
     forecast = forecast_dispatch(
         graph,
         num_parts,
@@ -324,6 +341,21 @@ def plan_run(
     out = str(out_dir)
     staging_root = staging_location(out, opts.staging_dir, storage_options)
     disks = disk_needs([(staging_root, forecast.staging_bytes), (out, forecast.output_bytes)], storage_options)
+    network = None
+    if hosts or bandwidth is not None or fs.is_url(out):
+        network = forecast_network(
+            graph,
+            num_parts,
+            forecast,
+            options=opts,
+            hosts=hosts or 1,
+            processes_per_host=processes,
+            threads_per_process=threads_per_worker,
+            bandwidth=bandwidth,
+            assignment_bytes=_assignment_file_bytes(forecast.nodes, num_parts) if dispatch_only else 0,
+            partition_stage=None if dispatch_only else stages[0],
+            extra_node_row_bytes=8 if num_trainers_per_machine > 1 else 0,
+        )
     return RunPlan(
         graph_name=graph.metadata.graph_name,
         nodes=forecast.nodes,
@@ -340,7 +372,13 @@ def plan_run(
         memory_limit=opts.memory_limit,
         notes=tuple(notes),
         worker_base_bytes=calibration.worker_base_bytes,
+        network=network,
     )
+
+
+def _assignment_file_bytes(nodes: int, num_parts: int) -> int:
+    """Bytes of DGL's text assignment files: one partition ID and a newline per node."""
+    return nodes * (len(str(max(num_parts - 1, 0))) + 1)
 
 
 def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> StagePlan:

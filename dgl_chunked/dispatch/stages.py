@@ -73,7 +73,7 @@ def stage_part_block(
             f"{source}: node {start + row} of type {ntype!r} is assigned to partition "
             f"{int(parts[row])}, expected an ID in [0, {num_parts}) (line {start + row + 1})"
         )
-    arr = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r+")
+    arr = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r+", zarr_format=3)
     arr[start : start + parts.shape[0]] = parts.astype(np.int32, copy=False)
     return np.bincount(parts, minlength=num_parts).astype(np.int64)
 
@@ -85,13 +85,15 @@ def stage_new_nid_block(
     ``keep_sorted_ids``, also store their type_nids grouped by owner (only ``orig_nids.dgl``
     reads them)."""
     store = staging.store()
-    owner = np.asarray(zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop])
-    new_nid = zarr.open_array(store=store, path=node_array(ntype, "new_nid"), mode="r+")
+    owner = np.asarray(
+        zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r", zarr_format=3)[start:stop]
+    )
+    new_nid = zarr.open_array(store=store, path=node_array(ntype, "new_nid"), mode="r+", zarr_format=3)
     new_nid[start:stop] = new_ids_block(owner, bases)
     if not keep_sorted_ids:
         return
     order, _ = sort_by_owner(owner, bases.shape[0])
-    sorted_ids = zarr.open_array(store=store, path=node_array(ntype, "sorted_type_nid"), mode="r+")
+    sorted_ids = zarr.open_array(store=store, path=node_array(ntype, "sorted_type_nid"), mode="r+", zarr_format=3)
     sorted_ids[start:stop] = order.astype(np.int64) + start
 
 
@@ -206,7 +208,7 @@ def stage_node_feature_chunk(
 ) -> npt.NDArray[np.int64]:
     """Group one read task's node-feature rows by owner and store them."""
     rows = read_feature_group(group)
-    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
+    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r", zarr_format=3)
     return _stage_feature_rows(
         staging, feature_array("node", ntype, feat, chunk), rows, read_rows(owner, group.start, group.stop), num_parts
     )
@@ -223,7 +225,7 @@ def stage_node_data_block(
 ) -> npt.NDArray[np.int64]:
     """Group one block of computed node data (rows ``start...``) by owner and store it."""
     rows = np.asarray(rows)
-    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
+    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r", zarr_format=3)
     return _stage_feature_rows(
         staging,
         feature_array("node", ntype, name, block),

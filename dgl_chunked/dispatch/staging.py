@@ -227,7 +227,7 @@ class Staging:
     # --- reading -----------------------------------------------------------
 
     def open(self, name: str) -> zarr.Array[Any]:
-        return zarr.open_array(store=self.store(), path=name, mode="r")
+        return zarr.open_array(store=self.store(), path=name, mode="r", zarr_format=3)
 
     def lookup(
         self, name: str, ids: npt.NDArray[np.integer[Any]], dtype: npt.DTypeLike | None = None
@@ -247,7 +247,7 @@ class Staging:
     def counts(self, name: str) -> list[int] | None:
         """The per-partition counts of a completed sorted array, else None."""
         try:
-            arr = zarr.open_array(store=self.store(), path=name, mode="r")
+            arr = zarr.open_array(store=self.store(), path=name, mode="r", zarr_format=3)
         except (FileNotFoundError, KeyError, zarr.errors.NodeNotFoundError):
             return None
         counts = arr.attrs.get("counts")
