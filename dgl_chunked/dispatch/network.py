@@ -48,6 +48,7 @@ from dgl_chunked.storage import fs
 
 __all__ = [
     "REQUEST_DOWN_BYTES",
+    "REQUEST_SECONDS",
     "REQUEST_UP_BYTES",
     "NetworkForecast",
     "NetworkStage",
@@ -59,6 +60,9 @@ REQUEST_DOWN_BYTES = 1300
 """Bytes received per request besides the payload (HTTP and TCP headers; S3, measured)."""
 REQUEST_UP_BYTES = 1800
 """Bytes sent per request besides the payload (a signed S3 request, measured)."""
+REQUEST_SECONDS = 0.015
+"""Round trip of one small request to the storage (S3 API on the benchmark's server,
+measured: about 100 requests of the client's opening took 1.5-1.8 s)."""
 PARQUET_FOOTER_READ = 64 << 10
 """What Arrow reads at a Parquet file's end to find its footer."""
 OWNER_BYTES = 4
@@ -191,6 +195,7 @@ def _finish(stage: _Stage, hosts: int, procs: int, threads: int, bandwidth: floa
     if bandwidth:
         overlap = procs * threads
         seconds = max(h_down, h_up, (h_down + h_up) / overlap) / bandwidth + cpu
+        seconds += stage.client[2] * REQUEST_SECONDS  # the client's requests, one after the other
     return NetworkStage(stage.name, down, up, reqs, h_down, h_up, seconds)
 
 
@@ -374,8 +379,9 @@ def forecast_network(
     if partition_stage is not None and rate:
         first = stages[0]
         stages[0] = NetworkStage(
-            first.name, first.down_bytes, first.up_bytes, first.requests, 0, 0, partition_stage.seconds
-        )
+            first.name, first.down_bytes, first.up_bytes, first.requests, 0, 0,
+            partition_stage.seconds + (first.seconds or 0.0),
+        )  # fmt: skip
     notes = [
         "bytes between the hosts (and the client) and the storage; Dask's own traffic between "
         "scheduler and workers is not counted",

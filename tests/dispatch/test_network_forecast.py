@@ -105,14 +105,27 @@ def counting_fs() -> Iterator[None]:
 
 
 @pytest.mark.parametrize(
-    ("num_parts", "options"),
+    ("spec", "num_parts", "options"),
     [
-        (3, dglc.DispatchOptions(save_orig_nids=True, save_orig_eids=True, block_rows=4096)),
-        (2, dglc.DispatchOptions(block_rows=8192)),
+        (
+            SynthSpec.homogeneous(20_000, 200_000, feat_dim=16, num_chunks=4, edge_feat_dim=2, seed=0),
+            3,
+            dglc.DispatchOptions(save_orig_nids=True, save_orig_eids=True, block_rows=4096),
+        ),
+        (
+            SynthSpec.homogeneous(20_000, 200_000, feat_dim=16, num_chunks=4, edge_format="parquet", seed=0),
+            2,
+            dglc.DispatchOptions(block_rows=8192),
+        ),
+        (  # 4 node types, 5 edge types, features of many dtypes; CSV edges
+            SynthSpec.heterogeneous(scale=20, seed=1),
+            4,
+            dglc.DispatchOptions(save_orig_nids=True, save_orig_eids=True, block_rows=4096),
+        ),
     ],
+    ids=["homogeneous-orig-ids", "parquet", "heterogeneous"],
 )
-def test_forecast_bytes_match_the_bytes_a_run_moves(counting_fs, num_parts, options):
-    spec = SynthSpec.homogeneous(20_000, 200_000, feat_dim=16, num_chunks=4, edge_feat_dim=2, seed=0)
+def test_forecast_bytes_match_the_bytes_a_run_moves(counting_fs, spec, num_parts, options):
     write_synthetic_graph("countmem://g", spec)
     plan = dglc.plan_run(
         dglc.open_chunked_graph("countmem://g", task_bytes="1MiB"),
