@@ -201,3 +201,31 @@ def test_plan_command_prints_the_network_forecast(tmp_path):
     assert "write partitions" in result.output.split("network (storage remote)")[1]
     bad = CliRunner().invoke(cli, [*args, "--bandwidth", "fast"])
     assert bad.exit_code != 0 and "error: bandwidth 'fast'" in bad.output
+
+
+class _RecordingFileSystem(MemoryFileSystem):
+    """fsspec's memory filesystem, recording the read-ahead asked of every open."""
+
+    protocol = ("recmem",)
+    opened: list[tuple[str, int | None]] = []
+
+    def _open(self, path: str, mode: str = "rb", block_size: int | None = None, **kw: Any) -> Any:
+        if mode == "rb":
+            self.opened.append((path, block_size))
+        return super()._open(path, mode, block_size=block_size, **kw)
+
+
+def test_opening_a_remote_graph_reads_ahead_only_a_header(tmp_path):
+    """s3fs reads ahead 50 MiB by default: a header read fetched the whole feature file."""
+    from dgl_chunked.storage import fs
+
+    fsspec.register_implementation("recmem", _RecordingFileSystem, clobber=True)
+    try:
+        write_synthetic_graph("recmem://h", SynthSpec.homogeneous(2_000, 20_000, feat_dim=4, num_chunks=2, seed=0))
+        _RecordingFileSystem.opened.clear()
+        graph = dglc.open_chunked_graph("recmem://h")
+        graph.feature_info("node", "_N", "feat")
+        headers = [(p, b) for p, b in _RecordingFileSystem.opened if p.endswith(".npy")]
+        assert headers and all(b == fs.HEADER_BLOCK for _, b in headers), _RecordingFileSystem.opened
+    finally:
+        _RecordingFileSystem.store.clear()
