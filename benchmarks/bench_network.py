@@ -12,7 +12,7 @@ same cluster, side by side.
 
 Usage (as root)::
 
-    python benchmarks/bench_network.py [--hosts 1 2 4 8] [--rate 20mbit] [--nodes 200000]
+    python benchmarks/bench_network.py [--hosts 1 2 4 8] [--rate 10mbit] [--nodes 200000]
         [--edges 2000000] [--feat-dim 16] [--num-parts 8] [--method random]
         [--save-orig-ids] [--json out.json]
 
@@ -177,6 +177,20 @@ class _StageClock(logging.Handler):
             self.mark(message.removeprefix("dispatch stage: ").split(" (")[0])
 
 
+def _graph_arguments(parser: argparse.ArgumentParser) -> None:
+    """The graph and the run, the same for the benchmark and its client mode."""
+    parser.add_argument("--nodes", type=int, default=200_000)
+    parser.add_argument("--edges", type=int, default=2_000_000)
+    parser.add_argument("--feat-dim", type=int, default=16)
+    parser.add_argument("--chunks", type=int, default=8)
+    parser.add_argument("--num-parts", type=int, default=8)
+    parser.add_argument("--method", default="random")
+    parser.add_argument("--save-orig-ids", action="store_true")
+    parser.add_argument(
+        "--task-size", default=None, help="read task size (--task-size of the CLI): small enough for a task per worker"
+    )
+
+
 def client_main(result_path: str, argv: list[str]) -> None:
     """Inside the client namespace: one synth or one measured run."""
     parser = argparse.ArgumentParser()
@@ -187,14 +201,7 @@ def client_main(result_path: str, argv: list[str]) -> None:
     parser.add_argument("--ports", required=True, help="JSON {endpoint: [netns, address, port]}")
     parser.add_argument("--in-dir", required=True)
     parser.add_argument("--out-dir")
-    parser.add_argument("--nodes", type=int, default=200_000)
-    parser.add_argument("--edges", type=int, default=2_000_000)
-    parser.add_argument("--feat-dim", type=int, default=16)
-    parser.add_argument("--chunks", type=int, default=8)
-    parser.add_argument("--num-parts", type=int, default=8)
-    parser.add_argument("--method", default="random")
-    parser.add_argument("--save-orig-ids", action="store_true")
-    parser.add_argument("--task-size", default=None)
+    _graph_arguments(parser)
     parser.add_argument("--hosts", type=int, default=1)
     parser.add_argument("--rate", default=None)
     a = parser.parse_args(argv)
@@ -353,18 +360,9 @@ def trace_table(trace_dir: Path, marks: list[Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", type=int, nargs="+", default=[1, 2, 4, 8])
-    parser.add_argument("--rate", default="20mbit", help="cap of every host's link, each direction (tc rate)")
-    parser.add_argument("--nodes", type=int, default=200_000)
-    parser.add_argument("--edges", type=int, default=2_000_000)
-    parser.add_argument("--feat-dim", type=int, default=16)
-    parser.add_argument("--chunks", type=int, default=8)
-    parser.add_argument("--num-parts", type=int, default=8)
-    parser.add_argument("--method", default="random")
-    parser.add_argument("--save-orig-ids", action="store_true")
+    parser.add_argument("--rate", default="10mbit", help="cap of every host's link, each direction (tc rate)")
+    _graph_arguments(parser)
     parser.add_argument("--memory-limit", default="2GiB")
-    parser.add_argument(
-        "--task-size", default=None, help="read task size (--task-size of the CLI): small enough for a task per worker"
-    )
     parser.add_argument("--json", help="write every figure here")
     parser.add_argument("--logs", help="keep the processes' logs here (default: a temporary directory)")
     parser.add_argument(
