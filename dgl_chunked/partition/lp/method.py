@@ -8,10 +8,10 @@ staged entries among the streaming and the level-by-level ones, and the purified
 cutting fewest, are both settled and refined (step 4 below), and the one cutting fewer
 entries then is kept:
 
-- the **multilevel** one (:mod:`._ml_driver`, issue #14), for graphs with community
+- the **multilevel** one (:mod:`.multilevel`, issue #14), for graphs with community
   structure (citation, social, e-commerce graphs; planted-partition and LFR graphs):
 
-  a. *coarsening*, out of core, per node block (:mod:`._ml_tasks`): size-constrained
+  a. *coarsening*, out of core, per node block (:mod:`.coarsen_tasks`): size-constrained
      label-propagation clustering (``cluster_rounds`` rounds; in each a seeded half
      of the nodes may join the neighbouring cluster they are most connected to, by
      edge weight, when it gains and the cluster stays within ``cluster_weight`` of a
@@ -47,13 +47,13 @@ entries then is kept:
 
 Then all share steps 4 and 5. Every step is a map over edge read tasks (consecutive
 edge files of about the graph's task size, :mod:`dgl_chunked.io.chunked.groups`) or node blocks
-plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per step:
+plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per step:
 
 1. **Stage** (one task per edge read task): read the edges, make them homogeneous
    (``orig_nid``), drop self-loops *for the partitioner only* and write both
    directions of every edge (block-local ``u``, neighbour ``v``), ordered by ``u``'s
    node block, plus the self-loops, to scratch ``.npy`` files (layout:
-   :mod:`._lp_store`). The graph is thus symmetrised; multi-edges are kept as weight
+   :mod:`.store`). The graph is thus symmetrised; multi-edges are kept as weight
    (a doubled edge cut twice counts twice, as in the quality report) instead of being
    deduplicated. The input graph is never changed.
 2. **Prepare** (one task per node block, in the same computation): degree, owned
@@ -87,7 +87,7 @@ plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per
 
 Every proposal round ends with the **move step**: the blocks summarise their
 proposals per group ``(stratum, from, to, priority)``; the driver
-(:func:`._lp_plan.plan_moves`) pairs opposite moves into swaps, then serves groups by
+(:func:`.schedule.plan_moves`) pairs opposite moves into swaps, then serves groups by
 priority within the room of every (stratum, part) and, with ``balance_edges``, of
 every part's owned edges; quotas are shared among blocks, and each block moves its
 candidates in seeded hash order within its quota. The moves run at the start of the
@@ -107,7 +107,7 @@ per node, under 64 MiB) or one block of it; a proposal task at most four histogr
 parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
-work here; :func:`._lp_store.scratch_array`) and freed at the end of the run. Peak RSS per
+work here; :func:`.store.scratch_array`) and freed at the end of the run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
 strata), per-block tables of ``64 x S`` and the edge-file segments per block.
@@ -142,10 +142,10 @@ import numpy as np
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import DglChunkedError
-from dgl_chunked.partition import _lp_store as S
 from dgl_chunked.partition._base import check_seed, input_stamp, mask_features
-from dgl_chunked.partition._lp_config import LPConfig, LPPlan
-from dgl_chunked.partition._ml_driver import run_multilevel
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp.config import LPConfig, LPPlan
+from dgl_chunked.partition.lp.multilevel import run_multilevel
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import create_owned_dir, remove_owned, scratch_dir
 

@@ -1,7 +1,7 @@
 """The move step's plan for the ``lp`` method: pure numpy on small per-group tables.
 
 It runs in the driver task. A *group* is every candidate node sharing ``(stratum,
-from part, to part, priority)`` (key: :func:`._lp_kernels.group_key`); the tables hold
+from part, to part, priority)`` (key: :func:`.kernels.group_key`); the tables hold
 one row per group (or per block and group) with node counts and weight sums.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition._lp_kernels import split_group_key
+from dgl_chunked.partition.lp.kernels import split_group_key
 
 __all__ = [
     "add_moves",

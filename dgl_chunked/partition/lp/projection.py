@@ -1,5 +1,5 @@
 """Uncoarsening tasks of the multilevel ``lp`` method: store and project partitions,
-refine coarse levels, settle level 0 (scratch layout: :mod:`._ml_tasks`)."""
+refine coarse levels, settle level 0 (scratch layout: :mod:`.coarsen_tasks`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition import _lp_store as LS
-from dgl_chunked.partition import _ml_kernels as MK
-from dgl_chunked.partition import _ml_tasks as S
-from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
-from dgl_chunked.partition._ml_tasks import Level
+from dgl_chunked.partition.lp import coarsen_kernels as MK
+from dgl_chunked.partition.lp import coarsen_tasks as S
+from dgl_chunked.partition.lp import schedule as plan_
+from dgl_chunked.partition.lp import store as LS
+from dgl_chunked.partition.lp.coarsen_tasks import Level
+from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
 
 __all__: list[str] = []
 

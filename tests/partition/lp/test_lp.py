@@ -20,12 +20,12 @@ from dgl_chunked.partition import (
     compute_partition_report,
     register_method,
 )
-from dgl_chunked.partition import _lp_driver as lp_driver
-from dgl_chunked.partition import _lp_kernels as K
-from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition import _lp_tasks as tasks_
-from dgl_chunked.partition import lp as lp_module
-from dgl_chunked.partition._lp_graph import Ref, TaskGraph
+from dgl_chunked.partition.lp import kernels as K
+from dgl_chunked.partition.lp import method as lp_module
+from dgl_chunked.partition.lp import schedule as plan_
+from dgl_chunked.partition.lp import streaming as lp_driver
+from dgl_chunked.partition.lp import tasks as tasks_
+from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.testing import load_truth, raise_if_dask_computes, write_graph_from_truth
 

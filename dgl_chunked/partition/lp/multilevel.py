@@ -2,8 +2,8 @@
 
 Runs inside the ``lp`` driver task (:func:`dgl_chunked.partition.lp.run_lp`), after the
 ``lp`` staging, and hands the projected assignment to the ``lp`` rounds
-(:mod:`._lp_driver`) for balancing and refinement under the hard caps. Each step is one
-Dask computation of per-block tasks (:mod:`._ml_tasks`); the driver keeps per-block
+(:mod:`.streaming`) for balancing and refinement under the hard caps. Each step is one
+Dask computation of per-block tasks (:mod:`.coarsen_tasks`); the driver keeps per-block
 counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
 ``coarse_entries``). See :mod:`dgl_chunked.partition.lp`.
 """
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_driver as D
-from dgl_chunked.partition import _lp_store as S
-from dgl_chunked.partition import _ml_kernels as MK
-from dgl_chunked.partition import _ml_project as P
-from dgl_chunked.partition import _ml_tasks as M
-from dgl_chunked.partition._lp_config import LPPlan
-from dgl_chunked.partition._lp_graph import TaskGraph
+from dgl_chunked.partition.lp import coarsen_kernels as MK
+from dgl_chunked.partition.lp import coarsen_tasks as M
+from dgl_chunked.partition.lp import projection as P
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp import streaming as D
+from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.partition.metis import metis_parts
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
 
 @dataclass(frozen=True)
 class _Candidate:
-    """An initial assignment at the input, saved under ``name`` (:func:`._ml_project.keep_task`)."""
+    """An initial assignment at the input, saved under ``name`` (:func:`.projection.keep_task`)."""
 
     name: str
     label: str  # for the log
@@ -341,7 +341,7 @@ def _coarsen(level: M.Level, plan: LPPlan, fraction: float) -> tuple[M.Level, in
 
 def _initial(level: M.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:
     """Partition the coarsest level in memory with METIS (node and edge weights); store
-    its parts. Returns what :func:`._ml_tasks.write_parts` returns per block."""
+    its parts. Returns what :func:`.projection.write_parts` returns per block."""
     tasks = TaskGraph()
     got = tasks.compute([tasks.add(M.gather_task, level, b) for b in range(level.num_blocks)])
     u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))

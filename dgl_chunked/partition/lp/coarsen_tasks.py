@@ -1,9 +1,9 @@
-"""Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`._ml_kernels`.
+"""Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`.coarsen_kernels`.
 
 Every level has the same number of node *blocks* ``B``: block ``b`` of level ``L + 1``
 holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, so
 a level is described by its block offsets alone. Level 0 is read from the ``lp``
-staging (:mod:`._lp_tasks`: entries per block, strata, owned edges, degree levels);
+staging (:mod:`.tasks`: entries per block, strata, owned edges, degree levels);
 the other files are raw arrays behind a fixed header (:func:`save`; ``.bin``) under
 ``ML = <lp root>/work/ml``, written and read through fsspec (``ml`` is a URL), each
 by one task; "pieces" are the per-destination parts of one writer's file
@@ -43,9 +43,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.partition import _lp_store as S
-from dgl_chunked.partition import _ml_kernels as MK
-from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition.lp import coarsen_kernels as MK
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
 from dgl_chunked.storage import fs as _fs
 
 __all__: list[str] = []

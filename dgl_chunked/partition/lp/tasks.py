@@ -1,5 +1,5 @@
-"""Task bodies of the ``lp`` method: the scratch store (:mod:`._lp_store`) around the
-kernels (:mod:`._lp_kernels`).
+"""Task bodies of the ``lp`` method: the scratch store (:mod:`.store`) around the
+kernels (:mod:`.kernels`).
 
 A round's node *span* is either ``(start, stop)``, positions in the block's level order
 (the nodes of a run of degree levels), or ``None``: every node of the block.
@@ -13,9 +13,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_kernels as K
-from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition._lp_store import (
+from dgl_chunked.partition.lp import kernels as K
+from dgl_chunked.partition.lp import schedule as plan_
+from dgl_chunked.partition.lp.store import (
     ScratchRoot,
     Segments,
     edges_file,

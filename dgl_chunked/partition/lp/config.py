@@ -1,7 +1,7 @@
 """The ``lp`` method's tuning (:class:`LPConfig`) and one run's fixed inputs (:class:`LPPlan`).
 
-Shared by the method (:mod:`.lp`) and its drivers (:mod:`._lp_driver`,
-:mod:`._ml_driver`), which import it, not each other.
+Shared by the method (:mod:`.method`) and its drivers (:mod:`.streaming`,
+:mod:`.multilevel`), which import it, not each other.
 """
 
 from __future__ import annotations

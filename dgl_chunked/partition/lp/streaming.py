@@ -1,6 +1,6 @@
 """The driver of the ``lp`` method: the rounds, run from inside one Dask task.
 
-Every round is one computation (a :class:`._lp_graph.TaskGraph`): the previous round's
+Every round is one computation (a :class:`.taskgraph.TaskGraph`): the previous round's
 planned moves, then per block its histogram tasks and its proposal task, which wait for
 all the moves. The driver keeps only small tables: sizes per (stratum, part), nodes per
 (block, level, stratum), placed nodes per (block, stratum) and the edge-file segments.
@@ -17,11 +17,11 @@ import numpy as np
 
 from dgl_chunked._dask import on_worker
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition import _lp_store as S
-from dgl_chunked.partition import _lp_tasks as T
-from dgl_chunked.partition._lp_config import LPPlan
-from dgl_chunked.partition._lp_graph import Ref, TaskGraph
+from dgl_chunked.partition.lp import schedule as plan_
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp import tasks as T
+from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
 if TYPE_CHECKING:
     import dask.array as da
