@@ -8,6 +8,8 @@
   driver's move schedule).
 - :mod:`.multilevel`, :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels`,
   :mod:`.projection`: multilevel coarsening, initial partition and projection.
+- :mod:`.finalists`: the choice between the initial assignments kept for the refinement.
+- :mod:`.salts`: every random-seed salt of a run.
 - :mod:`.method`: :class:`LPMethod`, the registered method, and :func:`run_lp`.
 """
 

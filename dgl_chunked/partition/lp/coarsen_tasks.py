@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.partition.lp import coarsen_kernels as MK
+from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
 from dgl_chunked.storage import fs as _fs
@@ -232,13 +232,13 @@ def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray, m
     label = load(level.url(f"label-{b}"))
     w, _ = node_weights(level, b)
     ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
-    movers = (label >= 0) & MK.active_bit(ids, seed=seed, salt=salt)
+    movers = (label >= 0) & CK.active_bit(ids, seed=seed, salt=salt)
     u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
     keep = movers[u]
     u, v, ew = u[keep], v[keep], ew[keep]
     c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
     del v
-    node, cluster, gain = MK.propose_joins(
+    node, cluster, gain = CK.propose_joins(
         u,
         c,
         ew,
@@ -263,7 +263,7 @@ def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) ->
     cw = load(level.url(f"cw-{t}"))
     u, c, gain, nw = props[0], props[1], props[2], props[3:].T
     local = c - level.offsets[t]
-    accept = MK.accept_joins(c, gain, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
+    accept = CK.accept_joins(c, gain, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
     np.add.at(cw, local[accept], nw[accept])
     save(level.url(f"cw-{t}"), cw)
     block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
@@ -328,7 +328,7 @@ def contract_task(level: Level, b: int, coarse: Level) -> tuple[int, int]:
     cid = load(level.url(f"cid-{b}"))
     cu = cid[u]
     cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
-    cu, cv, w = MK.contract_entries(cu, cv, w)
+    cu, cv, w = CK.contract_entries(cu, cv, w)
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
     local = cu - np.asarray(coarse.offsets, np.int64)[block]
     save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks)
@@ -361,7 +361,7 @@ def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: in
     c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
     ok = c >= 0
     ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
-    out = MK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
+    out = CK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
     save(level.url(f"{dst}-{b}"), out)
     return int((out != own).sum())
 

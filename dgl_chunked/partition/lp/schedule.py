@@ -14,8 +14,10 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp.kernels import split_group_key
+from dgl_chunked.partition.lp.store import Segments
 
 __all__ = [
+    "Groups",
     "add_moves",
     "block_quotas",
     "caps_for",
@@ -34,7 +36,6 @@ __all__ = [
 ]
 
 Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight sums)
-Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
 
 
 def _take(groups: IdArray, counts: IdArray, weights: IdArray, k: int) -> tuple[IdArray, IdArray, int, int]:

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import kernels as K
-from dgl_chunked.partition.lp import schedule as plan_
+from dgl_chunked.partition.lp import schedule
 from dgl_chunked.partition.lp.store import (
     ScratchRoot,
     Segments,
@@ -29,7 +29,6 @@ from dgl_chunked.partition.lp.store import (
 
 __all__ = [
     "FULL_READ_BYTES",
-    "Groups",
     "Span",
     "apply_task",
     "fill_task",
@@ -45,7 +44,6 @@ FULL_READ_BYTES = 1 << 26
 """A histogram task reads the whole assignment at once below this size, else block by block."""
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
-Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight sums)
 Span = tuple[int, int] | None
 
 
@@ -95,11 +93,11 @@ def prepare_task(
     """
     rows, lo = stratum.size, b * block_rows
     num_blocks = staged[0][0].size if staged else 0
-    segs = plan_.file_segments([s[0] for s in staged], num_blocks)[b] if staged else []
-    loop_segs = plan_.file_segments([s[1] for s in staged], num_blocks)[b] if staged else []
+    segs = schedule.file_segments([s[0] for s in staged], num_blocks)[b] if staged else []
+    loop_segs = schedule.file_segments([s[1] for s in staged], num_blocks)[b] if staged else []
     stratum = stratum.astype(np.int32)
     degree, weight = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
-    for seg in plan_.group_segments(segs, _PREPARE_ENTRIES):
+    for seg in schedule.group_segments(segs, _PREPARE_ENTRIES):
         d, w = K.block_degrees([read_segments(root, seg, "u")], np.empty(0, np.int64), rows=rows, owned=owned)
         degree += d
         weight += w
@@ -259,7 +257,7 @@ def propose_task(
     num_parts: int,
 ) -> tuple[IdArray, IdArray, IdArray, int]:
     """Propose targets for block ``b``'s candidates; return them summarised per group
-    (:data:`Groups`) and, when refining, the candidates' neighbours in other parts
+    (:data:`.schedule.Groups`) and, when refining, the candidates' neighbours in other parts
     (their share of the current cut, counted from both ends of an edge).
 
     The histogram is the sum of ``hists``, or computed here over ``segs`` when given.
@@ -302,8 +300,16 @@ def propose_task(
 
 
 def apply_task(
-    quota: Groups, *, root: ScratchRoot, b: int, block_rows: int, rows: int, num_nodes: int, seed: int, salt: int
-) -> Groups:
+    quota: schedule.Groups,
+    *,
+    root: ScratchRoot,
+    b: int,
+    block_rows: int,
+    rows: int,
+    num_nodes: int,
+    seed: int,
+    salt: int,
+) -> schedule.Groups:
     """Move block ``b``'s proposals within its quotas; return the moves per group."""
     local, target, keys, weight = read_block(root, b, "moves")
     rank = K.node_order(b * block_rows + local, seed=seed, salt=salt)
@@ -316,7 +322,7 @@ def apply_task(
 
 
 def fill_task(
-    fill: Groups,
+    fill: schedule.Groups,
     *,
     root: ScratchRoot,
     b: int,
@@ -327,7 +333,7 @@ def fill_task(
     salt: int,
     num_parts: int,
     isolated: bool,
-) -> Groups:
+) -> schedule.Groups:
     """Place block ``b``'s unplaced (isolated, or other) nodes as ``fill`` says; return the
     moves per group."""
     part = read_block(root, b, "part")
