@@ -20,7 +20,7 @@ from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import check_no_overlap, remove_owned
 from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
 from dgl_chunked.verify.feature_checks import feature_chunk_task
-from dgl_chunked.verify.id_checks import Segments, edge_chunk_task, node_block_task
+from dgl_chunked.verify.id_checks import PartSlices, edge_chunk_task, node_block_task
 from dgl_chunked.verify.partition_checks import PartFacts, partition_task
 from dgl_chunked.verify.plan import Plan, check_config, check_maps, make_plan
 from dgl_chunked.verify.report import MAX_PROBLEMS_PER_TASK, VerifyReport
@@ -212,7 +212,7 @@ def _check_tasks(
     return nodes, edges, feats["node"], feats["edge"]
 
 
-def _segments(facts: list[PartFacts], attr: str, index: int, bucket: int) -> Segments:
+def _segments(facts: list[PartFacts], attr: str, index: int, bucket: int) -> PartSlices:
     """``(partition, start, count)`` of each partition's staged rows in one bucket."""
     out = []
     for p, part in enumerate(facts):
