@@ -37,7 +37,6 @@ __all__ = [
     "fill_block",
     "group_by_key",
     "group_key",
-    "level_order",
     "neighbour_histogram",
     "node_level_order",
     "node_order",
@@ -364,19 +363,3 @@ def fill_block(
         sel = fill_strata == s
         new[nodes] = np.repeat(fill_parts[sel], fill_counts[sel]).astype(np.int32)
     return new
-
-
-def level_order(
-    u_local: npt.NDArray[np.uint32], block_counts: IdArray, level_of: npt.NDArray[np.int8], *, max_level: int
-) -> tuple[IdArray, IdArray]:
-    """Reorder block-ordered entries by (block, falling level of ``u``).
-
-    ``level_of`` gives each entry's ``u`` level. Returns the permutation and the entry
-    counts per ``(block, level)`` as ``[blocks, max_level + 1]``.
-    """
-    blocks = np.repeat(np.arange(block_counts.size, dtype=np.int64), block_counts)
-    lev = np.clip(level_of.astype(np.int64), 0, max_level)
-    key = blocks * (max_level + 1) + (max_level - lev)
-    order = np.argsort(key.astype(np.uint16 if key.size and key.max() < 65536 else np.uint64), kind="stable")
-    counts = np.bincount(blocks * (max_level + 1) + lev, minlength=block_counts.size * (max_level + 1))
-    return order, counts.reshape(block_counts.size, max_level + 1).astype(np.int64)
