@@ -41,6 +41,7 @@ from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.partition.metis import sorted_unique
 from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage.arrays import zarr_store
 from dgl_chunked.storage.owned import check_no_overlap, remove_owned
 from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
 from dgl_chunked.storage.zarr_lookup import lookup
@@ -195,15 +196,6 @@ def edge_stats_block(
     return owned, int(np.count_nonzero(cross)), pairs
 
 
-def _zarr_store(path: str, storage_options: StorageOptions) -> Any:
-    """A Zarr store for a local path or an fsspec URL (every worker opens its own)."""
-    import zarr.storage
-
-    if _fs.is_url(path):
-        return zarr.storage.FsspecStore.from_url(path, storage_options=storage_options or {})
-    return zarr.storage.LocalStore(path)
-
-
 def _edge_task(
     df: pd.DataFrame,
     *,
@@ -219,7 +211,7 @@ def _edge_task(
 
     src = df["src"].to_numpy(np.int64)
     dst = df["dst"].to_numpy(np.int64)
-    opened = _zarr_store(store, storage_options)
+    opened = zarr_store(store, storage_options)
     src_part = lookup(zarr.open_array(store=opened, path=src_type, mode="r"), src)
     dst_part = lookup(zarr.open_array(store=opened, path=dst_type, mode="r"), dst)
     return edge_stats_block(src_part, dst_part, src + src_offset, src_type_id=src_type_id, num_parts=num_parts)
@@ -235,7 +227,7 @@ def _materialise(parts: Mapping[str, da.Array], store: str, storage_options: Sto
     import dask.array as da
     import zarr
 
-    group = zarr.open_group(_zarr_store(store, storage_options), mode="w")
+    group = zarr.open_group(zarr_store(store, storage_options), mode="w")
     writes = []
     for ntype, arr in parts.items():
         n = int(arr.shape[0])

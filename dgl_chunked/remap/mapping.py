@@ -33,8 +33,8 @@ from dgl_chunked.dispatch.ids import sort_by_owner
 from dgl_chunked.io.chunked.chunks import ChunkGroup, ChunkRef, read_edges_partition
 from dgl_chunked.io.dgl.tensor_index import TensorPayload, read_payload_rows
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.readers import zarr_store
 from dgl_chunked.remap.spaces import TypeSpace
+from dgl_chunked.storage.arrays import zarr_store
 from dgl_chunked.storage.zarr_lookup import cached_lookup
 
 __all__ = [
@@ -220,7 +220,7 @@ class EdgeAssignmentSource:
         return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
 
     def block_owners(self, lo: int, hi: int) -> npt.NDArray[np.integer[Any]]:
-        array = zarr.open_array(zarr_store(self.owners, self.storage_options), mode="r")
+        array = zarr.open_array(zarr_store(self.owners, self.storage_options, read_only=True), mode="r")
         return cached_lookup(array, self.dst(lo, hi), key=self.cache_key, budget_bytes=self.cache_bytes)
 
     def positions(self, lo: int, hi: int) -> list[IdArray]:

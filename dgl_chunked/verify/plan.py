@@ -3,7 +3,7 @@
 The partition config's ``node_map`` / ``edge_map`` become ``(P, T, 2)`` arrays of
 new-ID ranges; :func:`check_maps` and :func:`check_config` hold them against the
 input before any task runs. The plan also names the scratch directory where tasks
-stage their facts as raw int64 files, read back by row range (:func:`stage`,
+stage their facts as int64 array files, read back by row range (:func:`stage`,
 :func:`staged_rows`, :func:`orig2new`).
 """
 
@@ -18,6 +18,7 @@ from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.dgl import PartitionConfig
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.arrays import read_array, write_array
 from dgl_chunked.verify.report import VerifyReport
 
 __all__ = [
@@ -188,27 +189,25 @@ def _check_contiguous(ranges: IdArray, what: str, report: VerifyReport) -> None:
     )
 
 
-# --- staged facts: raw int64 files in the scratch directory ------------------------------
+# --- staged facts: int64 array files (storage.arrays) in the scratch directory ------------------------------
 
 
 def stage(plan: Plan, name: str, rows: IdArray) -> None:
-    """Write int64 ``rows`` (shape ``(n, width)`` or ``(n,)``) as the raw scratch file ``name``.
+    """Write int64 ``rows`` (shape ``(n, width)`` or ``(n,)``) as the scratch array file ``name``.
 
     One writer per name; readers take row ranges (:func:`staged_rows`), so a file is
     never read whole unless asked.
     """
-    filesystem, inner = fs.filesystem(fs.join(plan.scratch, name), plan.scratch_options)
-    filesystem.pipe_file(inner, np.ascontiguousarray(rows, np.int64).tobytes())
+    write_array(fs.join(plan.scratch, name), np.asarray(rows, np.int64), storage_options=plan.scratch_options)
 
 
 def staged_rows(plan: Plan, name: str, width: int, lo: int, hi: int) -> IdArray:
     """Rows ``[lo, hi)`` of a staged file of ``width`` int64 per row (``width=0``: 1-D)."""
     if hi <= lo:
         return np.zeros((0, width) if width else 0, np.int64)
-    row = 8 * max(width, 1)
-    filesystem, inner = fs.filesystem(fs.join(plan.scratch, name), plan.scratch_options)
-    data = np.frombuffer(filesystem.cat_file(inner, start=lo * row, end=hi * row), np.int64)
-    return data.reshape(hi - lo, width) if width else data
+    data = read_array(fs.join(plan.scratch, name), lo, hi, storage_options=plan.scratch_options)
+    assert data.shape[1:] == ((width,) if width else ()), (name, data.shape, width)
+    return data
 
 
 def orig2new(plan: Plan, t: int, ids: IdArray) -> IdArray:

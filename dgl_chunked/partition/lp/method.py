@@ -20,8 +20,9 @@ entries then is kept:
      proposals within the cap, a release stage at the old cluster's block takes the
      leavers' weight off), then contraction: a group-by of ``(cluster(u),
      cluster(v))`` summing edge weights, cluster weights summed as node weights, both
-     in ``.npy``/``.npz`` scratch through fsspec. Repeated until the graph fits the
-     in-memory budget (``coarse_nodes`` nodes and ``coarse_entries`` entries); a
+     in array files (:mod:`dgl_chunked.storage.arrays`) in the scratch directory,
+     through fsspec. Repeated until the graph fits the in-memory budget
+     (``coarse_nodes`` nodes and ``coarse_entries`` entries); a
      level that barely shrinks relaxes the cluster caps 4x (up to half a part);
   b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
@@ -52,7 +53,7 @@ plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per 
 1. **Stage** (one task per edge read task): read the edges, make them homogeneous
    (``orig_nid``), drop self-loops *for the partitioner only* and write both
    directions of every edge (block-local ``u``, neighbour ``v``), ordered by ``u``'s
-   node block, plus the self-loops, to scratch ``.npy`` files (layout:
+   node block, plus the self-loops, to scratch array files (layout:
    :mod:`.store`). The graph is thus symmetrised; multi-edges are kept as weight
    (a doubled edge cut twice counts twice, as in the quality report) instead of being
    deduplicated. The input graph is never changed.
@@ -107,7 +108,7 @@ per node, under 64 MiB) or one block of it; a proposal task at most four histogr
 parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
-work here; :func:`.store.scratch_array`) and freed at the end of the run. Peak RSS per
+work here; :func:`.store.pooled_array`) and freed at the end of the run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
 strata), per-block tables of ``64 x S`` and the edge-file segments per block.
@@ -187,7 +188,7 @@ class LPMethod:
         One driver task (:func:`run_lp`) runs the algorithm when the arrays are
         computed: it submits its own Dask computations (through ``worker_client`` on a
         distributed worker, else on the current scheduler) and leaves the result in a
-        scratch directory (one ``.npy`` file per node block) that the output chunks
+        scratch directory (one array file per node block) that the output chunks
         read. ``balance_ntypes`` may name node types (always balanced) and boolean node
         features (one stratum per first true one).
         """

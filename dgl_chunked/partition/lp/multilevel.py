@@ -51,7 +51,7 @@ def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> No
             D.refine(state)
         logger.debug("lp: isolated nodes: %d", D.fill(state, isolated=True))
     finally:
-        D.release_worker_scratch()
+        D.release_worker_pools()
 
 
 def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:

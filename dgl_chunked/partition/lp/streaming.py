@@ -37,7 +37,7 @@ __all__ = [
     "placed_nodes",
     "prepare",
     "refine",
-    "release_worker_scratch",
+    "release_worker_pools",
     "run_planned",
     "run_round",
 ]
@@ -358,12 +358,12 @@ def refine(state: State, *, done: int = 0) -> None:
             break
 
 
-def release_worker_scratch() -> None:
-    """Free the tasks' scratch arrays in every worker process (or in this one)."""
-    S.release_scratch()
+def release_worker_pools() -> None:
+    """Free the tasks' pooled arrays in every worker process (or in this one)."""
+    S.release_pools()
     if not on_worker():
         return
     from distributed import worker_client
 
     with worker_client() as client:
-        client.run(S.release_scratch)
+        client.run(S.release_pools)

@@ -20,10 +20,10 @@ from dgl_chunked.partition.lp.store import (
     Segments,
     edges_file,
     node_file,
+    pooled_array,
     read_block,
     read_segments,
     save,
-    scratch_array,
     write_block,
 )
 
@@ -127,15 +127,15 @@ def restage_task(staged: tuple[IdArray, IdArray], *, root: ScratchRoot, c: int) 
     entries = int(block_counts.sum())
     if entries == 0:
         return counts
-    u, v = (read_segments(root, [(c, 0, entries)], name, scratch=True) for name in ("u", "v"))
-    u_out, v_out = scratch_array("u_out", entries, u.dtype), scratch_array("v_out", entries, v.dtype)
+    u, v = (read_segments(root, [(c, 0, entries)], name, pooled=True) for name in ("u", "v"))
+    u_out, v_out = pooled_array("u_out", entries, u.dtype), pooled_array("v_out", entries, v.dtype)
     starts = np.concatenate([[0], np.cumsum(block_counts)])
     for b in np.flatnonzero(block_counts).tolist():
         lo, hi = int(starts[b]), int(starts[b + 1])
-        level = scratch_array("level", hi - lo, np.int64)  # int64: bincount's own type, no copy
+        level = pooled_array("level", hi - lo, np.int64)  # int64: bincount's own type, no copy
         np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=level)
         np.take(read_block(root, b, "level").astype(np.int64), level, out=level)  # >= 0: entries have an edge
-        key = scratch_array("key", hi - lo, np.uint8)
+        key = pooled_array("key", hi - lo, np.uint8)
         np.subtract(max_level, level, out=key, casting="unsafe")
         order = np.argsort(key, kind="stable")  # a radix sort
         np.take(u[lo:hi], order, out=u_out[lo:hi])
@@ -156,14 +156,14 @@ def _span_nodes(root: ScratchRoot, b: int, rows: int, span: Span) -> npt.NDArray
 def _parts_table(
     root: ScratchRoot, blocks: range, block_rows: int, num_nodes: int, num_parts: int
 ) -> npt.NDArray[np.integer[Any]]:
-    """The assignment of ``blocks`` (a :func:`scratch_array` array); int8 when the parts fit
+    """The assignment of ``blocks`` (a :func:`pooled_array` array); int8 when the parts fit
     (a 4x smaller table stays in cache for the random gather)."""
     lo = blocks.start * block_rows
-    table = scratch_array(
+    table = pooled_array(
         "table", min(blocks.stop * block_rows, num_nodes) - lo, np.int8 if num_parts <= 127 else np.int32
     )
     for b in blocks:
-        part = read_block(root, b, "part", scratch=True)
+        part = read_block(root, b, "part", pooled=True)
         np.copyto(table[b * block_rows - lo : b * block_rows - lo + part.size], part, casting="unsafe")
     return table
 
@@ -171,13 +171,13 @@ def _parts_table(
 def _neighbour_parts(
     root: ScratchRoot, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int, num_parts: int
 ) -> npt.NDArray[np.integer[Any]]:
-    """The current partition of every ``v`` (a :func:`scratch_array` array): from the whole
+    """The current partition of every ``v`` (a :func:`pooled_array` array): from the whole
     assignment when small, else block by block (one block in memory at a time)."""
     num_blocks = -(-num_nodes // block_rows)
     if num_nodes * 4 <= FULL_READ_BYTES:
         table = _parts_table(root, range(num_blocks), block_rows, num_nodes, num_parts)
-        return np.take(table, v, out=scratch_array("v_part", v.size, table.dtype))
-    out = scratch_array("v_part", v.size, np.int32)
+        return np.take(table, v, out=pooled_array("v_part", v.size, table.dtype))
+    out = pooled_array("v_part", v.size, np.int32)
     block = v // block_rows
     for b in np.unique(block).tolist():
         sel = np.flatnonzero(block == b)
@@ -192,20 +192,20 @@ def _histogram(
     row_of = (
         None
         if span is None
-        else K.rows_of(_span_nodes(root, b, rows, span), rows, out=scratch_array("row_of", rows, np.int64))
+        else K.rows_of(_span_nodes(root, b, rows, span), rows, out=pooled_array("row_of", rows, np.int64))
     )
     num_rows = rows if span is None else span[1] - span[0]
     if not segs:
         return np.zeros((num_rows, num_parts), np.int64)
-    u = read_segments(root, segs, "u", scratch=True)
+    u = read_segments(root, segs, "u", pooled=True)
     v_part = _neighbour_parts(
         root,
-        read_segments(root, segs, "v", scratch=True),
+        read_segments(root, segs, "v", pooled=True),
         block_rows=block_rows,
         num_nodes=num_nodes,
         num_parts=num_parts,
     )
-    keys = scratch_array("keys", u.size, np.int64)
+    keys = pooled_array("keys", u.size, np.int64)
     return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, keys=keys)
 
 
@@ -271,11 +271,11 @@ def propose_task(
         if segs is None
         else _histogram(root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes)
     )
-    part = read_block(root, b, "part", scratch=True)
+    part = read_block(root, b, "part", pooled=True)
     row, local = _candidates(root, b, part, span, mode)
     hist = hist[row]
-    stratum = read_block(root, b, "stratum", scratch=True)[local]
-    weight = read_block(root, b, "weight", scratch=True)[local]
+    stratum = read_block(root, b, "stratum", pooled=True)[local]
+    weight = read_block(root, b, "weight", pooled=True)[local]
     cut = 0
     if mode == "place":
         target, prio = K.propose_placement(
@@ -315,7 +315,7 @@ def apply_task(
     rank = K.node_order(b * block_rows + local, seed=seed, salt=salt)
     take, mk, mc, mw = K.apply_quotas(keys, weight, rank, *quota)
     if take.any():
-        part = read_block(root, b, "part", scratch=True)
+        part = read_block(root, b, "part", pooled=True)
         part[local[take]] = target[take]
         write_block(root, b, "part", part)
     return mk, mc, mw
