@@ -28,7 +28,7 @@ peak RSS per worker against edges.
 of ``graph.dgl``; ``--compare-graphbolt`` runs both formats alternately on the same
 graph and assignment (``--repeat`` times each, fastest kept) and prints the ratio.
 
-Peak RSS per worker is the worker process's ``ru_maxrss`` read at the end (each
+Peak RSS per worker is the worker process's ``VmHWM`` read at the end (``peak_memory.py``; each
 run uses a fresh cluster, so it is that run's peak).
 
 ``--dgl-pipeline DGL_SRC`` also runs DGL's own chunked pipeline on the same graph and
@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -56,14 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from dask.utils import parse_bytes
+from peak_memory import peak_rss_mb
 
 from dgl_chunked.dispatch.options import parse_memory_limit
 
 SCALES = {1: (1_000_000, 10_000_000, 4), 10: (10_000_000, 100_000_000, 40), 30: (30_000_000, 300_000_000, 120)}
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _synth(out: Path, scale: int, edge_format: str = "csv") -> float:
@@ -145,7 +141,7 @@ def _run_once(
             options = replace(options, lookup_cache_bytes=int(parse_bytes(lookup_cache)))
         result = dglc.dispatch(graph, assign, out, client=client, options=options)
         t_dispatch = time.perf_counter() - start
-        worker_rss = client.run(_peak_rss_mb)
+        worker_rss = client.run(peak_rss_mb)
         restarted = len(set(pids.values()) - set(client.run(os.getpid).values()))
     return {
         "nodes": result.config.num_nodes,
@@ -159,7 +155,7 @@ def _run_once(
         "edges": result.config.num_edges,
         "edges_per_s": result.config.num_edges / (t_partition + t_dispatch),
         "worker_peak_rss_mb": sorted(worker_rss.values()),
-        "client_peak_rss_mb": _peak_rss_mb(),
+        "client_peak_rss_mb": peak_rss_mb(),
     }
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from peak_memory import peak_rss_mb
 
 import dgl_chunked as dglc
 from dgl_chunked.dispatch import calibration
@@ -76,8 +77,6 @@ def _measure_base() -> None:
     from distributed import Client, LocalCluster
 
     def rss_after_imports() -> float:
-        import resource
-
         import dask.array  # noqa: F401
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
@@ -85,7 +84,7 @@ def _measure_base() -> None:
 
         import dgl_chunked  # noqa: F401
 
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return peak_rss_mb()
 
     from dgl_chunked.cluster import worker_environment
 
