@@ -40,7 +40,7 @@ from dgl_chunked.io import (
 
 if TYPE_CHECKING:
     from dgl_chunked.chunk import chunk_graph
-    from dgl_chunked.dispatch.convert_graphbolt import convert_to_graphbolt
+    from dgl_chunked.convert_graphbolt import convert_to_graphbolt
     from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
     from dgl_chunked.pipeline import RunPlan, plan_run, run
     from dgl_chunked.remap import LookupResult, RemapResult, ResultSource, lookup_ids, remap_results
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "chunk_graph": "dgl_chunked.chunk",
-    "convert_to_graphbolt": "dgl_chunked.dispatch.convert_graphbolt",
+    "convert_to_graphbolt": "dgl_chunked.convert_graphbolt",
     "PartitionReport": "dgl_chunked.partition",
     "assign_partitions": "dgl_chunked.partition",
     "compute_partition_report": "dgl_chunked.partition",

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
-from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
-from dgl_chunked.dispatch.halo_ranges import range_span
+from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
+from dgl_chunked.dispatch.halo.ranges import range_span
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
 from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
@@ -283,9 +283,9 @@ def _writer_bytes(
     budget = opts.halo_budget()
     if opts.keep_halo_edges:  # multi-hop HALO: a bitmap of the ID space, the HALO IDs and edges in memory
         tables = HaloBitmap.nbytes(n_total) + 8 * halo + 32 * halo
-    elif HaloBitmap.nbytes(n_total) <= budget:  # a bitmap of the ID space (halo_bitmap.py)
+    elif HaloBitmap.nbytes(n_total) <= budget:  # a bitmap of the ID space (halo/bitmap.py)
         tables = HaloBitmap.nbytes(n_total)
-    else:  # range by range (halo_ranges.py)
+    else:  # range by range (halo/ranges.py)
         tables = HaloBitmap.nbytes(range_span(budget)) + 2 * 8 * max_chunk // num_parts
     segment = cal.writer_bytes_per_segment_edge * max_chunk / num_parts  # one chunk's rows of this partition
     extra = 0.0

@@ -42,7 +42,7 @@ class HaloBitmap:
     Examples
     --------
     >>> import numpy as np
-    >>> from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
+    >>> from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
     >>> s = HaloBitmap(100, 300)
     >>> s.add(np.array([250, 120, 250, 180, 7, 299]))  # 7 is outside: ignored
     >>> s.remove_range(170, 200)
