@@ -23,8 +23,7 @@ from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.owned import check_no_overlap, remove_owned
-from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
+from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 
 __all__ = ["run", "plan_run", "RunPlan"]
 
@@ -94,7 +93,7 @@ def run(
     if (options or DispatchOptions()).check_space:  # before anything is written
         _check_space(graph, out_dir, num_parts, method, trainers, options, storage_options)
     so = storage_options if fs.is_url(parent) else None
-    scratch = owned_scratch_dir(parent, "run", scratch_name.removeprefix("dglc-run-"), storage_options=so)
+    scratch = make_scratch_dir(parent, "run", scratch_name.removeprefix("dglc-run-"), storage_options=so)
     try:
         return _run(
             graph,

@@ -24,7 +24,7 @@ from dask.base import tokenize
 
 from dgl_chunked.cluster import dask_client
 from dgl_chunked.storage.fs import is_url, join
-from dgl_chunked.storage.owned import check_no_overlap, remove_owned, scratch_dir
+from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 
 __all__ = ["IN_PROCESS_BYTES", "command_client", "local_threads", "optional_client", "owned_scratch"]
 
@@ -143,7 +143,7 @@ def owned_scratch(
     where = join(parent, f"dglc-{kind}-{token}")  # what is written; ``parent`` is only created if missing
     check_no_overlap({**outputs, "scratch directory": where}, inputs, storage_options=storage_options)
     so = storage_options if is_url(parent) else None
-    path = scratch_dir(parent, kind, token, storage_options=so)
+    path = make_scratch_dir(parent, kind, token, storage_options=so)
     try:
         yield path, so
     finally:

@@ -42,8 +42,7 @@ from dgl_chunked.errors import AssignmentError
 from dgl_chunked.partition.metis import sorted_unique
 from dgl_chunked.storage import fs as _fs
 from dgl_chunked.storage.arrays import zarr_store
-from dgl_chunked.storage.owned import check_no_overlap, remove_owned
-from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
+from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 from dgl_chunked.storage.zarr_lookup import lookup
 
 if TYPE_CHECKING:
@@ -370,7 +369,7 @@ def compute_partition_report(
     token = run_token(parent)
     # where we write is the marked child, never scratch_dir itself: only it must avoid the input
     check_no_overlap({"scratch directory": _fs.join(parent, f"dglc-report-{token}")}, graph.input_locations())
-    root = owned_scratch_dir(parent, "report", token, storage_options=so)
+    root = make_scratch_dir(parent, "report", token, storage_options=so)
     store = _fs.join(root, "assignment.zarr")
     try:
         stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store, so)

@@ -3,7 +3,7 @@
 Every level has the same number of node *blocks* ``B``: block ``b`` of level ``L + 1``
 holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, so
 a level is described by its block offsets alone. Level 0 is read from the ``lp``
-staging (:mod:`.tasks`: entries per block, strata, owned edges, degree levels);
+staging (:mod:`.tasks`: entries per block, strata, owned edges, degree tiers);
 the other files are array files (:mod:`dgl_chunked.storage.arrays`; ``.bin``) under
 ``ML = <lp root>/work/ml``, written and read through fsspec (``ml`` is a URL), each
 by one task; "pieces" are the per-destination parts of one writer's file
@@ -163,7 +163,7 @@ def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
     w[np.arange(stratum.size), stratum] = 1
     if level.owned:
         w[:, -1] = S.read_block(level.lp_root, b, "weight")
-    active = S.read_block(level.lp_root, b, "level") >= 0
+    active = S.read_block(level.lp_root, b, "tier") >= 0
     w[~active] = 0
     return w, active
 

@@ -36,9 +36,9 @@ class LPConfig:
         interact, so it overestimates late passes: 0.05 stops R-MAT graphs after one
         or two passes, the later ones changing the cut by well under 1%.
     round_nodes
-        Placement rounds merge consecutive degree levels, from the top, until a round
+        Placement rounds merge consecutive degree tiers, from the top, until a round
         holds at least this fraction of a part's share of the nodes with neighbours
-        (0: one round per level). Nodes of one round do not see each other's choice
+        (0: one round per tier). Nodes of one round do not see each other's choice
         (the first round's nodes, with no placed neighbour, all pick part 0), so a
         round stays well below a part's capacity. Merging costs nothing measurable on
         R-MAT graphs, whose top hubs are linked to each other, but 6% of the cut on

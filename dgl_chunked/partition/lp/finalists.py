@@ -124,7 +124,7 @@ def settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) -
     for i in range(D.RETRY_ROUNDS):
         if D.placed_nodes(state) == linked:
             break
-        if D.run_round(state, mode="place", levels=None, salt=salts.retry(i)) == 0:
+        if D.run_round(state, mode="place", tiers=None, salt=salts.retry(i)) == 0:
             break
     if D.placed_nodes(state) < linked:
         logger.debug("lp: fill placed %d nodes", D.fill(state, isolated=False))

@@ -33,12 +33,12 @@ __all__ = [
     "NUM_PRIORITIES",
     "apply_quotas",
     "block_degrees",
-    "degree_levels",
+    "degree_tiers",
     "fill_block",
     "group_by_key",
     "group_key",
     "neighbour_histogram",
-    "node_level_order",
+    "node_tier_order",
     "node_order",
     "orient_edges",
     "priority_of",
@@ -52,8 +52,8 @@ __all__ = [
 DST_FLAG = np.uint32(1 << 31)
 LOCAL_MASK = np.uint32((1 << 31) - 1)
 NUM_PRIORITIES = 128
-NUM_LEVELS = 64
-"""Degree levels ``-1`` (isolated) to ``62``; tables index them as ``level + 1``."""
+NUM_TIERS = 64
+"""Degree tiers ``-1`` (isolated) to ``62``; tables index them as ``tier + 1``."""
 _NO_TARGET = -1
 
 
@@ -145,7 +145,7 @@ def block_degrees(
     return degree, weight
 
 
-def degree_levels(degree: IdArray) -> npt.NDArray[np.int8]:
+def degree_tiers(degree: IdArray) -> npt.NDArray[np.int8]:
     """``floor(log2(degree))`` (``-1`` for isolated nodes) as int8."""
     degree = np.asarray(degree, np.int64)
     out = np.full(degree.size, -1, np.int8)
@@ -154,9 +154,9 @@ def degree_levels(degree: IdArray) -> npt.NDArray[np.int8]:
     return out
 
 
-def node_level_order(level: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
-    """Block-local node indices by falling level, ascending within a level (isolated last)."""
-    key = (NUM_LEVELS - 2 - level.astype(np.int16)).astype(np.uint8)  # level 62 -> 0, -1 -> 63
+def node_tier_order(tier: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
+    """Block-local node indices by falling tier, ascending within a tier (isolated last)."""
+    key = (NUM_TIERS - 2 - tier.astype(np.int16)).astype(np.uint8)  # tier 62 -> 0, -1 -> 63
     return np.argsort(key, kind="stable").astype(np.int32)
 
 

@@ -59,14 +59,14 @@ plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per 
    deduplicated. The input graph is never changed.
 2. **Prepare** (one task per node block, in the same computation): degree, owned
    edges (in-degree plus self-loops: the ``balance_edges`` weight, counted only
-   then), ``level = floor(log2 degree)``, the balance *stratum* (node type x first
+   then), the degree *tier* ``floor(log2 degree)``, the balance *stratum* (node type x first
    true mask named in ``balance_ntypes``) and the block's nodes ordered by falling
-   level; then each edge file's entries are reordered by (block, falling level of ``u``).
-3. **Streaming placement** (Fennel, by degree level, highest first): consecutive
-   levels are merged, from the top, into rounds of at least ``round_nodes`` of a
-   part's share of the nodes with neighbours (the sparse top levels share a round;
+   tier; then each edge file's entries are reordered by (block, falling tier of ``u``).
+3. **Streaming placement** (Fennel, by degree tier, highest first): consecutive
+   tiers are merged, from the top, into rounds of at least ``round_nodes`` of a
+   part's share of the nodes with neighbours (the sparse top tiers share a round;
    the bulky low ones keep their own). A round reads the staged entries of its nodes
-   only and touches only its nodes (a contiguous span of each block's level order),
+   only and touches only its nodes (a contiguous span of each block's tier order),
    so every entry is read once over all rounds. Each block counts its round nodes'
    placed neighbours per part, reading the whole assignment (under 64 MiB, else one
    block file at a time), and proposes the open part maximising
@@ -75,7 +75,7 @@ plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per 
    ``balance_edges``). High-degree nodes go first, so hubs find each other as in a
    sequential degree-ordered stream (nodes of one round do not see each other's
    choice). Up to three retry rounds re-propose the nodes refused for lack of room,
-   over the levels of the rounds that refused some (every level with
+   over the tiers of the rounds that refused some (every tier with
    ``balance_edges``); a **fill** puts any still left into the emptiest parts of their
    stratum.
 4. **Refinement** (at most ``refine_passes`` label-propagation passes): every placed
@@ -123,7 +123,7 @@ adds about 48 bytes per entry at level 0 and less per coarser level.
 **Determinism**: the output is a function of the graph, ``num_parts``, the seed and
 :class:`LPConfig`. Histograms are exact integer sums, blocks are fixed ID ranges
 (``block_rows`` depends on the node count, not on the files), rounds follow the global
-level counts and ties are broken by a seeded hash of the node ID, so the output does
+tier counts and ties are broken by a seeded hash of the node ID, so the output does
 not depend on the file chunking (edges or nodes), the number of workers or the
 scheduler. The multilevel steps too: clustering moves are decided from sums over
 (node, cluster) pairs, acceptance in (gain, seeded hash) order, coarse IDs follow
@@ -148,7 +148,7 @@ from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.multilevel import run_multilevel
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.owned import create_owned_dir, remove_owned, scratch_dir
+from dgl_chunked.storage.owned import create_owned_dir, make_scratch_dir, remove_owned
 
 logger = logging.getLogger(__name__)
 
@@ -277,8 +277,8 @@ def _new_root(plan: LPPlan) -> S.ScratchRoot:
     # one store per execution: a driver rerun while the first still runs must not share it
     name = f"{plan.token[:16]}-{uuid.uuid4().hex[:16]}"
     if plan.scratch_dir is None:
-        path = scratch_dir(tempfile.gettempdir(), "lp", name)
+        path = make_scratch_dir(tempfile.gettempdir(), "lp", name)
         atexit.register(_remove_quietly, path)
         return S.ScratchRoot(path)
-    path = scratch_dir(plan.scratch_dir, "lp", name, storage_options=plan.scratch_options)
+    path = make_scratch_dir(plan.scratch_dir, "lp", name, storage_options=plan.scratch_options)
     return S.ScratchRoot(path, plan.scratch_options)

@@ -64,7 +64,7 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     D.place(state, linked)
     # a refinement round measures the streaming cut (the placement's last moves run at
     # its start); its planned moves stay for the refinement when the streaming one stays
-    D.run_round(state, mode="refine", levels=None, salt=salts.refine())
+    D.run_round(state, mode="refine", tiers=None, salt=salts.refine())
     stream_cut = state.cut_entries
     entries = sum(int(c.sum()) for c in state.block_counts)
     random_cut = entries * (1 - 1 / state.plan.num_parts)

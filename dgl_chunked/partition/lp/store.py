@@ -3,11 +3,11 @@
 Scratch layout of one run (``ROOT`` is a fresh directory under ``LPConfig.scratch_dir``)::
 
     ROOT/result/<b>.bin              int32   block b's assignment (-1: not placed yet); kept
-    ROOT/work/blocks/<b>-level.bin   int8    floor(log2 degree), -1 when isolated
+    ROOT/work/blocks/<b>-tier.bin    int8    degree tier: floor(log2 degree), -1 when isolated
     ROOT/work/blocks/<b>-stratum.bin int32   (node type, first true balance mask)
     ROOT/work/blocks/<b>-weight.bin  int64   owned edges (in-degree + self-loops); zeros
                                              unless balance_edges
-    ROOT/work/blocks/<b>-order.bin   int32   local node IDs by falling level
+    ROOT/work/blocks/<b>-order.bin   int32   local node IDs by falling degree tier
     ROOT/work/blocks/<b>-moves.bin   int64 [4, k]  the round's proposals: local ID,
                                              target, group key, weight
     ROOT/work/edges/<c>-u.bin        uint32  staged entries of edge file c: block-local u

@@ -3,7 +3,7 @@
 Every round is one computation (a :class:`.taskgraph.TaskGraph`): the previous round's
 planned moves, then per block its histogram tasks and its proposal task, which wait for
 all the moves. The driver keeps only small tables: sizes per (stratum, part), nodes per
-(block, level, stratum), placed nodes per (block, stratum) and the edge-file segments.
+(block, tier, stratum), placed nodes per (block, stratum) and the edge-file segments.
 See :mod:`dgl_chunked.partition.lp`.
 """
 
@@ -64,10 +64,10 @@ class State:
     root: S.ScratchRoot
     num_nodes: int
     block_counts: list[IdArray]  # per edge file: entries per block
-    level_counts: list[IdArray]  # per edge file: entries per (block, level)
+    tier_counts: list[IdArray]  # per edge file: entries per (block, tier)
     segs: list[S.Segments]  # per block: (edge file, start, stop) of all its entries
-    table: IdArray  # [blocks, 64, S]: nodes per block, level + 1 and stratum
-    level_weight: IdArray  # [blocks, 64]: owned edges per block and level + 1 (balance_edges)
+    table: IdArray  # [blocks, 64, S]: nodes per block, tier + 1 and stratum
+    tier_weight: IdArray  # [blocks, 64]: owned edges per block and tier + 1 (balance_edges)
     caps: IdArray  # [S] node cap per (stratum, part)
     wcap: int | None  # owned-edge cap per part (balance_edges)
     alpha: float
@@ -169,7 +169,7 @@ def _stage(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: i
 
 
 def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
-    """Stage the edges, compute degrees, levels and strata, reorder entries by level: one
+    """Stage the edges, compute degrees, tiers and strata, reorder entries by tier: one
     computation (the prepare and restage tasks find their entries from the staging
     tasks' counts themselves, so the driver need not step in between)."""
     n = int(graph.metadata.node_type_offsets[-1])
@@ -195,20 +195,20 @@ def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
     restage = [tasks.add(T.restage_task, Ref(st), root=root, c=c, after=prepared) for c, st in enumerate(stage)]
     results = tasks.compute(stage + prepared + restage)
     block_counts = [r[0] for r in results[: len(stage)]]
-    out, level_counts = results[len(stage) : len(stage) + len(prepared)], results[len(stage) + len(prepared) :]
-    table, level_weight = np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
+    out, tier_counts = results[len(stage) : len(stage) + len(prepared)], results[len(stage) + len(prepared) :]
+    table, tier_weight = np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
     entries, gamma = int(sum(int(bc.sum()) for bc in block_counts)), plan.config.gamma
     return State(
         plan=plan,
         root=root,
         num_nodes=n,
         block_counts=block_counts,
-        level_counts=level_counts,
+        tier_counts=tier_counts,
         segs=schedule.file_segments(block_counts, num_blocks),
         table=table,
-        level_weight=level_weight,
+        tier_weight=tier_weight,
         caps=schedule.caps_for(table.sum(axis=(0, 1)), plan.num_parts, plan.config.eps),
-        wcap=int(schedule.caps_for(int(level_weight.sum()), plan.num_parts, plan.config.eps))
+        wcap=int(schedule.caps_for(int(tier_weight.sum()), plan.num_parts, plan.config.eps))
         if plan.balance_edges
         else None,
         alpha=(entries / 2) * plan.num_parts ** (gamma - 1) / max(n, 1) ** gamma,
@@ -234,15 +234,15 @@ def _propose(
     return tasks.add(T.propose_task, *map(Ref, parts), segs=None, **kw)
 
 
-def run_round(state: State, *, mode: str, levels: tuple[int, int] | None, salt: int) -> int:
+def run_round(state: State, *, mode: str, tiers: tuple[int, int] | None, salt: int) -> int:
     """Propose and plan one round; its moves run in the next computation (before that
-    round's histograms, so one computation per round). ``levels``: ``(high, low)`` for
-    the nodes of those degree levels, None for every node. Returns the number of nodes
+    round's histograms, so one computation per round). ``tiers``: ``(high, low)`` for
+    the nodes of those degree tiers, None for every node. Returns the number of nodes
     planned to move."""
     plan = state.plan
-    if levels is not None:
-        spans: list[T.Span] = list(schedule.round_spans(state.table.sum(axis=2), *levels))
-        segs = schedule.round_segments(state.block_counts, state.level_counts, *levels)
+    if tiers is not None:
+        spans: list[T.Span] = list(schedule.round_spans(state.table.sum(axis=2), *tiers))
+        segs = schedule.round_segments(state.block_counts, state.tier_counts, *tiers)
         blocks = [b for b, s in enumerate(spans) if s is not None and s[1] > s[0]]
     else:
         spans, segs, blocks = [None] * state.num_blocks, state.segs, list(range(state.num_blocks))
@@ -321,22 +321,22 @@ def placed_nodes(state: State) -> int:
 
 
 def place(state: State, linked: int) -> None:
-    """Streaming placement by degree level, then retries for the refused nodes."""
+    """Streaming placement by degree tier, then retries for the refused nodes."""
     plan = state.plan
     refused: list[tuple[int, int]] = []  # rounds that refused nodes for lack of room
     min_round = int(np.ceil(plan.config.round_nodes * linked / plan.num_parts))
-    for levels in schedule.level_rounds(state.table.sum(axis=(0, 2)), min_round):
-        moved = run_round(state, mode="place", levels=levels, salt=salts.placement(levels[1]))
-        logger.debug("lp: round for degree in [2**%d, 2**%d) places %d nodes", levels[1], levels[0] + 1, moved)
-        if moved < state.table[:, levels[1] + 1 : levels[0] + 2, :].sum():
-            refused.append(levels)
-    # refused nodes retry with fresh neighbour counts, over the levels that refused
-    # some (with balance_edges moves may fall short of the plan: every level)
+    for tiers in schedule.tier_rounds(state.table.sum(axis=(0, 2)), min_round):
+        moved = run_round(state, mode="place", tiers=tiers, salt=salts.placement(tiers[1]))
+        logger.debug("lp: round for degree in [2**%d, 2**%d) places %d nodes", tiers[1], tiers[0] + 1, moved)
+        if moved < state.table[:, tiers[1] + 1 : tiers[0] + 2, :].sum():
+            refused.append(tiers)
+    # refused nodes retry with fresh neighbour counts, over the tiers that refused
+    # some (with balance_edges moves may fall short of the plan: every tier)
     span = (refused[0][0], refused[-1][1]) if refused and state.wcap is None else None
     for i in range(RETRY_ROUNDS):
         if placed_nodes(state) == linked:
             break
-        moved = run_round(state, mode="place", levels=span, salt=salts.retry(i))
+        moved = run_round(state, mode="place", tiers=span, salt=salts.retry(i))
         logger.debug("lp: retry round %d places %d nodes", i, moved)
         if moved == 0:
             break
@@ -351,7 +351,7 @@ def refine(state: State, *, done: int = 0) -> None:
     planned), which count towards ``refine_passes``."""
     plan = state.plan
     for i in range(plan.config.refine_passes):
-        moved = run_round(state, mode="refine", levels=None, salt=salts.refine(i)) if i >= done else -1
+        moved = run_round(state, mode="refine", tiers=None, salt=salts.refine(i)) if i >= done else -1
         cut, gain = state.cut_entries // 2, schedule.planned_gain(state.planned, num_parts=plan.num_parts)
         logger.debug("lp: refinement pass %d moves %d nodes, saving >= %d of %d cut edges", i, moved, gain, cut)
         if gain <= plan.config.refine_min_gain * cut:

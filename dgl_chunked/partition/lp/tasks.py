@@ -1,8 +1,8 @@
 """Task bodies of the ``lp`` method: the scratch store (:mod:`.store`) around the
 kernels (:mod:`.kernels`).
 
-A round's node *span* is either ``(start, stop)``, positions in the block's level order
-(the nodes of a run of degree levels), or ``None``: every node of the block.
+A round's node *span* is either ``(start, stop)``, positions in the block's tier order
+(the nodes of a run of degree tiers), or ``None``: every node of the block.
 """
 
 from __future__ import annotations
@@ -84,12 +84,12 @@ def prepare_task(
     num_strata: int,
     owned: bool,
 ) -> tuple[IdArray, IdArray]:
-    """Degree, level, stratum, owned edges (with ``owned``), level order and empty
+    """Degree, tier, stratum, owned edges (with ``owned``), tier order and empty
     assignment of block ``b``; ``staged`` holds every edge file's entries and
     self-loops per block (what :func:`stage_task` returns).
 
-    Returns the nodes per (level + 1, stratum) ``[64, S]`` and the owned edges per
-    level + 1 ``[64]``.
+    Returns the nodes per (tier + 1, stratum) ``[64, S]`` and the owned edges per
+    tier + 1 ``[64]``.
     """
     rows, lo = stratum.size, b * block_rows
     num_blocks = staged[0][0].size if staged else 0
@@ -103,27 +103,27 @@ def prepare_task(
         weight += w
     if owned and loop_segs:
         weight += np.bincount(read_segments(root, loop_segs, "loops") - lo, minlength=rows)
-    level = K.degree_levels(degree)
+    tier = K.degree_tiers(degree)
     for name, arr in (
-        ("level", level),
+        ("tier", tier),
         ("stratum", stratum),
         ("weight", weight),
-        ("order", K.node_level_order(level)),
+        ("order", K.node_tier_order(tier)),
         ("part", np.full(rows, -1, np.int32)),
     ):
         write_block(root, b, name, arr)
-    index = level.astype(np.int64) + 1
-    table = np.bincount(index * num_strata + stratum, minlength=K.NUM_LEVELS * num_strata)
-    weights = np.bincount(index, weights=weight, minlength=K.NUM_LEVELS) if owned else np.zeros(K.NUM_LEVELS)
-    return table.reshape(K.NUM_LEVELS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
+    index = tier.astype(np.int64) + 1
+    table = np.bincount(index * num_strata + stratum, minlength=K.NUM_TIERS * num_strata)
+    weights = np.bincount(index, weights=weight, minlength=K.NUM_TIERS) if owned else np.zeros(K.NUM_TIERS)
+    return table.reshape(K.NUM_TIERS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
 
 
 def restage_task(staged: tuple[IdArray, IdArray], *, root: ScratchRoot, c: int) -> IdArray:
-    """Reorder edge file ``c``'s entries by (block, falling level of ``u``) once every
-    block's levels are written; ``staged`` is what :func:`stage_task` returned for it.
-    Returns the entries per ``(block, level)`` ``[blocks, 63]``."""
-    block_counts, max_level = staged[0], K.NUM_LEVELS - 2
-    counts = np.zeros((block_counts.size, max_level + 1), np.int64)
+    """Reorder edge file ``c``'s entries by (block, falling tier of ``u``) once every
+    block's tiers are written; ``staged`` is what :func:`stage_task` returned for it.
+    Returns the entries per ``(block, tier)`` ``[blocks, 63]``."""
+    block_counts, max_tier = staged[0], K.NUM_TIERS - 2
+    counts = np.zeros((block_counts.size, max_tier + 1), np.int64)
     entries = int(block_counts.sum())
     if entries == 0:
         return counts
@@ -132,15 +132,15 @@ def restage_task(staged: tuple[IdArray, IdArray], *, root: ScratchRoot, c: int) 
     starts = np.concatenate([[0], np.cumsum(block_counts)])
     for b in np.flatnonzero(block_counts).tolist():
         lo, hi = int(starts[b]), int(starts[b + 1])
-        level = pooled_array("level", hi - lo, np.int64)  # int64: bincount's own type, no copy
-        np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=level)
-        np.take(read_block(root, b, "level").astype(np.int64), level, out=level)  # >= 0: entries have an edge
+        tier = pooled_array("tier", hi - lo, np.int64)  # int64: bincount's own type, no copy
+        np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=tier)
+        np.take(read_block(root, b, "tier").astype(np.int64), tier, out=tier)  # >= 0: entries have an edge
         key = pooled_array("key", hi - lo, np.uint8)
-        np.subtract(max_level, level, out=key, casting="unsafe")
+        np.subtract(max_tier, tier, out=key, casting="unsafe")
         order = np.argsort(key, kind="stable")  # a radix sort
         np.take(u[lo:hi], order, out=u_out[lo:hi])
         np.take(v[lo:hi], order, out=v_out[lo:hi])
-        counts[b] = np.bincount(level, minlength=max_level + 1)
+        counts[b] = np.bincount(tier, minlength=max_tier + 1)
     save(root, edges_file(root, c, "u"), u_out)
     save(root, edges_file(root, c, "v"), v_out)
     return counts
@@ -238,7 +238,7 @@ def _candidates(
     if mode == "refine":
         local = np.flatnonzero(part >= 0)
     else:
-        local = np.flatnonzero((part < 0) & (read_block(root, b, "level") >= 0))
+        local = np.flatnonzero((part < 0) & (read_block(root, b, "tier") >= 0))
     return local, local
 
 
@@ -337,7 +337,7 @@ def fill_task(
     """Place block ``b``'s unplaced (isolated, or other) nodes as ``fill`` says; return the
     moves per group."""
     part = read_block(root, b, "part")
-    local = np.flatnonzero((part < 0) & ((read_block(root, b, "level") < 0) == isolated))
+    local = np.flatnonzero((part < 0) & ((read_block(root, b, "tier") < 0) == isolated))
     stratum = read_block(root, b, "stratum")[local]
     new = K.fill_block(stratum, K.node_order(b * block_rows + local, seed=seed, salt=salt), *fill)
     part[local] = new

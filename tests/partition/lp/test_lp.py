@@ -117,7 +117,7 @@ def test_lazy_deterministic_and_seeded(small: ChunkedGraph) -> None:
     assert "lp" in available_methods()
 
 
-@pytest.mark.parametrize("config", [SMALL_BLOCKS, PER_LEVEL], ids=["merged-rounds", "per-level"])
+@pytest.mark.parametrize("config", [SMALL_BLOCKS, PER_LEVEL], ids=["merged-rounds", "per-tier"])
 def test_independent_of_file_chunking(small: ChunkedGraph, tmp_path: Path, config: LPConfig) -> None:
     truth = load_truth(small.metadata.base_dir)
     other = open_chunked_graph(
@@ -321,25 +321,25 @@ def test_propose_refinement_matches_a_direct_rule() -> None:
         assert prio[i] == (K.priority_of(np.array([gain]))[0] if gain > 0 else 0)
 
 
-def test_level_rounds_merge_sparse_top_levels() -> None:
-    per_level = np.zeros(64, np.int64)
-    per_level[[0, 1, 2, 3, 5, 9]] = [50, 400, 300, 120, 3, 1]  # index = level + 1; index 0: isolated
-    assert plan_.level_rounds(per_level, 0) == [(8, 8), (4, 4), (2, 2), (1, 1), (0, 0)]
-    assert plan_.level_rounds(per_level, 100) == [(8, 2), (1, 1), (0, 0)]
-    assert plan_.level_rounds(per_level, 10_000) == [(8, 0)]
+def test_tier_rounds_merge_sparse_top_tiers() -> None:
+    per_tier = np.zeros(64, np.int64)
+    per_tier[[0, 1, 2, 3, 5, 9]] = [50, 400, 300, 120, 3, 1]  # index = tier + 1; index 0: isolated
+    assert plan_.tier_rounds(per_tier, 0) == [(8, 8), (4, 4), (2, 2), (1, 1), (0, 0)]
+    assert plan_.tier_rounds(per_tier, 100) == [(8, 2), (1, 1), (0, 0)]
+    assert plan_.tier_rounds(per_tier, 10_000) == [(8, 0)]
 
 
-def test_round_spans_and_segments_select_the_round_levels() -> None:
-    per_level = np.zeros((2, 64), np.int64)
-    per_level[0, [1, 2, 4]] = [5, 3, 2]  # block 0: levels 0, 1, 3
-    per_level[1, [2]] = [4]  # block 1: level 1
-    assert plan_.round_spans(per_level, 3, 1) == [(0, 5), (0, 4)]
-    assert plan_.round_spans(per_level, 0, 0) == [(5, 10), (4, 4)]
-    # one edge file: block 0 has 6 entries (levels 3, 3, 1, 0, 0, 0), block 1 has 2 (level 1)
-    level_counts = np.zeros((2, 63), np.int64)
-    level_counts[0, [0, 1, 3]] = [3, 1, 2]
-    level_counts[1, 1] = 2
-    segs = plan_.round_segments([np.array([6, 2])], [level_counts], 1, 1)
+def test_round_spans_and_segments_select_the_round_tiers() -> None:
+    per_tier = np.zeros((2, 64), np.int64)
+    per_tier[0, [1, 2, 4]] = [5, 3, 2]  # block 0: tiers 0, 1, 3
+    per_tier[1, [2]] = [4]  # block 1: tier 1
+    assert plan_.round_spans(per_tier, 3, 1) == [(0, 5), (0, 4)]
+    assert plan_.round_spans(per_tier, 0, 0) == [(5, 10), (4, 4)]
+    # one edge file: block 0 has 6 entries (tiers 3, 3, 1, 0, 0, 0), block 1 has 2 (tier 1)
+    tier_counts = np.zeros((2, 63), np.int64)
+    tier_counts[0, [0, 1, 3]] = [3, 1, 2]
+    tier_counts[1, 1] = 2
+    segs = plan_.round_segments([np.array([6, 2])], [tier_counts], 1, 1)
     assert segs == [[(0, 2, 3)], [(0, 6, 8)]]
 
 

@@ -17,10 +17,10 @@ def _state() -> State:
         root=None,  # type: ignore[arg-type]
         num_nodes=0,
         block_counts=[],
-        level_counts=[],
+        tier_counts=[],
         segs=[],
         table=z,
-        level_weight=z,
+        tier_weight=z,
         caps=z,
         wcap=None,
         alpha=1.0,
