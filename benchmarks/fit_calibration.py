@@ -1,4 +1,4 @@
-"""Fit the forecast's constants (``dgl_chunked/dispatch/calibration.py``) to bench_pipeline runs.
+"""Fit the forecast's constants (``dgl_chunked/dispatch/forecast/calibration.py``) to bench_pipeline runs.
 
 Reads the ``--json`` output of ``benchmarks/bench_pipeline.py`` (2 or more graphs of
 one family, e.g. ``--scales 1 10``) and prints a ``Calibration(...)`` to paste into
@@ -27,7 +27,7 @@ import numpy as np
 from peak_memory import peak_rss_mb
 
 import dgl_chunked as dglc
-from dgl_chunked.dispatch import calibration
+from dgl_chunked.dispatch.forecast import calibration
 
 
 def _line(x: list[float], y: list[float]) -> tuple[float, float]:

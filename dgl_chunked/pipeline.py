@@ -13,11 +13,11 @@ from dask.base import tokenize
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
-from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
-from dgl_chunked.dispatch.forecast import StagePlan, forecast_dispatch
+from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
+from dgl_chunked.dispatch.forecast.estimates import StagePlan, forecast_dispatch
+from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
 from dgl_chunked.dispatch.options import parse_memory_limit
 from dgl_chunked.dispatch.output import staging_location
-from dgl_chunked.dispatch.space import DiskNeed, check_space, disk_needs, format_bytes
 from dgl_chunked.errors import DglChunkedError, OptionError
 from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph

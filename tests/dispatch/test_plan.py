@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import dgl_chunked as dglc
 from dgl_chunked.cli import cli
-from dgl_chunked.dispatch import space
+from dgl_chunked.dispatch.forecast import space
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
 DiskUsage = namedtuple("DiskUsage", "total used free")

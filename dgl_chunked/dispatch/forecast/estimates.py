@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
+from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
 from dgl_chunked.dispatch.halo.ranges import range_span
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
