@@ -20,7 +20,7 @@ Usage::
 ``--memory-limit`` is the LocalCluster's per-worker limit and also dispatch's
 ``memory_limit`` (it sizes the node-ID cache and HALO tables); the run records
 whether any worker was ever seen paused (polled every 0.2 s) or restarted (its
-process ID changed). ``--plan`` also prints what :func:`dgl_chunked.plan_run`
+process ID changed). ``--plan`` also prints what :func:`dgl_chunked.forecast_run`
 predicted for each graph next to what was measured. ``--plot`` draws time and
 peak RSS per worker against edges.
 
@@ -310,7 +310,7 @@ def main() -> None:
     )
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None, metavar="PNG", help="time and peak RSS against edges")
-    parser.add_argument("--plan", action="store_true", help="also print plan_run's prediction per graph")
+    parser.add_argument("--plan", action="store_true", help="also print forecast_run's prediction per graph")
     parser.add_argument(
         "--edge-format",
         choices=["csv", "parquet"],
@@ -397,10 +397,10 @@ def main() -> None:
 
 
 def _predict(chunked: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """What plan_run says about this graph (2 random parts, the benchmark's workers)."""
+    """What forecast_run says about this graph (2 random parts, the benchmark's workers)."""
     import dgl_chunked as dglc
 
-    plan = dglc.plan_run(
+    plan = dglc.forecast_run(
         chunked,
         work / "out",
         num_parts=2,

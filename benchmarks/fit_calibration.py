@@ -2,7 +2,7 @@
 
 Reads the ``--json`` output of ``benchmarks/bench_pipeline.py`` (2 or more graphs of
 one family, e.g. ``--scales 1 10``) and prints a ``Calibration(...)`` to paste into
-``calibration.py``, then how well it predicts every run (``plan_run`` recomputed with
+``calibration.py``, then how well it predicts every run (``forecast_run`` recomputed with
 the fitted constants, so a run left out of the fit checks the model out of sample)::
 
     python benchmarks/fit_calibration.py runs.json --fit 1M/10M 10M/100M [--base-mb 150]
@@ -40,7 +40,7 @@ def _line(x: list[float], y: list[float]) -> tuple[float, float]:
 
 def fit(rows: list[dict[str, Any]], work: Path, base_mb: float, threads: int) -> calibration.Calibration:
     cal = calibration.CALIBRATION
-    plans = [dglc.plan_run(work / f"graph-{r['scale']}x", work / "x", num_parts=2, workers=threads) for r in rows]
+    plans = [dglc.forecast_run(work / f"graph-{r['scale']}x", work / "x", num_parts=2, workers=threads) for r in rows]
     nodes = [p.nodes for p in plans]
     edges = [p.edges for p in plans]
     st = [r["dispatch_stages_s"] for r in rows]
@@ -115,7 +115,7 @@ def main() -> None:
     cal = fit(chosen, Path(args.work_dir), args.base_mb, args.threads)
     print(cal)
     for r in rows:
-        plan = dglc.plan_run(
+        plan = dglc.forecast_run(
             Path(args.work_dir) / f"graph-{r['scale']}x",
             Path(args.work_dir) / "x",
             num_parts=2,

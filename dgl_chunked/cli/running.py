@@ -223,7 +223,7 @@ def run_command(
     options = _make_dispatch_options(kw, part_method=method)
     balance = tuple(balance_ntypes.split(",")) if balance_ntypes else None
     with command_client(kw, lambda: _input_files(graph)) as client:
-        result = dgl_chunked.run(  # run, plan_run: looked up here, so `dispatch` never loads the partitioners
+        result = dgl_chunked.run(  # run, forecast_run: looked up here, so `dispatch` never loads the partitioners
             graph,
             kw["out_dir"],
             num_parts=num_parts,
@@ -272,7 +272,7 @@ def plan_command(
     graph = open_chunked_graph(
         in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
     )
-    plan = dgl_chunked.plan_run(
+    forecast = dgl_chunked.forecast_run(
         graph,
         kw["out_dir"],
         num_parts=num_parts,
@@ -285,8 +285,8 @@ def plan_command(
         storage_options=so,
         dispatch_only=dispatch_only,
     )
-    click.echo(plan.table())
-    plan.check_space()  # the one error: line, before anything is written
+    click.echo(forecast.table())
+    forecast.check_space()  # the one error: line, before anything is written
     if json_path:
         with open(json_path, "w", encoding="utf-8") as f:
-            json.dump(dataclasses.asdict(plan), f, indent=2)
+            json.dump(dataclasses.asdict(forecast), f, indent=2)

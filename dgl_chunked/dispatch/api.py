@@ -55,7 +55,7 @@ class DispatchResult:
     partitions: list[PartitionSummary] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     stage_tasks: dict[str, int] = field(default_factory=dict)
-    """Tasks each stage ran (what :func:`~dgl_chunked.plan_run` forecasts)."""
+    """Tasks each stage ran (what :func:`~dgl_chunked.forecast_run` forecasts)."""
 
 
 def dispatch(

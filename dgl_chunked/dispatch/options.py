@@ -85,7 +85,7 @@ class DispatchOptions:
         range) into worker-local temporary files.
     check_space
         Refuse to start (before writing anything) when the output or staging
-        filesystem has less free space than :func:`~dgl_chunked.plan_run` forecasts.
+        filesystem has less free space than :func:`~dgl_chunked.forecast_run` forecasts.
     wide_ids
         For tests: take the paths of graphs beyond 2**31 nodes or edges on any graph
         (int64 staged edge endpoints, int64 node-ID cache, int64 CSC sort order).
