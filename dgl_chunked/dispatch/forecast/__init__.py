@@ -12,7 +12,7 @@ the space (the ``plan`` command).
 from __future__ import annotations
 
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
-from dgl_chunked.dispatch.forecast.estimates import DispatchForecast, StagePlan, forecast_dispatch
+from dgl_chunked.dispatch.forecast.estimates import DispatchForecast, StageForecast, forecast_dispatch
 from dgl_chunked.dispatch.forecast.run import RunForecast, RunPlan, forecast_run, plan_run
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
 
@@ -23,7 +23,7 @@ __all__ = [
     "DispatchForecast",
     "RunForecast",
     "RunPlan",
-    "StagePlan",
+    "StageForecast",
     "check_space",
     "disk_needs",
     "forecast_dispatch",

@@ -14,7 +14,7 @@ from typing import Any
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
-from dgl_chunked.dispatch.forecast.estimates import StagePlan, forecast_dispatch
+from dgl_chunked.dispatch.forecast.estimates import StageForecast, forecast_dispatch
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
 from dgl_chunked.dispatch.options import DispatchOptions, parse_memory_limit
 from dgl_chunked.dispatch.output import staging_location
@@ -39,7 +39,7 @@ class RunForecast:
     num_parts: int
     workers: int
     method: str
-    stages: tuple[StagePlan, ...]
+    stages: tuple[StageForecast, ...]
     peak_worker_bytes: int
     staging_bytes: int
     output_bytes: int
@@ -159,7 +159,7 @@ def forecast_run(
     )
 
 
-def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> StagePlan:
+def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> StageForecast:
     """The assignment (random: one task per node chunk, the assignment directory written after)."""
     meta = graph.metadata
     nodes = sum(meta.num_nodes(t) for t in meta.node_types)
@@ -167,7 +167,7 @@ def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> Stag
     seconds = 0.0
     if method == "random":
         seconds = cal.partition_overhead_s + cal.partition_s_per_node * nodes
-    return StagePlan(f"partition ({method})", tasks, 0, seconds)
+    return StageForecast(f"partition ({method})", tasks, 0, seconds)
 
 
 RunPlan = RunForecast
