@@ -38,6 +38,7 @@ def run(
     storage_options: StorageOptions = None,
     client: Any = None,
     scratch_dir: PathLike | None = None,
+    method_config: Any = None,
 ) -> DispatchResult:
     """Partition ``graph`` with ``method`` and write DGL partitions to ``out_dir``.
 
@@ -61,6 +62,9 @@ def run(
         Parent of this run's scratch directory ``dglc-run-<token>`` (partitioner
         data, e.g. ``lp``'s), removed at the end; default ``out_dir``. Local or a URL
         (with ``storage_options``): every worker must reach it.
+    method_config
+        The method's tuning for this run (:class:`~dgl_chunked.partition.LPConfig` for
+        ``lp``), as for :func:`~dgl_chunked.partition.assign_partitions`.
 
     Returns
     -------
@@ -100,6 +104,7 @@ def run(
             seed=seed,
             balance_ntypes=balance_ntypes,
             balance_edges=balance_edges,
+            method_config=method_config,
             partitions_dir=partitions_dir,
             trainers=trainers,
             options=options,
@@ -147,6 +152,7 @@ def _run(
     seed: int,
     balance_ntypes: Sequence[str] | None,
     balance_edges: bool,
+    method_config: Any,
     partitions_dir: PathLike | None,
     trainers: int,
     options: DispatchOptions | None,
@@ -162,6 +168,7 @@ def _run(
         balance_edges=balance_edges,
         scratch_dir=scratch,
         storage_options=scratch_options,
+        method_config=method_config,
     )
     extra: dict[str, dict[str, da.Array]] = {}
     if trainers > 1:

@@ -21,7 +21,9 @@ _MAX_BLOCK_ROWS = 1 << 18  # default block size from 1M nodes up: per-task memor
 class LPConfig:
     """Tuning of the ``lp`` method.
 
-    Change it with ``register_method("lp", LPMethod(LPConfig(...)), overwrite=True)``.
+    Change it for one call with ``assign_partitions(..., method="lp",
+    method_config=LPConfig(...))`` (or ``PartitionOptions(method_config=...)``), or for
+    every call with ``register_method("lp", LPMethod(LPConfig(...)), overwrite=True)``.
 
     Attributes
     ----------

@@ -142,7 +142,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.errors import DglChunkedError
+from dgl_chunked.errors import AssignmentError, DglChunkedError
 from dgl_chunked.partition._base import check_seed, input_stamp, mask_features
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
@@ -169,7 +169,8 @@ class LPMethod:
     Parameters
     ----------
     config
-        Tuning; None uses the :class:`LPConfig` defaults.
+        Tuning; None uses the :class:`LPConfig` defaults. One call can use another
+        (``assign_partitions(..., method="lp", method_config=LPConfig(...))``).
 
     Examples
     --------
@@ -196,13 +197,16 @@ class LPMethod:
         from dask.base import tokenize
 
         md = graph.metadata
-        scratch = options.scratch_dir or self.config.scratch_dir
+        config = self.config if options.method_config is None else options.method_config
+        if not isinstance(config, LPConfig):
+            raise AssignmentError(f"method_config: lp expects an LPConfig, found {type(config).__name__}")
+        scratch = options.scratch_dir or config.scratch_dir
         plan = LPPlan(
             num_parts=num_parts,
             seed=check_seed(options.seed),
             balance_edges=options.balance_edges,
-            config=self.config,
-            block_rows=self.config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
+            config=config,
+            block_rows=config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
             masks=tuple(mask_features(graph, options.balance_ntypes)),
             scratch_dir=None if scratch is None else str(scratch),
             scratch_options=options.storage_options if scratch is not None and fs.is_url(scratch) else None,
