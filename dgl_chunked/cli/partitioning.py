@@ -22,6 +22,7 @@ from dgl_chunked.cli.options import (
     storage_option,
     task_size_option,
 )
+from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.io.assignment import retract_assignment
 from dgl_chunked.storage.fs import join
 
@@ -77,7 +78,7 @@ def partition_command(
     balance = [b.strip() for b in balance_ntypes.split(",") if b.strip()] if balance_ntypes else None
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=so, task_bytes=task_size)
     with (
-        optional_client(scheduler, workers),
+        optional_client(ClusterOptions(scheduler=scheduler, workers=workers)),
         owned_scratch(
             scratch_dir or out_dir,
             "partition",
@@ -151,7 +152,7 @@ def report_command(
     graph = open_chunked_graph(
         in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
     )
-    with optional_client(scheduler, workers):
+    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         meta, parts = open_assignment(
             partitions_dir,
             graph.metadata,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dgl_chunked._typing import parse_memory_limit
 from dgl_chunked.errors import UnsupportedFormatError
 from dgl_chunked.io.graphbolt.csc import SORT_BYTES, GraphBoltOptions, dgl_debug_mode
 
@@ -143,19 +144,6 @@ class DispatchOptions:
             wide_index=self.wide_ids,
             store_all_fields=dgl_debug_mode(),
         )
-
-
-def parse_memory_limit(text: str | int | None) -> int | None:
-    """Bytes of a Dask ``--memory-limit`` such as ``"4GiB"``; None when unset or not a size (``"auto"``)."""
-    from dask.utils import parse_bytes
-
-    if text is None or text == "":
-        return None
-    try:
-        value = int(parse_bytes(text))
-    except (ValueError, TypeError):
-        return None
-    return value if value > 0 else None
 
 
 def check_formats(formats: Sequence[str]) -> None:

@@ -99,3 +99,15 @@ def test_plan_run_is_a_deprecated_name_of_forecast_run(graph_dir: Path, tmp_path
         old = dglc.plan_run(graph_dir, tmp_path / "out", num_parts=2, workers=2)
     assert dglc.RunPlan is dglc.RunForecast and isinstance(old, dglc.RunForecast)
     assert (old.stages, old.staging_bytes, old.output_bytes) == (new.stages, new.staging_bytes, new.output_bytes)
+
+
+def test_forecast_takes_the_cluster_as_one_object(graph_dir: Path, tmp_path: Path) -> None:
+    from dgl_chunked.cluster import parse_cluster_options
+
+    cluster = parse_cluster_options(workers=3, threads_per_worker=2, memory_limit="512MiB")
+    one = dglc.forecast_run(graph_dir, tmp_path / "out", num_parts=2, cluster=cluster)
+    loose = dglc.forecast_run(
+        graph_dir, tmp_path / "out", num_parts=2, workers=3, threads_per_worker=2, memory_limit=512 * 2**20
+    )
+    assert (one.workers, one.memory_limit) == (6, 512 * 2**20)
+    assert (one.stages, one.peak_worker_bytes) == (loose.stages, loose.peak_worker_bytes)

@@ -12,11 +12,12 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked._dask import ClusterOptions
+from dgl_chunked._typing import Bytes, PathLike, StorageOptions, parse_memory_limit
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.forecast.estimates import StageForecast, forecast_dispatch
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
-from dgl_chunked.dispatch.options import DispatchOptions, parse_memory_limit
+from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.output import staging_location
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 
@@ -83,12 +84,13 @@ def forecast_run(
     method: str = "random",
     workers: int | None = None,
     threads_per_worker: int = 1,
-    memory_limit: str | int | None = None,
+    memory_limit: Bytes | str | None = None,
     num_trainers_per_machine: int = 1,
     options: DispatchOptions | None = None,
     storage_options: StorageOptions = None,
     dispatch_only: bool = False,
     calibration: Calibration = CALIBRATION,
+    cluster: ClusterOptions | None = None,
 ) -> RunForecast:
     """Forecast :func:`~dgl_chunked.run` (or only :func:`~dgl_chunked.dispatch.dispatch`) without running it.
 
@@ -105,12 +107,16 @@ def forecast_run(
     workers, threads_per_worker
         The cluster: default one worker per CPU, 1 thread each (the CLI's LocalCluster).
     memory_limit
-        Per-worker memory limit (``"4GiB"`` or bytes); sizes the node-ID cache and
-        HALO tables as it would in the run.
+        Per-worker memory limit in bytes (a size such as ``"4GiB"`` is parsed, as
+        before); sizes the node-ID cache and HALO tables as it would in the run.
     dispatch_only
         Plan only the dispatch (the assignment exists already): no partition stage.
     calibration
         The cost model's constants (default: measured on the project's VM).
+    cluster
+        ``workers``, ``threads_per_worker`` and ``memory_limit`` as one
+        :class:`~dgl_chunked.cluster.ClusterOptions`, as the CLI passes them (those
+        keywords then keep their defaults).
 
     Returns
     -------
@@ -118,6 +124,8 @@ def forecast_run(
     """
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
+    if cluster is not None:
+        workers, threads_per_worker, memory_limit = cluster.workers, cluster.threads_per_worker, cluster.memory_limit
     limit = parse_memory_limit(memory_limit)
     opts = options or DispatchOptions()
     if limit is not None:
