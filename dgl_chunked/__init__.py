@@ -42,7 +42,13 @@ if TYPE_CHECKING:
     from dgl_chunked.chunk import chunk_graph
     from dgl_chunked.convert_graphbolt import convert_to_graphbolt
     from dgl_chunked.dispatch.forecast import RunForecast, RunPlan, forecast_run, plan_run
-    from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
+    from dgl_chunked.partition import (
+        LPConfig,
+        PartitionOptions,
+        PartitionReport,
+        assign_partitions,
+        compute_partition_report,
+    )
     from dgl_chunked.pipeline import run
     from dgl_chunked.remap import LookupResult, RemapResult, ResultSource, lookup_ids, remap_results
     from dgl_chunked.synth import SynthSpec, write_synthetic_graph
@@ -51,6 +57,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "chunk_graph": "dgl_chunked.chunk",
     "convert_to_graphbolt": "dgl_chunked.convert_graphbolt",
+    "LPConfig": "dgl_chunked.partition",
+    "PartitionOptions": "dgl_chunked.partition",
     "PartitionReport": "dgl_chunked.partition",
     "assign_partitions": "dgl_chunked.partition",
     "compute_partition_report": "dgl_chunked.partition",
@@ -90,8 +98,10 @@ __all__ = [
     "ChunkedGraphMetadata",
     "DispatchOptions",
     "DispatchResult",
+    "LPConfig",
     "LookupResult",
     "PartitionConfig",
+    "PartitionOptions",
     "PartitionReport",
     "RemapResult",
     "ResultSource",

@@ -16,7 +16,7 @@ from dgl_chunked.dispatch.forecast import forecast_run
 from dgl_chunked.errors import DglChunkedError, OptionError
 from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
-from dgl_chunked.partition import assign_partitions
+from dgl_chunked.partition import PartitionOptions, assign_partitions
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 
@@ -39,6 +39,7 @@ def run(
     client: Any = None,
     scratch_dir: PathLike | None = None,
     method_config: Any = None,
+    partition_options: PartitionOptions | None = None,
 ) -> DispatchResult:
     """Partition ``graph`` with ``method`` and write DGL partitions to ``out_dir``.
 
@@ -65,6 +66,10 @@ def run(
     method_config
         The method's tuning for this run (:class:`~dgl_chunked.partition.LPConfig` for
         ``lp``), as for :func:`~dgl_chunked.partition.assign_partitions`.
+    partition_options
+        ``seed``, ``balance_ntypes``, ``balance_edges`` and ``method_config`` as one
+        :class:`~dgl_chunked.partition.PartitionOptions` (as the CLI passes them; those
+        keywords then keep their defaults). Its scratch directory is this run's.
 
     Returns
     -------
@@ -72,6 +77,19 @@ def run(
     """
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
+    loose = PartitionOptions(
+        seed=seed,
+        balance_ntypes=None
+        if balance_ntypes is None
+        else tuple(n for n in balance_ntypes.split(",") if n)
+        if isinstance(balance_ntypes, str)
+        else tuple(balance_ntypes),
+        balance_edges=balance_edges,
+        method_config=method_config,
+    )
+    if partition_options is not None and loose != PartitionOptions():
+        raise OptionError("partition_options: pass either a PartitionOptions or the keyword arguments it replaces")
+    part_options = partition_options or loose
     parent = str(out_dir if scratch_dir is None else scratch_dir)
     # named after the output: a rerun (resume) finds the same scratch, so the same task keys
     scratch_name = f"dglc-run-{tokenize(str(out_dir), parent)[:16]}"
@@ -101,10 +119,7 @@ def run(
             so,
             num_parts=num_parts,
             method=method,
-            seed=seed,
-            balance_ntypes=balance_ntypes,
-            balance_edges=balance_edges,
-            method_config=method_config,
+            part_options=part_options,
             partitions_dir=partitions_dir,
             trainers=trainers,
             options=options,
@@ -149,10 +164,7 @@ def _run(
     *,
     num_parts: int,
     method: str,
-    seed: int,
-    balance_ntypes: Sequence[str] | None,
-    balance_edges: bool,
-    method_config: Any,
+    part_options: PartitionOptions,
     partitions_dir: PathLike | None,
     trainers: int,
     options: DispatchOptions | None,
@@ -163,12 +175,7 @@ def _run(
         graph,
         num_parts * trainers,
         method=method,
-        seed=seed,
-        balance_ntypes=balance_ntypes,
-        balance_edges=balance_edges,
-        scratch_dir=scratch,
-        storage_options=scratch_options,
-        method_config=method_config,
+        options=replace(part_options, scratch_dir=scratch, storage_options=scratch_options),
     )
     extra: dict[str, dict[str, da.Array]] = {}
     if trainers > 1:

@@ -24,6 +24,7 @@ from dgl_chunked.cli.options import (
 )
 from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.io.assignment import retract_assignment
+from dgl_chunked.partition import PartitionOptions
 from dgl_chunked.storage.fs import join
 
 __all__ = ["partition_command", "report_command"]
@@ -87,17 +88,15 @@ def partition_command(
             inputs=graph.input_locations(),
         ) as (scratch, scratch_so),
     ):
-        parts = assign_partitions(
-            graph,
-            num_parts,
-            method=method,
+        options = PartitionOptions(
             seed=seed,
-            balance_ntypes=balance,
+            balance_ntypes=None if balance is None else tuple(balance),
             balance_edges=balance_edges,
             max_memory=parse_size(max_memory, "--max-memory") if max_memory else None,
             scratch_dir=scratch,
             storage_options=scratch_so,
         )
+        parts = assign_partitions(graph, num_parts, method=method, options=options)
         write_assignment(
             out_dir,
             parts,

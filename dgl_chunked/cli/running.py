@@ -243,9 +243,9 @@ def run_command(
             kw["out_dir"],
             num_parts=num_parts,
             method=method,
-            seed=seed,
-            balance_ntypes=balance,
-            balance_edges=balance_edges,
+            partition_options=dgl_chunked.PartitionOptions(
+                seed=seed, balance_ntypes=balance, balance_edges=balance_edges
+            ),
             partitions_dir=partitions_dir,
             options=options,
             client=client,
