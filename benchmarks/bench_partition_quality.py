@@ -142,7 +142,7 @@ def _partition(
         )
         computed = dict(zip(arrays, dask.compute(*arrays.values()), strict=True))
         seconds = time.perf_counter() - start
-        peaks = worker_peaks_mb(client)
+        peaks = [round(p) for p in worker_peaks_mb(client)]
         lazy = {t: da.from_array(a, chunks=(graph.node_chunks(t),)) for t, a in computed.items()}
         report = compute_partition_report(graph, lazy, parts)
     finally:
