@@ -24,10 +24,10 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Any
 
 import numpy as np
 import pandas as pd
+from peak_memory import worker_peaks_mb
 
 from dgl_chunked.chunk import chunk_graph
 
@@ -85,11 +85,6 @@ def _write_raw(raw: str, args: argparse.Namespace) -> str:
     return str(authors)
 
 
-def _peak(dask_worker: Any) -> int:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM"))
-
-
 def _stage(
     stages: list[tuple[str, float, str]], name: str, raw: str, out: str, args: argparse.Namespace, transforms: bool
 ) -> None:
@@ -122,10 +117,10 @@ def _stage(
         start = time.perf_counter()
         meta = chunk_graph(path, out, num_chunks=args.num_chunks, overwrite=True)
         seconds = time.perf_counter() - start
-        peaks = sorted(client.run(_peak).values())
+        peaks = worker_peaks_mb(client)
     note = (
         f"{sum(meta.num_edges_per_type or ()):,} edges out; peak RSS per worker "
-        f"{', '.join(f'{p / 2**20:.0f}' for p in peaks)} MiB (limit {args.memory_limit})"
+        f"{', '.join(f'{p:.0f}' for p in peaks)} MiB (limit {args.memory_limit})"
     )
     stages.append((name, seconds, note))
 

@@ -50,7 +50,9 @@ def _input_mb(graph: Path) -> float:
 
 def _timed(argv: list[str]) -> tuple[float, float]:
     """Wall seconds, and the peak RSS (MB) of the command's process or of the largest
-    worker process it waited for (``wait4``'s ``ru_maxrss``)."""
+    worker process it waited for (``wait4``'s ``ru_maxrss``: the one case that cannot
+    read ``VmHWM`` (``peak_memory.py``), as the process is gone; it carries this
+    benchmark's own peak across fork and exec, which stays small here)."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -2,7 +2,7 @@
 
 For every graph and number of partitions, each method runs on a fresh
 ``LocalCluster`` (``--workers`` worker processes, 1 thread each), so each worker's
-peak RSS (``ru_maxrss``) belongs to that run alone. Printed per run:
+peak RSS (``VmHWM``, :mod:`peak_memory`) belongs to that run alone. Printed per run:
 
     cut        edge-cut fraction (every input edge counts, multi-edges too)
     x metis    cut / METIS's cut on the same graph and partition count
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import tempfile
@@ -44,16 +43,13 @@ from typing import Any
 
 import dask
 import numpy as np
+from peak_memory import worker_peaks_mb
 
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions, compute_partition_report
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
 MASKS = ["train_mask", "val_mask", "test_mask"]
-
-
-def _peak_mb() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 def _cluster(workers: int) -> Any:
@@ -119,7 +115,7 @@ def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> di
         arrays = assign_partitions(graph, parts, method=method, seed=0, balance_ntypes=_balance_kw(graph))
         computed = dict(zip(arrays, dask.compute(*arrays.values()), strict=True))
         seconds = time.perf_counter() - start
-        peaks = sorted(client.run(_peak_mb).values())
+        peaks = [round(p) for p in worker_peaks_mb(client)]
         lazy = {t: da.from_array(a, chunks=(graph.node_chunks(t),)) for t, a in computed.items()}
         report = compute_partition_report(graph, lazy, parts)
     finally:

@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from peak_memory import worker_peaks_mb
+
 SCALES = {1: (1_000_000, 10_000_000, 4), 10: (10_000_000, 100_000_000, 40)}
 WORKERS = 2
 CLI = str(Path(sys.executable).parent / "dgl-chunked")
@@ -124,14 +126,6 @@ def _cli(args: list[str], out: Path) -> tuple[float, str]:
     return seconds, digest
 
 
-def _peak_rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _dispatch_rss(graph: Path, assign: Path, out: Path) -> list[float]:
     """Peak RSS of each worker of a fresh 2-worker cluster that ran ``dispatch --scheduler``."""
     from distributed import Client, LocalCluster
@@ -154,7 +148,7 @@ def _dispatch_rss(graph: Path, assign: Path, out: Path) -> list[float]:
             cluster.scheduler_address,
         ]
         subprocess.run([CLI, *args, "--out-dir", str(out), "--no-progress"], check=True, stdout=subprocess.DEVNULL)
-        rss = sorted(client.run(_peak_rss_mb).values())
+        rss = worker_peaks_mb(client)
     shutil.rmtree(out, ignore_errors=True)
     return rss
 

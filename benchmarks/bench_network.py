@@ -7,7 +7,7 @@ the client share a third. All of them are joined by one switch (``benchmarks/net
 no traffic leaves these namespaces. The input is written once to the object store; then,
 for each host count, ``run`` (partition + dispatch) reads it from there and writes its
 staging and output there, and the benchmark prints, per stage, the time, the bytes every
-host sent and received (interface counters) and what ``plan_run`` forecasts for the
+host sent and received (interface counters) and what ``forecast_run`` forecasts for the
 same cluster, side by side.
 
 Usage (as root)::
@@ -221,7 +221,7 @@ def client_main(result_path: str, argv: list[str]) -> None:
             return
         opts = dglc.DispatchOptions(save_orig_nids=a.save_orig_ids, save_orig_eids=a.save_orig_ids)
         planned = dglc.open_chunked_graph(a.in_dir, storage_options=so, task_bytes=a.task_size)
-        plan = dglc.plan_run(  # on a handle of its own: the run's opening is measured
+        plan = dglc.forecast_run(  # on a handle of its own: the run's opening is measured
             planned, a.out_dir, num_parts=a.num_parts, method=a.method, options=opts, storage_options=so,
             workers=1, hosts=a.hosts, bandwidth=a.rate,
         )  # fmt: skip

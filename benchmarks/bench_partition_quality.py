@@ -46,6 +46,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_lp as B  # noqa: E402  (the cluster, R-MAT, real-graph and run helpers)
+from peak_memory import worker_peaks_mb  # noqa: E402
 
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph  # noqa: E402
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph  # noqa: E402
@@ -77,9 +78,8 @@ def lfr(n: int, mu: float, seed: int = 10) -> tuple[Any, Any]:
 def _write(work_dir: str, name: str, n: int, make: Callable[[], tuple[Any, Any]], chunks: int) -> ChunkedGraph:
     """The graph ``name`` in ``work_dir``, written from ``make()``'s edges when not there.
 
-    Edges are drawn only when the graph is not cached: the Dask workers start as
-    children of this process, and their ``ru_maxrss`` starts at this process's RSS, so
-    a rerun on cached graphs measures the workers' own peaks.
+    Edges are drawn only when the graph is not cached (the workers' peaks are their
+    own ``VmHWM`` either way, ``peak_memory.py``).
     """
     path = os.path.join(work_dir, name)
     if not os.path.exists(os.path.join(path, "metadata.json")):
@@ -142,7 +142,7 @@ def _partition(
         )
         computed = dict(zip(arrays, dask.compute(*arrays.values()), strict=True))
         seconds = time.perf_counter() - start
-        peaks = sorted(client.run(B._peak_mb).values())
+        peaks = [round(p) for p in worker_peaks_mb(client)]
         lazy = {t: da.from_array(a, chunks=(graph.node_chunks(t),)) for t, a in computed.items()}
         report = compute_partition_report(graph, lazy, parts)
     finally:

@@ -20,7 +20,7 @@ Usage::
 ``--memory-limit`` is the LocalCluster's per-worker limit and also dispatch's
 ``memory_limit`` (it sizes the node-ID cache and HALO tables); the run records
 whether any worker was ever seen paused (polled every 0.2 s) or restarted (its
-process ID changed). ``--plan`` also prints what :func:`dgl_chunked.plan_run`
+process ID changed). ``--plan`` also prints what :func:`dgl_chunked.forecast_run`
 predicted for each graph next to what was measured. ``--plot`` draws time and
 peak RSS per worker against edges.
 
@@ -28,7 +28,7 @@ peak RSS per worker against edges.
 of ``graph.dgl``; ``--compare-graphbolt`` runs both formats alternately on the same
 graph and assignment (``--repeat`` times each, fastest kept) and prints the ratio.
 
-Peak RSS per worker is the worker process's ``ru_maxrss`` read at the end (each
+Peak RSS per worker is the worker process's ``VmHWM`` read at the end (``peak_memory.py``; each
 run uses a fresh cluster, so it is that run's peak).
 
 ``--dgl-pipeline DGL_SRC`` also runs DGL's own chunked pipeline on the same graph and
@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -56,14 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from dask.utils import parse_bytes
+from peak_memory import peak_rss_mb
 
 from dgl_chunked.dispatch.options import parse_memory_limit
 
 SCALES = {1: (1_000_000, 10_000_000, 4), 10: (10_000_000, 100_000_000, 40), 30: (30_000_000, 300_000_000, 120)}
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _synth(out: Path, scale: int, edge_format: str = "csv") -> float:
@@ -145,7 +141,7 @@ def _run_once(
             options = replace(options, lookup_cache_bytes=int(parse_bytes(lookup_cache)))
         result = dglc.dispatch(graph, assign, out, client=client, options=options)
         t_dispatch = time.perf_counter() - start
-        worker_rss = client.run(_peak_rss_mb)
+        worker_rss = client.run(peak_rss_mb)
         restarted = len(set(pids.values()) - set(client.run(os.getpid).values()))
     return {
         "nodes": result.config.num_nodes,
@@ -159,7 +155,7 @@ def _run_once(
         "edges": result.config.num_edges,
         "edges_per_s": result.config.num_edges / (t_partition + t_dispatch),
         "worker_peak_rss_mb": sorted(worker_rss.values()),
-        "client_peak_rss_mb": _peak_rss_mb(),
+        "client_peak_rss_mb": peak_rss_mb(),
     }
 
 
@@ -314,7 +310,7 @@ def main() -> None:
     )
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None, metavar="PNG", help="time and peak RSS against edges")
-    parser.add_argument("--plan", action="store_true", help="also print plan_run's prediction per graph")
+    parser.add_argument("--plan", action="store_true", help="also print forecast_run's prediction per graph")
     parser.add_argument(
         "--edge-format",
         choices=["csv", "parquet"],
@@ -401,10 +397,10 @@ def main() -> None:
 
 
 def _predict(chunked: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """What plan_run says about this graph (2 random parts, the benchmark's workers)."""
+    """What forecast_run says about this graph (2 random parts, the benchmark's workers)."""
     import dgl_chunked as dglc
 
-    plan = dglc.plan_run(
+    plan = dglc.forecast_run(
         chunked,
         work / "out",
         num_parts=2,

@@ -9,7 +9,7 @@ rows in DGL's new-ID order (what a trainer's inference writes), and measures:
   (``np.save(out, np.load(in))``), before and after the remap;
 - **remap**: :func:`dgl_chunked.remap_results` (mapping from ``orig_nids.dgl``, npy
   output) on a fresh 2-worker LocalCluster (processes, 1 thread each, the CLI's worker
-  environment); peak RSS per worker is each worker's ``ru_maxrss`` at the end, next
+  environment); peak RSS per worker is each worker's ``VmHWM`` at the end (``peak_memory.py``), next
   to its RSS when idle; a sample of 200k rows is checked against the input.
 
 With ``--lookup-nodes N --lookup-keys K`` it also chunks a keyed graph of ``N``
@@ -39,25 +39,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from peak_memory import worker_peaks_mb
 
 FLOOR = "import numpy as np, sys; np.save(sys.argv[2], np.load(sys.argv[1]))"
 
 
 def _status(client: Any, field: str) -> list[float]:
-    """``field`` (``VmHWM``: peak resident size; ``VmRSS``: now) of every worker process, in MB.
-
-    Not ``ru_maxrss``: Linux keeps it across fork and exec, so a worker started by a
-    process that had touched the 2 GB result file would report that process's peak.
-    """
-
-    def read() -> float:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
-
-    return [round(v, 1) for v in client.run(read).values()]
+    """``field`` (``VmHWM``: peak resident size; ``VmRSS``: now) of every worker process, in MB."""
+    return [round(v, 1) for v in worker_peaks_mb(client, field)]
 
 
 def _cluster(workers: int) -> Any:

@@ -35,7 +35,6 @@ import hashlib
 import json
 import logging
 import os
-import resource
 import shutil
 import tempfile
 import time
@@ -45,21 +44,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from peak_memory import worker_peaks_mb
 
 from dgl_chunked.storage.owned import MARKER_NAME
 
 NUM_PARTS = 2
 SEED = 0
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak RSS (``VmHWM``; ``ru_maxrss`` would carry the parent's peak
-    into a worker started by fork + exec)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _owner(ids: np.ndarray) -> np.ndarray:
@@ -91,11 +81,11 @@ def _on_fresh_cluster(job: Callable[[Any], dict[str, Any]], workers: int) -> dic
 
     kwargs = {"n_workers": workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
     with worker_environment(), LocalCluster(**kwargs) as cluster, Client(cluster) as client:
-        idle = sorted(client.run(_peak_rss_mb).values())
+        idle = worker_peaks_mb(client)
         start = time.perf_counter()
         result = job(client)
         result["seconds"] = time.perf_counter() - start
-        result["worker_peak_rss_mb"] = sorted(client.run(_peak_rss_mb).values())
+        result["worker_peak_rss_mb"] = worker_peaks_mb(client)
         result["worker_idle_rss_mb"] = idle
     return result
 

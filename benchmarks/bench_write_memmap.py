@@ -2,13 +2,13 @@
 
 Creates a float32 ``.npy`` of ``--size-gb`` (written chunk-wise through
 ``np.lib.format.open_memmap``), then writes it to a DGL tensor-dict file in a
-*fresh* subprocess and reports that subprocess's peak RSS (``ru_maxrss``, which
-includes file-backed memmap pages it touched) and the write throughput. The
+*fresh* subprocess and reports that subprocess's peak RSS (``VmHWM``, ``peak_memory.py``,
+which includes file-backed memmap pages it touched) and the write throughput. The
 target is a peak RSS below 300 MB for any input size.
 
 The input is created in its own subprocess too: Linux carries a parent's RSS
-high-water mark into a forked child's ``ru_maxrss`` across ``exec``, so a parent
-that had touched the 2 GB memmap would make every child report >= 2 GB.
+high-water mark into a forked child's ``ru_maxrss`` across ``exec`` (not its
+``VmHWM``), so a parent that had touched the 2 GB memmap would weigh on the child.
 
 Usage::
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from peak_memory import peak_rss_mb
 
 ROW = 256  # float32 columns: 1 KiB per row
 CHUNK_ROWS = 64 * 1024  # 64 MiB per chunk while creating the input
@@ -60,11 +60,11 @@ def child(npy: str, out: str) -> None:
     from dgl_chunked.io.dgl.binary import read_tensor_dict, write_tensor_dict
 
     arr = np.load(npy, mmap_mode="r")
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = peak_rss_mb() * 1024
     start = time.perf_counter()
     write_tensor_dict(out, {"_N/feat": arr})
     seconds = time.perf_counter() - start
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_kb = peak_rss_mb() * 1024
     back = read_tensor_dict(out, mmap=True)["_N/feat"]
     ok = back.shape == arr.shape and all(
         np.array_equal(back[i : i + 3], arr[i : i + 3]) for i in (0, arr.shape[0] // 2, arr.shape[0] - 3)

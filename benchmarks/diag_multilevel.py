@@ -31,8 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_partition_quality as Q  # noqa: E402
 
-from dgl_chunked.partition import _ml_driver as D  # noqa: E402
-from dgl_chunked.partition import _ml_tasks as M  # noqa: E402
+from dgl_chunked.partition.lp import coarsen_tasks as M  # noqa: E402
+from dgl_chunked.partition.lp import multilevel as D  # noqa: E402
 
 
 def planted_groups(n: int, groups: int, *, skewed: bool, seed: int = 0) -> Any:

@@ -1,8 +1,8 @@
-"""Fit the forecast's constants (``dgl_chunked/dispatch/calibration.py``) to bench_pipeline runs.
+"""Fit the forecast's constants (``dgl_chunked/dispatch/forecast/calibration.py``) to bench_pipeline runs.
 
 Reads the ``--json`` output of ``benchmarks/bench_pipeline.py`` (2 or more graphs of
 one family, e.g. ``--scales 1 10``) and prints a ``Calibration(...)`` to paste into
-``calibration.py``, then how well it predicts every run (``plan_run`` recomputed with
+``calibration.py``, then how well it predicts every run (``forecast_run`` recomputed with
 the fitted constants, so a run left out of the fit checks the model out of sample)::
 
     python benchmarks/fit_calibration.py runs.json --fit 1M/10M 10M/100M [--base-mb 150]
@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from peak_memory import peak_rss_mb
 
 import dgl_chunked as dglc
-from dgl_chunked.dispatch import calibration
+from dgl_chunked.dispatch.forecast import calibration
 
 
 def _line(x: list[float], y: list[float]) -> tuple[float, float]:
@@ -39,7 +40,7 @@ def _line(x: list[float], y: list[float]) -> tuple[float, float]:
 
 def fit(rows: list[dict[str, Any]], work: Path, base_mb: float, threads: int) -> calibration.Calibration:
     cal = calibration.CALIBRATION
-    plans = [dglc.plan_run(work / f"graph-{r['scale']}x", work / "x", num_parts=2, workers=threads) for r in rows]
+    plans = [dglc.forecast_run(work / f"graph-{r['scale']}x", work / "x", num_parts=2, workers=threads) for r in rows]
     nodes = [p.nodes for p in plans]
     edges = [p.edges for p in plans]
     st = [r["dispatch_stages_s"] for r in rows]
@@ -76,8 +77,6 @@ def _measure_base() -> None:
     from distributed import Client, LocalCluster
 
     def rss_after_imports() -> float:
-        import resource
-
         import dask.array  # noqa: F401
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
@@ -85,7 +84,7 @@ def _measure_base() -> None:
 
         import dgl_chunked  # noqa: F401
 
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return peak_rss_mb()
 
     from dgl_chunked.cluster import worker_environment
 
@@ -116,7 +115,7 @@ def main() -> None:
     cal = fit(chosen, Path(args.work_dir), args.base_mb, args.threads)
     print(cal)
     for r in rows:
-        plan = dglc.plan_run(
+        plan = dglc.forecast_run(
             Path(args.work_dir) / f"graph-{r['scale']}x",
             Path(args.work_dir) / "x",
             num_parts=2,

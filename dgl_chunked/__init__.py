@@ -40,21 +40,32 @@ from dgl_chunked.io import (
 
 if TYPE_CHECKING:
     from dgl_chunked.chunk import chunk_graph
-    from dgl_chunked.dispatch.convert_graphbolt import convert_to_graphbolt
-    from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
-    from dgl_chunked.pipeline import RunPlan, plan_run, run
+    from dgl_chunked.convert_graphbolt import convert_to_graphbolt
+    from dgl_chunked.dispatch.forecast import RunForecast, RunPlan, forecast_run, plan_run
+    from dgl_chunked.partition import (
+        LPConfig,
+        PartitionOptions,
+        PartitionReport,
+        assign_partitions,
+        compute_partition_report,
+    )
+    from dgl_chunked.pipeline import run
     from dgl_chunked.remap import LookupResult, RemapResult, ResultSource, lookup_ids, remap_results
     from dgl_chunked.synth import SynthSpec, write_synthetic_graph
     from dgl_chunked.verify import VerifyReport, load_partition_output, verify_partitions
 
 _LAZY = {
     "chunk_graph": "dgl_chunked.chunk",
-    "convert_to_graphbolt": "dgl_chunked.dispatch.convert_graphbolt",
+    "convert_to_graphbolt": "dgl_chunked.convert_graphbolt",
+    "LPConfig": "dgl_chunked.partition",
+    "PartitionOptions": "dgl_chunked.partition",
     "PartitionReport": "dgl_chunked.partition",
     "assign_partitions": "dgl_chunked.partition",
     "compute_partition_report": "dgl_chunked.partition",
-    "RunPlan": "dgl_chunked.pipeline",
-    "plan_run": "dgl_chunked.pipeline",
+    "RunForecast": "dgl_chunked.dispatch.forecast",
+    "RunPlan": "dgl_chunked.dispatch.forecast",
+    "forecast_run": "dgl_chunked.dispatch.forecast",
+    "plan_run": "dgl_chunked.dispatch.forecast",
     "run": "dgl_chunked.pipeline",
     "LookupResult": "dgl_chunked.remap",
     "RemapResult": "dgl_chunked.remap",
@@ -87,8 +98,10 @@ __all__ = [
     "ChunkedGraphMetadata",
     "DispatchOptions",
     "DispatchResult",
+    "LPConfig",
     "LookupResult",
     "PartitionConfig",
+    "PartitionOptions",
     "PartitionReport",
     "RemapResult",
     "ResultSource",
@@ -112,6 +125,8 @@ __all__ = [
     "read_tensor_dict",
     "remap_results",
     "run",
+    "forecast_run",
+    "RunForecast",
     "plan_run",
     "RunPlan",
     "validate_chunked_graph",

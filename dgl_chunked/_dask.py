@@ -15,12 +15,16 @@ for the local schedulers.
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["current_client", "on_worker", "run_token"]
+from dgl_chunked._typing import Bytes, parse_memory_limit
+
+__all__ = ["ClusterOptions", "current_client", "on_worker", "parse_cluster_options", "run_token"]
 
 
 def run_token(*inputs: Any) -> str:
@@ -75,3 +79,57 @@ def on_worker() -> bool:
     except ValueError:
         return False
     return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterOptions:
+    """Where a computation runs: an existing scheduler, or a LocalCluster of this size.
+
+    One object for the CLI (which builds it from ``--scheduler``, ``--workers``,
+    ``--threads-per-worker`` and ``--memory-limit``: :func:`parse_cluster_options`),
+    :func:`dask_client` and the forecast
+    (:func:`~dgl_chunked.dispatch.forecast.forecast_run`).
+
+    Attributes
+    ----------
+    scheduler
+        Address of an existing scheduler (``tcp://host:8786``) or a scheduler file path.
+    workers
+        LocalCluster worker processes (None: one per CPU).
+    threads_per_worker
+        Threads of each worker.
+    memory_limit
+        Bytes per worker (None: Dask's default); Dask spills beyond it.
+    """
+
+    scheduler: str | None = None
+    workers: int | None = None
+    threads_per_worker: int = 1
+    memory_limit: Bytes | None = None
+
+    @property
+    def asked(self) -> bool:
+        """A cluster was asked for (else the CLI may run small inputs on local threads)."""
+        return bool(self.scheduler or self.workers or self.memory_limit)
+
+    @property
+    def threads(self) -> int:
+        """Worker threads of the LocalCluster (the forecast's parallelism)."""
+        return (self.workers or os.cpu_count() or 1) * self.threads_per_worker
+
+
+def parse_cluster_options(
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    memory_limit: str | int | None = None,
+) -> ClusterOptions:
+    """:class:`ClusterOptions` from flag values: the memory limit (``"4GiB"``, or bytes)
+    parsed here, once (``"auto"``: Dask's default)."""
+    return ClusterOptions(
+        scheduler=scheduler or None,
+        workers=workers,
+        threads_per_worker=threads_per_worker,
+        memory_limit=parse_memory_limit(memory_limit),
+    )

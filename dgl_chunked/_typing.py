@@ -8,7 +8,9 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NodeType", "EdgeType", "PathLike", "IdArray", "PartArray", "StorageOptions"]
+from dgl_chunked.errors import OptionError
+
+__all__ = ["NodeType", "EdgeType", "PathLike", "IdArray", "PartArray", "StorageOptions", "Bytes", "parse_memory_limit"]
 
 NodeType: TypeAlias = str
 """A node type name, e.g. ``"paper"``."""
@@ -22,3 +24,28 @@ PathLike: TypeAlias = str | os.PathLike[str]
 IdArray: TypeAlias = npt.NDArray[np.int64]
 PartArray: TypeAlias = npt.NDArray[np.int32]
 StorageOptions: TypeAlias = dict[str, Any] | None
+
+Bytes: TypeAlias = int
+"""A memory or disk size in bytes: the one type of sizes past the edge (CLI flags and
+benchmark arguments are parsed once, by :func:`parse_memory_limit`)."""
+
+
+def parse_memory_limit(text: str | int | None) -> Bytes | None:
+    """Bytes of a memory size such as ``"4GiB"`` (or bytes as an int): the one parser of
+    memory sizes, used where they enter (the CLI, the benchmarks); everything after takes
+    bytes. None when unset, ``"auto"`` (Dask's default) or not positive.
+
+    Raises
+    ------
+    OptionError
+        ``text`` is not a size.
+    """
+    from dask.utils import parse_bytes
+
+    if text is None or text == "" or text == "auto":
+        return None
+    try:
+        value = int(parse_bytes(text))
+    except (ValueError, TypeError) as err:
+        raise OptionError(f"memory limit: {text!r} is not a size such as 4GiB") from err
+    return value if value > 0 else None

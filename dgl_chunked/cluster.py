@@ -12,9 +12,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dgl_chunked._dask import ClusterOptions, parse_cluster_options
 from dgl_chunked.errors import SchedulerError
 
-__all__ = ["TRIM_THRESHOLD_BYTES", "WORKER_ENVIRONMENT", "dask_client", "worker_environment"]
+__all__ = [
+    "TRIM_THRESHOLD_BYTES",
+    "WORKER_ENVIRONMENT",
+    "ClusterOptions",
+    "dask_client",
+    "parse_cluster_options",
+    "worker_environment",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -79,9 +87,10 @@ def dask_client(
     *,
     workers: int | None = None,
     threads_per_worker: int = 1,
-    memory_limit: str | None = None,
+    memory_limit: int | None = None,
     processes: bool = True,
     local_directory: str | None = None,
+    cluster: ClusterOptions | None = None,
 ) -> Iterator[Any]:
     """Yield a ``distributed.Client``: to ``scheduler`` if given, else to a new LocalCluster.
 
@@ -91,9 +100,16 @@ def dask_client(
         Address of an existing scheduler (``tcp://host:8786``) or a scheduler file path.
     workers, threads_per_worker, memory_limit, processes, local_directory
         LocalCluster settings; ``workers`` defaults to the number of CPUs.
-        ``memory_limit`` is per worker (``"4GiB"``); Dask spills to ``local_directory``.
+        ``memory_limit`` is bytes per worker; Dask spills to ``local_directory``.
+    cluster
+        ``scheduler``, ``workers``, ``threads_per_worker`` and ``memory_limit`` as one
+        :class:`ClusterOptions` (those keywords then keep their defaults).
     """
     from distributed import Client, LocalCluster
+
+    if cluster is not None:
+        scheduler, workers = cluster.scheduler, cluster.workers
+        threads_per_worker, memory_limit = cluster.threads_per_worker, cluster.memory_limit
 
     if scheduler:
         kwargs = {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}

@@ -27,13 +27,11 @@ __all__ = [
     "AssignmentError",
     "DGLFormatError",
     "OutputExistsError",
-    "StagingError",
     "SchedulerError",
     "InsufficientSpaceError",
     "ValidationFailed",
     "DglChunkedWarning",
     "EmptyPartitionWarning",
-    "PerformanceWarning",
     "one_line",
 ]
 
@@ -79,10 +77,6 @@ class DGLFormatError(DglChunkedError, ValueError):
 
 class OutputExistsError(DglChunkedError, FileExistsError):
     """The output directory exists and overwriting was not requested."""
-
-
-class StagingError(DglChunkedError, RuntimeError):
-    """Zarr staging is missing, incomplete or belongs to another input."""
 
 
 class SchedulerError(DglChunkedError, OSError):
@@ -221,7 +215,3 @@ class EmptyPartitionWarning(DglChunkedWarning):
     ``DistGraphServer`` cannot host zero-row feature tensors (``docs/spec/partition-config.md``,
     "Feature files").
     """
-
-
-class PerformanceWarning(DglChunkedWarning):
-    """Something works but will be slow or memory hungry."""

@@ -128,3 +128,24 @@ def test_joining_workers_that_trim_the_heap_early_warns(
     warned = [r.getMessage() for r in caplog.records if "MALLOC_TRIM_THRESHOLD_" in r.getMessage()]
     assert len(warned) == 1
     assert "=65536" in warned[0] and "MALLOC_TRIM_THRESHOLD_=1048576" in warned[0]
+
+
+def test_cluster_options_parse_the_memory_limit_once() -> None:
+    from dgl_chunked.cluster import ClusterOptions, parse_cluster_options
+    from dgl_chunked.errors import OptionError
+
+    got = parse_cluster_options(scheduler="", workers=2, threads_per_worker=3, memory_limit="1.5GiB")
+    assert got == ClusterOptions(workers=2, threads_per_worker=3, memory_limit=3 * 2**29)
+    assert got.asked and got.threads == 6
+    assert parse_cluster_options(memory_limit=123) == ClusterOptions(memory_limit=123)
+    assert not parse_cluster_options(memory_limit="auto").asked  # Dask's default: no limit of ours
+    with pytest.raises(OptionError, match="memory limit: 'lots' is not a size such as 4GiB"):
+        parse_cluster_options(memory_limit="lots")
+
+
+def test_dask_client_takes_cluster_options() -> None:
+    from dgl_chunked.cluster import ClusterOptions
+
+    with dask_client(cluster=ClusterOptions(workers=1, memory_limit=300 * 2**20)) as client:
+        limits = [w["memory_limit"] for w in client.scheduler_info()["workers"].values()]
+    assert limits == [300 * 2**20]

@@ -15,7 +15,7 @@ neighbours. Each case ends in one of two ways:
 - where the damage cannot matter (Parquet readers never look at the leading magic):
   success, and partitions byte-identical to those of the undamaged copy.
 
-``test_bad_input_cli.py`` covers wrong contents (IDs out of range, row counts, ...);
+``cli/test_bad_input.py`` covers wrong contents (IDs out of range, row counts, ...);
 this table covers damaged bytes. It runs in about 5 s.
 """
 
@@ -35,7 +35,7 @@ import pytest
 from dgl_chunked.cli import main
 from dgl_chunked.testing import load_truth, write_graph_from_truth
 
-from .test_bad_input_cli import assert_nothing_complete, assert_one_named_line
+from .cli.test_bad_input import assert_nothing_complete, assert_one_named_line
 
 TASK_SIZE = "32MiB"  # every type's files in one read task: the damaged file has neighbours
 CITES = "paper:cites:paper"

@@ -33,7 +33,7 @@ import pyarrow.csv as pacsv
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, ChunkReadError
-from dgl_chunked.io.chunked.csv_files import first_bad_integer, text_parser
+from dgl_chunked.io.chunked.csv_files import find_bad_row
 from dgl_chunked.io.chunked.npy_files import inspect_npy
 from dgl_chunked.io.chunked.parquet_files import open_parquet, read_footer
 from dgl_chunked.storage import fs as _fs
@@ -350,30 +350,25 @@ def _diagnose(
     storage_options: StorageOptions,
 ) -> ChunkMismatchError:
     """Re-parse a failing block as text to name the first bad line."""
-    bad: list[Any] = []
     integers = [n for n, t in zip(names, types, strict=True) if pa.types.is_integer(t)]
-    table = text_parser(delimiter, 0, integers, bad)(pa.py_buffer(data))
+    bad = find_bad_row(lambda parse: parse(pa.py_buffer(data)), delimiter, 0, names, integers)
     path = piece.path
-    if bad:
-        line = csv_line_number(path, offset, bad[0].number - 1, storage_options)
+    if bad is None:
+        return ChunkMismatchError(f"{where}: {path!r} (bytes {piece.start}..{piece.stop}): {err}")
+    if bad.kind == "fields":
+        line = csv_line_number(path, offset, bad.row - 1, storage_options)
         return ChunkMismatchError(
-            f"{where}: {path!r} line {line}: expected {bad[0].expected_columns} fields separated "
-            f"by {delimiter!r}, found {bad[0].actual_columns}: {bad[0].text!r}"
+            f"{where}: {path!r} line {line}: expected {bad.expected} fields separated "
+            f"by {delimiter!r}, found {bad.found}: {bad.text!r}"
         )
-    missing = [n for n in names if n not in table.column_names]
-    if missing:
+    if bad.kind == "columns":
         return ChunkMismatchError(
-            f"{where}: {path!r}: expected column {missing[0]} (0-based index "
-            f"{missing[0][1:]}), found only {table.num_columns} fields per line; fix 'columns'"
+            f"{where}: {path!r}: expected column {bad.column} (0-based index "
+            f"{bad.column[1:]}), found only {bad.found} fields per line; fix 'columns'"
         )
-    for name in integers:
-        found = first_bad_integer(table.column(name))
-        if found is not None:
-            first, value, expected = found
-            line = csv_line_number(path, offset, first, storage_options)
-            hint = "; is it a header? set header: true" if line == 1 else ""
-            return ChunkMismatchError(
-                f"{where}: {path!r} line {line}, column {name[1:]} (0-based): expected "
-                f"{expected}, found {value!r}{hint}"
-            )
-    return ChunkMismatchError(f"{where}: {path!r} (bytes {piece.start}..{piece.stop}): {err}")
+    line = csv_line_number(path, offset, bad.row, storage_options)
+    hint = "; is it a header? set header: true" if line == 1 else ""
+    return ChunkMismatchError(
+        f"{where}: {path!r} line {line}, column {bad.column[1:]} (0-based): expected "
+        f"{bad.expected}, found {bad.found!r}{hint}"
+    )

@@ -22,9 +22,9 @@ import dask
 import dask.threaded
 from dask.base import tokenize
 
-from dgl_chunked.cluster import dask_client
+from dgl_chunked.cluster import ClusterOptions, dask_client
 from dgl_chunked.storage.fs import is_url, join
-from dgl_chunked.storage.owned import check_no_overlap, remove_owned, scratch_dir
+from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 
 __all__ = ["IN_PROCESS_BYTES", "command_client", "local_threads", "optional_client", "owned_scratch"]
 
@@ -54,14 +54,12 @@ def _honour_log_level() -> int:
     return level
 
 
-def optional_client(
-    scheduler: str | None, workers: int | None, *, memory_limit: str | None = None
-) -> contextlib.AbstractContextManager[Any]:
+def optional_client(cluster: ClusterOptions) -> contextlib.AbstractContextManager[Any]:
     """A Dask client when ``--scheduler`` or ``--workers`` is given; else local threads."""
-    if not scheduler and not workers:
+    if not cluster.scheduler and not cluster.workers:
         return local_threads()
     _honour_log_level()
-    return dask_client(scheduler, workers=workers, memory_limit=memory_limit)
+    return dask_client(cluster=cluster)
 
 
 def _quiet_task_errors() -> None:
@@ -82,7 +80,7 @@ def input_bytes(paths: list[str]) -> int | None:
 
 
 @contextlib.contextmanager
-def command_client(kw: dict[str, Any], input_paths: Callable[[], list[str]]) -> Iterator[Any]:
+def command_client(cluster: ClusterOptions, input_paths: Callable[[], list[str]]) -> Iterator[Any]:
     """The scheduler of a command with :func:`~dgl_chunked.cli.options.cluster_options`.
 
     Yields what to pass as ``client=``: a client of ``--scheduler``, or a
@@ -92,7 +90,7 @@ def command_client(kw: dict[str, Any], input_paths: Callable[[], list[str]]) -> 
     local threads current, when no cluster flag is given and ``input_paths()`` hold at
     most :data:`IN_PROCESS_BYTES`.
     """
-    if not (kw["scheduler"] or kw["workers"] or kw["memory_limit"]):
+    if not cluster.asked:
         size = input_bytes(input_paths())
         if size is not None and size <= IN_PROCESS_BYTES:
             click.echo(f"scheduler: {os.cpu_count()} local threads (input of {size / 1e6:.0f} MB)")
@@ -103,15 +101,8 @@ def command_client(kw: dict[str, Any], input_paths: Callable[[], list[str]]) -> 
 
     def start() -> Any:
         level = _honour_log_level()
-        client = stack.enter_context(
-            dask_client(
-                kw["scheduler"],
-                workers=kw["workers"],
-                threads_per_worker=kw["threads_per_worker"],
-                memory_limit=kw["memory_limit"],
-            )
-        )
-        if not kw["scheduler"] and level >= logging.WARNING:  # our workers share our stderr
+        client = stack.enter_context(dask_client(cluster=cluster))
+        if not cluster.scheduler and level >= logging.WARNING:  # our workers share our stderr
             client.run(_quiet_task_errors)
         click.echo(f"dashboard: {client.dashboard_link}")
         return client
@@ -143,7 +134,7 @@ def owned_scratch(
     where = join(parent, f"dglc-{kind}-{token}")  # what is written; ``parent`` is only created if missing
     check_no_overlap({**outputs, "scratch directory": where}, inputs, storage_options=storage_options)
     so = storage_options if is_url(parent) else None
-    path = scratch_dir(parent, kind, token, storage_options=so)
+    path = make_scratch_dir(parent, kind, token, storage_options=so)
     try:
         yield path, so
     finally:

@@ -12,6 +12,7 @@ from dgl_chunked import SynthSpec, chunk_graph, validate_chunked_graph, write_sy
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import fail, user_errors
 from dgl_chunked.cli.options import add_options, local_cluster_options, storage_option, task_size_option
+from dgl_chunked.cluster import ClusterOptions, parse_cluster_options
 
 __all__ = ["chunk_command", "synth_command", "validate_command"]
 
@@ -34,7 +35,7 @@ def validate_command(
     task_size: str | None,
 ) -> None:
     """Check metadata.json and every chunk file; print a summary or every problem."""
-    with optional_client(scheduler, workers):
+    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         report = validate_chunked_graph(
             in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
         )
@@ -97,7 +98,7 @@ def synth_command(
         chunks = {"num_node_chunks": num_chunks, "num_edge_chunks": num_chunks}
         spec = SynthSpec.heterogeneous(sizes["scale"], **chunks, **kw)
     start = time.perf_counter()
-    with optional_client(scheduler, workers):
+    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         meta = write_synthetic_graph(out_dir, spec, overwrite=overwrite, storage_options=storage_options)
     click.echo(
         f"wrote {meta.graph_name!r} to {out_dir}: {sum(meta.num_nodes_per_type)} nodes, "
@@ -155,7 +156,7 @@ def chunk_command(
 ) -> None:
     """Turn raw arrays (NPY, CSV/TSV, Parquet) described by a spec into a chunked graph."""
     start = time.perf_counter()
-    with optional_client(scheduler, workers, memory_limit=memory_limit):
+    with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
         meta = chunk_graph(
             spec_path,
             out_dir,

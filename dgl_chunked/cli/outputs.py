@@ -10,6 +10,7 @@ from dgl_chunked import convert_to_graphbolt, open_chunked_graph, verify_partiti
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import fail, user_errors
 from dgl_chunked.cli.options import local_cluster_options, scratch_option, storage_option, task_size_option
+from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.io.dgl import annotate_dgl_file, describe_dgl_file, format_annotation
 from dgl_chunked.io.graphbolt import describe_graphbolt_file, is_torch_zip
 from dgl_chunked.storage.fs import filesystem
@@ -73,7 +74,7 @@ def verify_command(
     graph = open_chunked_graph(
         in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
     )
-    with optional_client(scheduler, workers):
+    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         report = verify_partitions(graph, out_dir, storage_options=storage_options, scratch_dir=scratch_dir or out_dir)
     if not report.ok:
         for problem in report.problems:
@@ -110,7 +111,7 @@ def convert_graphbolt_command(
     Type IDs come from the config's values. With DGL_DIST_DEBUG set (to anything), every
     field of the partition graphs is stored, as DGL's converter does in debug mode.
     """
-    with optional_client(scheduler, workers):
+    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         path = convert_to_graphbolt(
             out_dir,
             store_eids=store_eids,

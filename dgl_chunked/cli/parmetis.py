@@ -11,6 +11,7 @@ from dgl_chunked import open_chunked_graph
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import assignment_cluster_options, storage_option, task_size_option
+from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.parmetis import export_parmetis, import_parmetis
 
 __all__ = ["parmetis_export_command", "parmetis_import_command"]
@@ -57,7 +58,7 @@ def parmetis_export_command(
     graph = open_chunked_graph(
         in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
     )
-    with optional_client(scheduler, workers):
+    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         files = export_parmetis(
             graph,
             out_dir,
@@ -119,7 +120,7 @@ def parmetis_import_command(
 ) -> None:
     """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept."""
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
-    with optional_client(scheduler, workers):
+    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         meta = import_parmetis(
             [*parmetis_output, *more_outputs],
             graph,

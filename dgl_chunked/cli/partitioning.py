@@ -22,7 +22,9 @@ from dgl_chunked.cli.options import (
     storage_option,
     task_size_option,
 )
+from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.io.assignment import retract_assignment
+from dgl_chunked.partition import PartitionOptions
 from dgl_chunked.storage.fs import join
 
 __all__ = ["partition_command", "report_command"]
@@ -77,7 +79,7 @@ def partition_command(
     balance = [b.strip() for b in balance_ntypes.split(",") if b.strip()] if balance_ntypes else None
     graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=so, task_bytes=task_size)
     with (
-        optional_client(scheduler, workers),
+        optional_client(ClusterOptions(scheduler=scheduler, workers=workers)),
         owned_scratch(
             scratch_dir or out_dir,
             "partition",
@@ -86,17 +88,15 @@ def partition_command(
             inputs=graph.input_locations(),
         ) as (scratch, scratch_so),
     ):
-        parts = assign_partitions(
-            graph,
-            num_parts,
-            method=method,
+        options = PartitionOptions(
             seed=seed,
-            balance_ntypes=balance,
+            balance_ntypes=None if balance is None else tuple(balance),
             balance_edges=balance_edges,
             max_memory=parse_size(max_memory, "--max-memory") if max_memory else None,
             scratch_dir=scratch,
             storage_options=scratch_so,
         )
+        parts = assign_partitions(graph, num_parts, method=method, options=options)
         write_assignment(
             out_dir,
             parts,
@@ -151,7 +151,7 @@ def report_command(
     graph = open_chunked_graph(
         in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
     )
-    with optional_client(scheduler, workers):
+    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         meta, parts = open_assignment(
             partitions_dir,
             graph.metadata,

@@ -11,6 +11,7 @@ import click
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import SCHEDULER_HELP, add_options, parse_size, storage_option
+from dgl_chunked.cluster import parse_cluster_options
 from dgl_chunked.remap import ResultFile, ResultSource, lookup_ids, remap_results
 
 __all__ = ["lookup_command", "parse_files", "remap_command"]
@@ -153,7 +154,7 @@ def remap_command(
     then OUT/remap.json.
     """
     sources = _sources(results, ids, names)
-    with optional_client(scheduler, workers, memory_limit=memory_limit):
+    with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
         result = remap_results(
             partitions,
             sources,
@@ -232,7 +233,7 @@ def lookup_command(
     if any(q.lower().endswith(".tsv") for q in queries) and delimiter == ",":
         delimiter = "\t"
     col: Any = int(column) if column is not None and column.isdigit() else column
-    with optional_client(scheduler, workers, memory_limit=memory_limit):
+    with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
         result = lookup_ids(
             partitions,
             list(queries),

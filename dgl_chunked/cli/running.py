@@ -15,7 +15,7 @@ from dgl_chunked import ChunkedGraph, DispatchOptions, DispatchResult, dispatch,
 from dgl_chunked.cli.context import command_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import add_options, cluster_options, parse_size, scratch_option
-from dgl_chunked.dispatch import parse_memory_limit
+from dgl_chunked.cluster import ClusterOptions, parse_cluster_options
 
 __all__ = ["dispatch_command", "plan_command", "run_command"]
 
@@ -102,7 +102,20 @@ def _dispatch_options(func: F) -> F:
     return add_options(func, options)
 
 
-def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -> DispatchOptions:
+def _cluster(kw: dict[str, Any]) -> ClusterOptions:
+    """The :class:`~dgl_chunked.cluster.ClusterOptions` of the cluster flags (the memory
+    limit parsed here, once)."""
+    return parse_cluster_options(
+        scheduler=kw["scheduler"],
+        workers=kw["workers"],
+        threads_per_worker=kw["threads_per_worker"],
+        memory_limit=kw["memory_limit"],
+    )
+
+
+def _make_dispatch_options(
+    kw: dict[str, Any], cluster: ClusterOptions, part_method: str | None = None
+) -> DispatchOptions:
     """The :class:`DispatchOptions` the flags of :func:`_dispatch_options` ask for."""
     if kw.get("dgl_launch"):
         click.echo(
@@ -126,7 +139,7 @@ def _make_dispatch_options(kw: dict[str, Any], part_method: str | None = None) -
         halo_hops=kw["halo_hops"],
         keep_halo_edges=kw["keep_halo_edges"],
         lookup_cache_bytes=parse_size(kw["lookup_cache"], "--lookup-cache"),
-        memory_limit=parse_memory_limit(kw.get("memory_limit")),
+        memory_limit=cluster.memory_limit,
         use_graphbolt=kw["use_graphbolt"],
         store_eids=kw["store_eids"],
         store_inner_node=kw["store_inner_node"],
@@ -172,8 +185,9 @@ def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
     graph = open_chunked_graph(
         in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
     )
-    options = _make_dispatch_options(kw)
-    with command_client(kw, lambda: _input_files(graph)) as client:
+    cluster = _cluster(kw)
+    options = _make_dispatch_options(kw, cluster)
+    with command_client(cluster, lambda: _input_files(graph)) as client:
         result = dispatch(graph, partitions_dir, kw["out_dir"], options=options, client=client, storage_options=so)
     _print_result(result)
 
@@ -220,17 +234,18 @@ def run_command(
     graph = open_chunked_graph(
         in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
     )
-    options = _make_dispatch_options(kw, part_method=method)
+    cluster = _cluster(kw)
+    options = _make_dispatch_options(kw, cluster, part_method=method)
     balance = tuple(balance_ntypes.split(",")) if balance_ntypes else None
-    with command_client(kw, lambda: _input_files(graph)) as client:
-        result = dgl_chunked.run(  # run, plan_run: looked up here, so `dispatch` never loads the partitioners
+    with command_client(cluster, lambda: _input_files(graph)) as client:
+        result = dgl_chunked.run(  # run, forecast_run: looked up here, so `dispatch` never loads the partitioners
             graph,
             kw["out_dir"],
             num_parts=num_parts,
             method=method,
-            seed=seed,
-            balance_ntypes=balance,
-            balance_edges=balance_edges,
+            partition_options=dgl_chunked.PartitionOptions(
+                seed=seed, balance_ntypes=balance, balance_edges=balance_edges
+            ),
             partitions_dir=partitions_dir,
             options=options,
             client=client,
@@ -287,23 +302,22 @@ def plan_command(
     graph = open_chunked_graph(
         in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
     )
-    plan = dgl_chunked.plan_run(
+    cluster = _cluster(kw)
+    forecast = dgl_chunked.forecast_run(
         graph,
         kw["out_dir"],
         num_parts=num_parts,
         method=method,
-        workers=kw["workers"],
-        threads_per_worker=kw["threads_per_worker"],
-        memory_limit=kw["memory_limit"],
+        cluster=cluster,
         num_trainers_per_machine=num_trainers_per_machine,
-        options=_make_dispatch_options(kw, part_method=method),
+        options=_make_dispatch_options(kw, cluster, part_method=method),
         storage_options=so,
         dispatch_only=dispatch_only,
         hosts=hosts,
         bandwidth=bandwidth,
     )
-    click.echo(plan.table())
-    plan.check_space()  # the one error: line, before anything is written
+    click.echo(forecast.table())
+    forecast.check_space()  # the one error: line, before anything is written
     if json_path:
         with open(json_path, "w", encoding="utf-8") as f:
-            json.dump(dataclasses.asdict(plan), f, indent=2)
+            json.dump(dataclasses.asdict(forecast), f, indent=2)

@@ -15,13 +15,13 @@ from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.finalize import part_dir_name, publish_partition, tmp_dir_name, write_partition
 from dgl_chunked.dispatch.fingerprint import FileStamps, file_stamps, run_fingerprint
-from dgl_chunked.dispatch.forecast import forecast_dispatch
+from dgl_chunked.dispatch.forecast.estimates import forecast_dispatch
+from dgl_chunked.dispatch.forecast.space import check_space, disk_needs
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats
 from dgl_chunked.dispatch.output import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.runner import StageRunner
-from dgl_chunked.dispatch.space import check_space, disk_needs
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
@@ -55,7 +55,7 @@ class DispatchResult:
     partitions: list[PartitionSummary] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     stage_tasks: dict[str, int] = field(default_factory=dict)
-    """Tasks each stage ran (what :func:`~dgl_chunked.plan_run` forecasts)."""
+    """Tasks each stage ran (what :func:`~dgl_chunked.forecast_run` forecasts)."""
 
 
 def dispatch(

@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.dispatch.halo import collect_halo_edges
-from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
-from dgl_chunked.dispatch.halo_ranges import HaloStreams, build_halo, owned_halo_bitmap
+from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
+from dgl_chunked.dispatch.halo.edges import collect_halo_edges
+from dgl_chunked.dispatch.halo.ranges import HaloStreams, build_halo, owned_halo_bitmap
 from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
 from dgl_chunked.dispatch.plan import FeatureStage, PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.stages import edge_array, node_array

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dgl_chunked._typing import parse_memory_limit
 from dgl_chunked.errors import UnsupportedFormatError
 from dgl_chunked.io.graphbolt.csc import SORT_BYTES, GraphBoltOptions, dgl_debug_mode
 
@@ -85,7 +86,7 @@ class DispatchOptions:
         range) into worker-local temporary files.
     check_space
         Refuse to start (before writing anything) when the output or staging
-        filesystem has less free space than :func:`~dgl_chunked.plan_run` forecasts.
+        filesystem has less free space than :func:`~dgl_chunked.forecast_run` forecasts.
     wide_ids
         For tests: take the paths of graphs beyond 2**31 nodes or edges on any graph
         (int64 staged edge endpoints, int64 node-ID cache, int64 CSC sort order).
@@ -143,19 +144,6 @@ class DispatchOptions:
             wide_index=self.wide_ids,
             store_all_fields=dgl_debug_mode(),
         )
-
-
-def parse_memory_limit(text: str | int | None) -> int | None:
-    """Bytes of a Dask ``--memory-limit`` such as ``"4GiB"``; None when unset or not a size (``"auto"``)."""
-    from dask.utils import parse_bytes
-
-    if text is None or text == "":
-        return None
-    try:
-        value = int(parse_bytes(text))
-    except (ValueError, TypeError):
-        return None
-    return value if value > 0 else None
 
 
 def check_formats(formats: Sequence[str]) -> None:

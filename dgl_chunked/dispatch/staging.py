@@ -45,6 +45,7 @@ import zarr.storage
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.storage import fs, owned
+from dgl_chunked.storage.arrays import zarr_store
 from dgl_chunked.storage.zarr_lookup import cached_lookup
 from dgl_chunked.storage.zarr_rows import read_rows
 
@@ -124,9 +125,7 @@ class Staging:
     wide_ids: bool = False
 
     def store(self) -> zarr.storage.StoreLike:
-        if fs.is_url(self.root):
-            return zarr.storage.FsspecStore.from_url(self.root, storage_options=self.storage_options or {})
-        return zarr.storage.LocalStore(self.root)
+        return zarr_store(self.root, self.storage_options)
 
     # --- writing -----------------------------------------------------------
 

@@ -5,7 +5,7 @@
   :class:`PartitionMethod` (``random``: seeded splitmix64 hash, out of core;
   ``metis``: pymetis on the in-memory structure, with balance repair; ``lp``:
   multilevel partitioning and streaming placement, the better kept, refined by label
-  propagation under hard caps, out of core, see :mod:`.lp`).
+  propagation under hard caps, out of core, see :mod:`.method`).
 - :func:`compute_partition_report` measures edge cut, balance and HALO nodes out of core.
 - Reading and writing DGL assignment directories lives in :mod:`dgl_chunked.io.assignment`.
 """

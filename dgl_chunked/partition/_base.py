@@ -59,6 +59,9 @@ class PartitionOptions:
         temporary directory). The caller removes it when done with the arrays.
     storage_options
         fsspec options for a ``scratch_dir`` URL.
+    method_config
+        The method's own tuning for this call (:class:`~dgl_chunked.partition.LPConfig`
+        for ``lp``); None: the registered method's.
     """
 
     seed: int = 0
@@ -67,6 +70,7 @@ class PartitionOptions:
     max_memory: int | None = None
     scratch_dir: str | None = None
     storage_options: StorageOptions = None
+    method_config: Any = None
 
 
 @runtime_checkable

@@ -11,7 +11,8 @@ Register new ones with :func:`register_method`; ``random``, ``metis``, ``kaminpa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -101,6 +102,8 @@ def assign_partitions(
     max_memory: int | None = None,
     scratch_dir: PathLike | None = None,
     storage_options: StorageOptions = None,
+    method_config: Any = None,
+    options: PartitionOptions | None = None,
 ) -> dict[str, da.Array]:
     """Assign every node to a partition (lazy: nothing is computed here).
 
@@ -128,6 +131,12 @@ def assign_partitions(
         Intermediate data of out-of-core methods (``lp``): see :class:`PartitionOptions`.
         On a cluster whose workers share no local disk pass a URL (``s3://...``) and
         its fsspec options, and remove it once the arrays are computed.
+    method_config
+        The method's tuning for this call only (an :class:`~dgl_chunked.partition.LPConfig`
+        for ``lp``), instead of re-registering the method.
+    options
+        All of the above as one :class:`PartitionOptions` (as the CLI builds it); then
+        the keyword arguments ``seed`` to ``method_config`` must keep their defaults.
 
     Returns
     -------
@@ -149,14 +158,21 @@ def assign_partitions(
     if not isinstance(num_parts, (int, np.integer)) or isinstance(num_parts, bool) or num_parts < 1:
         raise AssignmentError(f"num_parts: expected an integer >= 1, found {num_parts!r}")
     impl = get_method(method)
-    options = PartitionOptions(
+    loose = PartitionOptions(
         seed=seed,
         balance_ntypes=_check_balance_names(graph, balance_ntypes),
         balance_edges=bool(balance_edges),
         max_memory=max_memory,
         scratch_dir=None if scratch_dir is None else str(scratch_dir),
         storage_options=storage_options,
+        method_config=method_config,
     )
+    if options is None:
+        options = loose
+    elif loose != PartitionOptions():
+        raise AssignmentError("options: pass either a PartitionOptions or the keyword arguments it replaces, not both")
+    else:
+        options = replace(options, balance_ntypes=_check_balance_names(graph, options.balance_ntypes))
     parts = impl.assign(graph, int(num_parts), options)
     for ntype in graph.metadata.node_types:
         got = parts.get(ntype)

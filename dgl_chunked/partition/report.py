@@ -41,8 +41,8 @@ from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.partition.metis import sorted_unique
 from dgl_chunked.storage import fs as _fs
-from dgl_chunked.storage.owned import check_no_overlap, remove_owned
-from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
+from dgl_chunked.storage.arrays import zarr_store
+from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 from dgl_chunked.storage.zarr_lookup import lookup
 
 if TYPE_CHECKING:
@@ -195,15 +195,6 @@ def edge_stats_block(
     return owned, int(np.count_nonzero(cross)), pairs
 
 
-def _zarr_store(path: str, storage_options: StorageOptions) -> Any:
-    """A Zarr store for a local path or an fsspec URL (every worker opens its own)."""
-    import zarr.storage
-
-    if _fs.is_url(path):
-        return zarr.storage.FsspecStore.from_url(path, storage_options=storage_options or {})
-    return zarr.storage.LocalStore(path)
-
-
 def _edge_task(
     df: pd.DataFrame,
     *,
@@ -219,7 +210,7 @@ def _edge_task(
 
     src = df["src"].to_numpy(np.int64)
     dst = df["dst"].to_numpy(np.int64)
-    opened = _zarr_store(store, storage_options)
+    opened = zarr_store(store, storage_options)
     src_part = lookup(zarr.open_array(store=opened, path=src_type, mode="r"), src)
     dst_part = lookup(zarr.open_array(store=opened, path=dst_type, mode="r"), dst)
     return edge_stats_block(src_part, dst_part, src + src_offset, src_type_id=src_type_id, num_parts=num_parts)
@@ -235,7 +226,7 @@ def _materialise(parts: Mapping[str, da.Array], store: str, storage_options: Sto
     import dask.array as da
     import zarr
 
-    group = zarr.open_group(_zarr_store(store, storage_options), mode="w")
+    group = zarr.open_group(zarr_store(store, storage_options), mode="w")
     writes = []
     for ntype, arr in parts.items():
         n = int(arr.shape[0])
@@ -378,7 +369,7 @@ def compute_partition_report(
     token = run_token(parent)
     # where we write is the marked child, never scratch_dir itself: only it must avoid the input
     check_no_overlap({"scratch directory": _fs.join(parent, f"dglc-report-{token}")}, graph.input_locations())
-    root = owned_scratch_dir(parent, "report", token, storage_options=so)
+    root = make_scratch_dir(parent, "report", token, storage_options=so)
     store = _fs.join(root, "assignment.zarr")
     try:
         stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store, so)

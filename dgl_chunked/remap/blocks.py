@@ -15,14 +15,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked._typing import IdArray
 from dgl_chunked.remap.model import RemapError
 
 __all__ = ["check_cover", "pair_positions", "place_pairs", "run_positions", "scatter_runs"]
 
-Ints = npt.NDArray[np.int64]
 
-
-def check_cover(positions: Sequence[Ints], length: int, lo: int, source: str) -> None:
+def check_cover(positions: Sequence[IdArray], length: int, lo: int, source: str) -> None:
     """Every position in ``[0, length)`` exactly once over all partitions, else :class:`RemapError`."""
     seen = np.zeros(length, np.int64)
     for pos in positions:
@@ -38,7 +37,7 @@ def check_cover(positions: Sequence[Ints], length: int, lo: int, source: str) ->
 
 
 def scatter_runs(
-    positions: Sequence[Ints],
+    positions: Sequence[IdArray],
     run_starts: Sequence[int],
     read: Callable[[int, int], npt.NDArray[Any]],
     length: int,
@@ -57,7 +56,7 @@ def scatter_runs(
     return out
 
 
-def run_positions(positions: Sequence[Ints], length: int) -> tuple[Ints, Ints]:
+def run_positions(positions: Sequence[IdArray], length: int) -> tuple[IdArray, IdArray]:
     """``(owner, rank)`` of every position of the block: the partition and the index in its run."""
     owner = np.full(length, -1, np.int64)
     rank = np.zeros(length, np.int64)
@@ -67,7 +66,7 @@ def run_positions(positions: Sequence[Ints], length: int) -> tuple[Ints, Ints]:
     return owner, rank
 
 
-def pair_positions(positions: Sequence[Ints], owner: Ints, rank_in_run: Ints) -> Ints:
+def pair_positions(positions: Sequence[IdArray], owner: IdArray, rank_in_run: IdArray) -> IdArray:
     """Position in the block of each pair whose new ID is the ``rank_in_run``-th of partition ``owner``'s run."""
     out = np.empty(owner.shape[0], np.int64)
     for p in np.unique(owner).tolist():
@@ -77,7 +76,7 @@ def pair_positions(positions: Sequence[Ints], owner: Ints, rank_in_run: Ints) ->
 
 
 def place_pairs(
-    pos: Ints,
+    pos: IdArray,
     rows: npt.NDArray[Any],
     length: int,
     fill: Any,

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from dgl_chunked._typing import StorageOptions
+from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.chunk.transforms import bucket_order, key_buckets, keys_to_numpy
 from dgl_chunked.io.chunked.files import makedirs_for
 from dgl_chunked.io.dgl.blocks import ArrayBlocks
@@ -50,7 +50,6 @@ __all__ = [
     "write_partition",
 ]
 
-Ints = npt.NDArray[np.int64]
 ArraySpec = tuple[str, str, tuple[int, ...]]
 """``(name, dtype str, row shape)`` of one output array."""
 
@@ -68,7 +67,7 @@ def _arrow(values: npt.NDArray[Any]) -> pa.Array:
 
 
 def write_grouped(
-    path: str, columns: Mapping[str, npt.NDArray[Any]], group: Ints, num_groups: int, so: StorageOptions
+    path: str, columns: Mapping[str, npt.NDArray[Any]], group: IdArray, num_groups: int, so: StorageOptions
 ) -> None:
     """Write ``columns`` as an Arrow IPC file whose batch ``g`` holds the rows of group ``g``."""
     order, offsets = bucket_order(group, num_groups)
@@ -98,7 +97,7 @@ def read_group(paths: Sequence[str], group: int, so: StorageOptions) -> dict[str
     return out
 
 
-def _block_of(ids: Ints, bounds: tuple[int, ...]) -> Ints:
+def _block_of(ids: IdArray, bounds: tuple[int, ...]) -> IdArray:
     return (np.searchsorted(np.asarray(bounds), ids, side="right") - 1).astype(np.int64)
 
 
@@ -184,7 +183,7 @@ def _piece_path(root: str, part: int, name: str, k: int) -> str:
 
 def place_block(
     queries: QueryInput, job: TypeJob, paths: Sequence[str], k: int, owner: Any, root: str, arrays: Sequence[ArraySpec]
-) -> Ints:
+) -> IdArray:
     """New IDs of block ``k``'s queries; write them per partition; return the count per partition."""
     assert job.blocks is not None
     so = queries.storage_options
@@ -230,7 +229,7 @@ def _blocks_of(
 def write_partition(
     root: str,
     part: int,
-    counts: Ints,
+    counts: IdArray,
     arrays: Sequence[ArraySpec],
     stem: str,
     formats: Sequence[str],

@@ -28,13 +28,13 @@ import numpy as np
 import numpy.typing as npt
 import zarr
 
-from dgl_chunked._typing import StorageOptions
+from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.dispatch.ids import sort_by_owner
 from dgl_chunked.io.chunked.chunks import ChunkGroup, ChunkRef, read_edges_partition
 from dgl_chunked.io.dgl.tensor_index import TensorPayload, read_payload_rows
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.readers import zarr_store
 from dgl_chunked.remap.spaces import TypeSpace
+from dgl_chunked.storage.arrays import zarr_store
 from dgl_chunked.storage.zarr_lookup import cached_lookup
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "regular_bounds",
 ]
 
-Ints = npt.NDArray[np.int64]
 _SLAB = 1 << 22  # original IDs read at a time when counting
 
 
@@ -68,18 +67,18 @@ class Blocks:
     """
 
     bounds: tuple[int, ...]
-    counts: Ints
+    counts: IdArray
 
     @property
     def num_blocks(self) -> int:
         return len(self.bounds) - 1
 
     @property
-    def starts(self) -> Ints:
+    def starts(self) -> IdArray:
         """int64 ``(K, P)``: rank, inside partition ``p``, of the first item block ``k`` gives it."""
         return (np.cumsum(self.counts, axis=0) - self.counts).astype(np.int64)
 
-    def block_of(self, part: Ints, rank: Ints) -> Ints:
+    def block_of(self, part: IdArray, rank: IdArray) -> IdArray:
         """Block holding the item of rank ``rank`` inside partition ``part`` (both arrays)."""
         ends = np.cumsum(self.counts, axis=0)  # (K, P)
         out = np.empty(part.shape[0], np.int64)
@@ -107,7 +106,9 @@ class Blocks:
             )
 
 
-def count_orig_ids(path: str, payload: TensorPayload, bounds: tuple[int, ...], total: int, so: StorageOptions) -> Ints:
+def count_orig_ids(
+    path: str, payload: TensorPayload, bounds: tuple[int, ...], total: int, so: StorageOptions
+) -> IdArray:
     """Original IDs of one partition's ``orig_*.dgl`` entry per block, checking they ascend and fit.
 
     Reads the entry in slabs of 4M IDs. Raises :class:`RemapError` naming the file and
@@ -148,7 +149,7 @@ class OrigIdSource:
         name = self.paths[0].rstrip("/").rsplit("/", 1)[-1] if self.paths else "orig_nids.dgl"
         return f"the partitions' {name} files"
 
-    def positions(self, lo: int, starts: Ints, counts: Ints) -> list[Ints]:
+    def positions(self, lo: int, starts: IdArray, counts: IdArray) -> list[IdArray]:
         """Per partition, ascending positions in block ``[lo, ...)`` of the items it owns."""
         out = []
         for path, payload, s, c in zip(self.paths, self.payloads, starts.tolist(), counts.tolist(), strict=True):
@@ -157,7 +158,7 @@ class OrigIdSource:
         return out
 
 
-def _group_positions(owner: npt.NDArray[np.integer[Any]], num_parts: int) -> list[Ints]:
+def _group_positions(owner: npt.NDArray[np.integer[Any]], num_parts: int) -> list[IdArray]:
     order, counts = sort_by_owner(np.asarray(owner), num_parts)
     bounds = np.concatenate([[0], np.cumsum(counts)])
     return [order[bounds[p] : bounds[p + 1]].astype(np.int64) for p in range(num_parts)]
@@ -174,7 +175,7 @@ class NodeAssignmentSource:
     def label(self) -> str:
         return f"the assignment {self.assignment}"
 
-    def positions(self, owner: npt.NDArray[np.integer[Any]]) -> list[Ints]:
+    def positions(self, owner: npt.NDArray[np.integer[Any]]) -> list[IdArray]:
         return _group_positions(owner, self.num_parts)
 
 
@@ -208,7 +209,7 @@ class EdgeAssignmentSource:
     def label(self) -> str:
         return f"the assignment {self.assignment}"
 
-    def dst(self, lo: int, hi: int) -> Ints:
+    def dst(self, lo: int, hi: int) -> IdArray:
         """``dst`` of edges ``[lo, hi)`` (type-wise edge IDs), read from the chunk files that hold them."""
         parts = []
         for ref in self.refs:
@@ -219,8 +220,8 @@ class EdgeAssignmentSource:
         return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
 
     def block_owners(self, lo: int, hi: int) -> npt.NDArray[np.integer[Any]]:
-        array = zarr.open_array(zarr_store(self.owners, self.storage_options), mode="r", zarr_format=3)
+        array = zarr.open_array(zarr_store(self.owners, self.storage_options, read_only=True), mode="r", zarr_format=3)
         return cached_lookup(array, self.dst(lo, hi), key=self.cache_key, budget_bytes=self.cache_bytes)
 
-    def positions(self, lo: int, hi: int) -> list[Ints]:
+    def positions(self, lo: int, hi: int) -> list[IdArray]:
         return _group_positions(self.block_owners(lo, hi), self.num_parts)

@@ -32,8 +32,8 @@ from fsspec.implementations.local import LocalFileSystem
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.io.chunked.files import makedirs_for
 from dgl_chunked.remap.keys import KeySource
-from dgl_chunked.remap.readers import zarr_store
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.arrays import zarr_store
 
 __all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput", "npy_header_bytes", "raw_bytes"]
 

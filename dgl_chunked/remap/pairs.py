@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked._typing import StorageOptions
+from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.chunk.sources import npy_header, read_npy_rows
 from dgl_chunked.chunk.transforms import bucket_order
 from dgl_chunked.io.chunked.files import makedirs_for
@@ -30,7 +30,6 @@ from dgl_chunked.storage import fs
 
 __all__ = ["PairPiece", "map_pairs", "pair_pieces", "read_segment"]
 
-Ints = npt.NDArray[np.int64]
 _ARRAYS = ("ids", "rows", "row")
 
 
@@ -64,7 +63,7 @@ def map_pairs(
     blocks: Blocks,
     stage: str,
     so: StorageOptions = None,
-) -> Ints:
+) -> IdArray:
     """Stage piece ``index`` of the pairs sorted by block; return its ``K + 1`` block offsets.
 
     Raises

@@ -27,10 +27,10 @@ from dgl_chunked.io.dgl.partition_config import PartitionConfig, read_partition_
 from dgl_chunked.io.dgl.tensor_index import index_tensor_dict
 from dgl_chunked.remap.mapping import EdgeAssignmentSource, NodeAssignmentSource, OrigIdSource, regular_bounds
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.readers import zarr_store
 from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.remap.tasks import Source, TypeJob
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.arrays import zarr_store
 from dgl_chunked.storage.owned import clear_owned, create_owned_dir
 
 __all__ = [

@@ -24,9 +24,9 @@ from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.io.dgl.tensor_index import TensorPayload, index_tensor_dict, read_payload_rows
 from dgl_chunked.io.graphbolt.torch_tensors import index_torch_file
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.storage import fs
+from dgl_chunked.storage.arrays import zarr_store
 
-__all__ = ["ID_NAMES", "RowFile", "column_to_numpy", "file_format", "open_row_file", "zarr_store"]
+__all__ = ["ID_NAMES", "RowFile", "column_to_numpy", "file_format", "open_row_file"]
 
 ID_NAMES = ("ids", "nids", "eids", "_ID")
 """Entry names taken as the new IDs of a pairs file when no key is given."""
@@ -87,19 +87,10 @@ class RowFile:
         return column_to_numpy(table.column(0), self.row_shape, self.describe())
 
 
-def zarr_store(path: str, so: StorageOptions, *, read_only: bool = True) -> Any:
-    """A Zarr store for a local path or an fsspec URL."""
-    import zarr
-
-    if fs.is_url(path) and not path.startswith("file://"):
-        return zarr.storage.FsspecStore.from_url(path, storage_options=so or {}, read_only=read_only)
-    return zarr.storage.LocalStore(fs.filesystem(path, so)[1], read_only=read_only)
-
-
 def _zarr_array(path: str, key: str | None, so: StorageOptions) -> Any:
     import zarr
 
-    return zarr.open_array(zarr_store(path, so), path=key or "", mode="r")
+    return zarr.open_array(zarr_store(path, so, read_only=True), path=key or "", mode="r")
 
 
 def column_to_numpy(column: pa.ChunkedArray | pa.Array, row_shape: tuple[int, ...], where: str) -> npt.NDArray[Any]:

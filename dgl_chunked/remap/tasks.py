@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from dask.delayed import Delayed, delayed
 
+from dgl_chunked._typing import IdArray
 from dgl_chunked.dispatch.ids import count_owners
 from dgl_chunked.remap.blocks import check_cover, pair_positions, place_pairs, scatter_runs
 from dgl_chunked.remap.inputs import PairInput, RowInput
@@ -35,7 +36,6 @@ from dgl_chunked.remap.spaces import TypeSpace
 
 __all__ = ["Source", "TypeJob", "block_positions", "block_tasks", "collect_counts", "count_tasks", "pair_tasks"]
 
-Ints = npt.NDArray[np.int64]
 Source = OrigIdSource | NodeAssignmentSource | EdgeAssignmentSource
 
 
@@ -58,7 +58,7 @@ class TypeJob:
     stage: str = ""
     blocks: Blocks | None = None
     pieces: tuple[PairPiece, ...] = ()
-    offsets: tuple[Ints, ...] = ()
+    offsets: tuple[IdArray, ...] = ()
     owner_blocks: Any = None
 
     def lean(self) -> TypeJob:
@@ -69,7 +69,7 @@ class TypeJob:
 # --- 1. counts -----------------------------------------------------------------------
 
 
-def _edge_counts(source: EdgeAssignmentSource, lo: int, hi: int) -> Ints:
+def _edge_counts(source: EdgeAssignmentSource, lo: int, hi: int) -> IdArray:
     return count_owners(source.block_owners(lo, hi), source.num_parts)
 
 
@@ -95,7 +95,7 @@ def count_tasks(job: TypeJob, token: str) -> list[Delayed]:
     ]
 
 
-def collect_counts(job: TypeJob, results: list[Ints]) -> TypeJob:
+def collect_counts(job: TypeJob, results: list[IdArray]) -> TypeJob:
     """The job with its :class:`Blocks`, checked against the partition config."""
     if isinstance(job.source, OrigIdSource):
         counts = np.stack(results, axis=1) if results else np.zeros((len(job.bounds) - 1, 0), np.int64)
@@ -133,7 +133,7 @@ def pair_tasks(job: TypeJob, pieces: list[PairPiece], token: str) -> list[Delaye
 # --- 3. blocks -----------------------------------------------------------------------
 
 
-def block_positions(job: TypeJob, k: int, owner: Any) -> list[Ints]:
+def block_positions(job: TypeJob, k: int, owner: Any) -> list[IdArray]:
     """Per partition, ascending positions in block ``k`` of the items it owns."""
     assert job.blocks is not None
     lo, hi = job.bounds[k], job.bounds[k + 1]
@@ -147,7 +147,7 @@ def block_positions(job: TypeJob, k: int, owner: Any) -> list[Ints]:
     return src.positions(lo, hi)
 
 
-def _pair_block(job: TypeJob, k: int, positions: list[Ints]) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
+def _pair_block(job: TypeJob, k: int, positions: list[IdArray]) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]:
     data = job.data
     assert isinstance(data, PairInput) and job.blocks is not None and job.output is not None
     lo, hi = job.bounds[k], job.bounds[k + 1]

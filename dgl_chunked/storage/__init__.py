@@ -6,12 +6,14 @@ local path or an fsspec URL (:mod:`.fs`); large local writes bypass the page cac
 at a time (:mod:`.zarr_lookup`) and read row ranges of them without whole chunks
 (:mod:`.zarr_rows`); and every directory the package writes carries a
 marker so that cleanup only ever touches what it wrote (:mod:`.owned`). There is
-one ``.npy`` reader (:mod:`.npy`, thread-safe) and one way to write an output file
-that never leaves a partial file behind (:mod:`.output`).
+one ``.npy`` reader (:mod:`.npy`, thread-safe), one way to write an output file
+that never leaves a partial file behind (:mod:`.output`), and one form of the
+intermediate arrays a computation writes once and reads back by row ranges, with the
+one way to open a Zarr store (:mod:`.arrays`).
 """
 
 from __future__ import annotations
 
-from dgl_chunked.storage import direct_io, fs, npy, output, owned, zarr_lookup, zarr_rows
+from dgl_chunked.storage import arrays, direct_io, fs, npy, output, owned, zarr_lookup, zarr_rows
 
-__all__ = ["direct_io", "fs", "npy", "output", "owned", "zarr_lookup", "zarr_rows"]
+__all__ = ["arrays", "direct_io", "fs", "npy", "output", "owned", "zarr_lookup", "zarr_rows"]

@@ -41,10 +41,10 @@ from dgl_chunked.storage.owned_dirs import (
     clear_owned,
     create_owned_dir,
     foreign_entries,
+    make_scratch_dir,
     prepare_owned_output,
     remove_owned,
     require_owned,
-    scratch_dir,
 )
 
 __all__ = [
@@ -67,5 +67,5 @@ __all__ = [
     "read_marker",
     "remove_owned",
     "require_owned",
-    "scratch_dir",
+    "make_scratch_dir",
 ]

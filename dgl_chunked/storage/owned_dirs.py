@@ -31,7 +31,7 @@ __all__ = [
     "prepare_owned_output",
     "remove_owned",
     "require_owned",
-    "scratch_dir",
+    "make_scratch_dir",
 ]
 
 
@@ -106,7 +106,7 @@ def create_owned_dir(path: str, kind: str, *, storage_options: StorageOptions = 
     return path
 
 
-def scratch_dir(parent: str, kind: str, token: str, *, storage_options: StorageOptions = None) -> str:
+def make_scratch_dir(parent: str, kind: str, token: str, *, storage_options: StorageOptions = None) -> str:
     """Create or reuse ``parent/dglc-<kind>-<token>`` marked as ours; return its path or URL.
 
     ``parent`` itself is only created when missing, never marked nor removed.

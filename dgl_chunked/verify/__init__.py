@@ -22,7 +22,7 @@ which input node and edge each row is). Checked:
   (:mod:`.feature_checks`).
 
 How it runs (:mod:`.api`: three layers of Dask tasks on the current scheduler; the
-facts are staged as raw int64 files read by byte range, in a temporary local
+facts are staged as int64 array files (:mod:`dgl_chunked.storage.arrays`) read by row range, in a temporary local
 directory unless ``scratch_dir`` is given -- pass a shared URL when workers run on
 several hosts):
 

@@ -17,10 +17,9 @@ from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.dgl import read_partition_config
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.owned import check_no_overlap, remove_owned
-from dgl_chunked.storage.owned import scratch_dir as owned_scratch_dir
+from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 from dgl_chunked.verify.feature_checks import feature_chunk_task
-from dgl_chunked.verify.id_checks import Segments, edge_chunk_task, node_block_task
+from dgl_chunked.verify.id_checks import PartSlices, edge_chunk_task, node_block_task
 from dgl_chunked.verify.partition_checks import PartFacts, partition_task
 from dgl_chunked.verify.plan import Plan, check_config, check_maps, make_plan
 from dgl_chunked.verify.report import MAX_PROBLEMS_PER_TASK, VerifyReport
@@ -149,7 +148,7 @@ def _scratch(
     options = storage_options if fs.is_url(parent) else None
     token = run_token(parent)
     check_no_overlap({"scratch directory": fs.join(parent, f"dglc-verify-{token}")}, inputs)
-    path = owned_scratch_dir(parent, "verify", token, storage_options=options)
+    path = make_scratch_dir(parent, "verify", token, storage_options=options)
     try:
         yield path, options
     finally:
@@ -212,7 +211,7 @@ def _check_tasks(
     return nodes, edges, feats["node"], feats["edge"]
 
 
-def _segments(facts: list[PartFacts], attr: str, index: int, bucket: int) -> Segments:
+def _segments(facts: list[PartFacts], attr: str, index: int, bucket: int) -> PartSlices:
     """``(partition, start, count)`` of each partition's staged rows in one bucket."""
     out = []
     for p, part in enumerate(facts):

@@ -15,16 +15,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked._typing import IdArray
 from dgl_chunked.io.chunked.chunks import read_feature_group
 from dgl_chunked.io.chunked.graph import ChunkGroup
 from dgl_chunked.verify.feature_files import read_rows
 from dgl_chunked.verify.id_checks import TaskResult
-from dgl_chunked.verify.plan import Feature, Ints, Plan, orig2new, staged_rows
+from dgl_chunked.verify.plan import Feature, Plan, orig2new, staged_rows
 
 __all__ = ["feature_chunk_task"]
 
 
-def _new_ids(plan: Plan, feat: Feature, start: int, stop: int) -> Ints:
+def _new_ids(plan: Plan, feat: Feature, start: int, stop: int) -> IdArray:
     """New IDs of type IDs ``[start, stop)`` from the staged maps (-1 where missing)."""
     if feat.kind == "node":
         return orig2new(plan, feat.type_index, np.arange(start, stop, dtype=np.int64))
@@ -69,7 +70,7 @@ def feature_chunk_task(
     return TaskResult(problems, ref.rows)
 
 
-def _differing_rows(got: npt.NDArray[Any], want: npt.NDArray[Any]) -> Ints:
+def _differing_rows(got: npt.NDArray[Any], want: npt.NDArray[Any]) -> IdArray:
     """Indices of rows whose bytes differ (NaN equals NaN, as a copy should)."""
     n = got.shape[0]
     width = got.nbytes // n if n else 0

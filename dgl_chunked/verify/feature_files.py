@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked._typing import IdArray
 from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.io.dgl.graph_read import read_tensor_file
 from dgl_chunked.io.dgl.records import Cursor
 from dgl_chunked.storage import fs
-from dgl_chunked.verify.plan import Feature, Ints, Plan
+from dgl_chunked.verify.plan import Feature, Plan
 
 __all__ = ["FeatureIndex", "Payload", "index_feature_file", "read_rows"]
 
@@ -103,7 +104,7 @@ def index_feature_file(plan: Plan, p: int, kind: str, path: str) -> FeatureIndex
     return out
 
 
-def _runs(rows: Ints, row_bytes: int) -> Iterator[tuple[int, int]]:
+def _runs(rows: IdArray, row_bytes: int) -> Iterator[tuple[int, int]]:
     """Split sorted distinct ``rows`` into index ranges read as one byte range each."""
     if rows.size == 0:
         return
@@ -116,7 +117,7 @@ def _runs(rows: Ints, row_bytes: int) -> Iterator[tuple[int, int]]:
             first = i
 
 
-def read_rows(plan: Plan, path: str, offset: int, feat: Feature, rows: Ints) -> npt.NDArray[Any]:
+def read_rows(plan: Plan, path: str, offset: int, feat: Feature, rows: IdArray) -> npt.NDArray[Any]:
     """Rows ``rows`` (sorted, distinct) of one stored feature tensor, by byte ranges."""
     dtype = np.dtype(feat.dtype)
     row_bytes = int(np.prod(feat.row_shape, dtype=np.int64)) * dtype.itemsize

@@ -23,14 +23,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked._typing import IdArray
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked.chunks import group_id_problems, read_edge_group
 from dgl_chunked.io.chunked.graph import ChunkGroup
-from dgl_chunked.verify.plan import Ints, Plan, orig2new, stage, staged_rows
+from dgl_chunked.verify.plan import Plan, orig2new, stage, staged_rows
 
-__all__ = ["Segments", "TaskResult", "edge_chunk_task", "node_block_task"]
+__all__ = ["PartSlices", "TaskResult", "edge_chunk_task", "node_block_task"]
 
-Segments = list[tuple[int, int, int]]
+PartSlices = list[tuple[int, int, int]]
 """``(partition, start row, rows)`` of each partition's staged facts in one block or file."""
 
 
@@ -42,7 +43,9 @@ class TaskResult:
     count: int = 0
 
 
-def _gather(plan: Plan, kind: str, index: int, segments: Segments, width: int) -> tuple[Ints, npt.NDArray[np.int32]]:
+def _gather(
+    plan: Plan, kind: str, index: int, segments: PartSlices, width: int
+) -> tuple[IdArray, npt.NDArray[np.int32]]:
     """The partitions' staged segments as columns; each row's partition."""
     pieces = [staged_rows(plan, f"{kind}-{index}-{p}", width, lo, lo + n) for p, lo, n in segments]
     parts = [np.full(n, p, np.int32) for p, _, n in segments]
@@ -51,7 +54,7 @@ def _gather(plan: Plan, kind: str, index: int, segments: Segments, width: int) -
 
 
 def _coverage(
-    ids: Ints, parts: npt.NDArray[np.int32], span: tuple[int, int], what: str, label: str, source: str
+    ids: IdArray, parts: npt.NDArray[np.int32], span: tuple[int, int], what: str, label: str, source: str
 ) -> list[str]:
     """Messages for IDs of ``span = [lo, hi)`` missing or stored more than once."""
     lo, hi = span
@@ -74,7 +77,7 @@ def _coverage(
     return out
 
 
-def node_block_task(plan: Plan, t: int, b: int, segments: Segments, assigned: Any) -> TaskResult:
+def node_block_task(plan: Plan, t: int, b: int, segments: PartSlices, assigned: Any) -> TaskResult:
     """Every node of one block exactly once; its partition; stage its new IDs."""
     lo, hi = b * plan.block_rows, min(plan.num_nodes[t], (b + 1) * plan.block_rows)
     facts, parts = _gather(plan, "nodes", t, segments, 2)
@@ -96,7 +99,7 @@ def node_block_task(plan: Plan, t: int, b: int, segments: Segments, assigned: An
     return TaskResult(problems, int(facts.shape[1]))
 
 
-def edge_chunk_task(plan: Plan, r: int, c: int, ref: ChunkGroup, segments: Segments, *node_blocks: Any) -> TaskResult:
+def edge_chunk_task(plan: Plan, r: int, c: int, ref: ChunkGroup, segments: PartSlices, *node_blocks: Any) -> TaskResult:
     """One read task of input edge files against the stored edges that name its type_eids.
 
     ``node_blocks`` are the node-block tasks of both endpoint types (only waited on:

@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dgl_chunked._typing import IdArray
 from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.io.partition_graph import read_partition_graph
 from dgl_chunked.storage import fs
 from dgl_chunked.verify.feature_files import index_feature_file, read_rows
 from dgl_chunked.verify.load import read_optional_tensors
-from dgl_chunked.verify.plan import TRAINER_ID, Feature, Ints, Plan, stage
+from dgl_chunked.verify.plan import TRAINER_ID, Feature, Plan, stage
 from dgl_chunked.verify.trainers import TrainerSpan, trainer_spans
 
 __all__ = ["PartFacts", "partition_task"]
@@ -37,8 +38,8 @@ class PartFacts:
 
     problems: list[str] = field(default_factory=list)
     fatal: bool = False
-    node_counts: dict[int, Ints] = field(default_factory=dict)  # type -> per node block
-    edge_counts: dict[int, Ints] = field(default_factory=dict)  # etype -> per input edge file
+    node_counts: dict[int, IdArray] = field(default_factory=dict)  # type -> per node block
+    edge_counts: dict[int, IdArray] = field(default_factory=dict)  # etype -> per input edge file
     features: dict[str, tuple[str, int]] = field(default_factory=dict)  # key -> (file, payload offset)
     trainers: list[TrainerSpan] = field(default_factory=list)
 
@@ -83,13 +84,13 @@ def partition_task(plan: Plan, p: int) -> PartFacts:
     return out
 
 
-def _type_of(new_ids: Ints, ranges: Ints) -> npt.NDArray[np.int32]:
+def _type_of(new_ids: IdArray, ranges: IdArray) -> npt.NDArray[np.int32]:
     """Type index of each new ID from the (partition, type) block holding it."""
     block = np.searchsorted(ranges[:, :, 0].ravel(), new_ids, side="right") - 1
     return np.asarray(block % ranges.shape[1], dtype=np.int32)
 
 
-def _check_nodes(plan: Plan, p: int, nid: Ints, ndata: Mapping[str, Any], problems: list[str]) -> None:
+def _check_nodes(plan: Plan, p: int, nid: IdArray, ndata: Mapping[str, Any], problems: list[str]) -> None:
     lo, hi = int(plan.node_ranges[p, 0, 0]), int(plan.node_ranges[p, -1, 1])
     n_inner = hi - lo
     inner = np.asarray(ndata["inner_node"])
@@ -114,7 +115,7 @@ def _check_nodes(plan: Plan, p: int, nid: Ints, ndata: Mapping[str, Any], proble
 
 
 def _check_edges(
-    plan: Plan, p: int, nid: Ints, src: Ints, dst: Ints, edata: Mapping[str, Any], problems: list[str]
+    plan: Plan, p: int, nid: IdArray, src: IdArray, dst: IdArray, edata: Mapping[str, Any], problems: list[str]
 ) -> bool:
     """Partition-local edge checks; False when the edge facts cannot be trusted."""
     e_lo, e_hi = int(plan.edge_ranges[p, 0, 0]), int(plan.edge_ranges[p, -1, 1])
@@ -142,7 +143,7 @@ def _check_edges(
 
 
 def _sorted_facts(
-    p: int, what: str, name: str, ids: Ints, limit: int, expected: int, problems: list[str]
+    p: int, what: str, name: str, ids: IdArray, limit: int, expected: int, problems: list[str]
 ) -> npt.NDArray[np.intp] | None:
     """Order that sorts ``ids`` (orig IDs of one block), or None if they cannot be used."""
     if ids.shape != (expected,):
@@ -171,7 +172,7 @@ def _node_facts(plan: Plan, p: int, orig_nids: Mapping[str, Any], out: PartFacts
 
 
 def _edge_facts(
-    plan: Plan, p: int, orig_eids: Mapping[str, Any], graph: tuple[Ints, Ints, Ints], out: PartFacts
+    plan: Plan, p: int, orig_eids: Mapping[str, Any], graph: tuple[IdArray, IdArray, IdArray], out: PartFacts
 ) -> None:
     """Stage ``(type_eid, new_src, new_dst, new_eid)``; ``graph`` is the local ``(_ID, src, dst)``."""
     nid, src, dst = graph
@@ -202,7 +203,7 @@ def _feature_file(plan: Plan, p: int, kind: str, path: str, out: PartFacts) -> N
         out.trainers += trainer_spans(p, f"{name} {key}", values.astype(np.int64), owners)
 
 
-def _graph_trainers(plan: Plan, p: int, nid: Ints, trainers: Any, out: PartFacts) -> None:
+def _graph_trainers(plan: Plan, p: int, nid: IdArray, trainers: Any, out: PartFacts) -> None:
     """A ``trainer_id`` in the partition graph's node data: one integer per local node."""
     values = np.asarray(trainers)
     if values.shape != nid.shape or values.dtype.kind not in "iu":

@@ -3,7 +3,7 @@
 The partition config's ``node_map`` / ``edge_map`` become ``(P, T, 2)`` arrays of
 new-ID ranges; :func:`check_maps` and :func:`check_config` hold them against the
 input before any task runs. The plan also names the scratch directory where tasks
-stage their facts as raw int64 files, read back by row range (:func:`stage`,
+stage their facts as int64 array files, read back by row range (:func:`stage`,
 :func:`staged_rows`, :func:`orig2new`).
 """
 
@@ -13,18 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from dgl_chunked._typing import StorageOptions
+from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.dgl import PartitionConfig
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.arrays import read_array, write_array
 from dgl_chunked.verify.report import VerifyReport
 
 __all__ = [
     "TRAINER_ID",
     "Feature",
-    "Ints",
     "Plan",
     "check_config",
     "check_maps",
@@ -34,7 +33,6 @@ __all__ = [
     "staged_rows",
 ]
 
-Ints = npt.NDArray[np.int64]
 
 TRAINER_ID = "trainer_id"
 """Node (and, from DGL's ``partition_graph``, edge) data naming each item's trainer."""
@@ -63,8 +61,8 @@ class Plan:
     etypes: tuple[tuple[str, int, int], ...]  # (name, src type index, dst type index)
     num_nodes: tuple[int, ...]
     edge_bounds: tuple[tuple[int, ...], ...]  # per etype: input edge file starts, then the end
-    node_ranges: Ints  # (P, T, 2)
-    edge_ranges: Ints  # (P, R, 2)
+    node_ranges: IdArray  # (P, T, 2)
+    edge_ranges: IdArray  # (P, R, 2)
     block_rows: int
     features: tuple[Feature, ...]
 
@@ -76,7 +74,7 @@ class Plan:
         """Node blocks of type ``t`` (one node-check task each)."""
         return -(-self.num_nodes[t] // self.block_rows)
 
-    def ranges(self, kind: str) -> Ints:
+    def ranges(self, kind: str) -> IdArray:
         """``node_ranges`` or ``edge_ranges``."""
         return self.node_ranges if kind == "node" else self.edge_ranges
 
@@ -131,7 +129,7 @@ def make_plan(
     )
 
 
-def _ranges(mapping: Mapping[str, list[list[int]]], names: list[str], num_parts: int) -> Ints:
+def _ranges(mapping: Mapping[str, list[list[int]]], names: list[str], num_parts: int) -> IdArray:
     out = np.zeros((num_parts, len(names), 2), np.int64)
     for t, name in enumerate(names):
         out[:, t, :] = np.asarray(mapping[name], np.int64).reshape(num_parts, 2)
@@ -180,7 +178,7 @@ def check_config(config: PartitionConfig, plan: Plan, report: VerifyReport) -> b
     return report.ok
 
 
-def _check_contiguous(ranges: Ints, what: str, report: VerifyReport) -> None:
+def _check_contiguous(ranges: IdArray, what: str, report: VerifyReport) -> None:
     flat = ranges.reshape(-1, 2)
     report.expect(
         bool(
@@ -191,30 +189,28 @@ def _check_contiguous(ranges: Ints, what: str, report: VerifyReport) -> None:
     )
 
 
-# --- staged facts: raw int64 files in the scratch directory ------------------------------
+# --- staged facts: int64 array files (storage.arrays) in the scratch directory ------------------------------
 
 
-def stage(plan: Plan, name: str, rows: Ints) -> None:
-    """Write int64 ``rows`` (shape ``(n, width)`` or ``(n,)``) as the raw scratch file ``name``.
+def stage(plan: Plan, name: str, rows: IdArray) -> None:
+    """Write int64 ``rows`` (shape ``(n, width)`` or ``(n,)``) as the scratch array file ``name``.
 
     One writer per name; readers take row ranges (:func:`staged_rows`), so a file is
     never read whole unless asked.
     """
-    filesystem, inner = fs.filesystem(fs.join(plan.scratch, name), plan.scratch_options)
-    filesystem.pipe_file(inner, np.ascontiguousarray(rows, np.int64).tobytes())
+    write_array(fs.join(plan.scratch, name), np.asarray(rows, np.int64), storage_options=plan.scratch_options)
 
 
-def staged_rows(plan: Plan, name: str, width: int, lo: int, hi: int) -> Ints:
+def staged_rows(plan: Plan, name: str, width: int, lo: int, hi: int) -> IdArray:
     """Rows ``[lo, hi)`` of a staged file of ``width`` int64 per row (``width=0``: 1-D)."""
     if hi <= lo:
         return np.zeros((0, width) if width else 0, np.int64)
-    row = 8 * max(width, 1)
-    filesystem, inner = fs.filesystem(fs.join(plan.scratch, name), plan.scratch_options)
-    data = np.frombuffer(filesystem.cat_file(inner, start=lo * row, end=hi * row), np.int64)
-    return data.reshape(hi - lo, width) if width else data
+    data = read_array(fs.join(plan.scratch, name), lo, hi, storage_options=plan.scratch_options)
+    assert data.shape[1:] == ((width,) if width else ()), (name, data.shape, width)
+    return data
 
 
-def orig2new(plan: Plan, t: int, ids: Ints) -> Ints:
+def orig2new(plan: Plan, t: int, ids: IdArray) -> IdArray:
     """New IDs of ``ids`` (type_nids of type ``t``), reading one staged node block at a time."""
     out = np.empty(ids.shape[0], np.int64)
     block = ids // plan.block_rows

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgl_chunked.verify.plan import Ints
+from dgl_chunked._typing import IdArray
 
 __all__ = ["TrainerSpan", "check_trainer_spans", "trainer_spans"]
 
@@ -36,7 +36,7 @@ class TrainerSpan:
     hi: int
 
 
-def trainer_spans(part: int, where: str, trainers: Ints, owners: Ints) -> list[TrainerSpan]:
+def trainer_spans(part: int, where: str, trainers: IdArray, owners: IdArray) -> list[TrainerSpan]:
     """One span per owner partition of the items whose trainers are ``trainers``."""
     spans = []
     for q in np.unique(owners).tolist():

@@ -164,7 +164,7 @@ def test_bytes_identical_with_a_memory_limit_smaller_than_the_node_tables(tmp_pa
     import os
     from dataclasses import replace
 
-    from dgl_chunked.dispatch import halo_ranges
+    from dgl_chunked.dispatch.halo import ranges as halo_ranges
 
     _hetero(tmp_path, num_edge_chunks=3)
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "fast", 3, block_rows=64, options=options)

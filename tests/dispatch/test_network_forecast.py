@@ -19,7 +19,7 @@ from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
 import dgl_chunked as dglc
 from dgl_chunked.cli import cli
-from dgl_chunked.dispatch.network import REQUEST_DOWN_BYTES, REQUEST_UP_BYTES, parse_bandwidth
+from dgl_chunked.dispatch.forecast.network import REQUEST_DOWN_BYTES, REQUEST_UP_BYTES, parse_bandwidth
 from dgl_chunked.errors import OptionError
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
@@ -127,7 +127,7 @@ def counting_fs() -> Iterator[None]:
 )
 def test_forecast_bytes_match_the_bytes_a_run_moves(counting_fs, spec, num_parts, options):
     write_synthetic_graph("countmem://g", spec)
-    plan = dglc.plan_run(
+    plan = dglc.forecast_run(
         dglc.open_chunked_graph("countmem://g", task_bytes="1MiB"),
         "countmem://out",
         num_parts=num_parts,
@@ -166,7 +166,7 @@ def test_busiest_host_carries_less_with_more_hosts(tmp_path):
     write_synthetic_graph(tmp_path / "g", spec)
     graph = dglc.open_chunked_graph(tmp_path / "g", task_bytes="512KiB")
     plans = [
-        dglc.plan_run(graph, tmp_path / "o", num_parts=8, hosts=h, workers=1, bandwidth="10mbit").network
+        dglc.forecast_run(graph, tmp_path / "o", num_parts=8, hosts=h, workers=1, bandwidth="10mbit").network
         for h in (1, 2, 4, 8)
     ]
     assert all(p is not None for p in plans)

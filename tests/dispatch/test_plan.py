@@ -1,4 +1,4 @@
-"""plan_run / `dgl-chunked plan` against what a real run does, and the disk-space refusal."""
+"""forecast_run / `dgl-chunked plan` against what a real run does, and the disk-space refusal."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import dgl_chunked as dglc
 from dgl_chunked.cli import cli
-from dgl_chunked.dispatch import space
+from dgl_chunked.dispatch.forecast import CALIBRATION, space
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
 DiskUsage = namedtuple("DiskUsage", "total used free")
@@ -37,7 +37,7 @@ def _du(path: Path) -> int:
 def test_plan_matches_a_real_run(graph_dir, tmp_path, num_parts, options):
     out = tmp_path / "out"
     options = replace(options, block_rows=4096)
-    plan = dglc.plan_run(graph_dir, out, num_parts=num_parts, workers=2, options=options)
+    plan = dglc.forecast_run(graph_dir, out, num_parts=num_parts, workers=2, options=options)
     assert not out.exists()  # planning writes nothing
     result = dglc.run(graph_dir, out, num_parts=num_parts, options=replace(options, keep_staging=True))
     planned = {s.name: s.tasks for s in plan.stages if not s.name.startswith("partition")}
@@ -46,7 +46,7 @@ def test_plan_matches_a_real_run(graph_dir, tmp_path, num_parts, options):
     assert plan.staging_bytes == pytest.approx(staged, rel=0.05)
     assert plan.output_bytes == pytest.approx(written, rel=0.05)
     assert (plan.nodes, plan.edges) == (result.config.num_nodes, result.config.num_edges)
-    assert plan.seconds > 0 and plan.peak_worker_bytes > dglc.pipeline.CALIBRATION.worker_base_bytes
+    assert plan.seconds > 0 and plan.peak_worker_bytes > CALIBRATION.worker_base_bytes
 
 
 def _short_disk(monkeypatch, free: int) -> None:
@@ -57,7 +57,7 @@ def _short_disk(monkeypatch, free: int) -> None:
 def test_plan_and_run_refuse_when_the_disk_is_short(graph_dir, tmp_path, monkeypatch):
     out = tmp_path / "out"
     _short_disk(monkeypatch, free=1_000_000)  # 1 MB: the run needs tens of MB
-    plan = dglc.plan_run(graph_dir, out, num_parts=2, workers=2)
+    plan = dglc.forecast_run(graph_dir, out, num_parts=2, workers=2)
     assert [d.short for d in plan.disks] == [True]  # staging inside the output: one filesystem
     with pytest.raises(dglc.errors.InsufficientSpaceError, match="free"):
         plan.check_space()
@@ -82,7 +82,7 @@ def test_dispatch_checks_space_at_start_and_counts_what_it_replaces(graph_dir, t
     dglc.write_assignment(assign, dglc.assign_partitions(graph, 2), num_parts=2, algo_name="random")
     dglc.dispatch(graph, assign, out)
     held = _du(out)
-    plan = dglc.plan_run(graph_dir, out, num_parts=2, dispatch_only=True)
+    plan = dglc.forecast_run(graph_dir, out, num_parts=2, dispatch_only=True)
     _short_disk(monkeypatch, free=0)
     with pytest.raises(dglc.errors.InsufficientSpaceError):
         dglc.dispatch(graph, assign, tmp_path / "other")
@@ -91,3 +91,23 @@ def test_dispatch_checks_space_at_start_and_counts_what_it_replaces(graph_dir, t
     _short_disk(monkeypatch, free=max(0, plan.staging_bytes + plan.output_bytes - held) + (1 << 20))
     dglc.dispatch(graph, assign, out, options=dglc.DispatchOptions(overwrite=True))
     assert os.path.exists(out / "metadata.json")
+
+
+def test_plan_run_is_a_deprecated_name_of_forecast_run(graph_dir: Path, tmp_path: Path) -> None:
+    new = dglc.forecast_run(graph_dir, tmp_path / "out", num_parts=2, workers=2)
+    with pytest.warns(DeprecationWarning, match="plan_run is deprecated: use forecast_run"):
+        old = dglc.plan_run(graph_dir, tmp_path / "out", num_parts=2, workers=2)
+    assert dglc.RunPlan is dglc.RunForecast and isinstance(old, dglc.RunForecast)
+    assert (old.stages, old.staging_bytes, old.output_bytes) == (new.stages, new.staging_bytes, new.output_bytes)
+
+
+def test_forecast_takes_the_cluster_as_one_object(graph_dir: Path, tmp_path: Path) -> None:
+    from dgl_chunked.cluster import parse_cluster_options
+
+    cluster = parse_cluster_options(workers=3, threads_per_worker=2, memory_limit="512MiB")
+    one = dglc.forecast_run(graph_dir, tmp_path / "out", num_parts=2, cluster=cluster)
+    loose = dglc.forecast_run(
+        graph_dir, tmp_path / "out", num_parts=2, workers=3, threads_per_worker=2, memory_limit=512 * 2**20
+    )
+    assert (one.workers, one.memory_limit) == (6, 512 * 2**20)
+    assert (one.stages, one.peak_worker_bytes) == (loose.stages, loose.peak_worker_bytes)

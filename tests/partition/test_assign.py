@@ -92,3 +92,22 @@ def test_num_parts_must_be_positive_int(tiny_graph: ChunkedGraph, num_parts: obj
 def test_balance_names_accept_types_and_features(tiny_graph: ChunkedGraph) -> None:
     parts = assign_partitions(tiny_graph, 2, balance_ntypes=["paper", "mask"])
     assert set(parts) == set(tiny_graph.node_types)
+
+
+def test_run_takes_the_partition_options_as_one_object(tiny_chunked: Path, tmp_path: Path) -> None:
+    from dgl_chunked import PartitionOptions, run
+    from dgl_chunked.errors import OptionError
+
+    loose = run(tiny_chunked, tmp_path / "loose", num_parts=2, seed=7, balance_ntypes="paper,author")
+    one = run(
+        tiny_chunked,
+        tmp_path / "one",
+        num_parts=2,
+        partition_options=PartitionOptions(seed=7, balance_ntypes=("paper", "author")),
+    )
+    names = sorted(p.relative_to(tmp_path / "loose") for p in (tmp_path / "loose").rglob("*.dgl"))
+    assert names and loose.config.num_parts == one.config.num_parts == 2
+    for name in names:
+        assert (tmp_path / "loose" / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name
+    with pytest.raises(OptionError, match="either a PartitionOptions or the keyword"):
+        run(tiny_chunked, tmp_path / "both", num_parts=2, seed=1, partition_options=PartitionOptions())

@@ -19,7 +19,7 @@ from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.parmetis import export_parmetis, import_parmetis
 from dgl_chunked.verify import load_partition_output, verify_partitions
 
-from ..io.test_parmetis import (
+from ..parmetis.test_parmetis import (
     intended_assignment,
     simulate_parmetis,
     truth_with_loops_and_duplicates,

@@ -2,10 +2,10 @@
 
 Rows are ``src<delim>dst[<delim>ignored...]`` of per-type node IDs, with no header
 unless ``format.header`` is true (a dgl_chunked extension DGL rejects). Parsing is
-``pyarrow.csv``; when it fails, the file is parsed again slowly, as text
-(:func:`text_parser`), to name the first row that is at fault
-(:func:`first_bad_integer`). ``dgl-chunked chunk`` uses the same two kernels for
-its CSV pieces.
+``pyarrow.csv``; when it fails, the file is parsed again slowly, as text, to name
+the first row that is at fault (:func:`find_bad_row`, the one diagnosis:
+``dgl-chunked chunk`` uses it for its CSV pieces too, and words the message for its
+spec).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from dataclasses import dataclass
+from typing import IO, Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -26,8 +27,10 @@ from dgl_chunked.io.chunked.files import binary, file_size, source
 
 __all__ = [
     "EDGE_COLUMNS",
+    "BadRow",
     "EmptyCsvError",
     "count_csv_rows",
+    "find_bad_row",
     "first_bad_integer",
     "parse_csv",
     "read_csv_edges",
@@ -104,6 +107,53 @@ def text_parser(delimiter: str, skip: int, text_columns: Sequence[str], bad: lis
     return parse
 
 
+@dataclass(frozen=True)
+class BadRow:
+    """The first row of a CSV text that is not what was asked for (:func:`find_bad_row`).
+
+    ``kind`` is ``"fields"`` (a wrong number of fields: ``row`` is pyarrow's 1-based
+    row number, ``found``/``expected`` the field counts, ``text`` the row),
+    ``"columns"`` (every row has too few fields: ``column`` is the first missing one,
+    ``found`` the number of columns) or ``"value"`` (``row`` is the 0-based data row,
+    ``column`` the column, ``found`` the value, ``expected`` what it is not:
+    ``"an integer"`` or ``"an int64"``).
+    """
+
+    kind: Literal["fields", "columns", "value"]
+    row: int = 0
+    column: str = ""
+    found: Any = None
+    expected: Any = None
+    text: str = ""
+
+
+def find_bad_row(
+    read: Callable[[Callable[[Any], pa.Table]], pa.Table],
+    delimiter: str,
+    skip: int,
+    columns: Sequence[str],
+    integers: Sequence[str],
+) -> BadRow | None:
+    """The one diagnosis of a CSV text that failed to parse: ``read(parse)`` parses it
+    slowly and forgivingly (:func:`text_parser`); the first row with a wrong number of
+    fields, else the first of ``columns`` missing, else the first value of
+    ``integers`` that is no int64. None when nothing is wrong (the failure was
+    elsewhere). ``read``'s own errors propagate."""
+    bad: list[Any] = []
+    table = read(text_parser(delimiter, skip, integers, bad))
+    if bad:
+        row = bad[0]
+        return BadRow("fields", row.number, found=row.actual_columns, expected=row.expected_columns, text=row.text)
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        return BadRow("columns", column=missing[0], found=table.num_columns)
+    for col in integers:
+        found = first_bad_integer(table.column(col))
+        if found is not None:
+            return BadRow("value", found[0], column=col, found=found[1], expected=found[2])
+    return None
+
+
 def first_bad_integer(column: pa.ChunkedArray) -> tuple[int, Any, str] | None:
     """The first value of a column that is not an int64: ``(0-based row, value, expected)``.
 
@@ -177,38 +227,34 @@ def _diagnose(
     """Re-read a failing CSV edge file as text to name the first bad row."""
     delimiter = options.get("delimiter", ",")
     skip = int(bool(options.get("header", False)))
-    bad: list[Any] = []
     try:
-        table = parse_csv(path, storage_options, text_parser(delimiter, skip, EDGE_COLUMNS, bad))
+        bad = find_bad_row(
+            lambda parse: parse_csv(path, storage_options, parse), delimiter, skip, EDGE_COLUMNS, EDGE_COLUMNS
+        )
     except (EmptyCsvError, pa.ArrowInvalid) as exc:  # not even text: name the first line that is no edge
         return _first_bad_line(path, delimiter, skip, storage_options) or ChunkReadError(
             f"edge file {path!r} could not be parsed as CSV: {one_line(err or exc)}"
         )
-    if bad:
-        row = bad[0]
+    if bad is None:
+        return ChunkReadError(f"edge file {path!r} could not be parsed as CSV: {one_line(err or '')}")
+    if bad.kind == "fields":
         return ChunkMismatchError(
-            f"edge file {path!r}: row {row.number}: expected {row.expected_columns} columns "
-            f"separated by {delimiter!r} (as on the first row), found {row.actual_columns}: "
-            f"{row.text!r}; every row must have the same number of columns"
+            f"edge file {path!r}: row {bad.row}: expected {bad.expected} columns "
+            f"separated by {delimiter!r} (as on the first row), found {bad.found}: "
+            f"{bad.text!r}; every row must have the same number of columns"
         )
-    if table.num_columns < 2:
+    if bad.kind == "columns":
         return ChunkMismatchError(
             f"edge file {path!r}: expected at least 2 columns (src, dst) separated by "
-            f"{delimiter!r}, found {table.num_columns}; check format.delimiter in metadata.json"
+            f"{delimiter!r}, found {bad.found}; check format.delimiter in metadata.json"
         )
-    for col in EDGE_COLUMNS:
-        found = first_bad_integer(table.column(col))
-        if found is None:
-            continue
-        first, value, expected = found
-        header = first == 0 and not skip and expected == "an integer"
-        hint = "; it looks like a header row: DGL edge files have no header" if header else ""
-        hint += " (remove it, or set format.header=true)" if header else ""
-        return ChunkMismatchError(
-            f"edge file {path!r}: row {first + 1 + skip}, column {col[1]}: "
-            f"expected {expected} node ID, found {value!r}{hint}"
-        )
-    return ChunkReadError(f"edge file {path!r} could not be parsed as CSV: {one_line(err or '')}")
+    header = bad.row == 0 and not skip and bad.expected == "an integer"
+    hint = "; it looks like a header row: DGL edge files have no header" if header else ""
+    hint += " (remove it, or set format.header=true)" if header else ""
+    return ChunkMismatchError(
+        f"edge file {path!r}: row {bad.row + 1 + skip}, column {bad.column[1]}: "
+        f"expected {bad.expected} node ID, found {bad.found!r}{hint}"
+    )
 
 
 def _first_bad_line(path: str, delimiter: str, skip: int, storage_options: StorageOptions) -> Exception | None:

@@ -33,13 +33,12 @@ __all__ = [
     "NUM_PRIORITIES",
     "apply_quotas",
     "block_degrees",
-    "degree_levels",
+    "degree_tiers",
     "fill_block",
     "group_by_key",
     "group_key",
-    "level_order",
     "neighbour_histogram",
-    "node_level_order",
+    "node_tier_order",
     "node_order",
     "orient_edges",
     "priority_of",
@@ -53,8 +52,8 @@ __all__ = [
 DST_FLAG = np.uint32(1 << 31)
 LOCAL_MASK = np.uint32((1 << 31) - 1)
 NUM_PRIORITIES = 128
-NUM_LEVELS = 64
-"""Degree levels ``-1`` (isolated) to ``62``; tables index them as ``level + 1``."""
+NUM_TIERS = 64
+"""Degree tiers ``-1`` (isolated) to ``62``; tables index them as ``tier + 1``."""
 _NO_TARGET = -1
 
 
@@ -146,7 +145,7 @@ def block_degrees(
     return degree, weight
 
 
-def degree_levels(degree: IdArray) -> npt.NDArray[np.int8]:
+def degree_tiers(degree: IdArray) -> npt.NDArray[np.int8]:
     """``floor(log2(degree))`` (``-1`` for isolated nodes) as int8."""
     degree = np.asarray(degree, np.int64)
     out = np.full(degree.size, -1, np.int8)
@@ -155,9 +154,9 @@ def degree_levels(degree: IdArray) -> npt.NDArray[np.int8]:
     return out
 
 
-def node_level_order(level: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
-    """Block-local node indices by falling level, ascending within a level (isolated last)."""
-    key = (NUM_LEVELS - 2 - level.astype(np.int16)).astype(np.uint8)  # level 62 -> 0, -1 -> 63
+def node_tier_order(tier: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
+    """Block-local node indices by falling tier, ascending within a tier (isolated last)."""
+    key = (NUM_TIERS - 2 - tier.astype(np.int16)).astype(np.uint8)  # tier 62 -> 0, -1 -> 63
     return np.argsort(key, kind="stable").astype(np.int32)
 
 
@@ -364,19 +363,3 @@ def fill_block(
         sel = fill_strata == s
         new[nodes] = np.repeat(fill_parts[sel], fill_counts[sel]).astype(np.int32)
     return new
-
-
-def level_order(
-    u_local: npt.NDArray[np.uint32], block_counts: IdArray, level_of: npt.NDArray[np.int8], *, max_level: int
-) -> tuple[IdArray, IdArray]:
-    """Reorder block-ordered entries by (block, falling level of ``u``).
-
-    ``level_of`` gives each entry's ``u`` level. Returns the permutation and the entry
-    counts per ``(block, level)`` as ``[blocks, max_level + 1]``.
-    """
-    blocks = np.repeat(np.arange(block_counts.size, dtype=np.int64), block_counts)
-    lev = np.clip(level_of.astype(np.int64), 0, max_level)
-    key = blocks * (max_level + 1) + (max_level - lev)
-    order = np.argsort(key.astype(np.uint16 if key.size and key.max() < 65536 else np.uint64), kind="stable")
-    counts = np.bincount(blocks * (max_level + 1) + lev, minlength=block_counts.size * (max_level + 1))
-    return order, counts.reshape(block_counts.size, max_level + 1).astype(np.int64)

@@ -3,7 +3,7 @@
 Commands are plain ``click.command`` objects in one module per group of commands, and
 ``dgl_chunked/cli/__init__.py`` adds them to ``cli``; a command defined but not added
 would exist only in the source. The flags and errors themselves are tested through
-``dgl-chunked`` in ``test_cli_bad_arguments.py``, ``test_bad_input_cli.py`` and the
+``dgl-chunked`` in ``test_bad_arguments.py``, ``test_bad_input.py`` and the
 ``test_cli.py`` of each package.
 """
 

@@ -16,9 +16,9 @@ import pytest
 
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, register_method
-from dgl_chunked.partition import _ml_kernels as MK
-from dgl_chunked.partition import _ml_tasks as ml_tasks
-from dgl_chunked.partition import lp as lp_module
+from dgl_chunked.partition.lp import coarsen_kernels as MK
+from dgl_chunked.partition.lp import coarsen_tasks as ml_tasks
+from dgl_chunked.partition.lp import method as lp_module
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 pytest.importorskip("pymetis")

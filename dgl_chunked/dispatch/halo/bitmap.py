@@ -22,10 +22,7 @@ import numpy.typing as npt
 
 from dgl_chunked.dispatch.ids import count_bits_below, in_slices
 
-__all__ = ["HaloBitmap", "BITMAP_BYTES_PER_ID"]
-
-BITMAP_BYTES_PER_ID = 0.1875
-"""Bytes per node ID of a range: a bit, and a 32-bit running count per 64 IDs."""
+__all__ = ["HaloBitmap"]
 
 _BIT = (1 << np.arange(8)).astype(np.uint8)
 _BLOCK_BYTES = 1 << 17  # IDs listed 1M at a time
@@ -45,7 +42,7 @@ class HaloBitmap:
     Examples
     --------
     >>> import numpy as np
-    >>> from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
+    >>> from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
     >>> s = HaloBitmap(100, 300)
     >>> s.add(np.array([250, 120, 250, 180, 7, 299]))  # 7 is outside: ignored
     >>> s.remove_range(170, 200)

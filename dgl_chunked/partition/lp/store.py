@@ -2,23 +2,23 @@
 
 Scratch layout of one run (``ROOT`` is a fresh directory under ``LPConfig.scratch_dir``)::
 
-    ROOT/result/<b>.npy              int32   block b's assignment (-1: not placed yet); kept
-    ROOT/work/blocks/<b>-level.npy   int8    floor(log2 degree), -1 when isolated
-    ROOT/work/blocks/<b>-stratum.npy int32   (node type, first true balance mask)
-    ROOT/work/blocks/<b>-weight.npy  int64   owned edges (in-degree + self-loops); zeros
+    ROOT/result/<b>.bin              int32   block b's assignment (-1: not placed yet); kept
+    ROOT/work/blocks/<b>-tier.bin    int8    degree tier: floor(log2 degree), -1 when isolated
+    ROOT/work/blocks/<b>-stratum.bin int32   (node type, first true balance mask)
+    ROOT/work/blocks/<b>-weight.bin  int64   owned edges (in-degree + self-loops); zeros
                                              unless balance_edges
-    ROOT/work/blocks/<b>-order.npy   int32   local node IDs by falling level
-    ROOT/work/blocks/<b>-moves.npy   int64 [4, k]  the round's proposals: local ID,
+    ROOT/work/blocks/<b>-order.bin   int32   local node IDs by falling degree tier
+    ROOT/work/blocks/<b>-moves.bin   int64 [4, k]  the round's proposals: local ID,
                                              target, group key, weight
-    ROOT/work/edges/<c>-u.npy        uint32  staged entries of edge file c: block-local u
-    ROOT/work/edges/<c>-v.npy        int32/64  ... and the neighbour's orig_nid
-    ROOT/work/edges/<c>-loops.npy    int64   self-loop nodes of edge file c, sorted
+    ROOT/work/edges/<c>-u.bin        uint32  staged entries of edge file c: block-local u
+    ROOT/work/edges/<c>-v.bin        int32/64  ... and the neighbour's orig_nid
+    ROOT/work/edges/<c>-loops.bin    int64   self-loop nodes of edge file c, sorted
 
-Node arrays are one ``.npy`` file per node block, so every block task writes its own
-files (no races); a rewrite goes to a temporary file renamed over the old one, so a
-reader never sees half a file. Tasks read ranges of staged entries with ``readinto``
-into one array (memory-mapped file pages fault one 4 KiB page at a time, which cost
-more than the copy). Plain files, not Zarr: a round reads the whole assignment in
+Every file is an array file (:mod:`dgl_chunked.storage.arrays`): written once
+through a temporary name, read back by row range with ``readinto``. Node arrays are
+one file per node block, so every block task writes its own files (no races); a
+rewrite goes to a temporary file renamed over the old one, so a reader never sees
+half a file. Plain files, not Zarr: a round reads the whole assignment in
 every task, and Zarr's per-call overhead was most of a small round's cost.
 """
 
@@ -33,7 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.storage import fs, npy
+from dgl_chunked.storage import fs
+from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array
 
 __all__ = [
     "Segments",
@@ -43,13 +44,13 @@ __all__ = [
     "read_block",
     "read_result",
     "read_segments",
-    "release_scratch",
+    "release_pools",
     "save",
-    "scratch_array",
+    "pooled_array",
     "write_block",
 ]
 
-_POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its scratch arrays (see scratch_array)
+_POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its pooled arrays (see pooled_array)
 Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
 
 
@@ -83,12 +84,8 @@ class ScratchRoot:
         return os.path.isdir(self.path) if self.local else fs.exists(self.path, self.storage_options)
 
     def load(self, path: str, lo: int = 0, hi: int | None = None) -> npt.NDArray[Any]:
-        """Elements ``[lo, hi)`` of the 1-D (or all of a 2-D) ``.npy`` file ``path``."""
-        if self.local:
-            whole = npy.load(path, mmap=not (lo == 0 and hi is None))
-            return whole if lo == 0 and hi is None else np.asarray(whole[lo:hi])
-        with self.open(path) as f:
-            return npy.load(f) if lo == 0 and hi is None else npy.read_rows(f, lo, hi)
+        """Rows ``[lo, hi)`` (default: all) of the array file ``path``."""
+        return read_array(path, lo, hi, storage_options=self.storage_options)
 
 
 def create_dirs(root: ScratchRoot) -> None:
@@ -99,36 +96,26 @@ def create_dirs(root: ScratchRoot) -> None:
 
 def node_file(root: ScratchRoot, b: int, name: str) -> str:
     if name == "part":
-        return root.join("result", f"{b}.npy")
-    return root.join("work", "blocks", f"{b}-{name}.npy")
+        return root.join("result", f"{b}.bin")
+    return root.join("work", "blocks", f"{b}-{name}.bin")
 
 
 def edges_file(root: ScratchRoot, c: int, name: str) -> str:
-    return root.join("work", "edges", f"{c}-{name}.npy")
+    return root.join("work", "edges", f"{c}-{name}.bin")
 
 
 def save(root: ScratchRoot, path: str, arr: npt.NDArray[Any]) -> None:
     """Write ``arr`` to ``path`` through a temporary file and an atomic rename (on an
     object store one PUT, which is atomic already)."""
-    if not root.local:
-        with root.open(path, "wb") as f:
-            np.save(f, arr)
-        return
-    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
-    with open(tmp, "wb") as f:
-        np.save(f, arr)
-    os.replace(tmp, path)
+    write_array(path, arr, storage_options=root.storage_options)
 
 
-def read_block(root: ScratchRoot, b: int, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
-    """Node array ``name`` of block ``b`` (a :func:`scratch_array` array with ``scratch``)."""
-    if not scratch:
+def read_block(root: ScratchRoot, b: int, name: str, *, pooled: bool = False) -> npt.NDArray[Any]:
+    """Node array ``name`` of block ``b`` (a :func:`pooled_array` array with ``pooled``)."""
+    if not pooled:
         return root.load(node_file(root, b, name))
-    with root.open(node_file(root, b, name)) as f:
-        header = npy.read_header(f)
-        out = scratch_array(f"block-{name}", header.size, header.dtype)
-        npy.read_exact(f, out)
-    return out
+    with ArrayFile(node_file(root, b, name), root.storage_options) as f:
+        return f.read(out=pooled_array(f"block-{name}", f.header.rows, f.header.dtype))
 
 
 def write_block(root: ScratchRoot, b: int, name: str, arr: npt.NDArray[Any]) -> None:
@@ -148,7 +135,7 @@ def read_result(root: ScratchRoot, lo: int, hi: int, block_rows: int) -> npt.NDA
     return np.concatenate(pieces)
 
 
-def scratch_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) -> npt.NDArray[Any]:
+def pooled_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) -> npt.NDArray[Any]:
     """A work array of this thread, kept for the next tasks (grown when too small).
 
     Fresh memory is costly: with Dask's ``MALLOC_TRIM_THRESHOLD_`` every large array
@@ -157,8 +144,8 @@ def scratch_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any])
     restage and proposal tasks are therefore reused. Per worker thread they hold about
     17 bytes per entry of a histogram group (``group_entries``), 25 per entry of the
     largest edge file, 5 per node (only under ``FULL_READ_BYTES``) and 24 per node of a
-    block, until :func:`release_scratch` (the driver calls it on every worker at the
-    end). Callers must not let a scratch array outlive their task.
+    block, until :func:`release_pools` (the driver calls it on every worker at the
+    end). Callers must not let a pooled array outlive their task.
     """
     pool = _POOLS.setdefault(threading.get_ident(), {})
     buf = pool.get(name)
@@ -167,14 +154,14 @@ def scratch_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any])
     return buf[:size]
 
 
-def release_scratch() -> None:
-    """Drop this process's scratch arrays (arrays still in use stay alive until released)."""
+def release_pools() -> None:
+    """Drop this process's pooled arrays (arrays still in use stay alive until released)."""
     _POOLS.clear()
 
 
-def read_segments(root: ScratchRoot, segs: Segments, name: str, *, scratch: bool = False) -> npt.NDArray[Any]:
+def read_segments(root: ScratchRoot, segs: Segments, name: str, *, pooled: bool = False) -> npt.NDArray[Any]:
     """The staged entries ``[lo, hi)`` of every listed edge file, concatenated (into a
-    :func:`scratch_array` array named ``name`` with ``scratch``, else a new one).
+    :func:`pooled_array` array named ``name`` with ``pooled``, else a new one).
 
     Read with ``readinto`` into one array, not memory-mapped: mapped file pages fault
     one 4 KiB page at a time, which cost more than the copy.
@@ -182,12 +169,11 @@ def read_segments(root: ScratchRoot, segs: Segments, name: str, *, scratch: bool
     out: npt.NDArray[Any] | None = None
     pos = 0
     for c, lo, hi in segs:
-        with root.open(edges_file(root, c, name)) as f:
-            _, dtype, offset, _ = npy.read_header(f)
+        with ArrayFile(edges_file(root, c, name), root.storage_options) as f:
             if out is None:
                 size = sum(h - lo_ for _, lo_, h in segs)
-                out = scratch_array(name, size, dtype) if scratch else np.empty(size, dtype)
-            f.seek(offset + lo * dtype.itemsize)
-            npy.read_exact(f, out[pos : pos + hi - lo])
+                dtype = f.header.dtype
+                out = pooled_array(name, size, dtype) if pooled else np.empty(size, dtype)
+            f.read(lo, hi, out=out[pos : pos + hi - lo])
         pos += hi - lo
     return out if out is not None else np.empty(0, np.int64)

@@ -1,7 +1,7 @@
 """The ``lp`` method's tuning (:class:`LPConfig`) and one run's fixed inputs (:class:`LPPlan`).
 
-Shared by the method (:mod:`.lp`) and its drivers (:mod:`._lp_driver`,
-:mod:`._ml_driver`), which import it, not each other.
+Shared by the method (:mod:`.method`) and its drivers (:mod:`.streaming`,
+:mod:`.multilevel`), which import it, not each other.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ _MAX_BLOCK_ROWS = 1 << 18  # default block size from 1M nodes up: per-task memor
 class LPConfig:
     """Tuning of the ``lp`` method.
 
-    Change it with ``register_method("lp", LPMethod(LPConfig(...)), overwrite=True)``.
+    Change it for one call with ``assign_partitions(..., method="lp",
+    method_config=LPConfig(...))`` (or ``PartitionOptions(method_config=...)``), or for
+    every call with ``register_method("lp", LPMethod(LPConfig(...)), overwrite=True)``.
 
     Attributes
     ----------
@@ -36,9 +38,9 @@ class LPConfig:
         interact, so it overestimates late passes: 0.05 stops R-MAT graphs after one
         or two passes, the later ones changing the cut by well under 1%.
     round_nodes
-        Placement rounds merge consecutive degree levels, from the top, until a round
+        Placement rounds merge consecutive degree tiers, from the top, until a round
         holds at least this fraction of a part's share of the nodes with neighbours
-        (0: one round per level). Nodes of one round do not see each other's choice
+        (0: one round per tier). Nodes of one round do not see each other's choice
         (the first round's nodes, with no placed neighbour, all pick part 0), so a
         round stays well below a part's capacity. Merging costs nothing measurable on
         R-MAT graphs, whose top hubs are linked to each other, but 6% of the cut on

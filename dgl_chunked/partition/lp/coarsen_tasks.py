@@ -1,10 +1,10 @@
-"""Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`._ml_kernels`.
+"""Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`.coarsen_kernels`.
 
 Every level has the same number of node *blocks* ``B``: block ``b`` of level ``L + 1``
 holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, so
 a level is described by its block offsets alone. Level 0 is read from the ``lp``
-staging (:mod:`._lp_tasks`: entries per block, strata, owned edges, degree levels);
-the other files are raw arrays behind a fixed header (:func:`save`; ``.bin``) under
+staging (:mod:`.tasks`: entries per block, strata, owned edges, degree tiers);
+the other files are array files (:mod:`dgl_chunked.storage.arrays`; ``.bin``) under
 ``ML = <lp root>/work/ml``, written and read through fsspec (``ml`` is a URL), each
 by one task; "pieces" are the per-destination parts of one writer's file
 (:func:`save_split`), each read alone::
@@ -35,7 +35,6 @@ arrays, and one other block's labels or weights at a time for lookups.
 from __future__ import annotations
 
 import posixpath
-import struct
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -43,10 +42,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.partition import _lp_store as S
-from dgl_chunked.partition import _ml_kernels as MK
-from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
-from dgl_chunked.storage import fs as _fs
+from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
+from dgl_chunked.storage.arrays import read_array, write_array
 
 __all__: list[str] = []
 
@@ -89,60 +88,14 @@ class ScratchFile(NamedTuple):
     storage_options: StorageOptions
 
 
-_MAGIC = b"DGLCML01"
-_HEADER = struct.Struct("<8s8sQQQ")  # magic, dtype, rows, columns, pieces
-
-
-def _write(file: ScratchFile, arr: npt.NDArray[Any], bounds: IdArray) -> None:
-    """``arr`` (1-D or 2-D) with the row bounds of its pieces, behind a fixed header."""
-    fs, path = _fs.filesystem(file.url, file.storage_options)
-    arr = np.ascontiguousarray(arr)
-    cols = arr.shape[1] if arr.ndim == 2 else 0
-    head = _HEADER.pack(_MAGIC, arr.dtype.str.encode().ljust(8), arr.shape[0], cols, bounds.size - 1)
-    with fs.open(path, "wb") as f:
-        f.write(head + np.asarray(bounds, "<i8").tobytes())
-        if arr.size:
-            f.write(arr.data.cast("B"))
-
-
-def _read(file: ScratchFile, piece: int | None) -> npt.NDArray[Any]:
-    """The rows of ``piece`` (None: all) of a file written by :func:`_write`."""
-    url = file.url
-    fs, path = _fs.filesystem(url, file.storage_options)
-    with fs.open(path, "rb") as f:
-        magic, dtype_code, rows, cols, pieces = _HEADER.unpack(f.read(_HEADER.size))
-        if magic != _MAGIC:
-            raise ValueError(f"{url}: not a multilevel scratch file")
-        bounds = np.frombuffer(f.read(8 * (pieces + 1)), "<i8")
-        dtype = np.dtype(dtype_code.decode().strip())
-        lo, hi = (0, rows) if piece is None else (int(bounds[piece]), int(bounds[piece + 1]))
-        out = np.empty((hi - lo, cols) if cols else hi - lo, dtype)
-        row_bytes = dtype.itemsize * max(cols, 1)
-        f.seek(_HEADER.size + 8 * (pieces + 1) + lo * row_bytes)
-        data = out.data.cast("B") if out.size else memoryview(b"")
-        got = 0
-        while got < data.nbytes:
-            n = f.readinto(data[got:])
-            if not n:
-                raise ValueError(f"{url}: truncated")
-            got += n
-    return out
-
-
 def save(url: ScratchFile, arr: npt.NDArray[Any]) -> None:
-    """Write ``arr`` (1-D, or 2-D with one row per node) to ``url``; the level's directory exists.
-
-    A raw fixed header, not ``.npy``: numpy parses ``.npy`` headers with ``ast``, which
-    fails at random under threads on this Python (3.11.7: "AST constructor recursion
-    depth mismatch"). No temporary name: a scratch file is read only by tasks that
-    depend on its writer, and a rerun of the writer rewrites it whole before they start.
-    """
-    _write(url, arr, np.array([0, arr.shape[0]], np.int64))
+    """Write ``arr`` (1-D, or 2-D with one row per node) to ``url``; the level's directory exists."""
+    write_array(url.url, arr, storage_options=url.storage_options)
 
 
 def load(url: ScratchFile) -> npt.NDArray[Any]:
     """Read the array :func:`save` wrote at ``url``."""
-    return _read(url, None)
+    return read_array(url.url, storage_options=url.storage_options)
 
 
 def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int) -> None:
@@ -150,12 +103,12 @@ def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blo
     file; a reader reads its own piece only (:func:`load_piece`)."""
     order = np.argsort(block, kind="stable")
     bounds = np.searchsorted(block[order], np.arange(num_blocks + 1)).astype(np.int64)
-    _write(url, rows[:, order].T, bounds)
+    write_array(url.url, rows[:, order].T, bounds=bounds, storage_options=url.storage_options)
 
 
 def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
     """Piece ``t`` of a :func:`save_split` file, as ``[r, k_t]``."""
-    return _read(url, t).T
+    return read_array(url.url, piece=t, storage_options=url.storage_options).T
 
 
 WHOLE_TABLE_BYTES = 1 << 26
@@ -210,7 +163,7 @@ def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
     w[np.arange(stratum.size), stratum] = 1
     if level.owned:
         w[:, -1] = S.read_block(level.lp_root, b, "weight")
-    active = S.read_block(level.lp_root, b, "level") >= 0
+    active = S.read_block(level.lp_root, b, "tier") >= 0
     w[~active] = 0
     return w, active
 
@@ -232,13 +185,13 @@ def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray, m
     label = load(level.url(f"label-{b}"))
     w, _ = node_weights(level, b)
     ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
-    movers = (label >= 0) & MK.active_bit(ids, seed=seed, salt=salt)
+    movers = (label >= 0) & CK.active_bit(ids, seed=seed, salt=salt)
     u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
     keep = movers[u]
     u, v, ew = u[keep], v[keep], ew[keep]
     c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
     del v
-    node, cluster, gain = MK.propose_joins(
+    node, cluster, gain = CK.propose_joins(
         u,
         c,
         ew,
@@ -263,7 +216,7 @@ def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) ->
     cw = load(level.url(f"cw-{t}"))
     u, c, gain, nw = props[0], props[1], props[2], props[3:].T
     local = c - level.offsets[t]
-    accept = MK.accept_joins(c, gain, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
+    accept = CK.accept_joins(c, gain, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
     np.add.at(cw, local[accept], nw[accept])
     save(level.url(f"cw-{t}"), cw)
     block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
@@ -328,7 +281,7 @@ def contract_task(level: Level, b: int, coarse: Level) -> tuple[int, int]:
     cid = load(level.url(f"cid-{b}"))
     cu = cid[u]
     cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
-    cu, cv, w = MK.contract_entries(cu, cv, w)
+    cu, cv, w = CK.contract_entries(cu, cv, w)
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
     local = cu - np.asarray(coarse.offsets, np.int64)[block]
     save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks)
@@ -361,7 +314,7 @@ def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: in
     c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
     ok = c >= 0
     ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
-    out = MK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
+    out = CK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
     save(level.url(f"{dst}-{b}"), out)
     return int((out != own).sum())
 

@@ -1,8 +1,8 @@
-"""Task bodies of the ``lp`` method: the scratch store (:mod:`._lp_store`) around the
-kernels (:mod:`._lp_kernels`).
+"""Task bodies of the ``lp`` method: the scratch store (:mod:`.store`) around the
+kernels (:mod:`.kernels`).
 
-A round's node *span* is either ``(start, stop)``, positions in the block's level order
-(the nodes of a run of degree levels), or ``None``: every node of the block.
+A round's node *span* is either ``(start, stop)``, positions in the block's tier order
+(the nodes of a run of degree tiers), or ``None``: every node of the block.
 """
 
 from __future__ import annotations
@@ -13,23 +13,22 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_kernels as K
-from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition._lp_store import (
+from dgl_chunked.partition.lp import kernels as K
+from dgl_chunked.partition.lp import schedule
+from dgl_chunked.partition.lp.store import (
     ScratchRoot,
     Segments,
     edges_file,
     node_file,
+    pooled_array,
     read_block,
     read_segments,
     save,
-    scratch_array,
     write_block,
 )
 
 __all__ = [
     "FULL_READ_BYTES",
-    "Groups",
     "Span",
     "apply_task",
     "fill_task",
@@ -45,7 +44,6 @@ FULL_READ_BYTES = 1 << 26
 """A histogram task reads the whole assignment at once below this size, else block by block."""
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
-Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight sums)
 Span = tuple[int, int] | None
 
 
@@ -86,63 +84,63 @@ def prepare_task(
     num_strata: int,
     owned: bool,
 ) -> tuple[IdArray, IdArray]:
-    """Degree, level, stratum, owned edges (with ``owned``), level order and empty
+    """Degree, tier, stratum, owned edges (with ``owned``), tier order and empty
     assignment of block ``b``; ``staged`` holds every edge file's entries and
     self-loops per block (what :func:`stage_task` returns).
 
-    Returns the nodes per (level + 1, stratum) ``[64, S]`` and the owned edges per
-    level + 1 ``[64]``.
+    Returns the nodes per (tier + 1, stratum) ``[64, S]`` and the owned edges per
+    tier + 1 ``[64]``.
     """
     rows, lo = stratum.size, b * block_rows
     num_blocks = staged[0][0].size if staged else 0
-    segs = plan_.file_segments([s[0] for s in staged], num_blocks)[b] if staged else []
-    loop_segs = plan_.file_segments([s[1] for s in staged], num_blocks)[b] if staged else []
+    segs = schedule.file_segments([s[0] for s in staged], num_blocks)[b] if staged else []
+    loop_segs = schedule.file_segments([s[1] for s in staged], num_blocks)[b] if staged else []
     stratum = stratum.astype(np.int32)
     degree, weight = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
-    for seg in plan_.group_segments(segs, _PREPARE_ENTRIES):
+    for seg in schedule.group_segments(segs, _PREPARE_ENTRIES):
         d, w = K.block_degrees([read_segments(root, seg, "u")], np.empty(0, np.int64), rows=rows, owned=owned)
         degree += d
         weight += w
     if owned and loop_segs:
         weight += np.bincount(read_segments(root, loop_segs, "loops") - lo, minlength=rows)
-    level = K.degree_levels(degree)
+    tier = K.degree_tiers(degree)
     for name, arr in (
-        ("level", level),
+        ("tier", tier),
         ("stratum", stratum),
         ("weight", weight),
-        ("order", K.node_level_order(level)),
+        ("order", K.node_tier_order(tier)),
         ("part", np.full(rows, -1, np.int32)),
     ):
         write_block(root, b, name, arr)
-    index = level.astype(np.int64) + 1
-    table = np.bincount(index * num_strata + stratum, minlength=K.NUM_LEVELS * num_strata)
-    weights = np.bincount(index, weights=weight, minlength=K.NUM_LEVELS) if owned else np.zeros(K.NUM_LEVELS)
-    return table.reshape(K.NUM_LEVELS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
+    index = tier.astype(np.int64) + 1
+    table = np.bincount(index * num_strata + stratum, minlength=K.NUM_TIERS * num_strata)
+    weights = np.bincount(index, weights=weight, minlength=K.NUM_TIERS) if owned else np.zeros(K.NUM_TIERS)
+    return table.reshape(K.NUM_TIERS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
 
 
 def restage_task(staged: tuple[IdArray, IdArray], *, root: ScratchRoot, c: int) -> IdArray:
-    """Reorder edge file ``c``'s entries by (block, falling level of ``u``) once every
-    block's levels are written; ``staged`` is what :func:`stage_task` returned for it.
-    Returns the entries per ``(block, level)`` ``[blocks, 63]``."""
-    block_counts, max_level = staged[0], K.NUM_LEVELS - 2
-    counts = np.zeros((block_counts.size, max_level + 1), np.int64)
+    """Reorder edge file ``c``'s entries by (block, falling tier of ``u``) once every
+    block's tiers are written; ``staged`` is what :func:`stage_task` returned for it.
+    Returns the entries per ``(block, tier)`` ``[blocks, 63]``."""
+    block_counts, max_tier = staged[0], K.NUM_TIERS - 2
+    counts = np.zeros((block_counts.size, max_tier + 1), np.int64)
     entries = int(block_counts.sum())
     if entries == 0:
         return counts
-    u, v = (read_segments(root, [(c, 0, entries)], name, scratch=True) for name in ("u", "v"))
-    u_out, v_out = scratch_array("u_out", entries, u.dtype), scratch_array("v_out", entries, v.dtype)
+    u, v = (read_segments(root, [(c, 0, entries)], name, pooled=True) for name in ("u", "v"))
+    u_out, v_out = pooled_array("u_out", entries, u.dtype), pooled_array("v_out", entries, v.dtype)
     starts = np.concatenate([[0], np.cumsum(block_counts)])
     for b in np.flatnonzero(block_counts).tolist():
         lo, hi = int(starts[b]), int(starts[b + 1])
-        level = scratch_array("level", hi - lo, np.int64)  # int64: bincount's own type, no copy
-        np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=level)
-        np.take(read_block(root, b, "level").astype(np.int64), level, out=level)  # >= 0: entries have an edge
-        key = scratch_array("key", hi - lo, np.uint8)
-        np.subtract(max_level, level, out=key, casting="unsafe")
+        tier = pooled_array("tier", hi - lo, np.int64)  # int64: bincount's own type, no copy
+        np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=tier)
+        np.take(read_block(root, b, "tier").astype(np.int64), tier, out=tier)  # >= 0: entries have an edge
+        key = pooled_array("key", hi - lo, np.uint8)
+        np.subtract(max_tier, tier, out=key, casting="unsafe")
         order = np.argsort(key, kind="stable")  # a radix sort
         np.take(u[lo:hi], order, out=u_out[lo:hi])
         np.take(v[lo:hi], order, out=v_out[lo:hi])
-        counts[b] = np.bincount(level, minlength=max_level + 1)
+        counts[b] = np.bincount(tier, minlength=max_tier + 1)
     save(root, edges_file(root, c, "u"), u_out)
     save(root, edges_file(root, c, "v"), v_out)
     return counts
@@ -158,14 +156,14 @@ def _span_nodes(root: ScratchRoot, b: int, rows: int, span: Span) -> npt.NDArray
 def _parts_table(
     root: ScratchRoot, blocks: range, block_rows: int, num_nodes: int, num_parts: int
 ) -> npt.NDArray[np.integer[Any]]:
-    """The assignment of ``blocks`` (a :func:`scratch_array` array); int8 when the parts fit
+    """The assignment of ``blocks`` (a :func:`pooled_array` array); int8 when the parts fit
     (a 4x smaller table stays in cache for the random gather)."""
     lo = blocks.start * block_rows
-    table = scratch_array(
+    table = pooled_array(
         "table", min(blocks.stop * block_rows, num_nodes) - lo, np.int8 if num_parts <= 127 else np.int32
     )
     for b in blocks:
-        part = read_block(root, b, "part", scratch=True)
+        part = read_block(root, b, "part", pooled=True)
         np.copyto(table[b * block_rows - lo : b * block_rows - lo + part.size], part, casting="unsafe")
     return table
 
@@ -173,13 +171,13 @@ def _parts_table(
 def _neighbour_parts(
     root: ScratchRoot, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int, num_parts: int
 ) -> npt.NDArray[np.integer[Any]]:
-    """The current partition of every ``v`` (a :func:`scratch_array` array): from the whole
+    """The current partition of every ``v`` (a :func:`pooled_array` array): from the whole
     assignment when small, else block by block (one block in memory at a time)."""
     num_blocks = -(-num_nodes // block_rows)
     if num_nodes * 4 <= FULL_READ_BYTES:
         table = _parts_table(root, range(num_blocks), block_rows, num_nodes, num_parts)
-        return np.take(table, v, out=scratch_array("v_part", v.size, table.dtype))
-    out = scratch_array("v_part", v.size, np.int32)
+        return np.take(table, v, out=pooled_array("v_part", v.size, table.dtype))
+    out = pooled_array("v_part", v.size, np.int32)
     block = v // block_rows
     for b in np.unique(block).tolist():
         sel = np.flatnonzero(block == b)
@@ -194,20 +192,20 @@ def _histogram(
     row_of = (
         None
         if span is None
-        else K.rows_of(_span_nodes(root, b, rows, span), rows, out=scratch_array("row_of", rows, np.int64))
+        else K.rows_of(_span_nodes(root, b, rows, span), rows, out=pooled_array("row_of", rows, np.int64))
     )
     num_rows = rows if span is None else span[1] - span[0]
     if not segs:
         return np.zeros((num_rows, num_parts), np.int64)
-    u = read_segments(root, segs, "u", scratch=True)
+    u = read_segments(root, segs, "u", pooled=True)
     v_part = _neighbour_parts(
         root,
-        read_segments(root, segs, "v", scratch=True),
+        read_segments(root, segs, "v", pooled=True),
         block_rows=block_rows,
         num_nodes=num_nodes,
         num_parts=num_parts,
     )
-    keys = scratch_array("keys", u.size, np.int64)
+    keys = pooled_array("keys", u.size, np.int64)
     return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, keys=keys)
 
 
@@ -240,7 +238,7 @@ def _candidates(
     if mode == "refine":
         local = np.flatnonzero(part >= 0)
     else:
-        local = np.flatnonzero((part < 0) & (read_block(root, b, "level") >= 0))
+        local = np.flatnonzero((part < 0) & (read_block(root, b, "tier") >= 0))
     return local, local
 
 
@@ -259,7 +257,7 @@ def propose_task(
     num_parts: int,
 ) -> tuple[IdArray, IdArray, IdArray, int]:
     """Propose targets for block ``b``'s candidates; return them summarised per group
-    (:data:`Groups`) and, when refining, the candidates' neighbours in other parts
+    (:data:`.schedule.Groups`) and, when refining, the candidates' neighbours in other parts
     (their share of the current cut, counted from both ends of an edge).
 
     The histogram is the sum of ``hists``, or computed here over ``segs`` when given.
@@ -273,11 +271,11 @@ def propose_task(
         if segs is None
         else _histogram(root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes)
     )
-    part = read_block(root, b, "part", scratch=True)
+    part = read_block(root, b, "part", pooled=True)
     row, local = _candidates(root, b, part, span, mode)
     hist = hist[row]
-    stratum = read_block(root, b, "stratum", scratch=True)[local]
-    weight = read_block(root, b, "weight", scratch=True)[local]
+    stratum = read_block(root, b, "stratum", pooled=True)[local]
+    weight = read_block(root, b, "weight", pooled=True)[local]
     cut = 0
     if mode == "place":
         target, prio = K.propose_placement(
@@ -302,21 +300,29 @@ def propose_task(
 
 
 def apply_task(
-    quota: Groups, *, root: ScratchRoot, b: int, block_rows: int, rows: int, num_nodes: int, seed: int, salt: int
-) -> Groups:
+    quota: schedule.Groups,
+    *,
+    root: ScratchRoot,
+    b: int,
+    block_rows: int,
+    rows: int,
+    num_nodes: int,
+    seed: int,
+    salt: int,
+) -> schedule.Groups:
     """Move block ``b``'s proposals within its quotas; return the moves per group."""
     local, target, keys, weight = read_block(root, b, "moves")
     rank = K.node_order(b * block_rows + local, seed=seed, salt=salt)
     take, mk, mc, mw = K.apply_quotas(keys, weight, rank, *quota)
     if take.any():
-        part = read_block(root, b, "part", scratch=True)
+        part = read_block(root, b, "part", pooled=True)
         part[local[take]] = target[take]
         write_block(root, b, "part", part)
     return mk, mc, mw
 
 
 def fill_task(
-    fill: Groups,
+    fill: schedule.Groups,
     *,
     root: ScratchRoot,
     b: int,
@@ -327,11 +333,11 @@ def fill_task(
     salt: int,
     num_parts: int,
     isolated: bool,
-) -> Groups:
+) -> schedule.Groups:
     """Place block ``b``'s unplaced (isolated, or other) nodes as ``fill`` says; return the
     moves per group."""
     part = read_block(root, b, "part")
-    local = np.flatnonzero((part < 0) & ((read_block(root, b, "level") < 0) == isolated))
+    local = np.flatnonzero((part < 0) & ((read_block(root, b, "tier") < 0) == isolated))
     stratum = read_block(root, b, "stratum")[local]
     new = K.fill_block(stratum, K.node_order(b * block_rows + local, seed=seed, salt=salt), *fill)
     part[local] = new

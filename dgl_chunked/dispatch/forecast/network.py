@@ -3,7 +3,7 @@
 On a cluster whose input, staging and output live on an object store (or any
 network filesystem), every byte a task reads or writes crosses the host's link.
 This module counts those bytes per stage from the same facts as
-:func:`~dgl_chunked.dispatch.forecast.forecast_dispatch` (``metadata.json``, file
+:func:`~dgl_chunked.dispatch.forecast.estimates.forecast_dispatch` (``metadata.json``, file
 headers, file sizes) and the access pattern of the code:
 
 - the client, opening the graph, reads ``metadata.json`` and each feature file's
@@ -24,7 +24,7 @@ Every request also moves headers: :data:`REQUEST_DOWN_BYTES` and
 :data:`REQUEST_UP_BYTES`, measured on S3 (``benchmarks/bench_network.py``). The
 time of a stage on a host is its bytes over the host's bandwidth (one thread reads
 and writes in turn; several overlap the two directions), plus the compute time
-:mod:`.forecast` gives for the same stage.
+:mod:`.estimates` gives for the same stage.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dgl_chunked.dispatch.forecast import HEADER_BYTES, DispatchForecast, StagePlan
+from dgl_chunked.dispatch.forecast.estimates import HEADER_BYTES, DispatchForecast, StageForecast
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
 from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
@@ -312,7 +312,7 @@ def forecast_network(
     threads_per_process: int = 1,
     bandwidth: float | str | None = None,
     assignment_bytes: int = 0,
-    partition_stage: StagePlan | None = None,
+    partition_stage: StageForecast | None = None,
     extra_node_row_bytes: int = 0,
 ) -> NetworkForecast:
     """Bytes over the network per stage of a dispatch (or run) whose storage is remote.
@@ -324,7 +324,7 @@ def forecast_network(
     num_parts
         Number of partitions.
     forecast
-        :func:`~dgl_chunked.dispatch.forecast.forecast_dispatch` of the same run (its
+        :func:`~dgl_chunked.dispatch.forecast.estimates.forecast_dispatch` of the same run (its
         output size and compute times).
     options
         The dispatch options of the run.

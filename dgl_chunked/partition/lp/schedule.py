@@ -1,7 +1,7 @@
 """The move step's plan for the ``lp`` method: pure numpy on small per-group tables.
 
 It runs in the driver task. A *group* is every candidate node sharing ``(stratum,
-from part, to part, priority)`` (key: :func:`._lp_kernels.group_key`); the tables hold
+from part, to part, priority)`` (key: :func:`.kernels.group_key`); the tables hold
 one row per group (or per block and group) with node counts and weight sums.
 """
 
@@ -13,9 +13,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition._lp_kernels import split_group_key
+from dgl_chunked.partition.lp.kernels import split_group_key
+from dgl_chunked.partition.lp.store import Segments
 
 __all__ = [
+    "Groups",
     "add_moves",
     "block_quotas",
     "caps_for",
@@ -23,7 +25,7 @@ __all__ = [
     "file_segments",
     "fill_plan",
     "group_segments",
-    "level_rounds",
+    "tier_rounds",
     "open_parts",
     "plan_moves",
     "planned_gain",
@@ -34,7 +36,6 @@ __all__ = [
 ]
 
 Groups = tuple[IdArray, IdArray, IdArray]  # (group keys, node counts, weight sums)
-Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
 
 
 def _take(groups: IdArray, counts: IdArray, weights: IdArray, k: int) -> tuple[IdArray, IdArray, int, int]:
@@ -185,7 +186,7 @@ def water_fill(sizes: IdArray, cap: int, extra: int) -> IdArray:
     if extra <= 0:
         return add
     lo, hi = int(sizes.min()), int(max(cap, sizes.min()))
-    while lo < hi:  # smallest level L with sum(clip(L - sizes, 0)) >= extra
+    while lo < hi:  # smallest water mark L with sum(clip(L - sizes, 0)) >= extra
         mid = (lo + hi) // 2
         if int(np.clip(mid - sizes, 0, None).sum()) >= extra:
             hi = mid
@@ -193,8 +194,8 @@ def water_fill(sizes: IdArray, cap: int, extra: int) -> IdArray:
             lo = mid + 1
     add = np.clip(lo - 1 - sizes, 0, None)
     short = extra - int(add.sum())
-    at_level = np.flatnonzero(sizes + add < min(lo, cap) if lo <= cap else sizes + add < cap)
-    add[at_level[:short]] += 1
+    at_mark = np.flatnonzero(sizes + add < min(lo, cap) if lo <= cap else sizes + add < cap)
+    add[at_mark[:short]] += 1
     return add
 
 
@@ -291,40 +292,40 @@ def file_segments(counts: list[IdArray], num_blocks: int) -> list[Segments]:
     return [[(c, int(o[b]), int(o[b + 1])) for c, o in enumerate(offs) if o[b + 1] > o[b]] for b in range(num_blocks)]
 
 
-def level_rounds(nodes_per_level: IdArray, min_nodes: int) -> list[tuple[int, int]]:
-    """Placement rounds ``(high level, low level)``, from the top level down: consecutive
-    degree levels are merged until a round holds at least ``min_nodes`` nodes
-    (``nodes_per_level`` is indexed by level + 1; isolated nodes are not placed by rounds)."""
+def tier_rounds(nodes_per_tier: IdArray, min_nodes: int) -> list[tuple[int, int]]:
+    """Placement rounds ``(high tier, low tier)``, from the top tier down: consecutive
+    degree tiers are merged until a round holds at least ``min_nodes`` nodes
+    (``nodes_per_tier`` is indexed by tier + 1; isolated nodes are not placed by rounds)."""
     rounds: list[tuple[int, int]] = []
     high, count = None, 0
-    for level in range(nodes_per_level.size - 2, -1, -1):
-        n = int(nodes_per_level[level + 1])
+    for tier in range(nodes_per_tier.size - 2, -1, -1):
+        n = int(nodes_per_tier[tier + 1])
         if n == 0:
             continue
-        high = level if high is None else high
+        high = tier if high is None else high
         count += n
         if count >= min_nodes:
-            rounds.append((high, level))
+            rounds.append((high, tier))
             high, count = None, 0
     if high is not None:
-        rounds.append((high, int(np.flatnonzero(nodes_per_level[1:]).min())))
+        rounds.append((high, int(np.flatnonzero(nodes_per_tier[1:]).min())))
     return rounds
 
 
-def round_spans(nodes_per_level: IdArray, high: int, low: int) -> list[tuple[int, int]]:
-    """Per block, the positions in its level order (falling level) of levels ``high..low``
-    (``nodes_per_level`` is ``[blocks, 64]``, indexed by level + 1)."""
-    above = nodes_per_level[:, high + 2 :].sum(axis=1)
-    inside = nodes_per_level[:, low + 1 : high + 2].sum(axis=1)
+def round_spans(nodes_per_tier: IdArray, high: int, low: int) -> list[tuple[int, int]]:
+    """Per block, the positions in its tier order (falling tier) of tiers ``high..low``
+    (``nodes_per_tier`` is ``[blocks, 64]``, indexed by tier + 1)."""
+    above = nodes_per_tier[:, high + 2 :].sum(axis=1)
+    inside = nodes_per_tier[:, low + 1 : high + 2].sum(axis=1)
     return [(int(a), int(a + n)) for a, n in zip(above, inside, strict=True)]
 
 
-def round_segments(block_counts: list[IdArray], level_counts: list[IdArray], high: int, low: int) -> list[Segments]:
-    """Per block, the staged entries of its nodes of levels ``high..low``: one range per
-    edge file, as levels fall within a block of a restaged file."""
+def round_segments(block_counts: list[IdArray], tier_counts: list[IdArray], high: int, low: int) -> list[Segments]:
+    """Per block, the staged entries of its nodes of tiers ``high..low``: one range per
+    edge file, as tiers fall within a block of a restaged file."""
     num_blocks = block_counts[0].size if block_counts else 0
     out: list[Segments] = [[] for _ in range(num_blocks)]
-    for c, (bc, lc) in enumerate(zip(block_counts, level_counts, strict=True)):
+    for c, (bc, lc) in enumerate(zip(block_counts, tier_counts, strict=True)):
         start = np.concatenate([[0], np.cumsum(bc)])[:-1]
         first = start + lc[:, high + 1 :].sum(axis=1)
         stop = start + lc[:, low:].sum(axis=1)

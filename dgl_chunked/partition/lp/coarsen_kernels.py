@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition._lp_kernels import node_order
+from dgl_chunked.partition.lp.kernels import node_order
 
 __all__ = [
     "accept_joins",

@@ -1,6 +1,6 @@
 """A partition's HALO set and local source IDs in memory bounded by a budget.
 
-The HALO set is a :class:`~dgl_chunked.dispatch.halo_bitmap.HaloBitmap` over the
+The HALO set is a :class:`~dgl_chunked.dispatch.halo.bitmap.HaloBitmap` over the
 node-ID space (0.19 byte per ID). When that fits the writer's budget
 (:func:`build_halo` returns a :class:`MemoryHalo`), one pass over the partition's
 staged sources fills it and the writer relabels the sources segment by segment
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
+from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
 from dgl_chunked.dispatch.plan import PartitionPlan
 
 __all__ = [

@@ -1,9 +1,9 @@
 """The driver of the ``lp`` method: the rounds, run from inside one Dask task.
 
-Every round is one computation (a :class:`._lp_graph.TaskGraph`): the previous round's
+Every round is one computation (a :class:`.taskgraph.TaskGraph`): the previous round's
 planned moves, then per block its histogram tasks and its proposal task, which wait for
 all the moves. The driver keeps only small tables: sizes per (stratum, part), nodes per
-(block, level, stratum), placed nodes per (block, stratum) and the edge-file segments.
+(block, tier, stratum), placed nodes per (block, stratum) and the edge-file segments.
 See :mod:`dgl_chunked.partition.lp`.
 """
 
@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from dgl_chunked._dask import on_worker
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition import _lp_store as S
-from dgl_chunked.partition import _lp_tasks as T
-from dgl_chunked.partition._lp_config import LPPlan
-from dgl_chunked.partition._lp_graph import Ref, TaskGraph
+from dgl_chunked.partition.lp import salts, schedule
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp import tasks as T
+from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -30,13 +30,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RETRY_ROUNDS",
+    "Sizes",
     "State",
     "fill",
     "place",
     "placed_nodes",
     "prepare",
     "refine",
-    "release_worker_scratch",
+    "release_worker_pools",
     "run_planned",
     "run_round",
 ]
@@ -47,6 +48,14 @@ RETRY_ROUNDS = 3
 _FAN_IN = 4  # histogram parts summed per task
 
 
+class Sizes(NamedTuple):
+    """The balance tables of a :class:`State`, as :meth:`State.snapshot` copies them."""
+
+    sizes: IdArray  # [S, P] nodes per (stratum, part)
+    wsizes: IdArray  # [P] owned edges per part
+    placed: IdArray  # [blocks, S] placed nodes per block and stratum
+
+
 @dataclass(kw_only=True)
 class State:
     """What the driver knows between rounds (small: per-stratum, per-part and per-block tables)."""
@@ -55,17 +64,17 @@ class State:
     root: S.ScratchRoot
     num_nodes: int
     block_counts: list[IdArray]  # per edge file: entries per block
-    level_counts: list[IdArray]  # per edge file: entries per (block, level)
+    tier_counts: list[IdArray]  # per edge file: entries per (block, tier)
     segs: list[S.Segments]  # per block: (edge file, start, stop) of all its entries
-    table: IdArray  # [blocks, 64, S]: nodes per block, level + 1 and stratum
-    level_weight: IdArray  # [blocks, 64]: owned edges per block and level + 1 (balance_edges)
+    table: IdArray  # [blocks, 64, S]: nodes per block, tier + 1 and stratum
+    tier_weight: IdArray  # [blocks, 64]: owned edges per block and tier + 1 (balance_edges)
     caps: IdArray  # [S] node cap per (stratum, part)
     wcap: int | None  # owned-edge cap per part (balance_edges)
     alpha: float
     sizes: IdArray  # [S, P] nodes per (stratum, part)
     wsizes: IdArray  # [P] owned edges per part
     placed: IdArray  # [blocks, S] placed nodes per block and stratum
-    planned: list[T.Groups] = field(default_factory=list)  # quotas of the planned moves (an upper bound)
+    planned: list[schedule.Groups] = field(default_factory=list)  # quotas of the planned moves (an upper bound)
     planned_blocks: list[int] = field(default_factory=list)  # ... of these blocks
     planned_salt: int = 0  # ... ranking nodes with this salt
     cut_entries: int = 0  # cut seen by the last refinement round, counted from both ends
@@ -89,9 +98,9 @@ class State:
             "num_nodes": self.num_nodes,
         }
 
-    def absorb(self, moved: list[T.Groups], blocks: list[int]) -> int:
+    def absorb(self, moved: list[schedule.Groups], blocks: list[int]) -> int:
         """Add the moves the blocks report to the sizes; return how many nodes moved."""
-        return plan_.add_moves(
+        return schedule.add_moves(
             self.sizes, self.wsizes, moved, num_parts=self.plan.num_parts, placed=self.placed, blocks=blocks
         )
 
@@ -104,11 +113,19 @@ class State:
         blocks, self.planned, self.planned_blocks = self.planned_blocks, [], []
         return keys, blocks
 
+    def snapshot(self) -> Sizes:
+        """A copy of the balance tables, for :meth:`restore`."""
+        return Sizes(self.sizes.copy(), self.wsizes.copy(), self.placed.copy())
+
+    def restore(self, snap: Sizes) -> None:
+        """Put the balance tables of ``snap`` back (copies: ``snap`` can be restored again)."""
+        self.sizes, self.wsizes, self.placed = (a.copy() for a in snap)
+
     def projected(self) -> tuple[IdArray, IdArray, IdArray]:
         """Sizes, owned edges and placed nodes once the planned moves are done (exact
         without ``balance_edges``, else an upper bound of the nodes that move)."""
         sizes, wsizes, placed = self.sizes.copy(), self.wsizes.copy(), self.placed.copy()
-        plan_.add_moves(
+        schedule.add_moves(
             sizes, wsizes, self.planned, num_parts=self.plan.num_parts, placed=placed, blocks=self.planned_blocks
         )
         return sizes, wsizes, placed
@@ -152,7 +169,7 @@ def _stage(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: i
 
 
 def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
-    """Stage the edges, compute degrees, levels and strata, reorder entries by level: one
+    """Stage the edges, compute degrees, tiers and strata, reorder entries by tier: one
     computation (the prepare and restage tasks find their entries from the staging
     tasks' counts themselves, so the driver need not step in between)."""
     n = int(graph.metadata.node_type_offsets[-1])
@@ -178,20 +195,20 @@ def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
     restage = [tasks.add(T.restage_task, Ref(st), root=root, c=c, after=prepared) for c, st in enumerate(stage)]
     results = tasks.compute(stage + prepared + restage)
     block_counts = [r[0] for r in results[: len(stage)]]
-    out, level_counts = results[len(stage) : len(stage) + len(prepared)], results[len(stage) + len(prepared) :]
-    table, level_weight = np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
+    out, tier_counts = results[len(stage) : len(stage) + len(prepared)], results[len(stage) + len(prepared) :]
+    table, tier_weight = np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
     entries, gamma = int(sum(int(bc.sum()) for bc in block_counts)), plan.config.gamma
     return State(
         plan=plan,
         root=root,
         num_nodes=n,
         block_counts=block_counts,
-        level_counts=level_counts,
-        segs=plan_.file_segments(block_counts, num_blocks),
+        tier_counts=tier_counts,
+        segs=schedule.file_segments(block_counts, num_blocks),
         table=table,
-        level_weight=level_weight,
-        caps=plan_.caps_for(table.sum(axis=(0, 1)), plan.num_parts, plan.config.eps),
-        wcap=int(plan_.caps_for(int(level_weight.sum()), plan.num_parts, plan.config.eps))
+        tier_weight=tier_weight,
+        caps=schedule.caps_for(table.sum(axis=(0, 1)), plan.num_parts, plan.config.eps),
+        wcap=int(schedule.caps_for(int(tier_weight.sum()), plan.num_parts, plan.config.eps))
         if plan.balance_edges
         else None,
         alpha=(entries / 2) * plan.num_parts ** (gamma - 1) / max(n, 1) ** gamma,
@@ -206,7 +223,7 @@ def _propose(
 ) -> str:
     """Proposal task of block ``b``: histogram tasks of about ``group_entries`` entries
     summed in a tree of fan-in 4, or one task computing it all when one group."""
-    groups = plan_.group_segments(segs, state.plan.config.group_entries)
+    groups = schedule.group_segments(segs, state.plan.config.group_entries)
     kw = {**state.block_kw(b), "span": span, "num_parts": state.plan.num_parts, **kw}
     if len(groups) == 1:
         return tasks.add(T.propose_task, segs=groups[0], after=after, **kw)
@@ -217,23 +234,23 @@ def _propose(
     return tasks.add(T.propose_task, *map(Ref, parts), segs=None, **kw)
 
 
-def run_round(state: State, *, mode: str, levels: tuple[int, int] | None, salt: int) -> int:
+def run_round(state: State, *, mode: str, tiers: tuple[int, int] | None, salt: int) -> int:
     """Propose and plan one round; its moves run in the next computation (before that
-    round's histograms, so one computation per round). ``levels``: ``(high, low)`` for
-    the nodes of those degree levels, None for every node. Returns the number of nodes
+    round's histograms, so one computation per round). ``tiers``: ``(high, low)`` for
+    the nodes of those degree tiers, None for every node. Returns the number of nodes
     planned to move."""
     plan = state.plan
-    if levels is not None:
-        spans: list[T.Span] = list(plan_.round_spans(state.table.sum(axis=2), *levels))
-        segs = plan_.round_segments(state.block_counts, state.level_counts, *levels)
+    if tiers is not None:
+        spans: list[T.Span] = list(schedule.round_spans(state.table.sum(axis=2), *tiers))
+        segs = schedule.round_segments(state.block_counts, state.tier_counts, *tiers)
         blocks = [b for b, s in enumerate(spans) if s is not None and s[1] > s[0]]
     else:
         spans, segs, blocks = [None] * state.num_blocks, state.segs, list(range(state.num_blocks))
     sizes, wsizes, _ = state.projected()
     kw: dict[str, Any] = {
         "mode": mode,
-        "open_parts": plan_.open_parts(sizes, wsizes, caps=state.caps, wcap=state.wcap),
-        "penalties": plan_.fennel_costs(
+        "open_parts": schedule.open_parts(sizes, wsizes, caps=state.caps, wcap=state.wcap),
+        "penalties": schedule.fennel_costs(
             sizes, wsizes, caps=state.caps, wcap=state.wcap, alpha=state.alpha, gamma=plan.config.gamma
         ),
     }
@@ -245,14 +262,14 @@ def run_round(state: State, *, mode: str, levels: tuple[int, int] | None, salt: 
     state.cut_entries = sum(r[3] for r in results[len(moves) :])
     if not sum(s[0].size for s in summaries):
         return 0
-    state.planned = plan_.block_quotas(
+    state.planned = schedule.block_quotas(
         summaries, sizes=state.sizes, caps=state.caps, wsizes=state.wsizes, wcap=state.wcap, num_parts=plan.num_parts
     )
     state.planned_blocks, state.planned_salt = blocks, salt
     return int(sum(int(q[1].sum()) for q in state.planned))
 
 
-def fill(state: State, *, salt: int, isolated: bool) -> int:
+def fill(state: State, *, isolated: bool) -> int:
     """Place the unplaced isolated nodes (or the others): each stratum fills its emptiest
     parts. Runs with the planned moves when their outcome is known (no ``balance_edges``)."""
     plan = state.plan
@@ -260,7 +277,7 @@ def fill(state: State, *, salt: int, isolated: bool) -> int:
         run_planned(state)
     sizes, _, placed = state.projected()
     unplaced = state.table[:, 0, :] if isolated else state.linked - placed
-    fills = plan_.fill_plan(unplaced, sizes, state.caps) if unplaced.sum() else []
+    fills = schedule.fill_plan(unplaced, sizes, state.caps) if unplaced.sum() else []
     blocks = [b for b in range(state.num_blocks) if unplaced[b].sum()]
     tasks = TaskGraph()
     moves, moved_blocks = state.add_planned(tasks)
@@ -272,7 +289,7 @@ def fill(state: State, *, salt: int, isolated: bool) -> int:
                 fills[b],
                 **state.block_kw(b),
                 seed=plan.seed,
-                salt=salt,
+                salt=salts.fill(isolated=isolated),
                 num_parts=plan.num_parts,
                 isolated=isolated,
                 after=moves,
@@ -304,27 +321,27 @@ def placed_nodes(state: State) -> int:
 
 
 def place(state: State, linked: int) -> None:
-    """Streaming placement by degree level, then retries for the refused nodes."""
+    """Streaming placement by degree tier, then retries for the refused nodes."""
     plan = state.plan
     refused: list[tuple[int, int]] = []  # rounds that refused nodes for lack of room
     min_round = int(np.ceil(plan.config.round_nodes * linked / plan.num_parts))
-    for levels in plan_.level_rounds(state.table.sum(axis=(0, 2)), min_round):
-        moved = run_round(state, mode="place", levels=levels, salt=levels[1])
-        logger.debug("lp: round for degree in [2**%d, 2**%d) places %d nodes", levels[1], levels[0] + 1, moved)
-        if moved < state.table[:, levels[1] + 1 : levels[0] + 2, :].sum():
-            refused.append(levels)
-    # refused nodes retry with fresh neighbour counts, over the levels that refused
-    # some (with balance_edges moves may fall short of the plan: every level)
+    for tiers in schedule.tier_rounds(state.table.sum(axis=(0, 2)), min_round):
+        moved = run_round(state, mode="place", tiers=tiers, salt=salts.placement(tiers[1]))
+        logger.debug("lp: round for degree in [2**%d, 2**%d) places %d nodes", tiers[1], tiers[0] + 1, moved)
+        if moved < state.table[:, tiers[1] + 1 : tiers[0] + 2, :].sum():
+            refused.append(tiers)
+    # refused nodes retry with fresh neighbour counts, over the tiers that refused
+    # some (with balance_edges moves may fall short of the plan: every tier)
     span = (refused[0][0], refused[-1][1]) if refused and state.wcap is None else None
     for i in range(RETRY_ROUNDS):
         if placed_nodes(state) == linked:
             break
-        moved = run_round(state, mode="place", levels=span, salt=(1 << 19) + i)
+        moved = run_round(state, mode="place", tiers=span, salt=salts.retry(i))
         logger.debug("lp: retry round %d places %d nodes", i, moved)
         if moved == 0:
             break
     if placed_nodes(state) < linked:
-        logger.debug("lp: fill placed %d nodes", fill(state, salt=1 << 20, isolated=False))
+        logger.debug("lp: fill placed %d nodes", fill(state, isolated=False))
 
 
 def refine(state: State, *, done: int = 0) -> None:
@@ -334,19 +351,19 @@ def refine(state: State, *, done: int = 0) -> None:
     planned), which count towards ``refine_passes``."""
     plan = state.plan
     for i in range(plan.config.refine_passes):
-        moved = run_round(state, mode="refine", levels=None, salt=(1 << 21) + i) if i >= done else -1
-        cut, gain = state.cut_entries // 2, plan_.planned_gain(state.planned, num_parts=plan.num_parts)
+        moved = run_round(state, mode="refine", tiers=None, salt=salts.refine(i)) if i >= done else -1
+        cut, gain = state.cut_entries // 2, schedule.planned_gain(state.planned, num_parts=plan.num_parts)
         logger.debug("lp: refinement pass %d moves %d nodes, saving >= %d of %d cut edges", i, moved, gain, cut)
         if gain <= plan.config.refine_min_gain * cut:
             break
 
 
-def release_worker_scratch() -> None:
-    """Free the tasks' scratch arrays in every worker process (or in this one)."""
-    S.release_scratch()
+def release_worker_pools() -> None:
+    """Free the tasks' pooled arrays in every worker process (or in this one)."""
+    S.release_pools()
     if not on_worker():
         return
     from distributed import worker_client
 
     with worker_client() as client:
-        client.run(S.release_scratch)
+        client.run(S.release_pools)

@@ -14,18 +14,19 @@ from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import (
     LPConfig,
     LPMethod,
+    PartitionOptions,
     PartitionReport,
     assign_partitions,
     available_methods,
     compute_partition_report,
     register_method,
 )
-from dgl_chunked.partition import _lp_driver as lp_driver
-from dgl_chunked.partition import _lp_kernels as K
-from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition import _lp_tasks as tasks_
-from dgl_chunked.partition import lp as lp_module
-from dgl_chunked.partition._lp_graph import Ref, TaskGraph
+from dgl_chunked.partition.lp import kernels as K
+from dgl_chunked.partition.lp import method as lp_module
+from dgl_chunked.partition.lp import schedule
+from dgl_chunked.partition.lp import streaming as lp_driver
+from dgl_chunked.partition.lp import tasks as tasks_
+from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.testing import load_truth, raise_if_dask_computes, write_graph_from_truth
 
@@ -117,7 +118,7 @@ def test_lazy_deterministic_and_seeded(small: ChunkedGraph) -> None:
     assert "lp" in available_methods()
 
 
-@pytest.mark.parametrize("config", [SMALL_BLOCKS, PER_LEVEL], ids=["merged-rounds", "per-level"])
+@pytest.mark.parametrize("config", [SMALL_BLOCKS, PER_LEVEL], ids=["merged-rounds", "per-tier"])
 def test_independent_of_file_chunking(small: ChunkedGraph, tmp_path: Path, config: LPConfig) -> None:
     truth = load_truth(small.metadata.base_dir)
     other = open_chunked_graph(
@@ -230,7 +231,7 @@ def test_orient_edges_drops_self_loops_and_orders_by_block() -> None:
 def test_plan_moves_respects_caps_and_swaps() -> None:
     # stratum 0, 2 parts both full (cap 10): 4 nodes want 0 -> 1, 3 want 1 -> 0: 3 swaps
     keys = K.group_key(np.array([0, 0]), np.array([0, 1]), np.array([1, 0]), np.array([20, 10]), num_parts=2)
-    acc_n, _ = plan_.plan_moves(
+    acc_n, _ = schedule.plan_moves(
         keys,
         np.array([4, 3]),
         np.zeros(2, np.int64),
@@ -243,7 +244,7 @@ def test_plan_moves_respects_caps_and_swaps() -> None:
     assert acc_n.tolist() == [3, 3]
     # placement of 7 unplaced nodes into part 0 with room 5
     keys = K.group_key(np.array([0]), np.array([2]), np.array([0]), np.array([5]), num_parts=2)
-    acc_n, _ = plan_.plan_moves(
+    acc_n, _ = schedule.plan_moves(
         keys,
         np.array([7]),
         np.zeros(1, np.int64),
@@ -259,16 +260,16 @@ def test_plan_moves_respects_caps_and_swaps() -> None:
 def test_split_quotas_never_exceed_the_group() -> None:
     blocks, keys = np.array([0, 1, 2]), np.array([7, 7, 7])
     counts, weights = np.array([3, 3, 4]), np.array([30, 30, 40])
-    qn, qw = plan_.split_quotas(
+    qn, qw = schedule.split_quotas(
         blocks, keys, counts, weights, np.array([7]), np.array([10]), np.array([100]), np.array([5]), np.array([50])
     )
     assert qn.sum() == 5 and (qn <= counts).all() and qw.sum() <= 50
 
 
 def test_water_fill_and_fill_plan() -> None:
-    add = plan_.water_fill(np.array([5, 1, 3, 0]), 10, 7)
+    add = schedule.water_fill(np.array([5, 1, 3, 0]), 10, 7)
     assert add.sum() == 7 and (np.array([5, 1, 3, 0]) + add).max() <= 5
-    plan = plan_.fill_plan(np.array([[2], [5]]), np.array([[5, 1, 3, 0]]), np.array([10]))
+    plan = schedule.fill_plan(np.array([[2], [5]]), np.array([[5, 1, 3, 0]]), np.array([10]))
     assert sum(int(c.sum()) for _, _, c in plan) == 7 and int(plan[0][2].sum()) == 2
 
 
@@ -321,25 +322,25 @@ def test_propose_refinement_matches_a_direct_rule() -> None:
         assert prio[i] == (K.priority_of(np.array([gain]))[0] if gain > 0 else 0)
 
 
-def test_level_rounds_merge_sparse_top_levels() -> None:
-    per_level = np.zeros(64, np.int64)
-    per_level[[0, 1, 2, 3, 5, 9]] = [50, 400, 300, 120, 3, 1]  # index = level + 1; index 0: isolated
-    assert plan_.level_rounds(per_level, 0) == [(8, 8), (4, 4), (2, 2), (1, 1), (0, 0)]
-    assert plan_.level_rounds(per_level, 100) == [(8, 2), (1, 1), (0, 0)]
-    assert plan_.level_rounds(per_level, 10_000) == [(8, 0)]
+def test_tier_rounds_merge_sparse_top_tiers() -> None:
+    per_tier = np.zeros(64, np.int64)
+    per_tier[[0, 1, 2, 3, 5, 9]] = [50, 400, 300, 120, 3, 1]  # index = tier + 1; index 0: isolated
+    assert schedule.tier_rounds(per_tier, 0) == [(8, 8), (4, 4), (2, 2), (1, 1), (0, 0)]
+    assert schedule.tier_rounds(per_tier, 100) == [(8, 2), (1, 1), (0, 0)]
+    assert schedule.tier_rounds(per_tier, 10_000) == [(8, 0)]
 
 
-def test_round_spans_and_segments_select_the_round_levels() -> None:
-    per_level = np.zeros((2, 64), np.int64)
-    per_level[0, [1, 2, 4]] = [5, 3, 2]  # block 0: levels 0, 1, 3
-    per_level[1, [2]] = [4]  # block 1: level 1
-    assert plan_.round_spans(per_level, 3, 1) == [(0, 5), (0, 4)]
-    assert plan_.round_spans(per_level, 0, 0) == [(5, 10), (4, 4)]
-    # one edge file: block 0 has 6 entries (levels 3, 3, 1, 0, 0, 0), block 1 has 2 (level 1)
-    level_counts = np.zeros((2, 63), np.int64)
-    level_counts[0, [0, 1, 3]] = [3, 1, 2]
-    level_counts[1, 1] = 2
-    segs = plan_.round_segments([np.array([6, 2])], [level_counts], 1, 1)
+def test_round_spans_and_segments_select_the_round_tiers() -> None:
+    per_tier = np.zeros((2, 64), np.int64)
+    per_tier[0, [1, 2, 4]] = [5, 3, 2]  # block 0: tiers 0, 1, 3
+    per_tier[1, [2]] = [4]  # block 1: tier 1
+    assert schedule.round_spans(per_tier, 3, 1) == [(0, 5), (0, 4)]
+    assert schedule.round_spans(per_tier, 0, 0) == [(5, 10), (4, 4)]
+    # one edge file: block 0 has 6 entries (tiers 3, 3, 1, 0, 0, 0), block 1 has 2 (tier 1)
+    tier_counts = np.zeros((2, 63), np.int64)
+    tier_counts[0, [0, 1, 3]] = [3, 1, 2]
+    tier_counts[1, 1] = 2
+    segs = schedule.round_segments([np.array([6, 2])], [tier_counts], 1, 1)
     assert segs == [[(0, 2, 3)], [(0, 6, 8)]]
 
 
@@ -348,7 +349,7 @@ def test_planned_gain_is_a_lower_bound() -> None:
     prio = K.priority_of(gains)
     keys = K.group_key(np.zeros(gains.size), np.zeros(gains.size), np.ones(gains.size), prio, num_parts=2)
     quotas = [K.summarise_groups(keys, np.zeros(gains.size, np.int64))]
-    bound = plan_.planned_gain(quotas, num_parts=2)
+    bound = schedule.planned_gain(quotas, num_parts=2)
     assert 0.8 * gains.sum() < bound <= gains.sum()
 
 
@@ -378,3 +379,20 @@ def test_balance_edges_places_every_node_when_moves_fall_short(tmp_path: Path) -
         register_method("lp", LPMethod(), overwrite=True)
     assert got.min() >= 0 and got.max() < 8, np.bincount(got + 1)
     assert np.bincount(got, minlength=8).max() <= _cap(got.size, 8)
+
+
+def test_config_per_call_equals_a_registered_config(small: ChunkedGraph, small_blocks: object) -> None:
+    # small_blocks registers LPMethod(SMALL_BLOCKS); one call asks for the defaults instead
+    registered = _compute(assign_partitions(small, 3, method="lp", seed=1))["_N"]
+    per_call = assign_partitions(small, 3, method="lp", seed=1, method_config=LPConfig())
+    register_method("lp", LPMethod(), overwrite=True)
+    default = assign_partitions(small, 3, method="lp", seed=1)
+    assert per_call["_N"].name == default["_N"].name  # the same job: the same keys
+    np.testing.assert_array_equal(_compute(per_call)["_N"], _compute(default)["_N"])
+    register_method("lp", LPMethod(SMALL_BLOCKS), overwrite=True)
+    options = PartitionOptions(seed=1, method_config=SMALL_BLOCKS)
+    np.testing.assert_array_equal(_compute(assign_partitions(small, 3, method="lp", options=options))["_N"], registered)
+    with pytest.raises(AssignmentError, match="either a PartitionOptions or the keyword"):
+        assign_partitions(small, 3, method="lp", seed=2, options=options)
+    with pytest.raises(AssignmentError, match="lp expects an LPConfig, found dict"):
+        assign_partitions(small, 3, method="lp", method_config={"eps": 0.1})

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dgl_chunked.dispatch.calibration import CALIBRATION, Calibration
-from dgl_chunked.dispatch.halo_bitmap import HaloBitmap
-from dgl_chunked.dispatch.halo_ranges import range_span
+from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
+from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
+from dgl_chunked.dispatch.halo.ranges import range_span
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
 from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
@@ -28,7 +28,7 @@ from dgl_chunked.dispatch.staging import default_chunks
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.chunked.model import ChunkedGraphMetadata
 
-__all__ = ["StagePlan", "DispatchForecast", "forecast_dispatch", "HEADER_BYTES"]
+__all__ = ["StageForecast", "DispatchForecast", "forecast_dispatch", "HEADER_BYTES"]
 
 HEADER_BYTES = 4096
 """Per tensor of a DGL file, and per staged Zarr array: headers and metadata (an upper bound)."""
@@ -37,7 +37,7 @@ NODE_STAGE_BYTES_PER_ROW = 56
 
 
 @dataclass(frozen=True)
-class StagePlan:
+class StageForecast:
     """One compute of the run."""
 
     name: str
@@ -55,7 +55,7 @@ class DispatchForecast:
     edges: int
     num_parts: int
     workers: int
-    stages: tuple[StagePlan, ...]
+    stages: tuple[StageForecast, ...]
     staging_bytes: int
     output_bytes: int
     halo_nodes_per_part: int
@@ -205,18 +205,18 @@ def forecast_dispatch(
         for t in meta.node_types
         for start in range(0, meta.num_nodes(t), opts.block_rows)
     ]
-    node_stage = StagePlan(
+    node_stage = StageForecast(
         "stage assignment",
         len(node_work),
         NODE_STAGE_BYTES_PER_ROW * min(opts.block_rows, max(n_total, 1)),
         cal.stage_overhead_s + _task_seconds(node_work, workers),
     )
-    number_stage = StagePlan("number nodes", node_stage.tasks, node_stage.task_bytes, node_stage.seconds)
+    number_stage = StageForecast("number nodes", node_stage.tasks, node_stage.task_bytes, node_stage.seconds)
     cache = _lookup_bytes(meta, num_parts, opts)
     edge_work = [r * cal.edge_s_per_edge for r in edge_rows] + [
         b * cal.feature_s_per_byte for b in node_feat_chunks + edge_feat_chunks
     ]
-    edge_stage = StagePlan(
+    edge_stage = StageForecast(
         "stage edges and features",
         len(edge_rows)
         + len(node_feat_chunks)
@@ -235,7 +235,7 @@ def forecast_dispatch(
         + (per_part.nodes + per_part.halo) * cal.write_s_per_node
         + (per_part.node_feat_bytes + per_part.edge_feat_bytes) * cal.write_s_per_byte
     )
-    write_stage = StagePlan(
+    write_stage = StageForecast(
         "write partitions",
         num_parts,
         _writer_bytes(per_part, n_total, max(edge_rows, default=0), num_parts, opts, cal),
@@ -283,9 +283,9 @@ def _writer_bytes(
     budget = opts.halo_budget()
     if opts.keep_halo_edges:  # multi-hop HALO: a bitmap of the ID space, the HALO IDs and edges in memory
         tables = HaloBitmap.nbytes(n_total) + 8 * halo + 32 * halo
-    elif HaloBitmap.nbytes(n_total) <= budget:  # a bitmap of the ID space (halo_bitmap.py)
+    elif HaloBitmap.nbytes(n_total) <= budget:  # a bitmap of the ID space (halo/bitmap.py)
         tables = HaloBitmap.nbytes(n_total)
-    else:  # range by range (halo_ranges.py)
+    else:  # range by range (halo/ranges.py)
         tables = HaloBitmap.nbytes(range_span(budget)) + 2 * 8 * max_chunk // num_parts
     segment = cal.writer_bytes_per_segment_edge * max_chunk / num_parts  # one chunk's rows of this partition
     extra = 0.0

@@ -2,8 +2,8 @@
 
 Runs inside the ``lp`` driver task (:func:`dgl_chunked.partition.lp.run_lp`), after the
 ``lp`` staging, and hands the projected assignment to the ``lp`` rounds
-(:mod:`._lp_driver`) for balancing and refinement under the hard caps. Each step is one
-Dask computation of per-block tasks (:mod:`._ml_tasks`); the driver keeps per-block
+(:mod:`.streaming`) for balancing and refinement under the hard caps. Each step is one
+Dask computation of per-block tasks (:mod:`.coarsen_tasks`); the driver keeps per-block
 counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
 ``coarse_entries``). See :mod:`dgl_chunked.partition.lp`.
 """
@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import itertools
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_driver as D
-from dgl_chunked.partition import _lp_store as S
-from dgl_chunked.partition import _ml_kernels as MK
-from dgl_chunked.partition import _ml_project as P
-from dgl_chunked.partition import _ml_tasks as M
-from dgl_chunked.partition._lp_config import LPPlan
-from dgl_chunked.partition._lp_graph import TaskGraph
+from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp import coarsen_tasks as C
+from dgl_chunked.partition.lp import finalists as F
+from dgl_chunked.partition.lp import projection as P
+from dgl_chunked.partition.lp import salts
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp import streaming as D
+from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.partition.metis import metis_parts
 
 if TYPE_CHECKING:
@@ -48,24 +49,9 @@ def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> No
             _assign(state, root, linked)
         else:
             D.refine(state)
-        logger.debug("lp: isolated nodes: %d", D.fill(state, salt=(1 << 20) + 1, isolated=True))
+        logger.debug("lp: isolated nodes: %d", D.fill(state, isolated=True))
     finally:
-        D.release_worker_scratch()
-
-
-def _run(tasks: TaskGraph, func: Any, level: M.Level, *args: Any) -> list[Any]:
-    """``func(level, b, *args)`` for every block ``b``, as one computation."""
-    return tasks.compute([tasks.add(func, level, b, *args) for b in range(level.num_blocks)])
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    """An initial assignment at the input, saved under ``name`` (:func:`._ml_project.keep_task`)."""
-
-    name: str
-    label: str  # for the log
-    cut: int  # entries cut at the input before settling and refining (unplaced nodes: cut)
-    counts: list[tuple[IdArray, IdArray]] | None  # per block, as write_parts returns; None: streaming
+        D.release_worker_pools()
 
 
 def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
@@ -78,7 +64,7 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     D.place(state, linked)
     # a refinement round measures the streaming cut (the placement's last moves run at
     # its start); its planned moves stay for the refinement when the streaming one stays
-    D.run_round(state, mode="refine", levels=None, salt=(1 << 21) + 63)
+    D.run_round(state, mode="refine", tiers=None, salt=salts.refine())
     stream_cut = state.cut_entries
     entries = sum(int(c.sum()) for c in state.block_counts)
     random_cut = entries * (1 - 1 / state.plan.num_parts)
@@ -94,14 +80,14 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
         D.refine(state, done=1)
         return
     state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
-    _run(TaskGraph(), P.keep_task, level, "stream")
-    stream = (state.sizes.copy(), state.wsizes.copy(), state.placed.copy())
-    plain = [_Candidate("stream", "streaming assignment", stream_cut, None)]
-    pure: list[_Candidate] = []
+    P.run_blocks(TaskGraph(), P.keep_task, level, "stream")
+    stream = state.snapshot()
+    plain = [F.Candidate("stream", "streaming assignment", stream_cut, None)]
+    pure: list[F.Candidate] = []
     cuts: list[int | None] = []
     # one multilevel assignment per cluster weight (within the budget: one, METIS alone)
     for i, fraction in enumerate((cfg.cluster_weight,) + (() if fits else cfg.extra_cluster_weights)):
-        _run(TaskGraph(), P.restore_task, level, None)
+        P.run_blocks(TaskGraph(), P.restore_task, level, None)
         got = _multilevel(state, level, fraction, i)
         cuts.append(got[0].cut if got else None)
         plain += got[:1]
@@ -109,64 +95,13 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     best = min(plain, key=lambda c: c.cut)  # ties: the first (streaming, then lower cluster weight)
     logger.info("lp: initial cut entries: streaming %d, multilevel %s: keeping the %s", stream_cut, cuts, best.label)
     finalists = [best] + ([min(pure, key=lambda c: c.cut)] if pure else [])
-    _refined_best(state, level, finalists, stream, linked)
+    F.refined_best(state, level, finalists, stream, linked)
 
 
-def _take(
-    state: D.State,
-    level: M.Level,
-    cand: _Candidate,
-    stream: tuple[IdArray, IdArray, IdArray],
-    linked: int,
-) -> None:
-    """Put ``cand`` back into the ``lp`` state and files, settled under the caps."""
-    _run(TaskGraph(), P.restore_task, level, cand.name)
-    if cand.counts is not None:
-        _settle(state, cand.counts, linked)
-    else:
-        state.sizes, state.wsizes, state.placed = (a.copy() for a in stream)
-
-
-def _refined_best(
-    state: D.State,
-    level: M.Level,
-    finalists: list[_Candidate],
-    stream: tuple[IdArray, IdArray, IdArray],
-    linked: int,
-) -> None:
-    """Settle and refine every finalist; keep the one cutting fewest entries then (ties:
-    the first). One finalist is only settled and refined.
-
-    The cut before the refinement misleads here: on SBM uniform 1M nodes at 4 parts
-    the purified assignment cut fewer entries at the input than the level-by-level one
-    but 0.1112 of the edges after the refinement, against 0.0750.
-    """
-    if len(finalists) == 1:
-        _take(state, level, finalists[0], stream, linked)
-        D.refine(state)
-        return
-    cuts, kept = [], []
-    for k, cand in enumerate(finalists):
-        _take(state, level, cand, stream, linked)
-        D.refine(state)
-        D.run_planned(state)  # the last pass's moves: the cut below is the final one
-        cuts.append(sum(_run(TaskGraph(), P.cut_task, level, f"final{k}")))
-        kept.append((state.sizes.copy(), state.wsizes.copy(), state.placed.copy()))
-    k = int(np.argmin(cuts))
-    logger.info(
-        "lp: cut entries after the refinement: %s: keeping the %s",
-        ", ".join(f"{c.label} {cut}" for c, cut in zip(finalists, cuts, strict=True)),
-        finalists[k].label,
-    )
-    if k != len(finalists) - 1:
-        _run(TaskGraph(), P.restore_task, level, f"final{k}")
-        state.sizes, state.wsizes, state.placed = kept[k]
-
-
-def _level0(state: D.State, root: S.ScratchRoot) -> M.Level:
+def _level0(state: D.State, root: S.ScratchRoot) -> C.Level:
     plan, n = state.plan, state.num_nodes
     offsets = tuple(min(b * plan.block_rows, n) for b in range(state.num_blocks + 1))
-    return M.Level(
+    return C.Level(
         index=0,
         offsets=offsets,
         lp_root=root,
@@ -177,7 +112,7 @@ def _level0(state: D.State, root: S.ScratchRoot) -> M.Level:
     )
 
 
-def _multilevel(state: D.State, level: M.Level, fraction: float, i: int) -> list[_Candidate]:
+def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list[F.Candidate]:
     """The multilevel assignment of cluster weight ``fraction`` (the ``i``-th), saved as
     ``ml<i>``: coarsen, partition the coarsest level, project it level by level to level
     0; with ``purify_rounds`` and at least one coarse level, then the purified one too,
@@ -197,23 +132,23 @@ def _multilevel(state: D.State, level: M.Level, fraction: float, i: int) -> list
         return []
     name = "part"  # the coarser level's partition files
     for fine, coarser in reversed(list(itertools.pairwise(levels))):
-        counts = _run(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
+        counts = P.run_blocks(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
         name = "part"
         if fine.index > 0:
             name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
     label = f"multilevel assignment of cluster weight {fraction}"
-    out = [_Candidate(f"ml{i}", label, sum(_run(TaskGraph(), P.cut_task, level, f"ml{i}")), counts)]
+    out = [F.Candidate(f"ml{i}", label, sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"ml{i}")), counts)]
     if len(levels) > 1 and plan.config.purify_rounds:
         _purify(levels, plan)
         _initial(levels[-1], plan)
-        counts = _run(TaskGraph(), P.project_task, level, levels[-1], plan.num_parts, "part")
-        cut = sum(_run(TaskGraph(), P.cut_task, level, f"pure{i}"))
-        out.append(_Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
+        counts = P.run_blocks(TaskGraph(), P.project_task, level, levels[-1], plan.num_parts, "part")
+        cut = sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"pure{i}"))
+        out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
         logger.info("lp: cut entries at the input: level by level %d, purified %d", out[0].cut, cut)
     return out
 
 
-def _coarsen_levels(state: D.State, level: M.Level, fraction: float) -> list[M.Level] | None:
+def _coarsen_levels(state: D.State, level: C.Level, fraction: float) -> list[C.Level] | None:
     """Coarsen until the graph fits the budget (clusters within ``fraction`` of a part's
     share, relaxed when a level stalls): every level from ``level`` to the coarsest, or
     None when a level stalls at the largest clusters or ``max_levels`` is reached."""
@@ -241,7 +176,7 @@ def _coarsen_levels(state: D.State, level: M.Level, fraction: float) -> list[M.L
     return levels
 
 
-def _purify(levels: list[M.Level], plan: LPPlan) -> None:
+def _purify(levels: list[C.Level], plan: LPPlan) -> None:
     """Move every input node to the coarsest-level cluster it has the most edges to,
     ``rounds`` times, then rebuild the coarsest level (node weights, entries) from the
     input under that map.
@@ -258,21 +193,21 @@ def _purify(levels: list[M.Level], plan: LPPlan) -> None:
     fine, coarse = levels[0], levels[-1]
     blocks = range(fine.num_blocks)
     tasks = TaskGraph()
-    tasks.compute([tasks.add(M.top_task, fine, b, tuple(levels)) for b in blocks])
+    tasks.compute([tasks.add(C.top_task, fine, b, tuple(levels)) for b in blocks])
     names = ["top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)), "cid"]
     for r, (src, dst) in enumerate(itertools.pairwise(names)):
         tasks = TaskGraph()
         moved = tasks.compute(
-            [tasks.add(M.purify_task, fine, b, src, dst, seed=plan.seed, salt=(1 << 27) + 2 * r) for b in blocks]
+            [tasks.add(C.purify_task, fine, b, src, dst, seed=plan.seed, salt=salts.purify(r)) for b in blocks]
         )
         logger.debug("lp: purification moved %d nodes to another coarsest cluster", sum(moved))
     tasks = TaskGraph()
-    pieces = [tasks.add(M.weight_pieces_task, fine, b, coarse) for b in blocks]
-    sums = [tasks.add(M.coarse_weights_task, coarse, t, after=pieces) for t in blocks]
-    tasks.compute(sums + [tasks.add(M.contract_task, fine, b, coarse) for b in blocks])
+    pieces = [tasks.add(C.weight_pieces_task, fine, b, coarse) for b in blocks]
+    sums = [tasks.add(C.coarse_weights_task, coarse, t, after=pieces) for t in blocks]
+    tasks.compute(sums + [tasks.add(C.contract_task, fine, b, coarse) for b in blocks])
 
 
-def _refine_level(level: M.Level, plan: LPPlan, weights: IdArray, caps: IdArray, wcap: int | None) -> str:
+def _refine_level(level: C.Level, plan: LPPlan, weights: IdArray, caps: IdArray, wcap: int | None) -> str:
     """``LPConfig.coarse_refine_rounds`` label-propagation rounds on a coarse level
     under the caps (per stratum, and owned edges with ``balance_edges``): each block may
     fill ``1 / B`` of a part's room per round. The rounds read and write alternate
@@ -284,7 +219,7 @@ def _refine_level(level: M.Level, plan: LPPlan, weights: IdArray, caps: IdArray,
         kw: dict[str, Any] = {
             "num_parts": plan.num_parts,
             "seed": plan.seed,
-            "salt": (1 << 26) + (level.index << 8) + 2 * r,
+            "salt": salts.coarse_refine(level.index, r),
         }
         tasks = TaskGraph()
         dst = f"part{r % 2}"
@@ -297,21 +232,21 @@ def _refine_level(level: M.Level, plan: LPPlan, weights: IdArray, caps: IdArray,
     return src
 
 
-def _coarsen(level: M.Level, plan: LPPlan, fraction: float) -> tuple[M.Level, int, int, int]:
+def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, int, int, int]:
     """Size-constrained clustering of ``level``, then its contraction: the coarse level,
     its node and entry counts and its entries' weight (the weight between clusters)."""
     cfg, blocks = plan.config, range(level.num_blocks)
     level.create()
     tasks = TaskGraph()
-    init = tasks.compute([tasks.add(M.init_task, level, b) for b in blocks])
-    caps = MK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
+    init = tasks.compute([tasks.add(C.init_task, level, b) for b in blocks])
+    caps = CK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
     for r in range(cfg.cluster_rounds):
-        kw: dict[str, Any] = {"seed": plan.seed, "salt": (1 << 24) + (level.index << 8) + 4 * r, "caps": caps}
+        kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.coarsen(level.index, r), "caps": caps}
         tasks = TaskGraph()
-        propose = [tasks.add(M.propose_task, level, b, min_share=cfg.cluster_min_share, **kw) for b in blocks]
-        accept = [tasks.add(M.accept_task, level, t, after=propose, **kw) for t in blocks]
-        apply = [tasks.add(M.apply_task, level, b, after=accept) for b in blocks]
-        release = [tasks.add(M.release_task, level, t, after=apply) for t in blocks]
+        propose = [tasks.add(C.propose_task, level, b, min_share=cfg.cluster_min_share, **kw) for b in blocks]
+        accept = [tasks.add(C.accept_task, level, t, after=propose, **kw) for t in blocks]
+        apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
+        release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
         out = tasks.compute(propose + accept + release)
         logger.debug(
             "lp: level %d round %d: %d joins proposed, %d accepted",
@@ -321,9 +256,9 @@ def _coarsen(level: M.Level, plan: LPPlan, fraction: float) -> tuple[M.Level, in
             sum(out[len(propose) : 2 * len(propose)]),
         )
     tasks = TaskGraph()
-    leaders = tasks.compute([tasks.add(M.leaders_task, level, b) for b in blocks])
+    leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
     offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(leaders)]))
-    coarse = M.Level(
+    coarse = C.Level(
         index=level.index + 1,
         offsets=offsets,
         lp_root=level.lp_root,
@@ -333,21 +268,21 @@ def _coarsen(level: M.Level, plan: LPPlan, fraction: float) -> tuple[M.Level, in
     )
     coarse.create()
     tasks = TaskGraph()
-    number = [tasks.add(M.number_task, level, b, coarse) for b in blocks]
-    mapped = [tasks.add(M.map_task, level, b, after=number) for b in blocks]
-    out = tasks.compute([tasks.add(M.contract_task, level, b, coarse, after=mapped) for b in blocks])
+    number = [tasks.add(C.number_task, level, b, coarse) for b in blocks]
+    mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
+    out = tasks.compute([tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks])
     return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out))
 
 
-def _initial(level: M.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:
+def _initial(level: C.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:
     """Partition the coarsest level in memory with METIS (node and edge weights); store
-    its parts. Returns what :func:`._ml_tasks.write_parts` returns per block."""
+    its parts. Returns what :func:`.projection.write_parts` returns per block."""
     tasks = TaskGraph()
-    got = tasks.compute([tasks.add(M.gather_task, level, b) for b in range(level.num_blocks)])
+    got = tasks.compute([tasks.add(C.gather_task, level, b) for b in range(level.num_blocks)])
     u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
     node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])
     index = np.cumsum(active) - 1
-    xadj, adjncy, eweights = MK.weighted_csr(index[u], index[v], w, int(active.sum()))
+    xadj, adjncy, eweights = CK.weighted_csr(index[u], index[v], w, int(active.sum()))
     del u, v, w
     vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
     part = np.full(active.size, -1, np.int32)
@@ -362,49 +297,3 @@ def _initial(level: M.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:
     return tasks.compute(
         [tasks.add(P.write_parts, level, b, part[off[b] : off[b + 1]], plan.num_parts) for b in range(level.num_blocks)]
     )
-
-
-def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:
-    """Share each (stratum, part)'s excess among the blocks in proportion to the nodes
-    they hold there (largest remainder, ties to the lower block): ``[B, S, P]``."""
-    total = per_block.sum(axis=0)
-    num = excess[None, :, :] * per_block
-    base = num // np.maximum(total, 1)[None]
-    rem = num % np.maximum(total, 1)[None]
-    quota = base.copy()
-    left = excess - base.sum(axis=0)
-    for s, p in zip(*np.nonzero(left), strict=True):
-        order = np.lexsort((np.arange(per_block.shape[0]), -rem[:, s, p]))
-        quota[order[: int(left[s, p])], s, p] += 1
-    return np.asarray(np.minimum(quota, per_block), np.int64)
-
-
-def _settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) -> None:
-    """Take the projected assignment into the ``lp`` state; unplace each stratum's
-    excess over its cap, then place the unplaced nodes by the ``lp`` rounds (and fill)."""
-    plan = state.plan
-    per_block = np.stack([c[0] for c in counts])  # [B, S, P]
-    state.sizes = per_block.sum(axis=0)
-    state.wsizes = np.sum([c[1] for c in counts], axis=0).astype(np.int64)
-    state.placed = per_block.sum(axis=2)
-    excess = np.clip(state.sizes - state.caps[:, None], 0, None)
-    if excess.any():
-        quotas = _excess_quotas(excess, per_block)
-        blocks = [b for b in range(state.num_blocks) if quotas[b].any()]
-        tasks = TaskGraph()
-        kw: dict[str, Any] = {"seed": plan.seed, "salt": (1 << 22)}
-        gone = tasks.compute(
-            [tasks.add(P.unplace_task, state.root, b, b * plan.block_rows, quotas[b], **kw) for b in blocks]
-        )
-        for b, (gone_n, gone_w) in zip(blocks, gone, strict=True):
-            state.placed[b] -= gone_n
-            state.wsizes -= gone_w
-        state.sizes = state.sizes - quotas.sum(axis=0)
-        logger.debug("lp: %d nodes over the caps unplaced", int(quotas.sum()))
-    for i in range(D.RETRY_ROUNDS):
-        if D.placed_nodes(state) == linked:
-            break
-        if D.run_round(state, mode="place", levels=None, salt=(1 << 19) + i) == 0:
-            break
-    if D.placed_nodes(state) < linked:
-        logger.debug("lp: fill placed %d nodes", D.fill(state, salt=1 << 20, isolated=False))

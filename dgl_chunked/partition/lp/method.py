@@ -8,10 +8,10 @@ staged entries among the streaming and the level-by-level ones, and the purified
 cutting fewest, are both settled and refined (step 4 below), and the one cutting fewer
 entries then is kept:
 
-- the **multilevel** one (:mod:`._ml_driver`, issue #14), for graphs with community
+- the **multilevel** one (:mod:`.multilevel`, issue #14), for graphs with community
   structure (citation, social, e-commerce graphs; planted-partition and LFR graphs):
 
-  a. *coarsening*, out of core, per node block (:mod:`._ml_tasks`): size-constrained
+  a. *coarsening*, out of core, per node block (:mod:`.coarsen_tasks`): size-constrained
      label-propagation clustering (``cluster_rounds`` rounds; in each a seeded half
      of the nodes may join the neighbouring cluster they are most connected to, by
      edge weight, when it gains and the cluster stays within ``cluster_weight`` of a
@@ -20,8 +20,9 @@ entries then is kept:
      proposals within the cap, a release stage at the old cluster's block takes the
      leavers' weight off), then contraction: a group-by of ``(cluster(u),
      cluster(v))`` summing edge weights, cluster weights summed as node weights, both
-     in ``.npy``/``.npz`` scratch through fsspec. Repeated until the graph fits the
-     in-memory budget (``coarse_nodes`` nodes and ``coarse_entries`` entries); a
+     in array files (:mod:`dgl_chunked.storage.arrays`) in the scratch directory,
+     through fsspec. Repeated until the graph fits the in-memory budget
+     (``coarse_nodes`` nodes and ``coarse_entries`` entries); a
      level that barely shrinks relaxes the cluster caps 4x (up to half a part);
   b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
@@ -47,25 +48,25 @@ entries then is kept:
 
 Then all share steps 4 and 5. Every step is a map over edge read tasks (consecutive
 edge files of about the graph's task size, :mod:`dgl_chunked.io.chunked.groups`) or node blocks
-plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per step:
+plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per step:
 
 1. **Stage** (one task per edge read task): read the edges, make them homogeneous
    (``orig_nid``), drop self-loops *for the partitioner only* and write both
    directions of every edge (block-local ``u``, neighbour ``v``), ordered by ``u``'s
-   node block, plus the self-loops, to scratch ``.npy`` files (layout:
-   :mod:`._lp_store`). The graph is thus symmetrised; multi-edges are kept as weight
+   node block, plus the self-loops, to scratch array files (layout:
+   :mod:`.store`). The graph is thus symmetrised; multi-edges are kept as weight
    (a doubled edge cut twice counts twice, as in the quality report) instead of being
    deduplicated. The input graph is never changed.
 2. **Prepare** (one task per node block, in the same computation): degree, owned
    edges (in-degree plus self-loops: the ``balance_edges`` weight, counted only
-   then), ``level = floor(log2 degree)``, the balance *stratum* (node type x first
+   then), the degree *tier* ``floor(log2 degree)``, the balance *stratum* (node type x first
    true mask named in ``balance_ntypes``) and the block's nodes ordered by falling
-   level; then each edge file's entries are reordered by (block, falling level of ``u``).
-3. **Streaming placement** (Fennel, by degree level, highest first): consecutive
-   levels are merged, from the top, into rounds of at least ``round_nodes`` of a
-   part's share of the nodes with neighbours (the sparse top levels share a round;
+   tier; then each edge file's entries are reordered by (block, falling tier of ``u``).
+3. **Streaming placement** (Fennel, by degree tier, highest first): consecutive
+   tiers are merged, from the top, into rounds of at least ``round_nodes`` of a
+   part's share of the nodes with neighbours (the sparse top tiers share a round;
    the bulky low ones keep their own). A round reads the staged entries of its nodes
-   only and touches only its nodes (a contiguous span of each block's level order),
+   only and touches only its nodes (a contiguous span of each block's tier order),
    so every entry is read once over all rounds. Each block counts its round nodes'
    placed neighbours per part, reading the whole assignment (under 64 MiB, else one
    block file at a time), and proposes the open part maximising
@@ -74,7 +75,7 @@ plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per
    ``balance_edges``). High-degree nodes go first, so hubs find each other as in a
    sequential degree-ordered stream (nodes of one round do not see each other's
    choice). Up to three retry rounds re-propose the nodes refused for lack of room,
-   over the levels of the rounds that refused some (every level with
+   over the tiers of the rounds that refused some (every tier with
    ``balance_edges``); a **fill** puts any still left into the emptiest parts of their
    stratum.
 4. **Refinement** (at most ``refine_passes`` label-propagation passes): every placed
@@ -87,7 +88,7 @@ plus a small reduce in the driver (:mod:`._lp_driver`), one Dask computation per
 
 Every proposal round ends with the **move step**: the blocks summarise their
 proposals per group ``(stratum, from, to, priority)``; the driver
-(:func:`._lp_plan.plan_moves`) pairs opposite moves into swaps, then serves groups by
+(:func:`.schedule.plan_moves`) pairs opposite moves into swaps, then serves groups by
 priority within the room of every (stratum, part) and, with ``balance_edges``, of
 every part's owned edges; quotas are shared among blocks, and each block moves its
 candidates in seeded hash order within its quota. The moves run at the start of the
@@ -107,7 +108,7 @@ per node, under 64 MiB) or one block of it; a proposal task at most four histogr
 parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
-work here; :func:`._lp_store.scratch_array`) and freed at the end of the run. Peak RSS per
+work here; :func:`.store.pooled_array`) and freed at the end of the run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
 strata), per-block tables of ``64 x S`` and the edge-file segments per block.
@@ -122,7 +123,7 @@ adds about 48 bytes per entry at level 0 and less per coarser level.
 **Determinism**: the output is a function of the graph, ``num_parts``, the seed and
 :class:`LPConfig`. Histograms are exact integer sums, blocks are fixed ID ranges
 (``block_rows`` depends on the node count, not on the files), rounds follow the global
-level counts and ties are broken by a seeded hash of the node ID, so the output does
+tier counts and ties are broken by a seeded hash of the node ID, so the output does
 not depend on the file chunking (edges or nodes), the number of workers or the
 scheduler. The multilevel steps too: clustering moves are decided from sums over
 (node, cluster) pairs, acceptance in (gain, seeded hash) order, coarse IDs follow
@@ -141,13 +142,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.errors import DglChunkedError
-from dgl_chunked.partition import _lp_store as S
+from dgl_chunked.errors import AssignmentError, DglChunkedError
 from dgl_chunked.partition._base import check_seed, input_stamp, mask_features
-from dgl_chunked.partition._lp_config import LPConfig, LPPlan
-from dgl_chunked.partition._ml_driver import run_multilevel
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp.config import LPConfig, LPPlan
+from dgl_chunked.partition.lp.multilevel import run_multilevel
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.owned import create_owned_dir, remove_owned, scratch_dir
+from dgl_chunked.storage.owned import create_owned_dir, make_scratch_dir, remove_owned
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +169,8 @@ class LPMethod:
     Parameters
     ----------
     config
-        Tuning; None uses the :class:`LPConfig` defaults.
+        Tuning; None uses the :class:`LPConfig` defaults. One call can use another
+        (``assign_partitions(..., method="lp", method_config=LPConfig(...))``).
 
     Examples
     --------
@@ -187,7 +189,7 @@ class LPMethod:
         One driver task (:func:`run_lp`) runs the algorithm when the arrays are
         computed: it submits its own Dask computations (through ``worker_client`` on a
         distributed worker, else on the current scheduler) and leaves the result in a
-        scratch directory (one ``.npy`` file per node block) that the output chunks
+        scratch directory (one array file per node block) that the output chunks
         read. ``balance_ntypes`` may name node types (always balanced) and boolean node
         features (one stratum per first true one).
         """
@@ -195,13 +197,16 @@ class LPMethod:
         from dask.base import tokenize
 
         md = graph.metadata
-        scratch = options.scratch_dir or self.config.scratch_dir
+        config = self.config if options.method_config is None else options.method_config
+        if not isinstance(config, LPConfig):
+            raise AssignmentError(f"method_config: lp expects an LPConfig, found {type(config).__name__}")
+        scratch = options.scratch_dir or config.scratch_dir
         plan = LPPlan(
             num_parts=num_parts,
             seed=check_seed(options.seed),
             balance_edges=options.balance_edges,
-            config=self.config,
-            block_rows=self.config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
+            config=config,
+            block_rows=config.rows_per_block(num_parts, int(md.node_type_offsets[-1])),
             masks=tuple(mask_features(graph, options.balance_ntypes)),
             scratch_dir=None if scratch is None else str(scratch),
             scratch_options=options.storage_options if scratch is not None and fs.is_url(scratch) else None,
@@ -276,8 +281,8 @@ def _new_root(plan: LPPlan) -> S.ScratchRoot:
     # one store per execution: a driver rerun while the first still runs must not share it
     name = f"{plan.token[:16]}-{uuid.uuid4().hex[:16]}"
     if plan.scratch_dir is None:
-        path = scratch_dir(tempfile.gettempdir(), "lp", name)
+        path = make_scratch_dir(tempfile.gettempdir(), "lp", name)
         atexit.register(_remove_quietly, path)
         return S.ScratchRoot(path)
-    path = scratch_dir(plan.scratch_dir, "lp", name, storage_options=plan.scratch_options)
+    path = make_scratch_dir(plan.scratch_dir, "lp", name, storage_options=plan.scratch_options)
     return S.ScratchRoot(path, plan.scratch_options)

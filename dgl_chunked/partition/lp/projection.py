@@ -1,5 +1,5 @@
 """Uncoarsening tasks of the multilevel ``lp`` method: store and project partitions,
-refine coarse levels, settle level 0 (scratch layout: :mod:`._ml_tasks`)."""
+refine coarse levels, settle level 0 (scratch layout: :mod:`.coarsen_tasks`)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition import _lp_plan as plan_
-from dgl_chunked.partition import _lp_store as LS
-from dgl_chunked.partition import _ml_kernels as MK
-from dgl_chunked.partition import _ml_tasks as S
-from dgl_chunked.partition._lp_kernels import LOCAL_MASK, node_order
-from dgl_chunked.partition._ml_tasks import Level
+from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp import coarsen_tasks as C
+from dgl_chunked.partition.lp import schedule
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp.coarsen_tasks import Level
+from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition.lp.taskgraph import TaskGraph
 
-__all__: list[str] = []
+__all__ = ["run_blocks"]
 
 GROUP_ENTRIES = 1 << 21
 """Staged entries the cut count reads at once (as ``LPConfig.group_entries``)."""
@@ -26,35 +27,35 @@ def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: in
     """Store block ``b``'s partitions; at level 0 into ``lp``'s result, returning the
     nodes per (stratum, part) ``[S, P]`` and owned edges per part ``[P]``."""
     if level.index > 0:
-        S.save(level.url(f"part-{b}"), part)
-        w, _ = S.node_weights(level, b)
+        C.save(level.url(f"part-{b}"), part)
+        w, _ = C.node_weights(level, b)
         return part_weights(part, w, num_parts), np.empty(0, np.int64)
-    LS.write_block(level.lp_root, b, "part", part.astype(np.int32))
+    S.write_block(level.lp_root, b, "part", part.astype(np.int32))
     placed = part >= 0
-    stratum = LS.read_block(level.lp_root, b, "stratum").astype(np.int64)[placed]
+    stratum = S.read_block(level.lp_root, b, "stratum").astype(np.int64)[placed]
     sizes = np.bincount(stratum * num_parts + part[placed], minlength=level.num_strata * num_parts)
-    weight = LS.read_block(level.lp_root, b, "weight")[placed]
+    weight = S.read_block(level.lp_root, b, "weight")[placed]
     wsizes = np.bincount(part[placed], weights=weight, minlength=num_parts)
     return sizes.reshape(level.num_strata, num_parts).astype(np.int64), np.rint(wsizes).astype(np.int64)
 
 
 def project_task(level: Level, b: int, coarse: Level, num_parts: int, name: str) -> tuple[IdArray, IdArray]:
     """Partitions of block ``b``: those of their clusters at the coarse level (files ``name``)."""
-    cid = S.load(level.url(f"cid-{b}"))
+    cid = C.load(level.url(f"cid-{b}"))
     part = np.full(cid.size, -1, np.int32)
     pos = cid >= 0
-    part[pos] = S.lookup(coarse, name, cid[pos])
+    part[pos] = C.lookup(coarse, name, cid[pos])
     return write_parts(level, b, part, num_parts)
 
 
 def unplace_task(
-    lp_root: LS.ScratchRoot, b: int, lo: int, quota: IdArray, *, seed: int, salt: int
+    lp_root: S.ScratchRoot, b: int, lo: int, quota: IdArray, *, seed: int, salt: int
 ) -> tuple[IdArray, IdArray]:
     """Unplace ``quota[s, p]`` nodes of stratum ``s`` from part ``p`` (seeded hash order)
     in block ``b`` (first ``orig_nid`` ``lo``); return the nodes ``[S]`` and owned edges ``[P]`` taken away."""
-    part = LS.read_block(lp_root, b, "part")
-    stratum = LS.read_block(lp_root, b, "stratum")
-    weight = LS.read_block(lp_root, b, "weight")
+    part = S.read_block(lp_root, b, "part")
+    stratum = S.read_block(lp_root, b, "stratum")
+    weight = S.read_block(lp_root, b, "weight")
     num_strata, num_parts = quota.shape
     rank = node_order(np.arange(lo, lo + part.size, dtype=np.int64), seed=seed, salt=salt)
     gone_n, gone_w = np.zeros(num_strata, np.int64), np.zeros(num_parts, np.int64)
@@ -64,7 +65,7 @@ def unplace_task(
         part[nodes] = -1
         gone_n[s] += nodes.size
         gone_w[p] += int(weight[nodes].sum())
-    LS.write_block(lp_root, b, "part", part)
+    S.write_block(lp_root, b, "part", part)
     return gone_n, gone_w
 
 
@@ -74,26 +75,26 @@ def _lp_parts(level: Level, ids: IdArray) -> npt.NDArray[np.int32]:
     out = np.empty(ids.size, np.int32)
     for b in np.unique(block).tolist():
         sel = block == b
-        out[sel] = LS.read_block(level.lp_root, b, "part")[ids[sel] - level.offsets[b]]
+        out[sel] = S.read_block(level.lp_root, b, "part")[ids[sel] - level.offsets[b]]
     return out
 
 
 def keep_task(level: Level, b: int, name: str) -> None:
     """Keep a copy of block ``b``'s level-0 assignment under ``name``."""
-    S.save(level.url(f"{name}-{b}"), LS.read_block(level.lp_root, b, "part"))
+    C.save(level.url(f"{name}-{b}"), S.read_block(level.lp_root, b, "part"))
 
 
 def cut_task(level: Level, b: int, save: str | None) -> int:
     """Cut entries of block ``b`` under the current level-0 assignment (unplaced nodes
     count as cut), read ``GROUP_ENTRIES`` staged entries at a time; with ``save``, keep a
     copy of the block's assignment under that name."""
-    part = LS.read_block(level.lp_root, b, "part")
+    part = S.read_block(level.lp_root, b, "part")
     if save is not None:
-        S.save(level.url(f"{save}-{b}"), part)
+        C.save(level.url(f"{save}-{b}"), part)
     cut = 0
-    for group in plan_.group_segments(list(level.segs[b]), GROUP_ENTRIES):  # memory: one group
-        u = (LS.read_segments(level.lp_root, group, "u") & LOCAL_MASK).astype(np.int64)
-        v = LS.read_segments(level.lp_root, group, "v").astype(np.int64)
+    for group in schedule.group_segments(list(level.segs[b]), GROUP_ENTRIES):  # memory: one group
+        u = (S.read_segments(level.lp_root, group, "u") & LOCAL_MASK).astype(np.int64)
+        v = S.read_segments(level.lp_root, group, "v").astype(np.int64)
         pu = part[u] if u.size else np.empty(0, np.int32)
         cut += int(((pu < 0) | (pu != _lp_parts(level, v))).sum())
     return cut
@@ -102,9 +103,9 @@ def cut_task(level: Level, b: int, save: str | None) -> int:
 def restore_task(level: Level, b: int, name: str | None) -> None:
     """Put back the saved assignment ``name`` of block ``b`` (None: nothing placed)."""
     if name is None:
-        LS.write_block(level.lp_root, b, "part", np.full(level.rows(b), -1, np.int32))
+        S.write_block(level.lp_root, b, "part", np.full(level.rows(b), -1, np.int32))
     else:
-        LS.write_block(level.lp_root, b, "part", S.load(level.url(f"{name}-{b}")))
+        S.write_block(level.lp_root, b, "part", C.load(level.url(f"{name}-{b}")))
 
 
 def part_weights(part: npt.NDArray[np.integer[Any]], w: IdArray, num_parts: int) -> IdArray:
@@ -123,20 +124,20 @@ def refine_task(
     that beats their own, best gain first, within this block's share of every part's
     room ``[P, C]``. Reads the partitions ``src-<b>`` (every block's), writes ``dst-<b>``.
     Returns the weight moved ``[P, C]`` (+ into, - out of a part)."""
-    part = S.load(level.url(f"{src}-{b}"))
-    w, _ = S.node_weights(level, b)
-    u, v, ew = S.read_entries(level, b)
+    part = C.load(level.url(f"{src}-{b}"))
+    w, _ = C.node_weights(level, b)
+    u, v, ew = C.read_entries(level, b)
     delta = np.zeros((num_parts, level.width), np.int64)
-    pv = S.lookup(level, src, v).astype(np.int64)
+    pv = C.lookup(level, src, v).astype(np.int64)
     rows = part.size
     hist = np.bincount(u * num_parts + pv, weights=ew, minlength=rows * num_parts).reshape(rows, num_parts)
     idx = np.arange(rows)
     best = np.argmax(hist, axis=1)
     gain = hist[idx, best] - hist[idx, part]
     ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
-    cand = np.flatnonzero((gain > 0) & (best != part) & MK.active_bit(ids, seed=seed, salt=salt))
+    cand = np.flatnonzero((gain > 0) & (best != part) & CK.active_bit(ids, seed=seed, salt=salt))
     target = best[cand]
-    accept = MK.accept_joins(
+    accept = CK.accept_joins(
         target,
         gain[cand].astype(np.int64),
         node_order(ids[cand], seed=seed, salt=salt + 1),
@@ -148,5 +149,10 @@ def refine_task(
     np.add.at(delta, target[accept], w[moved])
     np.subtract.at(delta, part[moved], w[moved])
     part[moved] = target[accept]
-    S.save(level.url(f"{dst}-{b}"), part)
+    C.save(level.url(f"{dst}-{b}"), part)
     return delta
+
+
+def run_blocks(tasks: TaskGraph, func: Any, level: Level, *args: Any) -> list[Any]:
+    """``func(level, b, *args)`` for every block ``b``, as one computation."""
+    return tasks.compute([tasks.add(func, level, b, *args) for b in range(level.num_blocks)])

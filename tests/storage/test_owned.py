@@ -22,9 +22,9 @@ from dgl_chunked.storage.owned import (
     check_no_overlap,
     clear_owned,
     create_owned_dir,
+    make_scratch_dir,
     read_marker,
     remove_owned,
-    scratch_dir,
 )
 
 
@@ -80,15 +80,15 @@ def test_a_foreign_file_named_like_the_marker_is_not_ours(tmp_path: Path) -> Non
 
 def test_scratch_dir_lives_inside_a_foreign_parent(tmp_path: Path) -> None:
     data = _foreign(tmp_path / "scratch" / "notes.txt")
-    path = scratch_dir(str(tmp_path / "scratch"), "staging", "abc")
+    path = make_scratch_dir(str(tmp_path / "scratch"), "staging", "abc")
     assert path == str(tmp_path / "scratch" / "dglc-staging-abc")
     (Path(path) / "x.bin").write_bytes(b"1")
-    assert scratch_dir(str(tmp_path / "scratch"), "staging", "abc") == path  # reused
+    assert make_scratch_dir(str(tmp_path / "scratch"), "staging", "abc") == path  # reused
     remove_owned(path)
     assert sorted(os.listdir(tmp_path / "scratch")) == ["notes.txt"]
     assert (tmp_path / "scratch" / "notes.txt").read_bytes() == data
     with pytest.raises(ValueError, match="token"):
-        scratch_dir(str(tmp_path / "scratch"), "staging", "a/b")
+        make_scratch_dir(str(tmp_path / "scratch"), "staging", "a/b")
 
 
 def test_remove_refuses_unmarked_and_unexpected(tmp_path: Path) -> None:

@@ -1,0 +1,21 @@
+"""The ``lp`` partitioning method, one file per part (see :mod:`.method` for the algorithm).
+
+- :mod:`.config`: the tuning (:class:`LPConfig`) and one run's fixed inputs.
+- :mod:`.store`: the scratch store (where a run's files live, how tasks read them).
+- :mod:`.taskgraph`: the small task graph every round submits.
+- :mod:`.streaming`, :mod:`.tasks`, :mod:`.kernels`, :mod:`.schedule`: streaming
+  placement and label-propagation refinement (driver, Dask tasks, numpy kernels, the
+  driver's move schedule).
+- :mod:`.multilevel`, :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels`,
+  :mod:`.projection`: multilevel coarsening, initial partition and projection.
+- :mod:`.finalists`: the choice between the initial assignments kept for the refinement.
+- :mod:`.salts`: every random-seed salt of a run.
+- :mod:`.method`: :class:`LPMethod`, the registered method, and :func:`run_lp`.
+"""
+
+from __future__ import annotations
+
+from dgl_chunked.partition.lp.config import LPConfig
+from dgl_chunked.partition.lp.method import LPMethod, run_lp
+
+__all__ = ["LPConfig", "LPMethod", "run_lp"]
