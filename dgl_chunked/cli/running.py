@@ -263,6 +263,19 @@ def run_command(
 @click.option("--num-trainers-per-machine", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--dispatch-only", is_flag=True, help="Plan `dispatch` of an existing assignment (no partition stage).")
 @click.option("--json", "json_path", default=None, metavar="FILE", help="Also write the plan as JSON.")
+@click.option(
+    "--hosts",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Hosts of the cluster, each running --workers processes: forecast the bytes over the network per stage "
+    "(also printed when --out-dir is remote).",
+)
+@click.option(
+    "--bandwidth",
+    default=None,
+    metavar="RATE",
+    help="Every host's link, each direction ('1gbit', '100mbit', '125MB/s'): the network forecast's time.",
+)
 @click.option("--seed", type=int, default=0, hidden=True)
 @click.option("--balance-ntypes", default=None, hidden=True)
 @click.option("--balance-edges", is_flag=True, hidden=True)
@@ -278,6 +291,8 @@ def plan_command(
     num_trainers_per_machine: int,
     dispatch_only: bool,
     json_path: str | None,
+    hosts: int | None,
+    bandwidth: str | None,
     **kw: Any,
 ) -> None:
     """Forecast `run` (tasks, peak memory per worker, disk, time) from metadata.json and
@@ -298,6 +313,8 @@ def plan_command(
         options=_make_dispatch_options(kw, cluster, part_method=method),
         storage_options=so,
         dispatch_only=dispatch_only,
+        hosts=hosts,
+        bandwidth=bandwidth,
     )
     click.echo(forecast.table())
     forecast.check_space()  # the one error: line, before anything is written

@@ -28,6 +28,7 @@ from dgl_chunked.io.dgl.binary import ArrayBlocks, HomogeneousGraph, write_graph
 from dgl_chunked.io.graphbolt.csc import write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.zarr_rows import read_rows
 
 __all__ = ["write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
 
@@ -215,7 +216,7 @@ def _orig_nids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
             for b, start in enumerate(starts):
                 lo, hi = segment_bounds(counts[b], part)
                 if hi > lo:
-                    yield np.asarray(arr[start + lo : start + hi])
+                    yield read_rows(arr, start + lo, start + hi)
 
         out[ntype] = _blocks((int(sizes[t]),), np.int64, segments)
     return out

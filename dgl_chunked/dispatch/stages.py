@@ -28,6 +28,7 @@ from dgl_chunked.io.chunked.chunks import read_edge_group, read_feature_group
 from dgl_chunked.io.chunked.graph import ChunkGroup
 from dgl_chunked.io.chunked.model import ChunkedGraphMetadata
 from dgl_chunked.storage.zarr_lookup import cached_object
+from dgl_chunked.storage.zarr_rows import read_rows
 
 __all__ = [
     "node_array",
@@ -72,7 +73,7 @@ def stage_part_block(
             f"{source}: node {start + row} of type {ntype!r} is assigned to partition "
             f"{int(parts[row])}, expected an ID in [0, {num_parts}) (line {start + row + 1})"
         )
-    arr = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r+")
+    arr = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r+", zarr_format=3)
     arr[start : start + parts.shape[0]] = parts.astype(np.int32, copy=False)
     return np.bincount(parts, minlength=num_parts).astype(np.int64)
 
@@ -84,13 +85,15 @@ def stage_new_nid_block(
     ``keep_sorted_ids``, also store their type_nids grouped by owner (only ``orig_nids.dgl``
     reads them)."""
     store = staging.store()
-    owner = np.asarray(zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r")[start:stop])
-    new_nid = zarr.open_array(store=store, path=node_array(ntype, "new_nid"), mode="r+")
+    owner = np.asarray(
+        zarr.open_array(store=store, path=node_array(ntype, "part"), mode="r", zarr_format=3)[start:stop]
+    )
+    new_nid = zarr.open_array(store=store, path=node_array(ntype, "new_nid"), mode="r+", zarr_format=3)
     new_nid[start:stop] = new_ids_block(owner, bases)
     if not keep_sorted_ids:
         return
     order, _ = sort_by_owner(owner, bases.shape[0])
-    sorted_ids = zarr.open_array(store=store, path=node_array(ntype, "sorted_type_nid"), mode="r+")
+    sorted_ids = zarr.open_array(store=store, path=node_array(ntype, "sorted_type_nid"), mode="r+", zarr_format=3)
     sorted_ids[start:stop] = order.astype(np.int64) + start
 
 
@@ -205,9 +208,9 @@ def stage_node_feature_chunk(
 ) -> npt.NDArray[np.int64]:
     """Group one read task's node-feature rows by owner and store them."""
     rows = read_feature_group(group)
-    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
+    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r", zarr_format=3)
     return _stage_feature_rows(
-        staging, feature_array("node", ntype, feat, chunk), rows, np.asarray(owner[group.start : group.stop]), num_parts
+        staging, feature_array("node", ntype, feat, chunk), rows, read_rows(owner, group.start, group.stop), num_parts
     )
 
 
@@ -222,12 +225,12 @@ def stage_node_data_block(
 ) -> npt.NDArray[np.int64]:
     """Group one block of computed node data (rows ``start...``) by owner and store it."""
     rows = np.asarray(rows)
-    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r")
+    owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r", zarr_format=3)
     return _stage_feature_rows(
         staging,
         feature_array("node", ntype, name, block),
         rows,
-        np.asarray(owner[start : start + rows.shape[0]]),
+        read_rows(owner, start, start + rows.shape[0]),
         num_parts,
     )
 
@@ -246,7 +249,7 @@ def edge_owner_range(
         if hi <= start or hi == lo:
             continue
         arr = staging.open(edge_array(etype, c, "owner"))
-        pieces.append(np.asarray(arr[max(start, lo) - lo : min(stop, hi) - lo]))
+        pieces.append(read_rows(arr, max(start, lo) - lo, min(stop, hi) - lo))
     return np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
 
 

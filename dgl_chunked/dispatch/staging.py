@@ -47,6 +47,7 @@ from dgl_chunked._typing import StorageOptions
 from dgl_chunked.storage import fs, owned
 from dgl_chunked.storage.arrays import zarr_store
 from dgl_chunked.storage.zarr_lookup import cached_lookup
+from dgl_chunked.storage.zarr_rows import read_rows
 
 __all__ = [
     "Staging",
@@ -225,7 +226,7 @@ class Staging:
     # --- reading -----------------------------------------------------------
 
     def open(self, name: str) -> zarr.Array[Any]:
-        return zarr.open_array(store=self.store(), path=name, mode="r")
+        return zarr.open_array(store=self.store(), path=name, mode="r", zarr_format=3)
 
     def lookup(
         self, name: str, ids: npt.NDArray[np.integer[Any]], dtype: npt.DTypeLike | None = None
@@ -245,7 +246,7 @@ class Staging:
     def counts(self, name: str) -> list[int] | None:
         """The per-partition counts of a completed sorted array, else None."""
         try:
-            arr = zarr.open_array(store=self.store(), path=name, mode="r")
+            arr = zarr.open_array(store=self.store(), path=name, mode="r", zarr_format=3)
         except (FileNotFoundError, KeyError, zarr.errors.NodeNotFoundError):
             return None
         counts = arr.attrs.get("counts")
@@ -254,7 +255,7 @@ class Staging:
     def segment(self, name: str, counts: Sequence[int], part: int) -> npt.NDArray[Any]:
         """Partition ``part``'s rows (along axis 0) of an owner-sorted array."""
         lo, hi = segment_bounds(counts, part)
-        return np.asarray(self.open(name)[lo:hi])
+        return read_rows(self.open(name), lo, hi)
 
     def iter_segments(
         self, names: Sequence[str], counts: Sequence[Sequence[int]], part: int

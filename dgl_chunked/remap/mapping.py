@@ -220,7 +220,7 @@ class EdgeAssignmentSource:
         return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
 
     def block_owners(self, lo: int, hi: int) -> npt.NDArray[np.integer[Any]]:
-        array = zarr.open_array(zarr_store(self.owners, self.storage_options, read_only=True), mode="r")
+        array = zarr.open_array(zarr_store(self.owners, self.storage_options, read_only=True), mode="r", zarr_format=3)
         return cached_lookup(array, self.dst(lo, hi), key=self.cache_key, budget_bytes=self.cache_bytes)
 
     def positions(self, lo: int, hi: int) -> list[IdArray]:

@@ -3,7 +3,8 @@
 Nothing here knows a file format or imports Dask. Every path in dgl_chunked is a
 local path or an fsspec URL (:mod:`.fs`); large local writes bypass the page cache
 (:mod:`.direct_io`); edge chunks look up node IDs in big 1-D Zarr arrays one chunk
-at a time (:mod:`.zarr_lookup`); and every directory the package writes carries a
+at a time (:mod:`.zarr_lookup`) and read row ranges of them without whole chunks
+(:mod:`.zarr_rows`); and every directory the package writes carries a
 marker so that cleanup only ever touches what it wrote (:mod:`.owned`). There is
 one ``.npy`` reader (:mod:`.npy`, thread-safe), one way to write an output file
 that never leaves a partial file behind (:mod:`.output`), and one form of the
@@ -13,6 +14,6 @@ one way to open a Zarr store (:mod:`.arrays`).
 
 from __future__ import annotations
 
-from dgl_chunked.storage import arrays, direct_io, fs, npy, output, owned, zarr_lookup
+from dgl_chunked.storage import arrays, direct_io, fs, npy, output, owned, zarr_lookup, zarr_rows
 
-__all__ = ["arrays", "direct_io", "fs", "npy", "output", "owned", "zarr_lookup"]
+__all__ = ["arrays", "direct_io", "fs", "npy", "output", "owned", "zarr_lookup", "zarr_rows"]

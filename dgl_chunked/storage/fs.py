@@ -63,10 +63,26 @@ def filesystem(path: PathLike, storage_options: StorageOptions = None) -> tuple[
     return fs, inner
 
 
-def open_file(path: PathLike, mode: str = "rb", storage_options: StorageOptions = None) -> IO[Any]:
-    """Open a local file or URL with fsspec."""
+HEADER_BLOCK = 1 << 12
+"""Read-ahead of a remote file opened for its header or footer only (bytes).
+
+fsspec's remote files read ahead a whole block on the first read (s3fs: 50 MiB), so
+reading a 128-byte ``.npy`` header fetched the whole feature file: 15 MB for the
+client of a 200k-node graph before any task ran (``benchmarks/bench_network.py``)."""
+
+
+def open_file(
+    path: PathLike, mode: str = "rb", storage_options: StorageOptions = None, *, block_size: int | None = None
+) -> IO[Any]:
+    """Open a local file or URL with fsspec.
+
+    ``block_size`` bounds a remote file's read-ahead (:data:`HEADER_BLOCK` for header
+    reads); ``None`` keeps the filesystem's default, right for reading the whole file.
+    """
     fs, inner = filesystem(path, storage_options)
-    return fs.open(inner, mode)  # type: ignore[no-any-return]
+    if block_size is None or "r" not in mode:
+        return fs.open(inner, mode)  # type: ignore[no-any-return]
+    return fs.open(inner, mode, block_size=block_size)  # type: ignore[no-any-return]
 
 
 def exists(path: PathLike, storage_options: StorageOptions = None) -> bool:

@@ -283,4 +283,4 @@ def create_1d(store: Any, path: str, *, length: int, dtype: Any, chunk: int, ove
 
 def open_array(store: Any, path: str) -> zarr.Array[Any]:
     """Open an existing Zarr array read-only."""
-    return zarr.open_array(store=store, path=path, mode="r")
+    return zarr.open_array(store=store, path=path, mode="r", zarr_format=3)

@@ -5,6 +5,8 @@ the space (the ``plan`` command).
 - :mod:`.estimates`: dispatch's stages (:func:`forecast_dispatch` -> :class:`DispatchForecast`).
 - :mod:`.calibration`: the cost model's constants, measured on the project's VM.
 - :mod:`.space`: free space per filesystem written, and the refusal.
+- :mod:`.network`: the bytes each stage moves to and from remote storage, and their
+  time at a bandwidth (:func:`forecast_network` -> :class:`NetworkForecast`).
 - :mod:`.run`: the whole run, its partition stage included (:func:`forecast_run` ->
   :class:`RunForecast`; ``plan_run``/``RunPlan``: deprecated names).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.forecast.estimates import DispatchForecast, StageForecast, forecast_dispatch
+from dgl_chunked.dispatch.forecast.network import NetworkForecast, NetworkStage, forecast_network, parse_bandwidth
 from dgl_chunked.dispatch.forecast.run import RunForecast, RunPlan, forecast_run, plan_run
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
 
@@ -21,13 +24,17 @@ __all__ = [
     "Calibration",
     "DiskNeed",
     "DispatchForecast",
+    "NetworkForecast",
+    "NetworkStage",
     "RunForecast",
     "RunPlan",
     "StageForecast",
     "check_space",
     "disk_needs",
     "forecast_dispatch",
+    "forecast_network",
     "forecast_run",
     "format_bytes",
+    "parse_bandwidth",
     "plan_run",
 ]

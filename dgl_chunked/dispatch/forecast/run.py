@@ -16,10 +16,12 @@ from dgl_chunked._dask import ClusterOptions
 from dgl_chunked._typing import Bytes, PathLike, StorageOptions, parse_memory_limit
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.forecast.estimates import StageForecast, forecast_dispatch
+from dgl_chunked.dispatch.forecast.network import NetworkForecast, forecast_network
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.output import staging_location
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.storage import fs
 
 __all__ = ["RunForecast", "RunPlan", "forecast_run", "plan_run"]
 
@@ -49,6 +51,9 @@ class RunForecast:
     memory_limit: int | None
     notes: tuple[str, ...]
     worker_base_bytes: int
+    network: NetworkForecast | None = None
+    """Bytes over the network per stage (and time at a bandwidth) when the storage is
+    remote or ``hosts`` was given."""
 
     def check_space(self) -> None:
         """Raise :class:`~dgl_chunked.errors.InsufficientSpaceError` when a filesystem lacks the space."""
@@ -73,6 +78,8 @@ class RunForecast:
         if self.memory_limit and self.peak_worker_bytes > 0.8 * self.memory_limit:
             lines.append("  note: the peak is above 80% of --memory-limit: Dask would pause the workers")
         lines += [f"  note: {n}" for n in self.notes]
+        if self.network is not None:
+            lines.append(self.network.table())
         return "\n".join(lines)
 
 
@@ -91,6 +98,8 @@ def forecast_run(
     dispatch_only: bool = False,
     calibration: Calibration = CALIBRATION,
     cluster: ClusterOptions | None = None,
+    hosts: int | None = None,
+    bandwidth: str | float | None = None,
 ) -> RunForecast:
     """Forecast :func:`~dgl_chunked.run` (or only :func:`~dgl_chunked.dispatch.dispatch`) without running it.
 
@@ -117,6 +126,14 @@ def forecast_run(
         ``workers``, ``threads_per_worker`` and ``memory_limit`` as one
         :class:`~dgl_chunked.cluster.ClusterOptions`, as the CLI passes them (those
         keywords then keep their defaults).
+    hosts
+        Hosts of the cluster, each with ``workers`` processes (``workers`` counts the
+        processes of one host then, default 1); with it, or when the output is on a
+        remote filesystem, the forecast counts the bytes over the network per stage
+        (:func:`~dgl_chunked.dispatch.forecast.network.forecast_network`).
+    bandwidth
+        Every host's link, each direction (``"1gbit"``, ``"125MB/s"``, bytes per
+        second): the network forecast's time.
 
     Returns
     -------
@@ -130,7 +147,8 @@ def forecast_run(
     opts = options or DispatchOptions()
     if limit is not None:
         opts = replace(opts, memory_limit=limit)
-    threads = (workers or os.cpu_count() or 1) * threads_per_worker
+    processes = workers or (1 if hosts else os.cpu_count() or 1)
+    threads = processes * threads_per_worker * (hosts or 1)
     forecast = forecast_dispatch(
         graph,
         num_parts,
@@ -148,6 +166,21 @@ def forecast_run(
     out = str(out_dir)
     staging_root = staging_location(out, opts.staging_dir, storage_options)
     disks = disk_needs([(staging_root, forecast.staging_bytes), (out, forecast.output_bytes)], storage_options)
+    network = None
+    if hosts or bandwidth is not None or fs.is_url(out):
+        network = forecast_network(
+            graph,
+            num_parts,
+            forecast,
+            options=opts,
+            hosts=hosts or 1,
+            processes_per_host=processes,
+            threads_per_process=threads_per_worker,
+            bandwidth=bandwidth,
+            assignment_bytes=_assignment_file_bytes(forecast.nodes, num_parts) if dispatch_only else 0,
+            partition_stage=None if dispatch_only else stages[0],
+            extra_node_row_bytes=8 if num_trainers_per_machine > 1 else 0,
+        )
     return RunForecast(
         graph_name=graph.metadata.graph_name,
         nodes=forecast.nodes,
@@ -164,7 +197,13 @@ def forecast_run(
         memory_limit=opts.memory_limit,
         notes=tuple(notes),
         worker_base_bytes=calibration.worker_base_bytes,
+        network=network,
     )
+
+
+def _assignment_file_bytes(nodes: int, num_parts: int) -> int:
+    """Bytes of DGL's text assignment files: one partition ID and a newline per node."""
+    return nodes * (len(str(max(num_parts - 1, 0))) + 1)
 
 
 def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> StageForecast:

@@ -143,9 +143,11 @@ def _read_text_block(
     file's size and mtime, only makes the task key change when the file does)."""
     i = block_info[None]["chunk-location"][0]
     lo, hi = block_info[None]["array-location"][0]
-    with _fs.open_file(path, "rb", storage_options) as f:
+    size = offsets[i + 1] - offsets[i]
+    # read-ahead of one block only: the default (s3fs: 50 MiB) fetched the rest of the file
+    with _fs.open_file(path, "rb", storage_options, block_size=max(size, _fs.HEADER_BLOCK)) as f:
         f.seek(offsets[i])
-        data = f.read(offsets[i + 1] - offsets[i])
+        data = f.read(size)
     return parse_assignment_block(data, rows=hi - lo, first_line=starts[i] + 1, num_parts=num_parts, path=path)
 
 

@@ -68,8 +68,11 @@ def file_sizes(paths: list[str], storage_options: StorageOptions = None) -> list
 
 
 @contextmanager
-def source(path: str, storage_options: StorageOptions) -> Iterator[str | IO[bytes]]:
+def source(path: str, storage_options: StorageOptions, *, block_size: int | None = None) -> Iterator[str | IO[bytes]]:
     """Yield a local path (so pyarrow and numpy can mmap) or an open fsspec file.
+
+    ``block_size`` bounds a remote file's read-ahead: ``fs.HEADER_BLOCK`` where only a
+    header or footer is read (see :func:`dgl_chunked.storage.fs.open_file`).
 
     Raises
     ------
@@ -84,7 +87,7 @@ def source(path: str, storage_options: StorageOptions) -> Iterator[str | IO[byte
         yield local
         return
     file_size(path, storage_options)
-    with fs.open_file(path, "rb", storage_options) as f:
+    with fs.open_file(path, "rb", storage_options, block_size=block_size) as f:
         yield f
 
 

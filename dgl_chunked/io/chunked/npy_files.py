@@ -16,7 +16,7 @@ import numpy.typing as npt
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import ChunkReadError
 from dgl_chunked.io.chunked.files import binary, file_size, source
-from dgl_chunked.storage import npy
+from dgl_chunked.storage import fs, npy
 
 __all__ = [
     "NpyFile",
@@ -51,7 +51,7 @@ def read_npy_header(
 
     Raises the ``ValueError`` / ``OSError`` / ``EOFError`` numpy raises for a bad header.
     """
-    with source(path, storage_options) as src, binary(src) as f:
+    with source(path, storage_options, block_size=fs.HEADER_BLOCK) as src, binary(src) as f:
         header = npy.read_header(f)
         return header.shape, header.dtype, header.offset, header.fortran_order
 

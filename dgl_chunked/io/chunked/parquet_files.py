@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, ChunkReadError, one_line
 from dgl_chunked.io.chunked.files import source
-from dgl_chunked.storage import npy
+from dgl_chunked.storage import fs, npy
 
 __all__ = [
     "ParquetFooter",
@@ -91,7 +91,7 @@ def footer_of(pf: pq.ParquetFile) -> ParquetFooter:
 
 def read_footer(path: str, storage_options: StorageOptions = None, *, where: str | None = None) -> ParquetFooter:
     """Row count, schema and row groups of a Parquet file, from its footer only."""
-    with source(path, storage_options) as src:
+    with source(path, storage_options, block_size=fs.HEADER_BLOCK) as src:
         return footer_of(open_parquet(src, path, where=where))
 
 

@@ -1,0 +1,398 @@
+"""Forecast the bytes a run moves over the network when its storage is remote.
+
+On a cluster whose input, staging and output live on an object store (or any
+network filesystem), every byte a task reads or writes crosses the host's link.
+This module counts those bytes per stage from the same facts as
+:func:`~dgl_chunked.dispatch.forecast.estimates.forecast_dispatch` (``metadata.json``, file
+headers, file sizes) and the access pattern of the code:
+
+- the client, opening the graph, reads ``metadata.json`` and each feature file's
+  header or footer (read-ahead bounded by :data:`~dgl_chunked.storage.fs.HEADER_BLOCK`);
+- ``stage assignment`` writes the staged owners (``int32`` per node), reading the
+  assignment files when the assignment comes from a directory;
+- ``number nodes`` reads the owners and writes the new IDs (and the sort order with
+  original node IDs);
+- ``stage edges and features`` reads every input file once, the owners of the rows of
+  each feature task, and, once per worker process that runs an edge task, the map of
+  new node IDs (built from the staged owners) of every node type; it writes the staged
+  arrays;
+- ``write partitions`` reads each partition's segments of the staged arrays (its
+  sources twice: the HALO pass and the write pass; the edge owners of every chunk
+  whole, once per partition, when original edge IDs are kept) and writes the output.
+
+Every request also moves headers: :data:`REQUEST_DOWN_BYTES` and
+:data:`REQUEST_UP_BYTES`, measured on S3 (``benchmarks/bench_network.py``). The
+time of a stage on a host is its bytes over the host's bandwidth (one thread reads
+and writes in turn; several overlap the two directions), plus the compute time
+:mod:`.estimates` gives for the same stage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from dgl_chunked.dispatch.forecast.estimates import HEADER_BYTES, DispatchForecast, StageForecast
+from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
+from dgl_chunked.dispatch.new_id_map import map_bytes
+from dgl_chunked.dispatch.options import DispatchOptions
+from dgl_chunked.dispatch.stages import keeps_edge_owners
+from dgl_chunked.errors import OptionError
+from dgl_chunked.io.chunked.files import file_sizes
+from dgl_chunked.io.chunked.graph import ChunkedGraph
+from dgl_chunked.storage import fs
+
+__all__ = [
+    "REQUEST_DOWN_BYTES",
+    "REQUEST_SECONDS",
+    "REQUEST_UP_BYTES",
+    "NetworkForecast",
+    "NetworkStage",
+    "forecast_network",
+    "parse_bandwidth",
+]
+
+REQUEST_DOWN_BYTES = 1300
+"""Bytes received per request besides the payload (HTTP and TCP headers; S3, measured)."""
+REQUEST_UP_BYTES = 1800
+"""Bytes sent per request besides the payload (a signed S3 request, measured)."""
+REQUEST_SECONDS = 0.015
+"""Round trip of one small request to the storage (S3 API on the benchmark's server,
+measured: about 100 requests of the client's opening took 1.5-1.8 s)."""
+PARQUET_FOOTER_READ = 64 << 10
+"""What Arrow reads at a Parquet file's end to find its footer."""
+OWNER_BYTES = 4
+"""Bytes per node of the staged owners (``nodes/<t>/part``, int32)."""
+
+
+@dataclass(frozen=True)
+class NetworkStage:
+    """The bytes one stage moves between the hosts (or the client) and the storage."""
+
+    name: str
+    down_bytes: int
+    """Read from the storage, all hosts and the client together (payload and headers)."""
+    up_bytes: int
+    """Written to the storage, all hosts and the client together."""
+    requests: int
+    host_down_bytes: int
+    """Read by the busiest host."""
+    host_up_bytes: int
+    """Written by the busiest host."""
+    seconds: float | None
+    """At the forecast's bandwidth: the busiest host's transfer plus the stage's compute."""
+
+
+@dataclass(frozen=True)
+class NetworkForecast:
+    """Network bytes and time of a run on ``hosts`` hosts whose storage is remote."""
+
+    hosts: int
+    processes_per_host: int
+    threads_per_process: int
+    bandwidth: float | None
+    """Bytes per second of every host's link, each direction (``None``: not given)."""
+    stages: tuple[NetworkStage, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def down_bytes(self) -> int:
+        return sum(s.down_bytes for s in self.stages)
+
+    @property
+    def up_bytes(self) -> int:
+        return sum(s.up_bytes for s in self.stages)
+
+    @property
+    def seconds(self) -> float | None:
+        if self.bandwidth is None:
+            return None
+        return sum(s.seconds or 0.0 for s in self.stages)
+
+    def table(self) -> str:
+        """The network forecast as ``dgl-chunked plan`` prints it."""
+        rate = "" if self.bandwidth is None else f", {self.bandwidth * 8 / 1e6:g} Mbit/s per host"
+        lines = [
+            f"network (storage remote): {self.hosts} host(s) x {self.processes_per_host} process(es){rate}",
+            f"{'stage':<28}{'MB down':>10}{'MB up':>10}{'requests':>10}{'host down':>11}{'host up':>10}"
+            + (f"{'seconds':>9}" if self.bandwidth else ""),
+        ]
+        for s in self.stages:
+            line = (
+                f"{s.name:<28}{s.down_bytes / 1e6:>10.1f}{s.up_bytes / 1e6:>10.1f}{s.requests:>10}"
+                f"{s.host_down_bytes / 1e6:>11.1f}{s.host_up_bytes / 1e6:>10.1f}"
+            )
+            lines.append(line + (f"{s.seconds:>9.1f}" if s.seconds is not None else ""))
+        total = f"{'total':<28}{self.down_bytes / 1e6:>10.1f}{self.up_bytes / 1e6:>10.1f}"
+        lines.append(total + (f"{'':>31}{self.seconds:>9.1f}" if self.seconds is not None else ""))
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+_RATE = re.compile(r"^\s*([0-9.]+(?:e[0-9]+)?)\s*([kmgt]?)(bit|bps|b/s|B/s|B)?\s*$", re.IGNORECASE)
+
+
+def parse_bandwidth(text: str | float | None) -> float | None:
+    """Bytes per second from ``"1gbit"``, ``"100mbit"``, ``"125MB/s"`` or a number of bytes/s.
+
+    Raises
+    ------
+    OptionError
+        The text is not a rate.
+    """
+    if text is None or isinstance(text, (int, float)):
+        return None if text is None else float(text)
+    match = _RATE.match(text)
+    if not match:
+        raise OptionError(f"bandwidth {text!r}: expected a rate such as '1gbit', '100mbit' or '125MB/s'")
+    value, prefix, unit = float(match[1]), match[2].lower(), (match[3] or "B")
+    scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[prefix]
+    bits = unit.lower() in ("bit", "bps") or unit == "b/s"
+    rate = value * scale / (8 if bits else 1)
+    if rate <= 0:
+        raise OptionError(f"bandwidth {text!r}: expected a positive rate")
+    return rate
+
+
+@dataclass
+class _Stage:
+    """Bytes of one stage: per task (spread over the hosts) and the client's own."""
+
+    name: str
+    tasks: list[tuple[int, int, int]] = field(default_factory=list)
+    """``(down, up, requests)`` of every task."""
+    client: tuple[int, int, int] = (0, 0, 0)
+
+    def add(self, down: int, up: int, requests: int) -> None:
+        self.tasks.append((int(down), int(up), int(requests)))
+
+
+def _host_loads(tasks: Sequence[tuple[int, int, int]], processes: int) -> tuple[int, int]:
+    """``(down, up)`` bytes of the busiest process: tasks placed largest first on the least loaded."""
+    loads = [[0, 0] for _ in range(max(1, processes))]
+    for down, up, req in sorted(tasks, key=lambda t: t[0] + t[1], reverse=True):
+        target = min(loads, key=lambda x: x[0] + x[1])
+        target[0] += down + req * REQUEST_DOWN_BYTES
+        target[1] += up + req * REQUEST_UP_BYTES
+    busiest = max(loads, key=lambda x: x[0] + x[1])
+    return busiest[0], busiest[1]
+
+
+def _finish(stage: _Stage, hosts: int, procs: int, threads: int, bandwidth: float | None, cpu: float) -> NetworkStage:
+    reqs = sum(t[2] for t in stage.tasks) + stage.client[2]
+    down = sum(t[0] for t in stage.tasks) + stage.client[0] + reqs * REQUEST_DOWN_BYTES
+    up = sum(t[1] for t in stage.tasks) + stage.client[1] + reqs * REQUEST_UP_BYTES
+    # every process of a host shares its link: the host's load is its processes' sum
+    p_down, p_up = _host_loads(stage.tasks, hosts * procs)
+    h_down, h_up = p_down * procs, p_up * procs
+    if len(stage.tasks) < hosts * procs:  # fewer tasks than processes: one per process
+        h_down, h_up = p_down * min(procs, max(1, len(stage.tasks))), p_up * min(procs, max(1, len(stage.tasks)))
+    seconds = None
+    if bandwidth:
+        overlap = procs * threads
+        seconds = max(h_down, h_up, (h_down + h_up) / overlap) / bandwidth + cpu
+        seconds += stage.client[2] * REQUEST_SECONDS  # the client's requests, one after the other
+    return NetworkStage(stage.name, down, up, reqs, h_down, h_up, seconds)
+
+
+def _client_open(graph: ChunkedGraph) -> tuple[int, int, int]:
+    """What opening the graph reads: ``metadata.json``, and a header or footer of every
+    feature file (rows and dtype)."""
+    meta = graph.metadata
+    so = graph.storage_options
+    down, requests = file_sizes([fs.join(meta.base_dir, "metadata.json")], so)[0], 2
+    for data in (meta.node_data, meta.edge_data):
+        for feats in data.values():
+            for src in feats.values():
+                sizes = file_sizes(list(src.paths), so)
+                block = PARQUET_FOOTER_READ if src.format == "parquet" else fs.HEADER_BLOCK
+                down += sum(size if src.format == "csv" else min(size, block) for size in sizes)
+                requests += len(sizes)  # its header (sizes come from one listing per folder)
+    requests += sum(len(src.paths) for src in meta.edges.values())
+    # ownership marks, the staging's fingerprint, group and node arrays (created by the client)
+    requests += 35 + 13 * len(meta.node_types)
+    return down, 0, requests
+
+
+def _features(graph: ChunkedGraph) -> Iterator[tuple[Literal["node", "edge"], str, str, int]]:
+    """``(kind, type, feature, bytes per row)`` of every node and edge feature."""
+    meta = graph.metadata
+    kinds: tuple[tuple[Literal["node", "edge"], Mapping[str, Mapping[str, Any]]], ...] = (
+        ("node", meta.node_data),
+        ("edge", meta.edge_data),
+    )
+    for kind, data in kinds:
+        for type_name, feats in data.items():
+            for feat in feats:
+                dtype, shape = graph.feature_info(kind, type_name, feat)
+                yield kind, type_name, feat, int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def _input_sizes(graph: ChunkedGraph) -> dict[str, int]:
+    """Bytes of every edge and feature file (one listing per folder)."""
+    meta = graph.metadata
+    sources = [*meta.edges.values()] + [
+        src for data in (meta.node_data, meta.edge_data) for feats in data.values() for src in feats.values()
+    ]
+    paths = [p for src in sources for p in src.paths]
+    return dict(zip(paths, file_sizes(paths, graph.storage_options), strict=True))
+
+
+def _edge_stage(
+    graph: ChunkedGraph, num_parts: int, opts: DispatchOptions, procs: int, extra_node_row_bytes: int
+) -> _Stage:
+    meta = graph.metadata
+    size = _input_sizes(graph)
+    n_total = sum(meta.num_nodes(t) for t in meta.node_types)
+    id_size = staged_id_dtype(n_total, wide=opts.wide_ids).itemsize
+    owner_size = compact_owner_dtype(num_parts).itemsize
+    stage = _Stage("stage edges and features")
+    edge_tasks = 0
+    for spec in meta.edge_types:
+        keep = keeps_edge_owners(meta, spec.name, opts.save_orig_eids)
+        for group in graph.edge_groups(spec.name):
+            read = sum(size[r.path] for r in group.refs)
+            up = group.rows * (2 * id_size + owner_size * keep)
+            stage.add(read, up, 2 * len(group.refs) + 8 + 2 * keep)
+            edge_tasks += 1
+    for kind, type_name, feat, row in _features(graph):
+        owner = OWNER_BYTES if kind == "node" else owner_size
+        for group in graph.feature_groups(kind, type_name, feat):
+            read = sum(size[r.path] for r in group.refs) + owner * group.rows
+            stage.add(read, row * group.rows, 2 * len(group.refs) + 6)
+    if extra_node_row_bytes:
+        for t in meta.node_types:
+            stage.add(OWNER_BYTES * meta.num_nodes(t), extra_node_row_bytes * meta.num_nodes(t), 4)
+    # the new-ID maps: built once per worker process that runs an edge task
+    maps = 0
+    for t in {n for spec in meta.edge_types for n in (spec.src_type, spec.dst_type)}:
+        n = meta.num_nodes(t)
+        maps += OWNER_BYTES * n if map_bytes(n, opts.block_rows, num_parts) < 4 * n else id_size * n
+    for i in range(min(procs, edge_tasks)):
+        down, up, req = stage.tasks[i]
+        stage.tasks[i] = (down + maps, up, req + 2 * len(meta.node_types))
+    return stage
+
+
+def _write_stage(
+    graph: ChunkedGraph, num_parts: int, opts: DispatchOptions, forecast: DispatchForecast, extra_node_row_bytes: int
+) -> _Stage:
+    meta = graph.metadata
+    id_size = staged_id_dtype(forecast.nodes, wide=opts.wide_ids).itemsize
+    owner_size = compact_owner_dtype(num_parts).itemsize
+    feat_bytes, feat_tasks = extra_node_row_bytes * forecast.nodes, 0
+    for kind, type_name, feat, row in _features(graph):
+        feat_bytes += row * (meta.num_nodes(type_name) if kind == "node" else meta.num_edges(type_name))
+        feat_tasks += len(graph.feature_groups(kind, type_name, feat))
+    edge_tasks = sum(len(graph.edge_groups(s.name)) for s in meta.edge_types)
+    kept_owner_edges = sum(meta.num_edges(s.name) for s in meta.edge_types if opts.save_orig_eids)
+    per_part_down = (3 * id_size * forecast.edges + feat_bytes + 8 * forecast.nodes * opts.save_orig_nids) / num_parts
+    per_part_down += owner_size * kept_owner_edges  # every chunk's owners, whole, per partition
+    out_per_part = (forecast.output_bytes - HEADER_BYTES) / num_parts  # less the partition config
+    requests = 3 * edge_tasks + feat_tasks + 2 * edge_tasks * opts.save_orig_eids + 40
+    stage = _Stage("write partitions")
+    for _ in range(num_parts):
+        stage.add(int(per_part_down), int(out_per_part), requests)
+    stage.client = (0, 4096, 10)  # metadata.json and the ownership marks
+    return stage
+
+
+def forecast_network(
+    graph: ChunkedGraph,
+    num_parts: int,
+    forecast: DispatchForecast,
+    *,
+    options: DispatchOptions | None = None,
+    hosts: int = 1,
+    processes_per_host: int = 1,
+    threads_per_process: int = 1,
+    bandwidth: float | str | None = None,
+    assignment_bytes: int = 0,
+    partition_stage: StageForecast | None = None,
+    extra_node_row_bytes: int = 0,
+) -> NetworkForecast:
+    """Bytes over the network per stage of a dispatch (or run) whose storage is remote.
+
+    Parameters
+    ----------
+    graph
+        The opened chunked graph (metadata, headers and file sizes are read).
+    num_parts
+        Number of partitions.
+    forecast
+        :func:`~dgl_chunked.dispatch.forecast.estimates.forecast_dispatch` of the same run (its
+        output size and compute times).
+    options
+        The dispatch options of the run.
+    hosts, processes_per_host, threads_per_process
+        The cluster: worker processes share their host's link.
+    bandwidth
+        Every host's link, each direction (``"1gbit"``, bytes per second); ``None``
+        forecasts bytes only.
+    assignment_bytes
+        Bytes of the assignment files dispatch reads (0 when ``run`` computes it).
+    partition_stage
+        ``run``'s partition stage, whose network bytes are the client's opening of the
+        graph (random assignment); ``None`` for ``dispatch``.
+    extra_node_row_bytes
+        Bytes per node of computed node data (``trainer_id``).
+
+    Returns
+    -------
+    NetworkForecast
+    """
+    opts = options or DispatchOptions()
+    rate = parse_bandwidth(bandwidth)
+    meta = graph.metadata
+    n_total = forecast.nodes
+    id_size = staged_id_dtype(n_total, wide=opts.wide_ids).itemsize
+    procs = hosts * processes_per_host
+    cpu = {s.name: s.seconds for s in forecast.stages}
+
+    opening = _Stage(partition_stage.name if partition_stage else "open the graph")
+    opening.client = _client_open(graph)
+    assign = _Stage("stage assignment")
+    number = _Stage("number nodes")
+    for t in meta.node_types:
+        n = meta.num_nodes(t)
+        for lo in range(0, n, opts.block_rows):
+            rows = min(opts.block_rows, n - lo)
+            chunk = opts.block_rows if n > opts.block_rows else n  # Zarr stores the last chunk whole
+            assign.add(assignment_bytes * rows // max(n_total, 1), OWNER_BYTES * chunk, 5)
+            number.add(OWNER_BYTES * chunk, (id_size + 8 * opts.save_orig_nids) * chunk, 4 + 2 * opts.save_orig_nids)
+    stages = [
+        _finish(opening, hosts, processes_per_host, threads_per_process, rate, 0.0),
+        *(
+            _finish(s, hosts, processes_per_host, threads_per_process, rate, cpu.get(s.name, 0.0))
+            for s in (
+                assign,
+                number,
+                _edge_stage(graph, num_parts, opts, procs, extra_node_row_bytes),
+                _write_stage(graph, num_parts, opts, forecast, extra_node_row_bytes),
+            )
+        ),
+    ]
+    if partition_stage is not None and rate:
+        first = stages[0]
+        stages[0] = NetworkStage(
+            first.name, first.down_bytes, first.up_bytes, first.requests, 0, 0,
+            partition_stage.seconds + (first.seconds or 0.0),
+        )  # fmt: skip
+    notes = [
+        "bytes between the hosts (and the client) and the storage; Dask's own traffic between "
+        "scheduler and workers is not counted",
+    ]
+    if partition_stage is not None and not partition_stage.name.endswith("(random)"):
+        notes.append(f"{partition_stage.name}: the partitioner's own reads and writes are not counted")
+    return NetworkForecast(hosts, processes_per_host, threads_per_process, rate, tuple(stages), tuple(notes))
+
+
+def check_hosts(hosts: int) -> int:
+    """``hosts`` if positive, else :class:`OptionError`."""
+    if hosts < 1:
+        raise OptionError(f"hosts: expected at least 1, got {hosts}")
+    return hosts
