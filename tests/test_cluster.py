@@ -139,7 +139,7 @@ def test_cluster_options_parse_the_memory_limit_once() -> None:
     assert got.asked and got.threads == 6
     assert parse_cluster_options(memory_limit=123) == ClusterOptions(memory_limit=123)
     assert not parse_cluster_options(memory_limit="auto").asked  # Dask's default: no limit of ours
-    with pytest.raises(OptionError, match="memory limit: 'lots' is not a size such as 4GiB"):
+    with pytest.raises(OptionError, match="memory limit: 'lots' is not a size such as 256MiB"):
         parse_cluster_options(memory_limit="lots")
 
 

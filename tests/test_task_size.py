@@ -144,7 +144,7 @@ def test_cli_task_size_flag(graphs: dict[str, Path], tmp_path: Path, capsys: pyt
     assert main([*argv, "--task-size", "1MiB"]) == 0
     assert main([*argv, "--task-size", "lots"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: task size: expected a size like 32MiB or a number of bytes, found 'lots'"]
+    assert err == ["error: task size: 'lots' is not a size such as 256MiB or a number of bytes"]
 
 
 def test_an_edge_error_names_the_file_inside_a_group(graphs: dict[str, Path], tmp_path: Path) -> None:

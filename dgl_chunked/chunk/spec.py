@@ -84,13 +84,6 @@ class RawGraphSpec:
     edge_types: tuple[RelationSpec, ...]
     base_dir: str
 
-    def node_type(self, name: str) -> NodeTypeSpec:
-        """The :class:`NodeTypeSpec` called ``name``."""
-        for spec in self.node_types:
-            if spec.name == name:
-                return spec
-        raise KeyError(f"unknown node type {name!r}")
-
 
 def _parse_features(value: Any, where: str, ctx: tuple[str, StorageOptions], errs: Problems) -> dict[str, SourceSpec]:
     if value is None:

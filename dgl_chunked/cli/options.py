@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
-from dask.utils import parse_bytes
+
+from dgl_chunked._typing import parse_size as parse_bytes_once
+from dgl_chunked.errors import OptionError
 
 __all__ = [
     "SCHEDULER_HELP",
@@ -52,10 +54,11 @@ def parse_storage_options(ctx: Any, param: Any, value: str | None) -> dict[str, 
 
 
 def parse_size(text: str, flag: str) -> int:
-    """``"256MiB"`` -> bytes; a usage error naming ``flag`` when it is not a size."""
+    """``"256MiB"`` -> bytes (:func:`dgl_chunked._typing.parse_size`); a usage error
+    naming ``flag`` when it is not a size."""
     try:
-        return int(parse_bytes(text))
-    except (ValueError, TypeError) as err:
+        return parse_bytes_once(text, flag)
+    except OptionError as err:
         raise click.BadParameter(f"{text!r} is not a size such as 256MiB or 0", param_hint=flag) from err
 
 

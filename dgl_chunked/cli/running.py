@@ -4,20 +4,23 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
 import dgl_chunked
 from dgl_chunked import ChunkedGraph, DispatchOptions, DispatchResult, dispatch, open_chunked_graph
+from dgl_chunked._typing import StorageOptions
 from dgl_chunked.cli.context import command_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import add_options, cluster_options, parse_size, scratch_option
 from dgl_chunked.cluster import ClusterOptions, parse_cluster_options
 
-__all__ = ["dispatch_command", "plan_command", "run_command"]
+__all__ = ["CommandInputs", "dispatch_command", "parsed_inputs", "plan_command", "run_command"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -102,49 +105,87 @@ def _dispatch_options(func: F) -> F:
     return add_options(func, options)
 
 
-def _cluster(kw: dict[str, Any]) -> ClusterOptions:
-    """The :class:`~dgl_chunked.cluster.ClusterOptions` of the cluster flags (the memory
-    limit parsed here, once)."""
-    return parse_cluster_options(
-        scheduler=kw["scheduler"],
-        workers=kw["workers"],
-        threads_per_worker=kw["threads_per_worker"],
-        memory_limit=kw["memory_limit"],
+@dataclass(frozen=True)
+class CommandInputs:
+    """What the shared flags of ``dispatch``, ``run`` and ``plan`` ask for, parsed once:
+    the opened graph, the output, the cluster and the dispatch options."""
+
+    graph: ChunkedGraph
+    out_dir: str
+    storage_options: StorageOptions
+    cluster: ClusterOptions
+    options: DispatchOptions
+
+
+_FLAGS = (
+    "in_dir", "out_dir", "metadata_filename", "storage_options", "task_size",
+    "scheduler", "workers", "threads_per_worker", "memory_limit", "no_progress",
+    "save_orig_nids", "save_orig_eids", "graph_formats", "staging_dir", "keep_staging", "overwrite",
+    "lookup_cache", "halo_hops", "keep_halo_edges", "use_graphbolt", "store_eids", "store_inner_node",
+    "store_inner_edge", "graphbolt_sort_memory", "dgl_launch", "process_group_timeout",
+)  # fmt: skip
+"""The flags :func:`parsed_inputs` turns into one :class:`CommandInputs`."""
+
+
+def parsed_inputs(command: F) -> F:
+    """Call ``command`` with ``inputs=CommandInputs(...)`` in place of the shared flags
+    (``--method``, when the command has it, names the partition method in the options)."""
+
+    @functools.wraps(command)
+    def wrapper(**kw: Any) -> Any:
+        flags = {name: kw.pop(name) for name in _FLAGS if name in kw}
+        return command(inputs=_command_inputs(flags, part_method=kw.get("method")), **kw)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _command_inputs(flags: dict[str, Any], part_method: str | None) -> CommandInputs:
+    cluster = parse_cluster_options(
+        scheduler=flags["scheduler"],
+        workers=flags["workers"],
+        threads_per_worker=flags["threads_per_worker"],
+        memory_limit=flags["memory_limit"],
     )
+    graph = open_chunked_graph(
+        flags["in_dir"],
+        metadata_filename=flags["metadata_filename"],
+        storage_options=flags["storage_options"],
+        task_bytes=flags["task_size"],
+    )
+    options = _dispatch_options_of(flags, cluster, part_method)
+    return CommandInputs(graph, flags["out_dir"], flags["storage_options"], cluster, options)
 
 
-def _make_dispatch_options(
-    kw: dict[str, Any], cluster: ClusterOptions, part_method: str | None = None
-) -> DispatchOptions:
+def _dispatch_options_of(flags: dict[str, Any], cluster: ClusterOptions, part_method: str | None) -> DispatchOptions:
     """The :class:`DispatchOptions` the flags of :func:`_dispatch_options` ask for."""
-    if kw.get("dgl_launch"):
+    if flags["dgl_launch"]:
         click.echo(
             "note: --ip-config/--ssh-port/--python-path/--master-port are ignored; "
             "use --scheduler ADDRESS to run on an existing Dask cluster",
             err=True,
         )
-    stores = [f"--{k.replace('_', '-')}" for k in ("store_eids", "store_inner_node", "store_inner_edge") if kw[k]]
-    if stores and not kw["use_graphbolt"]:
+    stores = [f"--{k.replace('_', '-')}" for k in ("store_eids", "store_inner_node", "store_inner_edge") if flags[k]]
+    if stores and not flags["use_graphbolt"]:
         raise click.UsageError(f"{', '.join(stores)} only apply with --use-graphbolt")
-    formats = tuple(f.strip() for f in kw["graph_formats"].split(",")) if kw["graph_formats"] else ("coo",)
+    formats = tuple(f.strip() for f in flags["graph_formats"].split(",")) if flags["graph_formats"] else ("coo",)
     return DispatchOptions(
-        save_orig_nids=kw["save_orig_nids"],
-        save_orig_eids=kw["save_orig_eids"],
+        save_orig_nids=flags["save_orig_nids"],
+        save_orig_eids=flags["save_orig_eids"],
         graph_formats=formats,
-        staging_dir=kw["staging_dir"],
-        keep_staging=kw["keep_staging"],
-        overwrite=kw["overwrite"],
-        progress=not kw["no_progress"],
+        staging_dir=flags["staging_dir"],
+        keep_staging=flags["keep_staging"],
+        overwrite=flags["overwrite"],
+        progress=not flags["no_progress"],
         part_method=part_method,
-        halo_hops=kw["halo_hops"],
-        keep_halo_edges=kw["keep_halo_edges"],
-        lookup_cache_bytes=parse_size(kw["lookup_cache"], "--lookup-cache"),
+        halo_hops=flags["halo_hops"],
+        keep_halo_edges=flags["keep_halo_edges"],
+        lookup_cache_bytes=parse_size(flags["lookup_cache"], "--lookup-cache"),
         memory_limit=cluster.memory_limit,
-        use_graphbolt=kw["use_graphbolt"],
-        store_eids=kw["store_eids"],
-        store_inner_node=kw["store_inner_node"],
-        store_inner_edge=kw["store_inner_edge"],
-        graphbolt_sort_bytes=max(1, parse_size(kw["graphbolt_sort_memory"], "--graphbolt-sort-memory")),
+        use_graphbolt=flags["use_graphbolt"],
+        store_eids=flags["store_eids"],
+        store_inner_node=flags["store_inner_node"],
+        store_inner_edge=flags["store_inner_edge"],
+        graphbolt_sort_bytes=max(1, parse_size(flags["graphbolt_sort_memory"], "--graphbolt-sort-memory")),
     )
 
 
@@ -179,16 +220,18 @@ def _print_result(result: DispatchResult) -> None:
 @_dispatch_options
 @cluster_options
 @user_errors
-def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
+@parsed_inputs
+def dispatch_command(inputs: CommandInputs, partitions_dir: str) -> None:
     """Write DGL partitions of a chunked graph as an assignment directory says."""
-    so = kw["storage_options"]
-    graph = open_chunked_graph(
-        in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
-    )
-    cluster = _cluster(kw)
-    options = _make_dispatch_options(kw, cluster)
-    with command_client(cluster, lambda: _input_files(graph)) as client:
-        result = dispatch(graph, partitions_dir, kw["out_dir"], options=options, client=client, storage_options=so)
+    with command_client(inputs.cluster, lambda: _input_files(inputs.graph)) as client:
+        result = dispatch(
+            inputs.graph,
+            partitions_dir,
+            inputs.out_dir,
+            options=inputs.options,
+            client=client,
+            storage_options=inputs.storage_options,
+        )
     _print_result(result)
 
 
@@ -217,8 +260,9 @@ def dispatch_command(in_dir: str, partitions_dir: str, **kw: Any) -> None:
 @_dispatch_options
 @cluster_options
 @user_errors
+@parsed_inputs
 def run_command(
-    in_dir: str,
+    inputs: CommandInputs,
     num_parts: int,
     method: str,
     seed: int,
@@ -227,29 +271,22 @@ def run_command(
     partitions_dir: str | None,
     num_trainers_per_machine: int,
     scratch_dir: str | None,
-    **kw: Any,
 ) -> None:
     """Partition and dispatch in one go: chunked graph -> DGL partitions."""
-    so = kw["storage_options"]
-    graph = open_chunked_graph(
-        in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
-    )
-    cluster = _cluster(kw)
-    options = _make_dispatch_options(kw, cluster, part_method=method)
     balance = tuple(balance_ntypes.split(",")) if balance_ntypes else None
-    with command_client(cluster, lambda: _input_files(graph)) as client:
+    with command_client(inputs.cluster, lambda: _input_files(inputs.graph)) as client:
         result = dgl_chunked.run(  # run, forecast_run: looked up here, so `dispatch` never loads the partitioners
-            graph,
-            kw["out_dir"],
+            inputs.graph,
+            inputs.out_dir,
             num_parts=num_parts,
             method=method,
             partition_options=dgl_chunked.PartitionOptions(
                 seed=seed, balance_ntypes=balance, balance_edges=balance_edges
             ),
             partitions_dir=partitions_dir,
-            options=options,
+            options=inputs.options,
             client=client,
-            storage_options=so,
+            storage_options=inputs.storage_options,
             num_trainers_per_machine=num_trainers_per_machine,
             scratch_dir=scratch_dir,
         )
@@ -284,8 +321,9 @@ def run_command(
 @_dispatch_options
 @cluster_options
 @user_errors
+@parsed_inputs
 def plan_command(
-    in_dir: str,
+    inputs: CommandInputs,
     num_parts: int,
     method: str,
     num_trainers_per_machine: int,
@@ -293,25 +331,24 @@ def plan_command(
     json_path: str | None,
     hosts: int | None,
     bandwidth: str | None,
-    **kw: Any,
+    seed: int,
+    balance_ntypes: str | None,
+    balance_edges: bool,
+    partitions_dir: str | None,
+    scratch_dir: str | None,
 ) -> None:
     """Forecast `run` (tasks, peak memory per worker, disk, time) from metadata.json and
     file headers alone, and refuse when the output or staging filesystem lacks the space.
     Takes `run`'s options, so `run` can be replaced by `plan` in a command line."""
-    so = kw["storage_options"]
-    graph = open_chunked_graph(
-        in_dir, metadata_filename=kw["metadata_filename"], storage_options=so, task_bytes=kw["task_size"]
-    )
-    cluster = _cluster(kw)
-    forecast = dgl_chunked.forecast_run(
-        graph,
-        kw["out_dir"],
+    forecast = dgl_chunked.forecast_run(  # run's flags are taken and only those that change the forecast read
+        inputs.graph,
+        inputs.out_dir,
         num_parts=num_parts,
         method=method,
-        cluster=cluster,
+        cluster=inputs.cluster,
         num_trainers_per_machine=num_trainers_per_machine,
-        options=_make_dispatch_options(kw, cluster, part_method=method),
-        storage_options=so,
+        options=inputs.options,
+        storage_options=inputs.storage_options,
         dispatch_only=dispatch_only,
         hosts=hosts,
         bandwidth=bandwidth,

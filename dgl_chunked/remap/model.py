@@ -128,7 +128,3 @@ class ResultSource:
         row_files = _files(rows, rows_key)
         id_files = tuple(ResultFile(f.path, ids_key) for f in row_files) if ids is None else _files(ids, None)
         return cls(row_files, ids=id_files, name=name)
-
-    @property
-    def is_pairs(self) -> bool:
-        return self.ids is not None

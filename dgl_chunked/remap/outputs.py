@@ -225,10 +225,6 @@ class TypeOutput:
         """What a row without a result holds in npy/zarr output (NaN for floats, else 0)."""
         return np.nan if self.dtype.kind == "f" else 0
 
-    def empty_block(self, rows: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_] | None]:
-        values = np.full((rows, *self.row_shape), self.fill_value(), dtype=self.dtype)
-        return values, (np.zeros(rows, np.bool_) if self.subset else None)
-
     def columns(self) -> list[str]:
         """Parquet columns, in order."""
         return (["key"] if self.keys is not None else []) + [self.id_column, self.value]

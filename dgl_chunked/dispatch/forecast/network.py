@@ -389,10 +389,3 @@ def forecast_network(
     if partition_stage is not None and not partition_stage.name.endswith("(random)"):
         notes.append(f"{partition_stage.name}: the partitioner's own reads and writes are not counted")
     return NetworkForecast(hosts, processes_per_host, threads_per_process, rate, tuple(stages), tuple(notes))
-
-
-def check_hosts(hosts: int) -> int:
-    """``hosts`` if positive, else :class:`OptionError`."""
-    if hosts < 1:
-        raise OptionError(f"hosts: expected at least 1, got {hosts}")
-    return hosts

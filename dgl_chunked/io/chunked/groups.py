@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from dgl_chunked._typing import StorageOptions
+from dgl_chunked._typing import StorageOptions, parse_size
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.model import ArraySource
 
@@ -221,14 +221,9 @@ def resolve_task_bytes(task_bytes: int | str | None) -> int:
     OptionError
         Not a size, or below 1 byte.
     """
-    from dask.utils import parse_bytes
-
     value: int | str = task_bytes if task_bytes is not None else os.environ.get(TASK_SIZE_ENV, DEFAULT_TASK_BYTES)
     where = "task size" if task_bytes is not None else f"${TASK_SIZE_ENV}"
-    try:
-        out = int(value) if isinstance(value, int) else int(parse_bytes(value))
-    except (ValueError, TypeError) as err:
-        raise OptionError(f"{where}: expected a size like 32MiB or a number of bytes, found {value!r}") from err
+    out = parse_size(value, where)
     if out < 1:
         raise OptionError(f"{where}: expected at least 1 byte, found {value!r}")
     return out
