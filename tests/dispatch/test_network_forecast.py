@@ -176,6 +176,11 @@ def test_busiest_host_carries_less_with_more_hosts(tmp_path):
     assert [round(writes[0].host_up_bytes / w.host_up_bytes) for w in writes] == [1, 2, 4, 8]
     seconds = [p.seconds for p in plans if p]
     assert seconds == sorted(seconds, reverse=True) and seconds[0] > 3 * seconds[-1]
+    # processes of one host share its link: 2 hosts x 2 processes carry what 2 hosts x 1 do
+    two_by_two = dglc.forecast_run(graph, tmp_path / "o", num_parts=8, hosts=2, workers=2).network
+    assert two_by_two is not None
+    write = next(s for s in two_by_two.stages if s.name == "write partitions")
+    assert write.host_up_bytes == writes[1].host_up_bytes
 
 
 @pytest.mark.parametrize(

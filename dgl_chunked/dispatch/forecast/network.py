@@ -171,14 +171,20 @@ class _Stage:
         self.tasks.append((int(down), int(up), int(requests)))
 
 
-def _host_loads(tasks: Sequence[tuple[int, int, int]], processes: int) -> tuple[int, int]:
-    """``(down, up)`` bytes of the busiest process: tasks placed largest first on the least loaded."""
-    loads = [[0, 0] for _ in range(max(1, processes))]
+def _busiest_host(tasks: Sequence[tuple[int, int, int]], hosts: int, procs: int) -> tuple[int, int]:
+    """``(down, up)`` bytes of the busiest host: tasks placed largest first on the least
+    loaded of its ``hosts * procs`` worker processes (process ``k`` on host ``k % hosts``,
+    so that ties go to another host first, as Dask spreads them)."""
+    slots = [[0, 0] for _ in range(max(1, hosts * procs))]
     for down, up, req in sorted(tasks, key=lambda t: t[0] + t[1], reverse=True):
-        target = min(loads, key=lambda x: x[0] + x[1])
+        target = min(slots, key=sum)
         target[0] += down + req * REQUEST_DOWN_BYTES
         target[1] += up + req * REQUEST_UP_BYTES
-    busiest = max(loads, key=lambda x: x[0] + x[1])
+    per_host = [[0, 0] for _ in range(max(1, hosts))]
+    for k, (down, up) in enumerate(slots):
+        per_host[k % len(per_host)][0] += down
+        per_host[k % len(per_host)][1] += up
+    busiest = max(per_host, key=sum)
     return busiest[0], busiest[1]
 
 
@@ -186,11 +192,7 @@ def _finish(stage: _Stage, hosts: int, procs: int, threads: int, bandwidth: floa
     reqs = sum(t[2] for t in stage.tasks) + stage.client[2]
     down = sum(t[0] for t in stage.tasks) + stage.client[0] + reqs * REQUEST_DOWN_BYTES
     up = sum(t[1] for t in stage.tasks) + stage.client[1] + reqs * REQUEST_UP_BYTES
-    # every process of a host shares its link: the host's load is its processes' sum
-    p_down, p_up = _host_loads(stage.tasks, hosts * procs)
-    h_down, h_up = p_down * procs, p_up * procs
-    if len(stage.tasks) < hosts * procs:  # fewer tasks than processes: one per process
-        h_down, h_up = p_down * min(procs, max(1, len(stage.tasks))), p_up * min(procs, max(1, len(stage.tasks)))
+    h_down, h_up = _busiest_host(stage.tasks, hosts, procs)  # a host's processes share its link
     seconds = None
     if bandwidth:
         overlap = procs * threads
@@ -199,19 +201,17 @@ def _finish(stage: _Stage, hosts: int, procs: int, threads: int, bandwidth: floa
     return NetworkStage(stage.name, down, up, reqs, h_down, h_up, seconds)
 
 
-def _client_open(graph: ChunkedGraph) -> tuple[int, int, int]:
+def _client_open(graph: ChunkedGraph, size: Mapping[str, int]) -> tuple[int, int, int]:
     """What opening the graph reads: ``metadata.json``, and a header or footer of every
     feature file (rows and dtype)."""
     meta = graph.metadata
-    so = graph.storage_options
-    down, requests = file_sizes([fs.join(meta.base_dir, "metadata.json")], so)[0], 2
+    down, requests = file_sizes([fs.join(meta.base_dir, "metadata.json")], graph.storage_options)[0], 2
     for data in (meta.node_data, meta.edge_data):
         for feats in data.values():
             for src in feats.values():
-                sizes = file_sizes(list(src.paths), so)
                 block = PARQUET_FOOTER_READ if src.format == "parquet" else fs.HEADER_BLOCK
-                down += sum(size if src.format == "csv" else min(size, block) for size in sizes)
-                requests += len(sizes)  # its header (sizes come from one listing per folder)
+                down += sum(size[p] if src.format == "csv" else min(size[p], block) for p in src.paths)
+                requests += len(src.paths)  # its header (sizes come from one listing per folder)
     requests += sum(len(src.paths) for src in meta.edges.values())
     # ownership marks, the staging's fingerprint, group and node arrays (created by the client)
     requests += 35 + 13 * len(meta.node_types)
@@ -243,10 +243,14 @@ def _input_sizes(graph: ChunkedGraph) -> dict[str, int]:
 
 
 def _edge_stage(
-    graph: ChunkedGraph, num_parts: int, opts: DispatchOptions, procs: int, extra_node_row_bytes: int
+    graph: ChunkedGraph,
+    size: Mapping[str, int],
+    num_parts: int,
+    opts: DispatchOptions,
+    procs: int,
+    extra_node_row_bytes: int,
 ) -> _Stage:
     meta = graph.metadata
-    size = _input_sizes(graph)
     n_total = sum(meta.num_nodes(t) for t in meta.node_types)
     id_size = staged_id_dtype(n_total, wide=opts.wide_ids).itemsize
     owner_size = compact_owner_dtype(num_parts).itemsize
@@ -352,9 +356,10 @@ def forecast_network(
     id_size = staged_id_dtype(n_total, wide=opts.wide_ids).itemsize
     procs = hosts * processes_per_host
     cpu = {s.name: s.seconds for s in forecast.stages}
+    size = _input_sizes(graph)
 
     opening = _Stage(partition_stage.name if partition_stage else "open the graph")
-    opening.client = _client_open(graph)
+    opening.client = _client_open(graph, size)
     assign = _Stage("stage assignment")
     number = _Stage("number nodes")
     for t in meta.node_types:
@@ -371,7 +376,7 @@ def forecast_network(
             for s in (
                 assign,
                 number,
-                _edge_stage(graph, num_parts, opts, procs, extra_node_row_bytes),
+                _edge_stage(graph, size, num_parts, opts, procs, extra_node_row_bytes),
                 _write_stage(graph, num_parts, opts, forecast, extra_node_row_bytes),
             )
         ),
