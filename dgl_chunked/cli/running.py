@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,23 +118,15 @@ class CommandInputs:
     options: DispatchOptions
 
 
-_FLAGS = (
-    "in_dir", "out_dir", "metadata_filename", "storage_options", "task_size",
-    "scheduler", "workers", "threads_per_worker", "memory_limit", "no_progress",
-    "save_orig_nids", "save_orig_eids", "graph_formats", "staging_dir", "keep_staging", "overwrite",
-    "lookup_cache", "halo_hops", "keep_halo_edges", "use_graphbolt", "store_eids", "store_inner_node",
-    "store_inner_edge", "graphbolt_sort_memory", "dgl_launch", "process_group_timeout",
-)  # fmt: skip
-"""The flags :func:`parsed_inputs` turns into one :class:`CommandInputs`."""
-
-
 def parsed_inputs(command: F) -> F:
-    """Call ``command`` with ``inputs=CommandInputs(...)`` in place of the shared flags
-    (``--method``, when the command has it, names the partition method in the options)."""
+    """Call ``command`` with ``inputs=CommandInputs(...)`` in place of the shared flags:
+    every flag that is not one of the command's own parameters (``--method``, when the
+    command has it, also names the partition method in the options)."""
+    own = set(inspect.signature(command).parameters)
 
     @functools.wraps(command)
     def wrapper(**kw: Any) -> Any:
-        flags = {name: kw.pop(name) for name in _FLAGS if name in kw}
+        flags = {name: kw.pop(name) for name in list(kw) if name not in own}
         return command(inputs=_command_inputs(flags, part_method=kw.get("method")), **kw)
 
     return wrapper  # type: ignore[return-value]
