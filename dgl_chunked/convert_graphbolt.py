@@ -201,7 +201,9 @@ def convert_to_graphbolt(
         doc = types_in_id_order(json.load(f), where=config_path)
     formats = None if graph_formats is None else tuple(graph_formats)
     if formats is not None and (not formats or set(formats) - {"coo", "csr", "csc"}):
-        raise UnsupportedFormatError(f"graph formats {list(formats)!r}: expected a non-empty subset of ['coo', 'csr', 'csc']")
+        raise UnsupportedFormatError(
+            f"graph formats {list(formats)!r}: expected a non-empty subset of ['coo', 'csr', 'csc']"
+        )
     base = fs.parent(config_path)
     num_parts = int(doc["num_parts"])
     target_dir = None

@@ -45,7 +45,8 @@ def _graph(n: int, e: int, seed: int, block: int | None = None) -> HomogeneousGr
     )
 
 
-def _write(tmp_path, graph, options=GraphBoltOptions(), **kw):
+def _write(tmp_path, graph, options=None, **kw):
+    options = GraphBoltOptions() if options is None else options
     path = tmp_path / "fused_csc_sampling_graph.pt"
     write_graphbolt_partition(path, graph, ntypes=NTYPES, etypes=ETYPES, options=options, **kw)
     return read_graphbolt_graph(path)
