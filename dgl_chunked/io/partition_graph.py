@@ -66,7 +66,7 @@ def read_partition_graph(
     if "_ID" not in eattrs:
         raise DGLFormatError(
             f"{path}: edge _ID is not stored, so the local edge order cannot be rebuilt; "
-            "write GraphBolt partitions with --store-eids to verify them"
+            "write GraphBolt partitions without --no-store-eids to verify them"
         )
     order = np.argsort(eattrs["_ID"], kind="stable")
     dst = np.repeat(np.arange(gb.total_num_nodes, dtype=np.int64), np.diff(gb.indptr).astype(np.int64))

@@ -3,9 +3,12 @@
 :func:`write_graphbolt_partition` takes the same :class:`HomogeneousGraph` a
 partition's ``graph.dgl`` is written from (local ``src``/``dst`` in edge-id order,
 ``ndata``/``edata`` with ``_ID``, ``_TYPE``, ``inner_node``, ``inner_edge``) and
-writes what ``dgl.distributed.dgl_partition_to_graphbolt`` (DGL 2.1) makes of that
-``graph.dgl``: CSC by local destination with every destination's in-edges in
-edge-id order, the fields it keeps and the dtypes it casts them to.
+writes what ``dgl.distributed.dgl_partition_to_graphbolt`` (DGL 2.1 to 2.4, per
+:class:`GraphBoltOptions`) makes of that ``graph.dgl``: CSC by local destination with
+every destination's in-edges in edge-id order, the fields it keeps and the dtypes it
+casts them to, and DGL >= 2.3's ``_dgl2gb_eid`` / ``_gb_dst_id`` (:meth:`CscSorter.slots`,
+:meth:`CscSorter.destinations`: one more pass over the destinations, and 8 bytes per
+local node for a running count, as ``indptr``).
 
 Sorting by destination is a stable counting sort (:class:`CscSorter`): a pass
 counts in-degrees, a second one places each edge. When the order (4 bytes per edge)
