@@ -171,3 +171,38 @@ def test_graphbolt_dir_from_the_cli(outputs, tmp_path, capsys):
     assert str(tmp_path / "gb" / "metadata.json") in capsys.readouterr().out
     assert not (source / "part0" / GRAPHBOLT_FILE).exists()
     assert replace(DispatchOptions(), use_graphbolt=True).graphbolt().store_eids  # type: ignore[union-attr]
+
+
+def test_verify_follows_and_checks_the_two_attributes(outputs, tmp_path):
+    from dgl_chunked.errors import DGLFormatError
+    from dgl_chunked.io.graphbolt.graph_file import write_graphbolt_graph
+    from dgl_chunked.io.partition_graph import read_partition_graph
+
+    # verify itself on such files: test_graphbolt_dispatch.py (its GraphBolt output has both)
+    _, parts = load_partition_output(outputs["coo"])
+    for name, change, message in (
+        ("dst", lambda a: a["_gb_dst_id"].__setitem__(0, a["_gb_dst_id"][-1] + 1), "_gb_dst_id is not"),
+        ("slot", lambda a: a["_dgl2gb_eid"].__setitem__(1, a["_dgl2gb_eid"][0]), "repeats a CSC slot"),
+    ):
+        bad = tmp_path / name
+        shutil.copytree(outputs["gb"], bad)
+        path = bad / "part0" / GRAPHBOLT_FILE
+        g = read_graphbolt_graph(path)
+        attrs = {k: np.array(v) for k, v in g.edge_attributes.items()}
+        change(attrs)
+        write_graphbolt_graph(
+            path,
+            indptr=g.indptr,
+            indices=g.indices,
+            type_per_edge=g.type_per_edge,
+            node_type_to_id=g.node_type_to_id,
+            edge_type_to_id=g.edge_type_to_id,
+            node_attributes=g.node_attributes,
+            edge_attributes=attrs,
+        )
+        with pytest.raises(DGLFormatError, match=message):
+            read_partition_graph(str(bad / "part0"))
+    # the local order comes from _dgl2gb_eid: the DGL-format partition's edges, row for row
+    got = read_partition_graph(str(outputs["gb"] / "part1"))
+    np.testing.assert_array_equal(got.src, parts[1].src)
+    np.testing.assert_array_equal(got.dst, parts[1].dst)
