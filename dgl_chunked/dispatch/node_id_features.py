@@ -1,0 +1,189 @@
+"""Features whose values are node IDs (GraphStorm's hard negatives), translated at dispatch.
+
+GraphStorm stores a link-prediction edge type's hard negatives as an integer edge
+feature: per edge, the per-type IDs of destination nodes, padded with ``-1``
+(GSProcessing's ``edge_dst_hard_negative`` transformation). Its sampler reads them
+as per-type node IDs of the partitioned graph (``GSHardEdgeDstNegativeSampler``,
+graphstorm ``python/graphstorm/dataloading/sampler.py``), so after DGL's dispatch
+GraphStorm rewrites every ``part<i>/edge_feat.dgl`` (``shuffle_hard_negative_nids``,
+graphstorm ``python/graphstorm/gpartition/post_hard_negative.py``, and
+``shuffle_hard_nids`` in ``gconstruct/utils.py``): every value ``> -1`` becomes its
+node's index in the concatenation of every partition's ``orig_nids[ntype]``, the
+node's *per-type new ID* (DGL's ``map_to_per_ntype`` of its ``new_nid``); values
+``<= -1`` stay as they are.
+
+Named with ``node_id_features`` (``--node-id-features``), dispatch does that rewrite
+while it stages the feature's rows: the new IDs come from the staged owners (the
+same per-worker :class:`~dgl_chunked.dispatch.new_id_map.NewIdMap` or ``new_nid``
+ranges the edge staging uses, within ``lookup_cache_bytes``), so memory stays bounded
+by the read task, and no second pass over the partitions is needed. Do not also run
+GraphStorm's rewrite on the output: it would translate the IDs twice.
+
+A spec is ``TYPE/FEATURE`` or ``TYPE/FEATURE=NTYPE``: ``TYPE`` an edge type
+(``src:rel:dst``) or a node type, ``FEATURE`` one of its features, ``NTYPE`` the node
+type the values name (default: an edge type's destination type, as GraphStorm's hard
+negatives; a node feature's own type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked.dispatch.ids import IdLayout, in_slices, owner_of
+from dgl_chunked.errors import ChunkMismatchError, OptionError
+from dgl_chunked.io.chunked.graph import ChunkedGraph, ChunkGroup
+
+__all__ = ["NodeIdFeature", "NodeIdValues", "parse_node_id_features", "translate_rows", "per_type_new_ids"]
+
+
+@dataclass(frozen=True)
+class NodeIdFeature:
+    """One feature whose values are per-type IDs of nodes of ``ntype``."""
+
+    kind: Literal["node", "edge"]
+    type_name: str
+    feature: str
+    ntype: str
+
+    @property
+    def key(self) -> str:
+        """The feature's key in ``node_feat.dgl`` / ``edge_feat.dgl``."""
+        return f"{self.type_name}/{self.feature}"
+
+
+@dataclass(frozen=True)
+class NodeIdValues:
+    """What a feature task needs to translate values naming nodes of one type.
+
+    Attributes
+    ----------
+    ntype, type_index
+        The node type the values name, and its type ID.
+    ranges
+        int64 ``(P, 2)``: the type's ``[start, end)`` of ``new_nid`` per partition.
+    """
+
+    ntype: str
+    type_index: int
+    ranges: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, layout: IdLayout, ntype: str, type_index: int) -> NodeIdValues:
+        return cls(ntype, type_index, np.ascontiguousarray(layout.ranges[:, type_index, :], dtype=np.int64))
+
+
+def per_type_new_ids(new_nids: npt.NDArray[np.int64], ranges: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per-type new IDs of ``new_nid`` s of one type (DGL's ``map_to_per_ntype``): the
+    sizes of the type's blocks in earlier partitions plus the offset in its own."""
+    sizes = ranges[:, 1] - ranges[:, 0]
+    before = np.cumsum(sizes) - sizes
+    starts = np.append(ranges[:, 0], ranges[-1, 1]).astype(np.int64)
+    part = owner_of(new_nids, starts)
+    return new_nids - ranges[part, 0] + before[part]
+
+
+def translate_rows(
+    rows: npt.NDArray[Any],
+    values: NodeIdValues,
+    num_nodes: int,
+    lookup: Any,
+    group: ChunkGroup,
+    key: str,
+) -> npt.NDArray[Any]:
+    """``rows`` with every value ``>= 0`` replaced by its node's per-type new ID.
+
+    ``lookup(ids)`` gives the int64 ``new_nid`` of per-type input IDs of ``values.ntype``.
+    Negative values (``-1`` padding) are kept. The result has the dtype and shape of ``rows``.
+
+    Raises
+    ------
+    ChunkMismatchError
+        A value is ``>= num_nodes``: the file and row are named.
+    """
+    flat = np.asarray(rows).reshape(-1)
+    high = np.flatnonzero(flat >= num_nodes)
+    if high.size:
+        width = max(1, flat.shape[0] // max(1, rows.shape[0]))
+        ref, row = group.locate(int(high[0]) // width)
+        raise ChunkMismatchError(
+            f"{ref.path}: row {row + 1} of feature {key!r} holds node ID {int(flat[high[0]])}, outside "
+            f"[0, {num_nodes}) of node type {values.ntype!r} (node-ID features keep -1 as padding; "
+            "other values must be IDs of that type)"
+        )
+    out = flat.copy()
+    valid = np.flatnonzero(flat >= 0)
+    new_nids = lookup(flat[valid].astype(np.int64, copy=False))
+    out[valid] = in_slices(lambda ids: per_type_new_ids(ids, values.ranges), new_nids, out.dtype)
+    return out.reshape(rows.shape)
+
+
+def _split_spec(spec: str, types: Sequence[str]) -> tuple[str, str, str | None]:
+    """``(type, feature, ntype or None)`` of ``TYPE/FEATURE[=NTYPE]``; the type is the
+    longest known type name the spec starts with (types may hold ``/``)."""
+    head, eq, ntype = spec.rpartition("=") if "=" in spec else (spec, "", "")
+    for name in sorted(types, key=len, reverse=True):
+        if head.startswith(name + "/") and len(head) > len(name) + 1:
+            return name, head[len(name) + 1 :], (ntype.strip() if eq else None)
+    raise OptionError(
+        f"node_id_features: {spec!r} does not start with a node or edge type and '/': expected "
+        f"TYPE/FEATURE or TYPE/FEATURE=NTYPE, TYPE one of {sorted(types)}"
+    )
+
+
+def parse_node_id_features(
+    graph: ChunkedGraph, specs: Iterable[str] | Mapping[str, str | None]
+) -> tuple[NodeIdFeature, ...]:
+    """The checked :class:`NodeIdFeature` s of ``specs``.
+
+    Parameters
+    ----------
+    graph
+        The chunked graph.
+    specs
+        ``"TYPE/FEATURE"`` or ``"TYPE/FEATURE=NTYPE"`` strings, or a mapping
+        ``{"TYPE/FEATURE": NTYPE or None}``.
+
+    Raises
+    ------
+    OptionError
+        Unknown type, feature or node type, a feature that is not integer-valued, or
+        one named twice.
+    """
+    meta = graph.metadata
+    items = [f"{k}={v}" if v else k for k, v in specs.items()] if isinstance(specs, Mapping) else list(specs)
+    edge_names = {e.name: e for e in meta.edge_types}
+    out: dict[str, NodeIdFeature] = {}
+    for spec in (s.strip() for s in items):
+        type_name, feat, ntype = _split_spec(spec, [*meta.node_types, *edge_names])
+        kind: Literal["node", "edge"] = "edge" if type_name in edge_names else "node"
+        feats = (meta.edge_data if kind == "edge" else meta.node_data).get(type_name, {})
+        if feat not in feats:
+            raise OptionError(
+                f"node_id_features: {kind} type {type_name!r} has no feature {feat!r}; expected one of {sorted(feats)}"
+            )
+        if ntype is None:
+            ntype = edge_names[type_name].dst_type if kind == "edge" else type_name
+        if ntype not in meta.node_types:
+            raise OptionError(
+                f"node_id_features: {spec!r} names node type {ntype!r}; expected one of {list(meta.node_types)}"
+            )
+        dtype, _ = graph.feature_info(kind, type_name, feat)
+        if not np.issubdtype(dtype, np.integer):
+            raise OptionError(
+                f"node_id_features: feature {type_name}/{feat} holds {dtype}, not integers; node IDs must be integers"
+            )
+        if np.iinfo(dtype).max < meta.num_nodes(ntype) - 1:
+            raise OptionError(
+                f"node_id_features: feature {type_name}/{feat} holds {dtype}, too narrow for the "
+                f"{meta.num_nodes(ntype)} IDs of node type {ntype!r}; store it as int64"
+            )
+        entry = NodeIdFeature(kind, type_name, feat, ntype)
+        if entry.key in out and out[entry.key] != entry:
+            raise OptionError(f"node_id_features: {entry.key!r} is named twice, with different node types")
+        out[entry.key] = entry
+    return tuple(out.values())
