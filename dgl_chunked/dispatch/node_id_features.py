@@ -84,7 +84,8 @@ def per_type_new_ids(new_nids: npt.NDArray[np.int64], ranges: npt.NDArray[np.int
     before = np.cumsum(sizes) - sizes
     starts = np.append(ranges[:, 0], ranges[-1, 1]).astype(np.int64)
     part = owner_of(new_nids, starts)
-    return new_nids - ranges[part, 0] + before[part]
+    out: npt.NDArray[np.int64] = new_nids - ranges[part, 0] + before[part]
+    return out
 
 
 def translate_rows(

@@ -188,7 +188,9 @@ def test_float_feature_and_out_of_range_value(tmp_path: Path) -> None:
     graph = open_chunked_graph(tmp_path / "g")
     parts = assign_partitions(graph, 2)
     with pytest.raises(OptionError, match="holds float32, not integers"):
-        dispatch(graph, parts, tmp_path / "a", num_parts=2, options=DispatchOptions(node_id_features=f"{FOLLOWS}/weight"))
+        dispatch(
+            graph, parts, tmp_path / "a", num_parts=2, options=DispatchOptions(node_id_features=f"{FOLLOWS}/weight")
+        )
     with pytest.raises(ChunkMismatchError, match=r"row 11 of feature 'user:clicks:item/hard_neg' holds node ID 37"):
         dispatch(graph, parts, tmp_path / "b", num_parts=2, options=DispatchOptions(node_id_features={SPECS[0]: None}))
     assert not (tmp_path / "b" / "metadata.json").exists()

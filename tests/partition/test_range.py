@@ -112,7 +112,9 @@ def test_any_chunking_gives_identical_files(graph_dir: Path, chunks: tuple[int, 
         files = []
         for name, g in (("ref", _rechunked(graph, (N_A,))), ("got", _rechunked(graph, chunks))):
             out = Path(tmp) / name
-            write_assignment(out, assign_partitions(g, num_parts, method="range"), num_parts=num_parts, algo_name="random")
+            write_assignment(
+                out, assign_partitions(g, num_parts, method="range"), num_parts=num_parts, algo_name="random"
+            )
             files.append({t: (out / f"{t}.txt").read_bytes() for t in ("a", "b")})
     assert files[0] == files[1]
     assert [int(x) for x in files[0]["a"].split()] == _truth(N_A, num_parts).tolist()
