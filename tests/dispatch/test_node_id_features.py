@@ -194,3 +194,12 @@ def test_float_feature_and_out_of_range_value(tmp_path: Path) -> None:
     with pytest.raises(ChunkMismatchError, match=r"row 11 of feature 'user:clicks:item/hard_neg' holds node ID 37"):
         dispatch(graph, parts, tmp_path / "b", num_parts=2, options=DispatchOptions(node_id_features={SPECS[0]: None}))
     assert not (tmp_path / "b" / "metadata.json").exists()
+
+
+def test_cli_errors_are_one_line(graph_dir: Path, tmp_path: Path) -> None:
+    run = ["run", "--in-dir", str(graph_dir), "--num-parts", "2", "--out-dir", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, [*run, "--node-id-features", f"{CLICKS}/nope"])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith("error: node_id_features: edge type 'user:clicks:item' has no feature 'nope'")
+    assert "Traceback" not in result.output
