@@ -18,7 +18,6 @@ from dgl_chunked.dispatch.fingerprint import FileStamps, file_stamps, run_finger
 from dgl_chunked.dispatch.forecast.estimates import forecast_dispatch
 from dgl_chunked.dispatch.forecast.space import check_space, disk_needs
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
-from dgl_chunked.dispatch.node_id_features import NodeIdFeature, parse_node_id_features
 from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats
 from dgl_chunked.dispatch.output import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
@@ -28,6 +27,7 @@ from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.chunked.node_id_features import NodeIdFeature, parse_node_id_features
 from dgl_chunked.io.dgl.partition_config import PartitionConfig, write_partition_config
 from dgl_chunked.io.graphbolt.csc import DGL_DEBUG_ENV
 from dgl_chunked.storage import fs

@@ -19,41 +19,23 @@ ranges the edge staging uses, within ``lookup_cache_bytes``), so memory stays bo
 by the read task, and no second pass over the partitions is needed. Do not also run
 GraphStorm's rewrite on the output: it would translate the IDs twice.
 
-A spec is ``TYPE/FEATURE`` or ``TYPE/FEATURE=NTYPE``: ``TYPE`` an edge type
-(``src:rel:dst``) or a node type, ``FEATURE`` one of its features, ``NTYPE`` the node
-type the values name (default: an edge type's destination type, as GraphStorm's hard
-negatives; a node feature's own type).
+Which features, and the node type their values name, are parsed by
+:func:`dgl_chunked.io.chunked.node_id_features.parse_node_id_features`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked.dispatch.ids import IdLayout, in_slices, owner_of
-from dgl_chunked.errors import ChunkMismatchError, OptionError
-from dgl_chunked.io.chunked.graph import ChunkedGraph, ChunkGroup
+from dgl_chunked.errors import ChunkMismatchError
+from dgl_chunked.io.chunked.graph import ChunkGroup
 
-__all__ = ["NodeIdFeature", "NodeIdValues", "parse_node_id_features", "translate_rows", "per_type_new_ids"]
-
-
-@dataclass(frozen=True)
-class NodeIdFeature:
-    """One feature whose values are per-type IDs of nodes of ``ntype``."""
-
-    kind: Literal["node", "edge"]
-    type_name: str
-    feature: str
-    ntype: str
-
-    @property
-    def key(self) -> str:
-        """The feature's key in ``node_feat.dgl`` / ``edge_feat.dgl``."""
-        return f"{self.type_name}/{self.feature}"
+__all__ = ["NodeIdValues", "translate_rows", "per_type_new_ids"]
 
 
 @dataclass(frozen=True)
@@ -121,70 +103,3 @@ def translate_rows(
     new_nids = lookup(flat[valid].astype(np.int64, copy=False))
     out[valid] = in_slices(lambda ids: per_type_new_ids(ids, values.ranges), new_nids, out.dtype)
     return out.reshape(rows.shape)
-
-
-def _split_spec(spec: str, types: Sequence[str]) -> tuple[str, str, str | None]:
-    """``(type, feature, ntype or None)`` of ``TYPE/FEATURE[=NTYPE]``; the type is the
-    longest known type name the spec starts with (types may hold ``/``)."""
-    head, eq, ntype = spec.rpartition("=") if "=" in spec else (spec, "", "")
-    for name in sorted(types, key=len, reverse=True):
-        if head.startswith(name + "/") and len(head) > len(name) + 1:
-            return name, head[len(name) + 1 :], (ntype.strip() if eq else None)
-    raise OptionError(
-        f"node_id_features: {spec!r} does not start with a node or edge type and '/': expected "
-        f"TYPE/FEATURE or TYPE/FEATURE=NTYPE, TYPE one of {sorted(types)}"
-    )
-
-
-def parse_node_id_features(
-    graph: ChunkedGraph, specs: Iterable[str] | Mapping[str, str | None]
-) -> tuple[NodeIdFeature, ...]:
-    """The checked :class:`NodeIdFeature` s of ``specs``.
-
-    Parameters
-    ----------
-    graph
-        The chunked graph.
-    specs
-        ``"TYPE/FEATURE"`` or ``"TYPE/FEATURE=NTYPE"`` strings, or a mapping
-        ``{"TYPE/FEATURE": NTYPE or None}``.
-
-    Raises
-    ------
-    OptionError
-        Unknown type, feature or node type, a feature that is not integer-valued, or
-        one named twice.
-    """
-    meta = graph.metadata
-    items = [f"{k}={v}" if v else k for k, v in specs.items()] if isinstance(specs, Mapping) else list(specs)
-    edge_names = {e.name: e for e in meta.edge_types}
-    out: dict[str, NodeIdFeature] = {}
-    for spec in (s.strip() for s in items):
-        type_name, feat, ntype = _split_spec(spec, [*meta.node_types, *edge_names])
-        kind: Literal["node", "edge"] = "edge" if type_name in edge_names else "node"
-        feats = (meta.edge_data if kind == "edge" else meta.node_data).get(type_name, {})
-        if feat not in feats:
-            raise OptionError(
-                f"node_id_features: {kind} type {type_name!r} has no feature {feat!r}; expected one of {sorted(feats)}"
-            )
-        if ntype is None:
-            ntype = edge_names[type_name].dst_type if kind == "edge" else type_name
-        if ntype not in meta.node_types:
-            raise OptionError(
-                f"node_id_features: {spec!r} names node type {ntype!r}; expected one of {list(meta.node_types)}"
-            )
-        dtype, _ = graph.feature_info(kind, type_name, feat)
-        if not np.issubdtype(dtype, np.integer):
-            raise OptionError(
-                f"node_id_features: feature {type_name}/{feat} holds {dtype}, not integers; node IDs must be integers"
-            )
-        if np.iinfo(dtype).max < meta.num_nodes(ntype) - 1:
-            raise OptionError(
-                f"node_id_features: feature {type_name}/{feat} holds {dtype}, too narrow for the "
-                f"{meta.num_nodes(ntype)} IDs of node type {ntype!r}; store it as int64"
-            )
-        entry = NodeIdFeature(kind, type_name, feat, ntype)
-        if entry.key in out and out[entry.key] != entry:
-            raise OptionError(f"node_id_features: {entry.key!r} is named twice, with different node types")
-        out[entry.key] = entry
-    return tuple(out.values())

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from dgl_chunked.dispatch.fingerprint import FileStamps
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids, staged_id_dtype
 from dgl_chunked.dispatch.new_id_map import NodeNumbering
-from dgl_chunked.dispatch.node_id_features import NodeIdFeature, NodeIdValues
+from dgl_chunked.dispatch.node_id_features import NodeIdValues
 from dgl_chunked.dispatch.plan import FeatureStage
 from dgl_chunked.dispatch.stages import (
     NodeIds,
@@ -38,6 +38,7 @@ from dgl_chunked.dispatch.stages import (
 )
 from dgl_chunked.dispatch.staging import Staging, node_chunk_rows, resumable
 from dgl_chunked.io.chunked.graph import ChunkedGraph
+from dgl_chunked.io.chunked.node_id_features import NodeIdFeature
 
 __all__ = ["Runner", "stage_nodes", "stage_edges_and_features"]
 

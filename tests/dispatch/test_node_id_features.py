@@ -21,7 +21,7 @@ from dgl_chunked.errors import ChunkMismatchError, OptionError
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.testing import GraphTruth, write_graph_from_truth
-from dgl_chunked.verify import load_partition_output
+from dgl_chunked.verify import load_partition_output, verify_partitions
 
 from .helpers import output_files
 
@@ -118,6 +118,16 @@ def test_translated_rows_equal_numpy_truth(graph_dir: Path, truth: GraphTruth, t
     check_translated(_dispatch(graph_dir, tmp_path / "out", num_parts), truth)
 
 
+def test_verify_expects_the_translation_it_is_told_of(graph_dir: Path, tmp_path: Path) -> None:
+    out = _dispatch(graph_dir, tmp_path / "out", 3)
+    report = verify_partitions(graph_dir, out, node_id_features=SPECS, scratch_dir=tmp_path)
+    assert report.ok, report.problems
+    assert report.checked.edge_feature_rows[f"{CLICKS}/hard_neg"] == 180
+    told_less = verify_partitions(graph_dir, out, node_id_features=SPECS[1:], scratch_dir=tmp_path)
+    assert not told_less.ok
+    assert told_less.problems and all(f"{CLICKS}/hard_neg" in p for p in told_less.problems)
+
+
 def test_owner_map_and_array_ranges_give_the_same_bytes(graph_dir: Path, truth: GraphTruth, tmp_path: Path) -> None:
     """The per-worker map of the owners and the staged new_nid ranges (no cache) agree."""
     cached = _dispatch(graph_dir, tmp_path / "map", 5)
@@ -156,6 +166,10 @@ def test_cli_run_and_dispatch(graph_dir: Path, truth: GraphTruth, tmp_path: Path
     result = CliRunner().invoke(cli, [*args, "--out-dir", str(tmp_path / "dispatch"), *flags])
     assert result.exit_code == 0, result.output
     assert output_files(tmp_path / "run") == output_files(tmp_path / "dispatch")
+    verify = ["verify", "--in-dir", str(graph_dir), "--out-dir", str(tmp_path / "run"), "--scratch-dir", str(tmp_path)]
+    result = CliRunner().invoke(cli, [*verify, "--node-id-features", ",".join(SPECS)])
+    assert result.exit_code == 0, result.output
+    assert CliRunner().invoke(cli, verify).exit_code != 0
 
 
 @pytest.mark.parametrize(
