@@ -90,7 +90,8 @@ def _dispatch_options(func: F) -> F:
             metavar="TYPE/FEATURE[=NTYPE],...",
             help="Features whose values are per-type node IDs (GraphStorm's hard negatives): "
             "translated to the partitioned graph's per-type IDs, -1 padding kept. TYPE is an "
-            "edge type src:rel:dst (NTYPE defaults to dst) or a node type. Repeatable.",
+            "edge type src:rel:dst (NTYPE defaults to dst) or a node type; 'gsprocessing': the "
+            "edge_dst_hard_negative features of GSProcessing's config. Repeatable.",
         ),
         click.option(
             "--ip-config",

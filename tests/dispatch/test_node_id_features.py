@@ -9,6 +9,7 @@ every negative value kept.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from dgl_chunked.cli import cli
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import ChunkMismatchError, OptionError
 from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.io.chunked.node_id_features import parse_node_id_features
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.testing import GraphTruth, write_graph_from_truth
 from dgl_chunked.verify import load_partition_output, verify_partitions
@@ -217,3 +219,50 @@ def test_cli_errors_are_one_line(graph_dir: Path, tmp_path: Path) -> None:
     lines = result.output.strip().splitlines()
     assert lines[-1].startswith("error: node_id_features: edge type 'user:clicks:item' has no feature 'nope'")
     assert "Traceback" not in result.output
+
+
+def _gsprocessing_config(edges: list[tuple[str, str, str, str | None]]) -> dict[str, object]:
+    """A GSProcessing config as graphstorm's tests/unit-tests/gpartition/config/
+    gsprocessing_hard_negative_config.json lays it out: (src, rel, dst, hard-negative feature)."""
+    out = []
+    for src, rel, dst, feat in edges:
+        entry: dict[str, object] = {
+            "data": {"format": "parquet", "files": [f"./edges/{src}_{rel}_{dst}.parquet"]},
+            "source": {"column": "source_id", "type": src},
+            "dest": {"column": "dest_id", "type": dst},
+            "relation": {"type": rel},
+        }
+        if feat is not None:
+            transformation = {"name": "edge_dst_hard_negative", "kwargs": {"separator": ";"}}
+            entry["features"] = [
+                {"column": "plain", "name": "plain", "transformation": {"name": "no-op"}},
+                {"column": feat, "name": feat, "transformation": transformation},
+            ]
+        out.append(entry)
+    return {"graph": {"nodes": [], "edges": out}, "version": "gsprocessing-v1.0"}
+
+
+def test_gsprocessing_spec_reads_the_hard_negatives_from_its_config(truth: GraphTruth, tmp_path: Path) -> None:
+    write_graph_from_truth(tmp_path / "g", truth, edge_chunks=2, feature_chunks=3)
+    (tmp_path / "g" / "launch_arguments.json").write_text(json.dumps({"config_filename": "gsp-config.json"}))
+    config = _gsprocessing_config([("user", "clicks", "item", "hard_neg"), ("user", "follows", "user", "neg")])
+    (tmp_path / "g" / "gsp-config_with_transformations.json").write_text(json.dumps(config))
+    graph = open_chunked_graph(tmp_path / "g")
+    assert [f.key for f in parse_node_id_features(graph, ["gsprocessing"])] == [f"{CLICKS}/hard_neg", f"{FOLLOWS}/neg"]
+    assert parse_node_id_features(graph, ["GSProcessing", f"{CLICKS}/hard_neg"]) == parse_node_id_features(
+        graph, [f"{CLICKS}/hard_neg=item", f"{FOLLOWS}/neg=user"]
+    )
+    flags = ["--save-orig-nids", "--save-orig-eids", "--node-id-features", "gsprocessing,user/best_item=item"]
+    flags += ["--node-id-features", f"{CLICKS}/one_neg=item"]
+    run = ["run", "--in-dir", str(tmp_path / "g"), "--num-parts", "3", "--out-dir", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, [*run, *flags])
+    assert result.exit_code == 0, result.output
+    check_translated(tmp_path / "out", truth)
+
+
+def test_gsprocessing_spec_without_its_files_is_one_error(graph_dir: Path, tmp_path: Path) -> None:
+    run = ["run", "--in-dir", str(graph_dir), "--num-parts", "2", "--out-dir", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, [*run, "--node-id-features", "gsprocessing"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1].startswith("error: node_id_features: 'gsprocessing' reads ")
+    assert "launch_arguments.json" in result.output and "Traceback" not in result.output
