@@ -161,3 +161,12 @@ def test_run_keeps_per_type_ids(graph_dir: Path, tmp_path: Path, num_parts: int)
             type_nid = part.orig_nids[ntype]
             np.testing.assert_array_equal(ids[of_type], ranges[p, 0] + type_nid - bounds[p])
             np.testing.assert_array_equal(type_nid, np.arange(bounds[p], bounds[p + 1]))
+    # The homogeneous new_nid is the input's orig_nid (type offset + type_nid) only with one
+    # partition: with more, partition-major numbering interleaves the types.
+    offsets = {"a": 0, "b": N_A}
+    shifted = [
+        np.array_equal(part.ndata["_ID"][part.ndata["inner_node"].astype(bool)], orig)
+        for part in parts
+        for orig in [np.concatenate([offsets[t] + part.orig_nids[t] for t in ("a", "b")])]
+    ]
+    assert all(shifted) == (num_parts == 1)
