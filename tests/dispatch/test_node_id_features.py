@@ -219,6 +219,8 @@ def test_cli_errors_are_one_line(graph_dir: Path, tmp_path: Path) -> None:
     lines = result.output.strip().splitlines()
     assert lines[-1].startswith("error: node_id_features: edge type 'user:clicks:item' has no feature 'nope'")
     assert "Traceback" not in result.output
+    plan = CliRunner().invoke(cli, ["plan", *run[1:], "--node-id-features", f"{CLICKS}/nope"])
+    assert plan.exit_code == 1 and "has no feature 'nope'" in plan.output.strip().splitlines()[-1]
 
 
 def _gsprocessing_config(edges: list[tuple[str, str, str, str | None]]) -> dict[str, object]:

@@ -21,6 +21,7 @@ from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_need
 from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.output import staging_location
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.chunked.node_id_features import parse_node_id_features
 from dgl_chunked.storage import fs
 
 __all__ = ["RunForecast", "RunPlan", "forecast_run", "plan_run"]
@@ -145,6 +146,7 @@ def forecast_run(
         workers, threads_per_worker, memory_limit = cluster.workers, cluster.threads_per_worker, cluster.memory_limit
     limit = parse_memory_limit(memory_limit)
     opts = options or DispatchOptions()
+    parse_node_id_features(graph, opts.node_id_features)  # refuse what the run would refuse
     if limit is not None:
         opts = replace(opts, memory_limit=limit)
     processes = workers or (1 if hosts else os.cpu_count() or 1)
