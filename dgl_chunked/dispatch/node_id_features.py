@@ -31,11 +31,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dgl_chunked.dispatch.ids import IdLayout, in_slices, owner_of
+from dgl_chunked.dispatch.ids import IdLayout, owner_of
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked.graph import ChunkGroup
 
-__all__ = ["NodeIdValues", "translate_rows", "per_type_new_ids"]
+__all__ = ["NodeIdValues", "TRANSLATE_SLICE", "translate_rows", "per_type_new_ids"]
+
+TRANSLATE_SLICE = 1 << 16
+"""Values translated at a time: the lookup's temporaries stay a few hundred KiB whatever
+the read task's size (the values' copy is the only chunk-sized array)."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +93,8 @@ def translate_rows(
         A value is ``>= num_nodes``: the file and row are named.
     """
     flat = np.asarray(rows).reshape(-1)
-    high = np.flatnonzero(flat >= num_nodes)
-    if high.size:
+    if flat.size and flat.max() >= num_nodes:
+        high = np.flatnonzero(flat >= num_nodes)
         width = max(1, flat.shape[0] // max(1, rows.shape[0]))
         ref, row = group.locate(int(high[0]) // width)
         raise ChunkMismatchError(
@@ -99,7 +103,8 @@ def translate_rows(
             "other values must be IDs of that type)"
         )
     out = flat.copy()
-    valid = np.flatnonzero(flat >= 0)
-    new_nids = lookup(flat[valid].astype(np.int64, copy=False))
-    out[valid] = in_slices(lambda ids: per_type_new_ids(ids, values.ranges), new_nids, out.dtype)
+    for lo in range(0, flat.shape[0], TRANSLATE_SLICE):  # temporaries of one slice, not of the chunk
+        seg = out[lo : lo + TRANSLATE_SLICE]
+        keep = seg >= 0
+        seg[keep] = per_type_new_ids(lookup(seg[keep].astype(np.int64)), values.ranges)
     return out.reshape(rows.shape)
