@@ -124,7 +124,7 @@ class DispatchOptions:
     node_id_features: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        specs: object = self.node_id_features
+        specs: object = self.node_id_features or ()
         if isinstance(specs, str):
             specs = [s for s in specs.split(",") if s.strip()]
         elif isinstance(specs, Mapping):
