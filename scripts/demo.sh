@@ -3,7 +3,8 @@
 # graph, partition and dispatch it into 2 DGL partitions, and verify the output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup-dev.sh test
+# the package alone: the test extras (pytest, moto, notebooks, ...) stay with scripts/test.sh
+bash scripts/setup-dev.sh ""
 out=example-out
 rm -rf "$out"
 .venv/bin/dgl-chunked synth --out-dir "$out/chunked" --preset heterogeneous --seed 0

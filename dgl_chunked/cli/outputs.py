@@ -55,6 +55,12 @@ def inspect_command(file: str, values: int, annotate: bool, storage_options: dic
 @click.option("--in-dir", required=True, help="The chunked input graph directory.")
 @click.option("--out-dir", required=True, help="The partition output directory.")
 @click.option("--metadata-filename", default="metadata.json", show_default=True)
+@click.option(
+    "--node-id-features",
+    multiple=True,
+    metavar="TYPE/FEATURE[=NTYPE],...",
+    help="Features dispatch translated with the same flag: their rows must hold per-type new IDs.",
+)
 @local_cluster_options
 @scratch_option("--out-dir")
 @storage_option
@@ -64,6 +70,7 @@ def verify_command(
     in_dir: str,
     out_dir: str,
     metadata_filename: str,
+    node_id_features: tuple[str, ...],
     scheduler: str | None,
     workers: int | None,
     scratch_dir: str | None,
@@ -75,7 +82,13 @@ def verify_command(
         in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
     )
     with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
-        report = verify_partitions(graph, out_dir, storage_options=storage_options, scratch_dir=scratch_dir or out_dir)
+        report = verify_partitions(
+            graph,
+            out_dir,
+            storage_options=storage_options,
+            scratch_dir=scratch_dir or out_dir,
+            node_id_features=[s for v in node_id_features for s in v.split(",") if s.strip()],
+        )
     if not report.ok:
         for problem in report.problems:
             click.echo(f"problem: {problem}", err=True)

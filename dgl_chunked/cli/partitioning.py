@@ -38,8 +38,8 @@ __all__ = ["partition_command", "report_command"]
     "--method",
     default="random",
     show_default=True,
-    help="random (seeded hash), metis (pymetis, in memory), kaminpar (KaMinPar, in memory) or lp "
-    "(multilevel + label propagation, out of core).",
+    help="random (seeded hash), range (contiguous ID ranges per node type, GraphStorm's), metis (pymetis, "
+    "in memory), kaminpar (KaMinPar, in memory) or lp (multilevel + label propagation, out of core).",
 )
 @click.option("--seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True)
 @click.option(

@@ -91,6 +91,15 @@ def _dispatch_options(func: F) -> F:
             "per edge); larger partitions are sorted in several passes.",
         ),
         click.option(
+            "--node-id-features",
+            multiple=True,
+            metavar="TYPE/FEATURE[=NTYPE],...",
+            help="Features whose values are per-type node IDs (GraphStorm's hard negatives): "
+            "translated to the partitioned graph's per-type IDs, -1 padding kept. TYPE is an "
+            "edge type src:rel:dst (NTYPE defaults to dst) or a node type; 'gsprocessing': the "
+            "edge_dst_hard_negative features of GSProcessing's config. Repeatable.",
+        ),
+        click.option(
             "--ip-config",
             "--ssh-port",
             "--python-path",
@@ -187,6 +196,7 @@ def _dispatch_options_of(flags: dict[str, Any], cluster: ClusterOptions, part_me
         store_inner_node=flags["store_inner_node"],
         store_inner_edge=flags["store_inner_edge"],
         graphbolt_sort_bytes=max(1, parse_size(flags["graphbolt_sort_memory"], "--graphbolt-sort-memory")),
+        node_id_features=tuple(s for v in flags["node_id_features"] for s in v.split(",") if s.strip()),
     )
 
 
@@ -239,7 +249,9 @@ def dispatch_command(inputs: CommandInputs, partitions_dir: str) -> None:
 @click.command("run")
 @click.option("--in-dir", required=True, help="Chunked graph directory (holds metadata.json).")
 @click.option("--num-parts", required=True, type=click.IntRange(min=1))
-@click.option("--method", default="random", show_default=True, help="Partition algorithm.")
+@click.option(
+    "--method", default="random", show_default=True, help="Partition algorithm: random, range, metis, kaminpar or lp."
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--balance-ntypes",

@@ -27,6 +27,7 @@ from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.chunked.node_id_features import NodeIdFeature, parse_node_id_features
 from dgl_chunked.io.dgl.partition_config import PartitionConfig, write_partition_config
 from dgl_chunked.io.graphbolt.csc import DGL_DEBUG_ENV
 from dgl_chunked.storage import fs
@@ -110,6 +111,7 @@ def dispatch(
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
     parts, num_parts, method = _resolve_assignment(graph, assignment, num_parts, storage_options)
+    id_features = parse_node_id_features(graph, opts.node_id_features)
     out = str(out_dir)
     staging_root = staging_location(out, opts.staging_dir, storage_options)
     inputs = graph.input_locations()
@@ -135,7 +137,7 @@ def dispatch(
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
         runner = StageRunner(client=client, progress=opts.progress)
-        plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps)
+        plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps, id_features)
         every_file = stamps.everything()
         writes = [
             dask.delayed(_write_partition_once, pure=False)(
@@ -181,6 +183,7 @@ def _stage(
     extra_node_data: Mapping[str, Mapping[str, da.Array]],
     out: str,
     stamps: FileStamps,
+    id_features: tuple[NodeIdFeature, ...],
 ) -> PartitionPlan:
     """Stage nodes, edges and features; return the plan of the partition writers."""
     storage_options = staging.storage_options
@@ -200,6 +203,7 @@ def _stage(
             extra_node_data=extra_node_data,
             block_rows=opts.block_rows,
             save_orig_eids=opts.save_orig_eids,
+            node_id_features=id_features,
         )
     finally:  # only the edge staging uses the node-ID cache: free the workers' memory
         runner.run_everywhere(clear_lookup_cache)

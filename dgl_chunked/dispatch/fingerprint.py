@@ -98,6 +98,7 @@ def run_fingerprint(
         opts.keep_halo_edges,
         opts.graphbolt(),
         opts.wide_ids,
+        opts.node_id_features,
         sorted((t, n, tokenize(a)) for t, d in extra_node_data.items() for n, a in d.items()),
     )
     return str(

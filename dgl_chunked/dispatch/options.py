@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dgl_chunked._typing import parse_memory_limit
@@ -93,6 +93,13 @@ class DispatchOptions:
     check_space
         Refuse to start (before writing anything) when the output or staging
         filesystem has less free space than :func:`~dgl_chunked.forecast_run` forecasts.
+    node_id_features
+        Features whose values are node IDs, translated from per-type input IDs to
+        per-type new IDs (GraphStorm's hard negatives, see
+        :mod:`~dgl_chunked.dispatch.node_id_features`): ``"TYPE/FEATURE"`` or
+        ``"TYPE/FEATURE=NTYPE"`` strings (an edge type's default ``NTYPE`` is its
+        destination type), or a mapping ``{"TYPE/FEATURE": NTYPE or None}``. Negative
+        values (``-1`` padding) are kept.
     wide_ids
         For tests: take the paths of graphs beyond 2**31 nodes or edges on any graph
         (int64 staged edge endpoints, int64 node-ID cache, int64 CSC sort order).
@@ -120,6 +127,15 @@ class DispatchOptions:
     halo_table_bytes: int | None = None
     wide_ids: bool = False
     check_space: bool = True
+    node_id_features: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        specs: object = self.node_id_features or ()
+        if isinstance(specs, str):
+            specs = [s for s in specs.split(",") if s.strip()]
+        elif isinstance(specs, Mapping):
+            specs = [f"{k}={v}" if v else str(k) for k, v in specs.items()]
+        object.__setattr__(self, "node_id_features", tuple(str(s).strip() for s in specs))  # type: ignore[attr-defined]
 
     def lookup_budget(self) -> int:
         """Bytes of node-ID arrays a worker keeps in memory (``lookup_cache_bytes``, capped by the limit)."""

@@ -22,6 +22,7 @@ from dgl_chunked.dispatch.ids import (
     staged_id_dtype,
 )
 from dgl_chunked.dispatch.new_id_map import NewIdMap, NodeNumbering, build_map, map_bytes
+from dgl_chunked.dispatch.node_id_features import NodeIdValues, translate_rows
 from dgl_chunked.dispatch.staging import Staging
 from dgl_chunked.errors import AssignmentError, ChunkMismatchError
 from dgl_chunked.io.chunked.chunks import read_edge_group, read_feature_group
@@ -41,6 +42,7 @@ __all__ = [
     "stage_node_feature_chunk",
     "stage_node_data_block",
     "stage_edge_feature_chunk",
+    "NodeIds",
 ]
 
 
@@ -197,6 +199,26 @@ def _stage_feature_rows(
     return counts
 
 
+NodeIds = tuple[NodeIdValues, NodeNumbering] | None
+"""How to translate a node-ID feature's values (see :mod:`.node_id_features`), or None."""
+
+
+def _read_feature_rows(staging: Staging, group: ChunkGroup, key: str, node_ids: NodeIds) -> npt.NDArray[Any]:
+    """A read task's feature rows; a node-ID feature's values translated to per-type new IDs."""
+    rows = read_feature_group(group)
+    if node_ids is None:
+        return rows
+    values, numbering = node_ids
+    return translate_rows(
+        rows,
+        values,
+        numbering.num_nodes,
+        lambda ids: new_ids(staging, numbering, ids, np.dtype(np.int64)),
+        group,
+        key,
+    )
+
+
 def stage_node_feature_chunk(
     staging: Staging,
     ntype: str,
@@ -204,10 +226,12 @@ def stage_node_feature_chunk(
     chunk: int,
     group: ChunkGroup,
     num_parts: int,
+    node_ids: NodeIds,
     *deps: object,
 ) -> npt.NDArray[np.int64]:
-    """Group one read task's node-feature rows by owner and store them."""
-    rows = read_feature_group(group)
+    """Group one read task's node-feature rows by owner and store them (``node_ids``:
+    translate the values of a node-ID feature first)."""
+    rows = _read_feature_rows(staging, group, f"{ntype}/{feat}", node_ids)
     owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r", zarr_format=3)
     return _stage_feature_rows(
         staging, feature_array("node", ntype, feat, chunk), rows, read_rows(owner, group.start, group.stop), num_parts
@@ -261,10 +285,12 @@ def stage_edge_feature_chunk(
     group: ChunkGroup,
     num_parts: int,
     edge_chunk_starts: Sequence[int],
+    node_ids: NodeIds,
     *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Group one read task's edge-feature rows by owner (the edge tasks' bounds may
-    differ: ``edge_chunk_starts``) and store them."""
-    rows = read_feature_group(group)
+    differ: ``edge_chunk_starts``) and store them (``node_ids``: translate the values
+    of a node-ID feature first)."""
+    rows = _read_feature_rows(staging, group, f"{etype}/{feat}", node_ids)
     owner = edge_owner_range(staging, etype, edge_chunk_starts, group.start, group.stop)
     return _stage_feature_rows(staging, feature_array("edge", etype, feat, chunk), rows, owner, num_parts)

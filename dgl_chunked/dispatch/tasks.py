@@ -22,8 +22,10 @@ import numpy.typing as npt
 from dgl_chunked.dispatch.fingerprint import FileStamps
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids, staged_id_dtype
 from dgl_chunked.dispatch.new_id_map import NodeNumbering
+from dgl_chunked.dispatch.node_id_features import NodeIdValues
 from dgl_chunked.dispatch.plan import FeatureStage
 from dgl_chunked.dispatch.stages import (
+    NodeIds,
     feature_array,
     keeps_edge_owners,
     node_array,
@@ -36,6 +38,7 @@ from dgl_chunked.dispatch.stages import (
 )
 from dgl_chunked.dispatch.staging import Staging, node_chunk_rows, resumable
 from dgl_chunked.io.chunked.graph import ChunkedGraph
+from dgl_chunked.io.chunked.node_id_features import NodeIdFeature
 
 __all__ = ["Runner", "stage_nodes", "stage_edges_and_features"]
 
@@ -126,16 +129,22 @@ def stage_edges_and_features(
     extra_node_data: ExtraNodeData,
     block_rows: int,
     save_orig_eids: bool,
+    node_id_features: tuple[NodeIdFeature, ...] = (),
 ) -> tuple[list[npt.NDArray[np.int64]], tuple[FeatureStage, ...], tuple[FeatureStage, ...]]:
     """Stage every edge and feature read task and extra node-data block; return edge counts.
 
     Edge owners are staged only for the edge types that need them (see
-    :func:`keeps_edge_owners`)."""
+    :func:`keeps_edge_owners`). The values of ``node_id_features`` are translated to
+    per-type new IDs as they are staged (:mod:`.node_id_features`)."""
     meta = graph.metadata
     part_starts = node_layout.part_starts
     numbering = {
         t: NodeNumbering(t, meta.num_nodes(t), block_rows, node_layout.block_bases[i])
         for i, t in enumerate(meta.node_types)
+    }
+    translate: dict[str, NodeIds] = {
+        f.key: (NodeIdValues.of(node_layout, f.ntype, meta.ntype_id(f.ntype)), numbering[f.ntype])
+        for f in node_id_features
     }
     edge_tasks: dict[str, list[Any]] = {}
     for spec in meta.edge_types:
@@ -158,9 +167,9 @@ def stage_edges_and_features(
             )
             for c, group in enumerate(graph.edge_groups(spec.name))
         ]
-    node_feat_tasks = _node_feature_tasks(graph, staging, num_parts, stamps)
+    node_feat_tasks = _node_feature_tasks(graph, staging, num_parts, stamps, translate)
     extra_tasks = _extra_node_data_tasks(staging, extra_node_data, num_parts, block_rows)
-    edge_feat_tasks = _edge_feature_tasks(graph, staging, num_parts, edge_tasks, stamps)
+    edge_feat_tasks = _edge_feature_tasks(graph, staging, num_parts, edge_tasks, stamps, translate)
     all_edge = [t for tasks in edge_tasks.values() for t in tasks]
     all_feat = [t for _, tasks in node_feat_tasks + extra_tasks + edge_feat_tasks for t in tasks]
     results = iter(runner.compute(all_edge + all_feat, "stage edges and features"))
@@ -231,7 +240,9 @@ def _extra_stages(
 FeatureTasks = list[tuple[tuple[str, str], list[Any]]]
 
 
-def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int, stamps: FileStamps) -> FeatureTasks:
+def _node_feature_tasks(
+    graph: ChunkedGraph, staging: Staging, num_parts: int, stamps: FileStamps, translate: Mapping[str, NodeIds]
+) -> FeatureTasks:
     out: FeatureTasks = []
     for ntype, feats in graph.metadata.node_data.items():
         for feat in feats:
@@ -250,6 +261,7 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int, s
                             k,
                             group,
                             num_parts,
+                            translate.get(f"{ntype}/{feat}"),
                             dask_key_name=(f"dglc-stage-node-features-{staging.token}", ntype, feat, k),
                         )
                         for k, group in enumerate(graph.feature_groups("node", ntype, feat))
@@ -260,7 +272,12 @@ def _node_feature_tasks(graph: ChunkedGraph, staging: Staging, num_parts: int, s
 
 
 def _edge_feature_tasks(
-    graph: ChunkedGraph, staging: Staging, num_parts: int, edge_tasks: Mapping[str, list[Any]], stamps: FileStamps
+    graph: ChunkedGraph,
+    staging: Staging,
+    num_parts: int,
+    edge_tasks: Mapping[str, list[Any]],
+    stamps: FileStamps,
+    translate: Mapping[str, NodeIds],
 ) -> FeatureTasks:
     out: FeatureTasks = []
     for etype, feats in graph.metadata.edge_data.items():
@@ -284,6 +301,7 @@ def _edge_feature_tasks(
                         group,
                         num_parts,
                         bounds,
+                        translate.get(f"{etype}/{feat}"),
                         *edge_tasks[etype],
                         dask_key_name=(f"dglc-stage-edge-features-{staging.token}", etype, feat, k),
                     )

@@ -3,6 +3,7 @@
 - :func:`assign_partitions` returns, per node type, a lazy int32 Dask array chunked
   like ``graph.node_chunks(ntype)``; ``method`` picks a registered
   :class:`PartitionMethod` (``random``: seeded splitmix64 hash, out of core;
+  ``range``: contiguous, balanced ranges of each type's IDs (GraphStorm's), out of core;
   ``metis``: pymetis on the in-memory structure, with balance repair; ``lp``:
   multilevel partitioning and streaming placement, the better kept, refined by label
   propagation under hard caps, out of core, see :mod:`.method`).
@@ -23,6 +24,7 @@ from dgl_chunked.partition.assign import (
 from dgl_chunked.partition.lp import LPConfig, LPMethod
 from dgl_chunked.partition.metis import MetisMemoryError, estimate_metis_memory
 from dgl_chunked.partition.random import random_parts, splitmix64
+from dgl_chunked.partition.range import range_bounds, range_parts
 from dgl_chunked.partition.report import PartitionReport, compute_partition_report
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "estimate_metis_memory",
     "get_method",
     "random_parts",
+    "range_bounds",
+    "range_parts",
     "register_method",
     "splitmix64",
 ]

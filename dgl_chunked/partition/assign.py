@@ -4,8 +4,8 @@ A method is any object with ``name``, ``dgl_algo_name`` (the value DGL's
 ``partition_meta.json`` validator accepts: "random" or "metis") and
 ``assign(graph, num_parts, options)`` returning, per node type, a lazy int32 Dask
 array chunked like ``graph.node_chunks(ntype)`` (see :class:`PartitionMethod`).
-Register new ones with :func:`register_method`; ``random``, ``metis``, ``kaminpar`` and
-``lp`` are built in.
+Register new ones with :func:`register_method`; ``random``, ``range``, ``metis``,
+``kaminpar`` and ``lp`` are built in.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dgl_chunked.partition.kaminpar import KaMinParMethod
 from dgl_chunked.partition.lp import LPMethod
 from dgl_chunked.partition.metis import MetisMethod
 from dgl_chunked.partition.random import RandomMethod
+from dgl_chunked.partition.range import RangeMethod
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -114,7 +115,8 @@ def assign_partitions(
     num_parts
         Number of partitions, >= 1 (independent of workers and file chunking).
     method
-        A registered method: ``"random"`` (seeded hash, out of core), ``"metis"``
+        A registered method: ``"random"`` (seeded hash, out of core), ``"range"``
+        (contiguous per-type ID ranges, balanced, out of core), ``"metis"``
         (pymetis, in memory; needs ``pip install dgl_chunked[metis]``), ``"kaminpar"``
         (KaMinPar, in memory; ``pip install dgl_chunked[kaminpar]``) or ``"lp"``
         (multilevel, out of core).
@@ -186,6 +188,7 @@ def assign_partitions(
 
 def _register_builtins() -> None:
     register_method("random", RandomMethod(), overwrite=True)
+    register_method("range", RangeMethod(), overwrite=True)
     register_method("metis", MetisMethod(), overwrite=True)
     register_method("lp", LPMethod(), overwrite=True)
     register_method("kaminpar", KaMinParMethod(), overwrite=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import dask
@@ -15,6 +15,7 @@ from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.chunked.node_id_features import parse_node_id_features
 from dgl_chunked.io.dgl import read_partition_config
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
@@ -40,6 +41,7 @@ def verify_partitions(
     scratch_dir: PathLike | None = None,
     block_rows: int = DEFAULT_BLOCK_ROWS,
     num_trainers_per_machine: int | None = None,
+    node_id_features: Iterable[str] | Mapping[str, str | None] = (),
 ) -> VerifyReport:
     """Check every node, edge, ID map and feature row of an output against its input.
 
@@ -67,6 +69,11 @@ def verify_partitions(
         ``T`` of an output with ``trainer_id`` data: partition ``p``'s items must name
         trainers in ``[p*T, (p+1)*T)``. None: the least ``T`` that fits the largest
         trainer IDs (a ``T`` that fits them all exists, or a problem says where not).
+    node_id_features
+        The features ``dispatch`` translated with the same ``node_id_features``
+        (``"TYPE/FEATURE[=NTYPE]"`` strings or a mapping, see
+        :mod:`dgl_chunked.io.chunked.node_id_features`): their rows must hold the
+        per-type new IDs of the input's values.
 
     Returns
     -------
@@ -92,12 +99,21 @@ def verify_partitions(
         raise OptionError(f"num_trainers_per_machine must be >= 1 or None (infer it), found {num_trainers_per_machine}")
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
+    id_features = {f.key: f.ntype for f in parse_node_id_features(graph, node_id_features)}
     report = VerifyReport()
     config = read_partition_config(out_dir, storage_options=storage_options)
     if not check_maps(graph, config, report):
         return report
     with _scratch(scratch_dir, graph.input_locations(), storage_options) as scratch:
-        plan = make_plan(graph, config, str(out_dir), scratch, storage_options=storage_options, block_rows=block_rows)
+        plan = make_plan(
+            graph,
+            config,
+            str(out_dir),
+            scratch,
+            storage_options=storage_options,
+            block_rows=block_rows,
+            node_id_features=id_features,
+        )
         if not check_config(config, plan, report):
             return report
         token = tokenize(plan.out_dir, plan.scratch)

@@ -48,6 +48,8 @@ def feature_chunk_task(
     """
     want = read_feature_group(ref, feat.row_shape, np.dtype(feat.dtype))
     want = np.ascontiguousarray(want)
+    if feat.id_ntype >= 0:
+        want = _as_per_type_new_ids(plan, feat.id_ntype, want)
     new = _new_ids(plan, feat, ref.start, ref.stop)
     ranges = plan.ranges(feat.kind)[:, feat.type_index, :]
     part = np.searchsorted(ranges[:, 0], new, side="right") - 1
@@ -68,6 +70,20 @@ def feature_chunk_task(
                 f"(e.g. {label} {ref.start + sel[order][i]} at local row {local[order][i]})"
             )
     return TaskResult(problems, ref.rows)
+
+
+def _as_per_type_new_ids(plan: Plan, t: int, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A node-ID feature's input values as dispatch writes them: each value in
+    ``[0, num_nodes)`` of type ``t`` becomes its per-type new ID (the sizes of the type's
+    blocks in earlier partitions plus its offset in its own); others are kept."""
+    flat = values.reshape(-1).copy()
+    keep = np.flatnonzero((flat >= 0) & (flat < plan.num_nodes[t]))
+    new = orig2new(plan, t, flat[keep].astype(np.int64))
+    ranges = plan.node_ranges[:, t, :]
+    sizes = ranges[:, 1] - ranges[:, 0]
+    part = np.searchsorted(ranges[:, 0], new, side="right") - 1
+    flat[keep] = new - ranges[part, 0] + (np.cumsum(sizes) - sizes)[part]
+    return flat.reshape(values.shape)
 
 
 def _differing_rows(got: npt.NDArray[Any], want: npt.NDArray[Any]) -> IdArray:

@@ -47,6 +47,9 @@ class Feature:
     key: str
     dtype: str
     row_shape: tuple[int, ...]
+    id_ntype: int = -1
+    """A node-ID feature's node type index (its values were translated to per-type new
+    IDs by dispatch, see :mod:`dgl_chunked.io.chunked.node_id_features`); -1 for others."""
 
 
 @dataclass(frozen=True)
@@ -95,9 +98,12 @@ def make_plan(
     *,
     storage_options: StorageOptions,
     block_rows: int,
+    node_id_features: Mapping[str, str] | None = None,
 ) -> Plan:
-    """The plan for checking ``out_dir`` (described by ``config``) against ``graph``."""
+    """The plan for checking ``out_dir`` (described by ``config``) against ``graph``;
+    ``node_id_features`` maps the keys of node-ID features to the node type they name."""
     meta = graph.metadata
+    id_ntypes = {k: meta.node_types.index(t) for k, t in (node_id_features or {}).items()}
     ntypes, etypes = tuple(meta.node_types), tuple(e.name for e in meta.edge_types)
     features = []
     for kind, data in (("node", meta.node_data), ("edge", meta.edge_data)):
@@ -106,9 +112,9 @@ def make_plan(
             for feat in feats:
                 dtype, row_shape = graph.feature_info(kind, type_name, feat)  # type: ignore[arg-type]
                 stored = np.dtype(np.uint8) if np.dtype(dtype) == np.bool_ else np.dtype(dtype)
-                features.append(
-                    Feature(kind, names.index(type_name), f"{type_name}/{feat}", stored.str, tuple(row_shape))
-                )
+                key = f"{type_name}/{feat}"
+                index = names.index(type_name)
+                features.append(Feature(kind, index, key, stored.str, tuple(row_shape), id_ntypes.get(key, -1)))
     edge_bounds = []
     for etype in etypes:
         refs = graph.edge_groups(etype)

@@ -31,6 +31,13 @@ Modes::
                                       it) load_partition(use_graphbolt=True) on every partition,
                                       keys "i{j}/..."; "distgraph" [1-partition config] builds a
                                       standalone DistGraph each, keys "d{j}/..."
+    node-ids CONFIG.json SPEC.json OUT.npz
+                                      per part, DGL's view of per-type IDs: "p{i}/per_type/{ntype}"
+                                      (map_to_per_ntype of the inner nodes' _ID), "p{i}/orig_nids/
+                                      {ntype}", "p{i}/orig_eids/{etype}", and for each SPEC entry
+                                      [key, ntype] "p{i}/resolved/{key}": the feature's per-type IDs
+                                      resolved to original IDs through map_to_homo_nid, nid2partid,
+                                      the partition's _ID / NTYPE and orig_nids (-1 kept)
 """
 
 from __future__ import annotations
@@ -464,6 +471,48 @@ def mode_type_order(spec_path: str, out: dict[str, np.ndarray], info: dict) -> N
         dgl.distributed.exit_client()
 
 
+def mode_node_ids(config: str, spec_path: str, out: dict[str, np.ndarray], info: dict) -> None:
+    """What node-ID features (hard negatives) name, through DGL's own ID maps."""
+    with open(spec_path) as f:
+        spec = json.load(f)
+    with open(config) as f:
+        num_parts = json.load(f)["num_parts"]
+    base = os.path.dirname(config)
+    parts = []
+    for i in range(num_parts):
+        g, _, edge_feats, gpb, _, _, _ = dgl.distributed.load_partition(config, i)
+        orig_nids = dgl.data.utils.load_tensors(os.path.join(base, f"part{i}", "orig_nids.dgl"))
+        orig_eids = dgl.data.utils.load_tensors(os.path.join(base, f"part{i}", "orig_eids.dgl"))
+        homo_to_orig = {}
+        for nt in gpb.ntypes:
+            mask = g.ndata["inner_node"].bool() & (g.ndata[dgl.NTYPE] == gpb.ntypes.index(nt))
+            homo = g.ndata[dgl.NID][mask]  # inner nodes of type nt, ascending _ID: orig_nids' order
+            _, per_type = gpb.map_to_per_ntype(homo)
+            out[f"p{i}/per_type/{nt}"] = to_numpy(per_type)
+            out[f"p{i}/orig_nids/{nt}"] = to_numpy(orig_nids[nt])
+            homo_to_orig[nt] = (homo, orig_nids[nt])
+        for key, value in orig_eids.items():
+            out[f"p{i}/orig_eids/{key}"] = to_numpy(value)
+        parts.append((gpb, edge_feats, homo_to_orig))
+    for i, (gpb, edge_feats, _) in enumerate(parts):
+        for key, nt in spec:
+            values = edge_feats[key].long()
+            flat = values.reshape(-1)
+            keep = flat >= 0
+            homo = gpb.map_to_homo_nid(flat[keep], nt)
+            owner = gpb.nid2partid(homo)
+            resolved = flat.clone()
+            orig = torch.empty_like(homo)
+            for p in owner.unique().tolist():
+                ids, origs = parts[p][2][nt]
+                sel = owner == p
+                idx = torch.searchsorted(ids, homo[sel]).clamp(max=max(len(ids) - 1, 0))
+                assert bool((ids[idx] == homo[sel]).all()), f"{key}: IDs not inner nodes of part {p}"
+                orig[sel] = origs[idx]
+            resolved[keep] = orig
+            out[f"p{i}/resolved/{key}"] = to_numpy(resolved.reshape(values.shape))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -488,6 +537,8 @@ def main(argv: list[str]) -> int:
         mode_type_order(inputs[0], out, info)
     elif mode == "dgl-partition":
         mode_dgl_partition(inputs[0], inputs[1], inputs[2], out, info)
+    elif mode == "node-ids":
+        mode_node_ids(inputs[0], inputs[1], out, info)
     elif mode == "distserver":
         mode_distserver(inputs[0], inputs[1], inputs[2])
         return 0

@@ -21,6 +21,7 @@ from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_need
 from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.output import staging_location
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.io.chunked.node_id_features import parse_node_id_features
 from dgl_chunked.storage import fs
 
 __all__ = ["RunForecast", "RunPlan", "forecast_run", "plan_run"]
@@ -145,6 +146,7 @@ def forecast_run(
         workers, threads_per_worker, memory_limit = cluster.workers, cluster.threads_per_worker, cluster.memory_limit
     limit = parse_memory_limit(memory_limit)
     opts = options or DispatchOptions()
+    parse_node_id_features(graph, opts.node_id_features)  # refuse what the run would refuse
     if limit is not None:
         opts = replace(opts, memory_limit=limit)
     processes = workers or (1 if hosts else os.cpu_count() or 1)
@@ -161,7 +163,7 @@ def forecast_run(
     notes = list(forecast.notes)
     if not dispatch_only:
         stages = (_partition_stage(graph, method, calibration), *stages)
-        if method != "random":
+        if method not in _HASH_LIKE_METHODS:
             notes.append(f"the time of method {method!r} is not calibrated: only dispatch's is counted")
     out = str(out_dir)
     staging_root = staging_location(out, opts.staging_dir, storage_options)
@@ -206,13 +208,17 @@ def _assignment_file_bytes(nodes: int, num_parts: int) -> int:
     return nodes * (len(str(max(num_parts - 1, 0))) + 1)
 
 
+_HASH_LIKE_METHODS = ("random", "range")
+"""Methods of one task per node chunk and no edge reads, timed by the ``random`` calibration."""
+
+
 def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> StageForecast:
     """The assignment (random: one task per node chunk, the assignment directory written after)."""
     meta = graph.metadata
     nodes = sum(meta.num_nodes(t) for t in meta.node_types)
     tasks = sum(len(graph.node_chunks(t)) for t in meta.node_types)
     seconds = 0.0
-    if method == "random":
+    if method in _HASH_LIKE_METHODS:  # range's kernel (a searchsorted) costs less than the hash
         seconds = cal.partition_overhead_s + cal.partition_s_per_node * nodes
     return StageForecast(f"partition ({method})", tasks, 0, seconds)
 
