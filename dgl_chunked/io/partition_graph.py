@@ -99,4 +99,5 @@ def _dgl2gb_order(
     seen[slots] = True
     if not seen.all():
         raise DGLFormatError(f"{path}: _dgl2gb_eid repeats a CSC slot; it must give each local edge its own")
-    return slots.astype(np.int64)
+    local_order: npt.NDArray[Any] = np.asarray(slots, dtype=np.int64)
+    return local_order
