@@ -98,9 +98,28 @@ def verify_command(
 
 @click.command("convert-graphbolt")
 @click.argument("out_dir", metavar="OUT")
-@click.option("--store-eids", is_flag=True, help="Also store edge _ID (DGL's flag).")
+@click.option(
+    "--store-eids/--no-store-eids",
+    default=True,
+    show_default=True,
+    help="Store edge _ID (DGL >= 2.3's default; DGL 2.1's was --no-store-eids).",
+)
 @click.option("--store-inner-node", is_flag=True, help="Also store node inner_node.")
 @click.option("--store-inner-edge", is_flag=True, help="Also store edge inner_edge.")
+@click.option(
+    "--graph-formats",
+    default=None,
+    metavar="coo,csc",
+    help="DGL >= 2.3's graph_formats: with coo, store _dgl2gb_eid and _gb_dst_id (link prediction, "
+    "find_edges); csc leaves them out, as DGL 2.1. Default: coo when graph.dgl stores COO, as DGL decides.",
+)
+@click.option(
+    "--graphbolt-dir",
+    default=None,
+    metavar="DIR",
+    help="Write the GraphBolt partitions and their config into this new folder, leaving OUT as it is "
+    "(the layout DGL's main branch loads: no graph.dgl beside the .pt).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace fused_csc_sampling_graph.pt files that exist.")
 @local_cluster_options
 @storage_option
@@ -110,6 +129,8 @@ def convert_graphbolt_command(
     store_eids: bool,
     store_inner_node: bool,
     store_inner_edge: bool,
+    graph_formats: str | None,
+    graphbolt_dir: str | None,
     overwrite: bool,
     scheduler: str | None,
     workers: int | None,
@@ -119,17 +140,23 @@ def convert_graphbolt_command(
 
     Writes part<i>/fused_csc_sampling_graph.pt next to each graph.dgl (one task per
     partition) and adds part_graph_graphbolt and int64 node/edge_map_dtype to the
-    config, as dgl.distributed.dgl_partition_to_graphbolt does. An output dgl_chunked did not
-    write keeps its config: the GraphBolt one is written beside it as <name>_graphbolt.json.
-    Type IDs come from the config's values. With DGL_DIST_DEBUG set (to anything), every
-    field of the partition graphs is stored, as DGL's converter does in debug mode.
+    config, as dgl.distributed.dgl_partition_to_graphbolt does (DGL 2.3 / 2.4 defaults:
+    edge _ID, _dgl2gb_eid and _gb_dst_id stored; DGL 2.1's file: --no-store-eids
+    --graph-formats csc). An output dgl_chunked did not write keeps its config: the
+    GraphBolt one is written beside it as <name>_graphbolt.json. With --graphbolt-dir the
+    GraphBolt partitions go into a new folder instead. Type IDs come from the config's
+    values. With DGL_DIST_DEBUG set (to anything), every field of the partition graphs is
+    stored, as DGL's converter does in debug mode.
     """
+    formats = [f.strip() for f in graph_formats.split(",")] if graph_formats else None
     with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
         path = convert_to_graphbolt(
             out_dir,
             store_eids=store_eids,
             store_inner_node=store_inner_node,
             store_inner_edge=store_inner_edge,
+            graph_formats=formats,
+            graphbolt_dir=graphbolt_dir,
             overwrite=overwrite,
             storage_options=storage_options,
         )

@@ -37,7 +37,8 @@ def _dispatch_options(func: F) -> F:
             "--graph-formats",
             default=None,
             metavar="coo,csc,csr",
-            help="Sparse formats stored in graph.dgl (default: coo, as DGL).",
+            help="Sparse formats stored in graph.dgl (default: coo, as DGL). With --use-graphbolt, "
+            "coo among them stores _dgl2gb_eid and _gb_dst_id, as DGL >= 2.3 (csc: DGL 2.1's file).",
         ),
         click.option(
             "--staging-dir",
@@ -73,7 +74,12 @@ def _dispatch_options(func: F) -> F:
             help="Write GraphBolt's part<i>/fused_csc_sampling_graph.pt instead of graph.dgl "
             "(DGL_DIST_DEBUG set: every field, as DGL's converter stores in debug mode).",
         ),
-        click.option("--store-eids", is_flag=True, help="GraphBolt: also store edge _ID (as DGL's flag)."),
+        click.option(
+            "--store-eids/--no-store-eids",
+            default=None,
+            help="GraphBolt: store edge _ID (default: yes, as DGL >= 2.3's store_eids=True; "
+            "--no-store-eids: DGL 2.1's default).",
+        ),
         click.option("--store-inner-node", is_flag=True, help="GraphBolt: also store node inner_node."),
         click.option("--store-inner-edge", is_flag=True, help="GraphBolt: also store edge inner_edge."),
         click.option(
@@ -166,7 +172,9 @@ def _dispatch_options_of(flags: dict[str, Any], cluster: ClusterOptions, part_me
             "use --scheduler ADDRESS to run on an existing Dask cluster",
             err=True,
         )
-    stores = [f"--{k.replace('_', '-')}" for k in ("store_eids", "store_inner_node", "store_inner_edge") if flags[k]]
+    stores = [f"--{k.replace('_', '-')}" for k in ("store_inner_node", "store_inner_edge") if flags[k]]
+    if flags["store_eids"] is not None:
+        stores.insert(0, "--store-eids" if flags["store_eids"] else "--no-store-eids")
     if stores and not flags["use_graphbolt"]:
         raise click.UsageError(f"{', '.join(stores)} only apply with --use-graphbolt")
     formats = tuple(f.strip() for f in flags["graph_formats"].split(",")) if flags["graph_formats"] else ("coo",)
@@ -184,7 +192,7 @@ def _dispatch_options_of(flags: dict[str, Any], cluster: ClusterOptions, part_me
         lookup_cache_bytes=parse_size(flags["lookup_cache"], "--lookup-cache"),
         memory_limit=cluster.memory_limit,
         use_graphbolt=flags["use_graphbolt"],
-        store_eids=flags["store_eids"],
+        store_eids=flags["store_eids"] is not False,  # DGL >= 2.3's default
         store_inner_node=flags["store_inner_node"],
         store_inner_edge=flags["store_inner_edge"],
         graphbolt_sort_bytes=max(1, parse_size(flags["graphbolt_sort_memory"], "--graphbolt-sort-memory")),

@@ -250,6 +250,7 @@ def _write_graph_file(plan: PartitionPlan, tmp: str, graph: HomogeneousGraph) ->
             etypes={e: i for i, e in enumerate(plan.etypes)},
             options=plan.graphbolt,
             num_parts=plan.node_layout.num_parts,
+            totals=(int(np.sum(plan.node_layout.sizes())), int(np.sum(plan.edge_layout.sizes()))),
             storage_options=plan.storage_options,
         )
     else:

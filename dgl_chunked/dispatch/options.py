@@ -35,7 +35,8 @@ class DispatchOptions:
         Also write ``orig_nids.dgl`` / ``orig_eids.dgl`` per partition.
     graph_formats
         Sparse formats stored in ``graph.dgl``: any of ``"coo"``, ``"csr"``, ``"csc"``.
-        DGL stores COO when unset, and so do we.
+        DGL stores COO when unset, and so do we. With ``use_graphbolt`` no ``graph.dgl``
+        is written; ``"coo"`` among them stores ``_dgl2gb_eid`` and ``_gb_dst_id``.
     staging_dir
         A directory (local path or URL) to create the Zarr staging in, as
         ``staging_dir/dglc-staging-<token>`` (the token names the output); default
@@ -65,7 +66,12 @@ class DispatchOptions:
     use_graphbolt, store_eids, store_inner_node, store_inner_edge
         Write GraphBolt's ``fused_csc_sampling_graph.pt`` per partition instead of
         ``graph.dgl`` (for ``load_partition(..., use_graphbolt=True)``), with the
-        optional fields of ``dgl_partition_to_graphbolt``'s flags of the same names.
+        optional fields of ``dgl_partition_to_graphbolt``'s flags of the same names,
+        with DGL 2.3 / 2.4's defaults: edge ``_ID`` stored, and with ``"coo"`` in
+        ``graph_formats`` (the default) the edge attributes ``_dgl2gb_eid`` and
+        ``_gb_dst_id`` too, as ``partition_graph(..., graph_formats, use_graphbolt=True)``
+        passes its formats to the converter. DGL 2.1's output: ``store_eids=False,
+        graph_formats=("csc",)``.
         With ``DGL_DIST_DEBUG`` in the client's environment every field is stored, as
         DGL's converter does in its debug mode.
     graphbolt_sort_bytes
@@ -113,7 +119,7 @@ class DispatchOptions:
     halo_hops: int = 1
     keep_halo_edges: bool = False
     use_graphbolt: bool = False
-    store_eids: bool = False
+    store_eids: bool = True
     store_inner_node: bool = False
     store_inner_edge: bool = False
     graphbolt_sort_bytes: int = SORT_BYTES
@@ -159,6 +165,7 @@ class DispatchOptions:
             self.graphbolt_sort_bytes,
             wide_index=self.wide_ids,
             store_all_fields=dgl_debug_mode(),
+            graph_formats=self.graph_formats,
         )
 
 

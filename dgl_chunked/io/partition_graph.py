@@ -2,9 +2,10 @@
 
 ``verify`` and ``load_partition_output`` check partitions in DGL's layout: local
 edges in edge-ID order with ``ndata``/``edata``. A GraphBolt partition stores CSC by
-destination instead; with edge ``_ID`` stored (``--store-eids``) its edges are put
-back in ``_ID`` order, which is the local edge order our writer and DGL use for
-owned edges. Without edge ``_ID`` the edge order is lost and this raises.
+destination instead; its edges are put back in local edge order: DGL >= 2.3's
+``_dgl2gb_eid`` (each local edge's CSC slot) where stored, else edge ``_ID`` order,
+which is the local edge order our writer and DGL use for owned edges. Without either
+the edge order is lost and this raises.
 """
 
 from __future__ import annotations
@@ -66,10 +67,11 @@ def read_partition_graph(
     if "_ID" not in eattrs:
         raise DGLFormatError(
             f"{path}: edge _ID is not stored, so the local edge order cannot be rebuilt; "
-            "write GraphBolt partitions with --store-eids to verify them"
+            "write GraphBolt partitions without --no-store-eids to verify them"
         )
     order = np.argsort(eattrs["_ID"], kind="stable")
     dst = np.repeat(np.arange(gb.total_num_nodes, dtype=np.int64), np.diff(gb.indptr).astype(np.int64))
+    order = _dgl2gb_order(eattrs, order, dst, path)
     edata: dict[str, Any] = {k: np.asarray(v)[order] for k, v in eattrs.items()}
     if gb.type_per_edge is not None:
         edata["_TYPE"] = gb.type_per_edge.astype(np.int64)[order]
@@ -77,3 +79,25 @@ def read_partition_graph(
         nid = nattrs["_ID"]
         nattrs["inner_node"] = ((nid >= node_range[0]) & (nid < node_range[1])).astype(np.uint8)
     return PartitionGraph(gb.indices.astype(np.int64)[order], dst[order], nattrs, edata, ("csc",), path)
+
+
+def _dgl2gb_order(
+    eattrs: dict[str, Any], order: npt.NDArray[Any], dst: npt.NDArray[np.int64], path: str
+) -> npt.NDArray[Any]:
+    """The local edge order: DGL >= 2.3's ``_dgl2gb_eid`` (each local edge's CSC slot) when
+    stored, checked to be a permutation, else ``order`` (by edge ``_ID``); ``_gb_dst_id``,
+    when stored, must be every slot's destination (``docs/spec/graphbolt.md``)."""
+    dst_ids = eattrs.get("_gb_dst_id")
+    if dst_ids is not None and not np.array_equal(dst_ids, dst):
+        raise DGLFormatError(f"{path}: _gb_dst_id is not every CSC slot's destination (the expanded indptr)")
+    slots = eattrs.get("_dgl2gb_eid")
+    if slots is None:
+        return order
+    seen = np.zeros(order.shape[0], dtype=bool)
+    if slots.shape != order.shape or slots.size and (slots.min() < 0 or slots.max() >= order.shape[0]):
+        raise DGLFormatError(f"{path}: _dgl2gb_eid holds slots outside [0, {order.shape[0]})")
+    seen[slots] = True
+    if not seen.all():
+        raise DGLFormatError(f"{path}: _dgl2gb_eid repeats a CSC slot; it must give each local edge its own")
+    local_order: npt.NDArray[Any] = np.asarray(slots, dtype=np.int64)
+    return local_order

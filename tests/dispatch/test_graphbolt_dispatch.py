@@ -93,7 +93,13 @@ def test_convert_graphbolt_equals_direct_dispatch_bytes(hetero, tmp_path):
 
     with pytest.raises(OutputExistsError, match="fused_csc_sampling_graph.pt already exists"):
         convert_to_graphbolt(copy)  # never replaces a GraphBolt file unasked
-    convert_to_graphbolt(copy, overwrite=True)
+    convert_to_graphbolt(copy, overwrite=True)  # DGL 2.3 / 2.4's defaults
+    assert list(read_graphbolt_graph(copy / "part0" / GRAPHBOLT_FILE).edge_attributes) == [
+        "_ID",
+        "_dgl2gb_eid",
+        "_gb_dst_id",
+    ]
+    convert_to_graphbolt(copy, store_eids=False, graph_formats=["csc"], overwrite=True)  # DGL 2.1's
     assert read_graphbolt_graph(copy / "part0" / GRAPHBOLT_FILE).edge_attributes == {}
 
 
@@ -264,6 +270,8 @@ def test_dgl_dist_debug_stores_every_field(hetero, tmp_path, monkeypatch, value)
             "_ID": np.int64,
             "_TYPE": np.int8,
             "inner_edge": np.uint8,
+            "_dgl2gb_eid": np.int32,  # DGL >= 2.3 adds them after the debug mode's fields
+            "_gb_dst_id": np.int32,
         }
         np.testing.assert_array_equal(g.node_attributes["_TYPE"], part.ndata["_TYPE"])
         order = np.argsort(part.dst, kind="stable")  # CSC: by destination, edge-ID order within

@@ -204,7 +204,8 @@ def test_empty_partition(tmp_path):
         num_nodes=0, src=np.zeros(0, np.int64), dst=np.zeros(0, np.int64), ndata={"_ID": np.zeros(0, np.int64)}
     )
     path = tmp_path / "fused_csc_sampling_graph.pt"
-    write_graphbolt_partition(path, graph, ntypes={"_N": 0}, etypes={"_N:_E:_N": 0})
+    dgl21 = GraphBoltOptions(store_eids=False, graph_formats=("csc",))  # no edge _ID to store
+    write_graphbolt_partition(path, graph, ntypes={"_N": 0}, etypes={"_N:_E:_N": 0}, options=dgl21)
     g = read_graphbolt_graph(path)
     assert g.total_num_nodes == 0 and g.total_num_edges == 0 and g.type_per_edge is None
     assert g.node_type_to_id is None and g.edge_attributes == {}
@@ -216,5 +217,6 @@ def test_partition_writer_rejects_ids_out_of_range(tmp_path):
     )
     path = tmp_path / "fused_csc_sampling_graph.pt"
     with pytest.raises(DGLFormatError, match=r"src: node ids must lie in \[0, 3\)"):
-        write_graphbolt_partition(path, graph, ntypes={"_N": 0}, etypes={"_N:_E:_N": 0})
+        options = GraphBoltOptions(store_eids=False)  # the graph has no edge _ID
+        write_graphbolt_partition(path, graph, ntypes={"_N": 0}, etypes={"_N:_E:_N": 0}, options=options)
     assert not path.exists()  # the partial file is removed

@@ -53,8 +53,8 @@ def require_dgl() -> str:
     return python
 
 
-def run_dgl(mode: str, *args: str, timeout: float = _TIMEOUT_S) -> dict[str, np.ndarray]:
-    """Run ``dgl_side.py MODE ARGS... OUT.npz`` in the DGL venv and return the arrays.
+def run_dgl(mode: str, *args: str, timeout: float = _TIMEOUT_S, script: Path = DGL_SIDE) -> dict[str, np.ndarray]:
+    """Run ``dgl_side.py MODE ARGS... OUT.npz`` (or another ``script``) in the DGL venv and return the arrays.
 
     The DGL side runs in its own session; on timeout the whole process group
     (including a ``distgraph-server`` child) is killed.
@@ -69,7 +69,7 @@ def run_dgl(mode: str, *args: str, timeout: float = _TIMEOUT_S) -> dict[str, np.
         target = Path(tmp) / "out.npz"
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.setdefault("OMP_NUM_THREADS", "1")
-        cmd = [python, str(DGL_SIDE), mode, *map(str, args), str(target)]
+        cmd = [python, str(script), mode, *map(str, args), str(target)]
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp, start_new_session=True
         )
@@ -89,9 +89,11 @@ def run_dgl(mode: str, *args: str, timeout: float = _TIMEOUT_S) -> dict[str, np.
             return {key: npz[key] for key in npz.files}
 
 
-def run_dgl_json(mode: str, *args: str, timeout: float = _TIMEOUT_S) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def run_dgl_json(
+    mode: str, *args: str, timeout: float = _TIMEOUT_S, script: Path = DGL_SIDE
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """:func:`run_dgl`, with the ``__json__`` facts decoded and removed from the arrays."""
-    arrays = run_dgl(mode, *args, timeout=timeout)
+    arrays = run_dgl(mode, *args, timeout=timeout, script=script)
     return arrays, json.loads(str(arrays.pop("__json__")))
 
 

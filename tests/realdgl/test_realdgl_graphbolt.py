@@ -40,13 +40,18 @@ GRAPHS = {
 }
 
 
-def _dispatch_both(tmp_path: Path, spec: SynthSpec, num_parts: int, flags: tuple[int, int, int]) -> tuple[Path, Path]:
+def _dispatch_both(
+    tmp_path: Path, spec: SynthSpec, num_parts: int, flags: tuple[int, int, int], *, dgl21: bool = False
+) -> tuple[Path, Path]:
+    """DGL's format and GraphBolt; ``dgl21``: the file DGL 2.1's converter writes (no
+    ``_dgl2gb_eid`` / ``_gb_dst_id``), else DGL 2.3 / 2.4's (with them)."""
     write_synthetic_graph(tmp_path / "chunked", spec)
     graph = open_chunked_graph(tmp_path / "chunked")
     parts = assign_partitions(graph, num_parts, seed=11)
     eids, inner_node, inner_edge = (bool(f) for f in flags)
     base = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
     gb = replace(base, use_graphbolt=True, store_eids=eids, store_inner_node=inner_node, store_inner_edge=inner_edge)
+    gb = replace(gb, graph_formats=("csc",)) if dgl21 else gb
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # small types leave partitions without nodes of a type
         dispatch(graph, parts, tmp_path / "dgl", num_parts=num_parts, options=base)
@@ -58,7 +63,7 @@ def _dispatch_both(tmp_path: Path, spec: SynthSpec, num_parts: int, flags: tuple
 @pytest.mark.parametrize("case", list(GRAPHS))
 def test_load_partition_graphbolt_equals_dgl_converter(tmp_path, case, flags):
     spec, num_parts = GRAPHS[case]
-    dgl_out, gb_out = _dispatch_both(tmp_path, spec, num_parts, FLAGS[flags])
+    dgl_out, gb_out = _dispatch_both(tmp_path, spec, num_parts, FLAGS[flags], dgl21=True)
     converted = tmp_path / "converted"
     shutil.copytree(dgl_out, converted)
     _, conv_info = run_dgl_json("to-graphbolt", str(converted / "metadata.json"), *map(str, FLAGS[flags]))
@@ -105,6 +110,7 @@ def _pickle(path: Path) -> bytes:
 
 @pytest.mark.parametrize(("case", "store_eids"), [("homogeneous", True), ("heterogeneous", False)])
 def test_distgraph_server_samples_in_edges_from_graphbolt(tmp_path, monkeypatch, case, store_eids):
+    """DGL 2.1.0 serves and samples our DGL 2.3 / 2.4 file (with _dgl2gb_eid / _gb_dst_id) unchanged."""
     spec = SynthSpec.homogeneous(300, 2000, feat_dim=4) if case == "homogeneous" else SynthSpec.heterogeneous(scale=1)
     dgl_out, gb_out = _dispatch_both(tmp_path, spec, 1, (int(store_eids), 0, 0))
     monkeypatch.setenv("DGLC_USE_GRAPHBOLT", "1")
@@ -145,7 +151,9 @@ def test_convert_graphbolt_of_dgl_partition_graph_output_equals_dgl_converter(tm
     config = tmp_path / "dgl" / "dglgraph.json"
     run_dgl_json("to-graphbolt", str(config), "1", "1", "0")
     original = (tmp_path / "ours" / "dglgraph.json").read_bytes()
-    converted = convert_to_graphbolt(tmp_path / "ours" / "dglgraph.json", store_eids=True, store_inner_node=True)
+    converted = convert_to_graphbolt(  # DGL 2.1's file: its converter knows no graph_formats
+        tmp_path / "ours" / "dglgraph.json", store_eids=True, store_inner_node=True, graph_formats=["csc"]
+    )
     assert converted == str(tmp_path / "ours" / "dglgraph_graphbolt.json")  # DGL's own config is not altered
     assert (tmp_path / "ours" / "dglgraph.json").read_bytes() == original
     ours, ours_info = run_dgl_json("graphbolt", converted)

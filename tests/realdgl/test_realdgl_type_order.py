@@ -39,7 +39,10 @@ pytestmark = pytest.mark.realdgl
 CASES = ("user-item-tag", "mixed-names", "one-type")
 ALL = (1, 1, 1)  # store_eids, store_inner_node, store_inner_edge
 BASE = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
-GRAPHBOLT = replace(BASE, use_graphbolt=True, store_eids=True, store_inner_node=True, store_inner_edge=True)
+# compared with DGL 2.1.0's converter: its file, without DGL >= 2.3's _dgl2gb_eid / _gb_dst_id
+GRAPHBOLT = replace(
+    BASE, use_graphbolt=True, store_eids=True, store_inner_node=True, store_inner_edge=True, graph_formats=("csc",)
+)
 MANY_NTYPES = [f"t{i}" for i in (11, 3, 10, 0, 7, 2, 9, 1, 8, 4, 6, 5)]
 MANY_ETYPES = [f"{MANY_NTYPES[a]}:r{k}:{MANY_NTYPES[(a * 5 + k) % 12]}" for k, a in enumerate([*range(12), 3, 8])]
 
@@ -84,7 +87,9 @@ def runs(golden_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         o["ours-gb"] = _dispatch(golden, assignment, work / "ours-gb", GRAPHBOLT)
         o["ours-converted"] = work / "ours-converted"
         shutil.copytree(o["ours"], o["ours-converted"])
-        convert_to_graphbolt(o["ours-converted"], store_eids=True, store_inner_node=True, store_inner_edge=True)
+        convert_to_graphbolt(
+            o["ours-converted"], store_eids=True, store_inner_node=True, store_inner_edge=True, graph_formats=["csc"]
+        )
         for name, source in (("dgl-on-ours", o["ours"]), ("dgl-on-pipeline", o.get("dgl-pipeline"))):
             if source is None:
                 continue
@@ -97,11 +102,11 @@ def runs(golden_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     with pytest.MonkeyPatch.context() as env:
         env.setenv("DGL_DIST_DEBUG", "1")
         debug["ours-gb"] = _dispatch(
-            golden, "partition_assignment", work / "ours-gb", replace(BASE, use_graphbolt=True)
+            golden, "partition_assignment", work / "ours-gb", replace(GRAPHBOLT, store_eids=False)
         )
         debug["ours-converted"] = work / "ours-converted"
         shutil.copytree(outs["user-item-tag"]["ours"], debug["ours-converted"])
-        convert_to_graphbolt(debug["ours-converted"])
+        convert_to_graphbolt(debug["ours-converted"], store_eids=False, graph_formats=["csc"])
     debug["dgl-on-ours"] = work / "dgl-on-ours"
     shutil.copytree(outs["user-item-tag"]["ours"], debug["dgl-on-ours"])
     convert.append({"config": str(debug["dgl-on-ours"] / "metadata.json"), "flags": (0, 0, 0), "debug": True})

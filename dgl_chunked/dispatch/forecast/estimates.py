@@ -137,6 +137,10 @@ def _output_bytes(sizes: _Sizes, graph: ChunkedGraph, opts: DispatchOptions, ext
         if len(graph.metadata.edge_types) > 1 or len(graph.metadata.node_types) > 1:
             graph_bytes += e + 8 * (len(graph.metadata.node_types) + 1)
         graph_bytes += 8 * e * opts.store_eids + local * opts.store_inner_node + e * opts.store_inner_edge
+        if "coo" in opts.graph_formats:  # _dgl2gb_eid and _gb_dst_id (int32 below 2^31 - 1 edges / nodes)
+            meta = graph.metadata
+            graph_bytes += e * (4 if sum(meta.num_edges_per_type or ()) < 2**31 - 1 else 8)
+            graph_bytes += e * (4 if sum(meta.num_nodes_per_type) < 2**31 - 1 else 8)
     else:
         per_format = {"coo": 16 * e, "csr": 8 * (local + 1) + 16 * e, "csc": 8 * (local + 1) + 16 * e}
         graph_bytes = sum(per_format[f] for f in set(opts.graph_formats)) + 13 * e + 13 * local

@@ -3,9 +3,12 @@
 :func:`write_graphbolt_partition` takes the same :class:`HomogeneousGraph` a
 partition's ``graph.dgl`` is written from (local ``src``/``dst`` in edge-id order,
 ``ndata``/``edata`` with ``_ID``, ``_TYPE``, ``inner_node``, ``inner_edge``) and
-writes what ``dgl.distributed.dgl_partition_to_graphbolt`` (DGL 2.1) makes of that
-``graph.dgl``: CSC by local destination with every destination's in-edges in
-edge-id order, the fields it keeps and the dtypes it casts them to.
+writes what ``dgl.distributed.dgl_partition_to_graphbolt`` (DGL 2.1 to 2.4, per
+:class:`GraphBoltOptions`) makes of that ``graph.dgl``: CSC by local destination with
+every destination's in-edges in edge-id order, the fields it keeps and the dtypes it
+casts them to, and DGL >= 2.3's ``_dgl2gb_eid`` / ``_gb_dst_id`` (:meth:`CscSorter.slots`,
+:meth:`CscSorter.destinations`: one more pass over the destinations, and 8 bytes per
+local node for a running count, as ``indptr``).
 
 Sorting by destination is a stable counting sort (:class:`CscSorter`): a pass
 counts in-degrees, a second one places each edge. When the order (4 bytes per edge)
@@ -26,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.binary import ArrayBlocks
 from dgl_chunked.io.dgl.blocks import Stream, as_stream
 from dgl_chunked.io.dgl.model import HomogeneousGraph
@@ -34,12 +38,15 @@ from dgl_chunked.io.graphbolt.graph_file import write_graphbolt_graph
 
 __all__ = [
     "BYTES_PER_EDGE",
+    "DGL2GB_EID",
     "DGL_DEBUG_ENV",
+    "GB_DST_ID",
     "SORT_BYTES",
     "CscSorter",
     "GraphBoltOptions",
     "dgl_debug_mode",
     "min_dtype",
+    "saves_coo",
     "write_graphbolt_partition",
 ]
 
@@ -52,9 +59,13 @@ OUT_BLOCK = 1 << 21
 
 @dataclass(frozen=True)
 class GraphBoltOptions:
-    """``dgl_partition_to_graphbolt``'s flags (DGL's names) and the sort budget."""
+    """``dgl_partition_to_graphbolt``'s flags (DGL's names, DGL 2.3 / 2.4 defaults) and the sort budget.
 
-    store_eids: bool = False
+    DGL 2.1's converter had ``store_eids=False`` and no ``graph_formats``: its output is
+    ``GraphBoltOptions(store_eids=False, graph_formats=("csc",))``.
+    """
+
+    store_eids: bool = True
     store_inner_node: bool = False
     store_inner_edge: bool = False
     sort_bytes: int = SORT_BYTES
@@ -63,6 +74,27 @@ class GraphBoltOptions:
     store_all_fields: bool = False
     """DGL's debug mode (:func:`dgl_debug_mode`): every ``ndata`` / ``edata`` field of the
     partition graph is stored, whatever the three flags say."""
+    graph_formats: tuple[str, ...] | None = None
+    """DGL 2.3's ``graph_formats``: with ``"coo"`` among them the edge attributes
+    ``_dgl2gb_eid`` and ``_gb_dst_id`` are stored; ``None`` decides by the formats the
+    partition's ``graph.dgl`` holds (:func:`saves_coo`)."""
+
+
+DGL2GB_EID = "_dgl2gb_eid"
+"""Edge attribute (DGL >= 2.3, ``dgl/distributed/constants.py``): each local DGL edge's slot in CSC order."""
+GB_DST_ID = "_gb_dst_id"
+"""Edge attribute (DGL >= 2.3): each CSC slot's local destination (the expanded ``indptr``)."""
+
+
+def saves_coo(graph_formats: tuple[str, ...] | None, stored_formats: tuple[str, ...] = ("coo",)) -> bool:
+    """DGL 2.3 / 2.4's ``save_coo``: whether ``_dgl2gb_eid`` and ``_gb_dst_id`` are stored.
+
+    ``"coo"`` in ``graph_formats`` when given, else ``"coo"`` in the formats the loaded
+    ``graph.dgl`` was created with, which are the formats stored in the file
+    (``gb_convert_single_dgl_partition``, ``dgl/distributed/partition.py``, v2.4.0;
+    ``adj_tensors("csc")`` runs first but only adds CSC).
+    """
+    return "coo" in (stored_formats if graph_formats is None else graph_formats)
 
 
 DGL_DEBUG_ENV = "DGL_DIST_DEBUG"
@@ -199,6 +231,44 @@ class CscSorter:
 
         return ArrayBlocks(shape, dtype, blocks)
 
+    def slots(self, dtype: Any) -> ArrayBlocks:
+        """Each edge's slot in CSC order, in edge-ID order, as ``dtype``: DGL's
+        ``torch.argsort(edge_ids)`` (``_dgl2gb_eid``).
+
+        One pass over the destinations: an edge's slot is ``indptr[dst]`` plus the
+        number of earlier edges with the same destination (a running count per node,
+        8 bytes per local node, as ``indptr``).
+        """
+        dtype = np.dtype(dtype)
+
+        def blocks() -> Iterator[npt.NDArray[Any]]:
+            seen = self._indptr[:-1].copy()  # next free slot per destination
+            for block in self.dst.blocks():
+                if block.shape[0] == 0:
+                    continue
+                o = np.argsort(block, kind="stable")
+                ds = block[o]
+                first = np.flatnonzero(np.concatenate([[True], ds[1:] != ds[:-1]]))
+                runs = np.diff(np.append(first, ds.shape[0]))
+                out = np.empty(ds.shape[0], dtype=dtype)
+                out[o] = seen[ds] + (np.arange(ds.shape[0]) - np.repeat(first, runs))
+                seen[ds[first]] += runs
+                yield out
+
+        return ArrayBlocks((self.num_edges,), dtype, blocks)
+
+    def destinations(self, dtype: Any) -> ArrayBlocks:
+        """The local destination of every CSC slot, as ``dtype``: GraphBolt's
+        ``expand_indptr(indptr)`` (``_gb_dst_id``)."""
+        dtype = np.dtype(dtype)
+
+        def blocks() -> Iterator[npt.NDArray[Any]]:
+            for lo in range(0, self.num_edges, OUT_BLOCK):
+                slots = np.arange(lo, min(lo + OUT_BLOCK, self.num_edges))
+                yield (np.searchsorted(self._indptr, slots, side="right") - 1).astype(dtype)
+
+        return ArrayBlocks((self.num_edges,), dtype, blocks)
+
 
 def _ranges(degree: npt.NDArray[np.int64], budget: int) -> list[tuple[int, int]]:
     """Split ``[0, n)`` into destination ranges of at most ``budget`` in-edges (one node may exceed)."""
@@ -235,6 +305,8 @@ def write_graphbolt_partition(
     options: GraphBoltOptions = GraphBoltOptions(),
     num_parts: int | None = None,
     type_per_edge: Any = None,
+    totals: tuple[int, int] | None = None,
+    stored_formats: tuple[str, ...] = ("coo",),
     storage_options: StorageOptions = None,
     archive: str | None = None,
 ) -> dict[str, Any]:
@@ -259,6 +331,13 @@ def write_graphbolt_partition(
     type_per_edge
         The etype ID of every edge in edge-ID order, for GraphBolt's ``type_per_edge``
         (default ``edata["_TYPE"]``; DGL's converter takes it from the partition book).
+    totals
+        The config's ``(num_nodes, num_edges)`` of the whole graph: the bounds DGL >= 2.3
+        casts ``_gb_dst_id`` and ``_dgl2gb_eid`` by (int32 when below 2^31 - 1); default
+        the partition's own counts.
+    stored_formats
+        The formats the partition's ``graph.dgl`` holds (what DGL's converter decides
+        by when ``options.graph_formats`` is None, :func:`saves_coo`).
     archive
         The zip's top directory when ``path`` is a temporary name (see
         :func:`~dgl_chunked.io.graphbolt.graph_file.write_graphbolt_graph`).
@@ -296,9 +375,18 @@ def write_graphbolt_partition(
     for name in node_names:
         dtype = _attribute_dtype(name, as_stream(graph.ndata[name], f"{where}: ndata[{name!r}]").dtype, bounds)
         node_attributes[name] = _cast(graph.ndata[name], dtype)
+    missing = [name for name in edge_names if name not in edata]
+    if missing:
+        raise DGLFormatError(f"{where}: the partition graph has no edge {missing[0]!r} to store")
     edge_attributes = {
         name: sorter.column(edata[name], _attribute_dtype(name, edata[name].dtype, bounds)) for name in edge_names
     }
+    if saves_coo(options.graph_formats, stored_formats):
+        # DGL 2.3 / 2.4: argsort(edge_ids) and expand_indptr, after the other attributes, cast
+        # by the whole graph's edge and node counts (gb_convert_single_dgl_partition, v2.4.0)
+        total_nodes, total_edges = totals if totals is not None else (n, e)
+        edge_attributes[DGL2GB_EID] = sorter.slots(min_dtype(total_edges))
+        edge_attributes[GB_DST_ID] = sorter.destinations(min_dtype(total_nodes))
     write_graphbolt_graph(
         path,
         indptr=fields["indptr"],
