@@ -123,7 +123,9 @@ class _Writer:
         rest = template.split("-", 2)[2]
         return self._parts(out, table, counts, lambda k: f"part-{k:05d}-{rest}", crc=False)
 
-    def _parts(self, out: Path, table: pa.Table, counts: list[int], name: Any, *, crc: bool, flat: bool = False) -> list[str]:
+    def _parts(
+        self, out: Path, table: pa.Table, counts: list[int], name: Any, *, crc: bool, flat: bool = False
+    ) -> list[str]:
         assert sum(counts) == table.num_rows, (out, counts, table.num_rows)
         paths, start = [], 0
         for k, n in enumerate(counts):
