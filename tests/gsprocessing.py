@@ -36,6 +36,7 @@ features as DGL 2.1.0's ``ParquetArrayParser`` reads them (a scalar column witho
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import uuid
@@ -48,7 +49,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["GSProcessingGraph", "NODE_COUNTS", "RELATIONS", "write_gsprocessing_graph"]
+__all__ = ["GSProcessingGraph", "NODE_COUNTS", "RELATIONS", "write_assignment_txt", "write_gsprocessing_graph"]
 
 NODE_COUNTS = {"genre": 6, "movie": 23, "user": 31}
 """Nodes per type (GSProcessing sorts ``node_type``)."""
@@ -83,6 +84,21 @@ class GSProcessingGraph:
     """As DGL 2.1.0's ``ParquetArrayParser`` reads the files (shapes and dtypes)."""
     edge_features: dict[str, dict[str, npt.NDArray[Any]]] = field(default_factory=dict)
     metadata_files: tuple[str, str] = ("metadata.json", "updated_row_counts_metadata.json")
+
+    def digest(self) -> str:
+        """SHA-256 of the truth (IDs, edges, features: values, dtypes, shapes): equal
+        digests, equal graphs, whichever numpy or pyarrow wrote the files."""
+        h = hashlib.sha256()
+        for ntype in sorted(self.node_ids):
+            h.update(f"{ntype}:{','.join(self.node_ids[ntype])}".encode())
+        arrays = {f"edges/{e}/{i}": a for e, pair in self.edges.items() for i, a in enumerate(pair)}
+        for kind, feats in (("node", self.node_features), ("edge", self.edge_features)):
+            arrays |= {f"{kind}/{t}/{f}": a for t, fs in feats.items() for f, a in fs.items()}
+        for key in sorted(arrays):
+            a = np.ascontiguousarray(arrays[key])
+            h.update(f"{key}:{a.dtype.str}:{a.shape}".encode())
+            h.update(a.tobytes())
+        return h.hexdigest()
 
 
 class _Writer:
@@ -268,6 +284,20 @@ def _graph_info(meta: dict[str, Any]) -> dict[str, Any]:
         "label_map": {"0": 0, "1": 1, "2": 2, "3": 3, "4": 4},
         "label_properties": {},
     }
+
+
+def write_assignment_txt(g: GSProcessingGraph, out: str | Path, num_parts: int = 2) -> dict[str, npt.NDArray[np.int64]]:
+    """A fixed assignment in DGL's layout (``<ntype>.txt``, ``partition_meta.json``):
+    node ``i`` of the ``k``-th type goes to ``(7 i + k) % num_parts``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    parts = {}
+    for k, ntype in enumerate(sorted(g.node_ids)):
+        parts[ntype] = (np.arange(len(g.node_ids[ntype]), dtype=np.int64) * 7 + k) % num_parts
+        (out / f"{ntype}.txt").write_text("".join(f"{p}\n" for p in parts[ntype]))
+    meta = {"algo_name": "random", "num_parts": num_parts, "version": "1.0.0"}
+    (out / "partition_meta.json").write_text(json.dumps(meta, indent=4))
+    return parts
 
 
 if __name__ == "__main__":  # python -m tests.gsprocessing DIR
