@@ -57,7 +57,8 @@ def golden(golden_dir: Path, graph: GSProcessingGraph) -> Path:
     """DGL's pipeline output of this very graph (its digest is the one make-golden.py recorded)."""
     root = golden_dir / "gsprocessing"
     assert (root / "input.sha256").read_text().strip() == graph.digest(), (
-        "tests/gsprocessing.py writes another graph than the golden one: rerun scripts/make-golden.py --sets gsprocessing"
+        "tests/gsprocessing.py writes another graph than the golden one: "
+        "rerun scripts/make-golden.py --sets gsprocessing"
     )
     return root
 
