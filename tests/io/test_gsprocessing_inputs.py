@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -202,3 +204,22 @@ def test_lookup_and_remap_open_the_graph_with_metadata_filename(copy: Path, tmp_
     assert runner.invoke(cli, remap).exit_code == 1
     done = runner.invoke(cli, [*remap, *flag])
     assert done.exit_code == 0, done.output
+
+
+def test_a_nullable_integer_label_with_nulls_in_some_files_is_float64(copy: Path) -> None:
+    """GSProcessing's custom-split labels: Spark writes a nullable long; DGL reads a file with a
+    null as float64 (NaN) and concatenates the others (int64) into it."""
+    doc = _doc(copy)
+    entry = doc["node_data"]["user"]["occupation"]
+    values = [[0, 3, None, 1] + [2] * 8, [], [4] * 11, [None, 1, 2, 3, 4, 0, 1, 2]]
+    for path, chunk in zip(entry["data"], values, strict=True):
+        pq.write_table(pa.table({"occupation": pa.array(chunk, pa.int64())}), copy / path)
+    (copy / UPDATED).write_text(json.dumps(doc))
+    want = np.array([v if v is not None else np.nan for chunk in values for v in chunk], np.float64).reshape(-1, 1)
+    g = open_chunked_graph(copy, metadata_filename=UPDATED)
+    assert g.feature_info("node", "user", "occupation") == (np.dtype(np.float64), (1,))
+    assert_same_array(np.asarray(g.node_feature("user", "occupation").compute()), want, "occupation")
+    report = validate_chunked_graph(copy, metadata_filename=UPDATED)
+    assert report.ok, report.problems
+    (user,) = [t for t in report.summary if t.name == "user"]
+    assert {f.name: f.dtype for f in user.features}["occupation"] == "float64"

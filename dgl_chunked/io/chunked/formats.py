@@ -26,7 +26,7 @@ the schema metadata key ``b"shape"`` reshapes the array (``(rows,)``: 1-D).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -53,6 +53,7 @@ __all__ = [
     "FORMAT_OPTIONS",
     "IGNORED_OPTIONS_FORMATS",
     "count_edge_rows",
+    "feature_dtype",
     "read_npy_header",
     "feature_chunk_info",
     "file_size",
@@ -97,6 +98,21 @@ _ROLES: Mapping[str, frozenset[str]] = {
     "parquet": frozenset({"edges", "features"}),
     "numpy": frozenset({"features"}),
 }
+
+
+def feature_dtype(dtypes: Iterable[np.dtype[Any]]) -> np.dtype[Any] | None:
+    """The one dtype of a feature whose files have ``dtypes``; None when they disagree.
+
+    Integer files beside float64 files give float64, as DGL's concatenation of the
+    files makes them: a nullable integer Parquet column reads as float64 in the files
+    that hold a null (:func:`read_feature_chunk`) and as integers in the others.
+    """
+    found = set(dtypes)
+    if len(found) == 1:
+        return found.pop()
+    if np.dtype(np.float64) in found and all(d.kind in "iu" for d in found - {np.dtype(np.float64)}):
+        return np.dtype(np.float64)
+    return None
 
 
 def supported_formats(role: Role) -> tuple[str, ...]:

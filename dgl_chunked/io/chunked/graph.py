@@ -317,12 +317,12 @@ class ChunkedGraph:
         source = self._feature_source(kind, type_name, feat)
         infos = self._infos(kind, type_name, feat)
         where = source.where
-        dtypes = {d for _, _, d in infos}
+        one = _formats.feature_dtype(d for _, _, d in infos) if infos else np.dtype("float32")
         shapes = {s for r, s, _ in infos if r} or {s for _, s, _ in infos}
-        if len(dtypes) > 1 or len(shapes) > 1:
+        if one is None or len(shapes) > 1:
             found = [f"{p}: {d} {s}" for p, (_, s, d) in zip(source.paths, infos, strict=True)]
             raise ChunkMismatchError(f"{where}: expected one dtype and row shape in all files, found {found}")
-        dtype = dtypes.pop() if dtypes else np.dtype("float32")
+        dtype = one
         row_shape = shapes.pop() if shapes else ()
         if len(row_shape) > 1:
             raise ChunkMismatchError(

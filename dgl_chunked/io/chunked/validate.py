@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from dask.base import compute, tokenize
 from dask.delayed import delayed
 
@@ -280,8 +281,9 @@ def _feature_summary(
 ) -> FeatureSummary:
     good = [c for c in checks if c.rows is not None and not c.problems]
     first = next((c for c in good if c.rows), good[0] if good else None)
+    one = _formats.feature_dtype(np.dtype(c.dtype) for c in good if c.dtype)
     for c in good:
-        if first is not None and c.dtype != first.dtype:
+        if first is not None and one is None and c.dtype != first.dtype:
             report.problems.append(
                 f"{source.where}: file {c.path!r} has dtype {c.dtype}, but {first.path!r} has "
                 f"{first.dtype}; all files of a feature must share one dtype"
@@ -303,7 +305,7 @@ def _feature_summary(
         files=len(checks),
         rows=rows,
         row_shape=None if first is None else first.row_shape,
-        dtype=None if first is None else first.dtype,
+        dtype=None if first is None else str(one or first.dtype),
         nbytes=sum(c.nbytes for c in checks),
     )
 
