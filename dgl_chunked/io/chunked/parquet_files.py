@@ -274,9 +274,13 @@ def read_parquet_feature(path: str, options: Mapping[str, Any], storage_options:
         array = _vectors(table.column(0), names[0], path)
     else:
         dtypes = [_read_dtype(table.column(i).type, table.column(i).null_count, n, path) for i, n in enumerate(names)]
-        array = np.empty((table.num_rows, len(names)), _common_dtype(dtypes, names, path))
-        for i, dtype in enumerate(dtypes):
-            array[:, i] = _values(table.column(i), dtype)
+        common = _common_dtype(dtypes, names, path)
+        if len(names) == 1:  # the common case (Spark, GSProcessing): no copy
+            array = _values(table.column(0), common).reshape(-1, 1)
+        else:
+            array = np.empty((table.num_rows, len(names)), common)
+            for i, dtype in enumerate(dtypes):
+                array[:, i] = _values(table.column(i), dtype)
     if shape is not None:
         if int(np.prod(shape)) != array.size:
             raise ChunkMismatchError(
