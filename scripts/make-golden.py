@@ -40,6 +40,14 @@ What it writes (``docs/spec/index.md``, "Golden files", describes each file):
     --save-orig-eids``). ``user-item-tag`` also has ``partition_assignment_1/`` and
     ``pipeline_out_1/``: one partition, for ``DistGraph``'s standalone mode.
 
+``gsprocessing/``
+    ``partition_assignment/`` (``tests.gsprocessing.write_assignment_txt``) and
+    ``pipeline_out/``: DGL's chunked pipeline (world size 1, ``--save-orig-nids
+    --save-orig-eids``, ``--schema=updated_row_counts_metadata.json``) on the graph
+    ``tests.gsprocessing.write_gsprocessing_graph`` writes (GraphStorm's GSProcessing
+    layout); ``input.sha256``: that graph's digest, which the suite checks before it
+    compares (the suite writes the graph itself).
+
 ``--sets`` regenerates only some of these directories (the others stay as they are).
 
 Not bit-reproducible: bytes 32..4095 of every DGL graph file are uninitialised memory,
@@ -68,7 +76,7 @@ from dgl.data.utils import save_tensors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DGL_TAG = "v2.1.0"
-SETS = ("serialization", "tiny-pipeline", "type-order")
+SETS = ("serialization", "tiny-pipeline", "type-order", "gsprocessing")
 
 
 def write_serialization(out: Path) -> None:
@@ -337,6 +345,28 @@ def write_type_order(out: Path, dgl_src: Path, work: Path) -> None:
             run_pipeline(tools, chunked, assign, root / f"pipeline_out{suffix}", None, name, num_parts)
 
 
+def write_gsprocessing(out: Path, dgl_src: Path, work: Path) -> None:
+    """``gsprocessing/``: DGL's pipeline on the GSProcessing-shaped graph of
+    ``tests/gsprocessing.py`` (the suite writes the graph again; ``input.sha256`` is the
+    digest of the graph this output belongs to), with ``updated_row_counts_metadata.json``
+    as GraphStorm's ``dist_partition_graph.py`` dispatches it."""
+    sys.path.insert(0, str(REPO))
+    from tests.gsprocessing import write_assignment_txt, write_gsprocessing_graph
+
+    graph = write_gsprocessing_graph(work / "gsprocessing-input")
+    write_assignment_txt(graph, out / "partition_assignment")
+    (out / "input.sha256").write_text(graph.digest() + "\n")
+    run_pipeline(
+        dgl_src / "tools",
+        graph.root,
+        out / "partition_assignment",
+        out / "pipeline_out",
+        None,
+        graph_name=graph.graph_name,
+        schema="updated_row_counts_metadata.json",
+    )
+
+
 def relative_paths(meta: object, chunked: Path) -> object:
     """``meta`` with the absolute paths under ``chunked`` made relative to it."""
     base = str(chunked.resolve()) + os.sep
@@ -355,6 +385,7 @@ def run_pipeline(
     formats: str | None,
     graph_name: str = "tiny",
     num_parts: int = 2,
+    schema: str = "metadata.json",
 ) -> None:
     """DGL's chunked pipeline, world size 1, gloo on a free loopback port."""
     with socket.socket() as s:
@@ -369,7 +400,7 @@ def run_pipeline(
         "--process-group-timeout=600",
         f"--input-dir={chunked}",
         f"--graph-name={graph_name}",
-        "--schema=metadata.json",
+        f"--schema={schema}",
         f"--num-parts={num_parts}",
         f"--output={out}",
         f"--partitions-dir={assign}",
@@ -419,7 +450,12 @@ def main() -> None:
             write_serialization(staged / "serialization")
             # serialization/ keeps its hand-written annot_g_default.txt
             shutil.copytree(staged / "serialization", out / "serialization", dirs_exist_ok=True)
-        for name, write in (("tiny-pipeline", write_tiny_pipeline), ("type-order", write_type_order)):
+        writers = (
+            ("tiny-pipeline", write_tiny_pipeline),
+            ("type-order", write_type_order),
+            ("gsprocessing", write_gsprocessing),
+        )
+        for name, write in writers:
             if name in sets:  # replaced as a whole
                 write(staged / name, src.resolve(), work)
                 shutil.rmtree(out / name, ignore_errors=True)

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from dgl_chunked import ChunkedGraph, open_chunked_graph
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import SCHEDULER_HELP, add_options, parse_size, storage_option
@@ -69,6 +70,13 @@ def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, .
     }
 
 
+def _graph(in_dir: str | None, metadata_filename: str, storage_options: dict[str, Any] | None) -> ChunkedGraph | None:
+    """The chunked graph of ``--in-dir``, opened with ``--metadata-filename``; None without it."""
+    if in_dir is None:
+        return None
+    return open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+
+
 def _where(func: F) -> F:
     """``--partitions`` and ``--out-dir``, first in ``--help``."""
     return add_options(
@@ -91,6 +99,7 @@ def _mapping_and_cluster(func: F) -> F:
             help="The chunked graph: the node types' keys, and with --partitions-dir the ID map when the "
             "partitions have no orig_nids.dgl / orig_eids.dgl.",
         ),
+        click.option("--metadata-filename", default="metadata.json", show_default=True, help="Of --in-dir."),
         click.option(
             "--partitions-dir", default=None, metavar="ASSIGN", help="The assignment the partitions were made from."
         ),
@@ -138,6 +147,7 @@ def remap_command(
     ids: tuple[str, ...],
     names: tuple[str, ...],
     in_dir: str | None,
+    metadata_filename: str,
     partitions_dir: str | None,
     fmt: str,
     block_size: str,
@@ -159,7 +169,7 @@ def remap_command(
             partitions,
             sources,
             out_dir,
-            graph=in_dir,
+            graph=_graph(in_dir, metadata_filename, storage_options),
             assignment=partitions_dir,
             format=fmt,  # type: ignore[arg-type]
             block_bytes=parse_size(block_size, "--block-size"),
@@ -215,6 +225,7 @@ def lookup_command(
     labels: tuple[str, ...],
     by: str | None,
     in_dir: str | None,
+    metadata_filename: str,
     partitions_dir: str | None,
     formats: tuple[str, ...],
     delimiter: str,
@@ -242,7 +253,7 @@ def lookup_command(
             column=col,
             labels=[int(c) if c.isdigit() else c for c in labels],
             by=by,  # type: ignore[arg-type]
-            graph=in_dir,
+            graph=_graph(in_dir, metadata_filename, storage_options),
             assignment=partitions_dir,
             formats=formats,
             delimiter=delimiter,

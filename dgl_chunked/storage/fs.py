@@ -187,12 +187,18 @@ def concat_files(pieces: Sequence[PathLike], target: PathLike, storage_options: 
         raise
 
 
+def _side_file(name: str) -> bool:
+    """A file Spark or Hadoop writes beside the data (a marker, a commit record, a checksum)."""
+    return name.startswith(("_", ".")) or name.endswith(".crc")
+
+
 def list_files(path: PathLike, storage_options: StorageOptions = None, *, glob: bool = False) -> list[str]:
     """The files a glob (``glob=True``) or a directory names, sorted; ``[]`` when none.
 
     ``path`` is a glob (``edges/part-*.parquet``) or a directory (with or without a
-    trailing ``/``). Only files count, and names starting with ``_`` or ``.`` (Spark's
-    ``_SUCCESS``, ``.crc`` files) are skipped. One listing call (``detail=True``
+    trailing ``/``). Only files count, and Spark's side files are skipped: names
+    starting with ``_`` or ``.`` (``_SUCCESS``, ``_committed_*``, ``_started_*``,
+    ``.part-*.crc``) and names ending in ``.crc``. One listing call (``detail=True``
     avoids a stat per file on object stores); URLs stay URLs.
     """
     path = os.fspath(path)
@@ -202,5 +208,5 @@ def list_files(path: PathLike, storage_options: StorageOptions = None, *, glob: 
     except (FileNotFoundError, NotADirectoryError):
         infos = []
     names = [i["name"] for i in infos if i.get("type") == "file"]
-    found = sorted(p for p in names if not posixpath.basename(p).startswith(("_", ".")))
+    found = sorted(p for p in names if not _side_file(posixpath.basename(p)))
     return [fs.unstrip_protocol(p) for p in found] if is_url(path) else found

@@ -69,8 +69,8 @@ def read_edge_file(ref: ChunkRef) -> tuple[IdArray, IdArray]:
     )
     if len(src) != ref.rows:
         raise ChunkMismatchError(
-            f"edge file {ref.path!r}: expected {ref.rows} rows (from metadata.json), found "
-            f"{len(src)}; fix num_edges_per_chunk or the file"
+            f"edge file {ref.path!r}: expected {ref.rows} rows (from the metadata file), found "
+            f"{len(src)}; fix num_edges_per_chunk or the entry's row_counts, or the file"
         )
     return src, dst
 
@@ -132,14 +132,21 @@ def read_feature_file(
     rows = array.shape[0] if array.ndim else 1
     if rows != ref.rows:
         raise ChunkMismatchError(
-            f"feature file {ref.path!r}: expected {ref.rows} rows (from its header), found "
-            f"shape {array.shape}; was the file rewritten while the graph was open?"
+            f"feature file {ref.path!r}: expected {ref.rows} rows (the entry's row_counts in the metadata "
+            f"file, else the file's header), found shape {array.shape}; fix row_counts, or the file was "
+            "rewritten while the graph was open"
         )
     if row_shape is None or dtype is None:
         return array
     if ref.rows == 0:
         return np.empty((0, *row_shape), dtype)
-    return np.asarray(array).reshape((ref.rows, *row_shape)).astype(dtype, copy=False)
+    if array.shape[1:] != row_shape or not np.can_cast(array.dtype, dtype, "safe"):
+        raise ChunkMismatchError(
+            f"feature file {ref.path!r}: expected {dtype} rows of shape {row_shape} as in the feature's "
+            f"other files, found {array.dtype} rows of shape {array.shape[1:]}; all files of a feature "
+            "must share one dtype and row shape"
+        )
+    return np.asarray(array).astype(dtype, copy=False)
 
 
 def read_feature_group(

@@ -19,14 +19,14 @@ numpy     no      yes       none
 
 Edges: CSV rows are ``src<delim>dst[<delim>ignored...]`` with no header; Parquet
 uses its first two (integer) columns. Features: ``.npy`` files are memory-mapped
-locally; Parquet follows DGL's ``ParquetArrayParser``: the schema metadata key
-``b"shape"`` reshapes the table, a single list column gives vector rows, otherwise
-the columns are stacked (a single scalar column gives a 1-D array).
+locally; Parquet follows DGL 2.1.0's ``ParquetArrayParser``: ``(rows, columns)``
+(one scalar column gives ``(rows, 1)``), a single list column gives vector rows, and
+the schema metadata key ``b"shape"`` reshapes the array (``(rows,)``: 1-D).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -51,7 +51,9 @@ from dgl_chunked.storage import fs
 __all__ = [
     "FEATURE_DTYPES",
     "FORMAT_OPTIONS",
+    "IGNORED_OPTIONS_FORMATS",
     "count_edge_rows",
+    "feature_dtype",
     "read_npy_header",
     "feature_chunk_info",
     "file_size",
@@ -88,6 +90,9 @@ FORMAT_OPTIONS: Mapping[str, Mapping[str, type | tuple[type, ...]]] = {
 }
 """Allowed option keys (besides ``name``) and their JSON types, per format."""
 
+IGNORED_OPTIONS_FORMATS = frozenset({"parquet", "numpy"})
+"""Binary formats whose unknown options are dropped (with a note), not refused."""
+
 _ROLES: Mapping[str, frozenset[str]] = {
     "csv": frozenset({"edges"}),
     "parquet": frozenset({"edges", "features"}),
@@ -95,13 +100,37 @@ _ROLES: Mapping[str, frozenset[str]] = {
 }
 
 
+def feature_dtype(dtypes: Iterable[np.dtype[Any]]) -> np.dtype[Any] | None:
+    """The one dtype of a feature whose files have ``dtypes``; None when they disagree.
+
+    Integer files beside float64 files give float64, as DGL's concatenation of the
+    files makes them: a nullable integer Parquet column reads as float64 in the files
+    that hold a null (:func:`read_feature_chunk`) and as integers in the others.
+    """
+    found = set(dtypes)
+    if len(found) == 1:
+        return found.pop()
+    if np.dtype(np.float64) in found and all(d.kind in "iu" for d in found - {np.dtype(np.float64)}):
+        return np.dtype(np.float64)
+    return None
+
+
 def supported_formats(role: Role) -> tuple[str, ...]:
     """Names of the formats that can hold ``role`` ("edges" or "features")."""
     return tuple(name for name, roles in _ROLES.items() if role in roles)
 
 
-def normalize_options(fmt: str, options: Mapping[str, Any], *, role: Role, where: str) -> dict[str, Any]:
+def normalize_options(
+    fmt: str, options: Mapping[str, Any], *, role: Role, where: str, ignored: list[str] | None = None
+) -> dict[str, Any]:
     """Check a ``format`` object's name and options; return the options as a dict.
+
+    An option a binary format cannot use (any key but ``columns`` for ``parquet``, any
+    key for ``numpy``: GSProcessing writes ``"delimiter": ""`` on every entry) is
+    dropped, as DGL 2.1.0's dispatch drops every option but the name
+    (``tools/distpartitioning/dataset_utils.py`` passes ``{"name": ...}`` to
+    ``get_array_parser``); its JSON path is appended to ``ignored`` when given. An
+    unknown CSV option stays an error: it would change how the text is read.
 
     Raises
     ------
@@ -116,6 +145,10 @@ def normalize_options(fmt: str, options: Mapping[str, Any], *, role: Role, where
     allowed = FORMAT_OPTIONS[fmt]
     out: dict[str, Any] = {}
     for key, value in options.items():
+        if key not in allowed and fmt in IGNORED_OPTIONS_FORMATS:
+            if ignored is not None:
+                ignored.append(f"{where}.format.{key}")
+            continue
         if key not in allowed:
             raise UnsupportedFormatError(
                 f"{where}.format: expected only options {sorted(allowed)} for {fmt!r}, found {key!r}; remove it"

@@ -102,6 +102,24 @@ def _per_file(func: Callable[..., _T], source: ArraySource, storage_options: Sto
         return list(pool.map(one, source.paths))
 
 
+def _counted_infos(source: ArraySource, so: StorageOptions) -> list[tuple[int, tuple[int, ...], np.dtype[Any]]] | None:
+    """Each file's ``(rows, row_shape, dtype)`` from the entry's ``row_counts`` and the
+    header or footer of its first non-empty file only; None without ``row_counts``, or
+    for an integer Parquet feature (a file with a null reads as float64, as DGL reads
+    it: every footer is needed). Each file is checked against them when it is read."""
+    counts = source.row_counts
+    first = next((k for k, n in enumerate(counts or ()) if n), None)
+    if counts is None or first is None:
+        return None
+    path = source.paths[first]
+    _, row_shape, dtype = _formats.feature_chunk_info(
+        path, fmt=source.format, options=source.options, storage_options=so
+    )
+    if source.format == "parquet" and dtype.kind in "iu":
+        return None
+    return [(n, row_shape, dtype) for n in counts]
+
+
 # --- the lazy view -------------------------------------------------------------
 
 
@@ -216,6 +234,8 @@ class ChunkedGraph:
             source = self.metadata.edges[etype]
             if self.metadata.num_edges_per_chunk is not None:
                 rows: Sequence[int] = self.metadata.num_edges_per_chunk[i]
+            elif source.row_counts is not None:
+                rows = source.row_counts
             elif len(source.paths) == 1 and self.metadata.num_edges_per_type is not None:
                 rows = (self.metadata.num_edges_per_type[i],)
             else:
@@ -254,7 +274,9 @@ class ChunkedGraph:
         key = (kind, type_name, feat)
         if key not in self._feature_infos:
             source = self._feature_source(kind, type_name, feat)
-            self._feature_infos[key] = _per_file(_formats.feature_chunk_info, source, self.storage_options)
+            self._feature_infos[key] = _counted_infos(source, self.storage_options) or _per_file(
+                _formats.feature_chunk_info, source, self.storage_options
+            )
         return self._feature_infos[key]
 
     def _feature_source(self, kind: str, type_name: str, feat: str) -> ArraySource:
@@ -295,12 +317,12 @@ class ChunkedGraph:
         source = self._feature_source(kind, type_name, feat)
         infos = self._infos(kind, type_name, feat)
         where = source.where
-        dtypes = {d for _, _, d in infos}
+        one = _formats.feature_dtype(d for _, _, d in infos) if infos else np.dtype("float32")
         shapes = {s for r, s, _ in infos if r} or {s for _, s, _ in infos}
-        if len(dtypes) > 1 or len(shapes) > 1:
+        if one is None or len(shapes) > 1:
             found = [f"{p}: {d} {s}" for p, (_, s, d) in zip(source.paths, infos, strict=True)]
             raise ChunkMismatchError(f"{where}: expected one dtype and row shape in all files, found {found}")
-        dtype = dtypes.pop() if dtypes else np.dtype("float32")
+        dtype = one
         row_shape = shapes.pop() if shapes else ()
         if len(row_shape) > 1:
             raise ChunkMismatchError(

@@ -49,6 +49,7 @@ from typing import Any
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import MISSING, DglChunkedError, MetadataError, Problems
 from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.chunked.entry_keys import is_count, note_ignored_options, parse_row_counts
 from dgl_chunked.io.chunked.model import ArraySource, ChunkedGraphMetadata, EdgeTypeSpec
 from dgl_chunked.storage import fs as _fs
 
@@ -82,11 +83,6 @@ def _str_list(data: Mapping[str, Any], key: str, errs: Problems) -> list[str] | 
     for dup in sorted({v for v in value if value.count(v) > 1}):
         errs.add(key, "unique names", dup, "each type may appear once")
     return value
-
-
-def is_count(value: Any) -> bool:
-    """True for a non-negative int (not a bool)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _counts(data: Mapping[str, Any], key: str, n: int, errs: Problems) -> tuple[int, ...] | None:
@@ -194,6 +190,7 @@ def _parse_source(
     role: str,
     base_dir: str,
     storage_options: StorageOptions,
+    ignored: list[str],
     errs: Problems,
 ) -> ArraySource | None:
     fmt = value.get("format") if isinstance(value, dict) else None
@@ -208,20 +205,21 @@ def _parse_source(
         return None
     try:
         opts = {k: v for k, v in fmt.items() if k != "name"}
-        options = _formats.normalize_options(fmt["name"], opts, role=role, where=where)  # type: ignore[arg-type]
+        options = _formats.normalize_options(fmt["name"], opts, role=role, where=where, ignored=ignored)  # type: ignore[arg-type]
     except DglChunkedError as err:
         errs.note(str(err))
         return None
     paths = [
         p for i, e in enumerate(data) for p in _expand(e, base_dir, storage_options, _key(f"{where}.data", i), errs)
     ]
-    return ArraySource(format=fmt["name"], paths=tuple(paths), options=options, where=where)
+    counts = parse_row_counts(value, where, paths, errs)
+    return ArraySource(format=fmt["name"], paths=tuple(paths), options=options, where=where, row_counts=counts)
 
 
 def _parse_edges(
     data: Mapping[str, Any],
     etypes: tuple[str, ...],
-    ctx: tuple[str, StorageOptions],
+    ctx: tuple[str, StorageOptions, list[str]],
     errs: Problems,
 ) -> dict[str, ArraySource]:
     value = data.get("edges")
@@ -246,7 +244,7 @@ def _parse_features(
     data: Mapping[str, Any],
     key: str,
     types: tuple[str, ...] | None,
-    ctx: tuple[str, StorageOptions],
+    ctx: tuple[str, StorageOptions, list[str]],
     errs: Problems,
 ) -> dict[str, dict[str, ArraySource]]:
     value = data.get(key, None)
@@ -282,6 +280,17 @@ def _edge_counts(
 ) -> tuple[tuple[int, ...] | None, tuple[tuple[int, ...], ...] | None]:
     per_type = _counts(data, "num_edges_per_type", len(etypes), errs)
     per_chunk = _nested_counts(data, "num_edges_per_chunk", etypes, errs)
+    counted = [edges[e].row_counts if e in edges else None for e in etypes]
+    if per_chunk is None and "num_edges_per_chunk" not in data and etypes and all(c is not None for c in counted):
+        per_chunk = tuple(c or () for c in counted)  # every entry has row_counts: no file is opened to count
+    for i, c in enumerate(counted):
+        if per_chunk is not None and c is not None and i < len(per_chunk) and c != per_chunk[i]:
+            errs.add(
+                _key("num_edges_per_chunk", i),
+                f"the row_counts of {_key('edges', etypes[i])}: {list(c)}",
+                list(per_chunk[i]),
+                "make the two agree",
+            )
     for i, etype in enumerate(etypes):
         src = edges.get(etype)
         if per_chunk is not None and src is not None and len(per_chunk[i]) != len(src.paths):
@@ -329,7 +338,8 @@ def parse_metadata(data: object, *, base_dir: str, storage_options: StorageOptio
     raw_etypes = _str_list(data, "edge_type", errs)
     etypes = tuple(raw_etypes or ())
     edge_types = _parse_edge_types(etypes, ntypes, errs)
-    ctx = (base_dir, storage_options)
+    ignored: list[str] = []
+    ctx = (base_dir, storage_options, ignored)
     edges: dict[str, ArraySource] = {}
     num_edges, edge_chunks = None, None
     if raw_etypes is not None:  # else every edge check would repeat the problem
@@ -350,6 +360,7 @@ def parse_metadata(data: object, *, base_dir: str, storage_options: StorageOptio
         node_data=node_data,
         edge_data=edge_data,
         base_dir=base_dir,
+        ignored_options=tuple(ignored),
     )
 
 
@@ -397,9 +408,11 @@ def read_metadata(
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise MetadataError(f"{file}: expected valid JSON, found a syntax error ({err}); fix the file") from err
     try:
-        return parse_metadata(data, base_dir=_fs.parent(file), storage_options=storage_options)
+        meta = parse_metadata(data, base_dir=_fs.parent(file), storage_options=storage_options)
     except DglChunkedError as err:  # the same problems, each naming the file they are in
         raise _in_file(err, file) from err
+    note_ignored_options(file, meta.ignored_options)
+    return meta
 
 
 def _in_file(err: DglChunkedError, file: str) -> DglChunkedError:

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -36,6 +36,8 @@ class ArraySource:
     paths: tuple[str, ...]
     options: Mapping[str, Any]
     where: str
+    row_counts: tuple[int, ...] | None = None
+    """Rows per file, from the entry's ``row_counts`` (GSProcessing writes them), or None."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +70,9 @@ class ChunkedGraphMetadata:
     node_data: Mapping[str, Mapping[str, ArraySource]]
     edge_data: Mapping[str, Mapping[str, ArraySource]]
     base_dir: str
+    ignored_options: tuple[str, ...] = field(default=(), compare=False)
+    """JSON paths of the format options dropped as DGL's dispatch drops them
+    (``formats.normalize_options``); not part of the graph."""
 
     @property
     def edge_type_names(self) -> tuple[str, ...]:
@@ -162,7 +167,8 @@ class ChunkedGraphMetadata:
 
         def source(src: ArraySource) -> dict[str, Any]:
             paths = [_relpath(p, self.base_dir) if relative else p for p in src.paths]
-            return {"format": {"name": src.format, **src.options}, "data": paths}
+            out = {"format": {"name": src.format, **src.options}, "data": paths}
+            return out if src.row_counts is None else {**out, "row_counts": list(src.row_counts)}
 
         out: dict[str, Any] = {
             "graph_name": self.graph_name,

@@ -6,9 +6,9 @@ for a file that is not Parquet), and its row count, schema, row groups and
 raw inputs of ``dgl-chunked chunk`` alike.
 
 Edges use the file's first two (integer) columns, or ``format.columns``. Features
-follow DGL's ``ParquetArrayParser``: the schema metadata key ``b"shape"`` reshapes
-the table, a single list column gives vector rows, otherwise the columns are
-stacked (a single scalar column gives a 1-D array).
+follow DGL 2.1.0's ``ParquetArrayParser``: the columns as ``(rows, columns)`` (one
+scalar column gives ``(rows, 1)``), a single list column as ``(rows, length)``, then
+the schema metadata key ``b"shape"`` reshapes the array; nulls are NaN.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _group_bytes(group: Any) -> tuple[int, int]:
 def shape_metadata(schema: pa.Schema, path: str) -> tuple[int, ...] | None:
     """The ``b"shape"`` schema metadata (DGL's), or None when absent."""
     raw = (schema.metadata or {}).get(b"shape")
-    if raw is None:
+    if not raw:  # DGL's reader: `shape = ... if shape else arr.shape`
         return None
     if _SHAPE.fullmatch(raw):  # what DGL and numpy write: "(5000, 16)" (no parser, no lock)
         return tuple(int(s) for s in raw.strip(b"()").split(b",") if s.strip())
@@ -200,36 +200,87 @@ def read_parquet_edges(
 # --- features ----------------------------------------------------------------------------
 
 
-def _column_numpy(column: pa.ChunkedArray, name: str, path: str) -> npt.NDArray[Any]:
-    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)):
+def _numeric(dtype: pa.DataType, name: str, path: str) -> None:
+    if not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_boolean(dtype)):
         raise ChunkMismatchError(
-            f"feature file {path!r}: column {name!r}: expected a numeric or bool type, found {column.type}"
+            f"feature file {path!r}: column {name!r}: expected a numeric or bool type, found {dtype}"
         )
+
+
+def _read_dtype(dtype: pa.DataType, nulls: int, name: str, path: str) -> np.dtype[Any]:
+    """The numpy dtype pandas gives a column (what DGL's reader sees): an integer column
+    with a null is float64 (the nulls NaN), a float column keeps its type (NaN)."""
+    _numeric(dtype, name, path)
+    if nulls and pa.types.is_boolean(dtype):
+        raise ChunkMismatchError(
+            f"feature file {path!r}: column {name!r}: bool values with {nulls} nulls (DGL reads them as Python "
+            "objects and fails); fill the nulls"
+        )
+    if nulls and pa.types.is_integer(dtype):
+        return np.dtype(np.float64)
+    out: np.dtype[Any] = np.dtype(dtype.to_pandas_dtype())
+    return out
+
+
+def _common_dtype(dtypes: list[np.dtype[Any]], names: list[str], path: str) -> np.dtype[Any]:
+    """``DataFrame.to_numpy()``'s dtype for the columns: numpy's promotion, but bool with
+    another type is an object array there (DGL fails on it): refused."""
+    kinds = {d.kind == "b" for d in dtypes}
+    if len(kinds) > 1:
+        raise ChunkMismatchError(
+            f"feature file {path!r}: columns {names} mix bool with {sorted({str(d) for d in dtypes})} "
+            "(DGL reads them as Python objects and fails); cast them to one type"
+        )
+    return np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
+
+
+def _values(column: pa.ChunkedArray | pa.Array, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """A flat column as ``dtype``, nulls as NaN (only float dtypes come with nulls)."""
+    if column.null_count:
+        column = pc.fill_null(column.cast(pa.from_numpy_dtype(dtype)), float("nan"))
+    return np.asarray(column.to_numpy(zero_copy_only=False)).astype(dtype, copy=False)
+
+
+def _vectors(column: pa.ChunkedArray, name: str, path: str) -> npt.NDArray[Any]:
+    """A list column as ``(rows, length)``: ``np.array(column.to_list())`` in DGL."""
+    column = column.combine_chunks()
     if column.null_count:
         row = pc.index(pc.is_null(column), True).as_py()
-        raise ChunkMismatchError(f"feature file {path!r}: row {row + 1}, column {name!r}: found null")
-    return np.asarray(column.to_numpy())
+        raise ChunkMismatchError(f"feature file {path!r}: row {row + 1}, column {name!r}: found a null vector")
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+    if lengths.size and (lengths.min() != lengths.max()):
+        raise ChunkMismatchError(
+            f"feature file {path!r}: list column {name!r}: expected vectors of one length, "
+            f"found lengths {int(lengths.min())}..{int(lengths.max())}"
+        )
+    flat = column.flatten()
+    values = _values(flat, _read_dtype(flat.type, flat.null_count, name, path))
+    return values.reshape(len(column), int(lengths[0]) if lengths.size else 0)
 
 
 def read_parquet_feature(path: str, options: Mapping[str, Any], storage_options: StorageOptions) -> npt.NDArray[Any]:
-    """A Parquet feature file as one array (see ``formats.read_feature_chunk``)."""
+    """A Parquet feature file as one array, as DGL 2.1.0's ``ParquetArrayParser.read``
+    (``tools/distpartitioning/array_readwriter/parquet.py``) makes it:
+    ``table.to_pandas().to_numpy()``, so ``(rows, columns)`` even for one scalar column;
+    a single list column ``(rows, length)``; then reshaped to the ``b"shape"`` schema
+    metadata when the file has it (``(rows,)`` gives a 1-D array). Nulls become NaN
+    (an integer column with a null is float64), as pandas makes them."""
     with source(path, storage_options) as src:
         pf = open_parquet(src, path)
         table = read_table(pf, path, options.get("columns"))
     shape = shape_metadata(pf.schema_arrow, path)
+    names = table.schema.names
     if table.num_columns == 1 and is_list(table.schema.types[0]):
-        column = table.column(0).combine_chunks()
-        lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-        if lengths.size and (lengths.min() != lengths.max()):
-            raise ChunkMismatchError(
-                f"feature file {path!r}: list column {table.schema.names[0]!r}: expected vectors of "
-                f"one length, found lengths {int(lengths.min())}..{int(lengths.max())}"
-            )
-        values = _column_numpy(pa.chunked_array([column.flatten()]), table.schema.names[0], path)
-        array = values.reshape(len(column), int(lengths[0]) if lengths.size else 0)
+        array = _vectors(table.column(0), names[0], path)
     else:
-        arrays = [_column_numpy(table.column(i), n, path) for i, n in enumerate(table.schema.names)]
-        array = arrays[0] if len(arrays) == 1 else np.column_stack(arrays)
+        dtypes = [_read_dtype(table.column(i).type, table.column(i).null_count, n, path) for i, n in enumerate(names)]
+        common = _common_dtype(dtypes, names, path)
+        if len(names) == 1:  # the common case (Spark, GSProcessing): no copy
+            array = _values(table.column(0), common).reshape(-1, 1)
+        else:
+            array = np.empty((table.num_rows, len(names)), common)
+            for i, dtype in enumerate(dtypes):
+                array[:, i] = _values(table.column(i), dtype)
     if shape is not None:
         if int(np.prod(shape)) != array.size:
             raise ChunkMismatchError(
@@ -240,10 +291,35 @@ def read_parquet_feature(path: str, options: Mapping[str, Any], storage_options:
     return array
 
 
+def _null_counts(pf: pq.ParquetFile, names: list[str], path: str) -> list[int]:
+    """Nulls per column (leaf values of a list) from the footer's statistics; a column
+    without them is read."""
+    meta, out = pf.metadata, []
+    for name in names:
+        total: int | None = 0
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for j in range(group.num_columns):
+                col = group.column(j)
+                if col.path_in_schema.split(".")[0] != name:
+                    continue
+                stats = col.statistics
+                if stats is None or not stats.has_null_count or total is None:
+                    total = None
+                else:
+                    total += int(stats.null_count)
+        if total is None:
+            column = read_table(pf, path, [name]).column(0).combine_chunks()
+            total = int((column.flatten() if is_list(column.type) else column).null_count)
+        out.append(total)
+    return out
+
+
 def parquet_feature_info(
     path: str, options: Mapping[str, Any], storage_options: StorageOptions
 ) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
-    """``(rows, row_shape, dtype)`` of a Parquet feature file from its footer.
+    """``(rows, row_shape, dtype)`` of a Parquet feature file, as :func:`read_parquet_feature`
+    reads it, from its footer (nulls from its statistics).
 
     For a list column of variable size the first row is read to learn the vector
     length (``row_shape`` is ``(0,)`` for a zero-row file).
@@ -253,8 +329,10 @@ def parquet_feature_info(
         footer = ParquetFooter(rows=int(pf.metadata.num_rows), schema=pf.schema_arrow, row_groups=())
         names = list(options.get("columns") or footer.schema.names)
         types = [footer.schema.field(n).type for n in names]
+        nullable = [n for n, t in zip(names, types, strict=True) if pa.types.is_integer(t) or pa.types.is_boolean(t)]
         if len(types) == 1 and is_list(types[0]):
-            dtype = np.dtype(types[0].value_type.to_pandas_dtype())
+            nulls = _null_counts(pf, names, path) if pa.types.is_integer(types[0].value_type) else [0]
+            dtype = _read_dtype(types[0].value_type, nulls[0], names[0], path)
             if pa.types.is_fixed_size_list(types[0]):
                 row_shape: tuple[int, ...] = (types[0].list_size,)
             elif footer.rows:
@@ -263,35 +341,36 @@ def parquet_feature_info(
             else:
                 row_shape = (0,)
         else:
-            try:
-                dtype = np.result_type(*[np.dtype(t.to_pandas_dtype()) for t in types])
-            except (NotImplementedError, TypeError) as err:
-                raise ChunkMismatchError(
-                    f"feature file {path!r}: expected numeric columns, found types {types}"
-                ) from err
-            row_shape = () if len(types) == 1 else (len(types),)
+            counts = dict(zip(nullable, _null_counts(pf, nullable, path), strict=True))
+            dtypes = [_read_dtype(t, counts.get(n, 0), n, path) for n, t in zip(names, types, strict=True)]
+            dtype = _common_dtype(dtypes, names, path)
+            row_shape = (len(types),)
     shape = shape_metadata(footer.schema, path)
     if shape is not None:
-        if not shape or shape[0] != footer.rows:
+        if not shape or shape[0] != footer.rows or int(np.prod(shape)) != footer.rows * int(np.prod(row_shape)):
             raise ChunkMismatchError(
                 f"feature file {path!r}: schema metadata shape {shape} does not start with the "
-                f"file's {footer.rows} rows; fix the 'shape' metadata"
+                f"file's {footer.rows} rows or does not fit its values; fix the 'shape' metadata"
             )
         row_shape = shape[1:]
     return footer.rows, row_shape, dtype
 
 
 def feature_table(array: npt.NDArray[Any], layout: Literal["columns", "list"]) -> pa.Table:
-    """A feature array as an Arrow table with DGL's ``b"shape"`` schema metadata.
+    """A feature array as an Arrow table with DGL's ``b"shape"`` schema metadata, so
+    that DGL's reader (and ours) gives back the array's shape: a 1-D array stays 1-D
+    (without the metadata one column reads as ``(rows, 1)``).
 
     2-D arrays become one column per dimension (``"columns"``) or a single list
-    column of vectors (``"list"``, the Spark ML layout).
+    column of vectors (``"list"``, the Spark ML layout: an Arrow ``list``, the only
+    list type DGL 2.1.0's reader takes as vectors).
     """
     if array.ndim == 1:
         table = pa.table({"0": array})
     elif layout == "list":
         flat = pa.array(np.ascontiguousarray(array).reshape(-1))
-        table = pa.table({"vector": pa.FixedSizeListArray.from_arrays(flat, array.shape[1])})
+        offsets = pa.array((np.arange(len(array) + 1, dtype=np.int64) * array.shape[1]).astype(np.int32))
+        table = pa.table({"vector": pa.ListArray.from_arrays(offsets, flat)})
     else:
         flat2 = array.reshape(array.shape[0], int(np.prod(array.shape[1:])))
         table = pa.table({str(i): flat2[:, i] for i in range(flat2.shape[1])})

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from dask.base import compute, tokenize
 from dask.delayed import delayed
 
@@ -155,15 +156,21 @@ def check_edge_file(
     if expected_rows is not None and len(src) != expected_rows:
         problems.insert(
             0,
-            f"edge file {path!r}: expected {expected_rows} rows (num_edges_per_chunk), found {len(src)}",
+            f"edge file {path!r}: expected {expected_rows} rows (num_edges_per_chunk or row_counts), found {len(src)}",
         )
     return FileCheck(path=path, rows=len(src), nbytes=size, problems=tuple(problems))
 
 
 def check_feature_file(
-    path: str, *, fmt: str, options: Mapping[str, Any], storage_options: StorageOptions
+    path: str,
+    *,
+    fmt: str,
+    options: Mapping[str, Any],
+    storage_options: StorageOptions,
+    expected_rows: int | None = None,
 ) -> FileCheck:
-    """Check one feature file: readable, not truncated, 1-D/2-D, supported dtype."""
+    """Check one feature file: readable, not truncated, 1-D/2-D, supported dtype, and
+    ``expected_rows`` (the entry's ``row_counts``) when given."""
     size, missing = _size(path, storage_options)
     if size is None:
         return FileCheck(path=path, problems=(str(missing),))
@@ -177,6 +184,8 @@ def check_feature_file(
         problem = "empty file: " + str(err) if size == 0 else str(err)
         return FileCheck(path=path, nbytes=size, problems=(problem,))
     problems = []
+    if expected_rows is not None and rows != expected_rows:
+        problems.append(f"feature file {path!r}: expected {expected_rows} rows (row_counts), found {rows}")
     if len(row_shape) > 1:
         problems.append(
             f"feature file {path!r}: expected a 1-D or 2-D array, found shape {(rows, *row_shape)} "
@@ -203,9 +212,9 @@ def check_edge_files(paths: Sequence[str], expected: Sequence[int | None], **kwa
     return [check_edge_file(p, expected_rows=rows, **kwargs) for p, rows in zip(paths, expected, strict=True)]
 
 
-def check_feature_files(paths: Sequence[str], **kwargs: Any) -> list[FileCheck]:
+def check_feature_files(paths: Sequence[str], expected: Sequence[int | None], **kwargs: Any) -> list[FileCheck]:
     """:func:`check_feature_file` of consecutive files (one task)."""
-    return [check_feature_file(p, **kwargs) for p in paths]
+    return [check_feature_file(p, expected_rows=rows, **kwargs) for p, rows in zip(paths, expected, strict=True)]
 
 
 def _ranges(source: ArraySource, declared: Sequence[int | None], row_bytes: int, task_bytes: int, so: Any) -> Any:
@@ -249,6 +258,7 @@ def _feature_tasks(
         (tname, feat): [
             delayed(check_feature_files, pure=True)(
                 src.paths[lo:hi],
+                list(src.row_counts or [None] * len(src.paths))[lo:hi],
                 fmt=src.format,
                 options=dict(src.options),
                 storage_options=storage_options,
@@ -271,8 +281,9 @@ def _feature_summary(
 ) -> FeatureSummary:
     good = [c for c in checks if c.rows is not None and not c.problems]
     first = next((c for c in good if c.rows), good[0] if good else None)
+    one = _formats.feature_dtype(np.dtype(c.dtype) for c in good if c.dtype)
     for c in good:
-        if first is not None and c.dtype != first.dtype:
+        if first is not None and one is None and c.dtype != first.dtype:
             report.problems.append(
                 f"{source.where}: file {c.path!r} has dtype {c.dtype}, but {first.path!r} has "
                 f"{first.dtype}; all files of a feature must share one dtype"
@@ -294,7 +305,7 @@ def _feature_summary(
         files=len(checks),
         rows=rows,
         row_shape=None if first is None else first.row_shape,
-        dtype=None if first is None else first.dtype,
+        dtype=None if first is None else str(one or first.dtype),
         nbytes=sum(c.nbytes for c in checks),
     )
 
