@@ -26,7 +26,7 @@ from dgl_chunked.cluster import ClusterOptions, dask_client
 from dgl_chunked.storage.fs import is_url, join
 from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 
-__all__ = ["IN_PROCESS_BYTES", "command_client", "local_threads", "optional_client", "owned_scratch"]
+__all__ = ["IN_PROCESS_BYTES", "cli_client", "command_client", "local_threads", "optional_client", "owned_scratch"]
 
 IN_PROCESS_BYTES = 4 << 30
 """``dispatch`` and ``run`` without ``--scheduler``/``--workers``/``--memory-limit`` run on
@@ -55,17 +55,30 @@ def _honour_log_level() -> int:
 
 
 def optional_client(cluster: ClusterOptions) -> contextlib.AbstractContextManager[Any]:
-    """A Dask client when ``--scheduler`` or ``--workers`` is given; else local threads."""
+    """A Dask client when ``--scheduler`` or ``--workers`` is given (see :func:`cli_client`); else local threads."""
     if not cluster.scheduler and not cluster.workers:
         return local_threads()
-    _honour_log_level()
-    return dask_client(cluster=cluster)
+    return cli_client(cluster)
 
 
-def _quiet_task_errors() -> None:
-    """On a worker of the CLI's own LocalCluster: do not log failed tasks (their
-    exception reaches the client, which reports it once)."""
-    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
+@contextlib.contextmanager
+def cli_client(cluster: ClusterOptions) -> Iterator[Any]:
+    """The client of every command's ``--scheduler`` / ``--workers``: the one place that keeps a task's
+    error to the command's one ``error:`` line.
+
+    The ``distributed`` loggers follow ``--log-level``; below ``INFO`` the workers of the
+    command's own LocalCluster (which share its stderr) do not log failed tasks with
+    their tracebacks, now or when a nanny restarts one (a worker plugin). The task's
+    exception reaches the client and :func:`~dgl_chunked.cli.errors.user_errors`
+    prints it. Workers of a ``--scheduler`` log on their own machines.
+    """
+    level = _honour_log_level()
+    with dask_client(cluster=cluster) as client:
+        if not cluster.scheduler and level >= logging.WARNING:  # our workers share our stderr
+            from dgl_chunked.cli.quiet import QuietTaskErrors  # imports distributed: only here
+
+            client.register_plugin(QuietTaskErrors(), name="dglc-quiet-task-errors")
+        yield client
 
 
 def input_bytes(paths: list[str]) -> int | None:
@@ -100,10 +113,7 @@ def command_client(cluster: ClusterOptions, input_paths: Callable[[], list[str]]
     stack = contextlib.ExitStack()
 
     def start() -> Any:
-        level = _honour_log_level()
-        client = stack.enter_context(dask_client(cluster=cluster))
-        if not cluster.scheduler and level >= logging.WARNING:  # our workers share our stderr
-            client.run(_quiet_task_errors)
+        client = stack.enter_context(cli_client(cluster))
         click.echo(f"dashboard: {client.dashboard_link}")
         return client
 
