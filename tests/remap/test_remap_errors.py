@@ -197,7 +197,8 @@ def test_outputs_are_ours_and_finished_ones_kept(
     args = _remap(hetero.out, tmp_path / "o", "--result", f"paper={tmp_path / 'year.npy'}")
     assert main(args) == 0
     _refused(capsys, args, "earlier remap output", "--overwrite")
-    assert main([*args, "--overwrite", "--format", "parquet"]) == 0
+    _refused(capsys, [*args, "--overwrite", "--format", "parquet"], "format parquet", "--in-dir")
+    assert main([*args, "--overwrite", "--format", "parquet", "--in-dir", str(hetero.chunked)]) == 0
     assert not (tmp_path / "o" / "nodes" / "paper.npy").exists() and (tmp_path / "o" / "nodes" / "paper").is_dir()
     _refused(
         capsys, _remap(hetero.out, hetero.out / "part0", "--result", f"paper={tmp_path / 'year.npy'}"), "partitions"
