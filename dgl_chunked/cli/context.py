@@ -26,7 +26,15 @@ from dgl_chunked.cluster import ClusterOptions, dask_client
 from dgl_chunked.storage.fs import is_url, join
 from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 
-__all__ = ["IN_PROCESS_BYTES", "cli_client", "command_client", "local_threads", "optional_client", "owned_scratch"]
+__all__ = [
+    "IN_PROCESS_BYTES",
+    "cli_client",
+    "command_client",
+    "local_threads",
+    "optional_client",
+    "owned_scratch",
+    "settled_threaded_get",
+]
 
 IN_PROCESS_BYTES = 4 << 30
 """``dispatch`` and ``run`` without ``--scheduler``/``--workers``/``--memory-limit`` run on
@@ -37,11 +45,26 @@ worker, worker restarts and GIL-free bookkeeping on many cores were not measured
 larger inputs keep the cluster (``docs/user-guide/input-files.md``)."""
 
 
+def settled_threaded_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
+    """Dask's threaded scheduler, on a pool of its own that is drained before an error leaves.
+
+    ``dask.threaded.get`` raises a task's error as soon as it arrives, while the pool's
+    other tasks still run (and write); a command's cleanup of its staging or output
+    would then race them and report the race instead of the error. Here queued tasks
+    are cancelled and running ones finish first.
+    """
+    pool = ThreadPoolExecutor(kwargs.pop("num_workers", None) or os.cpu_count() or 1, thread_name_prefix="dglc-task")
+    try:
+        return dask.threaded.get(dsk, keys, pool=pool, **kwargs)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 @contextlib.contextmanager
 def local_threads() -> Iterator[None]:
-    """Dask's threaded scheduler with a thread per CPU, named by function: a scheduler
-    named by string makes Dask import ``distributed`` (0.3 s) to look for a client."""
-    with dask.config.set(scheduler=dask.threaded.get, num_workers=os.cpu_count() or 1):
+    """Dask's threaded scheduler with a thread per CPU (:func:`settled_threaded_get`), named by
+    function: a scheduler named by string makes Dask import ``distributed`` (0.3 s) to look for a client."""
+    with dask.config.set(scheduler=settled_threaded_get, num_workers=os.cpu_count() or 1):
         yield
 
 
