@@ -13,7 +13,7 @@ QUIET_LOGGERS = ("distributed.worker", "distributed.worker.state_machine")
 """Where a worker logs a failed task ("Compute Failed", with the traceback)."""
 
 
-class QuietTaskErrors(WorkerPlugin):  # type: ignore[misc]
+class QuietTaskErrors(WorkerPlugin):
     """On a worker of the CLI's own LocalCluster: do not log failed tasks (their
     exception reaches the client, which reports it once). Registered once per client,
     it also reaches workers that start later (a nanny's restart)."""

@@ -288,7 +288,9 @@ def _run(
     )
     if shuffle is not None:  # pieces per slab of new IDs, so that each partition's files ascend
         sorts = [
-            delayed(sort_slab, pure=False)(lean, s, shuffle, root, arrays, so, dask_key_name=f"dglc-lookup-sort-{token}-{s}")
+            delayed(sort_slab, pure=False)(
+                lean, s, shuffle, root, arrays, so, dask_key_name=f"dglc-lookup-sort-{token}-{s}"
+            )
             for s in range(shuffle.grid.num_blocks)
         ]
         per_block = (

@@ -35,10 +35,10 @@ from dgl_chunked.io.dgl.blocks import ArrayBlocks
 from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.remap.blocks import run_positions
 from dgl_chunked.remap.keys import KeySource, join_keys
+from dgl_chunked.remap.mapping import Blocks
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.outputs import npy_header_bytes, raw_bytes
 from dgl_chunked.remap.queries import QueryInput
-from dgl_chunked.remap.mapping import Blocks
 from dgl_chunked.remap.readers import column_to_numpy
 from dgl_chunked.remap.shuffled import inverse_block
 from dgl_chunked.remap.tasks import TypeJob, block_positions
@@ -263,7 +263,9 @@ def place_block(
     return counts
 
 
-def sort_slab(job: TypeJob, s: int, shuffle: Shuffle, root: str, arrays: Sequence[ArraySpec], so: StorageOptions) -> IdArray:
+def sort_slab(
+    job: TypeJob, s: int, shuffle: Shuffle, root: str, arrays: Sequence[ArraySpec], so: StorageOptions
+) -> IdArray:
     """Slab ``s``'s answers from every block, in ascending new-ID order, as pieces of its partition."""
     paths = [shuffle.regroup_path(k) for k in range(len(job.bounds) - 1)]
     found = read_group(paths, s, so)

@@ -210,7 +210,14 @@ def pair_slab_tasks(job: TypeJob, grid: Blocks, rows_per_piece: int, token: str)
     stage = _stage(job, "pairs")
     return job, [
         delayed(map_pairs, pure=False)(
-            lean.data, piece, i, job.space, grid, stage, _so(job), dask_key_name=f"dglc-remap-spairs-{job.tag}-{token}-{i}"
+            lean.data,
+            piece,
+            i,
+            job.space,
+            grid,
+            stage,
+            _so(job),
+            dask_key_name=f"dglc-remap-spairs-{job.tag}-{token}-{i}",
         )
         for i, piece in enumerate(pieces)
     ]

@@ -13,7 +13,7 @@ from dgl_chunked.chunk import read_orig_keys
 from dgl_chunked.cli import main
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.graphbolt.torch_tensors import read_torch_file
-from dgl_chunked.remap import RemapError, lookup_ids
+from dgl_chunked.remap import lookup_ids
 from dgl_chunked.verify import load_partition_output
 
 from .conftest import Parts
@@ -151,7 +151,9 @@ def test_bad_queries_name_the_file_and_row(
     base = ["lookup", "--partitions", str(parts.out), "--in-dir", str(parts.chunked), "--out-dir", str(tmp_path / "o")]
     _refused(capsys, [*base, "--queries", str(tmp_path / "q.csv")], "q.csv line 4", "'acct-nobody'", "not a node")
     (tmp_path / "r.csv").write_text(f"key,label\n{keys[3]},1\n{keys[4]},2\n{keys[3]},3\n")
-    _refused(capsys, [*base, "--queries", str(tmp_path / "r.csv")], "r.csv line 4", f"repeats key {keys[3]!r}", "line 2")
+    _refused(
+        capsys, [*base, "--queries", str(tmp_path / "r.csv")], "r.csv line 4", f"repeats key {keys[3]!r}", "line 2"
+    )
     assert not (tmp_path / "o" / "lookup.json").exists() and not (tmp_path / "o" / "part0").exists()
     np.save(tmp_path / "ids.npy", np.array([0, 1, len(keys)]))
     _refused(capsys, [*base, "--by", "id", "--queries", str(tmp_path / "ids.npy")], "ids.npy row 2", "outside")

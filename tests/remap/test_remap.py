@@ -229,7 +229,11 @@ def test_empty_types_and_empty_partitions(tmp_path: Path) -> None:
         np.testing.assert_array_equal(_read(tmp_path / fmt, fmt, "nodes/tiny"), parts.original("node", "tiny", "f"))
         assert _read(tmp_path / fmt, fmt, "nodes/none").shape[0] == 0
     assert lookup_ids(tmp_path / "out", np.array([1, 0]), tmp_path / "lk", type="tiny", by="id").rows.count(0) >= 1
-    assert lookup_ids(tmp_path / "out", np.array([], np.int64), tmp_path / "lk0", type="none", by="id").rows == (0, 0, 0)
+    assert lookup_ids(tmp_path / "out", np.array([], np.int64), tmp_path / "lk0", type="none", by="id").rows == (
+        0,
+        0,
+        0,
+    )
 
 
 def test_outputs_on_an_object_store_url(hetero: Parts, tmp_path: Path) -> None:

@@ -103,7 +103,9 @@ def test_pairs_subset_and_repeats(shuffled: Path, tmp_path: Path) -> None:
     assert result.types["node/paper"].present == ids.size
     np.save(tmp_path / "ids-1.npy", np.concatenate([ids[half:], ids[:1]]))
     np.save(tmp_path / "rows-1.npy", np.concatenate([rows[half:], rows[:1]]))
-    with pytest.raises(RemapError, match=rf"ids-1.npy row {ids.size - half}: repeats new ID {ids[0]} .*ids-0.npy row 0"):
+    with pytest.raises(
+        RemapError, match=rf"ids-1.npy row {ids.size - half}: repeats new ID {ids[0]} .*ids-0.npy row 0"
+    ):
         remap_results(shuffled, {"paper": source}, tmp_path / "again", block_bytes=3000)
 
 
@@ -137,7 +139,9 @@ def test_an_original_id_named_twice_names_both_places(shuffled: Path, tmp_path: 
     e1["paper"] = e1["paper"].copy()
     e1["paper"][2] = e0["paper"][5]
     write_tensor_dict(f1, e1)
-    np.save(tmp_path / "r.npy", np.zeros(sum(len(_entries(f)["paper"]) for f in (f0, f1, broken / "part2/orig_nids.dgl"))))
+    np.save(
+        tmp_path / "r.npy", np.zeros(sum(len(_entries(f)["paper"]) for f in (f0, f1, broken / "part2/orig_nids.dgl")))
+    )
     with pytest.raises(RemapError) as err:
         remap_results(broken, {"paper": str(tmp_path / "r.npy")}, tmp_path / "o", block_bytes=1 << 30)
     text = str(err.value)

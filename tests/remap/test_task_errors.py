@@ -42,9 +42,7 @@ def _one_error_line(done: subprocess.CompletedProcess[str], *expected: str) -> N
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cluster", list(CLUSTERS))
-def test_task_errors_print_one_line(
-    keyed: tuple[Parts, dict[str, Path]], tmp_path: Path, cluster: str
-) -> None:
+def test_task_errors_print_one_line(keyed: tuple[Parts, dict[str, Path]], tmp_path: Path, cluster: str) -> None:
     parts, raw = keyed
     flags = CLUSTERS[cluster]
     # remap: a new ID given twice, found while grouping the pairs by block
@@ -74,7 +72,9 @@ def test_task_errors_print_one_line(
     numeric = pd.api.types.is_integer_dtype(edges["src"])
     edges.loc[len(edges) // 2, "src"] = -12345 if numeric else "acct-nobody"
     edges.to_parquet(bad / "edges.parquet")
-    done = _cli(["chunk", "--spec", str(bad / "spec.json"), "--out-dir", str(tmp_path / "c"), "--num-chunks", "3", *flags])
+    done = _cli(
+        ["chunk", "--spec", str(bad / "spec.json"), "--out-dir", str(tmp_path / "c"), "--num-chunks", "3", *flags]
+    )
     _one_error_line(done, "edges.parquet", "-12345" if numeric else "'acct-nobody'")
     assert not (tmp_path / "c" / "metadata.json").exists()
     assert json.loads((bad / "spec.json").read_text())["graph_name"] == "planted"
