@@ -91,6 +91,8 @@ def write_staged(
     stage: str, index: int, arrays: dict[str, npt.NDArray[Any]], group: IdArray, num_groups: int, so: StorageOptions
 ) -> IdArray:
     """Stage ``ids``, ``rows`` and ``row`` of piece ``index`` sorted by ``group``; return the ``G + 1`` offsets."""
+    if num_groups <= np.iinfo(np.uint16).max:  # numpy's stable sort of 1- and 2-byte integers is a radix sort
+        group = group.astype(np.uint8 if num_groups <= np.iinfo(np.uint8).max else np.uint16)
     order, offsets = bucket_order(group, num_groups)
     for name in _ARRAYS:
         path = _stage_path(stage, index, name)

@@ -34,7 +34,6 @@ import numpy.typing as npt
 from dask.delayed import Delayed, delayed
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.remap.blocks import place_pairs
 from dgl_chunked.remap.inputs import PairInput, RowInput
 from dgl_chunked.remap.mapping import Blocks, OrigIdSource
 from dgl_chunked.remap.model import RemapError
@@ -188,10 +187,13 @@ def write_shuffled_block(job: TypeJob, k: int, offsets: tuple[IdArray, ...]) -> 
     if got is None:
         got = {"ids": np.empty(0, np.int64), "rows": np.empty((0, *data.row_shape), data.dtype), "row": np.empty(0)}
     orig, new = got["ids"].astype(np.int64, copy=False), got["row"].astype(np.int64, copy=False)
-    _check_unique(job, orig, new)
-    values, present = place_pairs(
-        orig - lo, got["rows"], hi - lo, output.fill_value(), lambda i: str(int(new[i])), lo, job.space.label
-    )
+    pos = orig - lo
+    if (np.bincount(pos, minlength=hi - lo) > 1).any():  # sort only to name the places
+        _check_unique(job, orig, new)
+    values = np.full((hi - lo, *data.row_shape), output.fill_value(), dtype=data.dtype)
+    present = np.zeros(hi - lo, np.bool_)
+    values[pos] = got["rows"]
+    present[pos] = True
     if not output.subset and not present.all():
         at = lo + int(np.argmax(~present))
         raise RemapError(
@@ -263,7 +265,8 @@ def inverse_block(job: TypeJob, k: int, offsets: tuple[IdArray, ...], stage: str
     segs = [read_segment(stage, s, int(offsets[s][k]), int(offsets[s][k + 1]), so) for s in used]
     orig = np.concatenate([g["ids"] for g in segs]).astype(np.int64) if segs else np.empty(0, np.int64)
     new = np.concatenate([g["row"] for g in segs]).astype(np.int64) if segs else np.empty(0, np.int64)
-    _check_unique(job, orig, new)
+    if (np.bincount(orig - lo, minlength=hi - lo) > 1).any():  # sort only to name the places
+        _check_unique(job, orig, new)
     out = np.full(hi - lo, -1, np.int64)
     out[orig - lo] = new
     if (out < 0).any():
