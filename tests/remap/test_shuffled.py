@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dgl_chunked.io.dgl import write_tensor_dict
@@ -117,13 +118,18 @@ def test_lookup_follows_the_files_and_each_partition_ascends(shuffled: Path, tmp
     queries = rng.permutation(orig.size)[: orig.size // 2]
     sizes = [len(_entries(f)["paper"]) for f in sorted(shuffled.glob("part*/orig_nids.dgl"))]
     ends = np.cumsum(sizes)
-    result = lookup_ids(shuffled, queries, tmp_path / "lk", type="paper", by="id", block_rows=150)
+    frame = pd.DataFrame({"id": queries, "label": queries * 3, "vec": list(np.stack([queries, -queries], 1))})
+    result = lookup_ids(
+        shuffled, frame, tmp_path / "lk", type="paper", column="id", labels=["label", "vec"], by="id", block_rows=150
+    )
     seen = []
     for p in range(len(sizes)):
         nids = np.load(tmp_path / f"lk/part{p}/paper.nids.npy")
         found = np.load(tmp_path / f"lk/part{p}/paper.orig_nids.npy")
         assert (np.diff(nids) > 0).all()
         np.testing.assert_array_equal(nids, inverse[found])
+        np.testing.assert_array_equal(np.load(tmp_path / f"lk/part{p}/paper.label.npy"), found * 3)
+        np.testing.assert_array_equal(np.load(tmp_path / f"lk/part{p}/paper.vec.npy"), np.stack([found, -found], 1))
         assert ((nids >= ends[p] - sizes[p]) & (nids < ends[p])).all()
         seen.append(found)
     np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(queries))
