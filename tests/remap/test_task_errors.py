@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from dgl_chunked.chunk import read_orig_keys
+from dgl_chunked.remap import RemapError
 
 from .conftest import Parts
 
@@ -103,3 +104,45 @@ def test_every_user_error_survives_pickling() -> None:
         err.problems = ["a", "b"]  # type: ignore[attr-defined]
         back = pickle.loads(pickle.dumps(err))
         assert type(back) is cls and str(back) == str(err) and back.problems == ["a", "b"], cls
+
+
+def _fail() -> None:
+    raise RemapError("bad.npy row 3: broken")
+
+
+def _slow_write(path: str) -> int:
+    import time
+
+    time.sleep(1.5)
+    Path(path).write_text("done")
+    return 1
+
+
+def _threaded_compute(tasks: list[object]) -> None:
+    from dgl_chunked.cli.context import local_threads
+    from dgl_chunked.dispatch.runner import StageRunner
+
+    with local_threads():
+        StageRunner(client=None, progress=False).compute(tasks, "test")
+
+
+@pytest.mark.parametrize("where", ["threads", "cluster"])
+def test_a_failed_stage_returns_after_its_running_tasks(
+    tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    """The caller cleans up its staging right after the error: no task of the stage may still be writing."""
+    from dask.delayed import delayed
+
+    from dgl_chunked.dispatch.runner import StageRunner
+
+    target = tmp_path / "late.txt"
+    tasks = [
+        delayed(_slow_write, pure=False)(str(target), dask_key_name="dglc-test-slow"),
+        delayed(_fail, pure=False)(dask_key_name="dglc-test-fail"),
+    ]
+    with pytest.raises(RemapError, match="broken"):
+        if where == "threads":
+            _threaded_compute(tasks)
+        else:
+            StageRunner(client=request.getfixturevalue("client"), progress=False).compute(tasks, "test")
+    assert target.read_text() == "done"
