@@ -17,9 +17,13 @@ nodes (string keys ``acct-<n>``, ``N/10`` edges between keys) and times
 :func:`dgl_chunked.lookup_ids` of ``K`` random keys with an int64 label column, on
 a fresh cluster, with the same peak-RSS measurement.
 
+With ``--shuffled`` each scale is also remapped with every partition's
+``orig_nids.dgl`` in random order (as DGL's pipeline writes them), which takes the
+shuffle route (``remap/shuffled.py``).
+
 Usage::
 
-    python benchmarks/bench_remap.py [--scales 1 30] [--dim 16] [--workers 2]
+    python benchmarks/bench_remap.py [--scales 1 30] [--dim 16] [--workers 2] [--shuffled]
                                      [--lookup-nodes 30000000 --lookup-keys 10000000]
                                      [--work-dir DIR] [--json out.json] [--keep]
 """
@@ -120,12 +124,29 @@ def _check(parts: Path, src: Path, out: Path) -> int:
     return int(sample.shape[0])
 
 
-def bench_remap(work: Path, scale: int, dim: int, workers: int) -> dict[str, Any]:
+def _shuffled(parts: Path, where: Path) -> Path:
+    """A copy of ``parts`` whose ``orig_nids.dgl`` lists each partition's IDs in random order
+    (as DGL's pipeline does): remap then takes the shuffle route."""
+    from dgl_chunked.io.dgl import write_tensor_dict
+    from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
+
+    shutil.rmtree(where, ignore_errors=True)
+    shutil.copytree(parts, where)
+    rng = np.random.default_rng(5)
+    for path in sorted(where.glob("part*/orig_nids.dgl")):
+        entries = {n: read_payload_rows(path, e, 0, e.rows) for n, e in index_tensor_dict(path).items()}
+        write_tensor_dict(path, {n: rng.permutation(ids) for n, ids in entries.items()})
+    return where
+
+
+def bench_remap(work: Path, scale: int, dim: int, workers: int, shuffled: bool = False) -> dict[str, Any]:
     import dgl_chunked as dglc
 
     nodes = scale * 1_000_000
     t0 = time.perf_counter()
     parts = _graph(work, nodes)
+    if shuffled:
+        parts = _shuffled(parts, work / "parts-shuffled")
     graph_s = time.perf_counter() - t0
     src = work / "pred.npy"
     nbytes = _results(src, nodes, dim)
@@ -144,6 +165,7 @@ def bench_remap(work: Path, scale: int, dim: int, workers: int) -> dict[str, Any
     floor = min(before, after)
     return {
         "scale": scale,
+        "orig_order": "shuffled" if shuffled else "ascending",
         "nodes": nodes,
         "bytes": nbytes,
         "graph_s": round(graph_s, 1),
@@ -240,6 +262,9 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="Keep the generated data.")
+    parser.add_argument(
+        "--shuffled", action="store_true", help="Also remap with orig_nids.dgl in random order (the shuffle route)."
+    )
     args = parser.parse_args()
     if args.keep and args.work_dir is not None:  # a fixed place: a later run reuses the graphs
         base = args.work_dir / "dglc-bench-remap"
@@ -250,6 +275,10 @@ def main() -> None:
     try:
         for scale in args.scales:
             row = bench_remap(base / f"remap-{scale}x", scale, args.dim, args.workers)
+            if args.shuffled:
+                rows["remap"].append(row)
+                print(json.dumps(row), flush=True)
+                row = bench_remap(base / f"remap-{scale}x", scale, args.dim, args.workers, shuffled=True)
             rows["remap"].append(row)
             print(json.dumps(row), flush=True)
             if not args.keep:
@@ -267,7 +296,7 @@ def main() -> None:
     for row in rows["remap"]:
         ratio = max(row["peak_rss_mb"]) / max(first["peak_rss_mb"]) if first else 1.0
         print(
-            f"{row['scale']:>3}x {row['nodes']:>11,} nodes {row['bytes'] / 2**30:6.2f} GiB: "
+            f"{row['scale']:>3}x {row['nodes']:>11,} nodes {row['bytes'] / 2**30:6.2f} GiB, {row['orig_order']}: "
             f"remap {row['remap_s']:7.2f} s, floor {min(row['floor_s']):6.2f} s ({row['x_floor']:.2f}x), "
             f"peak RSS/worker {row['peak_rss_mb']} MB (idle {row['idle_rss_mb']}; {ratio:.2f}x the first scale)"
         )

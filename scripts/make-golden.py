@@ -48,6 +48,12 @@ What it writes (``docs/spec/index.md``, "Golden files", describes each file):
     layout); ``input.sha256``: that graph's digest, which the suite checks before it
     compares (the suite writes the graph itself).
 
+``shuffled-order/``
+    The same layout as a type-order case for one larger graph (:data:`SHUFFLED_CASE`):
+    more than 16 items of a type per partition, so DGL's unstable sort by type
+    (``data_shuffle.py``, ``reorder_data``) leaves new IDs out of original-ID order
+    inside a type (``tests/realdgl/test_realdgl_remap.py`` checks that it does).
+
 ``--sets`` regenerates only some of these directories (the others stay as they are).
 
 Not bit-reproducible: bytes 32..4095 of every DGL graph file are uninitialised memory,
@@ -76,7 +82,7 @@ from dgl.data.utils import save_tensors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DGL_TAG = "v2.1.0"
-SETS = ("serialization", "tiny-pipeline", "type-order", "gsprocessing")
+SETS = ("serialization", "tiny-pipeline", "type-order", "gsprocessing", "shuffled-order")
 
 
 def write_serialization(out: Path) -> None:
@@ -298,51 +304,73 @@ def type_order_graph(case: dict, seed: int) -> tuple[dgl.DGLGraph, dict, dict]:
 def write_type_order(out: Path, dgl_src: Path, work: Path) -> None:
     """``golden/type-order/<case>``: chunked input in the case's type order, assignments, DGL's output."""
     tools = dgl_src / "tools"
-    sys.path[:0] = [str(tools), str(tools / "partition_algo")]
+    for seed, (name, case) in enumerate(TYPE_ORDER_CASES.items(), start=11):
+        write_case(out / name, name, case, seed, tools, work)
+
+
+SHUFFLED_CASE: dict = {
+    # types large enough (more than 16 items of a type per partition) that numpy's unstable
+    # argsort in data_shuffle.py's reorder_data leaves new IDs out of original-ID order
+    "nodes": {"user": 150, "item": 90, "tag": 12},
+    "edges": {"user:buys:item": 320, "item:bought-by:user": 200, "user:follows:user": 260, "tag:labels:item": 40},
+    "ndata": {"user": {"feat": ("float32", 3)}, "item": {"label": ("int64", 0)}},
+    "edata": {"user:buys:item": {"rating": ("float32", 0)}},
+    "parts": (2,),
+}
+"""The graph of ``golden/shuffled-order``."""
+
+
+def write_shuffled_order(out: Path, dgl_src: Path, work: Path) -> None:
+    """``golden/shuffled-order``: DGL's pipeline output whose new IDs do not follow original IDs inside a type."""
+    write_case(out, "shuffled", SHUFFLED_CASE, 5, dgl_src / "tools", work)
+
+
+def write_case(root: Path, name: str, case: dict, seed: int, tools: Path, work: Path) -> None:
+    """One case: chunked input in the case's type order, assignments, DGL's pipeline output."""
+    if str(tools) not in sys.path:
+        sys.path[:0] = [str(tools), str(tools / "partition_algo")]
     from base import PartitionMeta, dump_partition_meta  # type: ignore[import-not-found]
     from chunk_graph import chunk_graph  # type: ignore[import-not-found]
     from distpartitioning import array_readwriter  # type: ignore[import-not-found]
 
-    for seed, (name, case) in enumerate(TYPE_ORDER_CASES.items(), start=11):
-        root = out / name
-        root.mkdir(parents=True, exist_ok=True)
-        g, ndata, edata = type_order_graph(case, seed)
+    root.mkdir(parents=True, exist_ok=True)
+    g, ndata, edata = type_order_graph(case, seed)
 
-        def npy(kind: str, typ: str, feat: str, arr: np.ndarray, name: str = name) -> str:
-            path = work / "npy" / name / kind / typ / f"{feat}.npy"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(path, arr)
-            return str(path)
+    def npy(kind: str, typ: str, feat: str, arr: np.ndarray, name: str = name) -> str:
+        path = work / "npy" / name / kind / typ / f"{feat}.npy"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, arr)
+        return str(path)
 
-        npaths = {t: {k: npy("node", t, k, a) for k, a in f.items()} for t, f in ndata.items()}
-        epaths = {tuple(t.split(":")): {k: npy("edge", t, k, a) for k, a in f.items()} for t, f in edata.items()}
-        chunked = root / "chunked"
-        chunk_graph(g, name, npaths, epaths, 2, str(chunked))
-        meta = relative_paths(json.loads((chunked / "metadata.json").read_text()), chunked)
-        # chunk_graph lists types in DGL's (sorted) order; put them in the case's order
-        norder = [meta["node_type"].index(t) for t in case["nodes"]]
-        eorder = [meta["edge_type"].index(e) for e in case["edges"]]
-        meta["node_type"] = [meta["node_type"][i] for i in norder]
-        meta["num_nodes_per_chunk"] = [meta["num_nodes_per_chunk"][i] for i in norder]
-        meta["edge_type"] = [meta["edge_type"][i] for i in eorder]
-        meta["num_edges_per_chunk"] = [meta["num_edges_per_chunk"][i] for i in eorder]
-        meta["num_nodes_per_type"] = [int(g.num_nodes(t)) for t in meta["node_type"]]
-        meta["num_edges_per_type"] = [int(g.num_edges(tuple(e.split(":")))) for e in meta["edge_type"]]
-        (chunked / "metadata.json").write_text(json.dumps(meta, sort_keys=True, indent=4))
+    npaths = {t: {k: npy("node", t, k, a) for k, a in f.items()} for t, f in ndata.items()}
+    epaths = {tuple(t.split(":")): {k: npy("edge", t, k, a) for k, a in f.items()} for t, f in edata.items()}
+    chunked = root / "chunked"
+    chunk_graph(g, name, npaths, epaths, 2, str(chunked))
+    meta = relative_paths(json.loads((chunked / "metadata.json").read_text()), chunked)
+    # chunk_graph lists types in DGL's (sorted) order; put them in the case's order
+    norder = [meta["node_type"].index(t) for t in case["nodes"]]
+    eorder = [meta["edge_type"].index(e) for e in case["edges"]]
+    meta["node_type"] = [meta["node_type"][i] for i in norder]
+    meta["num_nodes_per_chunk"] = [meta["num_nodes_per_chunk"][i] for i in norder]
+    meta["edge_type"] = [meta["edge_type"][i] for i in eorder]
+    meta["num_edges_per_chunk"] = [meta["num_edges_per_chunk"][i] for i in eorder]
+    meta["num_nodes_per_type"] = [int(g.num_nodes(t)) for t in meta["node_type"]]
+    meta["num_edges_per_type"] = [int(g.num_edges(tuple(e.split(":")))) for e in meta["edge_type"]]
+    (chunked / "metadata.json").write_text(json.dumps(meta, sort_keys=True, indent=4))
 
-        for num_parts in case["parts"]:
-            suffix = "" if num_parts == case["parts"][0] else f"_{num_parts}"
-            assign = root / f"partition_assignment{suffix}"
-            assign.mkdir(parents=True, exist_ok=True)
-            for t, ntype in enumerate(meta["node_type"]):
-                n = meta["num_nodes_per_type"][t]
-                parts = (np.arange(n, dtype=np.int64) * 5 + 3 * t + n // 2) % num_parts
-                array_readwriter.get_array_parser(name="csv").write(str(assign / f"{ntype}.txt"), parts)
-            dump_partition_meta(
-                PartitionMeta(version="1.0.0", num_parts=num_parts, algo_name="random"),
-                str(assign / "partition_meta.json"),
-            )
-            run_pipeline(tools, chunked, assign, root / f"pipeline_out{suffix}", None, name, num_parts)
+    for num_parts in case["parts"]:
+        suffix = "" if num_parts == case["parts"][0] else f"_{num_parts}"
+        assign = root / f"partition_assignment{suffix}"
+        assign.mkdir(parents=True, exist_ok=True)
+        for t, ntype in enumerate(meta["node_type"]):
+            n = meta["num_nodes_per_type"][t]
+            parts = (np.arange(n, dtype=np.int64) * 5 + 3 * t + n // 2) % num_parts
+            array_readwriter.get_array_parser(name="csv").write(str(assign / f"{ntype}.txt"), parts)
+        dump_partition_meta(
+            PartitionMeta(version="1.0.0", num_parts=num_parts, algo_name="random"),
+            str(assign / "partition_meta.json"),
+        )
+        run_pipeline(tools, chunked, assign, root / f"pipeline_out{suffix}", None, name, num_parts)
 
 
 def write_gsprocessing(out: Path, dgl_src: Path, work: Path) -> None:
@@ -454,6 +482,7 @@ def main() -> None:
             ("tiny-pipeline", write_tiny_pipeline),
             ("type-order", write_type_order),
             ("gsprocessing", write_gsprocessing),
+            ("shuffled-order", write_shuffled_order),
         )
         for name, write in writers:
             if name in sets:  # replaced as a whole

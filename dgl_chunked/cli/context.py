@@ -26,7 +26,15 @@ from dgl_chunked.cluster import ClusterOptions, dask_client
 from dgl_chunked.storage.fs import is_url, join
 from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 
-__all__ = ["IN_PROCESS_BYTES", "command_client", "local_threads", "optional_client", "owned_scratch"]
+__all__ = [
+    "IN_PROCESS_BYTES",
+    "cli_client",
+    "command_client",
+    "local_threads",
+    "optional_client",
+    "owned_scratch",
+    "settled_threaded_get",
+]
 
 IN_PROCESS_BYTES = 4 << 30
 """``dispatch`` and ``run`` without ``--scheduler``/``--workers``/``--memory-limit`` run on
@@ -37,11 +45,26 @@ worker, worker restarts and GIL-free bookkeeping on many cores were not measured
 larger inputs keep the cluster (``docs/user-guide/input-files.md``)."""
 
 
+def settled_threaded_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
+    """Dask's threaded scheduler, on a pool of its own that is drained before an error leaves.
+
+    ``dask.threaded.get`` raises a task's error as soon as it arrives, while the pool's
+    other tasks still run (and write); a command's cleanup of its staging or output
+    would then race them and report the race instead of the error. Here queued tasks
+    are cancelled and running ones finish first.
+    """
+    pool = ThreadPoolExecutor(kwargs.pop("num_workers", None) or os.cpu_count() or 1, thread_name_prefix="dglc-task")
+    try:
+        return dask.threaded.get(dsk, keys, pool=pool, **kwargs)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 @contextlib.contextmanager
 def local_threads() -> Iterator[None]:
-    """Dask's threaded scheduler with a thread per CPU, named by function: a scheduler
-    named by string makes Dask import ``distributed`` (0.3 s) to look for a client."""
-    with dask.config.set(scheduler=dask.threaded.get, num_workers=os.cpu_count() or 1):
+    """Dask's threaded scheduler with a thread per CPU (:func:`settled_threaded_get`), named by
+    function: a scheduler named by string makes Dask import ``distributed`` (0.3 s) to look for a client."""
+    with dask.config.set(scheduler=settled_threaded_get, num_workers=os.cpu_count() or 1):
         yield
 
 
@@ -55,17 +78,30 @@ def _honour_log_level() -> int:
 
 
 def optional_client(cluster: ClusterOptions) -> contextlib.AbstractContextManager[Any]:
-    """A Dask client when ``--scheduler`` or ``--workers`` is given; else local threads."""
+    """A Dask client when ``--scheduler`` or ``--workers`` is given (see :func:`cli_client`); else local threads."""
     if not cluster.scheduler and not cluster.workers:
         return local_threads()
-    _honour_log_level()
-    return dask_client(cluster=cluster)
+    return cli_client(cluster)
 
 
-def _quiet_task_errors() -> None:
-    """On a worker of the CLI's own LocalCluster: do not log failed tasks (their
-    exception reaches the client, which reports it once)."""
-    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
+@contextlib.contextmanager
+def cli_client(cluster: ClusterOptions) -> Iterator[Any]:
+    """The client of every command's ``--scheduler`` / ``--workers``: the one place that keeps a task's
+    error to the command's one ``error:`` line.
+
+    The ``distributed`` loggers follow ``--log-level``; below ``INFO`` the workers of the
+    command's own LocalCluster (which share its stderr) do not log failed tasks with
+    their tracebacks, now or when a nanny restarts one (a worker plugin). The task's
+    exception reaches the client and :func:`~dgl_chunked.cli.errors.user_errors`
+    prints it. Workers of a ``--scheduler`` log on their own machines.
+    """
+    level = _honour_log_level()
+    with dask_client(cluster=cluster) as client:
+        if not cluster.scheduler and level >= logging.WARNING:  # our workers share our stderr
+            from dgl_chunked.cli.quiet import QuietTaskErrors  # imports distributed: only here
+
+            client.register_plugin(QuietTaskErrors(), name="dglc-quiet-task-errors")
+        yield client
 
 
 def input_bytes(paths: list[str]) -> int | None:
@@ -100,10 +136,7 @@ def command_client(cluster: ClusterOptions, input_paths: Callable[[], list[str]]
     stack = contextlib.ExitStack()
 
     def start() -> Any:
-        level = _honour_log_level()
-        client = stack.enter_context(dask_client(cluster=cluster))
-        if not cluster.scheduler and level >= logging.WARNING:  # our workers share our stderr
-            client.run(_quiet_task_errors)
+        client = stack.enter_context(cli_client(cluster))
         click.echo(f"dashboard: {client.dashboard_link}")
         return client
 

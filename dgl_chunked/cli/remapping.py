@@ -28,23 +28,60 @@ def _split_type(text: str, flag: str) -> tuple[str, str]:
     return name, value
 
 
+def _split(text: str, sep: str, limit: int = -1) -> list[list[tuple[str, bool]]]:
+    """``text`` as (character, escaped) pairs, split at unescaped ``sep`` (at most ``limit`` times)."""
+    parts: list[list[tuple[str, bool]]] = [[]]
+    chars = iter(text)
+    for c in chars:
+        if c == "\\":
+            nxt = next(chars, None)
+            if nxt is None:
+                raise click.BadParameter(f"{text!r} ends with a lone backslash; write \\\\ for a backslash")
+            parts[-1].append((nxt, True))
+        elif c == sep and (limit < 0 or len(parts) <= limit):
+            parts.append([])
+        else:
+            parts[-1].append((c, False))
+    return parts
+
+
+def _text(chars: list[tuple[str, bool]]) -> str:
+    return "".join(c for c, _ in chars)
+
+
 def parse_files(value: str) -> list[ResultFile]:
     """``FILES`` of ``--result``/``--ids``: comma-separated ``PATH[#KEY][@START]`` entries (globs allowed).
+
+    A backslash takes the next character literally: ``\\,``, ``\\#`` and ``\\@`` put
+    those characters into a path or key (``\\\\`` is a backslash). Quote the argument
+    for the shell.
 
     Examples
     --------
     >>> parse_files("pred-0.pt#pred@0,pred-1.pt#pred@500")
     [ResultFile(path='pred-0.pt', key='pred', start=0), ResultFile(path='pred-1.pt', key='pred', start=500)]
+    >>> parse_files(r"run\\#3/a\\,b.npy")
+    [ResultFile(path='run#3/a,b.npy', key=None, start=None)]
     """
     out = []
-    for entry in value.split(","):
+    for entry in _split(value, ","):
         start = None
-        match = _START.match(entry)
-        if match:
-            entry, start = match.group(1), int(match.group(2))
-        path, _, key = entry.partition("#")
+        at = max((i for i, (c, escaped) in enumerate(entry) if c == "@" and not escaped), default=-1)
+        if at >= 0 and at + 1 < len(entry) and all(c.isdigit() and not e for c, e in entry[at + 1 :]):
+            start = int(_text(entry[at + 1 :]))
+            entry = entry[:at]
+        fields = [_text(part) for part in _split_chars(entry, "#")]
+        path, key = fields[0], fields[1] if len(fields) > 1 else ""
         out.append(ResultFile(path, key or None, start))
     return out
+
+
+def _split_chars(chars: list[tuple[str, bool]], sep: str) -> list[list[tuple[str, bool]]]:
+    """Split already-unescaped characters at the first unescaped ``sep``."""
+    for i, (c, escaped) in enumerate(chars):
+        if c == sep and not escaped:
+            return [chars[:i], chars[i + 1 :]]
+    return [chars]
 
 
 def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, ...]) -> dict[str, ResultSource]:
@@ -126,7 +163,8 @@ def _mapping_and_cluster(func: F) -> F:
     metavar="TYPE=FILES",
     help="Results of a node type, canonical edge type or relation, indexed by DGL's type-wise new IDs. FILES: "
     "one file, a glob, or a comma-separated list of PATH[#KEY][@START] (KEY: tensor, column or Zarr array; "
-    "START: first new ID of a row-range file). Several files are row ranges per rank, in natural order.",
+    "START: first new ID of a row-range file; a backslash takes the next character literally: \\, \\# \\@ \\\\). "
+    "Several files are row ranges per rank, in natural order.",
 )
 @click.option(
     "--ids",

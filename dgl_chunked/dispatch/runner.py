@@ -12,9 +12,39 @@ import dask
 
 from dgl_chunked._dask import current_client
 
-__all__ = ["StageRunner"]
+__all__ = ["SETTLE_SECONDS", "StageRunner", "settle"]
 
 logger = logging.getLogger("dgl_chunked.dispatch.api")
+
+
+SETTLE_SECONDS = 60.0
+"""How long a failed stage waits for its tasks still running on workers."""
+
+
+def _executing(dask_worker: Any) -> list[str]:
+    """On a worker: the keys of the tasks it is running now (a cancelled task runs on until it returns)."""
+    running = {"executing", "long-running"}
+    return [
+        str(key)
+        for key, ts in dask_worker.state.tasks.items()
+        if ts.state in running or (ts.state == "cancelled" and ts.previous in running)
+    ]
+
+
+def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS) -> None:
+    """After a task of a stage failed: cancel the others and wait (up to ``timeout``) until no worker
+    still runs one, so that the caller's cleanup of its staging does not race their writes."""
+    keys = {str(f.key) for f in futures}
+    deadline = time.monotonic() + timeout
+    try:
+        client.cancel(list(futures))
+        while time.monotonic() < deadline:
+            running = client.run(_executing, on_error="return")
+            if not any(isinstance(v, list) and keys.intersection(v) for v in running.values()):
+                return
+            time.sleep(0.1)
+    except Exception:  # noqa: BLE001 - best effort: the stage's own error is what the caller reports
+        logger.debug("could not wait for the failed stage's running tasks", exc_info=True)
 
 
 class StageRunner:
@@ -62,13 +92,17 @@ class StageRunner:
         client = current_client(self.client)
         if client is not None:
             futures = client.compute(list(by_key.values()))  # a future's key is its task's
-            if self.progress:
-                from distributed import progress
+            try:
+                if self.progress:
+                    from distributed import progress
 
-                print(f"[dgl-chunked] {stage}")
-                progress(futures)
-                print()
-            results = {f.key: value for f, value in zip(futures, client.gather(futures), strict=True)}
+                    print(f"[dgl-chunked] {stage}")
+                    progress(futures)
+                    print()
+                results = {f.key: value for f, value in zip(futures, client.gather(futures), strict=True)}
+            except BaseException:
+                settle(client, futures)
+                raise
         else:
             from dask.diagnostics import ProgressBar
 

@@ -15,9 +15,11 @@ graph; both run out of core on Dask, one block of original IDs per task:
   trainer passes to ``DistNodeDataLoader``, with the labels aligned.
 
 The map between the two ID spaces comes from the partitions' ``orig_nids.dgl`` /
-``orig_eids.dgl`` when written (``--save-orig-nids`` / ``--save-orig-eids``), else
-from the assignment directory and the chunked graph (the numbering is
-deterministic); without either, one error says which flag was missing.
+``orig_eids.dgl`` when written (``--save-orig-nids`` / ``--save-orig-eids``), in any
+order (DGL's pipeline keeps none inside a type), else, for partitions dgl_chunked
+wrote (its mark), from the assignment directory and the chunked graph (our numbering
+is deterministic); otherwise one error says which flag was missing. Keys are used
+only where the chunked graph says what they are.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from dgl_chunked.remap.plan import (
     owner_jobs,
     prepare_output,
 )
+from dgl_chunked.remap.shuffled import is_shuffled, job_slabs, pair_slab_tasks, shuffled_block_tasks, slab_tasks
 from dgl_chunked.remap.spaces import resolve_type
 from dgl_chunked.remap.tasks import TypeJob, block_tasks, collect_counts, count_tasks, pair_tasks
 from dgl_chunked.storage import fs
@@ -90,6 +91,11 @@ def _plan_jobs(
         row_bytes = data.dtype.itemsize * max(1, int(_prod(data.row_shape))) + 16
         bounds = regular_bounds(space.total, block_rows_for(row_bytes, block_bytes, source))
         keys = None
+        if fmt == "parquet" and space.kind == "node" and graph is None:
+            raise RemapError(
+                f"results: format parquet writes the keys of {space.label} (when it has keys) as the first column, "
+                "and without the chunked graph they are unknown; pass it (graph=, --in-dir CHUNKED) or use npy/zarr"
+            )
         if fmt == "parquet" and space.kind == "node" and graph is not None:
             keys = key_source(graph.metadata.base_dir, space.name, storage_options=so)
             if keys is not None and keys.total != space.total:
@@ -242,11 +248,17 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
     for i, ts in enumerate(counts):
         jobs[i] = collect_counts(jobs[i], list(results[pos : pos + len(ts)]))
         pos += len(ts)
-    jobs = _stage_pairs(jobs, runner, token)
+    shuffled = {i: () for i, j in enumerate(jobs) if is_shuffled(j)}
+    jobs = _stage_pairs(jobs, runner, token, skip=set(shuffled))
+    if shuffled:
+        jobs, shuffled = _stage_slabs(jobs, set(shuffled), runner, token)
     for job in jobs:
         assert job.output is not None
         job.output.prepare()
-    tasks = [block_tasks(j, token) for j in jobs]
+    tasks = [
+        shuffled_block_tasks(j, shuffled[i], token) if i in shuffled else block_tasks(j, token)
+        for i, j in enumerate(jobs)
+    ]
     present = runner.compute([t for ts in tasks for t in ts], "write blocks")
     pending = [
         (pieces, target, job.output.storage_options)
@@ -279,10 +291,40 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
     return summaries
 
 
-def _stage_pairs(jobs: list[TypeJob], runner: StageRunner, token: str) -> list[TypeJob]:
+def _stage_slabs(
+    jobs: list[TypeJob], which: set[int], runner: StageRunner, token: str
+) -> tuple[list[TypeJob], dict[int, tuple[Any, ...]]]:
+    """The shuffle route (:mod:`~dgl_chunked.remap.shuffled`): pairs by slab, then slabs by block."""
+    grids = {i: job_slabs(jobs[i]) for i in sorted(which)}
+    pending = []
+    for i, grid in grids.items():
+        if isinstance(jobs[i].data, PairInput):
+            rows = max(jobs[i].bounds[1] - jobs[i].bounds[0] if len(jobs[i].bounds) > 1 else 1, PIECE_ROWS)
+            jobs[i], ts = pair_slab_tasks(jobs[i], grid, rows, token)
+            pending.append((i, ts))
+    if pending:
+        results = runner.compute([t for _, ts in pending for t in ts], "stage pairs by slab")
+        pos = 0
+        for i, ts in pending:
+            offsets = tuple(results[pos : pos + len(ts)])
+            pairs = sum(int(o[-1]) for o in offsets)
+            output = jobs[i].output
+            assert output is not None
+            jobs[i] = replace(jobs[i], offsets=offsets, output=replace(output, subset=pairs < jobs[i].space.total))
+            pos += len(ts)
+    tasks = {i: slab_tasks(jobs[i], grid, token) for i, grid in grids.items()}
+    results = runner.compute([t for ts in tasks.values() for t in ts], "stage slabs by block")
+    out, pos = {}, 0
+    for i, ts in tasks.items():
+        out[i] = tuple(results[pos : pos + len(ts)])
+        pos += len(ts)
+    return jobs, out
+
+
+def _stage_pairs(jobs: list[TypeJob], runner: StageRunner, token: str, skip: set[int]) -> list[TypeJob]:
     pending = []
     for i, job in enumerate(jobs):
-        if isinstance(job.data, PairInput):
+        if isinstance(job.data, PairInput) and i not in skip:
             block_rows = job.bounds[1] - job.bounds[0] if len(job.bounds) > 1 else 1
             pieces = pair_pieces(job.data, max(block_rows, PIECE_ROWS))
             jobs[i] = replace(job, pieces=tuple(pieces))

@@ -33,10 +33,13 @@ def natural_key(path: str) -> list[Any]:
 
 
 def expand_files(files: tuple[ResultFile, ...], so: StorageOptions) -> list[ResultFile]:
-    """Every glob replaced by the files it matches, in natural order; a glob matching nothing is an error."""
+    """Every glob replaced by the files it matches, in natural order; a glob matching nothing, or a file
+    that does not exist, is an error."""
     out = []
     for f in files:
         if not _GLOB.search(f.path):
+            if not fs.exists(f.path, so):
+                raise RemapError(f"{f.path}: does not exist; check the path")
             out.append(f)
             continue
         found = sorted(fs.list_files(f.path, so, glob=True), key=natural_key)

@@ -38,8 +38,10 @@ from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.remap.keys import key_source
 from dgl_chunked.remap.lookup_tasks import (
     ArraySpec,
+    Shuffle,
     join_bucket,
     place_block,
+    sort_slab,
     stage_keys,
     stage_queries,
     write_partition,
@@ -48,6 +50,7 @@ from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.plan import MappingInputs, absolute, mapping_inputs, mapping_source, owner_jobs, prepare_output
 from dgl_chunked.remap.queries import QueryInput, query_input
+from dgl_chunked.remap.shuffled import is_shuffled, job_slabs, stage_inverse
 from dgl_chunked.remap.spaces import resolve_type
 from dgl_chunked.remap.tasks import TypeJob, collect_counts, count_tasks
 from dgl_chunked.storage import fs
@@ -111,7 +114,8 @@ def lookup_ids(
         Columns carried along, aligned with the new IDs (numbers; list columns give rows).
     by
         ``"key"`` (the type's keys in the chunked graph's ``node_keys``) or ``"id"``
-        (original type-wise IDs); default ``"key"`` when the type has keys.
+        (original type-wise IDs); default ``"key"`` when the type has keys. Without
+        ``graph`` the keys are unknown: a node type then needs ``by="id"``.
     graph
         The chunked graph: its keys, and with ``assignment`` the mapping when the
         partitions have no ``orig_nids.dgl``.
@@ -145,9 +149,17 @@ def lookup_ids(
     config, part_root, graph = inputs.config, inputs.part_root, inputs.graph
     if type is None:
         if len(config.node_map) != 1:
-            raise OptionError(f"type: the graph has node types {sorted(config.node_map)}; say which one")
+            raise OptionError(
+                f"type: the graph has node types {sorted(config.node_map)}; say which one (type=, --type NAME)"
+            )
         type = next(iter(config.node_map))
     space = resolve_type(config, type, where="--type")
+    if graph is None and space.kind == "node" and by != "id":
+        # without the chunked graph nothing says whether the type has keys: never take keys for IDs
+        raise OptionError(
+            f"{space.label}: without the chunked graph (graph=, --in-dir CHUNKED) the type's keys are unknown; "
+            "pass --in-dir to look up keys, or by='id' (--by id) if the queries are original type-wise IDs"
+        )
     keys = (
         key_source(graph.metadata.base_dir, space.name, storage_options=so) if graph and space.kind == "node" else None
     )
@@ -230,6 +242,7 @@ def _run(
     buckets = max(1, math.ceil((keys.total if keys is not None else 0) / _KEYS_PER_BUCKET))
     q_paths = [fs.join(tmp, f"q/{i:06d}.arrow") for i in range(len(qin.pieces))]
     lean = job.lean()
+    shuffle = _stage_inverse(lean, tmp, runner, token, so) if is_shuffled(job) else None
     stage = [
         delayed(stage_queries, pure=False)(
             qin,
@@ -266,13 +279,23 @@ def _run(
     root = fs.join(tmp, "pieces")
     places = [
         delayed(place_block, pure=False)(
-            qin, lean, block_paths, k, owner, root, arrays, dask_key_name=f"dglc-lookup-block-{token}-{k}"
+            qin, lean, block_paths, k, owner, root, arrays, shuffle, dask_key_name=f"dglc-lookup-block-{token}-{k}"
         )
         for k, owner in enumerate(owners)
     ]
     per_block = (
         np.stack(runner.compute(places, "place blocks")) if places else np.zeros((0, job.space.num_parts), np.int64)
     )
+    if shuffle is not None:  # pieces per slab of new IDs, so that each partition's files ascend
+        sorts = [
+            delayed(sort_slab, pure=False)(
+                lean, s, shuffle, root, arrays, so, dask_key_name=f"dglc-lookup-sort-{token}-{s}"
+            )
+            for s in range(shuffle.grid.num_blocks)
+        ]
+        per_block = (
+            np.stack(runner.compute(sorts, "sort by new ID")) if sorts else np.zeros((0, job.space.num_parts), np.int64)
+        )
     stem = job.space.name
     writes = [
         delayed(write_partition, pure=False)(
@@ -293,6 +316,18 @@ def _run(
             src_fs.mv(src, dst)
         files.append(names)
     return tuple(int(c) for c in per_block.sum(axis=0)), tuple(files)
+
+
+def _stage_inverse(job: TypeJob, tmp: str, runner: StageRunner, token: str, so: StorageOptions) -> Shuffle:
+    """The shuffle route: stage the orig file's ``(original ID, new ID)`` by block of original IDs."""
+    grid = job_slabs(job)
+    stage = fs.join(tmp, "inverse")
+    tasks = [
+        delayed(stage_inverse, pure=False)(job, grid, s, stage, so, dask_key_name=f"dglc-lookup-inverse-{token}-{s}")
+        for s in range(grid.num_blocks)
+    ]
+    offsets = tuple(runner.compute(tasks, "stage the orig file by block")) if tasks else ()
+    return Shuffle(grid, offsets, stage, fs.join(tmp, "regroup"))
 
 
 def _label_specs(qin: QueryInput, data: list[Any], paths: list[str], so: StorageOptions) -> dict[str, Any]:

@@ -11,7 +11,9 @@ them, so no task holds more than one piece, bucket or block:
    not a node of the type is an error naming the query's file and row), regrouped
    by block;
 4. :func:`place_block`: one block's queries -> new IDs, checked for repeats, split by
-   partition in ascending new-ID order and written as raw pieces;
+   partition in ascending new-ID order and written as raw pieces (the shuffle route of
+   :mod:`~dgl_chunked.remap.shuffled`: regrouped by slab of new IDs, and
+   :func:`sort_slab` writes each slab's pieces in ascending new-ID order);
 5. :func:`write_partition`: the pieces of one partition concatenated into ``.npy``
    files and a ``.pt`` dict.
 """
@@ -19,6 +21,7 @@ them, so no task holds more than one piece, bucket or block:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,18 +35,22 @@ from dgl_chunked.io.dgl.blocks import ArrayBlocks
 from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.remap.blocks import run_positions
 from dgl_chunked.remap.keys import KeySource, join_keys
+from dgl_chunked.remap.mapping import Blocks
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.outputs import npy_header_bytes, raw_bytes
 from dgl_chunked.remap.queries import QueryInput
 from dgl_chunked.remap.readers import column_to_numpy
+from dgl_chunked.remap.shuffled import inverse_block
 from dgl_chunked.remap.tasks import TypeJob, block_positions
 from dgl_chunked.storage import fs
 
 __all__ = [
     "ArraySpec",
+    "Shuffle",
     "join_bucket",
     "place_block",
     "read_group",
+    "sort_slab",
     "stage_keys",
     "stage_queries",
     "write_grouped",
@@ -163,6 +170,13 @@ def join_bucket(
     so = queries.storage_options
     keys = read_group(key_paths, bucket, so)
     found = read_group(query_paths, bucket, so)
+    order = np.argsort(found["key"], kind="stable")  # equal keys share a bucket: a repeat is found here
+    sorted_keys = found["key"][order]
+    repeat = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    if repeat.size:
+        i, j = int(order[repeat[0]]), int(order[repeat[0] + 1])
+        first, again = (_where(queries, int(found["piece"][x]), int(found["row"][x])) for x in (i, j))
+        raise RemapError(f"{again}: repeats key {found['key'][j]!r} of {job.space.label} (first at {first})")
     ids = join_keys(keys["key"], keys["type_nid"], found["key"])
     if (ids < 0).any():
         i = int(np.argmax(ids < 0))
@@ -181,10 +195,37 @@ def _piece_path(root: str, part: int, name: str, k: int) -> str:
     return fs.join(root, f"p{part}/{name}/{k:06d}")
 
 
+@dataclass(frozen=True)
+class Shuffle:
+    """The shuffle route of a lookup (``orig_*.dgl`` not ascending, :mod:`~dgl_chunked.remap.shuffled`).
+
+    ``stage`` holds the slabs' ``(original ID, new ID)`` staged by block (``offsets``
+    per slab); block ``k``'s answers go to ``regroup/<k>.arrow`` grouped by slab of
+    ``grid``, so that :func:`sort_slab` writes each partition's pieces in ascending
+    new-ID order.
+    """
+
+    grid: Blocks
+    offsets: tuple[IdArray, ...]
+    stage: str
+    regroup: str
+
+    def regroup_path(self, k: int) -> str:
+        return fs.join(self.regroup, f"{k:06d}.arrow")
+
+
 def place_block(
-    queries: QueryInput, job: TypeJob, paths: Sequence[str], k: int, owner: Any, root: str, arrays: Sequence[ArraySpec]
+    queries: QueryInput,
+    job: TypeJob,
+    paths: Sequence[str],
+    k: int,
+    owner: Any,
+    root: str,
+    arrays: Sequence[ArraySpec],
+    shuffle: Shuffle | None = None,
 ) -> IdArray:
-    """New IDs of block ``k``'s queries; write them per partition; return the count per partition."""
+    """New IDs of block ``k``'s queries; write them per partition (or per slab, ``shuffle``);
+    return the count per partition."""
     assert job.blocks is not None
     so = queries.storage_options
     lo, hi = job.bounds[k], job.bounds[k + 1]
@@ -198,11 +239,20 @@ def place_block(
         i = int(repeat[0])
         first, again = (_where(queries, int(found["piece"][j]), int(found["row"][j])) for j in (i, i + 1))
         raise RemapError(f"{again}: repeats original ID {int(type_nid[i])} of {job.space.label} (first at {first})")
-    owners, rank = run_positions(block_positions(job, k, owner), hi - lo)
-    part = owners[type_nid - lo]
-    nids = job.space.offsets[part] + job.blocks.starts[k][part] + rank[type_nid - lo]
+    if shuffle is None:
+        owners, rank = run_positions(block_positions(job, k, owner), hi - lo)
+        part = owners[type_nid - lo]
+        nids = job.space.offsets[part] + job.blocks.starts[k][part] + rank[type_nid - lo]
+    else:
+        nids = inverse_block(job, k, shuffle.offsets, shuffle.stage, so)[type_nid - lo]
+        part = job.space.owner(nids)
     found["nids"], found["orig_nids"] = nids, type_nid
     counts = np.bincount(part, minlength=job.space.num_parts).astype(np.int64)
+    if shuffle is not None:
+        group = shuffle.grid.block_of(part, nids - job.space.offsets[part])
+        columns = {name: found[name] for name, _, _ in arrays}
+        write_grouped(shuffle.regroup_path(k), columns, group, shuffle.grid.num_blocks, so)
+        return counts
     for p in np.flatnonzero(counts).tolist():
         sel = part == p
         for name, dtype, _ in arrays:
@@ -210,6 +260,25 @@ def place_block(
             makedirs_for(target, so)
             with fs.open_file(target, "wb", so) as f:
                 f.write(raw_bytes(found[name][sel].astype(dtype, copy=False)))
+    return counts
+
+
+def sort_slab(
+    job: TypeJob, s: int, shuffle: Shuffle, root: str, arrays: Sequence[ArraySpec], so: StorageOptions
+) -> IdArray:
+    """Slab ``s``'s answers from every block, in ascending new-ID order, as pieces of its partition."""
+    paths = [shuffle.regroup_path(k) for k in range(len(job.bounds) - 1)]
+    found = read_group(paths, s, so)
+    order = np.argsort(found["nids"], kind="stable")
+    p = int(np.argmax(shuffle.grid.counts[s]))
+    counts = np.zeros(job.space.num_parts, np.int64)
+    counts[p] = order.shape[0]
+    if order.size:
+        for name, dtype, _ in arrays:
+            target = _piece_path(root, p, name, s)
+            makedirs_for(target, so)
+            with fs.open_file(target, "wb", so) as f:
+                f.write(raw_bytes(found[name][order].astype(dtype, copy=False)))
     return counts
 
 

@@ -1,16 +1,20 @@
 """The map between original and new IDs of one type, one block of original IDs at a time.
 
-Original IDs ``[bounds[k], bounds[k + 1])`` form block ``k``. Since new IDs follow
-ascending original ID inside each partition (:mod:`~dgl_chunked.remap.spaces`),
-the new IDs of block ``k``'s items owned by partition ``p`` are one contiguous run:
-``offsets[p] + starts[k, p]`` onwards, ``counts[k, p]`` of them, where ``counts``
-are the block's owner counts and ``starts`` their prefix sums down the blocks
-(:class:`Blocks`). What is left per block is *where* in the block each partition's
-items sit: ascending positions per partition, from one of three sources:
+Original IDs ``[bounds[k], bounds[k + 1])`` form block ``k``. When new IDs follow
+ascending original ID inside each partition (dgl_chunked's own numbering, see
+:mod:`~dgl_chunked.remap.spaces`), the new IDs of block ``k``'s items owned by
+partition ``p`` are one contiguous run: ``offsets[p] + starts[k, p]`` onwards,
+``counts[k, p]`` of them, where ``counts`` are the block's owner counts and
+``starts`` their prefix sums down the blocks (:class:`Blocks`). What is left per
+block is *where* in the block each partition's items sit: ascending positions per
+partition, from one of three sources:
 
 - :class:`OrigIdSource`: ``part<p>/orig_nids.dgl`` / ``orig_eids.dgl`` hold each
   partition's original IDs in new-ID order; block ``k`` reads the ``counts[k, p]``
-  IDs from ``starts[k, p]`` on (one seek per partition);
+  IDs from ``starts[k, p]`` on (one seek per partition). DGL's chunked pipeline
+  writes them in any order inside a type (it sorts a partition's items by type with
+  an unstable sort); counting finds out (:func:`count_orig_ids`), and such files
+  take the shuffle route of :mod:`~dgl_chunked.remap.shuffled` instead;
 - :class:`NodeAssignmentSource`: the assignment's block ``k`` (``<ntype>.txt``), grouped
   by owner (:func:`~dgl_chunked.dispatch.ids.sort_by_owner`, dispatch's own numbering);
 - :class:`EdgeAssignmentSource`: an edge's owner is its destination's: the block's
@@ -107,33 +111,36 @@ class Blocks:
 
 
 def count_orig_ids(
-    path: str, payload: TensorPayload, bounds: tuple[int, ...], total: int, so: StorageOptions
-) -> IdArray:
-    """Original IDs of one partition's ``orig_*.dgl`` entry per block, checking they ascend and fit.
+    path: str, payload: TensorPayload, bounds: tuple[int, ...], total: int, so: StorageOptions, label: str = ""
+) -> tuple[IdArray, bool]:
+    """Original IDs of one partition's ``orig_*.dgl`` entry per block, and whether they ascend.
 
-    Reads the entry in slabs of 4M IDs. Raises :class:`RemapError` naming the file and
-    position of the first ID out of order or out of ``[0, total)``.
+    Reads the entry in slabs of 4M IDs. Any order is a valid mapping (DGL's pipeline
+    does not keep original order inside a type); ascending order lets ``remap`` and
+    ``lookup`` take the cheaper route. Raises :class:`RemapError` naming the file and
+    position of the first ID out of ``[0, total)``.
     """
     edges = np.asarray(bounds, dtype=np.int64)
     counts = np.zeros(len(bounds) - 1, np.int64)
     last = -1
+    ascending = True
     for lo in range(0, payload.rows, _SLAB):
         ids = read_payload_rows(path, payload, lo, min(lo + _SLAB, payload.rows), storage_options=so).astype(np.int64)
-        steps = np.diff(ids, prepend=last)
-        if ids.size and (steps <= 0).any():
-            at = int(np.argmax(steps <= 0))
+        if ids.size and ascending and (np.diff(ids, prepend=last) <= 0).any():
+            ascending = False
+        bad = (ids < 0) | (ids >= total)
+        if bad.any():
+            at = int(np.argmax(bad))
+            what = f" of {label}" if label else ""
             raise RemapError(
-                f"{path}: entry {payload!r} position {lo + at}: original ID {int(ids[at])} does not ascend; "
-                "remap needs each partition's IDs in ascending order (as dgl_chunked and DGL's chunked pipeline write)"
+                f"{path}: position {lo + at}: original ID {int(ids[at])} is outside [0, {total}){what}; "
+                "is it these partitions' file?"
             )
-        if ids.size and (ids[0] < 0 or ids[-1] >= total):
-            at = int(np.argmax((ids < 0) | (ids >= total)))
-            raise RemapError(f"{path}: position {lo + at}: original ID {int(ids[at])} is outside [0, {total})")
         counts += np.bincount(np.searchsorted(edges, ids, side="right") - 1, minlength=counts.shape[0])[
             : counts.shape[0]
         ]
         last = int(ids[-1]) if ids.size else last
-    return counts
+    return counts, ascending
 
 
 @dataclass(frozen=True)
@@ -143,14 +150,23 @@ class OrigIdSource:
     paths: tuple[str, ...]
     payloads: tuple[TensorPayload, ...]
     storage_options: dict[str, Any] | None = field(default=None, compare=False)
+    ascending: bool = True
+    """Every partition's IDs ascend (set after counting); else the mapping takes the shuffle route
+    (:mod:`~dgl_chunked.remap.shuffled`)."""
 
     @property
     def label(self) -> str:
         name = self.paths[0].rstrip("/").rsplit("/", 1)[-1] if self.paths else "orig_nids.dgl"
         return f"the partitions' {name} files"
 
+    def read(self, part: int, lo: int, hi: int) -> IdArray:
+        """Original IDs of partition ``part``'s items ``[lo, hi)`` (partition-local new IDs)."""
+        ids = read_payload_rows(self.paths[part], self.payloads[part], lo, hi, storage_options=self.storage_options)
+        return ids.astype(np.int64, copy=False)
+
     def positions(self, lo: int, starts: IdArray, counts: IdArray) -> list[IdArray]:
-        """Per partition, ascending positions in block ``[lo, ...)`` of the items it owns."""
+        """Per partition, ascending positions in block ``[lo, ...)`` of the items it owns (ascending IDs only)."""
+        assert self.ascending
         out = []
         for path, payload, s, c in zip(self.paths, self.payloads, starts.tolist(), counts.tolist(), strict=True):
             ids = read_payload_rows(path, payload, s, s + c, storage_options=self.storage_options)

@@ -28,7 +28,7 @@ from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.storage import fs
 
-__all__ = ["PairPiece", "map_pairs", "pair_pieces", "read_segment"]
+__all__ = ["PairPiece", "map_pairs", "pair_pieces", "read_segment", "write_staged"]
 
 _ARRAYS = ("ids", "rows", "row")
 
@@ -83,13 +83,22 @@ def map_pairs(
     rows = data.rows[piece.file].read(piece.lo, piece.hi)
     owner = space.owner(ids)
     block = blocks.block_of(owner, ids - space.offsets[owner])
-    order, offsets = bucket_order(block, blocks.num_blocks)
-    arrays = {"ids": ids[order], "rows": rows[order], "row": (order + piece.lo).astype(np.int64)}
-    for name, array in arrays.items():
+    row = np.arange(piece.lo, piece.hi, dtype=np.int64)
+    return write_staged(stage, index, {"ids": ids, "rows": rows, "row": row}, block, blocks.num_blocks, so)
+
+
+def write_staged(
+    stage: str, index: int, arrays: dict[str, npt.NDArray[Any]], group: IdArray, num_groups: int, so: StorageOptions
+) -> IdArray:
+    """Stage ``ids``, ``rows`` and ``row`` of piece ``index`` sorted by ``group``; return the ``G + 1`` offsets."""
+    if num_groups <= np.iinfo(np.uint16).max:  # numpy's stable sort of 1- and 2-byte integers is a radix sort
+        group = group.astype(np.uint8 if num_groups <= np.iinfo(np.uint8).max else np.uint16)
+    order, offsets = bucket_order(group, num_groups)
+    for name in _ARRAYS:
         path = _stage_path(stage, index, name)
         makedirs_for(path, so)
         with fs.open_file(path, "wb", so) as f:
-            write_npy(f, np.ascontiguousarray(array))
+            write_npy(f, np.ascontiguousarray(arrays[name][order]))
     return offsets
 
 

@@ -2,10 +2,13 @@
 
 :func:`mapping_source` picks, per type, where the map between original and new IDs
 comes from: the partitions' ``orig_nids.dgl`` / ``orig_eids.dgl`` when every
-partition has the type's entry, else the assignment directory with the chunked
-graph (the numbering is deterministic: dispatch numbers each partition's items in
+partition has the type's entry (in any order), else, for partitions that carry
+dgl_chunked's mark (:func:`ours`), the assignment directory with the chunked graph
+(our numbering is deterministic: dispatch numbers each partition's items in
 ascending original ID), else one :class:`~dgl_chunked.remap.model.RemapError`
-saying which flag or input was missing. :func:`owner_jobs` opens the assignment
+saying which flag or input was missing. Other producers' partitions (DGL's
+pipeline, ``partition_graph``) need their ``orig_*ids.dgl``: DGL's numbering inside
+a type is not the assignment's order. :func:`owner_jobs` opens the assignment
 once per node type, chunked like the blocks, and stages a destination type's owners
 for edge types.
 """
@@ -20,6 +23,7 @@ import numpy as np
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.ids import compact_owner_dtype
+from dgl_chunked.dispatch.output import OUTPUT_KIND
 from dgl_chunked.errors import DGLFormatError, OutputExistsError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
@@ -31,7 +35,7 @@ from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.remap.tasks import Source, TypeJob
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.arrays import zarr_store
-from dgl_chunked.storage.owned import clear_owned, create_owned_dir
+from dgl_chunked.storage.owned import MARKER_NAME, ForeignDataError, clear_owned, create_owned_dir, read_marker
 
 __all__ = [
     "MappingInputs",
@@ -39,6 +43,7 @@ __all__ = [
     "block_rows_for",
     "mapping_inputs",
     "mapping_source",
+    "ours",
     "owner_jobs",
     "prepare_output",
 ]
@@ -60,15 +65,32 @@ class MappingInputs:
     storage_options: dict[str, Any] | None = field(default=None, compare=False)
 
 
+def ours(part_root: str, so: StorageOptions) -> bool:
+    """The partitions carry dgl_chunked's mark (``dispatch``/``run`` wrote them), so their numbering is known:
+    inside a partition, new IDs follow ascending original ID."""
+    try:
+        marker = read_marker(part_root, storage_options=so)
+    except ForeignDataError:
+        return False
+    return marker is not None and marker.kind == OUTPUT_KIND
+
+
 def _missing(space: TypeSpace, path: str, inputs: MappingInputs) -> RemapError:
     flag = "--save-orig-nids" if space.kind == "node" else "--save-orig-eids"
+    head = f"{path}: not found, so the partitions do not say which original ID each new ID of {space.label} has"
+    if not ours(inputs.part_root, inputs.storage_options):
+        # DGL numbers a partition's items of a type in no known order (data_shuffle.py reorder_data sorts by type
+        # with an unstable argsort), so the assignment cannot rebuild the mapping of partitions we did not write
+        return RemapError(
+            f"{head}, and dgl_chunked did not write these partitions (no {MARKER_NAME}), so the assignment cannot "
+            f"rebuild it; rerun DGL's dispatch (dispatch_data.py) with {flag}, or dgl-chunked dispatch/run with {flag}"
+        )
     need = "--partitions-dir ASSIGN and --in-dir CHUNKED"
     have = []
     if inputs.assignment is not None and inputs.graph is None:
         have.append(" (the assignment alone is not enough: also pass the chunked graph, --in-dir)")
     return RemapError(
-        f"{path}: not found, so the partitions do not say which original ID each new ID of {space.label} has; "
-        f"rerun dispatch/run with {flag}, or pass the assignment the partitions were made from "
+        f"{head}; rerun dispatch/run with {flag}, or pass the assignment the partitions were made from "
         f"({need}; `run --partitions-dir ASSIGN` keeps it){''.join(have)}"
     )
 
@@ -97,7 +119,7 @@ def mapping_source(space: TypeSpace, inputs: MappingInputs) -> Source:
                 )
             payloads.append(got)
         return OrigIdSource(paths, tuple(payloads), so)
-    if inputs.assignment is None or inputs.graph is None:
+    if inputs.assignment is None or inputs.graph is None or not ours(inputs.part_root, so):
         raise _missing(space, missing, inputs)
     if space.kind == "node":
         return NodeAssignmentSource(inputs.assignment, space.num_parts)
@@ -220,7 +242,7 @@ def prepare_output(
     create_owned_dir(out, kind, storage_options=storage_options)
     if fs.exists(fs.join(out, manifest), storage_options) and not overwrite:
         raise OutputExistsError(
-            f"{out}: holds an earlier {kind} output ({manifest}); pass overwrite=True (--overwrite) "
-            "or choose another directory"
+            f"{out}: holds an earlier {kind} output ({manifest}); pass --overwrite (overwrite=True in Python) "
+            "to replace it, or choose another directory"
         )
     clear_owned(out, expected=entries, storage_options=storage_options)

@@ -2,9 +2,10 @@
 
 A ``DistGraph`` numbers the nodes of type ``t`` partition by partition: partition
 ``p`` holds type-wise new IDs ``[offsets[p], offsets[p + 1])``, where the sizes
-come from ``node_map[t]`` (``edge_map`` for edges). Inside a partition the IDs
-follow ascending original ID (how dgl_chunked and DGL's chunked pipeline number
-them), so the map between the two spaces is ``P`` increasing runs.
+come from ``node_map[t]`` (``edge_map`` for edges). Inside a partition dgl_chunked
+numbers the IDs in ascending original ID, so for its partitions the map between the
+two spaces is ``P`` increasing runs; DGL's pipeline keeps no order inside a type
+(see :mod:`~dgl_chunked.remap.shuffled`).
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def count_tasks(job: TypeJob, token: str) -> list[Delayed]:
     if isinstance(src, OrigIdSource):
         return [
             delayed(count_orig_ids, pure=False)(
-                path, payload, bounds, sp.total, src.storage_options, dask_key_name=f"{name}-p{p}"
+                path, payload, bounds, sp.total, src.storage_options, sp.label, dask_key_name=f"{name}-p{p}"
             )
             for p, (path, payload) in enumerate(zip(src.paths, src.payloads, strict=True))
         ]
@@ -95,15 +95,22 @@ def count_tasks(job: TypeJob, token: str) -> list[Delayed]:
     ]
 
 
-def collect_counts(job: TypeJob, results: list[IdArray]) -> TypeJob:
-    """The job with its :class:`Blocks`, checked against the partition config."""
-    if isinstance(job.source, OrigIdSource):
-        counts = np.stack(results, axis=1) if results else np.zeros((len(job.bounds) - 1, 0), np.int64)
+def collect_counts(job: TypeJob, results: list[Any]) -> TypeJob:
+    """The job with its :class:`Blocks`, checked against the partition config.
+
+    For ``orig_*.dgl`` files the results are ``(counts, ascending)`` per partition;
+    the source records whether every partition's IDs ascend.
+    """
+    source = job.source
+    if isinstance(source, OrigIdSource):
+        parts = [c for c, _ in results]
+        counts = np.stack(parts, axis=1) if parts else np.zeros((len(job.bounds) - 1, 0), np.int64)
+        source = replace(source, ascending=all(a for _, a in results))
     else:
         counts = np.stack(results, axis=0)
     blocks = Blocks(job.bounds, counts.astype(np.int64))
     blocks.check(job.space, job.source.label)
-    return replace(job, blocks=blocks)
+    return replace(job, blocks=blocks, source=source)
 
 
 # --- 2. pairs ------------------------------------------------------------------------

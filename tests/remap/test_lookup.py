@@ -11,8 +11,9 @@ import pytest
 
 from dgl_chunked.chunk import read_orig_keys
 from dgl_chunked.cli import main
+from dgl_chunked.errors import OptionError
 from dgl_chunked.io.graphbolt.torch_tensors import read_torch_file
-from dgl_chunked.remap import RemapError, lookup_ids
+from dgl_chunked.remap import lookup_ids
 from dgl_chunked.verify import load_partition_output
 
 from .conftest import Parts
@@ -65,10 +66,11 @@ def test_ids_with_labels_from_parquet_csv_npy_and_memory(hetero: Parts, tmp_path
         type="paper",
         column="paper_id",
         labels=["label", "vec"],
+        by="id",
         block_rows=300,
     )
     _check(hetero.out, tmp_path / "a", "paper", with_vec, len(ids))
-    lookup_ids(hetero.out, frame, tmp_path / "b", type="paper", column="paper_id", labels=["label", "vec"])
+    lookup_ids(hetero.out, frame, tmp_path / "b", type="paper", column="paper_id", labels=["label", "vec"], by="id")
     _check(hetero.out, tmp_path / "b", "paper", with_vec, len(ids))
     assert (
         main(
@@ -80,6 +82,8 @@ def test_ids_with_labels_from_parquet_csv_npy_and_memory(hetero: Parts, tmp_path
                 str(tmp_path / "q.csv"),
                 "--type",
                 "paper",
+                "--by",
+                "id",
                 "--label",
                 "label",
                 "--out-dir",
@@ -89,7 +93,7 @@ def test_ids_with_labels_from_parquet_csv_npy_and_memory(hetero: Parts, tmp_path
         == 0
     )
     _check(hetero.out, tmp_path / "c", "paper", labels, len(ids))
-    lookup_ids(hetero.out, tmp_path / "q.npy", tmp_path / "d", type="paper", formats=["npy"], block_rows=128)
+    lookup_ids(hetero.out, tmp_path / "q.npy", tmp_path / "d", type="paper", by="id", formats=["npy"], block_rows=128)
     _check_npy_only(tmp_path / "d", hetero.out)
     manifest = json.loads((tmp_path / "c" / "lookup.json").read_text())
     assert manifest["by"] == "id" and sum(manifest["rows"]) == len(ids) and manifest["labels"] == ["label"]
@@ -147,10 +151,12 @@ def test_bad_queries_name_the_file_and_row(
     base = ["lookup", "--partitions", str(parts.out), "--in-dir", str(parts.chunked), "--out-dir", str(tmp_path / "o")]
     _refused(capsys, [*base, "--queries", str(tmp_path / "q.csv")], "q.csv line 4", "'acct-nobody'", "not a node")
     (tmp_path / "r.csv").write_text(f"key,label\n{keys[3]},1\n{keys[4]},2\n{keys[3]},3\n")
-    _refused(capsys, [*base, "--queries", str(tmp_path / "r.csv")], "r.csv line 4", "repeats original ID", "line 2")
+    _refused(
+        capsys, [*base, "--queries", str(tmp_path / "r.csv")], "r.csv line 4", f"repeats key {keys[3]!r}", "line 2"
+    )
     assert not (tmp_path / "o" / "lookup.json").exists() and not (tmp_path / "o" / "part0").exists()
     np.save(tmp_path / "ids.npy", np.array([0, 1, len(keys)]))
     _refused(capsys, [*base, "--by", "id", "--queries", str(tmp_path / "ids.npy")], "ids.npy row 2", "outside")
     _refused(capsys, [*base, "--queries", str(tmp_path / "q.csv"), "--column", "nope"], "no column 'nope'")
-    with pytest.raises(RemapError, match="no keys"):
+    with pytest.raises(OptionError, match="keys are unknown"):
         lookup_ids(parts.out, np.array([1, 2]), tmp_path / "x", by="key")

@@ -19,7 +19,7 @@ import zarr
 
 from dgl_chunked.io.dgl import write_tensor_dict
 from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
-from dgl_chunked.remap import ResultFile, ResultSource, remap_results
+from dgl_chunked.remap import RemapError, ResultFile, ResultSource, remap_results
 
 from .conftest import Parts
 
@@ -73,7 +73,7 @@ def test_every_output_format(hetero: Parts, tmp_path: Path, fmt: str) -> None:
     np.save(tmp_path / "emb.npy", hetero.new_order("node", "author", "emb"))
     np.save(tmp_path / "order.npy", hetero.new_order("edge", "author:writes:paper", "order"))
     results = {"author": str(tmp_path / "emb.npy"), "writes": str(tmp_path / "order.npy")}
-    remap_results(hetero.out, results, tmp_path / "out", format=fmt, block_bytes=4096)
+    remap_results(hetero.out, results, tmp_path / "out", graph=hetero.chunked, format=fmt, block_bytes=4096)
     got = _read(tmp_path / "out", fmt, "nodes/author")
     np.testing.assert_array_equal(got, hetero.original("node", "author", "emb"))
     got = _read(tmp_path / "out", fmt, "edges/author:writes:paper")
@@ -109,7 +109,9 @@ def test_pairs_per_rank_cover_a_subset(hetero: Parts, tmp_path: Path) -> None:
     assert present.sum() == len(chosen)
     np.testing.assert_array_equal(values[present], want[present])
     assert np.isnan(values[~present]).all()
-    remap_results(hetero.out, {"author": source}, tmp_path / "pq", format="parquet", block_bytes=2048)
+    remap_results(
+        hetero.out, {"author": source}, tmp_path / "pq", graph=hetero.chunked, format="parquet", block_bytes=2048
+    )
     table = pd.read_parquet(tmp_path / "pq/nodes/author")
     assert list(table.columns) == ["type_nid", "emb"] and len(table) == len(chosen)
     np.testing.assert_array_equal(table["type_nid"], np.flatnonzero(present))
@@ -152,26 +154,31 @@ def test_blocks_and_a_distributed_client_do_not_change_the_bytes(hetero: Parts, 
 
 
 def test_dgl_chunked_pipeline_output(golden_dir: Path, tmp_path: Path) -> None:
-    """DGL's own chunked pipeline numbers partitions as we do: orig_*.dgl and its assignment agree."""
+    """DGL's own pipeline output: its orig_*.dgl are the mapping; without them the assignment is refused
+    (DGL's numbering is not ours, and its output carries no mark of ours)."""
+    import shutil
+
     from dgl_chunked.verify import load_partition_output
 
     tiny = golden_dir / "tiny-pipeline"
     _, parts = load_partition_output(tiny / "pipeline_out_none")
     np.save(tmp_path / "w.npy", np.concatenate([p.edge_feats["paper:cites:paper/w"] for p in parts]))
-    for name, extra in (("orig", {}), ("assign", {"assignment": tiny / "partition_assignment"})):
-        out = tiny / "pipeline_out_none"
-        if extra:
-            out = tmp_path / "bare"
-            import shutil
-
-            shutil.copytree(tiny / "pipeline_out_none", out)
-            for f in out.glob("part*/orig_*.dgl"):
-                f.unlink()
-        remap_results(out, {"cites": str(tmp_path / "w.npy")}, tmp_path / name, graph=tiny / "chunked", **extra)
-        want = np.concatenate(
-            [np.load(p) for p in sorted((tiny / "chunked/edge_data/paper:cites:paper").glob("w-*.npy"))]
+    remap_results(tiny / "pipeline_out_none", {"cites": str(tmp_path / "w.npy")}, tmp_path / "orig")
+    want = np.concatenate([np.load(p) for p in sorted((tiny / "chunked/edge_data/paper:cites:paper").glob("w-*.npy"))])
+    np.testing.assert_array_equal(np.load(tmp_path / "orig" / "edges/paper:cites:paper.npy"), want)
+    bare = tmp_path / "bare"
+    shutil.copytree(tiny / "pipeline_out_none", bare)
+    for f in bare.glob("part*/orig_*.dgl"):
+        f.unlink()
+    with pytest.raises(RemapError, match=r"dgl_chunked did not write these partitions .*--save-orig-eids"):
+        remap_results(
+            bare,
+            {"cites": str(tmp_path / "w.npy")},
+            tmp_path / "assign",
+            graph=tiny / "chunked",
+            assignment=tiny / "partition_assignment",
         )
-        np.testing.assert_array_equal(np.load(tmp_path / name / "edges/paper:cites:paper.npy"), want)
+    assert not (tmp_path / "assign" / "remap.json").exists()
 
 
 def test_keys_come_first_in_parquet(keyed: tuple[Parts, dict[str, Path]], tmp_path: Path) -> None:
@@ -217,12 +224,16 @@ def test_empty_types_and_empty_partitions(tmp_path: Path) -> None:
     np.save(tmp_path / "e.npy", np.zeros(0, np.int64))
     results = {"tiny": str(tmp_path / "t.npy"), "none": str(tmp_path / "n.npy"), "a:y:a": str(tmp_path / "e.npy")}
     for fmt in ("npy", "zarr", "parquet"):
-        result = remap_results(tmp_path / "out", results, tmp_path / fmt, format=fmt)
+        result = remap_results(tmp_path / "out", results, tmp_path / fmt, graph=tmp_path / "chunked", format=fmt)
         assert {k: v.present for k, v in result.types.items()} == {"node/tiny": 2, "node/none": 0, "edge/a:y:a": 0}
         np.testing.assert_array_equal(_read(tmp_path / fmt, fmt, "nodes/tiny"), parts.original("node", "tiny", "f"))
         assert _read(tmp_path / fmt, fmt, "nodes/none").shape[0] == 0
-    assert lookup_ids(tmp_path / "out", np.array([1, 0]), tmp_path / "lk", type="tiny").rows.count(0) >= 1
-    assert lookup_ids(tmp_path / "out", np.array([], np.int64), tmp_path / "lk0", type="none").rows == (0, 0, 0)
+    assert lookup_ids(tmp_path / "out", np.array([1, 0]), tmp_path / "lk", type="tiny", by="id").rows.count(0) >= 1
+    assert lookup_ids(tmp_path / "out", np.array([], np.int64), tmp_path / "lk0", type="none", by="id").rows == (
+        0,
+        0,
+        0,
+    )
 
 
 def test_outputs_on_an_object_store_url(hetero: Parts, tmp_path: Path) -> None:
@@ -241,13 +252,14 @@ def test_outputs_on_an_object_store_url(hetero: Parts, tmp_path: Path) -> None:
                 hetero.out,
                 {"paper": str(tmp_path / "feat.npy")},
                 f"memory://dglc-remap-{fmt}",
+                graph=hetero.chunked,
                 format=fmt,
                 block_bytes=30000,
             )
             assert memory.exists(f"/dglc-remap-{fmt}/remap.json") and not memory.exists(f"/dglc-remap-{fmt}/_tmp")
         got = np.load(io.BytesIO(memory.cat("/dglc-remap-npy/nodes/paper.npy")))
         np.testing.assert_array_equal(got, want)
-        lookup_ids(hetero.out, np.arange(0, len(want), 5), "memory://dglc-lookup", type="paper")
+        lookup_ids(hetero.out, np.arange(0, len(want), 5), "memory://dglc-lookup", type="paper", by="id")
         assert memory.exists("/dglc-lookup/lookup.json") and memory.exists("/dglc-lookup/part0/paper.pt")
     finally:
         for name in ("dglc-remap-npy", "dglc-remap-zarr", "dglc-remap-parquet", "dglc-lookup"):

@@ -197,7 +197,8 @@ def test_outputs_are_ours_and_finished_ones_kept(
     args = _remap(hetero.out, tmp_path / "o", "--result", f"paper={tmp_path / 'year.npy'}")
     assert main(args) == 0
     _refused(capsys, args, "earlier remap output", "--overwrite")
-    assert main([*args, "--overwrite", "--format", "parquet"]) == 0
+    _refused(capsys, [*args, "--overwrite", "--format", "parquet"], "format parquet", "--in-dir")
+    assert main([*args, "--overwrite", "--format", "parquet", "--in-dir", str(hetero.chunked)]) == 0
     assert not (tmp_path / "o" / "nodes" / "paper.npy").exists() and (tmp_path / "o" / "nodes" / "paper").is_dir()
     _refused(
         capsys, _remap(hetero.out, hetero.out / "part0", "--result", f"paper={tmp_path / 'year.npy'}"), "partitions"
@@ -207,3 +208,29 @@ def test_outputs_are_ours_and_finished_ones_kept(
 def test_result_source_validation() -> None:
     with pytest.raises(RemapError, match="2 file"):
         ResultSource.ranges(["a.npy", "b.npy"], starts=[0])
+
+
+def test_paths_with_commas_and_hashes_and_missing_files(
+    hetero: Parts, tmp_path: Path, paper: np.ndarray, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dgl_chunked.cli.remapping import parse_files
+    from dgl_chunked.remap import ResultFile
+
+    assert parse_files(r"a\,b.npy,c\#1.pt#k\@x@5,d\\e.npy") == [
+        ResultFile("a,b.npy"),
+        ResultFile("c#1.pt", "k@x", 5),
+        ResultFile("d\\e.npy"),
+    ]
+    odd = tmp_path / "run#3,a@1"
+    odd.mkdir()
+    half = paper.shape[0] // 2
+    np.save(odd / "r,0.npy", paper[:half])
+    np.save(odd / "r#1.npy", paper[half:])
+    escaped = str(odd).replace("#", r"\#").replace(",", r"\,").replace("@", r"\@")
+    args = _remap(hetero.out, tmp_path / "o", "--result", f"paper={escaped}/r\\,0.npy,{escaped}/r\\#1.npy")
+    assert main(args) == 0, capsys.readouterr().err
+    np.testing.assert_array_equal(np.load(tmp_path / "o/nodes/paper.npy"), hetero.original("node", "paper", "year"))
+    line = _refused(
+        capsys, _remap(hetero.out, tmp_path / "m", "--result", f"paper={tmp_path / 'nope.npy'}"), "nope.npy"
+    )
+    assert "does not exist" in line and "spec" not in line

@@ -27,4 +27,4 @@ def test_remap_and_lookup_keys_differ_between_runs(recorder: Recorder, hetero: P
                 bare, {"writes": source}, tmp_path / f"{name}{i}", graph=hetero.chunked, assignment=hetero.assign
             ),
         )
-    _twice(recorder, lambda i: lookup_ids(hetero.out, np.arange(0, 100, 3), tmp_path / f"lk{i}", type="paper"))
+    _twice(recorder, lambda i: lookup_ids(hetero.out, np.arange(0, 100, 3), tmp_path / f"lk{i}", type="paper", by="id"))
