@@ -69,6 +69,13 @@ def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, .
     }
 
 
+def _rename(text: str) -> tuple[str, str]:
+    old, sep, new = text.partition(",")
+    if not sep or not old or not new or "," in new:
+        raise click.BadParameter(f"expected OLD,NEW (e.g. nid,~id), found {text!r}", param_hint="--column-names")
+    return old, new
+
+
 def _where(func: F) -> F:
     """``--partitions`` and ``--out-dir``, first in ``--help``."""
     return add_options(
@@ -93,6 +100,13 @@ def _mapping_and_cluster(func: F) -> F:
         ),
         click.option(
             "--partitions-dir", default=None, metavar="ASSIGN", help="The assignment the partitions were made from."
+        ),
+        click.option(
+            "--id-mappings",
+            default=None,
+            metavar="DIR",
+            help="GSProcessing's raw_id_mappings directory (<ntype>/ Parquet files of orig, new): the node types' "
+            "user IDs. Default: the --in-dir graph's keys or raw_id_mappings, else the partitions' raw_id_mappings.",
         ),
         click.option("--overwrite", is_flag=True, help="Replace an earlier output of this command in --out-dir."),
         click.option("--scheduler", metavar="ADDRESS", default=None, help=SCHEDULER_HELP),
@@ -127,7 +141,24 @@ def _mapping_and_cluster(func: F) -> F:
     "TYPE=#KEY reads them from entry KEY of the same files (e.g. account=#ids for torch.save dicts).",
 )
 @click.option("--name", "names", multiple=True, metavar="TYPE=NAME", help="Name of TYPE's value column or array.")
-@click.option("--format", "fmt", type=click.Choice(["npy", "zarr", "parquet"]), default="npy", show_default=True)
+@click.option(
+    "--format",
+    "--output-format",
+    "fmt",
+    type=click.Choice(["npy", "zarr", "parquet", "csv"]),
+    default="npy",
+    show_default=True,
+    help="npy / zarr: arrays in original-ID order; parquet / csv (GraphStorm's remap_result formats): tables of "
+    "<value>, nid (the user's ID, where known), type_nid, one file per block.",
+)
+@click.option(
+    "--column-names",
+    "column_names",
+    multiple=True,
+    metavar="OLD,NEW",
+    help="Rename a column of parquet / csv output, e.g. nid,~id (repeatable; as GraphStorm's --column-names).",
+)
+@click.option("--output-delimiter", default=",", show_default=True, help="Delimiter of csv output.")
 @click.option("--block-size", default="64MiB", show_default=True, help="Result bytes per task.")
 @_mapping_and_cluster
 @user_errors
@@ -139,7 +170,10 @@ def remap_command(
     names: tuple[str, ...],
     in_dir: str | None,
     partitions_dir: str | None,
+    id_mappings: str | None,
     fmt: str,
+    column_names: tuple[str, ...],
+    output_delimiter: str,
     block_size: str,
     overwrite: bool,
     scheduler: str | None,
@@ -150,10 +184,11 @@ def remap_command(
     """Put results indexed by DGL's new IDs back in original-ID order, with the original keys.
 
     Writes per type OUT/nodes/<ntype>.npy (row i = original ID i), a Zarr group, or a
-    Parquet dataset whose first column is the key (node types chunked with a key),
-    then OUT/remap.json.
+    Parquet / CSV dataset of the value, the user's ID (nid: node types chunked with a key
+    or with GSProcessing's raw_id_mappings) and the original ID, then OUT/remap.json.
     """
     sources = _sources(results, ids, names)
+    renames = dict(_rename(text) for text in column_names)
     with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
         result = remap_results(
             partitions,
@@ -162,6 +197,9 @@ def remap_command(
             graph=in_dir,
             assignment=partitions_dir,
             format=fmt,  # type: ignore[arg-type]
+            id_mappings=id_mappings,
+            column_names=renames,
+            delimiter=output_delimiter,
             block_bytes=parse_size(block_size, "--block-size"),
             overwrite=overwrite,
             storage_options=storage_options,
@@ -191,7 +229,8 @@ def remap_command(
     "--by",
     type=click.Choice(["key", "id"]),
     default=None,
-    help="Keys of the chunked graph's node_keys, or original type-wise IDs (default: key when the type has keys).",
+    help="The type's keys (the chunked graph's node_keys or GSProcessing's raw_id_mappings), or original "
+    "type-wise IDs (default: key when the type has keys).",
 )
 @click.option(
     "--format",
@@ -216,6 +255,7 @@ def lookup_command(
     by: str | None,
     in_dir: str | None,
     partitions_dir: str | None,
+    id_mappings: str | None,
     formats: tuple[str, ...],
     delimiter: str,
     no_header: bool,
@@ -244,6 +284,7 @@ def lookup_command(
             by=by,  # type: ignore[arg-type]
             graph=in_dir,
             assignment=partitions_dir,
+            id_mappings=id_mappings,
             formats=formats,
             delimiter=delimiter,
             header=not no_header,

@@ -35,7 +35,7 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
-from dgl_chunked.remap.keys import key_source
+from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys
 from dgl_chunked.remap.lookup_tasks import (
     ArraySpec,
     join_bucket,
@@ -83,6 +83,7 @@ def lookup_ids(
     by: Literal["key", "id"] | None = None,
     graph: ChunkedGraph | PathLike | None = None,
     assignment: PathLike | None = None,
+    id_mappings: PathLike | None = None,
     formats: Sequence[str] = ("npy", "pt"),
     delimiter: str = ",",
     header: bool = True,
@@ -110,13 +111,18 @@ def lookup_ids(
     labels
         Columns carried along, aligned with the new IDs (numbers; list columns give rows).
     by
-        ``"key"`` (the type's keys in the chunked graph's ``node_keys``) or ``"id"``
-        (original type-wise IDs); default ``"key"`` when the type has keys.
+        ``"key"`` (the type's keys: the chunked graph's ``node_keys``, or GSProcessing's
+        ``raw_id_mappings``) or ``"id"`` (original type-wise IDs); default ``"key"``
+        when the type has keys.
     graph
         The chunked graph: its keys, and with ``assignment`` the mapping when the
         partitions have no ``orig_nids.dgl``.
     assignment
         The assignment directory the partitions were made from.
+    id_mappings
+        A ``raw_id_mappings`` directory (GSProcessing's ``<ntype>/`` Parquet files of
+        ``orig``, ``new``); default: the chunked graph's, else the one next to the
+        partitions (:mod:`~dgl_chunked.remap.id_mappings`).
     formats
         Any of ``"npy"`` and ``"pt"`` (torch.save dicts, written without torch).
     delimiter, header
@@ -149,13 +155,22 @@ def lookup_ids(
         type = next(iter(config.node_map))
     space = resolve_type(config, type, where="--type")
     keys = (
-        key_source(graph.metadata.base_dir, space.name, storage_options=so) if graph and space.kind == "node" else None
+        find_keys(
+            space.name,
+            part_root=part_root,
+            graph=graph,
+            id_mappings=None if id_mappings is None else absolute(id_mappings),
+            total=space.total,
+            storage_options=so,
+        )
+        if space.kind == "node"
+        else None
     )
     by = by or ("key" if keys is not None else "id")
     if by == "key" and keys is None:
         raise RemapError(
             f"{space.label} has no keys: pass the chunked graph (--in-dir) made by `dgl-chunked chunk` with a key "
-            "for it, or look up original IDs (by='id', --by id)"
+            "for it or GSProcessing's raw_id_mappings (--id-mappings DIR), or look up original IDs (by='id', --by id)"
         )
     qin, data = query_input(
         queries,
@@ -172,6 +187,8 @@ def lookup_ids(
     locations.update({f"query file {i}": f.path for i, f in enumerate(qin.files)})
     if graph is not None:
         locations.update(graph.input_locations())
+    if keys is not None:
+        locations["user IDs"] = keys.root if isinstance(keys, IdMappingSource) else keys.paths[0]
     check_no_overlap({"--out-dir": out}, locations, storage_options=so)
     source = mapping_source(space, inputs)
     job = TypeJob("q", space, regular_bounds(space.total, block_rows), source, None, None)
@@ -244,10 +261,10 @@ def _run(
         for i in range(len(qin.pieces))
     ]
     if keys is not None:
-        k_paths = [fs.join(tmp, f"k/{j:06d}.arrow") for j in range(len(keys.paths))]
+        k_paths = [fs.join(tmp, f"k/{j:06d}.arrow") for j in range(keys.num_pieces)]
         stage += [
             delayed(stage_keys, pure=False)(keys, j, buckets, k_paths[j], dask_key_name=f"dglc-lookup-keys-{token}-{j}")
-            for j in range(len(keys.paths))
+            for j in range(keys.num_pieces)
         ]
     runner.compute(stage, "stage queries" + (" and keys" if keys is not None else ""))
     block_paths = q_paths
@@ -255,7 +272,7 @@ def _run(
         block_paths = [fs.join(tmp, f"j/{h:06d}.arrow") for h in range(buckets)]
         joins = [
             delayed(join_bucket, pure=False)(
-                qin, k_paths, q_paths, h, lean, block_paths[h], dask_key_name=f"dglc-lookup-join-{token}-{h}"
+                qin, k_paths, q_paths, h, lean, block_paths[h], keys, dask_key_name=f"dglc-lookup-join-{token}-{h}"
             )
             for h in range(buckets)
         ]
