@@ -3,7 +3,8 @@
 DGL's partitions renumber nodes and edges: a ``DistGraph`` trainer sees type-wise
 *new* IDs (partition by partition), while the user's tables know the *original*
 type-wise IDs of the chunked graph, or the keys ``dgl-chunked chunk`` turned into
-them (``node_keys/``), or GSProcessing's ``raw_id_mappings/`` (:mod:`~dgl_chunked.remap.id_mappings`). Both directions are joins over arrays as large as the
+them (``node_keys/``), or GSProcessing's ``raw_id_mappings/``
+(:mod:`~dgl_chunked.remap.id_mappings`). Both directions are joins over arrays as large as the
 graph; both run out of core on Dask, one block of original IDs per task:
 
 - :func:`remap_results` (``dgl-chunked remap``): results indexed by new IDs (one
