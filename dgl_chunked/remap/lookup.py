@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -182,13 +182,15 @@ def lookup_ids(
         header=header,
         storage_options=so,
     )
+    if by == "key" and keys is not None:  # in-memory queries too: matched, and so hashed, as the keys' kind
+        qin = replace(qin, text_keys=keys.is_string)
     out = absolute(out_dir)
     locations = {"partitions": part_root}
     locations.update({f"query file {i}": f.path for i, f in enumerate(qin.files)})
     if graph is not None:
         locations.update(graph.input_locations())
-    if keys is not None:
-        locations["user IDs"] = keys.root if isinstance(keys, IdMappingSource) else keys.paths[0]
+    if isinstance(keys, IdMappingSource):
+        locations["user IDs"] = keys.root
     check_no_overlap({"--out-dir": out}, locations, storage_options=so)
     source = mapping_source(space, inputs)
     job = TypeJob("q", space, regular_bounds(space.total, block_rows), source, None, None)

@@ -301,3 +301,20 @@ def test_types_without_user_ids_and_edge_types_get_no_nid(gsp: Gsp, tmp_path: Pa
     assert result.types["node/institution"].columns == ("value", "type_nid")
     with pytest.raises(RemapError, match="has no keys"):
         lookup_ids(gsp.out, np.array([1, 2]), tmp_path / "l", type="institution", by="key")
+
+
+def test_integer_queries_against_text_user_ids_in_many_buckets(
+    gsp: Gsp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Text user IDs that read as numbers ('1000000004711'), queried as integers: matched (and hashed) as text."""
+    monkeypatch.setattr("dgl_chunked.remap.lookup._KEYS_PER_BUCKET", 50)
+    text = np.array([str(v) for v in gsp.author], dtype=object)
+    write_mapping(tmp_path / "m", "author", text, files=4, seed=8)
+    pick = np.random.default_rng(3).choice(len(text), size=150, replace=False)
+    frame = pd.DataFrame({"id": gsp.author[pick], "new": pick})
+    frame.to_parquet(tmp_path / "q.parquet")
+    for i, queries in enumerate((frame, tmp_path / "q.parquet")):
+        lookup_ids(
+            gsp.out, queries, tmp_path / f"o{i}", type="author", column="id", labels=["new"], id_mappings=tmp_path / "m"
+        )
+        _check_lookup(gsp.out, tmp_path / f"o{i}", "author", pick)
