@@ -71,5 +71,13 @@ def carry_id_mappings(graph_dir: str, out: str, runner: StageRunner, token: str,
     ]
     runner.compute(tasks, "carry raw_id_mappings")
     filesystem, tmp_inner = fs.filesystem(tmp, so)
-    filesystem.mv(tmp_inner, fs.filesystem(final, so)[1], recursive=True)
+    final_inner = fs.filesystem(final, so)[1]
+    if fs.is_url(out) and not out.startswith("file://"):
+        # object stores have no directories: move the objects one by one, as the workers
+        # left them (a listing cached in this process may be stale), as publish_partition does
+        filesystem.invalidate_cache(tmp_inner)
+        for path in filesystem.find(tmp_inner):
+            filesystem.mv(path, final_inner + path[len(tmp_inner) :])
+    else:
+        filesystem.mv(tmp_inner, final_inner, recursive=True)
     return len(files)

@@ -184,6 +184,7 @@ def lookup_ids(
     )
     if by == "key" and keys is not None:  # in-memory queries too: matched, and so hashed, as the keys' kind
         qin = replace(qin, text_keys=keys.is_string)
+    qin = replace(qin, storage_options=so)  # in-memory queries too: their staging goes under OUT
     out = absolute(out_dir)
     locations = {"partitions": part_root}
     locations.update({f"query file {i}": f.path for i, f in enumerate(qin.files)})
