@@ -46,7 +46,9 @@ def parse_files(value: str) -> list[ResultFile]:
     return out
 
 
-def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, ...]) -> dict[str, ResultSource]:
+def _sources(
+    results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, ...], original: bool = False
+) -> dict[str, ResultSource]:
     files = {}
     for text in results:
         name, value = _split_type(text, "--result")
@@ -64,7 +66,12 @@ def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, .
             id_files[name] = parse_files(value)
     labels = dict(_split_type(text, "--name") for text in names)
     return {
-        name: ResultSource(tuple(f), tuple(id_files[name]) if name in id_files else None, labels.get(name))
+        name: ResultSource(
+            tuple(f),
+            tuple(id_files[name]) if name in id_files else None,
+            labels.get(name),
+            original=original and name in id_files,
+        )
         for name, f in files.items()
     }
 
@@ -140,6 +147,14 @@ def _mapping_and_cluster(func: F) -> F:
     help="Make TYPE's results (new ID, row) pairs: FILES hold the new IDs, aligned with the result files; "
     "TYPE=#KEY reads them from entry KEY of the same files (e.g. account=#ids for torch.save dicts).",
 )
+@click.option(
+    "--id-space",
+    type=click.Choice(["new", "original"]),
+    default="new",
+    show_default=True,
+    help="What the --ids files hold: DGL's new IDs (DistGraph's), or original type-wise IDs, as GraphStorm's "
+    "trainers save predict_nids-*.pt / embed_nids-*.pt.",
+)
 @click.option("--name", "names", multiple=True, metavar="TYPE=NAME", help="Name of TYPE's value column or array.")
 @click.option(
     "--format",
@@ -167,6 +182,7 @@ def remap_command(
     out_dir: str,
     results: tuple[str, ...],
     ids: tuple[str, ...],
+    id_space: str,
     names: tuple[str, ...],
     in_dir: str | None,
     partitions_dir: str | None,
@@ -187,7 +203,7 @@ def remap_command(
     Parquet / CSV dataset of the value, the user's ID (nid: node types chunked with a key
     or with GSProcessing's raw_id_mappings) and the original ID, then OUT/remap.json.
     """
-    sources = _sources(results, ids, names)
+    sources = _sources(results, ids, names, id_space == "original")
     renames = dict(_rename(text) for text in column_names)
     with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
         result = remap_results(

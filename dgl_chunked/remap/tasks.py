@@ -158,9 +158,12 @@ def _pair_block(job: TypeJob, k: int, positions: list[IdArray]) -> tuple[npt.NDA
     ids = np.concatenate([s["ids"] for s in segs]) if segs else np.empty(0, np.int64)
     rows = np.concatenate([s["rows"] for s in segs]) if segs else np.empty((0, *data.row_shape), data.dtype)
     row_in_file = np.concatenate([s["row"] for s in segs]) if segs else np.empty(0, np.int64)
-    part = job.space.owner(ids)
-    rank = ids - job.space.offsets[part] - job.blocks.starts[k][part]
-    pos = pair_positions(positions, part, rank)
+    if data.original:
+        pos = ids - lo
+    else:
+        part = job.space.owner(ids)
+        rank = ids - job.space.offsets[part] - job.blocks.starts[k][part]
+        pos = pair_positions(positions, part, rank)
 
     def describe(i: int) -> str:
         return f"{data.ids[job.pieces[int(origin[i])].file].describe()} row {int(row_in_file[i])}"

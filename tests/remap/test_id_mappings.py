@@ -318,3 +318,35 @@ def test_integer_queries_against_text_user_ids_in_many_buckets(
             gsp.out, queries, tmp_path / f"o{i}", type="author", column="id", labels=["new"], id_mappings=tmp_path / "m"
         )
         _check_lookup(gsp.out, tmp_path / f"o{i}", "author", pick)
+
+
+def test_graphstorm_prediction_files_by_original_id(
+    gsp: Gsp, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GraphStorm's trainers save predict-<r>.pt with predict_nids-<r>.pt holding original IDs: --id-space original."""
+    from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
+
+    truth = _feature(gsp, "paper", "year")
+    chosen = np.random.default_rng(4).choice(len(truth), size=500, replace=False)
+    for r, ids in enumerate(np.array_split(chosen, 3)):
+        write_torch_tensors(tmp_path / f"predict-{r:05d}.pt", {"p": truth[ids]})
+        write_torch_tensors(tmp_path / f"predict_nids-{r:05d}.pt", {"n": ids.astype(np.int64)})
+    args = ["remap", "--partitions", str(gsp.out), "--output-format", "csv", "--name", "paper=pred"]
+    args += ["--result", f"paper={tmp_path / 'predict-*.pt'}", "--ids", f"paper={tmp_path / 'predict_nids-*.pt'}"]
+    assert main([*args, "--id-space", "original", "--out-dir", str(tmp_path / "o"), "--block-size", "3000"]) == 0
+    frame = _read_csv_dir(tmp_path / "o" / "nodes" / "paper")
+    assert list(frame.columns) == ["pred", "nid", "type_nid"] and len(frame) == len(chosen)
+    ids = frame["type_nid"].to_numpy()
+    np.testing.assert_array_equal(np.sort(ids), np.sort(chosen))
+    np.testing.assert_array_equal(frame["nid"].to_numpy(), gsp.paper[ids])
+    np.testing.assert_array_equal(frame["pred"].to_numpy(), truth[ids])
+    # read as new IDs (the default), the same files put other rows under these user IDs: the flag matters
+    assert main([*args, "--out-dir", str(tmp_path / "n")]) == 0
+    other = _read_csv_dir(tmp_path / "n" / "nodes" / "paper")
+    assert not np.array_equal(np.sort(other["type_nid"].to_numpy()), np.sort(chosen))
+    write_torch_tensors(
+        tmp_path / "predict_nids-00002.pt", {"n": np.full(len(np.array_split(chosen, 3)[2]), chosen[0])}
+    )
+    assert main([*args, "--id-space", "original", "--out-dir", str(tmp_path / "bad")]) != 0
+    line = _error_line(capsys)
+    assert "predict_nids-00002.pt" in line and f"original ID {chosen[0]}" in line
