@@ -222,7 +222,8 @@ def remap_command(
         )
     for key, t in result.types.items():
         files = ", ".join(t.files.values())
-        click.echo(f"{key}: {t.present} of {t.rows} rows -> {files} (mapping: {t.mapping})")
+        users = f"; user IDs: {t.user_ids}" if t.user_ids else ""
+        click.echo(f"{key}: {t.present} of {t.rows} rows -> {files} (mapping: {t.mapping}{users})")
     click.echo(f"wrote {result.manifest}")
 
 
