@@ -55,15 +55,15 @@ def _remove(path: str, so: StorageOptions) -> None:
 def carry_id_mappings(graph_dir: str, out: str, runner: StageRunner, token: str, so: StorageOptions = None) -> int:
     """Copy ``graph_dir/raw_id_mappings`` to ``out/raw_id_mappings``; return the number of files (0: none).
 
-    ``out`` is our marked, leased output: an earlier copy there (an interrupted or
-    overwritten run's) is ours and is replaced.
+    ``out`` is our marked, leased output: an earlier copy there (an interrupted run's)
+    is ours and is replaced, or removed when the input has none any more.
     """
     files = id_mapping_files(graph_dir, so)
     tmp, final = fs.join(out, ID_MAPPINGS_TMP), fs.join(out, ID_MAPPINGS_DIR)
     _remove(tmp, so)
+    _remove(final, so)  # an entry of our marked output (OUTPUT_ENTRIES): a stale copy must not outlive its input
     if not files:
         return 0
-    _remove(final, so)
     src = fs.join(graph_dir, ID_MAPPINGS_DIR)
     tasks = [
         delayed(_copy, pure=False)(fs.join(src, rel), fs.join(tmp, rel), so, dask_key_name=(f"dglc-carry-{token}", i))

@@ -163,7 +163,7 @@ def lookup_ids(
             total=space.total,
             storage_options=so,
         )
-        if space.kind == "node"
+        if space.kind == "node" and by != "id"
         else None
     )
     by = by or ("key" if keys is not None else "id")
