@@ -130,13 +130,14 @@ cells = [
     ),
     nbf.v4.new_markdown_cell(
         "## Predictions back under the keys: `remap_results`\n\n"
-        "Parquet output puts the key first; a join with the label table by key gives the accuracy."
+        "Parquet output holds the prediction, the user's ID (`nid`, as GraphStorm's `remap_result` names it; "
+        "renamed to `key` here) and the original ID; a join with the label table by key gives the accuracy."
     ),
     nbf.v4.new_code_cell(
         "source = dglc.ResultSource.pairs(os.path.join(preds, 'pred-*.npy'), os.path.join(preds, 'ids-*.npy'),\n"
         "                                 name='pred')\n"
         "dglc.remap_results(parts, {'account': source}, os.path.join(work, 'remapped'), graph=chunked,\n"
-        "                   format='parquet')\n"
+        "                   format='parquet', column_names={'nid': 'key'})\n"
         "remapped = pd.read_parquet(os.path.join(work, 'remapped/nodes/account'))\n"
         "test = labels[labels.is_train == 0].merge(remapped, on='key')\n"
         "features_only = (feat[:, :classes].argmax(1) == label)[labels.is_train.to_numpy() == 0].mean()\n"

@@ -84,7 +84,9 @@ def _split_chars(chars: list[tuple[str, bool]], sep: str) -> list[list[tuple[str
     return [chars]
 
 
-def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, ...]) -> dict[str, ResultSource]:
+def _sources(
+    results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, ...], original: bool = False
+) -> dict[str, ResultSource]:
     files = {}
     for text in results:
         name, value = _split_type(text, "--result")
@@ -102,7 +104,12 @@ def _sources(results: tuple[str, ...], ids: tuple[str, ...], names: tuple[str, .
             id_files[name] = parse_files(value)
     labels = dict(_split_type(text, "--name") for text in names)
     return {
-        name: ResultSource(tuple(f), tuple(id_files[name]) if name in id_files else None, labels.get(name))
+        name: ResultSource(
+            tuple(f),
+            tuple(id_files[name]) if name in id_files else None,
+            labels.get(name),
+            original=original and name in id_files,
+        )
         for name, f in files.items()
     }
 
@@ -112,6 +119,13 @@ def _graph(in_dir: str | None, metadata_filename: str, storage_options: dict[str
     if in_dir is None:
         return None
     return open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
+
+
+def _rename(text: str) -> tuple[str, str]:
+    old, sep, new = text.partition(",")
+    if not sep or not old or not new or "," in new:
+        raise click.BadParameter(f"expected OLD,NEW (e.g. nid,~id), found {text!r}", param_hint="--column-names")
+    return old, new
 
 
 def _where(func: F) -> F:
@@ -139,6 +153,13 @@ def _mapping_and_cluster(func: F) -> F:
         click.option("--metadata-filename", default="metadata.json", show_default=True, help="Of --in-dir."),
         click.option(
             "--partitions-dir", default=None, metavar="ASSIGN", help="The assignment the partitions were made from."
+        ),
+        click.option(
+            "--id-mappings",
+            default=None,
+            metavar="DIR",
+            help="GSProcessing's raw_id_mappings directory (<ntype>/ Parquet files of orig, new): the node types' "
+            "user IDs. Default: the --in-dir graph's keys or raw_id_mappings, else the partitions' raw_id_mappings.",
         ),
         click.option("--overwrite", is_flag=True, help="Replace an earlier output of this command in --out-dir."),
         click.option("--scheduler", metavar="ADDRESS", default=None, help=SCHEDULER_HELP),
@@ -173,8 +194,33 @@ def _mapping_and_cluster(func: F) -> F:
     help="Make TYPE's results (new ID, row) pairs: FILES hold the new IDs, aligned with the result files; "
     "TYPE=#KEY reads them from entry KEY of the same files (e.g. account=#ids for torch.save dicts).",
 )
+@click.option(
+    "--id-space",
+    type=click.Choice(["new", "original"]),
+    default="new",
+    show_default=True,
+    help="What the --ids files hold: DGL's new IDs (DistGraph's), or original type-wise IDs, as GraphStorm's "
+    "trainers save predict_nids-*.pt / embed_nids-*.pt.",
+)
 @click.option("--name", "names", multiple=True, metavar="TYPE=NAME", help="Name of TYPE's value column or array.")
-@click.option("--format", "fmt", type=click.Choice(["npy", "zarr", "parquet"]), default="npy", show_default=True)
+@click.option(
+    "--format",
+    "--output-format",
+    "fmt",
+    type=click.Choice(["npy", "zarr", "parquet", "csv"]),
+    default="npy",
+    show_default=True,
+    help="npy / zarr: arrays in original-ID order; parquet / csv (GraphStorm's remap_result formats): tables of "
+    "<value>, nid (the user's ID, where known), type_nid, one file per block.",
+)
+@click.option(
+    "--column-names",
+    "column_names",
+    multiple=True,
+    metavar="OLD,NEW",
+    help="Rename a column of parquet / csv output, e.g. nid,~id (repeatable; as GraphStorm's --column-names).",
+)
+@click.option("--output-delimiter", default=",", show_default=True, help="Delimiter of csv output.")
 @click.option("--block-size", default="64MiB", show_default=True, help="Result bytes per task.")
 @_mapping_and_cluster
 @user_errors
@@ -183,11 +229,15 @@ def remap_command(
     out_dir: str,
     results: tuple[str, ...],
     ids: tuple[str, ...],
+    id_space: str,
     names: tuple[str, ...],
     in_dir: str | None,
     metadata_filename: str,
     partitions_dir: str | None,
+    id_mappings: str | None,
     fmt: str,
+    column_names: tuple[str, ...],
+    output_delimiter: str,
     block_size: str,
     overwrite: bool,
     scheduler: str | None,
@@ -198,10 +248,11 @@ def remap_command(
     """Put results indexed by DGL's new IDs back in original-ID order, with the original keys.
 
     Writes per type OUT/nodes/<ntype>.npy (row i = original ID i), a Zarr group, or a
-    Parquet dataset whose first column is the key (node types chunked with a key),
-    then OUT/remap.json.
+    Parquet / CSV dataset of the value, the user's ID (nid: node types chunked with a key
+    or with GSProcessing's raw_id_mappings) and the original ID, then OUT/remap.json.
     """
-    sources = _sources(results, ids, names)
+    sources = _sources(results, ids, names, id_space == "original")
+    renames = dict(_rename(text) for text in column_names)
     with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
         result = remap_results(
             partitions,
@@ -210,13 +261,17 @@ def remap_command(
             graph=_graph(in_dir, metadata_filename, storage_options),
             assignment=partitions_dir,
             format=fmt,  # type: ignore[arg-type]
+            id_mappings=id_mappings,
+            column_names=renames,
+            delimiter=output_delimiter,
             block_bytes=parse_size(block_size, "--block-size"),
             overwrite=overwrite,
             storage_options=storage_options,
         )
     for key, t in result.types.items():
         files = ", ".join(t.files.values())
-        click.echo(f"{key}: {t.present} of {t.rows} rows -> {files} (mapping: {t.mapping})")
+        users = f"; user IDs: {t.user_ids}" if t.user_ids else ""
+        click.echo(f"{key}: {t.present} of {t.rows} rows -> {files} (mapping: {t.mapping}{users})")
     click.echo(f"wrote {result.manifest}")
 
 
@@ -239,7 +294,8 @@ def remap_command(
     "--by",
     type=click.Choice(["key", "id"]),
     default=None,
-    help="Keys of the chunked graph's node_keys, or original type-wise IDs (default: key when the type has keys).",
+    help="The type's keys (the chunked graph's node_keys or GSProcessing's raw_id_mappings), or original "
+    "type-wise IDs (default: key when the type has keys).",
 )
 @click.option(
     "--format",
@@ -265,6 +321,7 @@ def lookup_command(
     in_dir: str | None,
     metadata_filename: str,
     partitions_dir: str | None,
+    id_mappings: str | None,
     formats: tuple[str, ...],
     delimiter: str,
     no_header: bool,
@@ -293,6 +350,7 @@ def lookup_command(
             by=by,  # type: ignore[arg-type]
             graph=_graph(in_dir, metadata_filename, storage_options),
             assignment=partitions_dir,
+            id_mappings=id_mappings,
             formats=formats,
             delimiter=delimiter,
             header=not no_header,

@@ -13,6 +13,7 @@ import dask.array as da
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.dispatch.carry import carry_id_mappings
 from dgl_chunked.dispatch.finalize import part_dir_name, publish_partition, tmp_dir_name, write_partition
 from dgl_chunked.dispatch.fingerprint import FileStamps, file_stamps, run_fingerprint
 from dgl_chunked.dispatch.forecast.estimates import forecast_dispatch
@@ -149,6 +150,7 @@ def dispatch(
         lease.check()  # never publish over a run that took this output over
         for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete
             publish_partition(out, p, storage_options)
+        carry_id_mappings(graph.metadata.base_dir, out, runner, staging.token, storage_options)
         meta = graph.metadata
         config = PartitionConfig(
             graph_name=meta.graph_name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 
 from dgl_chunked._typing import StorageOptions
+from dgl_chunked.dispatch.carry import ID_MAPPINGS_DIR, ID_MAPPINGS_TMP
 from dgl_chunked.errors import OutputExistsError
 from dgl_chunked.io.dgl.partition_config import CONFIG_NAME
 from dgl_chunked.storage import fs
@@ -15,7 +16,15 @@ __all__ = ["OUTPUT_KIND", "OUTPUT_ENTRIES", "STAGING_NAME", "staging_location", 
 OUTPUT_KIND = "dispatch"
 """The kind in the output directory's ownership marker (:mod:`dgl_chunked.storage.owned`)."""
 STAGING_NAME = "_staging"
-OUTPUT_ENTRIES = (CONFIG_NAME, f"{CONFIG_NAME}.tmp-dglc", "part[0-9]*", "_tmp_part[0-9]*", STAGING_NAME)
+OUTPUT_ENTRIES = (
+    CONFIG_NAME,
+    f"{CONFIG_NAME}.tmp-dglc",
+    "part[0-9]*",
+    "_tmp_part[0-9]*",
+    STAGING_NAME,
+    ID_MAPPINGS_DIR,
+    ID_MAPPINGS_TMP,
+)
 """What dispatch writes at the top of its output; ``--overwrite`` refuses anything else."""
 
 

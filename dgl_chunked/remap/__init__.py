@@ -3,13 +3,15 @@
 DGL's partitions renumber nodes and edges: a ``DistGraph`` trainer sees type-wise
 *new* IDs (partition by partition), while the user's tables know the *original*
 type-wise IDs of the chunked graph, or the keys ``dgl-chunked chunk`` turned into
-them (``node_keys/``). Both directions are joins over arrays as large as the
+them (``node_keys/``), or GSProcessing's ``raw_id_mappings/``
+(:mod:`~dgl_chunked.remap.id_mappings`). Both directions are joins over arrays as large as the
 graph; both run out of core on Dask, one block of original IDs per task:
 
 - :func:`remap_results` (``dgl-chunked remap``): results indexed by new IDs (one
   array, row-range files per rank, or ``(new IDs, rows)`` pairs per rank; ``.npy``,
   Parquet, Zarr, ``torch.save`` ``.pt`` or ``.dgl`` files) -> rows in original-ID
-  order (``.npy``, Zarr, or Parquet with the key column first);
+  order (``.npy``, Zarr, or Parquet / CSV tables with the user's ID beside the value,
+  as GraphStorm's ``remap_result`` writes them);
 - :func:`lookup_ids` (``dgl-chunked lookup``): original IDs or keys (a column of a
   Parquet/CSV file, or an array) plus label columns -> per partition the new IDs a
   trainer passes to ``DistNodeDataLoader``, with the labels aligned.

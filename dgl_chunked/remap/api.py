@@ -15,8 +15,9 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
+from dgl_chunked.remap.id_mapping_tasks import StagedKeys, mapping_tasks
+from dgl_chunked.remap.id_mappings import IdMappingSource, Keys, find_keys
 from dgl_chunked.remap.inputs import PairInput, RowInput, resolve_source
-from dgl_chunked.remap.keys import key_source
 from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
 from dgl_chunked.remap.outputs import FORMATS, MANIFEST, TMP_DIR, OutputFormat, TypeOutput, publish
@@ -31,7 +32,8 @@ from dgl_chunked.remap.plan import (
     prepare_output,
 )
 from dgl_chunked.remap.shuffled import is_shuffled, job_slabs, pair_slab_tasks, shuffled_block_tasks, slab_tasks
-from dgl_chunked.remap.spaces import resolve_type
+from dgl_chunked.remap.spaces import TypeSpace, resolve_type
+from dgl_chunked.remap.tables import TABLE_FORMATS, check_renames
 from dgl_chunked.remap.tasks import TypeJob, block_tasks, collect_counts, count_tasks, pair_tasks
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
@@ -58,6 +60,7 @@ class TypeSummary:
     mapping: str
     dtype: str
     row_shape: tuple[int, ...]
+    user_ids: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,40 @@ def _as_source(value: ResultSource | PathLike | Sequence[PathLike]) -> ResultSou
     return ResultSource.ranges(list(value))
 
 
+@dataclass(frozen=True)
+class _TableOptions:
+    """Parquet / CSV output: where user IDs come from, column renames, the CSV delimiter."""
+
+    id_mappings: str | None
+    renames: Mapping[str, str]
+    delimiter: str
+
+
+def _user_ids(space: TypeSpace, inputs: MappingInputs, opts: _TableOptions, stage: str, bounds: tuple[int, ...]) -> Any:
+    """The key reader of a node type's table (None without user IDs): node_keys, or raw_id_mappings staged."""
+    keys: Keys | None = find_keys(
+        space.name,
+        part_root=inputs.part_root,
+        graph=inputs.graph,
+        id_mappings=opts.id_mappings,
+        total=space.total,
+        storage_options=inputs.storage_options,
+    )
+    if isinstance(keys, IdMappingSource):
+        return StagedKeys(keys, bounds, fs.join(stage, "keys"), space.label)
+    return keys
+
+
 def _plan_jobs(
-    results: Mapping[str, Any], inputs: MappingInputs, out: str, fmt: OutputFormat, block_bytes: int
+    results: Mapping[str, Any],
+    inputs: MappingInputs,
+    out: str,
+    fmt: OutputFormat,
+    block_bytes: int,
+    table: _TableOptions,
 ) -> list[TypeJob]:
-    so, config, graph = inputs.storage_options, inputs.config, inputs.graph
+    so = inputs.storage_options
+    config = inputs.config
     jobs: list[TypeJob] = []
     for i, (name, value) in enumerate(results.items()):
         space = resolve_type(config, name, where="results")
@@ -90,18 +123,17 @@ def _plan_jobs(
         source = mapping_source(space, inputs)
         row_bytes = data.dtype.itemsize * max(1, int(_prod(data.row_shape))) + 16
         bounds = regular_bounds(space.total, block_rows_for(row_bytes, block_bytes, source))
+        tag = f"{space.kind[0]}{i}"
+        stage = fs.join(out, f"{TMP_DIR}/stage/{tag}")
         keys = None
-        if fmt == "parquet" and space.kind == "node" and graph is None:
-            raise RemapError(
-                f"results: format parquet writes the keys of {space.label} (when it has keys) as the first column, "
-                "and without the chunked graph they are unknown; pass it (graph=, --in-dir CHUNKED) or use npy/zarr"
-            )
-        if fmt == "parquet" and space.kind == "node" and graph is not None:
-            keys = key_source(graph.metadata.base_dir, space.name, storage_options=so)
-            if keys is not None and keys.total != space.total:
+        if fmt in TABLE_FORMATS and space.kind == "node":
+            keys = _user_ids(space, inputs, table, stage, bounds)
+            if keys is None and inputs.graph is None:
                 raise RemapError(
-                    f"{graph.metadata.base_dir}: node_keys of {space.name!r} hold {keys.total} keys, but the "
-                    f"partitions hold {space.total} nodes; pass the chunked graph the partitions were made from"
+                    f"results: format {fmt} writes the user IDs of {space.label} (its keys, or GSProcessing's "
+                    "raw_id_mappings) beside the values, and none were found beside the partitions; pass the "
+                    "chunked graph (graph=, --in-dir CHUNKED) or the mappings (id_mappings=, --id-mappings DIR), "
+                    "or use npy/zarr"
                 )
         first = data.rows[0] if isinstance(data, PairInput) else data.files[0]
         value_name = _value_name(value, first.key, first.format)
@@ -118,10 +150,10 @@ def _plan_jobs(
             block_rows=bounds[1] - bounds[0] if len(bounds) > 1 else 1,
             subset=isinstance(data, PairInput),
             keys=keys,
+            renames=table.renames,
+            delimiter=table.delimiter,
             storage_options=so,
         )
-        tag = f"{space.kind[0]}{i}"
-        stage = fs.join(out, f"{TMP_DIR}/stage/{tag}")
         jobs.append(TypeJob(tag, space, bounds, source, data, output, stage=stage))
     return jobs
 
@@ -149,6 +181,9 @@ def remap_results(
     graph: ChunkedGraph | PathLike | None = None,
     assignment: PathLike | None = None,
     format: OutputFormat = "npy",  # noqa: A002 - the CLI's --format
+    id_mappings: PathLike | None = None,
+    column_names: Mapping[str, str] | None = None,
+    delimiter: str = ",",
     block_bytes: int = 64 << 20,
     overwrite: bool = False,
     storage_options: StorageOptions = None,
@@ -168,13 +203,23 @@ def remap_results(
     out_dir
         New or empty directory (or an earlier remap output with ``overwrite``).
     graph
-        The chunked graph the partitions were made from: the key column of Parquet
-        output (node types chunked with ``key``), and with ``assignment`` the mapping
-        when the partitions have no ``orig_nids.dgl`` / ``orig_eids.dgl``.
+        The chunked graph the partitions were made from: the user IDs of Parquet / CSV
+        output (node types chunked with ``key``, or GSProcessing's ``raw_id_mappings``
+        inside it), and with ``assignment`` the mapping when the partitions have no
+        ``orig_nids.dgl`` / ``orig_eids.dgl``.
     assignment
         The assignment directory the partitions were made from (``--partitions-dir``).
     format
-        ``npy``, ``zarr`` or ``parquet`` (see :mod:`dgl_chunked.remap`).
+        ``npy``, ``zarr``, ``parquet`` or ``csv`` (see :mod:`dgl_chunked.remap`; the
+        tables' columns: :mod:`dgl_chunked.remap.tables`).
+    id_mappings
+        A ``raw_id_mappings`` directory (GSProcessing's) for the ``nid`` column; default:
+        the chunked graph's keys, else its ``raw_id_mappings``, else the one next to the
+        partitions (where ``run`` and GraphStorm put it).
+    column_names
+        Parquet / CSV column renames, built-in name -> yours (GraphStorm's ``--column-names``).
+    delimiter
+        The CSV delimiter (GraphStorm's ``--output-delimiter``).
     block_bytes
         Rows per task: about this many bytes of results (memory per task is about
         twice this).
@@ -202,7 +247,12 @@ def remap_results(
     inputs = mapping_inputs(partitions, graph, assignment, so)
     part_root = inputs.part_root
     out = absolute(out_dir)
-    jobs = _plan_jobs(results, inputs, out, format, block_bytes)
+    table = _TableOptions(None if id_mappings is None else absolute(id_mappings), dict(column_names or {}), delimiter)
+    if table.renames and format not in TABLE_FORMATS:
+        raise OptionError(f"column names: only Parquet and CSV output have columns, not {format!r}")
+    jobs = _plan_jobs(results, inputs, out, format, block_bytes, table)
+    if table.renames:
+        check_renames(table.renames, {j.space.label: _plain_columns(j) for j in jobs})
     check_no_overlap({"--out-dir": out}, _input_locations(jobs, inputs), storage_options=so)
     with acquire_lease(out, REMAP_KIND, storage_options=so):
         prepare_output(out, REMAP_KIND, MANIFEST, REMAP_ENTRIES, overwrite=overwrite, storage_options=so)
@@ -214,6 +264,11 @@ def remap_results(
     return RemapResult(out, manifest, summaries)
 
 
+def _plain_columns(job: TypeJob) -> list[str]:
+    assert job.output is not None
+    return replace(job.output, renames={}).columns()
+
+
 def _input_locations(jobs: list[TypeJob], inputs: MappingInputs) -> dict[str, str]:
     out = {"partitions": inputs.part_root}
     if inputs.assignment:
@@ -221,6 +276,9 @@ def _input_locations(jobs: list[TypeJob], inputs: MappingInputs) -> dict[str, st
     if inputs.graph is not None:
         out.update(inputs.graph.input_locations())
     for job in jobs:
+        keys = job.output.keys if job.output is not None else None
+        if isinstance(keys, StagedKeys):
+            out[f"user IDs of {job.space.label}"] = keys.source.root
         data = job.data
         files = (
             data.rows + data.ids if isinstance(data, PairInput) else data.files if isinstance(data, RowInput) else ()
@@ -252,6 +310,7 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
     jobs = _stage_pairs(jobs, runner, token, skip=set(shuffled))
     if shuffled:
         jobs, shuffled = _stage_slabs(jobs, set(shuffled), runner, token)
+    _stage_user_ids(jobs, runner, token)
     for job in jobs:
         assert job.output is not None
         job.output.prepare()
@@ -282,10 +341,11 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
             rows=job.space.total,
             present=int(sum(present[pos : pos + len(ts)])),
             files=files,
-            columns=tuple(job.output.columns()) if job.output.format == "parquet" else (job.output.value,),
+            columns=tuple(job.output.columns()) if job.output.format in TABLE_FORMATS else (job.output.value,),
             mapping=job.source.label,
             dtype=job.data.dtype.str,
             row_shape=tuple(job.data.row_shape),
+            user_ids=_user_ids_label(job.output.keys),
         )
         pos += len(ts)
     return summaries
@@ -319,6 +379,27 @@ def _stage_slabs(
         out[i] = tuple(results[pos : pos + len(ts)])
         pos += len(ts)
     return jobs, out
+
+
+def _user_ids_label(keys: Any) -> str | None:
+    if isinstance(keys, StagedKeys):
+        return keys.source.label
+    return None if keys is None else str(keys.label)
+
+
+def _stage_user_ids(jobs: list[TypeJob], runner: StageRunner, token: str) -> None:
+    """Group every raw_id_mappings by block of original IDs, and check no user ID repeats."""
+    stage, check = [], []
+    for job in jobs:
+        keys = job.output.keys if job.output is not None else None
+        if isinstance(keys, StagedKeys):
+            s, c = mapping_tasks(keys, token, job.tag)
+            stage += s
+            check += c
+    if stage:
+        runner.compute(stage, "stage user IDs")
+    if check:
+        runner.compute(check, "check user IDs")
 
 
 def _stage_pairs(jobs: list[TypeJob], runner: StageRunner, token: str, skip: set[int]) -> list[TypeJob]:
@@ -359,6 +440,7 @@ def _write_manifest(out: str, part_root: str, fmt: str, types: dict[str, TypeSum
                 "dtype": t.dtype,
                 "row_shape": list(t.row_shape),
                 "mapping": t.mapping,
+                **({"user_ids": t.user_ids} if t.user_ids else {}),
             }
             for key, t in types.items()
         },

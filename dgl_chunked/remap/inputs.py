@@ -80,10 +80,11 @@ class RowInput:
 
 @dataclass(frozen=True)
 class PairInput:
-    """``ids[i]`` (new IDs) aligned row by row with ``rows[i]``."""
+    """``ids[i]`` (new IDs, or original IDs when ``original``) aligned row by row with ``rows[i]``."""
 
     rows: tuple[RowFile, ...]
     ids: tuple[RowFile, ...]
+    original: bool = False
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -172,4 +173,4 @@ def resolve_source(source: ResultSource, space: TypeSpace, so: StorageOptions = 
             raise RemapError(
                 f"{i.describe()}: holds {i.rows} IDs, but {r.describe()} holds {r.rows} rows; they must align"
             )
-    return PairInput(tuple(rows), tuple(ids))
+    return PairInput(tuple(rows), tuple(ids), source.original)

@@ -23,11 +23,11 @@ import pyarrow as pa
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.chunk import NODE_KEYS_FILE
 from dgl_chunked.chunk.sources import Piece, inspect_file, read_parquet_piece
-from dgl_chunked.chunk.transforms import bucket_order, key_buckets, keys_to_numpy, lookup_keys
+from dgl_chunked.chunk.transforms import bucket_order, first_duplicate_key, key_buckets, keys_to_numpy, lookup_keys
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.storage import fs
 
-__all__ = ["KeySource", "bucket_keys", "join_keys", "key_source"]
+__all__ = ["KeySource", "bucket_keys", "check_unique_keys", "join_keys", "key_source"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,23 @@ class KeySource:
     @property
     def total(self) -> int:
         return self.starts[-1]
+
+    @property
+    def num_pieces(self) -> int:
+        return len(self.paths)
+
+    @property
+    def label(self) -> str:
+        return "the chunked graph's node_keys"
+
+    def where(self, piece: int, row: int) -> str:
+        """File and row of row ``row`` of piece (file) ``piece`` (for messages)."""
+        return f"{self.paths[piece]} row {row}"
+
+    def pairs(self, piece: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+        """``(keys, IDs)`` of file ``piece``: its keys and the IDs they name."""
+        lo, hi = self.starts[piece], self.starts[piece + 1]
+        return keys_to_numpy(self.read(lo, hi)), np.arange(lo, hi, dtype=np.int64)
 
     def read(self, lo: int, hi: int) -> pa.Array:
         """Keys of IDs ``[lo, hi)`` as an Arrow array (int64 or string)."""
@@ -108,3 +125,22 @@ def join_keys(keys: npt.NDArray[Any], ids: npt.NDArray[np.int64], query: npt.NDA
     elif keys.dtype != object and query.dtype == object:
         raise RemapError("the node type has integer keys, but the queries hold text; give integer keys")
     return lookup_keys(keys, ids, query)
+
+
+def check_unique_keys(source: Any, group: dict[str, npt.NDArray[Any]], label: str) -> None:
+    """Raise :class:`RemapError` naming the key and both its places when a key of ``group`` repeats.
+
+    ``group`` holds the staged ``key``, ``type_nid``, ``piece`` and ``row`` columns of
+    one hash bucket; ``source`` (a key source) turns a piece and row into a file and row.
+    """
+    dup = first_duplicate_key(group["key"], group["type_nid"])
+    if dup is None:
+        return
+    key, first, second = dup
+    pos = np.flatnonzero(group["key"] == key)
+    at = pos[np.argsort(group["type_nid"][pos], kind="stable")][:2].tolist()
+    places = [source.where(int(group["piece"][i]), int(group["row"][i])) for i in at]
+    raise RemapError(
+        f"{places[1]}: user ID {key!r} of {label} is given again (first at {places[0]}, for ID {first}; here for "
+        f"ID {second}); {source.label} must name every node once"
+    )

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -35,7 +35,7 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
-from dgl_chunked.remap.keys import key_source
+from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys
 from dgl_chunked.remap.lookup_tasks import (
     ArraySpec,
     Shuffle,
@@ -86,6 +86,7 @@ def lookup_ids(
     by: Literal["key", "id"] | None = None,
     graph: ChunkedGraph | PathLike | None = None,
     assignment: PathLike | None = None,
+    id_mappings: PathLike | None = None,
     formats: Sequence[str] = ("npy", "pt"),
     delimiter: str = ",",
     header: bool = True,
@@ -113,14 +114,20 @@ def lookup_ids(
     labels
         Columns carried along, aligned with the new IDs (numbers; list columns give rows).
     by
-        ``"key"`` (the type's keys in the chunked graph's ``node_keys``) or ``"id"``
-        (original type-wise IDs); default ``"key"`` when the type has keys. Without
-        ``graph`` the keys are unknown: a node type then needs ``by="id"``.
+        ``"key"`` (the type's keys: the chunked graph's ``node_keys``, or GSProcessing's
+        ``raw_id_mappings``) or ``"id"`` (original type-wise IDs); default ``"key"``
+        when the type has keys. Without ``graph`` and without mappings beside the
+        partitions or in ``id_mappings`` the keys are unknown: a node type then needs
+        ``by="id"``.
     graph
         The chunked graph: its keys, and with ``assignment`` the mapping when the
         partitions have no ``orig_nids.dgl``.
     assignment
         The assignment directory the partitions were made from.
+    id_mappings
+        A ``raw_id_mappings`` directory (GSProcessing's ``<ntype>/`` Parquet files of
+        ``orig``, ``new``); default: the chunked graph's, else the one next to the
+        partitions (:mod:`~dgl_chunked.remap.id_mappings`).
     formats
         Any of ``"npy"`` and ``"pt"`` (torch.save dicts, written without torch).
     delimiter, header
@@ -154,20 +161,30 @@ def lookup_ids(
             )
         type = next(iter(config.node_map))
     space = resolve_type(config, type, where="--type")
-    if graph is None and space.kind == "node" and by != "id":
-        # without the chunked graph nothing says whether the type has keys: never take keys for IDs
+    keys = (
+        find_keys(
+            space.name,
+            part_root=part_root,
+            graph=graph,
+            id_mappings=None if id_mappings is None else absolute(id_mappings),
+            total=space.total,
+            storage_options=so,
+        )
+        if space.kind == "node" and by != "id"
+        else None
+    )
+    if keys is None and graph is None and space.kind == "node" and by != "id":
+        # without the chunked graph or mappings nothing says whether the type has keys: never take keys for IDs
         raise OptionError(
             f"{space.label}: without the chunked graph (graph=, --in-dir CHUNKED) the type's keys are unknown; "
-            "pass --in-dir to look up keys, or by='id' (--by id) if the queries are original type-wise IDs"
+            "pass --in-dir (or GSProcessing's mappings, --id-mappings DIR) to look up keys, or by='id' (--by id) "
+            "if the queries are original type-wise IDs"
         )
-    keys = (
-        key_source(graph.metadata.base_dir, space.name, storage_options=so) if graph and space.kind == "node" else None
-    )
     by = by or ("key" if keys is not None else "id")
     if by == "key" and keys is None:
         raise RemapError(
             f"{space.label} has no keys: pass the chunked graph (--in-dir) made by `dgl-chunked chunk` with a key "
-            "for it, or look up original IDs (by='id', --by id)"
+            "for it or GSProcessing's raw_id_mappings (--id-mappings DIR), or look up original IDs (by='id', --by id)"
         )
     qin, data = query_input(
         queries,
@@ -179,11 +196,16 @@ def lookup_ids(
         header=header,
         storage_options=so,
     )
+    if by == "key" and keys is not None:  # in-memory queries too: matched, and so hashed, as the keys' kind
+        qin = replace(qin, text_keys=keys.is_string)
+    qin = replace(qin, storage_options=so)  # in-memory queries too: their staging goes under OUT
     out = absolute(out_dir)
     locations = {"partitions": part_root}
     locations.update({f"query file {i}": f.path for i, f in enumerate(qin.files)})
     if graph is not None:
         locations.update(graph.input_locations())
+    if isinstance(keys, IdMappingSource):
+        locations["user IDs"] = keys.root
     check_no_overlap({"--out-dir": out}, locations, storage_options=so)
     source = mapping_source(space, inputs)
     job = TypeJob("q", space, regular_bounds(space.total, block_rows), source, None, None)
@@ -257,10 +279,10 @@ def _run(
         for i in range(len(qin.pieces))
     ]
     if keys is not None:
-        k_paths = [fs.join(tmp, f"k/{j:06d}.arrow") for j in range(len(keys.paths))]
+        k_paths = [fs.join(tmp, f"k/{j:06d}.arrow") for j in range(keys.num_pieces)]
         stage += [
             delayed(stage_keys, pure=False)(keys, j, buckets, k_paths[j], dask_key_name=f"dglc-lookup-keys-{token}-{j}")
-            for j in range(len(keys.paths))
+            for j in range(keys.num_pieces)
         ]
     runner.compute(stage, "stage queries" + (" and keys" if keys is not None else ""))
     block_paths = q_paths
@@ -268,7 +290,7 @@ def _run(
         block_paths = [fs.join(tmp, f"j/{h:06d}.arrow") for h in range(buckets)]
         joins = [
             delayed(join_bucket, pure=False)(
-                qin, k_paths, q_paths, h, lean, block_paths[h], dask_key_name=f"dglc-lookup-join-{token}-{h}"
+                qin, k_paths, q_paths, h, lean, block_paths[h], keys, dask_key_name=f"dglc-lookup-join-{token}-{h}"
             )
             for h in range(buckets)
         ]

@@ -34,7 +34,8 @@ from dgl_chunked.io.chunked.files import makedirs_for
 from dgl_chunked.io.dgl.blocks import ArrayBlocks
 from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.remap.blocks import run_positions
-from dgl_chunked.remap.keys import KeySource, join_keys
+from dgl_chunked.remap.id_mappings import Keys
+from dgl_chunked.remap.keys import check_unique_keys, join_keys
 from dgl_chunked.remap.mapping import Blocks
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.outputs import npy_header_bytes, raw_bytes
@@ -120,6 +121,8 @@ def stage_queries(
     rows = np.arange(keys.shape[0], dtype=np.int64)
     columns = {"piece": np.full(keys.shape[0], index, np.int64), "row": rows, **labels}
     if by_key:
+        if queries.text_keys and keys.dtype != object:  # matched as text (join_keys): hash them as text too
+            keys = keys.astype(str).astype(object)
         group = key_buckets(keys, num_buckets)
         write_grouped(path, {"key": keys, **columns}, group, num_buckets, queries.storage_options)
         return int(keys.shape[0])
@@ -138,14 +141,16 @@ def stage_queries(
     return int(keys.shape[0])
 
 
-def stage_keys(keys: KeySource, file: int, num_buckets: int, path: str) -> None:
-    """Stage node_keys file ``file`` as ``(key, type_nid)`` grouped by key bucket."""
-    lo, hi = keys.starts[file], keys.starts[file + 1]
-    values = keys_to_numpy(keys.read(lo, hi))
-    ids = np.arange(lo, hi, dtype=np.int64)
-    write_grouped(
-        path, {"key": values, "type_nid": ids}, key_buckets(values, num_buckets), num_buckets, keys.storage_options
-    )
+def stage_keys(keys: Keys, piece: int, num_buckets: int, path: str) -> None:
+    """Stage piece ``piece`` of the keys (a node_keys file, a piece of raw_id_mappings) grouped by key bucket.
+
+    Each row also keeps its piece and row, so that a repeated key can be named with
+    both places it appears.
+    """
+    values, ids = keys.pairs(piece)
+    rows = np.arange(values.shape[0], dtype=np.int64)
+    columns = {"key": values, "type_nid": ids, "piece": np.full(values.shape[0], piece, np.int64), "row": rows}
+    write_grouped(path, columns, key_buckets(values, num_buckets), num_buckets, keys.storage_options)
 
 
 def _where(queries: QueryInput, piece: int, row: int) -> str:
@@ -164,11 +169,18 @@ def _where(queries: QueryInput, piece: int, row: int) -> str:
 
 
 def join_bucket(
-    queries: QueryInput, key_paths: Sequence[str], query_paths: Sequence[str], bucket: int, job: TypeJob, path: str
+    queries: QueryInput,
+    key_paths: Sequence[str],
+    query_paths: Sequence[str],
+    bucket: int,
+    job: TypeJob,
+    path: str,
+    source: Keys,
 ) -> None:
     """Join bucket ``bucket``'s queries with its keys and regroup them by block of original IDs."""
     so = queries.storage_options
     keys = read_group(key_paths, bucket, so)
+    check_unique_keys(source, keys, job.space.label)
     found = read_group(query_paths, bucket, so)
     order = np.argsort(found["key"], kind="stable")  # equal keys share a bucket: a repeat is found here
     sorted_keys = found["key"][order]
@@ -182,7 +194,7 @@ def join_bucket(
         i = int(np.argmax(ids < 0))
         raise RemapError(
             f"{_where(queries, int(found['piece'][i]), int(found['row'][i]))}: key {found['key'][i]!r} is not a node "
-            f"of {job.space.label} (not in the chunked graph's node_keys)"
+            f"of {job.space.label} (not in {source.label})"
         )
     found.pop("key")
     write_grouped(path, {"type_nid": ids, **found}, _block_of(ids, job.bounds), len(job.bounds) - 1, so)

@@ -81,11 +81,16 @@ class ResultSource:
     name
         Name of the value column in Parquet output (default: the input column's
         name, else ``"value"``).
+    original
+        For pairs: the ID files hold *original* type-wise IDs instead of new IDs, as
+        GraphStorm's trainers save ``predict_nids-*.pt`` (they map new IDs back through
+        ``orig_nids.dgl`` first: ``NodeIDShuffler`` in ``python/graphstorm/model/utils.py``).
     """
 
     files: tuple[ResultFile, ...]
     ids: tuple[ResultFile, ...] | None = None
     name: str | None = None
+    original: bool = False
 
     @classmethod
     def whole(cls, path: PathLike, *, key: str | None = None, name: str | None = None) -> ResultSource:
@@ -118,13 +123,14 @@ class ResultSource:
         rows_key: str | None = None,
         ids_key: str = "ids",
         name: str | None = None,
+        original: bool = False,
     ) -> ResultSource:
         """``(new IDs, rows)`` per rank: ``ids[i]`` aligned with ``rows[i]``.
 
         Without ``ids``, each rows file holds both: the entry ``ids_key`` of a ``.pt``
         dict, ``.dgl`` dict or Parquet table holds the new IDs, ``rows_key`` (default:
-        the other entry) the rows.
+        the other entry) the rows. ``original``: the IDs are original type-wise IDs.
         """
         row_files = _files(rows, rows_key)
         id_files = tuple(ResultFile(f.path, ids_key) for f in row_files) if ids is None else _files(ids, None)
-        return cls(row_files, ids=id_files, name=name)
+        return cls(row_files, ids=id_files, name=name, original=original)

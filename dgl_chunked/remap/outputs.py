@@ -7,7 +7,8 @@ Layout of a remap output directory (``.dglc-owned.json`` marks it as ours)::
       nodes/<ntype>.npy                  format npy: row i = original (type-wise) ID i
       nodes/<ntype>.present.npy          pairs covering some IDs only: bool, which rows hold a result
       nodes/<ntype>.zarr/<value>         format zarr: the same as a Zarr group (and its "present" array)
-      nodes/<ntype>/part-<k>.parquet     format parquet: [key,] type_nid, <value>; only rows with a result
+      nodes/<ntype>/part-<k>.parquet     format parquet: <value>, [nid,] type_nid; only rows with a result
+      nodes/<ntype>/part-<k>.csv         format csv: the same columns (:mod:`~dgl_chunked.remap.tables`)
       edges/<src:rel:dst>...             the same per edge type (column type_eid)
 
 Everything is first written under ``OUT/_tmp/`` (a local ``.npy`` is preallocated
@@ -20,25 +21,25 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.io.chunked.files import makedirs_for
-from dgl_chunked.remap.keys import KeySource
+from dgl_chunked.remap.tables import table_columns, write_table
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.arrays import zarr_store
 
 __all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput", "npy_header_bytes", "raw_bytes"]
 
-OutputFormat = Literal["npy", "zarr", "parquet"]
-FORMATS: tuple[OutputFormat, ...] = ("npy", "zarr", "parquet")
+OutputFormat = Literal["npy", "zarr", "parquet", "csv"]
+FORMATS: tuple[OutputFormat, ...] = ("npy", "zarr", "parquet", "csv")
 MANIFEST = "remap.json"
 TMP_DIR = "_tmp"
 
@@ -66,12 +67,10 @@ def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
         data, offset = data[n:], offset + n
 
 
-def _parquet_values(values: npt.NDArray[Any]) -> pa.Array:
-    if values.ndim == 1:
-        return pa.array(values)
-    width = int(np.prod(values.shape[1:], dtype=np.int64))
-    flat = np.ascontiguousarray(values).reshape(-1)
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat), width)
+class KeyReader(Protocol):
+    """The user IDs of a type, one block of original IDs at a time (``node_keys`` or staged raw_id_mappings)."""
+
+    def read(self, lo: int, hi: int) -> pa.Array: ...
 
 
 @dataclass(frozen=True)
@@ -90,6 +89,12 @@ class TypeOutput:
         Name of the value array / column.
     subset
         Results cover only some IDs (pairs): npy/zarr outputs get a ``present`` mask.
+    keys
+        The user IDs (parquet/csv: the ``nid`` column), or None.
+    renames
+        ``--column-names``: built-in column name -> the user's (parquet/csv).
+    delimiter
+        The CSV delimiter.
     """
 
     out_dir: str
@@ -102,7 +107,9 @@ class TypeOutput:
     total: int
     block_rows: int
     subset: bool
-    keys: KeySource | None = None
+    keys: KeyReader | None = None
+    renames: Mapping[str, str] = field(default_factory=dict)
+    delimiter: str = ","
     storage_options: dict[str, Any] | None = field(default=None, compare=False)
 
     # --- names -----------------------------------------------------------------------
@@ -158,7 +165,7 @@ class TypeOutput:
                 group.create_array(
                     name, shape=shape, chunks=(max(1, self.block_rows), *shape[1:]), dtype=dtype, fill_value=fill
                 )
-        else:
+        else:  # parquet, csv: a directory of one file per block
             fs.filesystem(self.tmp(self.stem), so)[0].makedirs(fs.filesystem(self.tmp(self.stem), so)[1], exist_ok=True)
 
     def _array(self, role: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
@@ -206,28 +213,26 @@ class TypeOutput:
             if present is not None:
                 cast(Any, group["present"])[lo : lo + values.shape[0]] = present
         else:
-            self._write_parquet(k, lo, values, present)
+            self._write_table(k, lo, values, present)
 
-    def _write_parquet(self, k: int, lo: int, values: npt.NDArray[Any], present: npt.NDArray[np.bool_] | None) -> None:
+    def _write_table(self, k: int, lo: int, values: npt.NDArray[Any], present: npt.NDArray[np.bool_] | None) -> None:
         ids = np.arange(lo, lo + values.shape[0], dtype=np.int64)
         keep = None if present is None else np.flatnonzero(present)
-        columns: dict[str, pa.Array] = {}
+        arrays: list[Any] = [values if keep is None else values[keep]]
         if self.keys is not None:
             keys = self.keys.read(lo, lo + values.shape[0])
-            columns["key"] = keys if keep is None else keys.take(pa.array(keep))
-        columns[self.id_column] = pa.array(ids if keep is None else ids[keep])
-        columns[self.value] = _parquet_values(values if keep is None else values[keep])
-        path = fs.join(self.tmp(self.stem), f"part-{k:05d}.parquet")
-        with fs.open_file(path, "wb", self.storage_options) as f:
-            pq.write_table(pa.table(columns), f)
+            arrays.append(keys if keep is None else keys.take(pa.array(keep)))
+        arrays.append(ids if keep is None else ids[keep])
+        path = fs.join(self.tmp(self.stem), f"part-{k:05d}.{self.format}")
+        write_table(path, self.format, self.columns(), arrays, self.delimiter, self.storage_options)
 
     def fill_value(self) -> Any:
         """What a row without a result holds in npy/zarr output (NaN for floats, else 0)."""
         return np.nan if self.dtype.kind == "f" else 0
 
     def columns(self) -> list[str]:
-        """Parquet columns, in order."""
-        return (["key"] if self.keys is not None else []) + [self.id_column, self.value]
+        """Parquet / CSV columns, in order, renamed."""
+        return table_columns(self.value, self.id_column, self.keys is not None, self.renames)
 
 
 def publish(output: TypeOutput, so: StorageOptions) -> dict[str, str]:

@@ -77,12 +77,15 @@ def map_pairs(
     if bad.any():
         at = int(np.argmax(bad))
         raise RemapError(
-            f"{ids_file.describe()}: row {piece.lo + at}: new ID {int(ids[at])} is outside "
-            f"[0, {space.total}) of {space.label}"
+            f"{ids_file.describe()}: row {piece.lo + at}: {'original' if data.original else 'new'} ID "
+            f"{int(ids[at])} is outside [0, {space.total}) of {space.label}"
         )
     rows = data.rows[piece.file].read(piece.lo, piece.hi)
-    owner = space.owner(ids)
-    block = blocks.block_of(owner, ids - space.offsets[owner])
+    if data.original:  # the block of an original ID is known without any mapping
+        block = (np.searchsorted(np.asarray(blocks.bounds), ids, side="right") - 1).astype(np.int64)
+    else:
+        owner = space.owner(ids)
+        block = blocks.block_of(owner, ids - space.offsets[owner])
     row = np.arange(piece.lo, piece.hi, dtype=np.int64)
     return write_staged(stage, index, {"ids": ids, "rows": rows, "row": row}, block, blocks.num_blocks, so)
 

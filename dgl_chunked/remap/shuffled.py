@@ -58,7 +58,12 @@ __all__ = [
 
 
 def is_shuffled(job: TypeJob) -> bool:
-    """The job maps through ``orig_*.dgl`` files whose IDs do not ascend (known after counting)."""
+    """The job maps new IDs through ``orig_*.dgl`` files whose IDs do not ascend (known after counting).
+
+    Pairs that name original IDs (``--id-space original``) need no mapping: they take the block route.
+    """
+    if isinstance(job.data, PairInput) and job.data.original:
+        return False
     return isinstance(job.source, OrigIdSource) and not job.source.ascending
 
 

@@ -165,9 +165,12 @@ def _pair_block(job: TypeJob, k: int, positions: list[IdArray]) -> tuple[npt.NDA
     ids = np.concatenate([s["ids"] for s in segs]) if segs else np.empty(0, np.int64)
     rows = np.concatenate([s["rows"] for s in segs]) if segs else np.empty((0, *data.row_shape), data.dtype)
     row_in_file = np.concatenate([s["row"] for s in segs]) if segs else np.empty(0, np.int64)
-    part = job.space.owner(ids)
-    rank = ids - job.space.offsets[part] - job.blocks.starts[k][part]
-    pos = pair_positions(positions, part, rank)
+    if data.original:
+        pos = ids - lo
+    else:
+        part = job.space.owner(ids)
+        rank = ids - job.space.offsets[part] - job.blocks.starts[k][part]
+        pos = pair_positions(positions, part, rank)
 
     def describe(i: int) -> str:
         return f"{data.ids[job.pieces[int(origin[i])].file].describe()} row {int(row_in_file[i])}"
@@ -179,13 +182,15 @@ def write_block(job: TypeJob, k: int, owner: Any) -> int:
     """Build block ``k`` of the output and write it; return how many rows hold a result."""
     assert job.blocks is not None and job.output is not None and job.data is not None
     lo, hi = job.bounds[k], job.bounds[k + 1]
-    positions = block_positions(job, k, owner)
-    if isinstance(job.data, RowInput):
+    present: npt.NDArray[np.bool_] | None = None
+    if isinstance(job.data, PairInput) and job.data.original:  # pairs by original ID place without the mapping
+        values, present = _pair_block(job, k, [])
+    elif isinstance(job.data, RowInput):
         runs = (job.space.offsets[:-1] + job.blocks.starts[k]).tolist()
+        positions = block_positions(job, k, owner)
         values = scatter_runs(positions, runs, job.data.read, hi - lo, job.data.row_shape, job.data.dtype)
-        present = None
     else:
-        values, present = _pair_block(job, k, positions)
+        values, present = _pair_block(job, k, block_positions(job, k, owner))
     job.output.write_block(k, lo, values, present if job.output.subset else None)
     return hi - lo if present is None else int(present.sum())
 

@@ -68,8 +68,8 @@ def _wait(procs: dict[str, subprocess.Popen[bytes]], logs: dict[str, Path]) -> N
 
 def _accuracy(remapped: Path, labels: pd.DataFrame) -> float:
     pred = pd.read_parquet(remapped / "nodes" / "account")
-    assert list(pred.columns) == ["key", "type_nid", "pred"] and len(pred) == len(labels)
-    test = labels[labels.is_train == 0].merge(pred, on="key", how="left")
+    assert list(pred.columns) == ["pred", "nid", "type_nid"] and len(pred) == len(labels)  # nid: the key
+    test = labels[labels.is_train == 0].merge(pred, left_on="key", right_on="nid", how="left")
     return float((test["pred"] == test["label"]).mean())
 
 
@@ -117,7 +117,8 @@ def test_keyed_tables_to_predictions_by_key_on_two_machines(tmp_path: Path) -> N
 
     files = str(pred / "pred-*.pt")
     _cli("remap", "--partitions", str(parts), "--in-dir", str(chunked), "--result", f"account={files}#feat",
-         "--ids", "account=#ids", "--format", "parquet", "--out-dir", str(tmp_path / "feat"))  # fmt: skip
+         "--ids", "account=#ids", "--format", "parquet", "--column-names", "nid,key",
+         "--out-dir", str(tmp_path / "feat"))  # fmt: skip
     seen = pd.read_parquet(tmp_path / "feat" / "nodes" / "account").merge(pd.read_parquet(raw["nodes"]), on="key")
     assert len(seen) == len(labels)  # every trainer pulled the raw features of its nodes, row for row
     np.testing.assert_array_equal(np.stack(seen["feat_x"].to_numpy()), np.stack(seen["feat_y"].to_numpy()))

@@ -49,7 +49,8 @@ def _read(out: Path, fmt: str, stem: str, value: str = "value") -> np.ndarray:
     if fmt == "zarr":
         return np.asarray(zarr.open_group(str(out / f"{stem}.zarr"), mode="r")[value][:])
     table = pd.read_parquet(out / stem)
-    assert (table.iloc[:, 0].to_numpy() == np.arange(len(table))).all()  # type_nid / type_eid, ascending
+    ids = table["type_nid" if stem.startswith("nodes/") else "type_eid"].to_numpy()
+    assert (ids == np.arange(len(table))).all()  # ascending original IDs, every one
     column = table[value].to_numpy()
     return np.stack(column) if column.dtype == object and len(column) else column
 
@@ -113,7 +114,7 @@ def test_pairs_per_rank_cover_a_subset(hetero: Parts, tmp_path: Path) -> None:
         hetero.out, {"author": source}, tmp_path / "pq", graph=hetero.chunked, format="parquet", block_bytes=2048
     )
     table = pd.read_parquet(tmp_path / "pq/nodes/author")
-    assert list(table.columns) == ["type_nid", "emb"] and len(table) == len(chosen)
+    assert list(table.columns) == ["emb", "type_nid"] and len(table) == len(chosen)
     np.testing.assert_array_equal(table["type_nid"], np.flatnonzero(present))
     np.testing.assert_array_equal(np.stack(table["emb"].to_numpy()), want[present])
 
@@ -181,7 +182,7 @@ def test_dgl_chunked_pipeline_output(golden_dir: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "assign" / "remap.json").exists()
 
 
-def test_keys_come_first_in_parquet(keyed: tuple[Parts, dict[str, Path]], tmp_path: Path) -> None:
+def test_keys_beside_values_in_parquet(keyed: tuple[Parts, dict[str, Path]], tmp_path: Path) -> None:
     parts, raw = keyed
     np.save(tmp_path / "feat.npy", parts.new_order("node", "account", "feat"))
     remap_results(
@@ -193,9 +194,9 @@ def test_keys_come_first_in_parquet(keyed: tuple[Parts, dict[str, Path]], tmp_pa
         block_bytes=5000,
     )
     table = pd.read_parquet(tmp_path / "out/nodes/account")
-    assert list(table.columns) == ["key", "type_nid", "value"]
+    assert list(table.columns) == ["value", "nid", "type_nid"]  # GraphStorm's remap_result: value, nid
     nodes = pd.read_parquet(raw["nodes"]).set_index("key")
-    np.testing.assert_array_equal(np.stack(table["value"]), np.stack(nodes.loc[table["key"], "feat"]))
+    np.testing.assert_array_equal(np.stack(table["value"]), np.stack(nodes.loc[table["nid"], "feat"]))
 
 
 def test_empty_types_and_empty_partitions(tmp_path: Path) -> None:

@@ -1,0 +1,109 @@
+"""Tables of remap's ``parquet`` and ``csv`` output: one file per block, columns as GraphStorm names them.
+
+GraphStorm's ``remap_result`` (``python/graphstorm/gconstruct/remap_result.py``) writes
+node results as the value column (``pred`` or ``emb``) then ``nid``, the user's ID
+(``GS_REMAP_NID_COL``), read from ``raw_id_mappings``; ``--output-format parquet|csv``
+(default ``parquet``), ``--output-delimiter`` (default ``,``) and ``--column-names
+OLD,NEW ...`` renaming built-in columns. Its CSV writer (``write_data_csv_file``) is
+pandas' ``to_csv(index=False, sep=delimiter)`` with a header line in every file, a
+row of a 2-D value written as its values joined by ``;`` (``str`` of each Python
+number). We write the same, plus our ``type_nid`` / ``type_eid`` (the original
+type-wise ID) last:
+
+    <value>, nid, type_nid      node types with user IDs (node_keys or raw_id_mappings)
+    <value>, type_nid           node types without
+    <value>, type_eid           edge types
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dgl_chunked._typing import StorageOptions
+from dgl_chunked.chunk.transforms import keys_to_numpy
+from dgl_chunked.errors import OptionError
+from dgl_chunked.storage import fs
+
+__all__ = ["NID_COLUMN", "TABLE_FORMATS", "check_renames", "table_columns", "write_table"]
+
+NID_COLUMN = "nid"
+"""The user-ID column: GraphStorm's ``GS_REMAP_NID_COL``."""
+TABLE_FORMATS = ("parquet", "csv")
+
+
+def table_columns(value: str, id_column: str, with_keys: bool, renames: Mapping[str, str]) -> list[str]:
+    """The column names of one type's table, renamed."""
+    names = [value, *([NID_COLUMN] if with_keys else []), id_column]
+    return [renames.get(n, n) for n in names]
+
+
+def check_renames(renames: Mapping[str, str], columns: Mapping[str, list[str]]) -> None:
+    """Every renamed column exists in some type's table; no table ends up with a name twice.
+
+    ``columns`` maps a type to its columns before renaming.
+
+    Raises
+    ------
+    OptionError
+        An unknown column, or two columns of one type with the same name.
+    """
+    known = sorted({c for cols in columns.values() for c in cols})
+    for old in renames:
+        if old not in known:
+            raise OptionError(f"--column-names: the output has no column {old!r}; its columns are {known}")
+    for name, cols in columns.items():
+        renamed = [renames.get(c, c) for c in cols]
+        twice = sorted({c for c in renamed if renamed.count(c) > 1})
+        if twice:
+            raise OptionError(f"--column-names: {name} would have two columns named {twice[0]!r}; pick another name")
+
+
+def _parquet_values(values: npt.NDArray[Any]) -> pa.Array:
+    if values.ndim == 1:
+        return pa.array(values)
+    width = int(np.prod(values.shape[1:], dtype=np.int64))
+    flat = np.ascontiguousarray(values).reshape(-1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat), width)
+
+
+def _csv_values(values: npt.NDArray[Any]) -> list[Any]:
+    """As GraphStorm's ``write_data_csv_file``: a 1-D array's Python values, a 2-D row's joined by ``;``."""
+    if values.ndim == 1:
+        return list(values.tolist())
+    rows = values.reshape(values.shape[0], -1).tolist()
+    return [";".join(str(v) for v in row) for row in rows]
+
+
+def write_table(
+    path: str,
+    fmt: str,
+    names: list[str],
+    arrays: list[npt.NDArray[Any] | pa.Array],
+    delimiter: str,
+    so: StorageOptions,
+) -> None:
+    """Write one block's table (columns ``names``, data ``arrays``) as Parquet or CSV at ``path``."""
+    if fmt == "parquet":
+        table = pa.table(
+            {
+                n: a if isinstance(a, pa.Array) else _parquet_values(np.asarray(a))
+                for n, a in zip(names, arrays, strict=True)
+            }
+        )
+        with fs.open_file(path, "wb", so) as f:
+            pq.write_table(table, f)
+        return
+    data = {
+        n: list(keys_to_numpy(a)) if isinstance(a, pa.Array) else _csv_values(np.asarray(a))
+        for n, a in zip(names, arrays, strict=True)
+    }
+    text = pd.DataFrame(data, columns=names).to_csv(index=False, sep=delimiter)
+    with fs.open_file(path, "wb", so) as f:
+        f.write(text.encode())

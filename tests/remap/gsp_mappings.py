@@ -1,0 +1,53 @@
+"""GSProcessing-shaped ``raw_id_mappings/<ntype>/`` for a test graph, as Spark writes them.
+
+Layout and columns read from GraphStorm's ``graphstorm-processing/graphstorm_processing/
+graph_loaders/dist_heterogeneous_loader.py`` (``_write_nodeid_mapping_and_update_state``:
+``orig``, ``new`` under ``raw_id_mappings/<ntype>/parquet/``): Spark part files with
+uneven row counts and rows in no particular order, ``_SUCCESS`` and ``.crc`` side files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def string_ids(n: int, seed: int) -> np.ndarray:
+    """``n`` distinct user IDs such as ``'p-3f9a1c0d'`` (object array)."""
+    rng = np.random.default_rng(seed)
+    codes = rng.choice(1 << 32, size=n, replace=False)
+    return np.array([f"p-{c:08x}" for c in codes], dtype=object)
+
+
+def int_ids(n: int, seed: int) -> np.ndarray:
+    """``n`` distinct large integer user IDs (int64)."""
+    rng = np.random.default_rng(seed)
+    return (10**12 + rng.choice(10 * n + 1, size=n, replace=False)).astype(np.int64)
+
+
+def write_mapping(root: Path, ntype: str, orig: np.ndarray, *, files: int = 5, seed: int = 0) -> list[Path]:
+    """Write ``orig[i]`` as the user ID of node ``i``: ``files`` uneven part files, rows shuffled."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(orig))
+    cuts = np.sort(rng.choice(np.arange(1, len(orig)), size=files - 1, replace=False))
+    out = root / ntype / "parquet"
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    kind = pa.string() if orig.dtype == object else pa.int64()
+    for i, rows in enumerate(np.split(order, cuts)):
+        table = pa.table({"orig": pa.array(orig[rows], kind), "new": pa.array(rows.astype(np.int64))})
+        path = out / f"part-{i:05d}-6a1c0b8e-0f3e-4c1a-9d2b-{i:012d}-c000.snappy.parquet"
+        pq.write_table(table, path, compression="snappy", row_group_size=97)
+        (out / f".{path.name}.crc").write_bytes(b"crc\n")
+        paths.append(path)
+    (out / "_SUCCESS").write_bytes(b"")
+    return paths
+
+
+def read_mapping(root: Path, ntype: str) -> pd.DataFrame:
+    """``orig``, ``new`` of every row, as GraphStorm's ``IdReverseMap`` reads them (pyarrow's dataset reader)."""
+    return pq.read_table(root / ntype).to_pandas().sort_values("new", kind="stable").reset_index(drop=True)
