@@ -16,7 +16,7 @@ from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.remap.id_mapping_tasks import StagedKeys, mapping_tasks
-from dgl_chunked.remap.id_mappings import IdMappingSource, Keys, find_keys
+from dgl_chunked.remap.id_mappings import IdMappingSource, Keys, find_keys, user_ids_known
 from dgl_chunked.remap.inputs import PairInput, RowInput, resolve_source
 from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
@@ -128,7 +128,7 @@ def _plan_jobs(
         keys = None
         if fmt in TABLE_FORMATS and space.kind == "node":
             keys = _user_ids(space, inputs, table, stage, bounds)
-            if keys is None and inputs.graph is None:
+            if keys is None and not user_ids_known(inputs.part_root, inputs.graph, table.id_mappings, so):
                 raise RemapError(
                     f"results: format {fmt} writes the user IDs of {space.label} (its keys, or GSProcessing's "
                     "raw_id_mappings) beside the values, and none were found beside the partitions; pass the "

@@ -176,6 +176,20 @@ def find_id_mappings(root: str, ntype: str, *, storage_options: StorageOptions =
     )
 
 
+def user_ids_known(
+    part_root: str, graph: ChunkedGraph | None, id_mappings: str | None, storage_options: StorageOptions = None
+) -> bool:
+    """Whether a node type without user IDs in :func:`find_keys`'s sources truly has none.
+
+    The chunked graph (its ``node_keys`` and ``raw_id_mappings``), a mappings directory the
+    user names, or the ``raw_id_mappings/`` carried beside the partitions list every type
+    that has user IDs; without any of them a type's user IDs are unknown, not absent.
+    """
+    if graph is not None or id_mappings is not None:
+        return True
+    return fs.exists(fs.join(part_root, ID_MAPPINGS_DIR), storage_options)
+
+
 def find_keys(
     ntype: str,
     *,

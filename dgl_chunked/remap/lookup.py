@@ -35,7 +35,7 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
-from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys
+from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys, user_ids_known
 from dgl_chunked.remap.lookup_tasks import (
     ArraySpec,
     Shuffle,
@@ -173,7 +173,8 @@ def lookup_ids(
         if space.kind == "node" and by != "id"
         else None
     )
-    if keys is None and graph is None and space.kind == "node" and by != "id":
+    mappings = None if id_mappings is None else absolute(id_mappings)
+    if keys is None and space.kind == "node" and by != "id" and not user_ids_known(part_root, graph, mappings, so):
         # without the chunked graph or mappings nothing says whether the type has keys: never take keys for IDs
         raise OptionError(
             f"{space.label}: without the chunked graph (graph=, --in-dir CHUNKED) the type's keys are unknown; "
