@@ -110,6 +110,23 @@ def test_pairs_subset_and_repeats(shuffled: Path, tmp_path: Path) -> None:
         remap_results(shuffled, {"paper": source}, tmp_path / "again", block_bytes=3000)
 
 
+def test_pairs_by_original_id_need_no_order(shuffled: Path, tmp_path: Path) -> None:
+    """Pairs naming original IDs (GraphStorm's predict_nids, ``original=True``) place without the mapping."""
+    orig = _orig(shuffled, "n", "paper")
+    rng = np.random.default_rng(5)
+    ids = rng.permutation(orig.size)[: orig.size // 2]  # original IDs, in no order
+    rows = (ids * 7 + 1).astype(np.int64)
+    np.save(tmp_path / "ids.npy", ids)
+    np.save(tmp_path / "rows.npy", rows)
+    source = ResultSource.pairs(str(tmp_path / "rows.npy"), str(tmp_path / "ids.npy"), original=True)
+    result = remap_results(shuffled, {"paper": source}, tmp_path / "out", block_bytes=3000)
+    want_present = np.zeros(orig.size, bool)
+    want_present[ids] = True
+    np.testing.assert_array_equal(np.load(tmp_path / "out/nodes/paper.present.npy"), want_present)
+    np.testing.assert_array_equal(np.load(tmp_path / "out/nodes/paper.npy")[ids], rows)
+    assert result.types["node/paper"].present == ids.size
+
+
 def test_lookup_follows_the_files_and_each_partition_ascends(shuffled: Path, tmp_path: Path) -> None:
     orig = _orig(shuffled, "n", "paper")
     inverse = np.empty_like(orig)
