@@ -125,11 +125,7 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list
     levels = _coarsen_levels(state, level, fraction)
     if levels is None:
         return []
-    try:
-        counts = _initial(levels[-1], plan)
-    except ImportError:
-        logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement only")
-        return []
+    counts = _initial(levels[-1], plan)  # pymetis, a dependency: LPMethod.assign refuses without it
     name = "part"  # the coarser level's partition files
     for fine, coarser in reversed(list(itertools.pairwise(levels))):
         counts = P.run_blocks(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
