@@ -206,6 +206,11 @@ def _dispatch(graph: ChunkedGraph, parts: int, method: str, workers: int, work_d
         shutil.rmtree(out, ignore_errors=True)
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def _median_of(repeat: int, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     runs = [run() for _ in range(repeat)]
     best = dict(runs[0])
@@ -234,26 +239,22 @@ def _bench_graph(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> l
     rows = []
     for parts in args.parts:
         results: dict[str, dict[str, Any]] = {}
-        for method in args.methods:
+        for method in args.methods:  # printed as each run ends (metis first in --methods: its ratio)
             repeat = 1 if method in ("metis", "kaminpar") else args.repeat
-            results[method] = _median_of(repeat, lambda m=method, p=parts: _partition(graph, p, m, args.workers))
+            r = results[method] = _median_of(repeat, lambda m=method, p=parts: _partition(graph, p, m, args.workers))
             if (
                 args.dispatch
                 and method not in ("metis", "kaminpar")
                 and graph.metadata.node_type_offsets[-1] >= args.dispatch_min
             ):
-                results[method]["dispatch"] = statistics.median(
+                r["dispatch"] = statistics.median(
                     _dispatch(graph, parts, method, args.workers, args.work_dir) for _ in range(args.repeat)
                 )
-        metis_cut = results.get("metis", {}).get("cut")
-        for method, r in results.items():
-            rows.append(_row(label, parts, method, r, metis_cut))
+            rows.append(_row(label, parts, method, r, results.get("metis", {}).get("cut")) + f"  load {_load()}")
             print(rows[-1], flush=True)
             if r.get("phases"):
-                rows.append(
-                    f"{'':<28} {parts:>2} {method} phases (s): "
-                    + ", ".join(f"{k} {v:.1f}" for k, v in r["phases"].items())
-                )
+                phases = ", ".join(f"{k} {v:.1f}" for k, v in r["phases"].items())
+                rows.append(f"{'':<28} {parts:>2} {method} phases (s): {phases}")
                 print(rows[-1], flush=True)
         if all(results.get(m, {}).get("dispatch") for m in ("random", "lp")):
             ratio = results["lp"]["dispatch"] / results["random"]["dispatch"]
@@ -268,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rmat", action="append", default=None, metavar="NODES:EDGES")
     parser.add_argument("--sbm", action="append", default=None, metavar="NODES:EDGES")
     parser.add_argument("--parts", action="append", type=int, default=None)
-    parser.add_argument("--methods", default="lp,metis,kaminpar")
+    parser.add_argument("--methods", default="metis,kaminpar,lp")
     parser.add_argument("--chunks", type=int, default=8, help="edge and node files per synthetic graph")
     parser.add_argument(
         "--edges-per-chunk",

@@ -24,7 +24,6 @@ from dgl_chunked._typing import IdArray
 __all__ = ["pair_sums"]
 
 _SPAN_FACTOR = 4
-_INSERTION = 32  # segments up to this length: insertion sort (else numpy's sort)
 
 
 def _grouped(a: Any, b: Any, w: Any, lo: int, span: int) -> Any:  # pragma: no cover - compiled
@@ -51,20 +50,18 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, span: int) -> Any:  # pragma: no c
         s, e = start[k], start[k + 1]
         if e == s:
             continue
-        if e - s <= _INSERTION:
-            for i in range(s + 1, e):
+        gap = e - s
+        while gap > 1:  # shell sort by b (gaps n/2.2...; the last pass is an insertion sort)
+            gap = 1 if gap == 2 else int(gap / 2.2)
+            for i in range(s + gap, e):
                 kb, kw = bs[i], ws[i]
-                j = i - 1
-                while j >= s and bs[j] > kb:
-                    bs[j + 1] = bs[j]
-                    ws[j + 1] = ws[j]
-                    j -= 1
-                bs[j + 1] = kb
-                ws[j + 1] = kw
-        else:
-            order = np.argsort(bs[s:e]) + s
-            bs[s:e] = bs[order]
-            ws[s:e] = ws[order]
+                j = i
+                while j - gap >= s and bs[j - gap] > kb:
+                    bs[j] = bs[j - gap]
+                    ws[j] = ws[j - gap]
+                    j -= gap
+                bs[j] = kb
+                ws[j] = kw
         out_a[m] = k + lo
         out_b[m] = bs[s]
         out_w[m] = ws[s]

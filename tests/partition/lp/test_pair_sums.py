@@ -20,8 +20,8 @@ def _reference(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[list[int], 
     ("n", "span", "width", "offset"),
     [
         (1, 1, 1, 0),
-        (500, 20, 7, 0),  # short segments: insertion sort
-        (3000, 10, 2000, 5000),  # segments of ~300 entries: numpy's sort; a starts at 5000
+        (500, 20, 7, 0),  # short segments
+        (3000, 10, 2000, 5000),  # segments of ~300 entries; a starts at 5000
         (200, 1_000_000, 50, 0),  # a spans far more than the pairs: the argsort path
     ],
 )
