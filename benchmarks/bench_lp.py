@@ -96,25 +96,30 @@ def _sbm(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
     return open_chunked_graph(path)
 
 
-_PHASES: list[tuple[str, float]] = []  # in each worker: the lp driver's phase lines
-
-
 def _record_phases() -> None:
-    """In a worker: keep the ``lp: phase NAME: S s`` log lines (see ``multilevel.phase``)."""
+    """In a worker: keep the ``lp: phase NAME: S s`` log lines (``multilevel.phase``) in
+    a handler of the ``lp`` logger (this function travels by value: a module global here
+    would be a copy per function)."""
     import logging
 
     class Keep(logging.Handler):
+        phases: list[tuple[str, float]]
+
         def emit(self, record: logging.LogRecord) -> None:
-            if record.msg.startswith("lp: phase "):
-                _PHASES.append((str(record.args[0]), float(record.args[1])))
+            if isinstance(record.msg, str) and record.msg.startswith("lp: phase ") and record.args:
+                self.phases.append((str(record.args[0]), float(record.args[1])))  # type: ignore[index]
 
     log = logging.getLogger("dgl_chunked.partition.lp")
     log.setLevel(logging.INFO)
-    log.addHandler(Keep())
+    keep = Keep()
+    keep.phases = []
+    log.addHandler(keep)
 
 
 def _phases() -> list[tuple[str, float]]:
-    return list(_PHASES)
+    import logging
+
+    return [p for h in logging.getLogger("dgl_chunked.partition.lp").handlers for p in getattr(h, "phases", [])]
 
 
 def _real_graphs(work_dir: str) -> dict[str, ChunkedGraph]:

@@ -100,6 +100,13 @@ its strata's, at most ``k`` nodes). The owned-edge limit holds for every move,
 but the final fill ignores it, so ``balance_edges`` is best effort (the report
 shows the result).
 
+**Time** goes to the coarsening. Measured with ``benchmarks/bench_lp.py --sbm
+1000000:10000000 --parts 8`` (skewed planted communities, 2 workers on 2 cores, other
+jobs running, load average 2-5): ``lp`` 199 s (stage 1.9, streaming 4.1, coarsen 136.8,
+initial 0.9, uncoarsen 23.8, purify 21.1, refine 9.4), cut 0.2188; METIS 26.9 s, cut
+0.1991; KaMinPar 20.2 s, cut 0.2609. The coarsening's group-by of ``(node, cluster)``
+pairs is compiled (:mod:`.pair_sums`, numba).
+
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
 bytes per entry with its temporaries (``group_entries``: 2**21), one block's
