@@ -62,3 +62,13 @@ def test_random_needs_no_optional_package(tiny_chunked: Path, monkeypatch: pytes
     for t in got:
         assert got[t].size == graph.metadata.num_nodes(t)
         assert got[t].tobytes() == expected[t].tobytes()
+
+
+def test_s3_url_without_s3fs_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "s3fs", None)
+    args = ["partition", "--in-dir", "s3://bucket/graph", "--out-dir", str(tmp_path / "out"), "--num-parts", "2"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().splitlines() == [
+        "error: s3://bucket/graph: Install s3fs to access S3: pip install dgl_chunked[s3]"
+    ]
