@@ -1,4 +1,4 @@
-"""Benchmark: the ``lp`` method against ``random`` and in-memory METIS (pymetis).
+"""Benchmark: the ``lp`` method against in-memory METIS (pymetis) and KaMinPar (and ``random``).
 
 For every graph and number of partitions, each method runs on a fresh
 ``LocalCluster`` (``--workers`` worker processes, 1 thread each), so each worker's
@@ -14,20 +14,29 @@ peak RSS (``VmHWM``, :mod:`peak_memory`) belongs to that run alone. Printed per 
                partitioning plus writing DGL partitions (median; with --dispatch)
     peak MB    per-worker peak RSS while partitioning (max over repeats)
 
+For ``lp``, a line after each run gives its time per phase (the driver's ``lp: phase``
+log lines, summed per name over the run): ``stage`` (staging, degrees, tiers),
+``streaming`` (placement), ``coarsen``, ``initial`` (METIS on the coarsest level),
+``uncoarsen``, ``purify`` (summed over the cluster weights), ``refine`` (settling and
+refining the finalists) and ``fill``.
+
 With ``--dispatch`` and both ``random`` and ``lp``, a line per graph and partition count
 gives ``lp +disp / random +disp`` (issue #8 asks for at most 3 on 2 workers).
 
-Graphs: R-MAT power-law synthetic graphs (``--rmat NODES:EDGES``, cached in
-``--work-dir``) and, with ``--real``, small real graphs shipped by networkx (Zachary's
-karate club, Les Miserables, Davis southern women, Florentine families) when
-networkx is importable. Every run balances ``train_mask``, ``val_mask``, ``test_mask``
+Graphs: planted-community graphs (``--sbm NODES:EDGES``: 64 communities of
+Pareto-distributed sizes, 90% of the edges inside, Parquet edge files, as
+``bench_partition_quality.py``'s ``sbm-skewed``), R-MAT power-law synthetic graphs
+(``--rmat NODES:EDGES``), both cached in ``--work-dir``, and, with ``--real``, small
+real graphs shipped by networkx (Zachary's karate club, Les Miserables, Davis southern
+women, Florentine families) when networkx is importable. Every run balances ``train_mask``, ``val_mask``, ``test_mask``
 (synthetic graphs) and node counts; METIS runs as the ``metis`` method (pymetis in one
 worker task, with its mask-balance repair pass).
 
 Example (2 cores)::
 
+    python benchmarks/bench_lp.py --sbm 1000000:10000000 --parts 8
     python benchmarks/bench_lp.py --rmat 20000:200000 --rmat 1000000:10000000 \\
-        --parts 4 --parts 8 --repeat 3 --dispatch --real
+        --parts 4 --parts 8 --repeat 3 --dispatch --real --methods random,lp,metis
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from peak_memory import worker_peaks_mb
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import assign_partitions, compute_partition_report
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 MASKS = ["train_mask", "val_mask", "test_mask"]
 
@@ -66,6 +76,50 @@ def _rmat(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
         with dask.config.set(scheduler="threads"):
             write_synthetic_graph(path, spec, overwrite=True)
     return open_chunked_graph(path)
+
+
+def _sbm(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
+    """The skewed planted-community graph (train/val/test masks 60/20/20), cached."""
+    path = os.path.join(work_dir, f"sbm-skewed-{nodes}-{edges}-{chunks}")
+    if not os.path.exists(os.path.join(path, "metadata.json")):
+        edges_uv = planted_partition_edges(nodes, edges, 64, skewed=True)
+        r = np.random.default_rng(1).random(nodes)
+        masks = {"train_mask": r < 0.6, "val_mask": (r >= 0.6) & (r < 0.8), "test_mask": r >= 0.8}
+        truth = GraphTruth(
+            graph_name="sbm",
+            num_nodes={"_N": nodes},
+            edges={"_N:_E:_N": edges_uv},
+            node_data={"_N": masks},
+            edge_data={},
+        )
+        write_graph_from_truth(path, truth, edge_chunks=chunks, feature_chunks=1, edge_format="parquet")
+    return open_chunked_graph(path)
+
+
+def _record_phases() -> None:
+    """In a worker: keep the ``lp: phase NAME: S s`` log lines (``multilevel.phase``) in
+    a handler of the ``lp`` logger (this function travels by value: a module global here
+    would be a copy per function)."""
+    import logging
+
+    class Keep(logging.Handler):
+        phases: list[tuple[str, float]]
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if isinstance(record.msg, str) and record.msg.startswith("lp: phase ") and record.args:
+                self.phases.append((str(record.args[0]), float(record.args[1])))  # type: ignore[index]
+
+    log = logging.getLogger("dgl_chunked.partition.lp")
+    log.setLevel(logging.INFO)
+    keep = Keep()
+    keep.phases = []
+    log.addHandler(keep)
+
+
+def _phases() -> list[tuple[str, float]]:
+    import logging
+
+    return [p for h in logging.getLogger("dgl_chunked.partition.lp").handlers for p in getattr(h, "phases", [])]
 
 
 def _real_graphs(work_dir: str) -> dict[str, ChunkedGraph]:
@@ -111,11 +165,16 @@ def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> di
 
     cluster, client = _cluster(workers)
     try:
+        client.run(_record_phases)
         start = time.perf_counter()
         arrays = assign_partitions(graph, parts, method=method, seed=0, balance_ntypes=_balance_kw(graph))
         computed = dict(zip(arrays, dask.compute(*arrays.values()), strict=True))
         seconds = time.perf_counter() - start
         peaks = [round(p) for p in worker_peaks_mb(client)]
+        phases: dict[str, float] = {}
+        for lines in client.run(_phases).values():
+            for name, s in lines:
+                phases[name] = phases.get(name, 0.0) + s
         lazy = {t: da.from_array(a, chunks=(graph.node_chunks(t),)) for t, a in computed.items()}
         report = compute_partition_report(graph, lazy, parts)
     finally:
@@ -130,6 +189,7 @@ def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> di
         "nodes": max(v for k, v in bal.items() if k.startswith("nodes/") and v is not None),
         "masks": max(masks) if masks else None,
         "owned": bal["owned_edges/total"],
+        "phases": phases,
     }
 
 
@@ -149,6 +209,11 @@ def _dispatch(graph: ChunkedGraph, parts: int, method: str, workers: int, work_d
         client.close()
         cluster.close()
         shutil.rmtree(out, ignore_errors=True)
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _median_of(repeat: int, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -179,17 +244,23 @@ def _bench_graph(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> l
     rows = []
     for parts in args.parts:
         results: dict[str, dict[str, Any]] = {}
-        for method in args.methods:
-            repeat = 1 if method == "metis" else args.repeat
-            results[method] = _median_of(repeat, lambda m=method, p=parts: _partition(graph, p, m, args.workers))
-            if args.dispatch and method != "metis" and graph.metadata.node_type_offsets[-1] >= args.dispatch_min:
-                results[method]["dispatch"] = statistics.median(
+        for method in args.methods:  # printed as each run ends (metis first in --methods: its ratio)
+            repeat = 1 if method in ("metis", "kaminpar") else args.repeat
+            r = results[method] = _median_of(repeat, lambda m=method, p=parts: _partition(graph, p, m, args.workers))
+            if (
+                args.dispatch
+                and method not in ("metis", "kaminpar")
+                and graph.metadata.node_type_offsets[-1] >= args.dispatch_min
+            ):
+                r["dispatch"] = statistics.median(
                     _dispatch(graph, parts, method, args.workers, args.work_dir) for _ in range(args.repeat)
                 )
-        metis_cut = results.get("metis", {}).get("cut")
-        for method, r in results.items():
-            rows.append(_row(label, parts, method, r, metis_cut))
+            rows.append(_row(label, parts, method, r, results.get("metis", {}).get("cut")) + f"  load {_load()}")
             print(rows[-1], flush=True)
+            if r.get("phases"):
+                phases = ", ".join(f"{k} {v:.1f}" for k, v in r["phases"].items())
+                rows.append(f"{'':<28} {parts:>2} {method} phases (s): {phases}")
+                print(rows[-1], flush=True)
         if all(results.get(m, {}).get("dispatch") for m in ("random", "lp")):
             ratio = results["lp"]["dispatch"] / results["random"]["dispatch"]
             rows.append(f"{label:<28} {parts:>2} lp +disp / random +disp = {ratio:.2f}")
@@ -201,8 +272,9 @@ def main(argv: list[str] | None = None) -> None:
     """Parse the arguments, run every graph, print the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rmat", action="append", default=None, metavar="NODES:EDGES")
+    parser.add_argument("--sbm", action="append", default=None, metavar="NODES:EDGES")
     parser.add_argument("--parts", action="append", type=int, default=None)
-    parser.add_argument("--methods", default="random,lp,metis")
+    parser.add_argument("--methods", default="metis,kaminpar,lp")
     parser.add_argument("--chunks", type=int, default=8, help="edge and node files per synthetic graph")
     parser.add_argument(
         "--edges-per-chunk",
@@ -221,7 +293,11 @@ def main(argv: list[str] | None = None) -> None:
     args.parts = args.parts or [4, 8]
     os.makedirs(args.work_dir, exist_ok=True)
     graphs: dict[str, ChunkedGraph] = {}
-    for item in args.rmat or ["20000:200000"]:
+    for item in args.sbm or []:
+        nodes, edges = (int(x) for x in item.split(":"))
+        chunks = -(-edges // args.edges_per_chunk) if args.edges_per_chunk else args.chunks
+        graphs[f"sbm {nodes:,}n/{edges:,}e"] = _sbm(args.work_dir, nodes, edges, chunks)
+    for item in args.rmat or ([] if args.sbm else ["20000:200000"]):
         nodes, edges = (int(x) for x in item.split(":"))
         chunks = -(-edges // args.edges_per_chunk) if args.edges_per_chunk else args.chunks
         graphs[f"rmat {nodes:,}n/{edges:,}e"] = _rmat(args.work_dir, nodes, edges, chunks)

@@ -24,6 +24,7 @@ __all__ = [
     "UnsupportedFormatError",
     "OptionError",
     "UnknownNameError",
+    "MissingPackageError",
     "AssignmentError",
     "DGLFormatError",
     "OutputExistsError",
@@ -65,6 +66,10 @@ class UnknownNameError(DglChunkedError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class MissingPackageError(DglChunkedError, ImportError):
+    """A method needs a package that is not installed (the message says what to install)."""
 
 
 class AssignmentError(DglChunkedError, ValueError):

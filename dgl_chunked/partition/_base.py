@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from dgl_chunked._typing import IdArray, PartArray, StorageOptions
-from dgl_chunked.errors import AssignmentError
+from dgl_chunked.errors import AssignmentError, MissingPackageError
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -126,21 +126,28 @@ def input_stamp(graph: ChunkedGraph, masks: Sequence[tuple[int, str]]) -> list[t
     return stamp
 
 
-def import_partitioner(module: str, method: str) -> Any:
-    """The optional package ``module`` that method ``method`` needs (its extra has the
-    method's name).
+def import_partitioner(module: str, method: str, install: str | None = None) -> Any:
+    """The package ``module`` that method ``method`` needs.
+
+    Parameters
+    ----------
+    module, method
+        The package and the method needing it.
+    install
+        What to install when it is missing (None: the extra named like the method,
+        ``dgl_chunked[<method>]``, or the package itself).
 
     Raises
     ------
-    ImportError
-        ``module`` is not installed (the message says how to install it).
+    MissingPackageError
+        ``module`` is not installed (an ImportError; the message says what to install,
+        and the CLI prints it as its one ``error:`` line).
     """
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise ImportError(
-            f"method {method!r} needs {module}: pip install dgl_chunked[{method}] (or pip install {module})"
-        ) from err
+        fix = install or f"pip install dgl_chunked[{method}] (or pip install {module})"
+        raise MissingPackageError(f"method {method!r} needs {module}, which is not installed: {fix}") from err
 
 
 def trivial_parts(xadj: IdArray, adjncy: IdArray, num_parts: int) -> PartArray | None:

@@ -117,7 +117,7 @@ def assign_partitions(
     method
         A registered method: ``"random"`` (seeded hash, out of core), ``"range"``
         (contiguous per-type ID ranges, balanced, out of core), ``"metis"``
-        (pymetis, in memory; needs ``pip install dgl_chunked[metis]``), ``"kaminpar"``
+        (pymetis, a dependency; in memory), ``"kaminpar"``
         (KaMinPar, in memory; ``pip install dgl_chunked[kaminpar]``) or ``"lp"``
         (multilevel, out of core).
     seed

@@ -17,6 +17,7 @@ import fsspec
 from fsspec.core import url_to_fs
 
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.errors import MissingPackageError
 
 __all__ = [
     "atomic_write_bytes",
@@ -57,9 +58,25 @@ def parent(path: PathLike) -> str:
     return os.path.dirname(os.path.abspath(path))
 
 
+_EXTRAS = {"s3": "s3", "s3a": "s3"}  # URL scheme -> the dgl_chunked extra installing its fsspec backend
+
+
 def filesystem(path: PathLike, storage_options: StorageOptions = None) -> tuple[fsspec.AbstractFileSystem, str]:
-    """Return ``(fs, path_inside_fs)`` for a path or URL."""
-    fs, inner = url_to_fs(os.fspath(path), **(storage_options or {}))
+    """Return ``(fs, path_inside_fs)`` for a path or URL.
+
+    Raises
+    ------
+    MissingPackageError
+        The URL's fsspec backend (``s3fs`` for ``s3://``) is not installed (one line
+        saying what to install, instead of fsspec's ImportError).
+    """
+    try:
+        fs, inner = url_to_fs(os.fspath(path), **(storage_options or {}))
+    except ImportError as err:
+        scheme = os.fspath(path).split("://", 1)[0]
+        extra = _EXTRAS.get(scheme)
+        fix = f"pip install dgl_chunked[{extra}]" if extra else "install the fsspec backend of this URL scheme"
+        raise MissingPackageError(f"{os.fspath(path)}: {err}: {fix}") from err
     return fs, inner
 
 

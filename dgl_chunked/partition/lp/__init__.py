@@ -6,7 +6,8 @@
 - :mod:`.streaming`, :mod:`.tasks`, :mod:`.kernels`, :mod:`.schedule`: streaming
   placement and label-propagation refinement (driver, Dask tasks, numpy kernels, the
   driver's move schedule).
-- :mod:`.multilevel`, :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels`,
+- :mod:`.multilevel`, :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels` (with
+  :mod:`.pair_sums`, its compiled group-by),
   :mod:`.projection`: multilevel coarsening, initial partition and projection.
 - :mod:`.finalists`: the choice between the initial assignments kept for the refinement.
 - :mod:`.salts`: every random-seed salt of a run.

@@ -10,8 +10,11 @@ counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,18 +41,32 @@ logger = logging.getLogger("dgl_chunked.partition.lp")
 _MAX_FRACTION = 0.5  # cluster caps grow 4x per stalled level up to half a part's share
 
 
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Log the wall time of the ``lp`` phase ``name`` (INFO: ``lp: phase NAME: S s``;
+    ``benchmarks/bench_lp.py`` sums them per name)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        logger.info("lp: phase %s: %.3f s", name, time.perf_counter() - start)
+
+
 def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> None:
     """Stage; the initial assignments (the streaming placement, the multilevel ones:
     coarsen, partition the coarsest graph, project), settled under the caps and
     refined (:func:`_assign`); place the isolated nodes."""
     try:
-        state = D.prepare(graph, plan, root)
+        with phase("stage"):
+            state = D.prepare(graph, plan, root)
         linked = int(state.linked.sum())
         if linked:
             _assign(state, root, linked)
         else:
-            D.refine(state)
-        logger.debug("lp: isolated nodes: %d", D.fill(state, isolated=True))
+            with phase("refine"):
+                D.refine(state)
+        with phase("fill"):
+            logger.debug("lp: isolated nodes: %d", D.fill(state, isolated=True))
     finally:
         D.release_worker_pools()
 
@@ -61,10 +78,11 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     these two cutting less after the refinement stays in the ``lp`` state."""
     level = _level0(state, root)
     level.create()
-    D.place(state, linked)
-    # a refinement round measures the streaming cut (the placement's last moves run at
-    # its start); its planned moves stay for the refinement when the streaming one stays
-    D.run_round(state, mode="refine", tiers=None, salt=salts.refine())
+    with phase("streaming"):
+        D.place(state, linked)
+        # a refinement round measures the streaming cut (the placement's last moves run at
+        # its start); its planned moves stay for the refinement when the streaming one stays
+        D.run_round(state, mode="refine", tiers=None, salt=salts.refine())
     stream_cut = state.cut_entries
     entries = sum(int(c.sum()) for c in state.block_counts)
     random_cut = entries * (1 - 1 / state.plan.num_parts)
@@ -77,7 +95,8 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
             state.plan.config.multilevel_above,
             random_cut,
         )
-        D.refine(state, done=1)
+        with phase("refine"):
+            D.refine(state, done=1)
         return
     state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
     P.run_blocks(TaskGraph(), P.keep_task, level, "stream")
@@ -95,7 +114,8 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     best = min(plain, key=lambda c: c.cut)  # ties: the first (streaming, then lower cluster weight)
     logger.info("lp: initial cut entries: streaming %d, multilevel %s: keeping the %s", stream_cut, cuts, best.label)
     finalists = [best] + ([min(pure, key=lambda c: c.cut)] if pure else [])
-    F.refined_best(state, level, finalists, stream, linked)
+    with phase("refine"):
+        F.refined_best(state, level, finalists, stream, linked)
 
 
 def _level0(state: D.State, root: S.ScratchRoot) -> C.Level:
@@ -122,27 +142,27 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list
     falls back to the streaming placement (nothing written then).
     """
     plan = state.plan
-    levels = _coarsen_levels(state, level, fraction)
+    with phase("coarsen"):
+        levels = _coarsen_levels(state, level, fraction)
     if levels is None:
         return []
-    try:
-        counts = _initial(levels[-1], plan)
-    except ImportError:
-        logger.warning("lp: pymetis is missing (pip install dgl_chunked[metis]); streaming placement only")
-        return []
+    with phase("initial"):
+        counts = _initial(levels[-1], plan)  # pymetis, a dependency: LPMethod.assign refuses without it
     name = "part"  # the coarser level's partition files
-    for fine, coarser in reversed(list(itertools.pairwise(levels))):
-        counts = P.run_blocks(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
-        name = "part"
-        if fine.index > 0:
-            name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
-    label = f"multilevel assignment of cluster weight {fraction}"
-    out = [F.Candidate(f"ml{i}", label, sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"ml{i}")), counts)]
+    with phase("uncoarsen"):
+        for fine, coarser in reversed(list(itertools.pairwise(levels))):
+            counts = P.run_blocks(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
+            name = "part"
+            if fine.index > 0:
+                name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
+        label = f"multilevel assignment of cluster weight {fraction}"
+        out = [F.Candidate(f"ml{i}", label, sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"ml{i}")), counts)]
     if len(levels) > 1 and plan.config.purify_rounds:
-        _purify(levels, plan)
-        _initial(levels[-1], plan)
-        counts = P.run_blocks(TaskGraph(), P.project_task, level, levels[-1], plan.num_parts, "part")
-        cut = sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"pure{i}"))
+        with phase("purify"):
+            _purify(levels, plan)
+            _initial(levels[-1], plan)
+            counts = P.run_blocks(TaskGraph(), P.project_task, level, levels[-1], plan.num_parts, "part")
+            cut = sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"pure{i}"))
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
         logger.info("lp: cut entries at the input: level by level %d, purified %d", out[0].cut, cut)
     return out

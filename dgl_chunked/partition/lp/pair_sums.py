@@ -1,0 +1,121 @@
+"""Distinct ``(a, b)`` pairs with their summed weights: the group-by under the
+multilevel ``lp`` method's clustering, contraction and purification
+(:mod:`.coarsen_kernels`), compiled with numba.
+
+Profiled on the 250k-node / 2.5M-edge planted-community graph at 8 parts (issue #38),
+``numpy.argsort`` of the combined ``a * width + b`` key took 28 s of the run's 35 s of
+CPU. The pairs are grouped here by a counting sort on ``a`` (linear; ``a`` is a
+block-local node or a cluster ID of one block's range) and sorted by ``b`` within each
+``a`` (a node's few neighbouring clusters: insertion sort). The result is the same
+arrays, sorted by ``(a, b)``, as the argsort; the sums are exact (integer weights), so
+the ``lp`` output does not change. ``a`` spanning more than ``_SPAN_FACTOR`` times the
+pairs (the counting array would outgrow the pairs) takes the argsort.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from dgl_chunked._typing import IdArray
+
+__all__ = ["pair_sums"]
+
+_SPAN_FACTOR = 4
+
+
+def _grouped(a: Any, b: Any, w: Any, lo: int, span: int) -> Any:  # pragma: no cover - compiled
+    n = a.size
+    start = np.zeros(span + 1, np.int64)
+    for i in range(n):
+        start[a[i] - lo + 1] += 1
+    for k in range(span):
+        start[k + 1] += start[k]
+    pos = start[:-1].copy()
+    bs = np.empty(n, np.int64)
+    ws = np.empty(n, np.int64)
+    for i in range(n):
+        k = a[i] - lo
+        p = pos[k]
+        bs[p] = b[i]
+        ws[p] = w[i]
+        pos[k] = p + 1
+    out_a = np.empty(n, np.int64)
+    out_b = np.empty(n, np.int64)
+    out_w = np.empty(n, np.int64)
+    m = 0
+    for k in range(span):
+        s, e = start[k], start[k + 1]
+        if e == s:
+            continue
+        gap = e - s
+        while gap > 1:  # shell sort by b (gaps n/2.2...; the last pass is an insertion sort)
+            gap = 1 if gap == 2 else int(gap / 2.2)
+            for i in range(s + gap, e):
+                kb, kw = bs[i], ws[i]
+                j = i
+                while j - gap >= s and bs[j - gap] > kb:
+                    bs[j] = bs[j - gap]
+                    ws[j] = ws[j - gap]
+                    j -= gap
+                bs[j] = kb
+                ws[j] = kw
+        out_a[m] = k + lo
+        out_b[m] = bs[s]
+        out_w[m] = ws[s]
+        for i in range(s + 1, e):
+            if bs[i] == out_b[m]:
+                out_w[m] += ws[i]
+            else:
+                m += 1
+                out_a[m] = k + lo
+                out_b[m] = bs[i]
+                out_w[m] = ws[i]
+        m += 1
+    return out_a[:m], out_b[:m], out_w[:m]
+
+
+@functools.cache
+def _kernel() -> Any:
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_grouped)
+
+
+def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
+    """Distinct ``(a, b)`` pairs sorted by ``(a, b)``, with the sum of their integer
+    ``w``; ``a, b >= 0``.
+
+    Examples
+    --------
+    >>> a, b, w = pair_sums(np.array([1, 0, 1, 1]), np.array([5, 2, 3, 5]), np.array([1, 1, 1, 2]))
+    >>> a.tolist(), b.tolist(), w.tolist()
+    ([0, 1, 1], [2, 3, 5], [1, 1, 3])
+    """
+    if a.size == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty
+    lo, hi = int(a.min()), int(a.max())
+    if hi - lo + 1 > _SPAN_FACTOR * a.size + 1024:
+        return _argsort_sums(a, b, w)
+    out: tuple[IdArray, IdArray, IdArray] = _kernel()(
+        np.ascontiguousarray(a, np.int64),
+        np.ascontiguousarray(b, np.int64),
+        np.ascontiguousarray(w, np.int64),
+        lo,
+        hi - lo + 1,
+    )
+    return out
+
+
+def _argsort_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
+    """:func:`pair_sums` by one argsort of a combined key (a two-key lexsort was 3x slower)."""
+    width = np.int64(int(b.max()) + 1)
+    key = a.astype(np.int64) * width + b
+    order = np.argsort(key)
+    key, w = key[order], np.asarray(w, np.int64)[order]
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    key = key[starts]
+    return key // width, key % width, np.add.reduceat(w, starts)
