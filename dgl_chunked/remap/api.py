@@ -15,7 +15,7 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
-from dgl_chunked.remap.id_mapping_tasks import StagedKeys, mapping_tasks
+from dgl_chunked.remap.id_mapping_tasks import StagedKeys, mapping_tasks, user_ids_label
 from dgl_chunked.remap.id_mappings import IdMappingSource, Keys, find_keys, user_ids_known
 from dgl_chunked.remap.inputs import PairInput, RowInput, resolve_source
 from dgl_chunked.remap.mapping import regular_bounds
@@ -345,7 +345,7 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
             mapping=job.source.label,
             dtype=job.data.dtype.str,
             row_shape=tuple(job.data.row_shape),
-            user_ids=_user_ids_label(job.output.keys),
+            user_ids=user_ids_label(job.output.keys),
         )
         pos += len(ts)
     return summaries
@@ -379,12 +379,6 @@ def _stage_slabs(
         out[i] = tuple(results[pos : pos + len(ts)])
         pos += len(ts)
     return jobs, out
-
-
-def _user_ids_label(keys: Any) -> str | None:
-    if isinstance(keys, StagedKeys):
-        return keys.source.label
-    return None if keys is None else str(keys.label)
 
 
 def _stage_user_ids(jobs: list[TypeJob], runner: StageRunner, token: str) -> None:

@@ -125,6 +125,13 @@ def check_bucket(staged: StagedKeys, bucket: int) -> None:
     check_unique_keys(staged.source, group, staged.type_label)
 
 
+def user_ids_label(keys: Any) -> str | None:
+    """What a table's user IDs come from (its summary's ``user_ids``); None without user IDs."""
+    if isinstance(keys, StagedKeys):
+        return keys.source.label
+    return None if keys is None else str(keys.label)
+
+
 def mapping_tasks(staged: StagedKeys, token: str, tag: str) -> tuple[list[Delayed], list[Delayed]]:
     """``(staging tasks, check tasks)``: compute the first, then the second, before the block tasks."""
     stage: list[Any] = [
