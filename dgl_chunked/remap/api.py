@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dask.delayed import delayed
+from dask.delayed import Delayed, delayed
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
@@ -359,19 +359,9 @@ def _stage_slabs(
     pending = []
     for i, grid in grids.items():
         if isinstance(jobs[i].data, PairInput):
-            rows = max(jobs[i].bounds[1] - jobs[i].bounds[0] if len(jobs[i].bounds) > 1 else 1, PIECE_ROWS)
-            jobs[i], ts = pair_slab_tasks(jobs[i], grid, rows, token)
+            jobs[i], ts = pair_slab_tasks(jobs[i], grid, _piece_rows(jobs[i]), token)
             pending.append((i, ts))
-    if pending:
-        results = runner.compute([t for _, ts in pending for t in ts], "stage pairs by slab")
-        pos = 0
-        for i, ts in pending:
-            offsets = tuple(results[pos : pos + len(ts)])
-            pairs = sum(int(o[-1]) for o in offsets)
-            output = jobs[i].output
-            assert output is not None
-            jobs[i] = replace(jobs[i], offsets=offsets, output=replace(output, subset=pairs < jobs[i].space.total))
-            pos += len(ts)
+    _record_pair_offsets(jobs, pending, runner, "stage pairs by slab")
     tasks = {i: slab_tasks(jobs[i], grid, token) for i, grid in grids.items()}
     results = runner.compute([t for ts in tasks.values() for t in ts], "stage slabs by block")
     out, pos = {}, 0
@@ -400,22 +390,35 @@ def _stage_pairs(jobs: list[TypeJob], runner: StageRunner, token: str, skip: set
     pending = []
     for i, job in enumerate(jobs):
         if isinstance(job.data, PairInput) and i not in skip:
-            block_rows = job.bounds[1] - job.bounds[0] if len(job.bounds) > 1 else 1
-            pieces = pair_pieces(job.data, max(block_rows, PIECE_ROWS))
+            pieces = pair_pieces(job.data, _piece_rows(job))
             jobs[i] = replace(job, pieces=tuple(pieces))
             pending.append((i, pair_tasks(jobs[i], pieces, token)))
-    if pending:
-        results = runner.compute([t for _, ts in pending for t in ts], "stage pairs by block")
-        pos = 0
-        for i, ts in pending:
-            offsets = tuple(results[pos : pos + len(ts)])
-            pairs = sum(int(o[-1]) for o in offsets)
-            output = jobs[i].output
-            assert output is not None
-            # pairs covering every ID (repeats are caught by the blocks) make a dense output, no mask
-            jobs[i] = replace(jobs[i], offsets=offsets, output=replace(output, subset=pairs < jobs[i].space.total))
-            pos += len(ts)
+    _record_pair_offsets(jobs, pending, runner, "stage pairs by block")
     return jobs
+
+
+def _piece_rows(job: TypeJob) -> int:
+    """Rows per piece of a job's pair files: a block's rows, at least ``PIECE_ROWS``."""
+    block_rows = job.bounds[1] - job.bounds[0] if len(job.bounds) > 1 else 1
+    return max(block_rows, PIECE_ROWS)
+
+
+def _record_pair_offsets(
+    jobs: list[TypeJob], pending: list[tuple[int, list[Delayed]]], runner: StageRunner, what: str
+) -> None:
+    """Run the pair staging tasks of ``pending`` and record each job's group offsets in ``jobs``."""
+    if not pending:
+        return
+    results = runner.compute([t for _, ts in pending for t in ts], what)
+    pos = 0
+    for i, ts in pending:
+        offsets = tuple(results[pos : pos + len(ts)])
+        pairs = sum(int(o[-1]) for o in offsets)
+        output = jobs[i].output
+        assert output is not None
+        # pairs covering every ID (repeats are caught by the blocks) make a dense output, no mask
+        jobs[i] = replace(jobs[i], offsets=offsets, output=replace(output, subset=pairs < jobs[i].space.total))
+        pos += len(ts)
 
 
 def _write_manifest(out: str, part_root: str, fmt: str, types: dict[str, TypeSummary], so: StorageOptions) -> str:
