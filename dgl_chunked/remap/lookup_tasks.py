@@ -30,8 +30,8 @@ import pyarrow as pa
 
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.chunk.transforms import bucket_order, key_buckets, keys_to_numpy
-from dgl_chunked.io.chunked.files import makedirs_for
 from dgl_chunked.io.dgl.blocks import ArrayBlocks
+from dgl_chunked.io.formats.files import makedirs_for
 from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.remap.blocks import run_positions
 from dgl_chunked.remap.id_mappings import Keys

@@ -31,7 +31,7 @@ import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.io.chunked.files import makedirs_for
+from dgl_chunked.io.formats.files import makedirs_for
 from dgl_chunked.remap.tables import table_columns, write_table
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.arrays import zarr_store

@@ -28,16 +28,11 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.chunk.sources import (
-    FileInfo,
-    Piece,
-    csv_line_number,
-    inspect_file,
-    read_csv_piece,
-    read_npy_rows,
-    read_parquet_piece,
-)
 from dgl_chunked.chunk.transforms import keys_to_numpy
+from dgl_chunked.io.formats import FileInfo, Piece, inspect_file
+from dgl_chunked.io.formats.csv import csv_line_number, read_csv_piece
+from dgl_chunked.io.formats.npy import read_npy_rows
+from dgl_chunked.io.formats.parquet import read_parquet_piece
 from dgl_chunked.remap.inputs import expand_files
 from dgl_chunked.remap.model import RemapError, ResultFile
 from dgl_chunked.remap.readers import column_to_numpy

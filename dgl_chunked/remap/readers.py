@@ -19,9 +19,11 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.chunk.sources import FileInfo, Piece, inspect_file, npy_header, read_parquet_piece
 from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.io.dgl.tensor_index import TensorPayload, index_tensor_dict, read_payload_rows
+from dgl_chunked.io.formats import FileInfo, Piece, inspect_file
+from dgl_chunked.io.formats.npy import npy_header
+from dgl_chunked.io.formats.parquet import read_parquet_piece
 from dgl_chunked.io.graphbolt.torch_tensors import index_torch_file
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.storage.arrays import zarr_store

@@ -19,7 +19,6 @@ from dgl_chunked.errors import (
     ChunkReadError,
     UnsupportedFormatError,
 )
-from dgl_chunked.io.chunked.csv_files import first_bad_integer
 from dgl_chunked.io.chunked.formats import (
     count_edge_rows,
     feature_chunk_info,
@@ -30,7 +29,8 @@ from dgl_chunked.io.chunked.formats import (
     write_edge_chunk,
     write_feature_chunk,
 )
-from dgl_chunked.io.chunked.parquet_files import read_footer
+from dgl_chunked.io.formats.csv_rows import first_bad_integer
+from dgl_chunked.io.formats.parquet import read_footer
 
 CSV = {"delimiter": " "}
 
