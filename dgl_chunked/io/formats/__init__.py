@@ -7,6 +7,7 @@ csv       :mod:`.csv`     edges; chunk's raw edges and keys
 tsv       :mod:`.csv`     chunk's raw edges and keys (CSV with a tab)
 parquet   :mod:`.parquet` edges, features; chunk's raw edges, features and keys
 numpy     :mod:`.npy`     features; chunk's raw edges, features and keys
+orc       :mod:`.orc`     edges, features; chunk's raw edges, features and keys
 ========  ==============  ==========================================================
 
 Every reader and writer of a format lives in its module; the rest of the package
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 # The import order is the registration order, the order in which messages list formats.
 # isort: off
-from dgl_chunked.io.formats import csv, parquet, npy
+from dgl_chunked.io.formats import csv, parquet, npy, orc
 
 # isort: on
 from dgl_chunked.io.formats.pieces import FileInfo, Piece, split_pieces
@@ -45,6 +46,7 @@ __all__ = [
     "get_format",
     "inspect_file",
     "npy",
+    "orc",
     "parquet",
     "register_format",
     "split_pieces",
