@@ -285,7 +285,9 @@ def _input_locations(jobs: list[TypeJob], inputs: MappingInputs) -> dict[str, st
             out[f"user IDs of {job.space.label}"] = keys.source.root
         ends = job.output.endpoints if job.output is not None else None
         if isinstance(ends, Endpoints):
-            out.update({f"user IDs of {e.ntype!r}": e.keys.source.root for e in ends.ends if isinstance(e.keys, StagedKeys)})
+            out.update(
+                {f"user IDs of {e.ntype!r}": e.keys.source.root for e in ends.ends if isinstance(e.keys, StagedKeys)}
+            )
         data = job.data
         files = (
             data.rows + data.ids if isinstance(data, PairInput) else data.files if isinstance(data, RowInput) else ()

@@ -51,7 +51,15 @@ from dgl_chunked.remap.spaces import TypeSpace, resolve_type
 from dgl_chunked.remap.tasks import TypeJob
 from dgl_chunked.storage import fs
 
-__all__ = ["NODE_BLOCK", "End", "Endpoints", "answer_requests", "plan_endpoints", "stage_keys_and_ends", "stage_requests"]
+__all__ = [
+    "NODE_BLOCK",
+    "End",
+    "Endpoints",
+    "answer_requests",
+    "plan_endpoints",
+    "stage_keys_and_ends",
+    "stage_requests",
+]
 
 NODE_BLOCK = 1 << 20
 """Node IDs per block of an end type whose user IDs are ``node_keys`` or a ``raw_id_mappings``."""
@@ -168,7 +176,12 @@ def plan_endpoints(
     for s, ntype in enumerate((src, dst)):
         node = resolve_type(inputs.config, ntype, where="results")
         keys = find_keys(
-            ntype, part_root=inputs.part_root, graph=graph, id_mappings=id_mappings, total=node.total, storage_options=so
+            ntype,
+            part_root=inputs.part_root,
+            graph=graph,
+            id_mappings=id_mappings,
+            total=node.total,
+            storage_options=so,
         )
         reader: KeySource | StagedKeys | None = keys if not isinstance(keys, IdMappingSource) else None
         if isinstance(keys, IdMappingSource):
@@ -198,9 +211,7 @@ def stage_requests(ends: Endpoints, k: int) -> None:
         if end.keys is None:
             continue
         group = (np.searchsorted(np.asarray(end.bounds), nids, side="right") - 1).astype(np.int64)
-        write_grouped(
-            end.request_path(k), {"row": rows, "nid": nids}, group, len(end.bounds) - 1, ends.storage_options
-        )
+        write_grouped(end.request_path(k), {"row": rows, "nid": nids}, group, len(end.bounds) - 1, ends.storage_options)
 
 
 def answer_requests(ends: Endpoints, s: int, j: int) -> None:

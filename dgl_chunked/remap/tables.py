@@ -35,7 +35,15 @@ from dgl_chunked.chunk.transforms import keys_to_numpy
 from dgl_chunked.errors import OptionError
 from dgl_chunked.storage import fs
 
-__all__ = ["DST_NID_COLUMN", "NID_COLUMN", "SRC_NID_COLUMN", "TABLE_FORMATS", "check_renames", "table_columns", "write_table"]
+__all__ = [
+    "DST_NID_COLUMN",
+    "NID_COLUMN",
+    "SRC_NID_COLUMN",
+    "TABLE_FORMATS",
+    "check_renames",
+    "table_columns",
+    "write_table",
+]
 
 NID_COLUMN = "nid"
 """The user-ID column: GraphStorm's ``GS_REMAP_NID_COL``."""
