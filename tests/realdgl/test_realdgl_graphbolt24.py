@@ -112,7 +112,7 @@ def test_both_routes_equal_dgl_240s_converter(tmp_path, monkeypatch, case, call)
     outs = (tmp_path / "v24", gb_out, tmp_path / "ours")
     (theirs, theirs_info), *loaded = load_graphbolts(*(out / "metadata.json" for out in outs))
     coo = call != "dgl21-flags"
-    for out, (ours, ours_info) in zip(outs[1:], loaded):
+    for out, (ours, ours_info) in zip(outs[1:], loaded, strict=True):
         assert set(ours) == set(theirs)
         for key in theirs:
             assert_same_array(ours[key], theirs[key], key)
