@@ -39,7 +39,7 @@ from dask.delayed import Delayed, delayed
 from dgl_chunked._typing import IdArray
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.io.chunked.chunks import ChunkGroup, ChunkRef, read_edges_partition
-from dgl_chunked.io.chunked.files import makedirs_for
+from dgl_chunked.io.formats.files import makedirs_for
 from dgl_chunked.remap.id_mapping_tasks import StagedKeys, mapping_tasks
 from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys
 from dgl_chunked.remap.keys import KeySource

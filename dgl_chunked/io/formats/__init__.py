@@ -5,9 +5,10 @@ name      module          roles
 ========  ==============  ==========================================================
 csv       :mod:`.csv`     edges; chunk's raw edges and keys
 tsv       :mod:`.csv`     chunk's raw edges and keys (CSV with a tab)
-parquet   :mod:`.parquet` edges, features; chunk's raw edges, features and keys
-numpy     :mod:`.npy`     features; chunk's raw edges, features and keys
-orc       :mod:`.orc`     edges, features; chunk's raw edges, features and keys
+parquet   :mod:`.parquet` edges, features; chunk's raw edges, features and keys; results
+numpy     :mod:`.npy`     features; chunk's raw edges, features and keys; results
+orc       :mod:`.orc`     edges, features; chunk's raw edges, features and keys; results
+zarr      :mod:`.zarr`    remap's results
 ========  ==============  ==========================================================
 
 Every reader and writer of a format lives in its module; the rest of the package
@@ -15,7 +16,8 @@ asks the registry (:func:`get_format`, :func:`formats_with`, :func:`format_of_pa
 Shared pieces: :mod:`.files` (sources, sizes, read errors), :mod:`.pieces` (what
 inspection learns of a file, and how a source is cut), :mod:`.arrow_tables` (Arrow
 tables as edge and feature arrays, for every table format), :mod:`.csv_rows` (the
-forgiving CSV parse that names a bad row). Importing this package registers every
+forgiving CSV parse that names a bad row), :mod:`.rows` (a result file read by row
+ranges: ``RowFile``). Importing this package registers every
 format.
 """
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 # The import order is the registration order, the order in which messages list formats.
 # isort: off
-from dgl_chunked.io.formats import csv, parquet, npy, orc
+from dgl_chunked.io.formats import csv, parquet, npy, orc, zarr
 
 # isort: on
 from dgl_chunked.io.formats.pieces import FileInfo, Piece, split_pieces
@@ -47,6 +49,7 @@ __all__ = [
     "inspect_file",
     "npy",
     "orc",
+    "zarr",
     "parquet",
     "register_format",
     "split_pieces",

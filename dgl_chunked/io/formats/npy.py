@@ -23,6 +23,7 @@ from dgl_chunked.errors import ChunkMismatchError, ChunkReadError
 from dgl_chunked.io.formats.files import binary, file_size, source
 from dgl_chunked.io.formats.pieces import FileInfo, raw_file_size
 from dgl_chunked.io.formats.registry import FileFormat, register_format
+from dgl_chunked.io.formats.rows import RowFile
 from dgl_chunked.storage import fs, npy
 
 __all__ = [
@@ -46,7 +47,7 @@ class NpyFormat(FileFormat):
     name = "numpy"
     title = ".npy"
     extensions = (".npy",)
-    roles = frozenset({"features", "raw_edges", "raw_features", "raw_keys"})
+    roles = frozenset({"features", "raw_edges", "raw_features", "raw_keys", "results"})
     kind = "array"
     raw_options = frozenset({"layout"})
     header_bytes = fs.HEADER_BLOCK
@@ -76,6 +77,28 @@ class NpyFormat(FileFormat):
         self, path: str, info: FileInfo, start: int, stop: int, storage_options: StorageOptions
     ) -> npt.NDArray[Any]:
         return read_npy_rows(path, info, start, stop, storage_options)
+
+    def open_result(self, path: str, key: str | None, storage_options: StorageOptions) -> RowFile:
+        info = npy_header(path, "result file", storage_options)
+        if info.fortran and len(info.shape) > 1:
+            raise ChunkMismatchError(f"{path}: is in Fortran order; save it with numpy.save(np.ascontiguousarray(a))")
+        if not info.shape or info.dtype is None:
+            raise ChunkMismatchError(f"{path}: is a 0-d array; expected one row per ID")
+        row_shape = tuple(info.shape[1:])
+        return RowFile(
+            path,
+            self.name,
+            None,
+            info.shape[0],
+            info.dtype,
+            row_shape,
+            reader=self,
+            info=info,
+            storage_options=storage_options,
+        )
+
+    def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
+        return read_npy_rows(file.path, file.info, lo, hi, file.storage_options)
 
     def read_flat(
         self, path: str, info: FileInfo, first: int, count: int, storage_options: StorageOptions

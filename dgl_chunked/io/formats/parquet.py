@@ -40,6 +40,7 @@ from dgl_chunked.io.formats.arrow_tables import (
 from dgl_chunked.io.formats.files import source
 from dgl_chunked.io.formats.pieces import FileInfo, Piece, raw_file_size
 from dgl_chunked.io.formats.registry import FileFormat, register_format
+from dgl_chunked.io.formats.rows import RowFile, table_row_file, table_rows
 from dgl_chunked.storage import fs
 
 __all__ = [
@@ -73,7 +74,7 @@ class ParquetFormat(FileFormat):
     name = "parquet"
     title = "Parquet"
     extensions = (".parquet", ".pq")
-    roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys"})
+    roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys", "results"})
     kind = "table"
     options = {"columns": list}
     raw_options = frozenset({"columns", "column"})
@@ -123,6 +124,13 @@ class ParquetFormat(FileFormat):
         self, piece: Piece, info: FileInfo, columns: Sequence[str], storage_options: StorageOptions
     ) -> pa.Table:
         return read_parquet_piece(piece, info, columns, storage_options)
+
+    def open_result(self, path: str, key: str | None, storage_options: StorageOptions) -> RowFile:
+        info = self.inspect(path, "result file", delimiter=",", header=False, storage_options=storage_options)
+        return table_row_file(self, self.name, info, key, storage_options)
+
+    def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
+        return table_rows(self, file, lo, hi)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ role               meaning
 ``raw_edges``      ``dgl-chunked chunk``'s raw input: an edge ``source``
 ``raw_features``   ``dgl-chunked chunk``'s raw input: a feature
 ``raw_keys``       ``dgl-chunked chunk``'s raw input: a node type's ``key``
+``results``        ``remap``'s result files, read by row ranges (:mod:`.rows`)
 =================  ===========================================================
 
 A format's *kind* says how its raw pieces are read: ``"array"`` (one n-d array with
@@ -38,6 +39,7 @@ import pyarrow as pa
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.errors import UnsupportedFormatError
 from dgl_chunked.io.formats.pieces import FileInfo, Piece
+from dgl_chunked.io.formats.rows import RowFile
 
 __all__ = [
     "FileFormat",
@@ -50,7 +52,7 @@ __all__ = [
     "register_format",
 ]
 
-Role = Literal["edges", "features", "raw_edges", "raw_features", "raw_keys"]
+Role = Literal["edges", "features", "raw_edges", "raw_features", "raw_keys", "results"]
 Kind = Literal["array", "table", "text"]
 
 _REGISTRY: dict[str, FileFormat] = {}
@@ -142,6 +144,19 @@ class FileFormat:
     ) -> pa.Table:
         """Rows ``[piece.start, piece.stop)`` of ``columns`` of a table file (kind ``"table"``)."""
         raise self._unsupported("read row ranges of named columns")
+
+    # --- remap's results (role "results") --------------------------------------------
+
+    def open_result(self, path: str, key: str | None, storage_options: StorageOptions) -> RowFile:
+        """Inspect one result file (header, footer or metadata only): entry ``key``, or
+        the only one (see :func:`.rows.pick_entry`)."""
+        raise self._unsupported("be a result file")
+
+    def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
+        """Rows ``[lo, hi)`` of a result file this format opened."""
+        raise self._unsupported("be a result file")
+
+    # --- row and byte ranges of raw pieces ---------------------------------------
 
     def read_rows(
         self, path: str, info: FileInfo, start: int, stop: int, storage_options: StorageOptions
