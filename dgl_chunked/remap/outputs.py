@@ -19,7 +19,6 @@ is done, and ``remap.json`` comes last: an interrupted run never looks finished.
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.io.formats.files import makedirs_for
+from dgl_chunked.io.formats.npy import npy_header_bytes, raw_bytes
 from dgl_chunked.remap.tables import table_columns, write_table
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.arrays import zarr_store
@@ -42,23 +42,6 @@ OutputFormat = Literal["npy", "zarr", "parquet", "csv"]
 FORMATS: tuple[OutputFormat, ...] = ("npy", "zarr", "parquet", "csv")
 MANIFEST = "remap.json"
 TMP_DIR = "_tmp"
-
-
-def npy_header_bytes(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
-    """The ``.npy`` header (format 1.0, or 2.0 when needed) of a C-ordered array."""
-    buf = io.BytesIO()
-    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
-    try:
-        np.lib.format.write_array_header_1_0(buf, header)
-    except ValueError:
-        buf = io.BytesIO()
-        np.lib.format.write_array_header_2_0(buf, header)
-    return buf.getvalue()
-
-
-def raw_bytes(array: npt.NDArray[Any]) -> memoryview:
-    """The bytes of ``array`` in C order (empty arrays too), without a copy when it is contiguous."""
-    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # type: ignore[arg-type]
 
 
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:

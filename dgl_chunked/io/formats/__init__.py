@@ -3,12 +3,12 @@
 ========  ==============  ==========================================================
 name      module          roles
 ========  ==============  ==========================================================
-csv       :mod:`.csv`     edges; chunk's raw edges and keys
-tsv       :mod:`.csv`     chunk's raw edges and keys (CSV with a tab)
-parquet   :mod:`.parquet` edges, features; chunk's raw edges, features and keys; results
-numpy     :mod:`.npy`     features; chunk's raw edges, features and keys; results
-orc       :mod:`.orc`     edges, features; chunk's raw edges, features and keys; results
-zarr      :mod:`.zarr`    remap's results
+csv       :mod:`.csv`     edges; chunk's raw edges and keys; queries; outputs
+tsv       :mod:`.csv`     chunk's raw edges and keys; queries (CSV with a tab)
+parquet   :mod:`.parquet` edges, features; chunk's raw input; results; queries; outputs
+numpy     :mod:`.npy`     features; chunk's raw input; results; queries
+orc       :mod:`.orc`     edges, features; chunk's raw input; results; queries
+zarr      :mod:`.zarr`    results
 ========  ==============  ==========================================================
 
 Every reader and writer of a format lives in its module; the rest of the package

@@ -29,6 +29,7 @@ __all__ = [
     "common_dtype",
     "edge_columns",
     "feature_table",
+    "fixed_size_rows",
     "is_list",
     "read_dtype",
     "shape_metadata",
@@ -219,3 +220,12 @@ def feature_table(array: npt.NDArray[Any], layout: Literal["columns", "list"]) -
         flat2 = array.reshape(array.shape[0], int(np.prod(array.shape[1:])))
         table = pa.table({str(i): flat2[:, i] for i in range(flat2.shape[1])})
     return table.replace_schema_metadata({"shape": str(tuple(array.shape))})
+
+
+def fixed_size_rows(values: npt.NDArray[Any]) -> pa.Array:
+    """A 1-D array as an Arrow array, a 2-D (or more) one as fixed-size lists of its rows."""
+    if values.ndim == 1:
+        return pa.array(values)
+    width = int(np.prod(values.shape[1:], dtype=np.int64))
+    flat = np.ascontiguousarray(values).reshape(-1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat), width)

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
+import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
@@ -40,6 +42,7 @@ __all__ = [
     "csv_line_number",
     "read_csv_edges",
     "read_csv_piece",
+    "write_csv_table",
     "write_csv_edges",
 ]
 
@@ -56,7 +59,7 @@ class CsvFormat(FileFormat):
     name = "csv"
     title = "CSV"
     extensions = (".csv",)
-    roles = frozenset({"edges", "raw_edges", "raw_keys"})
+    roles = frozenset({"edges", "raw_edges", "raw_keys", "queries", "outputs"})
     kind = "text"
     options = {"delimiter": str, "header": bool}
     drops_options = False
@@ -102,6 +105,16 @@ class CsvFormat(FileFormat):
     def line_number(self, path: str, offset: int, row: int, storage_options: StorageOptions) -> int:
         return csv_line_number(path, offset, row, storage_options)
 
+    def write_result_table(
+        self,
+        path: str,
+        names: Sequence[str],
+        arrays: Sequence[npt.NDArray[Any] | pa.Array],
+        delimiter: str,
+        storage_options: StorageOptions,
+    ) -> None:
+        write_csv_table(path, names, arrays, delimiter, storage_options)
+
 
 @register_format
 class TsvFormat(CsvFormat):
@@ -110,7 +123,7 @@ class TsvFormat(CsvFormat):
     name = "tsv"
     title = "TSV"
     extensions = (".tsv",)
-    roles = frozenset({"raw_edges", "raw_keys"})
+    roles = frozenset({"raw_edges", "raw_keys", "queries"})
     delimiter = "\t"
 
     @property
@@ -235,6 +248,34 @@ def count_csv_rows(path: str, options: Mapping[str, Any], storage_options: Stora
     if last is not None and last != 10:
         count += 1
     return max(count - int(bool(options.get("header", False))), 0)
+
+
+def _csv_values(values: npt.NDArray[Any] | pa.Array) -> list[Any]:
+    """As GraphStorm's ``write_data_csv_file``: a 1-D array's Python values, a 2-D row's
+    joined by ``;``; user IDs (Arrow) as int64 or str."""
+    if isinstance(values, pa.Array):
+        if pa.types.is_integer(values.type):
+            return list(np.asarray(values.to_numpy(), dtype=np.int64))
+        return list(np.asarray(values.to_numpy(zero_copy_only=False), dtype=object))
+    if values.ndim == 1:
+        return list(values.tolist())
+    rows = values.reshape(values.shape[0], -1).tolist()
+    return [";".join(str(v) for v in row) for row in rows]
+
+
+def write_csv_table(
+    path: str,
+    names: Sequence[str],
+    arrays: Sequence[npt.NDArray[Any] | pa.Array],
+    delimiter: str,
+    storage_options: StorageOptions,
+) -> None:
+    """One CSV table as GraphStorm writes it (pandas' ``to_csv(index=False, sep=delimiter)``,
+    a header line in every file; ``python/graphstorm/gconstruct/remap_result.py``)."""
+    data = {n: _csv_values(a if isinstance(a, pa.Array) else np.asarray(a)) for n, a in zip(names, arrays, strict=True)}
+    text = pd.DataFrame(data, columns=list(names)).to_csv(index=False, sep=delimiter)
+    with _fs.open_file(path, "wb", storage_options) as f:
+        f.write(text.encode())
 
 
 def write_csv_edges(f: IO[bytes], table: pa.Table, options: Mapping[str, Any]) -> None:

@@ -11,6 +11,7 @@ edge arrays are read as two ranges.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Literal
@@ -33,6 +34,8 @@ __all__ = [
     "npy_feature_info",
     "npy_header",
     "read_npy_flat",
+    "npy_header_bytes",
+    "raw_bytes",
     "read_npy_rows",
     "read_npy_feature",
     "read_npy_header",
@@ -47,7 +50,7 @@ class NpyFormat(FileFormat):
     name = "numpy"
     title = ".npy"
     extensions = (".npy",)
-    roles = frozenset({"features", "raw_edges", "raw_features", "raw_keys", "results"})
+    roles = frozenset({"features", "raw_edges", "raw_features", "raw_keys", "results", "queries"})
     kind = "array"
     raw_options = frozenset({"layout"})
     header_bytes = fs.HEADER_BLOCK
@@ -178,6 +181,27 @@ def npy_feature_info(path: str, storage_options: StorageOptions) -> tuple[int, t
 def write_npy(f: IO[bytes], array: npt.NDArray[Any]) -> None:
     """Write ``array`` as an ``.npy`` file (no pickles)."""
     np.save(f, array, allow_pickle=False)
+
+
+# --- writing in place (remap's and lookup's preallocated outputs) -------------------
+
+
+def npy_header_bytes(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
+    """The ``.npy`` header (format 1.0, or 2.0 when needed) of a C-ordered array: what
+    ``numpy.save`` writes before the data, so that blocks can be written at their offsets."""
+    buf = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    try:
+        np.lib.format.write_array_header_1_0(buf, header)
+    except ValueError:
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_2_0(buf, header)
+    return buf.getvalue()
+
+
+def raw_bytes(array: npt.NDArray[Any]) -> memoryview:
+    """The bytes of ``array`` in C order (empty arrays too), without a copy when it is contiguous."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # type: ignore[arg-type]
 
 
 # --- raw input pieces ----------------------------------------------------------------

@@ -65,7 +65,7 @@ class OrcFormat(FileFormat):
     name = "orc"
     title = "ORC"
     extensions = (".orc",)
-    roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys", "results"})
+    roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys", "results", "queries"})
     kind = "table"
     options = {"columns": list}
     raw_options = frozenset({"columns", "column"})

@@ -31,6 +31,7 @@ from dgl_chunked.io.formats.arrow_tables import (
     common_dtype,
     edge_columns,
     feature_table,
+    fixed_size_rows,
     is_list,
     read_dtype,
     shape_metadata,
@@ -74,7 +75,7 @@ class ParquetFormat(FileFormat):
     name = "parquet"
     title = "Parquet"
     extensions = (".parquet", ".pq")
-    roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys", "results"})
+    roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys", "results", "queries", "outputs"})
     kind = "table"
     options = {"columns": list}
     raw_options = frozenset({"columns", "column"})
@@ -131,6 +132,21 @@ class ParquetFormat(FileFormat):
 
     def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
         return table_rows(self, file, lo, hi)
+
+    def write_result_table(
+        self,
+        path: str,
+        names: Sequence[str],
+        arrays: Sequence[npt.NDArray[Any] | pa.Array],
+        delimiter: str,
+        storage_options: StorageOptions,
+    ) -> None:
+        columns = {
+            n: a if isinstance(a, pa.Array) else fixed_size_rows(np.asarray(a))
+            for n, a in zip(names, arrays, strict=True)
+        }
+        with fs.open_file(path, "wb", storage_options) as f:
+            pq.write_table(pa.table(columns), f)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,6 +19,8 @@ role               meaning
 ``raw_features``   ``dgl-chunked chunk``'s raw input: a feature
 ``raw_keys``       ``dgl-chunked chunk``'s raw input: a node type's ``key``
 ``results``        ``remap``'s result files, read by row ranges (:mod:`.rows`)
+``queries``        ``lookup``'s query files, read by pieces as ``chunk``'s raw input
+``outputs``        ``remap``'s output tables, one file per block
 =================  ===========================================================
 
 A format's *kind* says how its raw pieces are read: ``"array"`` (one n-d array with
@@ -52,7 +54,7 @@ __all__ = [
     "register_format",
 ]
 
-Role = Literal["edges", "features", "raw_edges", "raw_features", "raw_keys", "results"]
+Role = Literal["edges", "features", "raw_edges", "raw_features", "raw_keys", "results", "queries", "outputs"]
 Kind = Literal["array", "table", "text"]
 
 _REGISTRY: dict[str, FileFormat] = {}
@@ -155,6 +157,18 @@ class FileFormat:
     def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
         """Rows ``[lo, hi)`` of a result file this format opened."""
         raise self._unsupported("be a result file")
+
+    def write_result_table(
+        self,
+        path: str,
+        names: Sequence[str],
+        arrays: Sequence[npt.NDArray[Any] | pa.Array],
+        delimiter: str,
+        storage_options: StorageOptions,
+    ) -> None:
+        """Write one table of ``remap``'s output: columns ``names`` holding ``arrays``
+        (numpy values, 2-D for vectors; Arrow arrays of user IDs)."""
+        raise self._unsupported("be an output table of remap")
 
     # --- row and byte ranges of raw pieces ---------------------------------------
 
