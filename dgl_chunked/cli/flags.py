@@ -33,6 +33,8 @@ from typing import Any, TypeVar
 
 import click
 
+import dgl_chunked
+from dgl_chunked import ChunkedGraph, DispatchOptions, open_chunked_graph
 from dgl_chunked.cli.options import add_options, parse_size, storage_option, task_size_option
 from dgl_chunked.cluster import ClusterOptions, parse_cluster_options
 
@@ -103,10 +105,8 @@ class GraphLocation:
     storage_options: dict[str, Any] | None
     task_bytes: str | None
 
-    def open(self) -> Any:
+    def open(self) -> ChunkedGraph:
         """The lazy :class:`~dgl_chunked.io.chunked.graph.ChunkedGraph` (reads ``metadata.json`` only)."""
-        from dgl_chunked import open_chunked_graph
-
         return open_chunked_graph(
             self.in_dir,
             metadata_filename=self.metadata_filename,
@@ -201,10 +201,8 @@ NUM_TRAINERS = click.option(
 
 
 def _partition_options(flags: dict[str, Any], rest: Mapping[str, Any]) -> Any:
-    from dgl_chunked.partition import PartitionOptions  # the partitioners load with the commands that use them
-
     max_memory = flags["max_memory"]
-    return PartitionOptions(
+    return dgl_chunked.PartitionOptions(  # looked up here: `dispatch` never loads the partitioners
         seed=flags["seed"],
         balance_ntypes=split_list(flags["balance_ntypes"]),
         balance_edges=flags["balance_edges"],
@@ -372,9 +370,7 @@ def _formats(text: str | None) -> tuple[str, ...]:
     return tuple(f.strip() for f in text.split(",")) if text else ("coo",)
 
 
-def _dispatch_options(flags: dict[str, Any], rest: Mapping[str, Any]) -> Any:
-    from dgl_chunked import DispatchOptions
-
+def _dispatch_options(flags: dict[str, Any], rest: Mapping[str, Any]) -> DispatchOptions:
     if flags["dgl_launch"]:
         click.echo(
             "note: --ip-config/--ssh-port/--python-path/--master-port are ignored; "

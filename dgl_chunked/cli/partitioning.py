@@ -13,7 +13,6 @@ from dgl_chunked.cli.flags import NUM_PARTS, cluster_flags, graph_flags, partiti
 from dgl_chunked.cli.options import scratch_option
 from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.partition import PartitionOptions
-from dgl_chunked.partition.workflow import REPORT_NAME
 from dgl_chunked.storage.fs import join
 
 __all__ = ["partition_command", "report_command"]
@@ -52,7 +51,7 @@ def partition_command(
             storage_options=storage_options,
         )
     click.echo(report.to_table())
-    click.echo(f"assignment written to {out_dir} (report: {join(out_dir, REPORT_NAME)})")
+    click.echo(f"assignment written to {out_dir} (report: {join(out_dir, 'report.json')})")
 
 
 @click.command("report")
