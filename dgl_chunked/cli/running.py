@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["dispatch_command", "plan_command", "run_command"]
 
 OUT_DIR = click.option("--out-dir", required=True, help="Output directory (local path or fsspec URL).")
+KEEP_ASSIGNMENT = click.option("--partitions-dir", default=None, help="Also keep the assignment here (DGL layout).")
 
 
 def _input_files(graph: ChunkedGraph) -> list[str]:
@@ -79,7 +80,7 @@ def dispatch_command(
 @OUT_DIR
 @NUM_PARTS
 @partition_flags
-@click.option("--partitions-dir", default=None, help="Also keep the assignment here (DGL layout).")
+@KEEP_ASSIGNMENT
 @NUM_TRAINERS
 @scratch_option("--out-dir")
 @cluster_flags
@@ -137,7 +138,7 @@ def run_command(
     metavar="RATE",
     help="Every host's link, each direction ('1gbit', '100mbit', '125MB/s'): the network forecast's time.",
 )
-@click.option("--partitions-dir", default=None, hidden=True)
+@KEEP_ASSIGNMENT
 @scratch_option("--out-dir")
 @cluster_flags
 @dispatch_flags
