@@ -107,7 +107,8 @@ def parmetis_import_command(
 ) -> None:
     """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept.
 
-    --in-dir is the chunked graph that was exported."""
+    --in-dir is the chunked graph that was exported.
+    """
     with optional_client(cluster):
         meta = import_parmetis(
             [*parmetis_output, *more_outputs],

@@ -136,9 +136,8 @@ def _where(func: F) -> F:
 
 
 def _mapping_and_cluster(func: F) -> F:
-    """Where the ID map may come from (the graph of ``--in-dir``: the node types' keys, and with
-    ``--partitions-dir`` the ID map when the partitions have no orig_nids.dgl / orig_eids.dgl),
-    ``--overwrite``, and where the tasks run."""
+    """Where the ID map may come from (the graph of ``--in-dir``, ``--partitions-dir``,
+    ``--id-mappings``), ``--overwrite``, and where the tasks run."""
     options = [
         graph_flags(required=False),
         click.option(
@@ -230,6 +229,8 @@ def remap_command(
     Writes per type OUT/nodes/<ntype>.npy (row i = original ID i), a Zarr group, or a
     Parquet / CSV dataset of the value, the user's ID (nid: node types chunked with a key
     or with GSProcessing's raw_id_mappings) and the original ID, then OUT/remap.json.
+    The optional --in-dir graph gives the node types' keys, and with --partitions-dir the
+    ID map when the partitions have no orig_nids.dgl / orig_eids.dgl.
     """
     sources = _sources(results, ids, names, id_space == "original")
     renames = dict(_rename(text) for text in column_names)
@@ -312,6 +313,8 @@ def lookup_command(
 
     Writes OUT/part<p>/<type>.nids.npy (DGL's type-wise new IDs, ascending), .orig_nids.npy,
     one .npy per --label, and <type>.pt holding all of them for torch.load, then OUT/lookup.json.
+    The optional --in-dir graph gives the node types' keys, and with --partitions-dir the
+    ID map when the partitions have no orig_nids.dgl / orig_eids.dgl.
     """
     if any(q.lower().endswith(".tsv") for q in queries) and delimiter == ",":
         delimiter = "\t"
