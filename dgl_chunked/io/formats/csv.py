@@ -54,7 +54,8 @@ _COUNT_BLOCK = 1 << 22
 
 @register_format
 class CsvFormat(FileFormat):
-    """Delimited text: edges of a Chunked Graph Format input, and ``chunk``'s raw edges and keys."""
+    """Delimited text: edges of a Chunked Graph Format input, ``chunk``'s raw edges and keys,
+    ``lookup``'s queries, ``remap``'s output tables."""
 
     name = "csv"
     title = "CSV"

@@ -45,7 +45,8 @@ __all__ = [
 
 @register_format
 class NpyFormat(FileFormat):
-    """``.npy`` arrays: features of a Chunked Graph Format input, ``chunk``'s raw input."""
+    """``.npy`` arrays: features of a Chunked Graph Format input, ``chunk``'s raw input,
+    ``remap``'s result files, ``lookup``'s queries."""
 
     name = "numpy"
     title = ".npy"

@@ -1,6 +1,6 @@
 """ORC files (format ``orc``): edge and feature files of a Chunked Graph Format input,
-and ``dgl-chunked chunk``'s raw input read by row ranges; ``pyarrow.orc`` reads and
-writes them.
+``dgl-chunked chunk``'s raw input, ``remap``'s result files and ``lookup``'s queries,
+read by row ranges; ``pyarrow.orc`` reads and writes them.
 
 DGL 2.1.0's dispatch does not read ORC (its ``tools/distpartitioning/array_readwriter/``
 registers ``csv``, ``parquet`` and ``numpy`` only, and edges are read by name): an input
@@ -60,7 +60,8 @@ TAIL_READ = 16 << 10
 
 @register_format
 class OrcFormat(FileFormat):
-    """ORC tables: edges and features of a Chunked Graph Format input, ``chunk``'s raw input."""
+    """ORC tables: edges and features of a Chunked Graph Format input, ``chunk``'s raw input,
+    ``remap``'s result files and ``lookup``'s queries."""
 
     name = "orc"
     title = "ORC"

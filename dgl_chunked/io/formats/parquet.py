@@ -70,7 +70,8 @@ below it, starting the threads cost more than they saved (a 4k-row mask file of 
 
 @register_format
 class ParquetFormat(FileFormat):
-    """Parquet tables: edges and features of a Chunked Graph Format input, ``chunk``'s raw input."""
+    """Parquet tables: edges and features of a Chunked Graph Format input, ``chunk``'s raw input,
+    ``remap``'s result files and output tables, ``lookup``'s queries."""
 
     name = "parquet"
     title = "Parquet"
