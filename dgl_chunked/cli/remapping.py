@@ -13,7 +13,8 @@ from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import SCHEDULER_HELP, add_options, parse_size, storage_option
 from dgl_chunked.cluster import parse_cluster_options
-from dgl_chunked.remap import ResultFile, ResultSource, lookup_ids, remap_results
+from dgl_chunked.lookup import lookup_ids
+from dgl_chunked.remap import ResultFile, ResultSource, remap_results
 
 __all__ = ["lookup_command", "parse_files", "remap_command"]
 

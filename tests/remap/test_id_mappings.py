@@ -17,7 +17,8 @@ import pytest
 
 import dgl_chunked as dglc
 from dgl_chunked.cli import main
-from dgl_chunked.remap import RemapError, ResultSource, lookup_ids, remap_results
+from dgl_chunked.lookup import lookup_ids
+from dgl_chunked.remap import RemapError, ResultSource, remap_results
 from dgl_chunked.verify import load_partition_output
 
 from .gsp_mappings import int_ids, read_mapping, string_ids, write_mapping
@@ -121,7 +122,7 @@ def test_lookup_takes_the_mapping_files_themselves_as_queries(
 ) -> None:
     """The issue's command: --queries raw_id_mappings/<ntype>/parquet/* --column orig, keys from the partitions."""
     monkeypatch.setattr("dgl_chunked.remap.id_mappings.PIECE_ROWS", 64)  # many pieces of every file
-    monkeypatch.setattr("dgl_chunked.remap.lookup._KEYS_PER_BUCKET", 100)  # several hash buckets
+    monkeypatch.setattr("dgl_chunked.lookup.api._KEYS_PER_BUCKET", 100)  # several hash buckets
     for ntype, users in (("paper", gsp.paper), ("author", gsp.author)):
         args = ["lookup", "--partitions", str(gsp.out), "--out-dir", str(tmp_path / ntype), "--type", ntype]
         queries = str(gsp.out / "raw_id_mappings" / ntype / "parquet" / "*")
@@ -307,7 +308,7 @@ def test_integer_queries_against_text_user_ids_in_many_buckets(
     gsp: Gsp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Text user IDs that read as numbers ('1000000004711'), queried as integers: matched (and hashed) as text."""
-    monkeypatch.setattr("dgl_chunked.remap.lookup._KEYS_PER_BUCKET", 50)
+    monkeypatch.setattr("dgl_chunked.lookup.api._KEYS_PER_BUCKET", 50)
     text = np.array([str(v) for v in gsp.author], dtype=object)
     write_mapping(tmp_path / "m", "author", text, files=4, seed=8)
     pick = np.random.default_rng(3).choice(len(text), size=150, replace=False)

@@ -18,7 +18,8 @@ import pytest
 
 from dgl_chunked.io.dgl import write_tensor_dict
 from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
-from dgl_chunked.remap import RemapError, ResultSource, lookup_ids, remap_results
+from dgl_chunked.lookup import lookup_ids
+from dgl_chunked.remap import RemapError, ResultSource, remap_results
 from dgl_chunked.remap.shuffled import slabs
 from dgl_chunked.remap.spaces import TypeSpace
 
