@@ -10,12 +10,15 @@ batches, empty ones included, so bucket ``b`` is batch ``b`` of every file.
 Columns are numpy arrays of one length: numbers (1-D), text (object arrays of
 ``str``, stored as Arrow strings), or rows of numbers (2-D, stored as fixed-size
 lists). :func:`read_bucket` gives them back as they went in (text as objects, 2-D
-rows as 2-D), concatenated over the files in the order given.
+rows as 2-D), concatenated over the files in the order given. A writer that makes its
+batches one at a time (``remap``'s endpoint answers, Arrow columns of any type) opens
+the file with :func:`bucket_writer` and reads it back with :func:`read_bucket_table`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -25,7 +28,7 @@ import pyarrow as pa
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.storage import fs
 
-__all__ = ["bucket_order", "bucket_schema", "read_bucket", "write_buckets"]
+__all__ = ["bucket_order", "bucket_schema", "bucket_writer", "read_bucket", "read_bucket_table", "write_buckets"]
 
 
 def bucket_order(buckets: IdArray, num_buckets: int) -> tuple[IdArray, IdArray]:
@@ -52,6 +55,16 @@ def _arrow(values: npt.NDArray[Any]) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(values).reshape(-1)), width)
 
 
+@contextmanager
+def bucket_writer(path: str, schema: pa.Schema, so: StorageOptions = None) -> Iterator[pa.ipc.RecordBatchFileWriter]:
+    """Open a bucket file for writing its batches in bucket order (the caller writes one per bucket)."""
+    filesystem, inner = fs.filesystem(path, so)
+    if "/" in inner:  # object stores' flat keys need no folder
+        filesystem.makedirs(inner.rsplit("/", 1)[0], exist_ok=True)
+    with fs.open_file(path, "wb", so) as f, pa.ipc.new_file(f, schema) as writer:
+        yield writer
+
+
 def write_buckets(
     path: str,
     columns: Mapping[str, npt.NDArray[Any]],
@@ -66,10 +79,7 @@ def write_buckets(
     order, offsets = bucket_order(buckets, num_buckets)
     arrays = {name: _arrow(values[order]) for name, values in columns.items()}
     schema = pa.schema([(name, a.type) for name, a in arrays.items()])
-    filesystem, inner = fs.filesystem(path, so)
-    if "/" in inner:  # object stores' flat keys need no folder
-        filesystem.makedirs(inner.rsplit("/", 1)[0], exist_ok=True)
-    with fs.open_file(path, "wb", so) as f, pa.ipc.new_file(f, schema) as writer:
+    with bucket_writer(path, schema, so) as writer:
         for b in range(num_buckets):
             lo, hi = int(offsets[b]), int(offsets[b + 1])
             writer.write_batch(pa.record_batch([a.slice(lo, hi - lo) for a in arrays.values()], schema=schema))
@@ -84,13 +94,18 @@ def _to_numpy(column: pa.Array) -> npt.NDArray[Any]:
     return np.asarray(column.to_numpy(zero_copy_only=False))
 
 
-def read_bucket(paths: str | Sequence[str], bucket: int, so: StorageOptions = None) -> dict[str, npt.NDArray[Any]]:
-    """Bucket ``bucket`` of the file(s) ``paths``, concatenated in order, as numpy arrays by column name."""
+def read_bucket_table(paths: str | Sequence[str], bucket: int, so: StorageOptions = None) -> pa.Table:
+    """Bucket ``bucket`` of the file(s) ``paths``, concatenated in order, as an Arrow table."""
     batches = []
     for path in [paths] if isinstance(paths, str) else paths:
         with fs.open_file(path, "rb", so) as f:
             batches.append(pa.ipc.open_file(f).get_batch(bucket))
-    table = pa.Table.from_batches(batches)
+    return pa.Table.from_batches(batches)
+
+
+def read_bucket(paths: str | Sequence[str], bucket: int, so: StorageOptions = None) -> dict[str, npt.NDArray[Any]]:
+    """Bucket ``bucket`` of the file(s) ``paths``, concatenated in order, as numpy arrays by column name."""
+    table = read_bucket_table(paths, bucket, so)
     return {name: _to_numpy(table.column(name).combine_chunks()) for name in table.column_names}
 
 
