@@ -36,7 +36,7 @@ from dgl_chunked.io.formats.zarr import create_zarr_group, write_zarr_rows
 from dgl_chunked.remap.tables import table_columns, write_table
 from dgl_chunked.storage import fs
 
-__all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput", "npy_header_bytes", "raw_bytes"]
+__all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput"]
 
 OutputFormat = Literal["npy", "zarr", "parquet", "csv"]
 FORMATS: tuple[OutputFormat, ...] = ("npy", "zarr", "parquet", "csv")

@@ -21,11 +21,11 @@ from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
 from dgl_chunked.io.formats import format_of_path, formats_with, get_format
-from dgl_chunked.io.formats.rows import ID_NAMES, RowFile, column_to_numpy, pick_entry
+from dgl_chunked.io.formats.rows import RowFile, pick_entry
 from dgl_chunked.io.graphbolt.torch_tensors import index_torch_file
 from dgl_chunked.remap.model import RemapError
 
-__all__ = ["ID_NAMES", "RowFile", "column_to_numpy", "file_format", "open_row_file"]
+__all__ = ["TensorRows", "file_format", "open_row_file"]
 
 _TENSOR_EXTENSIONS = {".pt": "torch", ".pth": "torch", ".dgl": "dgl"}
 

@@ -40,6 +40,7 @@ __all__ = [
     "count_csv_rows",
     "csv_info",
     "csv_line_number",
+    "head_schema",
     "read_csv_edges",
     "read_csv_piece",
     "write_csv_table",
@@ -323,6 +324,18 @@ def _line_block(piece: Piece, storage_options: StorageOptions) -> tuple[int, byt
         if data and not data.endswith(b"\n"):
             data += f.readline()
     return pos, data
+
+
+def head_schema(path: str, delimiter: str, header: bool, storage_options: StorageOptions = None) -> pa.Schema:
+    """The column types ``pyarrow.csv`` infers from the complete lines of a file's first 64 KiB."""
+    with _fs.open_file(path, "rb", storage_options) as f:
+        head = f.read(1 << 16)
+    head = head[: head.rfind(b"\n") + 1] or head
+    return pacsv.read_csv(
+        io.BytesIO(head),
+        read_options=pacsv.ReadOptions(autogenerate_column_names=not header),
+        parse_options=pacsv.ParseOptions(delimiter=delimiter),
+    ).schema
 
 
 def csv_line_number(path: str, offset: int, row: int, storage_options: StorageOptions = None) -> int:

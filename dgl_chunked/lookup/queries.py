@@ -15,7 +15,6 @@ says where each row came from (file and row or line), for messages.
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,15 +24,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.chunk.transforms import keys_to_numpy
 from dgl_chunked.io.formats import FileInfo, Piece, format_of_path, formats_with, get_format, inspect_file
+from dgl_chunked.io.formats.csv import head_schema
+from dgl_chunked.io.formats.rows import column_to_numpy
 from dgl_chunked.remap.inputs import expand_files
 from dgl_chunked.remap.model import RemapError, ResultFile
-from dgl_chunked.remap.readers import column_to_numpy
-from dgl_chunked.storage import fs
 
 __all__ = ["QueryInput", "QueryPiece", "query_input"]
 
@@ -148,21 +146,12 @@ def _select(info: FileInfo, column: Any, what: str, kind: str) -> Any:
 def _csv_label_types(
     info: FileInfo, labels: Sequence[int], delimiter: str, header: bool, so: StorageOptions
 ) -> list[pa.DataType]:
-    with fs.open_file(info.path, "rb", so) as f:
-        head = f.read(1 << 16)
-    head = head[: head.rfind(b"\n") + 1] or head
-    table = pacsv.read_csv(
-        io.BytesIO(head),
-        read_options=pacsv.ReadOptions(autogenerate_column_names=not header),
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-    )
+    schema = head_schema(info.path, delimiter, header, so)
     out = []
     for j in labels:
-        kind = table.schema.types[j]
+        kind = schema.types[j]
         if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
-            raise RemapError(
-                f"{info.path}: label column {table.column_names[j]!r} holds {kind}; labels must be numbers"
-            )
+            raise RemapError(f"{info.path}: label column {schema.names[j]!r} holds {kind}; labels must be numbers")
         out.append(pa.float64() if pa.types.is_floating(kind) else kind)
     return out
 
