@@ -36,12 +36,12 @@ from dgl_chunked.chunk.readers import (
     read_feature_rows,
     read_key_block,
 )
-from dgl_chunked.chunk.sources import Piece, npy_header, read_npy_rows
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked import formats as _formats
-from dgl_chunked.io.chunked.files import makedirs_for
-from dgl_chunked.io.chunked.npy_files import write_npy
-from dgl_chunked.io.chunked.parquet_files import write_parquet
+from dgl_chunked.io.formats import Piece
+from dgl_chunked.io.formats.files import makedirs_for
+from dgl_chunked.io.formats.npy import npy_header, read_npy_rows, write_npy
+from dgl_chunked.io.formats.parquet import write_parquet
 from dgl_chunked.storage import fs as _fs
 from dgl_chunked.storage.buckets import read_bucket, write_buckets
 

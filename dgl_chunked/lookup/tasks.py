@@ -29,8 +29,9 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.chunk.transforms import key_buckets
-from dgl_chunked.io.chunked.files import makedirs_for
 from dgl_chunked.io.dgl.blocks import ArrayBlocks
+from dgl_chunked.io.formats.files import makedirs_for
+from dgl_chunked.io.formats.npy import npy_header_bytes, raw_bytes
 from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.lookup.queries import QueryInput
 from dgl_chunked.remap.blocks import run_positions
@@ -38,7 +39,6 @@ from dgl_chunked.remap.id_mappings import Keys
 from dgl_chunked.remap.keys import check_unique_keys, join_keys
 from dgl_chunked.remap.mapping import Blocks
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.outputs import npy_header_bytes, raw_bytes
 from dgl_chunked.remap.shuffled import inverse_block
 from dgl_chunked.remap.tasks import TypeJob, block_positions
 from dgl_chunked.storage import fs

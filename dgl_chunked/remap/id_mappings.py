@@ -35,11 +35,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.chunk.sources import FileInfo, Piece, inspect_file, read_parquet_piece
 from dgl_chunked.chunk.transforms import keys_to_numpy
 from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.dgl.partition_config import ID_MAPPINGS_DIR
+from dgl_chunked.io.formats import FileInfo, Piece, inspect_file
+from dgl_chunked.io.formats.parquet import read_parquet_piece
 from dgl_chunked.remap.keys import KeySource, key_source
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.storage import fs

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.orc as orc
 import pytest
 
 from dgl_chunked.chunk import read_orig_keys
@@ -97,6 +99,32 @@ def test_ids_with_labels_from_parquet_csv_npy_and_memory(hetero: Parts, tmp_path
     _check_npy_only(tmp_path / "d", hetero.out)
     manifest = json.loads((tmp_path / "c" / "lookup.json").read_text())
     assert manifest["by"] == "id" and sum(manifest["rows"]) == len(ids) and manifest["labels"] == ["label"]
+
+
+def test_ids_with_labels_from_orc_stripes(hetero: Parts, tmp_path: Path) -> None:
+    """ORC queries (io/formats/orc.py) are read stripe by stripe, named columns and vector labels as Parquet's."""
+    n = sum(len(o) for o in _truth(hetero.out, "paper"))
+    rng = np.random.default_rng(5)
+    ids = rng.permutation(n)[: n // 2]
+    vec = rng.normal(size=(len(ids), 2)).astype(np.float32)
+    table = pa.table({"label": ids % 5, "paper_id": ids, "vec": pa.array(list(vec), pa.list_(pa.float32()))})
+    orc.write_table(table, str(tmp_path / "q.orc"), stripe_size=1, batch_size=50)
+    assert orc.ORCFile(str(tmp_path / "q.orc")).nstripes > 2
+    lookup_ids(
+        hetero.out,
+        tmp_path / "q.orc",
+        tmp_path / "a",
+        type="paper",
+        column="paper_id",
+        labels=["label", "vec"],
+        by="id",
+        block_rows=100,
+    )
+    labels = {
+        "label": dict(zip(ids.tolist(), (ids % 5).tolist(), strict=True)),
+        "vec": dict(zip(ids.tolist(), vec, strict=True)),
+    }
+    _check(hetero.out, tmp_path / "a", "paper", labels, len(ids))
 
 
 def _check_npy_only(result_dir: Path, out: Path) -> None:

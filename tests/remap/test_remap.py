@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 import zarr
@@ -33,6 +34,15 @@ def _write(fmt: str, path: Path, array: np.ndarray, key: str = "pred") -> Result
         column = pa.array(list(array)) if array.ndim > 1 else pa.array(array)
         pq.write_table(pa.table({key: column}), path.with_suffix(".parquet"), row_group_size=97)
         return ResultFile(str(path.with_suffix(".parquet")))
+    if fmt == "orc":  # small stripes: rows are read stripe by stripe
+        column = pa.array(list(array)) if array.ndim > 1 else pa.array(array)
+        orc.write_table(
+            pa.table({"ids": np.arange(len(array)), key: column}),
+            str(path.with_suffix(".orc")),
+            stripe_size=1,
+            batch_size=97,
+        )
+        return ResultFile(str(path.with_suffix(".orc")))
     if fmt == "zarr":
         group = zarr.open_group(str(path.with_suffix(".zarr")), mode="w")
         group.create_array(key, data=array, chunks=(101, *array.shape[1:]))
@@ -56,7 +66,7 @@ def _read(out: Path, fmt: str, stem: str, value: str = "value") -> np.ndarray:
     return np.stack(column) if column.dtype == object and len(column) else column
 
 
-@pytest.mark.parametrize("fmt", ["npy", "parquet", "zarr", "pt", "dgl"])
+@pytest.mark.parametrize("fmt", ["npy", "parquet", "orc", "zarr", "pt", "dgl"])
 def test_one_array_in_any_input_format(hetero: Parts, tmp_path: Path, fmt: str) -> None:
     want = hetero.original("node", "paper", "feat")
     source = ResultSource((_write(fmt, tmp_path / "paper", hetero.new_order("node", "paper", "feat")),))
