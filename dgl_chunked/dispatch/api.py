@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from dgl_chunked.dispatch.output import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.dispatch.staging import MISSING, Staging
-from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
+from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes, staged_assignment
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
@@ -70,6 +70,7 @@ def dispatch(
     storage_options: StorageOptions = None,
     client: Any = None,
     extra_node_data: Mapping[str, Mapping[str, da.Array]] | None = None,
+    on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
 ) -> DispatchResult:
     """Write DGL distributed partitions of ``graph`` as assigned by ``assignment``.
 
@@ -93,6 +94,10 @@ def dispatch(
     extra_node_data
         More node data to write into ``node_feat.dgl``, computed rather than read:
         ``{ntype: {name: dask array with one row per node}}`` (e.g. ``trainer_id``).
+    on_assignment
+        Called once the assignment is staged, with it as lazy int32 arrays read from the
+        staging (``run --partitions-dir`` writes DGL's assignment directory from them, so
+        a partitioner's result is computed once and never read back from text).
 
     Returns
     -------
@@ -138,7 +143,9 @@ def dispatch(
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
         runner = StageRunner(client=client, progress=opts.progress)
-        plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps, id_features)
+        plan = _stage(
+            graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps, id_features, on_assignment
+        )
         every_file = stamps.everything()
         writes = [
             dask.delayed(_write_partition_once, pure=False)(
@@ -186,6 +193,7 @@ def _stage(
     out: str,
     stamps: FileStamps,
     id_features: tuple[NodeIdFeature, ...],
+    on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
 ) -> PartitionPlan:
     """Stage nodes, edges and features; return the plan of the partition writers."""
     storage_options = staging.storage_options
@@ -193,6 +201,8 @@ def _stage(
     node_layout, node_starts, node_counts = stage_nodes(
         graph, parts, num_parts, staging, opts.block_rows, runner, keep_sorted_ids=opts.save_orig_nids
     )
+    if on_assignment is not None:
+        on_assignment(staged_assignment(graph, staging, opts.block_rows))
     _warn_empty(meta.node_data, meta.node_types, node_layout, "node")
     try:
         edge_counts, node_feats, edge_feats = stage_edges_and_features(
