@@ -16,10 +16,10 @@ import click
 import dgl_chunked
 from dgl_chunked import ChunkedGraph, DispatchOptions, DispatchResult, dispatch, open_chunked_graph
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.cli.context import command_client
+from dgl_chunked.cli.context import command_client, input_bytes
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.options import add_options, cluster_options, parse_size, scratch_option
-from dgl_chunked.cluster import ClusterOptions, parse_cluster_options
+from dgl_chunked.cluster import ClusterOptions, choose_scheduler, parse_cluster_options
 
 __all__ = ["CommandInputs", "dispatch_command", "parsed_inputs", "plan_command", "run_command"]
 
@@ -366,6 +366,8 @@ def plan_command(
         hosts=hosts,
         bandwidth=bandwidth,
     )
+    if not inputs.cluster.asked:  # what run would run on, and why
+        click.echo(f"scheduler: {choose_scheduler(input_bytes(_input_files(inputs.graph))).describe()}")
     click.echo(forecast.table())
     forecast.check_space()  # the one error: line, before anything is written
     if json_path:
