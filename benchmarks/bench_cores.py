@@ -177,8 +177,10 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
 def _run_cli(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     out = Path(args.work_dir) / f"out-{mode}"
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [
-        str(Path(sys.executable).parent / "dgl-chunked"),
+    cmd = [  # python -m: runs where the package is on PYTHONPATH only (benchmarks/device_cores.sh)
+        sys.executable,
+        "-m",
+        "dgl_chunked",
         "run",
         "--in-dir",
         args.graph,
@@ -201,15 +203,13 @@ def _run_cli(args: argparse.Namespace, mode: str) -> dict[str, Any]:
 
 def predict(runs: dict[int, dict[str, Any]], p: int) -> float | None:
     """client + sum over stages of max(work / P, longest), from the runs at 1 and 2 workers."""
-    one = runs.get(1) or runs.get(min(runs, default=0))
+    one = runs.get(1)
     if one is None:
         return None
-    scale = one["workers"]  # work of a run at W workers is W times its tasks' span only if W == 1
-    client = runs[2]["client"] if 2 in runs else one["client"]
-    total = client
+    total = runs[2]["client"] if 2 in runs else one["client"]
     for row in one["stages"].values():
-        total += max(row["work"] / p, row["longest"]) if scale == 1 else row["seconds"] - row["idle"]
-    return total
+        total += max(row["work"] / p, row["longest"])
+    return float(total)
 
 
 def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: argparse.Namespace) -> None:
