@@ -14,7 +14,14 @@ import dask.array as da
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.carry import carry_id_mappings
-from dgl_chunked.dispatch.finalize import part_dir_name, publish_partition, tmp_dir_name, write_partition
+from dgl_chunked.dispatch.finalize import (
+    part_dir_name,
+    partition_files,
+    prepare_partition,
+    publish_partition,
+    tmp_dir_name,
+    write_partition_file,
+)
 from dgl_chunked.dispatch.fingerprint import FileStamps, file_stamps, run_fingerprint
 from dgl_chunked.dispatch.forecast.estimates import forecast_dispatch
 from dgl_chunked.dispatch.forecast.space import check_space, disk_needs
@@ -147,13 +154,18 @@ def dispatch(
             graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps, id_features, on_assignment
         )
         every_file = stamps.everything()
+        kinds = partition_files(plan)
+        for p in range(num_parts):  # a partition none of whose files a resumed run finished starts empty
+            prepare_partition(plan, p, fresh=not any(_done(plan, p, k, every_file) for k in kinds))
         writes = [
-            dask.delayed(_write_partition_once, pure=False)(
-                plan, p, every_file, dask_key_name=(f"dglc-write-partition-{staging.token}", p)
+            dask.delayed(_write_file_once, pure=False)(
+                plan, p, kind, every_file, dask_key_name=(f"dglc-write-partition-{staging.token}", p, i)
             )
             for p in range(num_parts)
+            for i, kind in enumerate(kinds)
         ]
-        summaries = list(runner.compute(writes, "write partitions"))
+        written = runner.compute(writes, "write partitions")
+        summaries = [written[p * len(kinds)] for p in range(num_parts)]  # each partition's graph file
         lease.check()  # never publish over a run that took this output over
         for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete
             publish_partition(out, p, storage_options)
@@ -282,17 +294,24 @@ def _resolve_assignment(
     return parts, meta.num_parts, meta.method or meta.algo_name  # method: the real one, from our sidecar
 
 
-def _write_partition_once(plan: PartitionPlan, part: int, stamp: str) -> PartitionSummary:
-    """Write a partition unless a resumed run already finished it from these input files."""
-    key = f"write/{part}"
-    done = plan.staging.done_value(key, stamp)
+def _done(plan: PartitionPlan, part: int, kind: str, stamp: str) -> Any:
+    """What a resumed run recorded for this file of the partition, if it is still there; else MISSING."""
+    done = plan.staging.done_value(f"write/{part}/{kind}", stamp)
     if done is not MISSING and any(
         fs.exists(fs.join(plan.out_dir, name), plan.storage_options)
         for name in (part_dir_name(part), tmp_dir_name(part))
     ):
-        return PartitionSummary.from_dict(done)
-    summary = write_partition(plan, part)
-    plan.staging.mark_done(key, summary.to_dict(), stamp)
+        return done
+    return MISSING
+
+
+def _write_file_once(plan: PartitionPlan, part: int, kind: str, stamp: str) -> PartitionSummary | None:
+    """Write one file of a partition unless a resumed run already finished it from these input files."""
+    done = _done(plan, part, kind, stamp)
+    if done is not MISSING:
+        return PartitionSummary.from_dict(done) if kind == "graph" else None
+    summary = write_partition_file(plan, part, kind)
+    plan.staging.mark_done(f"write/{part}/{kind}", summary.to_dict() if summary else {}, stamp)
     return summary
 
 
