@@ -14,7 +14,9 @@ Per stage of the run it prints
 
 Tasks that start outside every dispatch stage (the partitioner's, before dispatch) are
 the stage ``(before dispatch)``; ``client`` is the time of the whole run in which no task
-runs, so the wall is ``client`` plus the time some task runs.
+runs, so the wall is ``client`` plus the time some task runs; of it, what falls outside
+every stage's window (the client's work between stages and after the last: layouts,
+publishing the partitions, removing the staging) is printed apart.
 
 From the runs at 1 and 2 workers it predicts the wall at ``P`` workers::
 
@@ -119,7 +121,9 @@ def stage_table(
             "longest": row["longest"],
             "idle": (hi - lo) - _union_seconds(spans, lo, hi),
         }
-    return {"stages": out, "wall": t1 - t0, "client": (t1 - t0) - _union_seconds(spans, t0, t1)}
+    client = (t1 - t0) - _union_seconds(spans, t0, t1)
+    between = client - sum(row["idle"] for row in out.values())  # the client's work after and between stages
+    return {"stages": out, "wall": t1 - t0, "client": client, "between": between}
 
 
 def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, report: str | None) -> dict[str, Any]:
@@ -218,7 +222,7 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
     for w, run in sorted(runs.items()):
         print(
             f"\n{w} worker(s): wall {run['wall']:.2f} s (cluster start {run['cluster_start']:.2f} s apart), "
-            f"client (no task runs) {run['client']:.2f} s"
+            f"client (no task runs) {run['client']:.2f} s, of it {run['between']:.2f} s between and after stages"
         )
         print(f"  {'stage':<28} {'tasks':>6} {'window s':>9} {'work s':>8} {'longest s':>10} {'idle s':>7}")
         for name, row in run["stages"].items():
