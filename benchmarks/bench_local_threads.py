@@ -2,7 +2,8 @@
 
 Without ``--scheduler`` / ``--workers``, ``dispatch`` and ``run`` run on local threads
 where ``cluster.choose_scheduler`` picks threads (at most ``cluster.THREADS_MAX_CORES``
-cores, input files of at most ``cluster.IN_PROCESS_BYTES``), else on a LocalCluster. This measures both for every graph given
+cores, input files of at most ``cluster.IN_PROCESS_BYTES``), else on a LocalCluster.
+This measures both for every graph given
 (synthetic ones are written with ``--synth NODES:EDGES:FILES``, Parquet edges and
 features, like ``bench_many_files.py``): the whole command's wall time, the peak RSS of
 the command's largest process (the threaded run is one process; with processes, the

@@ -38,6 +38,7 @@ __all__ = [
     "settled_threaded_get",
 ]
 
+
 def settled_threaded_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
     """Dask's threaded scheduler, on a pool of its own that is drained before an error leaves.
 

@@ -151,7 +151,17 @@ def dispatch(
             logger.info("resuming from the staging in %s", staging.root)
         runner = StageRunner(client=client, progress=opts.progress)
         plan = _stage(
-            graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps, id_features, on_assignment
+            graph,
+            parts,
+            num_parts,
+            staging,
+            opts,
+            runner,
+            extra_node_data or {},
+            out,
+            stamps,
+            id_features,
+            on_assignment,
         )
         every_file = stamps.everything()
         kinds = partition_files(plan)

@@ -25,11 +25,11 @@ from dgl_chunked.dispatch.new_id_map import NodeNumbering
 from dgl_chunked.dispatch.node_id_features import NodeIdValues
 from dgl_chunked.dispatch.plan import FeatureStage
 from dgl_chunked.dispatch.stages import (
-    read_part_block,
     NodeIds,
     feature_array,
     keeps_edge_owners,
     node_array,
+    read_part_block,
     stage_edge_chunk,
     stage_edge_feature_chunk,
     stage_new_nid_block,
