@@ -85,16 +85,19 @@ def cli_client(cluster: ClusterOptions) -> Iterator[Any]:
 
     The ``distributed`` loggers follow ``--log-level``; below ``INFO`` the workers of the
     command's own LocalCluster (which share its stderr) do not log failed tasks with
-    their tracebacks, now or when a nanny restarts one (a worker plugin). The task's
-    exception reaches the client and :func:`~dgl_chunked.cli.errors.user_errors`
+    their tracebacks, now or when a nanny restarts one (a worker plugin), and the nanny
+    does not warn when it kills a worker still inside a task as the cluster closes after
+    an error. The task's exception reaches the client and :func:`~dgl_chunked.cli.errors.user_errors`
     prints it. Workers of a ``--scheduler`` log on their own machines.
     """
     level = _honour_log_level()
+    quiet = not cluster.scheduler and level >= logging.WARNING  # our workers share our stderr
     with dask_client(cluster=cluster) as client:
-        if not cluster.scheduler and level >= logging.WARNING:  # our workers share our stderr
-            from dgl_chunked.cli.quiet import QuietTaskErrors  # imports distributed: only here
+        if quiet:
+            from dgl_chunked.cli.quiet import QuietTaskErrors, quiet_shutdown_kills  # imports distributed
 
             client.register_plugin(QuietTaskErrors(), name="dglc-quiet-task-errors")
+            quiet_shutdown_kills()
         yield client
 
 

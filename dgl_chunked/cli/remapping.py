@@ -147,7 +147,8 @@ def _mapping_and_cluster(func: F) -> F:
         click.option(
             "--in-dir",
             default=None,
-            help="The chunked graph: the node types' keys, and with --partitions-dir the ID map when the "
+            help="The chunked graph: the node types' keys, the edges' endpoints (remap's parquet / csv), and with "
+            "--partitions-dir the ID map when the "
             "partitions have no orig_nids.dgl / orig_eids.dgl.",
         ),
         click.option("--metadata-filename", default="metadata.json", show_default=True, help="Of --in-dir."),
@@ -211,7 +212,8 @@ def _mapping_and_cluster(func: F) -> F:
     default="npy",
     show_default=True,
     help="npy / zarr: arrays in original-ID order; parquet / csv (GraphStorm's remap_result formats): tables of "
-    "<value>, nid (the user's ID, where known), type_nid, one file per block.",
+    "<value>, nid (the user's ID, where known), type_nid, one file per block; edge types: <value>, src_nid, "
+    "dst_nid (the endpoints' user IDs, else original IDs; needs --in-dir), type_eid.",
 )
 @click.option(
     "--column-names",
@@ -249,7 +251,8 @@ def remap_command(
 
     Writes per type OUT/nodes/<ntype>.npy (row i = original ID i), a Zarr group, or a
     Parquet / CSV dataset of the value, the user's ID (nid: node types chunked with a key
-    or with GSProcessing's raw_id_mappings) and the original ID, then OUT/remap.json.
+    or with GSProcessing's raw_id_mappings) and the original ID (an edge's: its endpoints'
+    user IDs, src_nid and dst_nid, from the --in-dir graph's edge files), then OUT/remap.json.
     """
     sources = _sources(results, ids, names, id_space == "original")
     renames = dict(_rename(text) for text in column_names)
