@@ -7,7 +7,7 @@
 # prediction beside measurement).
 #
 # A device machine starts bare, with no network: its python3 has numpy, pyarrow, fsspec,
-# click, msgpack, psutil, cloudpickle, toolz, pyyaml (/work/.library/device/KINDS.md), not
+# click, msgpack, psutil, cloudpickle, toolz, pyyaml (the device notes list them), not
 # Dask or Zarr. So, here, once:
 #     echo /.whl/ >> .git/info/exclude; bash benchmarks/device_cores.sh fetch
 # downloads the missing wheels (CPython 3.12, manylinux x86-64) into .whl/; then the
