@@ -45,10 +45,10 @@ mkdir -p "$WORK"
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -m); load $(cut -d' ' -f1-3 /proc/loadavg)"
 $PY -c "import dask, distributed, zarr, numpy, pyarrow; print('dask', dask.__version__, 'zarr', zarr.__version__, 'numpy', numpy.__version__, 'pyarrow', pyarrow.__version__)"
 if [[ ! -f $GRAPH/metadata.json ]]; then
-    start=$(date +%s.%N)
+    SECONDS=0
     $PY -m dgl_chunked synth --out-dir "$GRAPH" --num-nodes "$NODES" --num-edges "$EDGES" --feat-dim 16 \
         --num-chunks 40 --workers "$(nproc)" | tee "$OUT_DIR/synth.log"
-    echo "synth: $(echo "$(date +%s.%N) - $start" | bc) s"
+    echo "synth: ${SECONDS} s"
 fi
 # shellcheck disable=SC2086
 $PY benchmarks/bench_cores.py --graph "$GRAPH" --num-parts "$PARTS" --workers ${WORKERS:-1 2 4 8 16} \
