@@ -236,7 +236,8 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
         pred = predict(runs, p)
         measured = f"{runs[p]['wall']:.2f}" if p in runs else "-"
         ratio = f"{one / pred:.1f}x" if pred and one else "-"
-        print(f"  {p:>8} {measured:>11} {pred if pred is None else round(pred, 2)!s:>12} {ratio:>17}")
+        shown = "-" if pred is None else f"{pred:.2f}"  # no run at 1 worker: no prediction
+        print(f"  {p:>8} {measured:>11} {shown:>12} {ratio:>17}")
     for row in cli:
         print(f"  CLI {row['mode']:<10} wall {row['wall']:.2f} s  {' | '.join(row['chose'])}")
 
