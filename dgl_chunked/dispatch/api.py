@@ -13,6 +13,7 @@ import dask.array as da
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.compute import StageRunner
 from dgl_chunked.dispatch.carry import carry_id_mappings
 from dgl_chunked.dispatch.finalize import (
     part_dir_name,
@@ -29,7 +30,6 @@ from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats
 from dgl_chunked.dispatch.output import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
-from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes, staged_assignment
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
@@ -198,7 +198,7 @@ def _dispatch(
         )
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
-        runner = StageRunner(client=client, progress=opts.progress)
+        runner = StageRunner(client=client, progress=opts.progress, command="dispatch", log=logger)
         plan = _stage(
             graph,
             parts,

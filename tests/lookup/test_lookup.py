@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +14,9 @@ from dgl_chunked.chunk import read_orig_keys
 from dgl_chunked.cli import main
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.graphbolt.torch_tensors import read_torch_file
-from dgl_chunked.remap import lookup_ids
+from dgl_chunked.lookup import lookup_ids
 from dgl_chunked.verify import load_partition_output
-
-from .conftest import Parts
+from tests.remap.conftest import Parts
 
 
 def _truth(out: Path, ntype: str) -> list[np.ndarray]:
@@ -160,3 +160,13 @@ def test_bad_queries_name_the_file_and_row(
     _refused(capsys, [*base, "--queries", str(tmp_path / "q.csv"), "--column", "nope"], "no column 'nope'")
     with pytest.raises(OptionError, match="keys are unknown"):
         lookup_ids(parts.out, np.array([1, 2]), tmp_path / "x", by="key")
+
+
+def test_log_lines_name_lookup_not_dispatch(hetero: Parts, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """lookup's stages log under its own logger and say "lookup stage", never "dispatch stage"."""
+    with caplog.at_level(logging.INFO, logger="dgl_chunked"):
+        lookup_ids(hetero.out, np.arange(0, 50, 7), tmp_path / "o", type="paper", by="id")
+    stages = [r for r in caplog.records if " stage: " in r.getMessage()]
+    assert stages and {r.name for r in stages} == {"dgl_chunked.lookup"}
+    assert all(r.getMessage().startswith("lookup stage: ") for r in stages)
+    assert "write partitions" in {r.getMessage().removeprefix("lookup stage: ").split(" (")[0] for r in stages}
