@@ -1,8 +1,9 @@
 """Where local threads beat a LocalCluster of processes: ``dgl-chunked dispatch`` / ``run`` both ways.
 
 Without ``--scheduler`` / ``--workers``, ``dispatch`` and ``run`` run on local threads
-when their input files hold at most ``cli.context.IN_PROCESS_BYTES``, else on a
-LocalCluster with a worker process per CPU. This measures both for every graph given
+where ``cluster.choose_scheduler`` picks threads (at most ``cluster.THREADS_MAX_CORES``
+cores, input files of at most ``cluster.IN_PROCESS_BYTES``), else on a LocalCluster.
+This measures both for every graph given
 (synthetic ones are written with ``--synth NODES:EDGES:FILES``, Parquet edges and
 features, like ``bench_many_files.py``): the whole command's wall time, the peak RSS of
 the command's largest process (the threaded run is one process; with processes, the
@@ -31,7 +32,8 @@ from pathlib import Path
 CLI = str(Path(sys.executable).parent / "dgl-chunked")
 # the CLI with the threshold moved out of the way: local threads whatever the input size
 THREADED = (
-    "import os, sys, dgl_chunked.cli.context as c; c.IN_PROCESS_BYTES = 1 << 62; n = int(sys.argv.pop(1)); "
+    "import os, sys, dgl_chunked.cluster as c; c.IN_PROCESS_BYTES = 1 << 62; c.THREADS_MAX_CORES = 1 << 20; "
+    "n = int(sys.argv.pop(1)); "
     "os.cpu_count = lambda: n; from dgl_chunked.cli import main; sys.exit(main(sys.argv[1:]))"
 )
 

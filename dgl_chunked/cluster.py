@@ -10,15 +10,20 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from dgl_chunked._dask import ClusterOptions, parse_cluster_options
 from dgl_chunked.errors import SchedulerError
 
 __all__ = [
+    "IN_PROCESS_BYTES",
+    "SchedulerChoice",
+    "THREADS_MAX_CORES",
     "TRIM_THRESHOLD_BYTES",
     "WORKER_ENVIRONMENT",
     "ClusterOptions",
+    "choose_scheduler",
     "dask_client",
     "parse_cluster_options",
     "worker_environment",
@@ -53,6 +58,89 @@ worker unchanged (249 MB).
 A variable already set in the environment wins, unless it is Dask's own default left
 there by an earlier cluster (see :func:`worker_environment`).
 """
+
+
+IN_PROCESS_BYTES = 4 << 30
+"""Inputs up to this many bytes may run on local threads (:func:`choose_scheduler`).
+``benchmarks/bench_local_threads.py`` found threads faster at every size measured on 2
+cores, up to 10M nodes / 100M edges (2.1 GB); beyond it a cluster's memory limit per
+worker, worker restarts and spilling were not measured, so larger inputs get processes."""
+
+THREADS_MAX_CORES = 4
+"""Machines with at most this many cores may run on local threads. Measured: on 2 cores
+threads beat 2 processes (``bench_local_threads.py``; ``bench_cores.py`` 1M / 10M: 21.9 s
+against 21.7 s for 2 processes and a quarter of the memory); on 16 cores one process
+per core beat 16 threads 1.4x with a fifth of the memory (issue 37, 10M / 100M: 18.9 s
+against 27.1 s), since the parsing, hashing and ``searchsorted`` of the tasks hold the GIL
+for part of their time. Between 4 and 16 cores nothing was measured; processes are taken
+from 5 cores on, where the GIL already serialises more than a fifth of the work."""
+
+WORKER_MEMORY_BYTES = 1 << 30
+"""Memory a worker process is given at least when :func:`choose_scheduler` sizes a
+cluster: the peak per worker measured at 10M / 100M and at 30M / 300M is 0.25-0.46 GB
+(``bench_pipeline.py``, issue 37), plus room for Dask's spilling thresholds."""
+
+
+@dataclass(frozen=True)
+class SchedulerChoice:
+    """What a command runs on when no cluster flag is given (:func:`choose_scheduler`)."""
+
+    processes: bool
+    """True: a LocalCluster of ``workers`` processes x 1 thread; False: local threads."""
+    workers: int
+    """Worker processes, or threads when ``processes`` is False."""
+    reason: str
+
+    def describe(self) -> str:
+        """One line: what was chosen and why (``run``, ``dispatch`` and ``plan`` print it)."""
+        what = f"{self.workers} worker process(es) x 1 thread" if self.processes else f"{self.workers} local threads"
+        return f"{what} ({self.reason})"
+
+
+def _total_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def choose_scheduler(
+    input_bytes: int | None, *, cores: int | None = None, memory_bytes: int | None = None
+) -> SchedulerChoice:
+    """Processes or threads, and how many, from the machine and the input's size.
+
+    Parameters
+    ----------
+    input_bytes
+        Bytes of the input files; None when they are remote or could not be measured.
+    cores, memory_bytes
+        The machine (default: this one's CPUs and physical memory).
+
+    Returns
+    -------
+    SchedulerChoice
+        Local threads (one per core) when the machine has at most
+        :data:`THREADS_MAX_CORES` cores and the input is local and at most
+        :data:`IN_PROCESS_BYTES`; else one worker process per core, no more than the
+        memory holds at :data:`WORKER_MEMORY_BYTES` each (at least one).
+    """
+    cores = cores or os.cpu_count() or 1
+    memory = memory_bytes if memory_bytes is not None else _total_memory()
+    size = "remote or unmeasured input" if input_bytes is None else f"input of {input_bytes / 1e6:.0f} MB"
+    if input_bytes is not None and input_bytes <= IN_PROCESS_BYTES and cores <= THREADS_MAX_CORES:
+        return SchedulerChoice(
+            False, cores, f"{size}, {cores} cores: threads measured faster up to {THREADS_MAX_CORES}"
+        )
+    fit = cores if memory is None else max(1, min(cores, memory // WORKER_MEMORY_BYTES))
+    if input_bytes is None:
+        why = f"{size}: a cluster"
+    elif input_bytes > IN_PROCESS_BYTES:
+        why = f"{size} > {IN_PROCESS_BYTES >> 30} GiB: a cluster's memory limit per worker"
+    else:
+        why = f"{size}, {cores} cores: processes measured 1.4x faster than threads on 16"
+    if memory is not None and fit < cores:
+        why += f"; {memory / 2**30:.0f} GiB of memory hold {fit} at {WORKER_MEMORY_BYTES >> 30} GiB each"
+    return SchedulerChoice(True, fit, why)
 
 
 @contextmanager
@@ -137,7 +225,38 @@ def dask_client(
         cluster_kwargs["local_directory"] = local_directory
     with worker_environment(), LocalCluster(**cluster_kwargs) as cluster, Client(cluster) as client:
         _warn_about_allocators(client)
+        _preimport(client)
         yield client
+
+
+PREIMPORTED = (
+    "dgl_chunked.pipeline",
+    "dgl_chunked.dispatch.finalize",
+    "dgl_chunked.dispatch.stages",
+    "dgl_chunked.io.chunked.chunks",
+    "pyarrow.csv",
+    "zarr",
+)
+"""Modules the tasks of ``run`` and ``dispatch`` need, imported in the workers of a new
+LocalCluster as it starts (which the CLI overlaps with reading the input's metadata).
+Otherwise the first task of a run imported them in every worker, while no task ran:
+``benchmarks/bench_cores.py`` counted 1.5 s of the 1.7 s of the first dispatch stage
+(1M / 10M, 2 workers) as time in which no task runs."""
+
+
+def _import_modules() -> None:
+    import importlib
+
+    for name in PREIMPORTED:
+        importlib.import_module(name)
+
+
+def _preimport(client: Any) -> None:
+    """Import :data:`PREIMPORTED` in every worker (best effort: a task imports what it lacks)."""
+    try:
+        client.run(_import_modules)
+    except Exception:  # noqa: BLE001 - a head start only: never fail a run over it
+        logger.debug("could not import the task modules in the workers ahead", exc_info=True)
 
 
 def _allocators() -> tuple[str, str]:

@@ -201,31 +201,35 @@ def _run(
         # "trainer_id", then coalesce each machine's trainers into one partition.
         extra = {t: {"trainer_id": p.astype(np.int64)} for t, p in parts.items()}
         parts = {t: (p // trainers).astype(np.int32) for t, p in parts.items()}
+    keep: Any = None
     if partitions_dir is not None:
-        write_assignment(
-            partitions_dir,
-            parts,
-            num_parts=num_parts,
-            algo_name=method,
-            storage_options=storage_options,
-            overwrite=True,
-        )
-        assignment: Any = partitions_dir
-    else:
-        assignment = parts
+        # written from what dispatch staged: the partitioner's result is computed once,
+        # and dispatch never reads it back from text (nor from a Zarr copy)
+        def keep(staged: dict[str, da.Array]) -> None:
+            write_assignment(
+                partitions_dir,
+                staged,
+                num_parts=num_parts,
+                algo_name=method,
+                storage_options=storage_options,
+                overwrite=True,
+                binary=False,
+            )
+
     opts = options or DispatchOptions()
     if opts.part_method is None:
         opts = replace(opts, part_method=method)
     try:
         return dispatch_prechecked(  # the run checked its locations and space (run above)
             graph,
-            assignment,
+            parts,
             out_dir,
             num_parts=num_parts,
             options=opts,
             storage_options=storage_options,
             client=client,
             extra_node_data=extra,
+            on_assignment=keep,
         )
     except BaseException:
         if partitions_dir is not None:  # a failed run leaves no complete-looking assignment

@@ -149,3 +149,22 @@ def test_dask_client_takes_cluster_options() -> None:
     with dask_client(cluster=ClusterOptions(workers=1, memory_limit=300 * 2**20)) as client:
         limits = [w["memory_limit"] for w in client.scheduler_info()["workers"].values()]
     assert limits == [300 * 2**20]
+
+
+def test_default_scheduler_chooses_threads_on_few_cores_and_processes_on_many() -> None:
+    from dgl_chunked.cluster import IN_PROCESS_BYTES, choose_scheduler
+
+    two = choose_scheduler(2_100_000_000, cores=2, memory_bytes=24 << 30)
+    assert (two.processes, two.workers) == (False, 2)
+    assert "2 cores" in two.describe() and "2100 MB" in two.describe()
+    many = choose_scheduler(2_100_000_000, cores=16, memory_bytes=128 << 30)
+    assert (many.processes, many.workers) == (True, 16)
+    big = choose_scheduler(IN_PROCESS_BYTES + 1, cores=2, memory_bytes=24 << 30)
+    assert (big.processes, big.workers) == (True, 2)
+    remote = choose_scheduler(None, cores=4, memory_bytes=24 << 30)
+    assert (remote.processes, remote.workers) == (True, 4)
+    short = choose_scheduler(IN_PROCESS_BYTES + 1, cores=64, memory_bytes=16 << 30)
+    assert (short.processes, short.workers) == (True, 16)
+    assert "16 GiB of memory hold 16" in short.describe()
+    tiny = choose_scheduler(10, cores=8, memory_bytes=1 << 29)
+    assert (tiny.processes, tiny.workers) == (True, 1)

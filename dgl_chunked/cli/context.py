@@ -1,16 +1,18 @@
 """What a command runs in: its Dask scheduler (clients are created only here).
 
 Without ``--scheduler`` or ``--workers``, commands run on local threads. ``dispatch``
-and ``run`` do so only when their input is at most :data:`IN_PROCESS_BYTES`: a
+and ``run`` do so only where :func:`~dgl_chunked.cluster.choose_scheduler` says so (a
+machine of a few cores, a local input of at most :data:`IN_PROCESS_BYTES`): a
 LocalCluster's worker processes take about 1 s of CPU each to start and import, and a
-round trip per task. Above it they get a LocalCluster with a worker process per CPU,
-started in a thread while the command inspects its input (metadata, footers, file
-stamps), so the two overlap.
+round trip per task. Otherwise they get a LocalCluster of the worker processes it
+chose, started in a thread while the command inspects its input (metadata, footers,
+file stamps), so the two overlap.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -21,7 +23,7 @@ import click
 import dask
 import dask.threaded
 
-from dgl_chunked.cluster import ClusterOptions, dask_client
+from dgl_chunked.cluster import IN_PROCESS_BYTES, ClusterOptions, choose_scheduler, dask_client
 from dgl_chunked.storage.fs import is_url
 
 __all__ = [
@@ -32,14 +34,6 @@ __all__ = [
     "optional_client",
     "settled_threaded_get",
 ]
-
-IN_PROCESS_BYTES = 4 << 30
-"""``dispatch`` and ``run`` without ``--scheduler``/``--workers``/``--memory-limit`` run on
-local threads when their input files hold at most this many bytes (local files only).
-``benchmarks/bench_local_threads.py`` found threads faster at every size measured on 2
-cores, up to 10M nodes / 100M edges (2.1 GB); beyond it a cluster's memory limit per
-worker, worker restarts and GIL-free bookkeeping on many cores were not measured, so
-larger inputs keep the cluster (``docs/user-guide/input-files.md``)."""
 
 
 def settled_threaded_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
@@ -123,16 +117,17 @@ def command_client(cluster: ClusterOptions, input_paths: Callable[[], list[str]]
     :class:`~concurrent.futures.Future` of a new LocalCluster's client (sized by
     ``--workers``/``--threads-per-worker``/``--memory-limit``; its workers stay quiet about
     failed tasks below ``--log-level INFO``) started in a thread meanwhile; or None, with
-    local threads current, when no cluster flag is given and ``input_paths()`` hold at
-    most :data:`IN_PROCESS_BYTES`.
+    local threads current, when no cluster flag is given and
+    :func:`~dgl_chunked.cluster.choose_scheduler` picks threads for ``input_paths()``.
     """
     if not cluster.asked:
-        size = input_bytes(input_paths())
-        if size is not None and size <= IN_PROCESS_BYTES:
-            click.echo(f"scheduler: {os.cpu_count()} local threads (input of {size / 1e6:.0f} MB)")
+        choice = choose_scheduler(input_bytes(input_paths()))
+        click.echo(f"scheduler: {choice.describe()}")
+        if not choice.processes:
             with local_threads():
                 yield None
             return
+        cluster = dataclasses.replace(cluster, workers=choice.workers)
     stack = contextlib.ExitStack()
 
     def start() -> Any:

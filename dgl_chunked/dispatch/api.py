@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,14 @@ from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.compute import StageRunner
 from dgl_chunked.dispatch.carry import carry_id_mappings
-from dgl_chunked.dispatch.finalize import part_dir_name, publish_partition, tmp_dir_name, write_partition
+from dgl_chunked.dispatch.finalize import (
+    part_dir_name,
+    partition_files,
+    prepare_partition,
+    publish_partition,
+    tmp_dir_name,
+    write_partition_file,
+)
 from dgl_chunked.dispatch.fingerprint import FileStamps, file_stamps, run_fingerprint
 from dgl_chunked.dispatch.forecast.estimates import forecast_dispatch
 from dgl_chunked.dispatch.forecast.space import check_space, disk_needs
@@ -24,7 +31,7 @@ from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_f
 from dgl_chunked.dispatch.output import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.staging import MISSING, Staging
-from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
+from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes, staged_assignment
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
@@ -71,6 +78,7 @@ def dispatch(
     storage_options: StorageOptions = None,
     client: Any = None,
     extra_node_data: Mapping[str, Mapping[str, da.Array]] | None = None,
+    on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
 ) -> DispatchResult:
     """Write DGL distributed partitions of ``graph`` as assigned by ``assignment``.
 
@@ -94,6 +102,10 @@ def dispatch(
     extra_node_data
         More node data to write into ``node_feat.dgl``, computed rather than read:
         ``{ntype: {name: dask array with one row per node}}`` (e.g. ``trainer_id``).
+    on_assignment
+        Called once the assignment is staged, with it as lazy int32 arrays read from the
+        staging (``run --partitions-dir`` writes DGL's assignment directory from them, so
+        a partitioner's result is computed once and never read back from text).
 
     Returns
     -------
@@ -103,10 +115,12 @@ def dispatch(
     Notes
     -----
     Three computes run: owner counts (planning), staging, and one writer task per
-    partition. Output bytes depend only on the input and the assignment, never on
+    file of a partition. Output bytes depend only on the input and the assignment, never on
     the input chunking or the number of workers.
     """
-    return _dispatch(graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, True)
+    return _dispatch(
+        graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, True, on_assignment
+    )
 
 
 def dispatch_prechecked(
@@ -119,6 +133,7 @@ def dispatch_prechecked(
     storage_options: StorageOptions = None,
     client: Any = None,
     extra_node_data: Mapping[str, Mapping[str, da.Array]] | None = None,
+    on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
 ) -> DispatchResult:
     """:func:`dispatch` without its overlap and space checks, for a caller that made them
     before writing anything (:func:`~dgl_chunked.run`: once for its whole run, so the
@@ -126,14 +141,16 @@ def dispatch_prechecked(
 
     Parameters
     ----------
-    graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data
+    graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, on_assignment
         As for :func:`dispatch`.
 
     Returns
     -------
     DispatchResult
     """
-    return _dispatch(graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, False)
+    return _dispatch(
+        graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, False, on_assignment
+    )
 
 
 def _dispatch(
@@ -146,6 +163,7 @@ def _dispatch(
     client: Any,
     extra_node_data: Mapping[str, Mapping[str, da.Array]] | None,
     check: bool,
+    on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
 ) -> DispatchResult:
     opts = options or DispatchOptions()
     check_formats(opts.graph_formats)
@@ -181,15 +199,32 @@ def _dispatch(
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
         runner = StageRunner(client=client, progress=opts.progress, command="dispatch", log=logger)
-        plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps, id_features)
+        plan = _stage(
+            graph,
+            parts,
+            num_parts,
+            staging,
+            opts,
+            runner,
+            extra_node_data or {},
+            out,
+            stamps,
+            id_features,
+            on_assignment,
+        )
         every_file = stamps.everything()
+        kinds = partition_files(plan)
+        for p in range(num_parts):  # a partition none of whose files a resumed run finished starts empty
+            prepare_partition(plan, p, fresh=not any(_done(plan, p, k, every_file) for k in kinds))
         writes = [
-            dask.delayed(_write_partition_once, pure=False)(
-                plan, p, every_file, dask_key_name=(f"dglc-write-partition-{staging.token}", p)
+            dask.delayed(_write_file_once, pure=False)(
+                plan, p, kind, every_file, dask_key_name=(f"dglc-write-partition-{staging.token}", p, i)
             )
             for p in range(num_parts)
+            for i, kind in enumerate(kinds)
         ]
-        summaries = list(runner.compute(writes, "write partitions"))
+        written = runner.compute(writes, "write partitions")
+        summaries = [written[p * len(kinds)] for p in range(num_parts)]  # each partition's graph file
         lease.check()  # never publish over a run that took this output over
         for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete
             publish_partition(out, p, storage_options)
@@ -229,6 +264,7 @@ def _stage(
     out: str,
     stamps: FileStamps,
     id_features: tuple[NodeIdFeature, ...],
+    on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
 ) -> PartitionPlan:
     """Stage nodes, edges and features; return the plan of the partition writers."""
     storage_options = staging.storage_options
@@ -236,6 +272,8 @@ def _stage(
     node_layout, node_starts, node_counts = stage_nodes(
         graph, parts, num_parts, staging, opts.block_rows, runner, keep_sorted_ids=opts.save_orig_nids
     )
+    if on_assignment is not None:
+        on_assignment(staged_assignment(graph, staging, opts.block_rows))
     _warn_empty(meta.node_data, meta.node_types, node_layout, "node")
     try:
         edge_counts, node_feats, edge_feats = stage_edges_and_features(
@@ -315,17 +353,24 @@ def _resolve_assignment(
     return parts, meta.num_parts, meta.method or meta.algo_name  # method: the real one, from our sidecar
 
 
-def _write_partition_once(plan: PartitionPlan, part: int, stamp: str) -> PartitionSummary:
-    """Write a partition unless a resumed run already finished it from these input files."""
-    key = f"write/{part}"
-    done = plan.staging.done_value(key, stamp)
+def _done(plan: PartitionPlan, part: int, kind: str, stamp: str) -> Any:
+    """What a resumed run recorded for this file of the partition, if it is still there; else MISSING."""
+    done = plan.staging.done_value(f"write/{part}/{kind}", stamp)
     if done is not MISSING and any(
         fs.exists(fs.join(plan.out_dir, name), plan.storage_options)
         for name in (part_dir_name(part), tmp_dir_name(part))
     ):
-        return PartitionSummary.from_dict(done)
-    summary = write_partition(plan, part)
-    plan.staging.mark_done(key, summary.to_dict(), stamp)
+        return done
+    return MISSING
+
+
+def _write_file_once(plan: PartitionPlan, part: int, kind: str, stamp: str) -> PartitionSummary | None:
+    """Write one file of a partition unless a resumed run already finished it from these input files."""
+    done = _done(plan, part, kind, stamp)
+    if done is not MISSING:
+        return PartitionSummary.from_dict(done) if kind == "graph" else None
+    summary = write_partition_file(plan, part, kind)
+    plan.staging.mark_done(f"write/{part}/{kind}", summary.to_dict() if summary else {}, stamp)
     return summary
 
 

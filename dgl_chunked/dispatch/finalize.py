@@ -30,7 +30,15 @@ from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.zarr_rows import read_rows
 
-__all__ = ["write_partition", "publish_partition", "part_dir_name", "tmp_dir_name"]
+__all__ = [
+    "partition_files",
+    "prepare_partition",
+    "write_partition",
+    "write_partition_file",
+    "publish_partition",
+    "part_dir_name",
+    "tmp_dir_name",
+]
 
 BLOCK = 1 << 20
 
@@ -257,51 +265,85 @@ def _write_graph_file(plan: PartitionPlan, tmp: str, graph: HomogeneousGraph) ->
         write_graph(fs.join(tmp, "graph.dgl"), graph, formats=plan.graph_formats, storage_options=plan.storage_options)
 
 
+def partition_files(plan: PartitionPlan) -> tuple[str, ...]:
+    """The files of a partition, each written by a task of its own (the graph first).
+
+    ``"graph"`` is ``graph.dgl`` (or GraphBolt's file) with the HALO set; the others are
+    ``<name>.dgl`` tensor dicts. Each file depends only on the staging, so a partition's
+    files are written side by side: ``2 partitions`` give 6 tasks, not 2.
+    """
+    kinds = ["graph", "node_feat", "edge_feat"]
+    kinds += ["orig_nids"] if plan.save_orig_nids else []
+    kinds += ["orig_eids"] if plan.save_orig_eids else []
+    return tuple(kinds)
+
+
+def prepare_partition(plan: PartitionPlan, part: int, *, fresh: bool) -> None:
+    """Make ``_tmp_part<part>/``; ``fresh``: empty it first (no file of it is kept from an earlier run)."""
+    tmp = fs.join(plan.out_dir, tmp_dir_name(part))
+    filesystem, tmp_inner = fs.filesystem(tmp, plan.storage_options)
+    if fresh and filesystem.exists(tmp_inner):
+        filesystem.rm(tmp_inner, recursive=True)
+    filesystem.makedirs(tmp_inner, exist_ok=True)
+
+
+def write_partition_file(plan: PartitionPlan, part: int, kind: str) -> PartitionSummary | None:
+    """Write one of :func:`partition_files` of partition ``part`` into ``_tmp_part<part>/``.
+
+    Returns
+    -------
+    PartitionSummary or None
+        For ``"graph"``: the partition's inner and HALO node counts, owned and HALO
+        edge counts; None for the other files.
+    """
+    tmp = fs.join(plan.out_dir, tmp_dir_name(part))
+    so = plan.storage_options
+    filesystem, tmp_inner = fs.filesystem(tmp, so)
+    filesystem.makedirs(tmp_inner, exist_ok=True)  # also made by prepare_partition: a task may run first
+    if kind == "graph":
+        graph, halo = _graph(plan, part)
+        try:
+            _write_graph_file(plan, tmp, graph)
+        finally:
+            if halo is not None:
+                halo.remove()
+        n_inner = int(plan.node_layout.sizes()[part].sum())
+        n_owned = int(plan.edge_layout.sizes()[part].sum())
+        return PartitionSummary(
+            inner_nodes=n_inner,
+            halo_nodes=graph.num_nodes - n_inner,
+            edges=n_owned,
+            halo_edges=int(graph.edata["_ID"].shape[0]) - n_owned,
+        )
+    tensors = {
+        "node_feat": lambda: _feature_tensors(plan, plan.node_features, plan.node_layout, part),
+        "edge_feat": lambda: _feature_tensors(plan, plan.edge_features, plan.edge_layout, part),
+        "orig_nids": lambda: _orig_nids(plan, part),
+        "orig_eids": lambda: _orig_eids(plan, part),
+    }
+    write_tensor_dict(fs.join(tmp, f"{kind}.dgl"), tensors[kind](), storage_options=so)
+    return None
+
+
 def write_partition(plan: PartitionPlan, part: int) -> PartitionSummary:
-    """Write partition ``part``'s files into ``_tmp_part<part>/``.
+    """Write partition ``part``'s files into ``_tmp_part<part>/``, one after another.
 
     :func:`publish_partition` renames it to ``part<part>/`` once every partition is
-    written, so a failed run never leaves a ``part<i>/`` that looks complete.
+    written, so a failed run never leaves a ``part<i>/`` that looks complete. Dispatch
+    writes the files as tasks of their own (:func:`write_partition_file`).
 
     Returns
     -------
     PartitionSummary
         The partition's inner and HALO node counts, owned and HALO edge counts.
     """
-    tmp = fs.join(plan.out_dir, tmp_dir_name(part))
-    filesystem, tmp_inner = fs.filesystem(tmp, plan.storage_options)
-    if filesystem.exists(tmp_inner):
-        filesystem.rm(tmp_inner, recursive=True)
-    filesystem.makedirs(tmp_inner, exist_ok=True)
-    graph, halo = _graph(plan, part)
-    so = plan.storage_options
-    try:
-        _write_graph_file(plan, tmp, graph)
-    finally:
-        if halo is not None:
-            halo.remove()
-    write_tensor_dict(
-        fs.join(tmp, "node_feat.dgl"),
-        _feature_tensors(plan, plan.node_features, plan.node_layout, part),
-        storage_options=so,
-    )
-    write_tensor_dict(
-        fs.join(tmp, "edge_feat.dgl"),
-        _feature_tensors(plan, plan.edge_features, plan.edge_layout, part),
-        storage_options=so,
-    )
-    if plan.save_orig_nids:
-        write_tensor_dict(fs.join(tmp, "orig_nids.dgl"), _orig_nids(plan, part), storage_options=so)
-    if plan.save_orig_eids:
-        write_tensor_dict(fs.join(tmp, "orig_eids.dgl"), _orig_eids(plan, part), storage_options=so)
-    n_inner = int(plan.node_layout.sizes()[part].sum())
-    n_owned = int(plan.edge_layout.sizes()[part].sum())
-    return PartitionSummary(
-        inner_nodes=n_inner,
-        halo_nodes=graph.num_nodes - n_inner,
-        edges=n_owned,
-        halo_edges=int(graph.edata["_ID"].shape[0]) - n_owned,
-    )
+    prepare_partition(plan, part, fresh=True)
+    summary = write_partition_file(plan, part, "graph")
+    for kind in partition_files(plan)[1:]:
+        write_partition_file(plan, part, kind)
+    if summary is None:  # pragma: no cover - "graph" always returns one
+        raise RuntimeError("the graph writer returned no summary")
+    return summary
 
 
 def tmp_dir_name(part: int) -> str:

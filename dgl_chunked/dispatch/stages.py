@@ -36,6 +36,7 @@ __all__ = [
     "edge_array",
     "feature_array",
     "stage_part_block",
+    "read_part_block",
     "stage_new_nid_block",
     "stage_edge_chunk",
     "keeps_edge_owners",
@@ -78,6 +79,13 @@ def stage_part_block(
     arr = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r+", zarr_format=3)
     arr[start : start + parts.shape[0]] = parts.astype(np.int32, copy=False)
     return np.bincount(parts, minlength=num_parts).astype(np.int64)
+
+
+def read_part_block(staging: Staging, ntype: str, block_info: Any = None) -> npt.NDArray[np.int32]:
+    """Dask kernel: one block of a node type's staged assignment (what :func:`stage_part_block` stored)."""
+    lo, hi = block_info[None]["array-location"][0]
+    arr = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r", zarr_format=3)
+    return np.asarray(arr[lo:hi], dtype=np.int32)
 
 
 def stage_new_nid_block(

@@ -29,6 +29,7 @@ from dgl_chunked.dispatch.stages import (
     feature_array,
     keeps_edge_owners,
     node_array,
+    read_part_block,
     stage_edge_chunk,
     stage_edge_feature_chunk,
     stage_new_nid_block,
@@ -40,7 +41,7 @@ from dgl_chunked.dispatch.staging import Staging, node_chunk_rows, resumable
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.chunked.node_id_features import NodeIdFeature
 
-__all__ = ["Runner", "stage_nodes", "stage_edges_and_features"]
+__all__ = ["Runner", "stage_nodes", "staged_assignment", "stage_edges_and_features"]
 
 ExtraNodeData = Mapping[str, Mapping[str, da.Array]]
 
@@ -116,6 +117,27 @@ def stage_nodes(
     ]
     runner.compute(number_tasks, "number nodes")
     return layout, tuple(starts_per_type), counts
+
+
+def staged_assignment(graph: ChunkedGraph, staging: Staging, block_rows: int) -> dict[str, da.Array]:
+    """The assignment as :func:`stage_nodes` stored it: per node type a lazy int32 array
+    read from the staging, in blocks of ``block_rows`` (what ``run --partitions-dir`` is
+    written from, so the partitioner's result is computed and stored once)."""
+    meta = graph.metadata
+    out: dict[str, da.Array] = {}
+    for ntype in meta.node_types:
+        n = meta.num_nodes(ntype)
+        chunks = tuple(min(block_rows, n - s) for s in range(0, n, block_rows)) or (0,)
+        out[ntype] = da.map_blocks(
+            read_part_block,
+            staging=staging,
+            ntype=ntype,
+            chunks=(chunks,),
+            dtype=np.int32,
+            meta=np.empty(0, np.int32),
+            name=f"dglc-staged-assignment-{staging.token}-{ntype}",
+        )
+    return out
 
 
 def stage_edges_and_features(

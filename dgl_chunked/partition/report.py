@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
@@ -48,15 +47,23 @@ from dgl_chunked.storage.zarr_lookup import lookup
 
 if TYPE_CHECKING:
     import dask.array as da
+    import pandas as pd
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
 
 __all__ = ["PartitionReport", "compute_partition_report", "part_counts_block", "edge_stats_block"]
 
 _ZARR_CHUNK = 1 << 20
-_PAIR_META = pd.DataFrame(
-    {"part_id": np.empty(0, np.int32), "type_id": np.empty(0, np.int32), "orig_nid": np.empty(0, np.int64)}
-)
+
+
+def _pair_meta() -> pd.DataFrame:
+    """The (empty) frame of HALO pairs. pandas is imported here, not with the module:
+    ``run`` imports this package, and pandas took 0.3-5 s of its client's time (issue 37)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {"part_id": np.empty(0, np.int32), "type_id": np.empty(0, np.int32), "orig_nid": np.empty(0, np.int64)}
+    )
 
 
 def _ratio(values: list[int]) -> float | None:
@@ -186,6 +193,8 @@ def edge_stats_block(
     owned = np.bincount(dst_part, minlength=num_parts).astype(np.int64)
     cross = src_part != dst_part
     keys = sorted_unique(dst_part[cross].astype(np.int64) << 40 | src_orig[cross])
+    import pandas as pd
+
     pairs = pd.DataFrame(
         {
             "part_id": (keys >> 40).astype(np.int32),
@@ -313,7 +322,7 @@ def _halo_counts(pairs: list[Any]) -> Any:
 
     if not pairs:
         return None
-    ddf = dd.from_delayed(pairs, meta=_PAIR_META, verify_meta=False)
+    ddf = dd.from_delayed(pairs, meta=_pair_meta(), verify_meta=False)
     distinct = ddf.drop_duplicates(
         subset=["part_id", "orig_nid"], split_out=max(1, ddf.npartitions // 2), shuffle_method=_shuffle_method()
     )

@@ -111,3 +111,23 @@ def test_forecast_takes_the_cluster_as_one_object(graph_dir: Path, tmp_path: Pat
     )
     assert (one.workers, one.memory_limit) == (6, 512 * 2**20)
     assert (one.stages, one.peak_worker_bytes) == (loose.stages, loose.peak_worker_bytes)
+
+
+def test_plan_says_which_scheduler_run_would_choose_and_why(graph_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    from dgl_chunked import cluster
+
+    args = ["plan", "--in-dir", str(graph_dir), "--out-dir", str(tmp_path / "out"), "--num-parts", "2"]
+    monkeypatch.setattr(cluster.os, "cpu_count", lambda: 2)
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    size = sum(p.stat().st_size for p in graph_dir.rglob("*") if p.name != "metadata.json")  # every input file
+    line = next(x for x in res.output.splitlines() if x.startswith("scheduler: "))
+    assert line.startswith(f"scheduler: 2 local threads (input of {size / 1e6:.0f} MB, 2 cores")
+    monkeypatch.setattr(cluster.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(cluster, "_total_memory", lambda: 8 << 30)
+    res = CliRunner().invoke(cli, args)
+    line = next(x for x in res.output.splitlines() if x.startswith("scheduler: "))
+    assert line.startswith("scheduler: 8 worker process(es) x 1 thread (")
+    assert "8 GiB of memory hold 8 at 1 GiB each" in line
+    res = CliRunner().invoke(cli, [*args, "--workers", "3"])  # a cluster flag: no choice to print
+    assert "scheduler: " not in res.output

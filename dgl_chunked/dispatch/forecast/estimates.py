@@ -234,16 +234,18 @@ def forecast_dispatch(
         ),
         cal.edge_overhead_s + _task_seconds(edge_work, workers),
     )
-    write_one = (
-        per_part.edges * cal.write_s_per_edge
-        + (per_part.nodes + per_part.halo) * cal.write_s_per_node
-        + (per_part.node_feat_bytes + per_part.edge_feat_bytes) * cal.write_s_per_byte
-    )
+    # every file of a partition is a task of its own (dispatch.finalize.partition_files):
+    # the graph, node_feat.dgl, edge_feat.dgl, and orig_nids / orig_eids when asked for
+    write_files = [
+        per_part.edges * cal.write_s_per_edge + (per_part.nodes + per_part.halo) * cal.write_s_per_node,
+        per_part.node_feat_bytes * cal.write_s_per_byte,
+        per_part.edge_feat_bytes * cal.write_s_per_byte,
+    ] + [0.0] * (int(opts.save_orig_nids) + int(opts.save_orig_eids))
     write_stage = StageForecast(
         "write partitions",
-        num_parts,
+        num_parts * len(write_files),
         _writer_bytes(per_part, n_total, max(edge_rows, default=0), num_parts, opts, cal),
-        cal.write_overhead_s + _task_seconds([write_one] * num_parts, workers),
+        cal.write_overhead_s + _task_seconds(write_files * num_parts, workers),
     )
     notes = ["partition sizes assume a balanced assignment; HALO counts a graph without locality"]
     if opts.keep_halo_edges or opts.halo_hops > 1:

@@ -299,7 +299,7 @@ def _fresh_zarr(
     assign_dir: PathLike, sidecar: AssignmentSidecar | None, paths: Mapping[str, str], storage_options: StorageOptions
 ) -> zarr.Group | None:
     """The Zarr copy of the IDs, if every text file still has the size and mtime the sidecar recorded."""
-    if sidecar is None:
+    if sidecar is None or not sidecar.binary:  # "": written without the Zarr copy
         return None
     files = sidecar.files
     for ntype, path in paths.items():

@@ -5,7 +5,7 @@ DGL's ``partition_meta.json`` may only say ``"random"`` or ``"metis"``; the side
 written next to it, records the real method and more (``indent=2``, sorted keys)::
 
     {
-      "binary": "dglc_parts.zarr",          the Zarr copy of the IDs
+      "binary": "dglc_parts.zarr",          the Zarr copy of the IDs ("" when not written)
       "dgl_algo_name": "random",            what partition_meta.json says
       "dgl_chunked_version": "0.1.0",
       "files": {"paper": [30, "1795459373.408718"], ...},
@@ -97,6 +97,7 @@ class AssignmentSidecar:
         dgl_algo_name: str,
         files: Mapping[str, tuple[int, str]],
         provenance: Mapping[str, Any] | None = None,
+        binary: str = ZARR_NAME,
     ) -> AssignmentSidecar:
         """The sidecar for a fresh write: ``token`` hashes ``files``; provenance keys
         that name one of the sidecar's own keys are dropped (those win)."""
@@ -109,6 +110,7 @@ class AssignmentSidecar:
             dgl_algo_name=dgl_algo_name,
             files=stamps,
             token=token,
+            binary=binary,
             provenance=extra,
         )
 

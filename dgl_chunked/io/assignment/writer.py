@@ -72,7 +72,7 @@ def _write_block(
     values: npt.NDArray[Any],
     *,
     text_path: str,
-    zarr_path: str,
+    zarr_path: str | None,
     ntype: str,
     start: int,
     num_parts: int,
@@ -82,6 +82,8 @@ def _write_block(
     text = encode_assignment_block(values, num_parts=num_parts, start=start, ntype=ntype)
     with _fs.naming(text_path), _fs.open_file(text_path, "wb", storage_options) as f:
         f.write(text)
+    if zarr_path is None:
+        return len(values)
     with _fs.naming(zarr_path):
         target: Any = zarr_group(zarr_path, "r+", storage_options)[ntype]
         target[start : start + len(values)] = np.asarray(values, np.int32)
@@ -154,6 +156,7 @@ def write_assignment(
     overwrite: bool = False,
     provenance: Mapping[str, Any] | None = None,
     inputs: Mapping[str, str] | None = None,
+    binary: bool = True,
 ) -> PartitionMeta:
     """Write an assignment directory that DGL's ``dispatch_data.py`` accepts.
 
@@ -178,6 +181,10 @@ def write_assignment(
     inputs
         ``label -> path`` of what the assignment is computed from (e.g.
         :meth:`ChunkedGraph.input_locations`): ``assign_dir`` may not overlap them.
+    binary
+        Also write the Zarr copy (``dglc_parts.zarr``) that a later ``dispatch`` reads
+        instead of the text. ``run --partitions-dir`` passes False: its dispatch already
+        has the assignment, and the copy would cost 4 bytes per node written and kept.
 
     Returns
     -------
@@ -203,7 +210,7 @@ def write_assignment(
     check_no_overlap({"assignment directory": out}, dict(inputs or {}), storage_options=storage_options)
     with acquire_lease(out, ASSIGNMENT_KIND, storage_options=storage_options):
         _prepare_dir(out, [f"{t}.txt" for t in parts], overwrite, storage_options)
-        return _write_assignment(out, parts, num_parts, algo_name, provenance, storage_options)
+        return _write_assignment(out, parts, num_parts, algo_name, provenance, storage_options, binary)
 
 
 def _write_assignment(
@@ -213,12 +220,14 @@ def _write_assignment(
     algo_name: str,
     provenance: Mapping[str, Any] | None,
     storage_options: StorageOptions,
+    binary: bool = True,
 ) -> PartitionMeta:
     import dask
 
     zarr_path, tmp_dir = _fs.join(out, ZARR_NAME), _fs.join(out, ".dglc-tmp")
-    with _fs.naming(zarr_path):
-        group = zarr_group(zarr_path, "w", storage_options)
+    if binary:
+        with _fs.naming(zarr_path):
+            group = zarr_group(zarr_path, "w", storage_options)
     pieces: dict[str, list[str]] = {}
     tasks = []
     write = dask.delayed(_write_block, pure=False)
@@ -226,10 +235,11 @@ def _write_assignment(
     for ntype, values in parts.items():
         arr = _as_blocks(values, ntype)
         n, chunk = int(arr.shape[0]), int(arr.chunks[0][0]) or 1
-        with _fs.naming(zarr_path):
-            group.create_array(
-                ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0, compressors=None, overwrite=True
-            )
+        if binary:
+            with _fs.naming(zarr_path):
+                group.create_array(
+                    ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0, compressors=None, overwrite=True
+                )
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])]).tolist()
         pieces[ntype] = [f"{tmp_dir}/{ntype}.{i}.txt" for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
         # unoptimised: optimising each block apart would rename (and so rerun) a task
@@ -239,7 +249,7 @@ def _write_assignment(
             write(
                 blocks[i],
                 text_path=f"{tmp_dir}/{ntype}.{i}.txt",
-                zarr_path=zarr_path,
+                zarr_path=zarr_path if binary else None,
                 ntype=ntype,
                 start=starts[i],
                 num_parts=num_parts,
@@ -257,7 +267,12 @@ def _write_assignment(
         remove_owned(tmp_dir, storage_options=storage_options)
     meta = PartitionMeta(num_parts=num_parts, algo_name=dgl_algo_name(algo_name), method=algo_name)
     sidecar = AssignmentSidecar.create(
-        num_parts=num_parts, method=algo_name, dgl_algo_name=meta.algo_name, files=stamps, provenance=provenance
+        num_parts=num_parts,
+        method=algo_name,
+        dgl_algo_name=meta.algo_name,
+        files=stamps,
+        provenance=provenance,
+        binary=ZARR_NAME if binary else "",
     )
     _fs.atomic_write_bytes(_fs.join(out, SIDECAR_NAME), sidecar.to_json(), storage_options)
     _fs.atomic_write_bytes(_fs.join(out, META_NAME), meta.to_json(), storage_options)  # last: now complete

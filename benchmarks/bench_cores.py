@@ -1,0 +1,282 @@
+"""Where the wall time of ``run`` goes, per stage, and what more cores would give (issue 37).
+
+Runs :func:`dgl_chunked.run` (``--method``, ``--num-parts``) on an existing chunked
+graph (``--graph``; make one with ``dgl-chunked synth``, outside the bench lock) once per
+worker count of ``--workers`` on a fresh LocalCluster (processes x 1 thread, started as
+the CLI starts them: :func:`dgl_chunked.cluster.dask_client`), inside Dask's task stream.
+Per stage of the run it prints
+
+- ``tasks``: tasks the stage ran (``DispatchResult.stage_tasks``);
+- ``work``: the sum of the stage's task seconds (``compute`` spans of the task stream);
+- ``longest``: its longest task;
+- ``idle``: the seconds of the stage's window in which no task runs anywhere (the
+  client's own work, scheduling gaps).
+
+Tasks that start outside every dispatch stage (the partitioner's, before dispatch) are
+the stage ``(before dispatch)``; ``client`` is the time of the whole run in which no task
+runs, so the wall is ``client`` plus the time some task runs; of it, what falls outside
+every stage's window (the client's work between stages and after the last: layouts,
+publishing the partitions, removing the staging) is printed apart.
+
+From the runs at 1 and 2 workers it predicts the wall at ``P`` workers::
+
+    client + sum over stages of max(work / P, longest)
+
+with ``work`` and ``longest`` from the run at 1 worker (no two tasks contend for the
+cores there) and ``client`` from the run at 2 (a cluster of several workers), and
+prints the prediction beside the measurement for every ``P`` it ran (and for 4, 8, 16
+when not run). Cluster start is not in the wall (it is printed apart: the CLI starts its
+cluster while it reads the input).
+
+``--modes default threads`` also times the CLI as a user types it (``dgl-chunked run``
+with no cluster flag, and ``--workers 1 --threads-per-worker <cores>``), wall only, in a
+subprocess. ``--profile FILE`` writes a cProfile of the client during the largest
+``--workers`` run (``python -m pstats FILE``), ``--performance-report FILE.html``
+Dask's performance report of it. ``--json`` writes every figure.
+
+Usage::
+
+    python benchmarks/bench_cores.py --graph /tmp/g10m [--workers 1 2] [--num-parts 8]
+        [--method random] [--work-dir DIR] [--modes default threads] [--profile F] [--json F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack, nullcontext
+from pathlib import Path
+from typing import Any
+
+BEFORE = "(before dispatch)"
+PREDICTED_AT = (1, 2, 4, 8, 16)
+STAGE_LINE = re.compile(r"dispatch stage: (.+) \((\d+) tasks\)")
+
+
+class _StageStarts(logging.Handler):
+    """Records when each dispatch stage starts (its ``dispatch stage: X (N tasks)`` log line)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.starts: list[tuple[str, float]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = STAGE_LINE.match(record.getMessage())
+        if match:
+            self.starts.append((match.group(1), record.created))
+
+
+def _union_seconds(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Seconds of ``[lo, hi]`` covered by at least one span."""
+    covered, end = 0.0, lo
+    for start, stop in sorted(spans):
+        start, stop = max(start, end), min(stop, hi)
+        if stop > start:
+            covered += stop - start
+            end = stop
+    return covered
+
+
+def stage_table(
+    records: list[dict[str, Any]], windows: list[tuple[str, float, float]], tasks: dict[str, int], t0: float, t1: float
+) -> dict[str, Any]:
+    """Per stage: tasks, work, longest task and idle seconds; and the run's client (no task) seconds."""
+    spans: list[tuple[float, float]] = []
+    for rec in records:
+        for ss in rec.get("startstops", ()):
+            if ss.get("action") == "compute":
+                spans.append((float(ss["start"]), float(ss["stop"])))
+    stages: dict[str, dict[str, Any]] = {}
+
+    def stage_of(start: float) -> str:
+        for name, lo, hi in windows:
+            if lo <= start <= hi:
+                return name
+        return BEFORE
+
+    for start, stop in spans:
+        name = stage_of(start)
+        row = stages.setdefault(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
+        row["work"] += stop - start
+        row["longest"] = max(row["longest"], stop - start)
+        row["spans"].append((start, stop))
+        if name == BEFORE:
+            row["tasks"] += 1
+    out: dict[str, Any] = {}
+    for name, lo, hi in [(BEFORE, t0, windows[0][1] if windows else t1), *windows]:
+        row = stages.get(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
+        out[name] = {
+            "tasks": tasks.get(name, row["tasks"]),
+            "seconds": hi - lo,
+            "work": row["work"],
+            "longest": row["longest"],
+            "idle": (hi - lo) - _union_seconds(spans, lo, hi),
+        }
+    client = (t1 - t0) - _union_seconds(spans, t0, t1)
+    between = client - sum(row["idle"] for row in out.values())  # the client's work after and between stages
+    return {"stages": out, "wall": t1 - t0, "client": client, "between": between}
+
+
+def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, report: str | None) -> dict[str, Any]:
+    from distributed import get_task_stream, performance_report
+
+    import dgl_chunked as dglc
+    from dgl_chunked.cluster import ClusterOptions, dask_client
+
+    out = Path(args.work_dir) / f"out-{workers}"
+    shutil.rmtree(out, ignore_errors=True)
+    handler = _StageStarts()
+    api_log = logging.getLogger("dgl_chunked.dispatch.api")
+    api_log.addHandler(handler)
+    old_level = api_log.level
+    api_log.setLevel(logging.INFO)
+    started = time.perf_counter()
+    try:
+        with dask_client(cluster=ClusterOptions(workers=workers, threads_per_worker=1)) as client:
+            cluster_s = time.perf_counter() - started
+            client.run(lambda: None)  # every worker up and answering
+            prof = cProfile.Profile() if profile else None
+            with ExitStack() as stack:
+                if report:
+                    stack.enter_context(performance_report(filename=report))
+                stream = stack.enter_context(get_task_stream(client))
+                t0 = time.time()
+                if prof:
+                    prof.enable()
+                result = dglc.run(
+                    args.graph,
+                    out,
+                    num_parts=args.num_parts,
+                    method=args.method,
+                    seed=0,
+                    options=dglc.DispatchOptions(overwrite=True),
+                    client=client,
+                )
+                if prof:
+                    prof.disable()
+                t1 = time.time()
+            if prof and profile:
+                prof.dump_stats(profile)
+            records = list(stream.data)
+    finally:
+        api_log.removeHandler(handler)
+        api_log.setLevel(old_level)
+    windows = [(name, start, start + result.stage_seconds.get(name, 0.0)) for name, start in handler.starts]
+    table = stage_table(records, windows, dict(result.stage_tasks), t0, t1)
+    table["workers"] = workers
+    table["cluster_start"] = cluster_s
+    shutil.rmtree(out, ignore_errors=True)
+    return table
+
+
+def _run_cli(args: argparse.Namespace, mode: str) -> dict[str, Any]:
+    out = Path(args.work_dir) / f"out-{mode}"
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [  # python -m: runs where the package is on PYTHONPATH only (benchmarks/device_cores.sh)
+        sys.executable,
+        "-m",
+        "dgl_chunked",
+        "run",
+        "--in-dir",
+        args.graph,
+        "--out-dir",
+        str(out),
+        "--num-parts",
+        str(args.num_parts),
+        "--method",
+        args.method,
+    ]
+    if mode == "threads":
+        cmd += ["--workers", "1", "--threads-per-worker", str(os.cpu_count() or 1)]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    shutil.rmtree(out, ignore_errors=True)
+    chose = [line for line in done.stdout.splitlines() if line.startswith(("scheduler:", "cluster:"))]
+    return {"mode": mode, "wall": wall, "chose": chose}
+
+
+def predict(runs: dict[int, dict[str, Any]], p: int) -> float | None:
+    """client + sum over stages of max(work / P, longest), from the runs at 1 and 2 workers."""
+    one = runs.get(1)
+    if one is None:
+        return None
+    total = runs[2]["client"] if 2 in runs else one["client"]
+    for row in one["stages"].values():
+        total += max(row["work"] / p, row["longest"])
+    return float(total)
+
+
+def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    load = os.getloadavg()
+    print(f"\n{args.graph}: {args.method}, {args.num_parts} parts; {os.cpu_count()} cores; load {load[0]:.2f}")
+    for w, run in sorted(runs.items()):
+        print(
+            f"\n{w} worker(s): wall {run['wall']:.2f} s (cluster start {run['cluster_start']:.2f} s apart), "
+            f"client (no task runs) {run['client']:.2f} s, of it {run['between']:.2f} s between and after stages"
+        )
+        print(f"  {'stage':<28} {'tasks':>6} {'window s':>9} {'work s':>8} {'longest s':>10} {'idle s':>7}")
+        for name, row in run["stages"].items():
+            print(
+                f"  {name:<28} {row['tasks']:>6} {row['seconds']:>9.2f} {row['work']:>8.2f} "
+                f"{row['longest']:>10.2f} {row['idle']:>7.2f}"
+            )
+    print(f"\n  {'workers':>8} {'measured s':>11} {'predicted s':>12} {'speed-up (pred.)':>17}")
+    one = predict(runs, 1)
+    for p in sorted(set(PREDICTED_AT) | set(runs)):
+        pred = predict(runs, p)
+        measured = f"{runs[p]['wall']:.2f}" if p in runs else "-"
+        ratio = f"{one / pred:.1f}x" if pred and one else "-"
+        shown = "-" if pred is None else f"{pred:.2f}"  # no run at 1 worker: no prediction
+        print(f"  {p:>8} {measured:>11} {shown:>12} {ratio:>17}")
+    for row in cli:
+        print(f"  CLI {row['mode']:<10} wall {row['wall']:.2f} s  {' | '.join(row['chose'])}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--graph", required=True, help="chunked graph directory (dgl-chunked synth)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--num-parts", type=int, default=8)
+    parser.add_argument("--method", default="random")
+    parser.add_argument("--modes", nargs="*", default=[], choices=["default", "threads"])
+    parser.add_argument("--work-dir", default=None, help="output parent (default: a temporary folder)")
+    parser.add_argument("--profile", default=None, help="cProfile of the client, largest --workers run")
+    parser.add_argument("--performance-report", default=None, help="Dask report, largest --workers run")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dglc-bench-cores-") if args.work_dir is None else nullcontext() as tmp:
+        if args.work_dir is None:
+            args.work_dir = tmp
+        Path(args.work_dir).mkdir(parents=True, exist_ok=True)
+        runs: dict[int, dict[str, Any]] = {}
+        last = max(args.workers)
+        for w in args.workers:
+            keep = w == last
+            runs[w] = _run_workers(args, w, args.profile if keep else None, args.performance_report if keep else None)
+            print(f"{w} worker(s): {runs[w]['wall']:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+        cli = [_run_cli(args, mode) for mode in args.modes]
+    _print(runs, cli, args)
+    if args.json:
+        figures = {
+            "graph": args.graph,
+            "cores": os.cpu_count(),
+            "load": os.getloadavg()[0],
+            "runs": {str(w): r for w, r in runs.items()},
+            "predicted": {str(p): predict(runs, p) for p in sorted(set(PREDICTED_AT) | set(runs))},
+            "cli": cli,
+        }
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
