@@ -82,7 +82,7 @@ def _sbm(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
     """The skewed planted-community graph (train/val/test masks 60/20/20), cached."""
     path = os.path.join(work_dir, f"sbm-skewed-{nodes}-{edges}-{chunks}")
     if not os.path.exists(os.path.join(path, "metadata.json")):
-        edges_uv = planted_partition_edges(nodes, edges, 64, skewed=True)
+        edges_uv = _planted(nodes, edges)
         r = np.random.default_rng(1).random(nodes)
         masks = {"train_mask": r < 0.6, "val_mask": (r >= 0.6) & (r < 0.8), "test_mask": r >= 0.8}
         truth = GraphTruth(
@@ -94,6 +94,35 @@ def _sbm(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
         )
         write_graph_from_truth(path, truth, edge_chunks=chunks, feature_chunks=1, edge_format="parquet")
     return open_chunked_graph(path)
+
+
+_PIECE_EDGES = 10_000_000
+
+
+def _planted(nodes: int, edges: int) -> tuple[Any, Any]:
+    """The edges of the skewed planted-community graph: ``planted_partition_edges`` up to
+    ``2 * _PIECE_EDGES`` edges; above, the same model (its communities, seed 0) drawn in
+    pieces of ``_PIECE_EDGES`` (seeds ``(0, piece)``), so that generating 100M edges
+    holds the two edge arrays and one piece's temporaries (about 2 GB), not 6 GB."""
+    if edges <= 2 * _PIECE_EDGES:
+        return planted_partition_edges(nodes, edges, 64, skewed=True)
+    rng = np.random.default_rng(0)
+    sizes = rng.pareto(1.5, 64) + 1
+    sizes = np.maximum(1, sizes / sizes.sum() * nodes).astype(np.int64)
+    sizes[-1] += nodes - sizes.sum()
+    comm = rng.permutation(np.repeat(np.arange(64), sizes))
+    members = np.argsort(comm, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(comm, minlength=64))])
+    src, dst = np.empty(edges, np.int64), np.empty(edges, np.int64)
+    for piece, lo in enumerate(range(0, edges, _PIECE_EDGES)):
+        m = min(_PIECE_EDGES, edges - lo)
+        r = np.random.default_rng((0, piece))
+        s = r.integers(0, nodes, m)
+        c = comm[s]
+        inside = members[starts[c] + (r.random(m) * (starts[c + 1] - starts[c])).astype(np.int64)]
+        src[lo : lo + m] = s
+        dst[lo : lo + m] = np.where(r.random(m) < 0.9, inside, r.integers(0, nodes, m))
+    return src, dst
 
 
 def _record_phases() -> None:
