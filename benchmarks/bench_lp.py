@@ -130,6 +130,9 @@ def _record_phases() -> None:
     a handler of the ``lp`` logger (this function travels by value: a module global here
     would be a copy per function)."""
     import logging
+    import os
+    import sys
+    import time
 
     class Keep(logging.Handler):
         phases: list[tuple[str, float]]
@@ -137,6 +140,8 @@ def _record_phases() -> None:
         def emit(self, record: logging.LogRecord) -> None:
             if isinstance(record.msg, str) and record.msg.startswith("lp: phase ") and record.args:
                 self.phases.append((str(record.args[0]), float(record.args[1])))  # type: ignore[index]
+                if os.environ.get("BENCH_LP_LIVE"):  # long runs: each phase on stderr as it ends
+                    print(f"  {time.strftime('%H:%M:%S')} {record.getMessage()}", file=sys.stderr, flush=True)
 
     log = logging.getLogger("dgl_chunked.partition.lp")
     log.setLevel(logging.INFO)
