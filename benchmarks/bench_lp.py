@@ -20,6 +20,10 @@ log lines, summed per name over the run): ``stage`` (staging, degrees, tiers),
 ``uncoarsen``, ``purify`` (summed over the cluster weights), ``refine`` (settling and
 refining the finalists) and ``fill``.
 
+With ``BENCH_LP_LIVE=1`` in the environment each phase is also printed on stderr as it
+ends (long runs). Planted-community graphs above 20M edges are drawn in pieces of 10M
+edges (same model), so generating 10M nodes / 100M edges peaks at about 2.3 GB.
+
 With ``--dispatch`` and both ``random`` and ``lp``, a line per graph and partition count
 gives ``lp +disp / random +disp`` (issue #8 asks for at most 3 on 2 workers).
 
