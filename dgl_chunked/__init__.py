@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         PartitionReport,
         assign_partitions,
         compute_partition_report,
+        make_assignment,
     )
     from dgl_chunked.pipeline import run
     from dgl_chunked.remap import LookupResult, RemapResult, ResultSource, lookup_ids, remap_results
@@ -62,6 +63,7 @@ _LAZY = {
     "PartitionReport": "dgl_chunked.partition",
     "assign_partitions": "dgl_chunked.partition",
     "compute_partition_report": "dgl_chunked.partition",
+    "make_assignment": "dgl_chunked.partition",
     "RunForecast": "dgl_chunked.dispatch.forecast",
     "RunPlan": "dgl_chunked.dispatch.forecast",
     "forecast_run": "dgl_chunked.dispatch.forecast",
@@ -117,6 +119,7 @@ __all__ = [
     "errors",
     "load_partition_output",
     "lookup_ids",
+    "make_assignment",
     "open_assignment",
     "open_chunked_graph",
     "read_graphs",

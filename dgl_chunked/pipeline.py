@@ -11,7 +11,7 @@ import numpy as np
 from dask.base import tokenize
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch
+from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch_prechecked, staging_location
 from dgl_chunked.dispatch.forecast import forecast_run
 from dgl_chunked.errors import DglChunkedError, OptionError
 from dgl_chunked.io.assignment import retract_assignment, write_assignment
@@ -93,21 +93,13 @@ def run(
     parent = str(out_dir if scratch_dir is None else scratch_dir)
     # named after the output: a rerun (resume) finds the same scratch, so the same task keys
     scratch_name = f"dglc-run-{tokenize(str(out_dir), parent)[:16]}"
-    check_no_overlap(  # before anything (the scratch first) is written
-        {"--out-dir": str(out_dir), "scratch directory": fs.join(parent, scratch_name)},
-        graph.input_locations(),
-        storage_options=storage_options,
-    )
-    if partitions_dir is not None:
-        check_no_overlap(
-            {"--partitions-dir": str(partitions_dir)},
-            {**graph.input_locations(), "--out-dir": str(out_dir)},
-            storage_options=storage_options,
-        )
     trainers = num_trainers_per_machine
     if trainers < 1:
         raise OptionError(f"num_trainers_per_machine must be >= 1, found {trainers}")
-    if (options or DispatchOptions()).check_space:  # before anything is written
+    # the run's one check of every location it writes, and of the space, before anything
+    # (the scratch first) is written; its dispatch checks neither again
+    _check_locations(graph, out_dir, fs.join(parent, scratch_name), partitions_dir, options, storage_options)
+    if (options or DispatchOptions()).check_space:
         _check_space(graph, out_dir, num_parts, method, trainers, options, storage_options)
     so = storage_options if fs.is_url(parent) else None
     scratch = make_scratch_dir(parent, "run", scratch_name.removeprefix("dglc-run-"), storage_options=so)
@@ -128,6 +120,32 @@ def run(
         )
     finally:
         remove_owned(scratch, storage_options=so)
+
+
+def _check_locations(
+    graph: ChunkedGraph,
+    out_dir: PathLike,
+    scratch: str,
+    partitions_dir: PathLike | None,
+    options: DispatchOptions | None,
+    storage_options: StorageOptions,
+) -> None:
+    """Refuse an output, scratch, staging or assignment location that overlaps an input
+    (the assignment: also the output and the staging, which dispatch reads it beside)."""
+    inputs = graph.input_locations()
+    out = str(out_dir)
+    staging = staging_location(out, (options or DispatchOptions()).staging_dir, storage_options)
+    check_no_overlap(
+        {"--out-dir": out, "scratch directory": scratch, "staging directory": staging},
+        inputs,
+        storage_options=storage_options,
+    )
+    if partitions_dir is not None:
+        check_no_overlap(
+            {"--partitions-dir": str(partitions_dir)},
+            {**inputs, "--out-dir": out, "staging directory": staging},
+            storage_options=storage_options,
+        )
 
 
 def _check_space(
@@ -199,7 +217,7 @@ def _run(
     if opts.part_method is None:
         opts = replace(opts, part_method=method)
     try:
-        return dispatch(
+        return dispatch_prechecked(  # the run checked its locations and space (run above)
             graph,
             assignment,
             out_dir,

@@ -1,4 +1,4 @@
-"""What a command runs in: its Dask scheduler (clients are created only here) and its scratch folder.
+"""What a command runs in: its Dask scheduler (clients are created only here).
 
 Without ``--scheduler`` or ``--workers``, commands run on local threads. ``dispatch``
 and ``run`` do so only when their input is at most :data:`IN_PROCESS_BYTES`: a
@@ -20,11 +20,9 @@ from typing import Any
 import click
 import dask
 import dask.threaded
-from dask.base import tokenize
 
 from dgl_chunked.cluster import ClusterOptions, dask_client
-from dgl_chunked.storage.fs import is_url, join
-from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
+from dgl_chunked.storage.fs import is_url
 
 __all__ = [
     "IN_PROCESS_BYTES",
@@ -32,7 +30,6 @@ __all__ = [
     "command_client",
     "local_threads",
     "optional_client",
-    "owned_scratch",
     "settled_threaded_get",
 ]
 
@@ -91,16 +88,19 @@ def cli_client(cluster: ClusterOptions) -> Iterator[Any]:
 
     The ``distributed`` loggers follow ``--log-level``; below ``INFO`` the workers of the
     command's own LocalCluster (which share its stderr) do not log failed tasks with
-    their tracebacks, now or when a nanny restarts one (a worker plugin). The task's
-    exception reaches the client and :func:`~dgl_chunked.cli.errors.user_errors`
+    their tracebacks, now or when a nanny restarts one (a worker plugin), and the nanny
+    does not warn when it kills a worker still inside a task as the cluster closes after
+    an error. The task's exception reaches the client and :func:`~dgl_chunked.cli.errors.user_errors`
     prints it. Workers of a ``--scheduler`` log on their own machines.
     """
     level = _honour_log_level()
+    quiet = not cluster.scheduler and level >= logging.WARNING  # our workers share our stderr
     with dask_client(cluster=cluster) as client:
-        if not cluster.scheduler and level >= logging.WARNING:  # our workers share our stderr
-            from dgl_chunked.cli.quiet import QuietTaskErrors  # imports distributed: only here
+        if quiet:
+            from dgl_chunked.cli.quiet import QuietTaskErrors, quiet_shutdown_kills  # imports distributed
 
             client.register_plugin(QuietTaskErrors(), name="dglc-quiet-task-errors")
+            quiet_shutdown_kills()
         yield client
 
 
@@ -149,26 +149,3 @@ def command_client(cluster: ClusterOptions, input_paths: Callable[[], list[str]]
             with contextlib.suppress(Exception):
                 pending.result()
             pool.submit(stack.close).result()  # in the thread that entered it (Dask's context variables)
-
-
-@contextlib.contextmanager
-def owned_scratch(
-    parent: str,
-    kind: str,
-    storage_options: dict[str, Any] | None,
-    *,
-    outputs: dict[str, str],
-    inputs: dict[str, str],
-) -> Iterator[tuple[str, dict[str, Any] | None]]:
-    """A marked scratch folder ``parent/dglc-<kind>-<token>``, removed afterwards; yields
-    ``(path, fsspec options for it)``. ``outputs`` (the scratch parent among them) are
-    checked against ``inputs`` first, so a refused command creates nothing."""
-    token = tokenize(parent, kind)[:16]
-    where = join(parent, f"dglc-{kind}-{token}")  # what is written; ``parent`` is only created if missing
-    check_no_overlap({**outputs, "scratch directory": where}, inputs, storage_options=storage_options)
-    so = storage_options if is_url(parent) else None
-    path = make_scratch_dir(parent, kind, token, storage_options=so)
-    try:
-        yield path, so
-    finally:
-        remove_owned(path, storage_options=so)

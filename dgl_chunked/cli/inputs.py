@@ -11,8 +11,9 @@ import click
 from dgl_chunked import SynthSpec, chunk_graph, validate_chunked_graph, write_synthetic_graph
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import fail, user_errors
-from dgl_chunked.cli.options import add_options, local_cluster_options, storage_option, task_size_option
-from dgl_chunked.cluster import ClusterOptions, parse_cluster_options
+from dgl_chunked.cli.flags import GraphLocation, cluster_flags, graph_flags
+from dgl_chunked.cli.options import add_options, storage_option
+from dgl_chunked.cluster import ClusterOptions
 
 __all__ = ["chunk_command", "synth_command", "validate_command"]
 
@@ -20,24 +21,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.command("validate")
-@click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
-@click.option("--metadata-filename", default="metadata.json", show_default=True)
-@local_cluster_options
-@storage_option
-@task_size_option
 @user_errors
-def validate_command(
-    in_dir: str,
-    metadata_filename: str,
-    scheduler: str | None,
-    workers: int | None,
-    storage_options: dict[str, Any] | None,
-    task_size: str | None,
-) -> None:
+@graph_flags(opened=False)
+@cluster_flags
+def validate_command(graph: GraphLocation, cluster: ClusterOptions, storage_options: dict[str, Any] | None) -> None:
     """Check metadata.json and every chunk file; print a summary or every problem."""
-    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
+    in_dir = graph.in_dir
+    with optional_client(cluster):
         report = validate_chunked_graph(
-            in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
+            in_dir,
+            metadata_filename=graph.metadata_filename,
+            storage_options=storage_options,
+            task_bytes=graph.task_bytes,
         )
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -78,16 +73,17 @@ def _synth_options(func: F) -> F:
         click.option("--seed", type=int, default=0, show_default=True),
         click.option("--overwrite", is_flag=True, help="Replace an existing output directory."),
     ]  # fmt: skip
-    return add_options(local_cluster_options(func), options)  # the cluster flags last
+    return add_options(func, options)
 
 
 @click.command("synth")
-@_synth_options
-@storage_option
 @user_errors
+@_synth_options
+@cluster_flags
+@storage_option
 def synth_command(
-    out_dir: str, preset: str, num_chunks: int, overwrite: bool, scheduler: str | None,
-    workers: int | None, storage_options: dict[str, Any] | None, **kw: Any,
+    out_dir: str, preset: str, num_chunks: int, overwrite: bool, cluster: ClusterOptions,
+    storage_options: dict[str, Any] | None, **kw: Any,
 ) -> None:  # fmt: skip
     """Write a synthetic graph in the Chunked Graph Format."""
     sizes = {k: kw.pop(k) for k in ("num_nodes", "num_edges", "feat_dim", "scale")}
@@ -98,7 +94,7 @@ def synth_command(
         chunks = {"num_node_chunks": num_chunks, "num_edge_chunks": num_chunks}
         spec = SynthSpec.heterogeneous(sizes["scale"], **chunks, **kw)
     start = time.perf_counter()
-    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
+    with optional_client(cluster):
         meta = write_synthetic_graph(out_dir, spec, overwrite=overwrite, storage_options=storage_options)
     click.echo(
         f"wrote {meta.graph_name!r} to {out_dir}: {sum(meta.num_nodes_per_type)} nodes, "
@@ -107,6 +103,7 @@ def synth_command(
 
 
 @click.command("chunk")
+@user_errors
 @click.option(
     "--spec",
     "spec_path",
@@ -134,14 +131,7 @@ def synth_command(
     help="Folder to create the scratch in, as DIR/dglc-chunk-staging-<token> (default OUT/_staging).",
 )
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
-@local_cluster_options
-@click.option(
-    "--memory-limit",
-    metavar="SIZE",
-    default=None,
-    help="LocalCluster memory limit per worker, e.g. 2GiB (with --workers).",
-)
-@user_errors
+@cluster_flags
 def chunk_command(
     spec_path: str,
     out_dir: str,
@@ -150,13 +140,11 @@ def chunk_command(
     edge_format: str,
     staging_dir: str | None,
     overwrite: bool,
-    scheduler: str | None,
-    workers: int | None,
-    memory_limit: str | None,
+    cluster: ClusterOptions,
 ) -> None:
     """Turn raw arrays (NPY, CSV/TSV, Parquet) described by a spec into a chunked graph."""
     start = time.perf_counter()
-    with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
+    with optional_client(cluster):
         meta = chunk_graph(
             spec_path,
             out_dir,

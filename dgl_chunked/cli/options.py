@@ -1,7 +1,8 @@
-"""Flags shared by several commands, and the parsers behind them.
+"""Single flags shared by several commands, and the parsers behind them.
 
 Each decorator adds its flags in the order ``--help`` lists them; a command that
-uses one gets the same flag names, defaults and help texts as every other.
+uses one gets the same flag names, defaults and help texts as every other. The flag
+groups that build typed options are in :mod:`dgl_chunked.cli.flags`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,7 @@ from dgl_chunked._typing import parse_size as parse_bytes_once
 from dgl_chunked.errors import OptionError
 
 __all__ = [
-    "SCHEDULER_HELP",
     "add_options",
-    "assignment_cluster_options",
-    "cluster_options",
-    "local_cluster_options",
     "parse_size",
     "parse_storage_options",
     "scratch_option",
@@ -29,8 +26,6 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-SCHEDULER_HELP = "Existing Dask scheduler address or file (default: local threads)."
 
 
 def add_options(func: F, options: Sequence[Callable[[Any], Any]]) -> F:
@@ -75,38 +70,6 @@ def storage_option(func: F) -> F:
     )(func)
 
 
-def local_cluster_options(func: F) -> F:
-    """``--scheduler`` / ``--workers`` of the commands that run on local threads by default."""
-    return add_options(
-        func,
-        [
-            click.option("--scheduler", metavar="ADDRESS", default=None, help=SCHEDULER_HELP),
-            click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster."),
-        ],
-    )
-
-
-def assignment_cluster_options(func: F) -> F:
-    """``--scheduler`` / ``--workers`` of the commands that read or write an assignment."""
-    return add_options(
-        func,
-        [
-            click.option(
-                "--scheduler",
-                metavar="ADDRESS",
-                default=None,
-                help="Run on this existing Dask scheduler (address or scheduler file).",
-            ),
-            click.option(
-                "--workers",
-                type=click.IntRange(min=1),
-                default=None,
-                help="Run on a new LocalCluster with N worker processes.",
-            ),
-        ],
-    )
-
-
 def task_size_option(func: F) -> F:
     """``--task-size SIZE``: the decoded bytes one read task aims at."""
     return click.option(
@@ -117,33 +80,6 @@ def task_size_option(func: F) -> F:
         help="Input files are read in tasks of about this many decoded bytes, several small "
         "files per task (default: $DGLC_TASK_SIZE, else 32MiB).",
     )(func)
-
-
-def cluster_options(func: F) -> F:
-    """Flags shared by every command that always runs on a Dask cluster (dispatch, run)."""
-    options = [
-        click.option(
-            "--scheduler",
-            metavar="ADDRESS",
-            help="Use this existing Dask scheduler (tcp://host:8786 or a scheduler file) "
-            "instead of starting a LocalCluster.",
-        ),
-        click.option(
-            "--workers",
-            type=click.IntRange(min=1),
-            default=None,
-            help="LocalCluster worker processes (default: number of CPUs).",
-        ),
-        click.option("--threads-per-worker", type=click.IntRange(min=1), default=1, show_default=True),
-        click.option(
-            "--memory-limit",
-            metavar="SIZE",
-            default=None,
-            help="LocalCluster memory limit per worker, e.g. 2GiB; Dask spills beyond it.",
-        ),
-        click.option("--no-progress", is_flag=True, help="Do not show progress bars."),
-    ]
-    return task_size_option(storage_option(add_options(func, options)))
 
 
 def scratch_option(default: str) -> Callable[[F], F]:

@@ -6,10 +6,20 @@ from typing import Any
 
 import click
 
-from dgl_chunked import convert_to_graphbolt, open_chunked_graph, verify_partitions
+from dgl_chunked import convert_to_graphbolt, verify_partitions
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import fail, user_errors
-from dgl_chunked.cli.options import local_cluster_options, scratch_option, storage_option, task_size_option
+from dgl_chunked.cli.flags import (
+    GRAPH_FORMATS,
+    NODE_ID_FEATURES,
+    STORE_EIDS,
+    STORE_INNER_EDGE,
+    STORE_INNER_NODE,
+    GraphLocation,
+    cluster_flags,
+    graph_flags,
+)
+from dgl_chunked.cli.options import scratch_option, storage_option
 from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.io.dgl import annotate_dgl_file, describe_dgl_file, format_annotation
 from dgl_chunked.io.graphbolt import describe_graphbolt_file, is_torch_zip
@@ -19,6 +29,7 @@ __all__ = ["convert_graphbolt_command", "inspect_command", "verify_command"]
 
 
 @click.command("inspect")
+@user_errors
 @click.argument("file", metavar="FILE")
 @click.option(
     "--values",
@@ -30,7 +41,6 @@ __all__ = ["convert_graphbolt_command", "inspect_command", "verify_command"]
 )
 @click.option("--annotate", is_flag=True, help="Print every field with its byte offset and size instead.")
 @storage_option
-@user_errors
 def inspect_command(file: str, values: int, annotate: bool, storage_options: dict[str, Any] | None) -> None:
     """Show what a DGL .dgl file (tensor dict or graph file) or GraphBolt .pt file holds.
 
@@ -52,38 +62,25 @@ def inspect_command(file: str, values: int, annotate: bool, storage_options: dic
 
 
 @click.command("verify")
-@click.option("--in-dir", required=True, help="The chunked input graph directory.")
-@click.option("--out-dir", required=True, help="The partition output directory.")
-@click.option("--metadata-filename", default="metadata.json", show_default=True)
-@click.option(
-    "--node-id-features",
-    multiple=True,
-    metavar="TYPE/FEATURE[=NTYPE],...",
-    help="Features dispatch translated with the same flag: their rows must hold per-type new IDs.",
-)
-@local_cluster_options
-@scratch_option("--out-dir")
-@storage_option
-@task_size_option
 @user_errors
+@graph_flags(opened=False)
+@click.option("--out-dir", required=True, help="The partition output directory.")
+@NODE_ID_FEATURES
+@scratch_option("--out-dir")
+@cluster_flags
 def verify_command(
-    in_dir: str,
+    graph: GraphLocation,
     out_dir: str,
-    metadata_filename: str,
     node_id_features: tuple[str, ...],
-    scheduler: str | None,
-    workers: int | None,
     scratch_dir: str | None,
+    cluster: ClusterOptions,
     storage_options: dict[str, Any] | None,
-    task_size: str | None,
 ) -> None:
     """Check a finished output against its input: every node, edge and feature row, out of core."""
-    graph = open_chunked_graph(
-        in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
-    )
-    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
+    in_dir, chunked = graph.in_dir, graph.open()
+    with optional_client(cluster):
         report = verify_partitions(
-            graph,
+            chunked,
             out_dir,
             storage_options=storage_options,
             scratch_dir=scratch_dir or out_dir,
@@ -97,22 +94,12 @@ def verify_command(
 
 
 @click.command("convert-graphbolt")
+@user_errors
 @click.argument("out_dir", metavar="OUT")
-@click.option(
-    "--store-eids/--no-store-eids",
-    default=True,
-    show_default=True,
-    help="Store edge _ID (DGL >= 2.3's default; DGL 2.1's was --no-store-eids).",
-)
-@click.option("--store-inner-node", is_flag=True, help="Also store node inner_node.")
-@click.option("--store-inner-edge", is_flag=True, help="Also store edge inner_edge.")
-@click.option(
-    "--graph-formats",
-    default=None,
-    metavar="coo,csc",
-    help="DGL >= 2.3's graph_formats: with coo, store _dgl2gb_eid and _gb_dst_id (link prediction, "
-    "find_edges); csc leaves them out, as DGL 2.1. Default: coo when graph.dgl stores COO, as DGL decides.",
-)
+@STORE_EIDS
+@STORE_INNER_NODE
+@STORE_INNER_EDGE
+@GRAPH_FORMATS
 @click.option(
     "--graphbolt-dir",
     default=None,
@@ -121,19 +108,17 @@ def verify_command(
     "(the layout DGL's main branch loads: no graph.dgl beside the .pt).",
 )
 @click.option("--overwrite", is_flag=True, help="Replace fused_csc_sampling_graph.pt files that exist.")
-@local_cluster_options
+@cluster_flags
 @storage_option
-@user_errors
 def convert_graphbolt_command(
     out_dir: str,
-    store_eids: bool,
+    store_eids: bool | None,
     store_inner_node: bool,
     store_inner_edge: bool,
     graph_formats: str | None,
     graphbolt_dir: str | None,
     overwrite: bool,
-    scheduler: str | None,
-    workers: int | None,
+    cluster: ClusterOptions,
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Add GraphBolt graphs to finished partitions (ours or DGL's), without torch.
@@ -149,10 +134,10 @@ def convert_graphbolt_command(
     stored, as DGL's converter does in debug mode.
     """
     formats = [f.strip() for f in graph_formats.split(",")] if graph_formats else None
-    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
+    with optional_client(cluster):
         path = convert_to_graphbolt(
             out_dir,
-            store_eids=store_eids,
+            store_eids=store_eids is not False,  # DGL >= 2.3's default
             store_inner_node=store_inner_node,
             store_inner_edge=store_inner_edge,
             graph_formats=formats,

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
-from dgl_chunked import open_chunked_graph
+from dgl_chunked import ChunkedGraph
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
-from dgl_chunked.cli.options import assignment_cluster_options, storage_option, task_size_option
+from dgl_chunked.cli.flags import NUM_PARTS, cluster_flags, graph_flags
 from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.parmetis import export_parmetis, import_parmetis
 
@@ -18,7 +18,8 @@ __all__ = ["parmetis_export_command", "parmetis_import_command"]
 
 
 @click.command("parmetis-export")
-@click.option("--in-dir", required=True, help="Chunked graph directory (or URL).")
+@user_errors
+@graph_flags()
 @click.option("--out-dir", required=True, help="Directory for <name>_nodes.txt, <name>_edges.txt, <name>_stats.txt.")
 @click.option("--name", default=None, help="File name prefix (default: the graph name).")
 @click.option(
@@ -35,30 +36,20 @@ __all__ = ["parmetis_export_command", "parmetis_import_command"]
     help="unordered: u->v and v->u are one edge (ParMETIS symmetrises); ordered: only repeats.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace existing files of the same name.")
-@click.option("--metadata-filename", default="metadata.json", show_default=True)
-@assignment_cluster_options
-@storage_option
-@task_size_option
-@user_errors
+@cluster_flags
 def parmetis_export_command(
-    in_dir: str,
+    graph: ChunkedGraph,
     out_dir: str,
     name: str | None,
     balance_masks: str | None,
     dedup: str,
     overwrite: bool,
-    metadata_filename: str,
-    scheduler: str | None,
-    workers: int | None,
+    cluster: ClusterOptions,
     storage_options: dict[str, Any] | None,
-    task_size: str | None,
 ) -> None:
     """Write ParMETIS input files (pm_dglpart) without self loops or duplicate edges."""
     masks = [m.strip() for m in balance_masks.split(",") if m.strip()] if balance_masks else []
-    graph = open_chunked_graph(
-        in_dir, metadata_filename=metadata_filename, storage_options=storage_options, task_bytes=task_size
-    )
-    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
+    with optional_client(cluster):
         files = export_parmetis(
             graph,
             out_dir,
@@ -79,7 +70,8 @@ def parmetis_export_command(
 
 
 @click.command("parmetis-import")
-@click.option("--in-dir", required=True, help="The chunked graph that was exported (or URL).")
+@user_errors
+@graph_flags()
 @click.option(
     "--parmetis-output",
     required=True,
@@ -90,7 +82,7 @@ def parmetis_export_command(
 )
 @click.argument("more_outputs", nargs=-1, metavar="[PATH]...")
 @click.option("--out-dir", required=True, help="Assignment directory to write (<ntype>.txt, partition_meta.json).")
-@click.option("--num-parts", type=click.IntRange(min=1), required=True, help="Stored as given, never inferred.")
+@NUM_PARTS
 @click.option("--name", default=None, help="Only read p<rank>-NAME_nodes.txt from directories.")
 @click.option(
     "--form",
@@ -100,12 +92,9 @@ def parmetis_export_command(
     help="nodes: <ntype_id> <weights...> <type_nid> <part_id>; gnid: <orig_nid> <part_id>.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace an existing assignment in --out-dir.")
-@click.option("--metadata-filename", default="metadata.json", show_default=True)
-@assignment_cluster_options
-@storage_option
-@user_errors
+@cluster_flags
 def parmetis_import_command(
-    in_dir: str,
+    graph: ChunkedGraph,
     parmetis_output: tuple[str, ...],
     more_outputs: tuple[str, ...],
     out_dir: str,
@@ -113,14 +102,14 @@ def parmetis_import_command(
     name: str | None,
     form: str,
     overwrite: bool,
-    metadata_filename: str,
-    scheduler: str | None,
-    workers: int | None,
+    cluster: ClusterOptions,
     storage_options: dict[str, Any] | None,
 ) -> None:
-    """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept."""
-    graph = open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
-    with optional_client(ClusterOptions(scheduler=scheduler, workers=workers)):
+    """Turn ParMETIS output into an assignment directory that dispatch (and DGL) accept.
+
+    --in-dir is the chunked graph that was exported.
+    """
+    with optional_client(cluster):
         meta = import_parmetis(
             [*parmetis_output, *more_outputs],
             graph,

@@ -8,11 +8,12 @@ from typing import Any, TypeVar
 
 import click
 
-from dgl_chunked import ChunkedGraph, open_chunked_graph
+from dgl_chunked import ChunkedGraph
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
-from dgl_chunked.cli.options import SCHEDULER_HELP, add_options, parse_size, storage_option
-from dgl_chunked.cluster import parse_cluster_options
+from dgl_chunked.cli.flags import cluster_flags, graph_flags
+from dgl_chunked.cli.options import add_options, parse_size
+from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.remap import ResultFile, ResultSource, lookup_ids, remap_results
 
 __all__ = ["lookup_command", "parse_files", "remap_command"]
@@ -114,13 +115,6 @@ def _sources(
     }
 
 
-def _graph(in_dir: str | None, metadata_filename: str, storage_options: dict[str, Any] | None) -> ChunkedGraph | None:
-    """The chunked graph of ``--in-dir``, opened with ``--metadata-filename``; None without it."""
-    if in_dir is None:
-        return None
-    return open_chunked_graph(in_dir, metadata_filename=metadata_filename, storage_options=storage_options)
-
-
 def _rename(text: str) -> tuple[str, str]:
     old, sep, new = text.partition(",")
     if not sep or not old or not new or "," in new:
@@ -142,15 +136,10 @@ def _where(func: F) -> F:
 
 
 def _mapping_and_cluster(func: F) -> F:
-    """Where the ID map may come from, ``--overwrite``, and where the tasks run."""
+    """Where the ID map may come from (the graph of ``--in-dir``, ``--partitions-dir``,
+    ``--id-mappings``), ``--overwrite``, and where the tasks run."""
     options = [
-        click.option(
-            "--in-dir",
-            default=None,
-            help="The chunked graph: the node types' keys, and with --partitions-dir the ID map when the "
-            "partitions have no orig_nids.dgl / orig_eids.dgl.",
-        ),
-        click.option("--metadata-filename", default="metadata.json", show_default=True, help="Of --in-dir."),
+        graph_flags(required=False),
         click.option(
             "--partitions-dir", default=None, metavar="ASSIGN", help="The assignment the partitions were made from."
         ),
@@ -162,19 +151,13 @@ def _mapping_and_cluster(func: F) -> F:
             "user IDs. Default: the --in-dir graph's keys or raw_id_mappings, else the partitions' raw_id_mappings.",
         ),
         click.option("--overwrite", is_flag=True, help="Replace an earlier output of this command in --out-dir."),
-        click.option("--scheduler", metavar="ADDRESS", default=None, help=SCHEDULER_HELP),
-        click.option("--workers", type=click.IntRange(min=1), default=None, help="Use a LocalCluster."),
-        click.option(
-            "--memory-limit",
-            default=None,
-            metavar="SIZE",
-            help="LocalCluster memory limit per worker (with --workers).",
-        ),
+        cluster_flags,
     ]
-    return add_options(storage_option(func), options)
+    return add_options(func, options)
 
 
 @click.command("remap")
+@user_errors
 @_where
 @click.option(
     "--result",
@@ -211,7 +194,8 @@ def _mapping_and_cluster(func: F) -> F:
     default="npy",
     show_default=True,
     help="npy / zarr: arrays in original-ID order; parquet / csv (GraphStorm's remap_result formats): tables of "
-    "<value>, nid (the user's ID, where known), type_nid, one file per block.",
+    "<value>, nid (the user's ID, where known), type_nid, one file per block; edge types: <value>, src_nid, "
+    "dst_nid (the endpoints' user IDs, else original IDs; needs --in-dir), type_eid.",
 )
 @click.option(
     "--column-names",
@@ -223,7 +207,6 @@ def _mapping_and_cluster(func: F) -> F:
 @click.option("--output-delimiter", default=",", show_default=True, help="Delimiter of csv output.")
 @click.option("--block-size", default="64MiB", show_default=True, help="Result bytes per task.")
 @_mapping_and_cluster
-@user_errors
 def remap_command(
     partitions: str,
     out_dir: str,
@@ -231,8 +214,7 @@ def remap_command(
     ids: tuple[str, ...],
     id_space: str,
     names: tuple[str, ...],
-    in_dir: str | None,
-    metadata_filename: str,
+    graph: ChunkedGraph | None,
     partitions_dir: str | None,
     id_mappings: str | None,
     fmt: str,
@@ -240,25 +222,27 @@ def remap_command(
     output_delimiter: str,
     block_size: str,
     overwrite: bool,
-    scheduler: str | None,
-    workers: int | None,
-    memory_limit: str | None,
+    cluster: ClusterOptions,
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Put results indexed by DGL's new IDs back in original-ID order, with the original keys.
 
     Writes per type OUT/nodes/<ntype>.npy (row i = original ID i), a Zarr group, or a
     Parquet / CSV dataset of the value, the user's ID (nid: node types chunked with a key
-    or with GSProcessing's raw_id_mappings) and the original ID, then OUT/remap.json.
+    or with GSProcessing's raw_id_mappings) and the original ID (an edge's: its endpoints'
+    user IDs, src_nid and dst_nid, from the --in-dir graph's edge files), then OUT/remap.json.
+    The optional --in-dir graph gives the node types' keys, the edges' endpoints (parquet /
+    csv output), and with --partitions-dir the ID map when the partitions have no
+    orig_nids.dgl / orig_eids.dgl.
     """
     sources = _sources(results, ids, names, id_space == "original")
     renames = dict(_rename(text) for text in column_names)
-    with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
+    with optional_client(cluster):
         result = remap_results(
             partitions,
             sources,
             out_dir,
-            graph=_graph(in_dir, metadata_filename, storage_options),
+            graph=graph,
             assignment=partitions_dir,
             format=fmt,  # type: ignore[arg-type]
             id_mappings=id_mappings,
@@ -276,6 +260,7 @@ def remap_command(
 
 
 @click.command("lookup")
+@user_errors
 @_where
 @click.option(
     "--queries",
@@ -309,7 +294,6 @@ def remap_command(
 @click.option("--delimiter", default=",", show_default=True, help="CSV delimiter (tab for .tsv files).")
 @click.option("--no-header", is_flag=True, help="CSV files have no header line.")
 @_mapping_and_cluster
-@user_errors
 def lookup_command(
     partitions: str,
     out_dir: str,
@@ -318,28 +302,27 @@ def lookup_command(
     column: str | None,
     labels: tuple[str, ...],
     by: str | None,
-    in_dir: str | None,
-    metadata_filename: str,
+    graph: ChunkedGraph | None,
     partitions_dir: str | None,
     id_mappings: str | None,
     formats: tuple[str, ...],
     delimiter: str,
     no_header: bool,
     overwrite: bool,
-    scheduler: str | None,
-    workers: int | None,
-    memory_limit: str | None,
+    cluster: ClusterOptions,
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Turn original keys or IDs (and label columns) into the new IDs each partition's trainer loads.
 
     Writes OUT/part<p>/<type>.nids.npy (DGL's type-wise new IDs, ascending), .orig_nids.npy,
     one .npy per --label, and <type>.pt holding all of them for torch.load, then OUT/lookup.json.
+    The optional --in-dir graph gives the node types' keys, and with --partitions-dir the
+    ID map when the partitions have no orig_nids.dgl / orig_eids.dgl.
     """
     if any(q.lower().endswith(".tsv") for q in queries) and delimiter == ",":
         delimiter = "\t"
     col: Any = int(column) if column is not None and column.isdigit() else column
-    with optional_client(parse_cluster_options(scheduler=scheduler, workers=workers, memory_limit=memory_limit)):
+    with optional_client(cluster):
         result = lookup_ids(
             partitions,
             list(queries),
@@ -348,7 +331,7 @@ def lookup_command(
             column=col,
             labels=[int(c) if c.isdigit() else c for c in labels],
             by=by,  # type: ignore[arg-type]
-            graph=_graph(in_dir, metadata_filename, storage_options),
+            graph=graph,
             assignment=partitions_dir,
             id_mappings=id_mappings,
             formats=formats,

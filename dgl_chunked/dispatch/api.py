@@ -40,6 +40,7 @@ __all__ = [
     "DispatchResult",
     "PartitionSummary",
     "dispatch",
+    "dispatch_prechecked",
     "staging_location",
     "OUTPUT_KIND",
     "OUTPUT_ENTRIES",
@@ -105,6 +106,47 @@ def dispatch(
     partition. Output bytes depend only on the input and the assignment, never on
     the input chunking or the number of workers.
     """
+    return _dispatch(graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, True)
+
+
+def dispatch_prechecked(
+    graph: ChunkedGraph | PathLike,
+    assignment: PathLike | Mapping[str, da.Array],
+    out_dir: PathLike,
+    *,
+    num_parts: int | None = None,
+    options: DispatchOptions | None = None,
+    storage_options: StorageOptions = None,
+    client: Any = None,
+    extra_node_data: Mapping[str, Mapping[str, da.Array]] | None = None,
+) -> DispatchResult:
+    """:func:`dispatch` without its overlap and space checks, for a caller that made them
+    before writing anything (:func:`~dgl_chunked.run`: once for its whole run, so the
+    output, staging, scratch and assignment locations are checked once per run).
+
+    Parameters
+    ----------
+    graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data
+        As for :func:`dispatch`.
+
+    Returns
+    -------
+    DispatchResult
+    """
+    return _dispatch(graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, False)
+
+
+def _dispatch(
+    graph: ChunkedGraph | PathLike,
+    assignment: PathLike | Mapping[str, da.Array],
+    out_dir: PathLike,
+    num_parts: int | None,
+    options: DispatchOptions | None,
+    storage_options: StorageOptions,
+    client: Any,
+    extra_node_data: Mapping[str, Mapping[str, da.Array]] | None,
+    check: bool,
+) -> DispatchResult:
     opts = options or DispatchOptions()
     check_formats(opts.graph_formats)
     if opts.halo_hops < 1:
@@ -115,12 +157,13 @@ def dispatch(
     id_features = parse_node_id_features(graph, opts.node_id_features)
     out = str(out_dir)
     staging_root = staging_location(out, opts.staging_dir, storage_options)
-    inputs = graph.input_locations()
-    if not isinstance(assignment, Mapping):
-        inputs["assignment directory"] = str(assignment)
-    check_no_overlap({"--out-dir": out, "staging directory": staging_root}, inputs, storage_options=storage_options)
-    if opts.check_space:
-        _check_space(graph, num_parts, opts, out, staging_root, extra_node_data, storage_options)
+    if check:  # before anything is written
+        inputs = graph.input_locations()
+        if not isinstance(assignment, Mapping):
+            inputs["assignment directory"] = str(assignment)
+        check_no_overlap({"--out-dir": out, "staging directory": staging_root}, inputs, storage_options=storage_options)
+        if opts.check_space:
+            _check_space(graph, num_parts, opts, out, staging_root, extra_node_data, storage_options)
     graphbolt = opts.graphbolt()
     if graphbolt is not None and graphbolt.store_all_fields:
         logger.warning("%s is set: every field of the partition graphs goes into the GraphBolt graphs", DGL_DEBUG_ENV)

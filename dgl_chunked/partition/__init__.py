@@ -8,6 +8,8 @@
   multilevel partitioning and streaming placement, the better kept, refined by label
   propagation under hard caps, out of core, see :mod:`.method`).
 - :func:`compute_partition_report` measures edge cut, balance and HALO nodes out of core.
+- :func:`make_assignment` is the ``partition`` command: assign, write the assignment
+  directory and its ``report.json``, retract it on failure.
 - Reading and writing DGL assignment directories lives in :mod:`dgl_chunked.io.assignment`.
 """
 
@@ -26,6 +28,7 @@ from dgl_chunked.partition.metis import MetisMemoryError, estimate_metis_memory
 from dgl_chunked.partition.random import random_parts, splitmix64
 from dgl_chunked.partition.range import range_bounds, range_parts
 from dgl_chunked.partition.report import PartitionReport, compute_partition_report
+from dgl_chunked.partition.workflow import make_assignment
 
 __all__ = [
     "LPConfig",
@@ -38,6 +41,7 @@ __all__ = [
     "available_methods",
     "compute_partition_report",
     "estimate_metis_memory",
+    "make_assignment",
     "get_method",
     "random_parts",
     "range_bounds",

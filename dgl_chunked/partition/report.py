@@ -4,8 +4,9 @@ How it is computed (:func:`compute_partition_report`, two Dask computes):
 
 1. The assignment is materialised as a Zarr copy (one int32 array per node type,
    regular chunks) in a marked ``dglc-report-<token>`` directory under ``scratch_dir``.
-2. Nodes: per node block, a bincount of partition IDs (and of every boolean node
-   feature whose name contains ``mask``, e.g. ``train_mask``), summed.
+2. Nodes: per node block, a bincount of partition IDs (and of every node feature
+   whose name contains ``mask``, e.g. ``train_mask``, that is boolean or integer, the
+   nodes where it is nonzero: GSProcessing writes int8 masks of 0 and 1), summed.
 3. Edges: per edge read task (consecutive files of about the graph's task size), the
    partitions of both endpoints are gathered with
    :func:`dgl_chunked.storage.zarr_lookup.lookup` (only the touched Zarr chunks are
@@ -161,7 +162,7 @@ def part_counts_block(
     num_parts: int,
     where: str = "assignment",
 ) -> npt.NDArray[np.int64]:
-    """Per-partition counts (of nodes, or of true ``weights``) as int64 ``[1, num_parts]``."""
+    """Per-partition counts (of nodes, or of nonzero ``weights``) as int64 ``[1, num_parts]``."""
     part = np.asarray(part)
     bad = np.flatnonzero((part < 0) | (part >= num_parts))
     if bad.size:
@@ -269,7 +270,7 @@ def _node_counts(graph: ChunkedGraph, parts: Mapping[str, da.Array], num_parts: 
             if "mask" not in feat.lower():
                 continue
             arr = graph.node_feature(ntype, feat)
-            if arr.dtype == np.bool_ and (arr.ndim == 1 or arr.shape[1:] == (1,)):
+            if (arr.dtype == np.bool_ or arr.dtype.kind in "iu") and (arr.ndim == 1 or arr.shape[1:] == (1,)):
                 out["masks"].setdefault(ntype, {})[feat] = counts(parts[ntype], arr, f"assignment of {ntype!r}")
     return out
 

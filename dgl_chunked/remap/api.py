@@ -15,7 +15,8 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
-from dgl_chunked.remap.id_mapping_tasks import StagedKeys, mapping_tasks, user_ids_label
+from dgl_chunked.remap.endpoints import Endpoints, plan_endpoints, stage_keys_and_ends
+from dgl_chunked.remap.id_mapping_tasks import StagedKeys, user_ids_label
 from dgl_chunked.remap.id_mappings import IdMappingSource, Keys, find_keys, user_ids_known
 from dgl_chunked.remap.inputs import PairInput, RowInput, resolve_source
 from dgl_chunked.remap.mapping import regular_bounds
@@ -125,7 +126,9 @@ def _plan_jobs(
         bounds = regular_bounds(space.total, block_rows_for(row_bytes, block_bytes, source))
         tag = f"{space.kind[0]}{i}"
         stage = fs.join(out, f"{TMP_DIR}/stage/{tag}")
-        keys = None
+        keys, ends = None, None
+        if fmt in TABLE_FORMATS and space.kind == "edge":
+            ends = plan_endpoints(space, inputs, table.id_mappings, stage, bounds, fmt)
         if fmt in TABLE_FORMATS and space.kind == "node":
             keys = _user_ids(space, inputs, table, stage, bounds)
             if keys is None and not user_ids_known(inputs.part_root, inputs.graph, table.id_mappings, so):
@@ -150,6 +153,7 @@ def _plan_jobs(
             block_rows=bounds[1] - bounds[0] if len(bounds) > 1 else 1,
             subset=isinstance(data, PairInput),
             keys=keys,
+            endpoints=ends,
             renames=table.renames,
             delimiter=table.delimiter,
             storage_options=so,
@@ -279,6 +283,11 @@ def _input_locations(jobs: list[TypeJob], inputs: MappingInputs) -> dict[str, st
         keys = job.output.keys if job.output is not None else None
         if isinstance(keys, StagedKeys):
             out[f"user IDs of {job.space.label}"] = keys.source.root
+        ends = job.output.endpoints if job.output is not None else None
+        if isinstance(ends, Endpoints):
+            out.update(
+                {f"user IDs of {e.ntype!r}": e.keys.source.root for e in ends.ends if isinstance(e.keys, StagedKeys)}
+            )
         data = job.data
         files = (
             data.rows + data.ids if isinstance(data, PairInput) else data.files if isinstance(data, RowInput) else ()
@@ -310,7 +319,7 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
     jobs = _stage_pairs(jobs, runner, token, skip=set(shuffled))
     if shuffled:
         jobs, shuffled = _stage_slabs(jobs, set(shuffled), runner, token)
-    _stage_user_ids(jobs, runner, token)
+    stage_keys_and_ends(jobs, runner, token)
     for job in jobs:
         assert job.output is not None
         job.output.prepare()
@@ -345,7 +354,7 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
             mapping=job.source.label,
             dtype=job.data.dtype.str,
             row_shape=tuple(job.data.row_shape),
-            user_ids=user_ids_label(job.output.keys),
+            user_ids=user_ids_label(job.output.keys or job.output.endpoints),
         )
         pos += len(ts)
     return summaries
@@ -369,21 +378,6 @@ def _stage_slabs(
         out[i] = tuple(results[pos : pos + len(ts)])
         pos += len(ts)
     return jobs, out
-
-
-def _stage_user_ids(jobs: list[TypeJob], runner: StageRunner, token: str) -> None:
-    """Group every raw_id_mappings by block of original IDs, and check no user ID repeats."""
-    stage, check = [], []
-    for job in jobs:
-        keys = job.output.keys if job.output is not None else None
-        if isinstance(keys, StagedKeys):
-            s, c = mapping_tasks(keys, token, job.tag)
-            stage += s
-            check += c
-    if stage:
-        runner.compute(stage, "stage user IDs")
-    if check:
-        runner.compute(check, "check user IDs")
 
 
 def _stage_pairs(jobs: list[TypeJob], runner: StageRunner, token: str, skip: set[int]) -> list[TypeJob]:

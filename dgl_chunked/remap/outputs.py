@@ -9,7 +9,7 @@ Layout of a remap output directory (``.dglc-owned.json`` marks it as ours)::
       nodes/<ntype>.zarr/<value>         format zarr: the same as a Zarr group (and its "present" array)
       nodes/<ntype>/part-<k>.parquet     format parquet: <value>, [nid,] type_nid; only rows with a result
       nodes/<ntype>/part-<k>.csv         format csv: the same columns (:mod:`~dgl_chunked.remap.tables`)
-      edges/<src:rel:dst>...             the same per edge type (column type_eid)
+      edges/<src:rel:dst>...             the same per edge type (columns src_nid, dst_nid, type_eid)
 
 Everything is first written under ``OUT/_tmp/`` (a local ``.npy`` is preallocated
 and each block task writes its rows at their offset; elsewhere each block writes a
@@ -73,6 +73,16 @@ class KeyReader(Protocol):
     def read(self, lo: int, hi: int) -> pa.Array: ...
 
 
+class EndpointReader(Protocol):
+    """An edge type's ``src_nid`` and ``dst_nid``, one block of original edge IDs at a time
+    (:class:`~dgl_chunked.remap.endpoints.Endpoints`)."""
+
+    @property
+    def label(self) -> str: ...
+
+    def read(self, lo: int, hi: int) -> tuple[pa.Array, pa.Array]: ...
+
+
 @dataclass(frozen=True)
 class TypeOutput:
     """One type's output files and how a block task writes into them.
@@ -91,6 +101,8 @@ class TypeOutput:
         Results cover only some IDs (pairs): npy/zarr outputs get a ``present`` mask.
     keys
         The user IDs (parquet/csv: the ``nid`` column), or None.
+    endpoints
+        An edge type's endpoints (parquet/csv: the ``src_nid`` and ``dst_nid`` columns), or None.
     renames
         ``--column-names``: built-in column name -> the user's (parquet/csv).
     delimiter
@@ -108,6 +120,7 @@ class TypeOutput:
     block_rows: int
     subset: bool
     keys: KeyReader | None = None
+    endpoints: EndpointReader | None = None
     renames: Mapping[str, str] = field(default_factory=dict)
     delimiter: str = ","
     storage_options: dict[str, Any] | None = field(default=None, compare=False)
@@ -222,6 +235,9 @@ class TypeOutput:
         if self.keys is not None:
             keys = self.keys.read(lo, lo + values.shape[0])
             arrays.append(keys if keep is None else keys.take(pa.array(keep)))
+        if self.endpoints is not None:
+            ends = self.endpoints.read(lo, lo + values.shape[0])
+            arrays += [e if keep is None else e.take(pa.array(keep)) for e in ends]
         arrays.append(ids if keep is None else ids[keep])
         path = fs.join(self.tmp(self.stem), f"part-{k:05d}.{self.format}")
         write_table(path, self.format, self.columns(), arrays, self.delimiter, self.storage_options)
@@ -232,7 +248,9 @@ class TypeOutput:
 
     def columns(self) -> list[str]:
         """Parquet / CSV columns, in order, renamed."""
-        return table_columns(self.value, self.id_column, self.keys is not None, self.renames)
+        return table_columns(
+            self.value, self.id_column, self.keys is not None, self.renames, with_ends=self.endpoints is not None
+        )
 
 
 def publish(output: TypeOutput, so: StorageOptions) -> dict[str, str]:

@@ -2,7 +2,9 @@
 
 GraphStorm's ``remap_result`` (``python/graphstorm/gconstruct/remap_result.py``) writes
 node results as the value column (``pred`` or ``emb``) then ``nid``, the user's ID
-(``GS_REMAP_NID_COL``), read from ``raw_id_mappings``; ``--output-format parquet|csv``
+(``GS_REMAP_NID_COL``), read from ``raw_id_mappings``, and edge predictions as ``pred``,
+``src_nid``, ``dst_nid`` (``GS_REMAP_SRC_NID_COL``, ``GS_REMAP_DST_NID_COL``: the
+endpoints' user IDs, ``worker_remap_edge_pred``); ``--output-format parquet|csv``
 (default ``parquet``), ``--output-delimiter`` (default ``,``) and ``--column-names
 OLD,NEW ...`` renaming built-in columns. Its CSV writer (``write_data_csv_file``) is
 pandas' ``to_csv(index=False, sep=delimiter)`` with a header line in every file, a
@@ -12,7 +14,9 @@ type-wise ID) last:
 
     <value>, nid, type_nid      node types with user IDs (node_keys or raw_id_mappings)
     <value>, type_nid           node types without
-    <value>, type_eid           edge types
+    <value>, src_nid, dst_nid, type_eid
+                                edge types: the endpoints' user IDs, or their original
+                                IDs where the end type has none (:mod:`~dgl_chunked.remap.endpoints`)
 """
 
 from __future__ import annotations
@@ -31,16 +35,31 @@ from dgl_chunked.chunk.transforms import keys_to_numpy
 from dgl_chunked.errors import OptionError
 from dgl_chunked.storage import fs
 
-__all__ = ["NID_COLUMN", "TABLE_FORMATS", "check_renames", "table_columns", "write_table"]
+__all__ = [
+    "DST_NID_COLUMN",
+    "NID_COLUMN",
+    "SRC_NID_COLUMN",
+    "TABLE_FORMATS",
+    "check_renames",
+    "table_columns",
+    "write_table",
+]
 
 NID_COLUMN = "nid"
 """The user-ID column: GraphStorm's ``GS_REMAP_NID_COL``."""
+SRC_NID_COLUMN = "src_nid"
+"""An edge's source, by its user ID: GraphStorm's ``GS_REMAP_SRC_NID_COL``."""
+DST_NID_COLUMN = "dst_nid"
+"""An edge's destination, by its user ID: GraphStorm's ``GS_REMAP_DST_NID_COL``."""
 TABLE_FORMATS = ("parquet", "csv")
 
 
-def table_columns(value: str, id_column: str, with_keys: bool, renames: Mapping[str, str]) -> list[str]:
-    """The column names of one type's table, renamed."""
-    names = [value, *([NID_COLUMN] if with_keys else []), id_column]
+def table_columns(
+    value: str, id_column: str, with_keys: bool, renames: Mapping[str, str], *, with_ends: bool = False
+) -> list[str]:
+    """The column names of one type's table, renamed (``with_ends``: an edge type's endpoints)."""
+    ends = [SRC_NID_COLUMN, DST_NID_COLUMN] if with_ends else []
+    names = [value, *([NID_COLUMN] if with_keys else []), *ends, id_column]
     return [renames.get(n, n) for n in names]
 
 

@@ -26,8 +26,9 @@ def oracle(graph: ChunkedGraph, truth: GraphTruth, parts: dict[str, np.ndarray],
     for t in md.node_types:
         out["nodes"][t] = np.bincount(parts[t], minlength=num_parts).tolist()
         for f, values in truth.node_data.get(t, {}).items():
-            if "mask" in f and values.dtype == np.bool_:
-                out["masks"].setdefault(t, {})[f] = np.bincount(parts[t][values], minlength=num_parts).tolist()
+            if "mask" in f and (values.dtype == np.bool_ or values.dtype.kind in "iu"):
+                picked = parts[t][values.reshape(-1) != 0]
+                out["masks"].setdefault(t, {})[f] = np.bincount(picked, minlength=num_parts).tolist()
     halo: dict[str, list[set[int]]] = {t: [set() for _ in range(num_parts)] for t in md.node_types}
     for spec in md.edge_types:
         src, dst = truth.edges[spec.name]
@@ -132,3 +133,21 @@ def test_kernels() -> None:
     )
     assert owned.tolist() == [1, 3] and cut == 3
     assert sorted(zip(pairs["part_id"], pairs["orig_nid"], pairs["type_id"], strict=True)) == [(0, 6, 2), (1, 5, 2)]
+
+
+def test_integer_masks_count_their_nonzero_nodes(tmp_path: Path) -> None:
+    """GSProcessing writes int8 masks (0/1, ``shape`` metadata): counted like boolean ones."""
+    from tests.gsprocessing import write_assignment_txt, write_gsprocessing_graph
+
+    truth = write_gsprocessing_graph(tmp_path / "gsp")
+    graph = open_chunked_graph(truth.root)
+    assert graph.node_feature("user", "train_mask").dtype == np.int8
+    parts = write_assignment_txt(truth, tmp_path / "assign", num_parts=3)
+    meta, lazy = open_assignment(tmp_path / "assign", graph.metadata)
+    report = compute_partition_report(graph, lazy, meta.num_parts)
+    for mask in ("train_mask", "val_mask", "test_mask"):
+        values = truth.node_features["user"][mask].reshape(-1)
+        assert values.dtype == np.int8 and 0 < np.count_nonzero(values) < values.size
+        want = np.bincount(parts["user"][values != 0], minlength=3).tolist()
+        assert report.masks["user"][mask] == want, mask
+    assert set(report.masks) == {"user"}

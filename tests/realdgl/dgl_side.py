@@ -16,6 +16,7 @@ Modes::
                                       child process (os.posix_spawn) and a DistGraph client;
                                       DGLC_USE_GRAPHBOLT=1 serves fused_csc_sampling_graph.pt
     graphbolt CONFIG.json OUT.npz     load_partition(use_graphbolt=True) per part: every field
+    graphbolts CONFIG.json [...] OUT.npz  the same for several configs; keys "f{j}/p{i}/gb/..."
                                       of the FusedCSCSamplingGraph, "p{i}/gb/..." (DGL's own
                                       partition check runs when edge _ID is stored)
     to-graphbolt CONFIG.json EIDS INNER_NODE INNER_EDGE OUT.npz
@@ -338,11 +339,18 @@ def load_graphbolt(config: str, part: int, prefix: str, out: dict[str, np.ndarra
     return facts
 
 
-def mode_graphbolt(config: str, out: dict[str, np.ndarray], info: dict) -> None:
+def mode_graphbolt(config: str, out: dict[str, np.ndarray], info: dict, prefix: str = "") -> None:
     with open(config) as f:
         num_parts = json.load(f)["num_parts"]
     for i in range(num_parts):
-        info[f"p{i}"] = load_graphbolt(config, i, f"p{i}/gb", out)
+        info[f"p{i}"] = load_graphbolt(config, i, f"{prefix}p{i}/gb", out)
+
+
+def mode_graphbolts(configs: list[str], out: dict[str, np.ndarray], info: dict) -> None:
+    """``graphbolt`` of several configs in one interpreter (one DGL import): keys ``f{j}/...``."""
+    for j, config in enumerate(configs):
+        info[f"f{j}"] = {}
+        mode_graphbolt(config, out, info[f"f{j}"], prefix=f"f{j}/")
 
 
 def mode_to_graphbolt(config: str, flags: list[str], out: dict[str, np.ndarray], info: dict) -> None:
@@ -520,7 +528,7 @@ def main(argv: list[str]) -> int:
     mode, inputs, target = argv[0], argv[1:-1], argv[-1]
     out: dict[str, np.ndarray] = {}
     info: dict = {"dgl": dgl.__version__, "torch": torch.__version__}
-    modes = {"tensors": mode_tensors, "graphs": mode_graphs}
+    modes = {"tensors": mode_tensors, "graphs": mode_graphs, "graphbolts": mode_graphbolts}
     if mode in modes:
         modes[mode](inputs, out, info)
     elif mode == "partition":

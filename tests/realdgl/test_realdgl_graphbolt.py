@@ -29,7 +29,7 @@ from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import load_partition_output
 
-from .harness import assert_same_array, run_dgl_json
+from .harness import assert_same_array, load_graphbolts, run_dgl_json
 
 pytestmark = pytest.mark.realdgl
 
@@ -67,8 +67,7 @@ def test_load_partition_graphbolt_equals_dgl_converter(tmp_path, case, flags):
     converted = tmp_path / "converted"
     shutil.copytree(dgl_out, converted)
     _, conv_info = run_dgl_json("to-graphbolt", str(converted / "metadata.json"), *map(str, FLAGS[flags]))
-    ours, ours_info = run_dgl_json("graphbolt", str(gb_out / "metadata.json"))
-    theirs, theirs_info = run_dgl_json("graphbolt", str(converted / "metadata.json"))
+    (ours, ours_info), (theirs, theirs_info) = load_graphbolts(gb_out / "metadata.json", converted / "metadata.json")
 
     assert set(ours) == set(theirs)
     for key in theirs:
@@ -156,8 +155,7 @@ def test_convert_graphbolt_of_dgl_partition_graph_output_equals_dgl_converter(tm
     )
     assert converted == str(tmp_path / "ours" / "dglgraph_graphbolt.json")  # DGL's own config is not altered
     assert (tmp_path / "ours" / "dglgraph.json").read_bytes() == original
-    ours, ours_info = run_dgl_json("graphbolt", converted)
-    theirs, theirs_info = run_dgl_json("graphbolt", str(config))
+    (ours, ours_info), (theirs, theirs_info) = load_graphbolts(converted, config)
     assert set(ours) == set(theirs) and ours_info == theirs_info  # DGL's config lists types in ID order
     for key in theirs:
         assert_same_array(ours[key], theirs[key], key)

@@ -38,7 +38,7 @@ from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import load_partition_output
 
-from .harness import assert_same_array, run_dgl_json
+from .harness import assert_same_array, load_graphbolts, run_dgl_json
 
 pytestmark = pytest.mark.realdgl
 
@@ -109,10 +109,10 @@ def test_both_routes_equal_dgl_240s_converter(tmp_path, monkeypatch, case, call)
         graph_formats=graph_formats,
     )
     monkeypatch.delenv("DGL_DIST_DEBUG", raising=False)
-    theirs, theirs_info = run_dgl_json("graphbolt", str(tmp_path / "v24" / "metadata.json"))
+    outs = (tmp_path / "v24", gb_out, tmp_path / "ours")
+    (theirs, theirs_info), *loaded = load_graphbolts(*(out / "metadata.json" for out in outs))
     coo = call != "dgl21-flags"
-    for out in (gb_out, tmp_path / "ours"):
-        ours, ours_info = run_dgl_json("graphbolt", str(out / "metadata.json"))
+    for out, (ours, ours_info) in zip(outs[1:], loaded, strict=True):
         assert set(ours) == set(theirs)
         for key in theirs:
             assert_same_array(ours[key], theirs[key], key)
@@ -179,8 +179,7 @@ def test_graphbolt_dir_loads_in_real_dgl(tmp_path):
     config = convert_to_graphbolt(dgl_out, graphbolt_dir=tmp_path / "gbdir")
     shutil.copytree(dgl_out, tmp_path / "beside")
     convert_to_graphbolt(tmp_path / "beside")
-    theirs, theirs_info = run_dgl_json("graphbolt", str(tmp_path / "beside" / "metadata.json"))
-    ours, ours_info = run_dgl_json("graphbolt", config)
+    (theirs, theirs_info), (ours, ours_info) = load_graphbolts(tmp_path / "beside" / "metadata.json", config)
     assert ours_info["p0"] == theirs_info["p0"] and ours_info["p0"]["verified"]
     for key in theirs:
         assert_same_array(ours[key], theirs[key], key)

@@ -9,7 +9,8 @@ pipeline on the same files (``tests/data/golden/gsprocessing/``, ``scripts/make-
 partition by partition, as real DGL's ``load_partition`` reads both: the same nodes,
 HALO nodes, edges (endpoints and inner flags) and feature rows, each feature with DGL's
 shape and dtype. The order of nodes and edges inside a block is each pipeline's own
-(ours ascending original ID), so blocks are compared by original ID.
+(ours ascending original ID), so blocks are compared by original ID. A result of a reverse
+edge type on DGL's partitions comes back from ``remap`` under GSProcessing's string IDs.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dgl_chunked import open_chunked_graph
+from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
+from dgl_chunked.remap import remap_results
 from tests.gsprocessing import GSProcessingGraph, write_gsprocessing_graph
 
 from .harness import assert_real_dgl_loads, assert_same_array, run_dgl, run_dgl_json
@@ -221,3 +225,29 @@ def test_features_have_the_shapes_and_dtypes_dgl_reads(dgl_pipeline, graph):
         assert feats[key].shape[1:] == truth[type_name][feat].shape[1:], key
     labels = np.concatenate([part["feats"]["node/user/occupation"] for part in dgl_pipeline["parts"]])
     assert np.isnan(labels).sum() == np.isnan(graph.node_features["user"]["occupation"]).sum() > 0
+
+
+def test_edge_results_come_back_under_the_string_ids(graph, golden, tmp_path):
+    """A result of a reverse edge type on DGL's own partitions of this graph (its orig_eids in DGL's
+    order), remapped to CSV with the graph's raw_id_mappings: each row names its edge by the string IDs
+    of its endpoints, as GraphStorm's remap_result writes edge predictions (pred, src_nid, dst_nid)."""
+    etype, parts = "movie:rates-rev:user", golden / "pipeline_out"
+    files = [parts / f"part{p}" / "orig_eids.dgl" for p in range(_config(parts)["num_parts"])]
+    payloads = [index_tensor_dict(str(f))[etype] for f in files]
+    orig = np.concatenate([read_payload_rows(str(f), p, 0, p.rows) for f, p in zip(files, payloads, strict=True)])
+    assert (np.diff(orig) < 0).any()  # DGL's order, not ours
+    np.save(tmp_path / "pred.npy", orig.astype(np.float32) / 2)  # row i: the result of new edge ID i
+    out = tmp_path / "remapped"
+    chunked = open_chunked_graph(graph.root, metadata_filename=UPDATED)
+    remap_results(
+        parts, {etype: str(tmp_path / "pred.npy")}, out, graph=chunked, format="csv", column_names={"value": "pred"}
+    )
+    texts = [f.read_text() for f in sorted((out / "edges" / etype).glob("part-*.csv"))]
+    assert texts and all(t.startswith("pred,src_nid,dst_nid,type_eid\n") for t in texts)
+    rows = [line.split(",") for t in texts for line in t.splitlines()[1:]]
+    src, dst = graph.edges[etype]
+    want = [
+        [str(e / 2), graph.node_ids["movie"][s], graph.node_ids["user"][d], str(e)]
+        for e, (s, d) in enumerate(zip(src.tolist(), dst.tolist(), strict=True))
+    ]
+    assert rows == want
