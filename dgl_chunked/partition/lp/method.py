@@ -117,7 +117,12 @@ load average 12): clustering proposals 251 s (192 tasks), coarse-level refinemen
 group-by of ``(node, cluster)`` pairs is compiled (:mod:`.pair_sums`, numba); the
 second cluster weight (``LPConfig.extra_cluster_weights``) doubles the multilevel
 time (without it: 79 s at 1M, cut unchanged there, but 1-2% more cut on the 50k
-planted-community graphs at 16 parts).
+planted-community graphs at 16 parts). At 10M / 100M (same run conditions, load 3-11)
+``lp`` did not finish within 24 minutes: stage 116.9 s, streaming 152.1 s, the first
+coarsening 659.2 s (at 1M: 17.8, 37.6 and 263.5 s, at load 9-15), and the workers' peak
+RSS had reached 1547 / 1477 MB (958 / 967 MB at 1M): not flat. Its scratch store
+held 33 GB then: 17 coarsening levels, levels 1-7 2.9-4.7 GB each (slow shrinking,
+and every level's files kept until the end).
 
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
