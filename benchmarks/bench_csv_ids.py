@@ -2,7 +2,7 @@
 
 Writes one chunk of uniform random edges (2.5M rows, ``src dst``, the chunk size of
 ``bench_pipeline.py``) for each node count, then reads it the way dispatch does
-(:func:`dgl_chunked.io.chunked.csv_files.read_csv_edges`) and prints the file size, the
+(:func:`dgl_chunked.io.formats.csv.read_csv_edges`) and prints the file size, the
 wall and CPU time of the read (best of ``--repeat``) and the CPU time per MB.
 
 The point: the parse cost per byte is not a constant. IDs below 1M, 10M or 100M are
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dgl_chunked.io.chunked.csv_files import read_csv_edges
+from dgl_chunked.io.formats.csv import read_csv_edges
 
 ROWS = 2_500_000
 

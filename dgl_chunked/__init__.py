@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from dgl_chunked.chunk import chunk_graph
     from dgl_chunked.convert_graphbolt import convert_to_graphbolt
     from dgl_chunked.dispatch.forecast import RunForecast, RunPlan, forecast_run, plan_run
+    from dgl_chunked.lookup import LookupResult, lookup_ids
     from dgl_chunked.partition import (
         LPConfig,
         PartitionOptions,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
         make_assignment,
     )
     from dgl_chunked.pipeline import run
-    from dgl_chunked.remap import LookupResult, RemapResult, ResultSource, lookup_ids, remap_results
+    from dgl_chunked.remap import RemapResult, ResultSource, remap_results
     from dgl_chunked.synth import SynthSpec, write_synthetic_graph
     from dgl_chunked.verify import VerifyReport, load_partition_output, verify_partitions
 
@@ -69,10 +70,10 @@ _LAZY = {
     "forecast_run": "dgl_chunked.dispatch.forecast",
     "plan_run": "dgl_chunked.dispatch.forecast",
     "run": "dgl_chunked.pipeline",
-    "LookupResult": "dgl_chunked.remap",
+    "LookupResult": "dgl_chunked.lookup",
     "RemapResult": "dgl_chunked.remap",
     "ResultSource": "dgl_chunked.remap",
-    "lookup_ids": "dgl_chunked.remap",
+    "lookup_ids": "dgl_chunked.lookup",
     "remap_results": "dgl_chunked.remap",
     "SynthSpec": "dgl_chunked.synth",
     "write_synthetic_graph": "dgl_chunked.synth",

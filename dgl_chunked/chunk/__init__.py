@@ -42,8 +42,9 @@ Spec format
 - ``path``: a file, a glob (``"part-*.parquet"``), a directory (its files, minus
   names starting with ``_`` or ``.``), or a list of these; files are read in order
   and concatenated. Relative to ``base_dir``; fsspec URLs work.
-- ``format``: ``numpy``, ``csv``, ``tsv`` or ``parquet``; default from the extension
-  (``.npy``, ``.csv``, ``.tsv``, ``.parquet``/``.pq``).
+- ``format``: the name of a format of :mod:`dgl_chunked.io.formats` that can be
+  ``chunk``'s raw input (``numpy``, ``csv``, ``tsv``, ``parquet``, ...); default from
+  the extension (``.npy``, ``.csv``, ``.tsv``, ``.parquet``/``.pq``, ...).
 - ``numpy``: edges are int arrays of shape ``(2, E)`` or ``(E, 2)`` (``layout: 2xE`` or
   ``Ex2`` when the shape is ``(2, 2)``); features are 1-D or 2-D; keys are 1-D int or
   string arrays. Row ranges are read with a seek past the header (no full load).
@@ -51,9 +52,9 @@ Spec format
   default false) and ``columns: [src, dst]`` (header names, or 0-based indices
   without a header; default the first two) or, for a key, ``column``. Read in byte
   ranges that are aligned to lines. Features cannot be CSV (as in DGL).
-- ``parquet``: ``columns: [src, dst]`` (default the first two) for edges;
-  ``column``/``columns`` for features (one scalar column: 1-D; several: stacked
-  2-D; one list column: 2-D) and keys. Read by row groups.
+- ``parquet`` (and every table format): ``columns: [src, dst]`` (default the first
+  two) for edges; ``column``/``columns`` for features (one scalar column: 1-D;
+  several: stacked 2-D; one list column: 2-D) and keys. Read by row groups.
 - ``dtype`` (features): output dtype, one DGL loads (float16/32/64, int8/16/32/64,
   uint8, bool); a source dtype DGL cannot load (e.g. uint16) needs one.
 

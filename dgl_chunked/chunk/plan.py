@@ -22,9 +22,9 @@ from dgl_chunked.chunk.probe import (
     inspect_feature,
     inspect_key,
 )
-from dgl_chunked.chunk.sources import Piece
 from dgl_chunked.chunk.spec import NodeTypeSpec, RawGraphSpec, RelationSpec
 from dgl_chunked.errors import ChunkMismatchError, Problems
+from dgl_chunked.io.formats import Piece
 
 __all__ = ["GraphPlan", "NodePlan", "RelationPlan", "make_plan", "with_counts"]
 

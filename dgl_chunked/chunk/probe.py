@@ -17,18 +17,12 @@ import numpy as np
 import pyarrow as pa
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.chunk.sources import (
-    FileInfo,
-    Piece,
-    inspect_file,
-    read_parquet_piece,
-    split_pieces,
-)
 from dgl_chunked.chunk.spec import SourceSpec
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked import formats as _formats
+from dgl_chunked.io.formats import FileInfo, Piece, get_format, inspect_file, split_pieces
 
-__all__ = ["INT64", "STRING", "SourcePlan", "inspect_edges", "inspect_feature", "inspect_key"]
+__all__ = ["INT64", "STRING", "SourcePlan", "inspect_edges", "inspect_feature", "inspect_key", "kind"]
 
 INT64 = pa.int64()
 STRING = pa.string()
@@ -38,7 +32,7 @@ STRING = pa.string()
 class SourcePlan:
     """An inspected source.
 
-    ``columns[i]`` are file ``i``'s selected columns (Parquet names, CSV 0-based
+    ``columns[i]`` are file ``i``'s selected columns (a table's names, CSV 0-based
     indices); ``rows`` is the total (None for CSV until read); ``row_shape``,
     ``dtype`` (source) and ``out_dtype`` describe features; ``layout`` is the
     storage order of ``.npy`` edges; ``key_type`` is the Arrow type of keys.
@@ -60,11 +54,17 @@ class SourcePlan:
         return self.spec.where
 
     def blocks(self, num_blocks: int) -> list[tuple[Piece, ...]]:
-        """Read blocks: rows for npy/Parquet, bytes for CSV."""
-        return split_pieces(self.files, num_blocks, by_bytes=self.spec.format == "csv")
+        """Read blocks: rows for arrays and tables, bytes for text."""
+        return split_pieces(self.files, num_blocks, by_bytes=kind(self.spec) == "text")
 
 
 # --- sources ----------------------------------------------------------------------------
+
+
+def kind(spec: SourceSpec) -> str:
+    """The kind of the source's format (``array``, ``table`` or ``text``; see
+    :mod:`dgl_chunked.io.formats.registry`)."""
+    return get_format(spec.format).kind
 
 
 def _is_text(dtype: pa.DataType) -> bool:
@@ -79,17 +79,17 @@ def _infos(spec: SourceSpec, so: StorageOptions) -> list[FileInfo]:
 
 
 def _select(spec: SourceSpec, info: FileInfo, default: Sequence[Any]) -> tuple[Any, ...]:
-    """Selected columns of one file: Parquet names or CSV indices; checks they exist."""
+    """Selected columns of one file: a table's names or CSV indices; checks they exist."""
     wanted = list(spec.columns) if spec.columns is not None else list(default)
     names = list(info.names)
     out = []
     for col in wanted:
-        if isinstance(col, int) and spec.format == "csv" and spec.header:
+        if isinstance(col, int) and kind(spec) == "text" and spec.header:
             raise ChunkMismatchError(
                 f"{spec.where}.columns: {info.path!r} has a header; "
                 f"name columns by header names {names}, found index {col}"
             )
-        if isinstance(col, str) and spec.format == "csv" and not spec.header:
+        if isinstance(col, str) and kind(spec) == "text" and not spec.header:
             raise ChunkMismatchError(
                 f"{spec.where}.columns: expected 0-based indices (the file "
                 f"has no header), found {col!r}; or set header: true"
@@ -98,12 +98,12 @@ def _select(spec: SourceSpec, info: FileInfo, default: Sequence[Any]) -> tuple[A
         if not known:
             found = names if isinstance(col, str) else f"{len(names)} fields on the first line"
             raise ChunkMismatchError(f"{spec.where}.columns: unknown column {col!r} in {info.path!r}; found {found}")
-        out.append(names.index(col) if isinstance(col, str) and spec.format == "csv" else col)
+        out.append(names.index(col) if isinstance(col, str) and kind(spec) == "text" else col)
     return tuple(out)
 
 
 def _default_columns(spec: SourceSpec, info: FileInfo, count: int | None) -> list[Any]:
-    if spec.format == "csv":
+    if kind(spec) == "text":
         return list(range(count or 0)) if count else []
     return list(info.names[:count] if count else info.names)
 
@@ -111,7 +111,7 @@ def _default_columns(spec: SourceSpec, info: FileInfo, count: int | None) -> lis
 def inspect_edges(spec: SourceSpec, end_types: tuple[pa.DataType, pa.DataType], so: StorageOptions) -> SourcePlan:
     """Inspect an edge source: ``.npy`` shape/layout and dtype, or the two columns."""
     infos = _infos(spec, so)
-    if spec.format == "numpy":
+    if kind(spec) == "array":
         return _inspect_npy_edges(spec, infos, end_types)
     columns = tuple(_select(spec, i, _default_columns(spec, i, 2)) for i in infos)
     for info, cols in zip(infos, columns, strict=True):
@@ -119,7 +119,7 @@ def inspect_edges(spec: SourceSpec, end_types: tuple[pa.DataType, pa.DataType], 
             raise ChunkMismatchError(
                 f"{spec.where}: {info.path!r}: expected 2 columns (source, destination), found {list(info.names)}"
             )
-        if spec.format == "parquet":
+        if kind(spec) == "table":
             for col, want in zip(cols, end_types, strict=True):
                 have = info.types[info.names.index(col)]
                 if not pa.types.is_integer(have) and not (want == STRING and _is_text(have)):
@@ -127,7 +127,7 @@ def inspect_edges(spec: SourceSpec, end_types: tuple[pa.DataType, pa.DataType], 
                         f"{spec.where}.columns: {info.path!r} column {col!r}: expected "
                         f"{'integer node IDs' if want == INT64 else 'keys'}, found type {have}"
                     )
-    rows = None if spec.format == "csv" else sum(int(i.rows or 0) for i in infos)
+    rows = None if kind(spec) == "text" else sum(int(i.rows or 0) for i in infos)
     return SourcePlan(spec=spec, files=tuple(infos), columns=columns, rows=rows)
 
 
@@ -185,7 +185,7 @@ def inspect_feature(spec: SourceSpec, so: StorageOptions) -> SourcePlan:
     """Inspect a feature source: rows, row shape, dtype and output dtype."""
     infos = _infos(spec, so)
     first = infos[0].path
-    if spec.format == "numpy":
+    if kind(spec) == "array":
         shapes = {i.shape[1:] for i in infos}
         for info in infos:
             if len(info.shape) not in (1, 2):
@@ -208,7 +208,7 @@ def inspect_feature(spec: SourceSpec, so: StorageOptions) -> SourcePlan:
             out_dtype=out,
         )
     columns = tuple(_select(spec, i, _default_columns(spec, i, None)) for i in infos)
-    row_shape, dtypes = _parquet_feature_shape(spec, infos, columns, so)
+    row_shape, dtypes = _table_feature_shape(spec, infos, columns, so)
     dtype, out = _feature_dtype(spec, dtypes, first)
     return SourcePlan(
         spec=spec,
@@ -221,7 +221,7 @@ def inspect_feature(spec: SourceSpec, so: StorageOptions) -> SourcePlan:
     )
 
 
-def _parquet_feature_shape(
+def _table_feature_shape(
     spec: SourceSpec, infos: list[FileInfo], columns: tuple[Any, ...], so: StorageOptions
 ) -> tuple[tuple[int, ...], set[np.dtype[Any]]]:
     shapes: set[tuple[int, ...]] = set()
@@ -235,7 +235,7 @@ def _parquet_feature_shape(
             if pa.types.is_fixed_size_list(types[0]):
                 shapes.add((types[0].list_size,))
             elif info.rows:
-                row = read_parquet_piece(Piece(path=info.path, start=0, stop=1), info, cols, so)
+                row = get_format(spec.format).read_piece(Piece(path=info.path, start=0, stop=1), info, cols, so)
                 shapes.add((len(row.column(0)[0]),))
             types = [value]
         else:
@@ -255,7 +255,7 @@ def _parquet_feature_shape(
 def inspect_key(spec: SourceSpec, so: StorageOptions) -> SourcePlan:
     """Inspect a key source: its column and whether keys are integers or strings."""
     infos = _infos(spec, so)
-    if spec.format == "numpy":
+    if kind(spec) == "array":
         kinds = {i.dtype.kind for i in infos if i.dtype is not None}
         if any(len(i.shape) != 1 for i in infos) or not kinds <= set("iuUS") or len(kinds) > 1:
             raise ChunkMismatchError(
@@ -265,7 +265,7 @@ def inspect_key(spec: SourceSpec, so: StorageOptions) -> SourcePlan:
         return SourcePlan(spec=spec, files=tuple(infos), key_type=key_type, rows=sum(int(i.rows or 0) for i in infos))
     columns = tuple(_select(spec, i, _default_columns(spec, i, 1)) for i in infos)
     key_type = STRING
-    if spec.format == "parquet":
+    if kind(spec) == "table":
         types = {i.types[i.names.index(c[0])] for i, c in zip(infos, columns, strict=True)}
         if all(pa.types.is_integer(t) for t in types):
             key_type = INT64
@@ -273,5 +273,5 @@ def inspect_key(spec: SourceSpec, so: StorageOptions) -> SourcePlan:
             raise ChunkMismatchError(
                 f"{spec.where}.column: expected integer or string keys, found types {sorted(map(str, types))}"
             )
-    rows = None if spec.format == "csv" else sum(int(i.rows or 0) for i in infos)
+    rows = None if kind(spec) == "text" else sum(int(i.rows or 0) for i in infos)
     return SourcePlan(spec=spec, files=tuple(infos), columns=columns, rows=rows, key_type=key_type)

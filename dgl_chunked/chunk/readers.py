@@ -1,7 +1,8 @@
 """Block readers of ``dgl-chunked chunk``: raw edges, keys and feature rows.
 
 Each function reads one block (a tuple of pieces, see
-:mod:`dgl_chunked.chunk.sources`) of an inspected source and returns numpy
+:mod:`dgl_chunked.io.formats.pieces`) of an inspected source, through its format's
+readers (:mod:`dgl_chunked.io.formats`), and returns numpy
 arrays, checking values on the way (node IDs in range, no nulls, keys of the
 right type); errors name the spec key, the file and the row.
 """
@@ -18,18 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.chunk.probe import INT64, SourcePlan
-from dgl_chunked.chunk.sources import (
-    FileInfo,
-    Piece,
-    csv_line_number,
-    read_csv_piece,
-    read_npy_flat,
-    read_npy_rows,
-    read_parquet_piece,
-)
+from dgl_chunked.chunk.probe import INT64, SourcePlan, kind
 from dgl_chunked.chunk.transforms import keys_to_numpy
 from dgl_chunked.errors import ChunkMismatchError
+from dgl_chunked.io.formats import FileInfo, Piece, get_format
 
 __all__ = ["EdgeEnds", "RowLocator", "read_edge_block", "read_feature_rows", "read_key_block"]
 
@@ -102,9 +95,10 @@ def _piece_columns(
 ) -> tuple[list[npt.NDArray[Any]], Any]:
     """The selected columns of one piece, and a ``locate(row) -> str`` for messages."""
     spec = plan.spec
+    fmt = get_format(spec.format)
     i, info = _info(plan, piece.path)
-    if spec.format == "csv":
-        offset, table = read_csv_piece(
+    if fmt.kind == "text":
+        offset, table = fmt.read_text_piece(
             piece,
             where=spec.where,
             delimiter=spec.delimiter,
@@ -115,9 +109,9 @@ def _piece_columns(
         )
 
         def locate(row: int) -> str:
-            return f"{piece.path!r} line {csv_line_number(piece.path, offset, row, so)}"
+            return f"{piece.path!r} line {fmt.line_number(piece.path, offset, row, so)}"
     else:
-        table = read_parquet_piece(piece, info, plan.columns[i], so)
+        table = fmt.read_piece(piece, info, plan.columns[i], so)
 
         def locate(row: int) -> str:
             return f"row {piece.start + row + 1} of {piece.path!r}"
@@ -128,12 +122,13 @@ def _piece_columns(
 
 def _npy_edges(plan: SourcePlan, piece: Piece) -> npt.NDArray[Any]:
     _, info = _info(plan, piece.path)
+    fmt = get_format(plan.spec.format)
     n, total = piece.stop - piece.start, int(info.rows or 0)
     if plan.layout == "Ex2":
-        return read_npy_flat(piece.path, info, 2 * piece.start, 2 * n).reshape(n, 2)
+        return fmt.read_flat(piece.path, info, 2 * piece.start, 2 * n, None).reshape(n, 2)
     out = np.empty((n, 2), info.dtype)
-    out[:, 0] = read_npy_flat(piece.path, info, piece.start, n)
-    out[:, 1] = read_npy_flat(piece.path, info, total + piece.start, n)
+    out[:, 0] = fmt.read_flat(piece.path, info, piece.start, n, None)
+    out[:, 1] = fmt.read_flat(piece.path, info, total + piece.start, n, None)
     return out
 
 
@@ -166,7 +161,7 @@ def read_edge_block(
     parts: list[list[npt.NDArray[Any]]] = [[], []]
     rows = []
     for piece in pieces:
-        if plan.spec.format == "numpy":
+        if kind(plan.spec) == "array":
             pair = _npy_edges(plan, piece)
             cols = [_npy_column(pair[:, j], t) for j, t in enumerate(ends.types)]
 
@@ -192,9 +187,10 @@ def read_key_block(
     """``(keys, rows per piece)`` of one block; keys are int64 or an object array of str."""
     parts = []
     for piece in pieces:
-        if plan.spec.format == "numpy":
+        if kind(plan.spec) == "array":
             _, info = _info(plan, piece.path)
-            parts.append(keys_to_numpy(read_npy_rows(piece.path, info, piece.start, piece.stop, so)))
+            keys = get_format(plan.spec.format).read_rows(piece.path, info, piece.start, piece.stop, so)
+            parts.append(keys_to_numpy(keys))
         else:
             cols, _ = _piece_columns(plan, piece, [plan.key_type or INT64], so)
             parts.append(cols[0])
@@ -227,16 +223,17 @@ def _table_to_array(table: pa.Table, where: str, path: str) -> npt.NDArray[Any]:
 def read_feature_rows(plan: SourcePlan, start: int, stop: int, so: StorageOptions = None) -> npt.NDArray[Any]:
     """Rows ``[start, stop)`` of a feature source (over its files), in the source dtype."""
     out = np.empty((stop - start, *plan.row_shape), plan.dtype)
+    fmt = get_format(plan.spec.format)
     first = 0
     for i, info in enumerate(plan.files):
         n = int(info.rows or 0)
         a, b = max(start, first), min(stop, first + n)
         if a < b:
             piece = Piece(path=info.path, start=a - first, stop=b - first)
-            if plan.spec.format == "numpy":
-                block = read_npy_rows(info.path, info, piece.start, piece.stop, so)
+            if fmt.kind == "array":
+                block = fmt.read_rows(info.path, info, piece.start, piece.stop, so)
             else:
-                table = read_parquet_piece(piece, info, plan.columns[i], so)
+                table = fmt.read_piece(piece, info, plan.columns[i], so)
                 block = _table_to_array(table, plan.where, info.path)
             out[a - start : b - start] = block.reshape((b - a, *plan.row_shape))
         first += n

@@ -8,7 +8,6 @@ directories but opens no data file.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -19,24 +18,15 @@ from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import MISSING, Problems
 from dgl_chunked.io.chunked import formats as _formats
 from dgl_chunked.io.chunked.metadata import is_count
+from dgl_chunked.io.formats import format_of_path, formats_with, get_format
+from dgl_chunked.io.formats.registry import Role as FormatRole
 from dgl_chunked.storage import fs as _fs
 
 __all__ = ["SourceSpec", "json_key", "parse_source", "unknown_keys"]
 
 Role = Literal["edges", "features", "key"]
 
-_EXTENSIONS = {".npy": "numpy", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
-_FORMATS: Mapping[Role, tuple[str, ...]] = {
-    "edges": ("numpy", "csv", "tsv", "parquet"),
-    "features": ("numpy", "parquet"),
-    "key": ("numpy", "csv", "tsv", "parquet"),
-}
-_OPTIONS: Mapping[str, frozenset[str]] = {
-    "numpy": frozenset({"layout"}),
-    "csv": frozenset({"delimiter", "header", "columns", "column"}),
-    "tsv": frozenset({"delimiter", "header", "columns", "column"}),
-    "parquet": frozenset({"columns", "column"}),
-}
+_FORMAT_ROLES: Mapping[Role, FormatRole] = {"edges": "raw_edges", "features": "raw_features", "key": "raw_keys"}
 _COMMON = frozenset({"format", "path"})
 _ROLE_KEYS: Mapping[Role, frozenset[str]] = {
     "edges": frozenset({"layout", "delimiter", "header", "columns"}),
@@ -50,8 +40,8 @@ _GLOB_CHARS = frozenset("*?[")
 class SourceSpec:
     """One raw input: files of one format plus how to read them.
 
-    ``format`` is ``"numpy"``, ``"csv"`` (``tsv`` becomes csv with a tab) or
-    ``"parquet"``; ``paths`` are resolved and expanded, read in order;
+    ``format`` names a registered format with a raw role
+    (:mod:`dgl_chunked.io.formats`; ``tsv`` becomes csv with a tab); ``paths`` are resolved and expanded, read in order;
     ``columns`` selects (source, destination) for edges, or the columns of a
     feature; ``dtype`` is a feature's output dtype (None: keep); ``where`` is the
     JSON path used in error messages.
@@ -95,19 +85,20 @@ def _expand(entry: str, base_dir: str, storage_options: StorageOptions) -> list[
 
 
 def _format_of(value: Mapping[str, Any], paths: list[str], role: Role, where: str, errs: Problems) -> str | None:
+    names = formats_with(_FORMAT_ROLES[role])
     fmt = value.get("format")
     if fmt is None and paths:
-        fmt = _EXTENSIONS.get(os.path.splitext(paths[0])[1].lower())
+        fmt = format_of_path(paths[0])
         if fmt is None:
             errs.add(
                 f"{where}.format",
-                f"one of {list(_FORMATS[role])}",
+                f"one of {list(names)}",
                 MISSING,
                 f"the extension of {paths[0]!r} does not tell; add a format key",
             )
             return None
-    if fmt not in _FORMATS[role]:
-        errs.add(f"{where}.format", f"one of {list(_FORMATS[role])} for {role}", fmt)
+    if fmt not in names:
+        errs.add(f"{where}.format", f"one of {list(names)} for {role}", fmt)
         return None
     return str(fmt)
 
@@ -172,9 +163,10 @@ def parse_source(
     fmt = _format_of(value, paths or [], role, where, errs) if paths is not None else None
     if fmt is None or paths is None:
         return None
-    allowed = _COMMON | (_OPTIONS[fmt] & _ROLE_KEYS[role]) | (_ROLE_KEYS[role] & {"dtype"})
+    file_format = get_format(fmt)
+    allowed = _COMMON | (file_format.raw_options & _ROLE_KEYS[role]) | (_ROLE_KEYS[role] & {"dtype"})
     unknown_keys(value, allowed, where, errs)
-    delimiter = value.get("delimiter", "\t" if fmt == "tsv" else ",")
+    delimiter = value.get("delimiter", file_format.delimiter)
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         errs.add(f"{where}.delimiter", "a single character", delimiter)
     header = value.get("header", False)
@@ -184,10 +176,10 @@ def parse_source(
     if layout is not None and layout not in ("2xE", "Ex2"):
         errs.add(f"{where}.layout", "'2xE' (shape (2, E)) or 'Ex2' (shape (E, 2))", layout)
     columns = _columns(value, role, where, errs)
-    if fmt == "parquet" and columns and not all(isinstance(c, str) for c in columns):
-        errs.add(f"{where}.columns", "Parquet column names", list(columns))
+    if file_format.kind == "table" and columns and not all(isinstance(c, str) for c in columns):
+        errs.add(f"{where}.columns", f"{file_format.title} column names", list(columns))
     return SourceSpec(
-        format="csv" if fmt == "tsv" else fmt,
+        format=file_format.reads_as,
         paths=tuple(paths),
         where=where,
         delimiter=str(delimiter),

@@ -7,9 +7,9 @@ task is bounded by one block (or one hash bucket) of the largest array involved.
 Staging layout (removed after a successful run)::
 
     STAGE/
-      keys/<ntype>/<j>.arrow           Arrow IPC, one batch per bucket: row, key
+      keys/<ntype>/<j>.arrow           bucket file (storage/buckets.py) by key bucket: row, key
       edges/<etype>/<k>/ids.npy        int64 [n, 2]: IDs (-1 where a key awaits the join)
-      edges/<etype>/<k>/end<i>.arrow   Arrow IPC, one batch per bucket: row, key
+      edges/<etype>/<k>/end<i>.arrow   bucket file by key bucket: row, key
       join/<etype>/end<i>/<b>.npy      int64 [m, 2]: row, ID; sorted by (block, row)
       edges/<etype>/<k>/resolved.npy   int64 [n, 2] after the join
       dedup/<etype>/map/<k>.npy        int64 [n, 3]: row, src, dst; sorted by bucket
@@ -36,13 +36,14 @@ from dgl_chunked.chunk.readers import (
     read_feature_rows,
     read_key_block,
 )
-from dgl_chunked.chunk.sources import Piece, npy_header, read_npy_rows
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked import formats as _formats
-from dgl_chunked.io.chunked.files import makedirs_for
-from dgl_chunked.io.chunked.npy_files import write_npy
-from dgl_chunked.io.chunked.parquet_files import write_parquet
+from dgl_chunked.io.formats import Piece
+from dgl_chunked.io.formats.files import makedirs_for
+from dgl_chunked.io.formats.npy import npy_header, read_npy_rows, write_npy
+from dgl_chunked.io.formats.parquet import write_parquet
 from dgl_chunked.storage import fs as _fs
+from dgl_chunked.storage.buckets import read_bucket, write_buckets
 
 __all__ = [
     "dedup_map",
@@ -80,28 +81,6 @@ def load_npy_rows(
     return read_npy_rows(path, info, start or 0, rows if stop is None else stop, so)
 
 
-def write_bucketed(
-    path: str, columns: Mapping[str, npt.NDArray[Any]], buckets: IdArray, num_buckets: int, so: StorageOptions = None
-) -> list[int]:
-    """Write ``columns`` as an Arrow IPC file with one batch per bucket; return the bounds."""
-    order, offsets = tf.bucket_order(buckets, num_buckets)
-    arrays = [pa.array(values[order]) for values in columns.values()]
-    schema = pa.schema([(name, a.type) for name, a in zip(columns, arrays, strict=True)])
-    makedirs_for(path, so)
-    with _fs.open_file(path, "wb", so) as f, pa.ipc.new_file(f, schema) as writer:
-        for b in range(num_buckets):
-            lo, hi = int(offsets[b]), int(offsets[b + 1])
-            writer.write_batch(pa.record_batch([a.slice(lo, hi - lo) for a in arrays], schema=schema))
-    return [int(o) for o in offsets]
-
-
-def read_bucket(path: str, bucket: int, so: StorageOptions = None) -> dict[str, npt.NDArray[Any]]:
-    """One bucket's batch of a file written by :func:`write_bucketed`."""
-    with _fs.open_file(path, "rb", so) as f:
-        batch = pa.ipc.open_file(f).get_batch(bucket)
-    return {name: tf.keys_to_numpy(batch.column(i)) for i, name in enumerate(batch.schema.names)}
-
-
 # --- phase 1: read raw blocks ---------------------------------------------------------
 
 
@@ -121,7 +100,7 @@ def stage_key_block(
         with _fs.open_file(out_path, "wb", so) as f:
             write_parquet(f, pa.table({"orig_key": pa.array(keys, plan.key_type)}))
     rows = np.arange(len(keys), dtype=np.int64)
-    write_bucketed(stage_path, {"row": rows, "key": keys}, tf.key_buckets(keys, num_buckets), num_buckets, so)
+    write_buckets(stage_path, {"row": rows, "key": keys}, tf.key_buckets(keys, num_buckets), num_buckets, so)
     return {"rows": len(keys), "piece_rows": piece_rows}
 
 
@@ -142,7 +121,7 @@ def stage_edge_block(
     for j in range(2):
         if ends.keyed[j]:
             rows = np.arange(n, dtype=np.int64)
-            write_bucketed(
+            write_buckets(
                 end_paths[j], {"row": rows, "key": cols[j]}, tf.key_buckets(cols[j], num_buckets), num_buckets, so
             )
         else:

@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from dgl_chunked._typing import IdArray
+from dgl_chunked.storage.buckets import bucket_order  # re-exported: the kernels group by bucket too
 
 __all__ = [
     "bucket_order",
@@ -74,14 +75,6 @@ def key_buckets(keys: npt.NDArray[Any], num_buckets: int) -> IdArray:
         return np.empty(0, np.int64)
     h = pd.util.hash_array(keys, categorize=False)
     return np.asarray(h % np.uint64(num_buckets), dtype=np.int64)
-
-
-def bucket_order(buckets: IdArray, num_buckets: int) -> tuple[IdArray, IdArray]:
-    """``(order, offsets)``: a stable sort by bucket, and ``num_buckets + 1`` segment bounds."""
-    order = np.argsort(buckets, kind="stable")
-    counts = np.bincount(buckets, minlength=num_buckets)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return order.astype(np.int64), offsets
 
 
 def duplicate_rows(block: IdArray, row: IdArray, src: IdArray, dst: IdArray) -> IdArray:

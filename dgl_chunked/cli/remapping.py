@@ -14,7 +14,8 @@ from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.flags import cluster_flags, graph_flags
 from dgl_chunked.cli.options import add_options, parse_size
 from dgl_chunked.cluster import ClusterOptions
-from dgl_chunked.remap import ResultFile, ResultSource, lookup_ids, remap_results
+from dgl_chunked.lookup import lookup_ids
+from dgl_chunked.remap import ResultFile, ResultSource, remap_results
 
 __all__ = ["lookup_command", "parse_files", "remap_command"]
 

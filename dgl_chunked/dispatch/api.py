@@ -13,6 +13,7 @@ import dask.array as da
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.compute import StageRunner
 from dgl_chunked.dispatch.carry import carry_id_mappings
 from dgl_chunked.dispatch.finalize import part_dir_name, publish_partition, tmp_dir_name, write_partition
 from dgl_chunked.dispatch.fingerprint import FileStamps, file_stamps, run_fingerprint
@@ -22,7 +23,6 @@ from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats
 from dgl_chunked.dispatch.output import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
-from dgl_chunked.dispatch.runner import StageRunner
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
@@ -180,7 +180,7 @@ def _dispatch(
         )
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
-        runner = StageRunner(client=client, progress=opts.progress)
+        runner = StageRunner(client=client, progress=opts.progress, command="dispatch", log=logger)
         plan = _stage(graph, parts, num_parts, staging, opts, runner, extra_node_data or {}, out, stamps, id_features)
         every_file = stamps.everything()
         writes = [

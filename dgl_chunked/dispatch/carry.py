@@ -20,12 +20,12 @@ import shutil
 from dask.delayed import delayed
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.dispatch.runner import StageRunner
+from dgl_chunked.compute import StageRunner
+from dgl_chunked.io.dgl.partition_config import ID_MAPPINGS_DIR
 from dgl_chunked.storage import fs
 
 __all__ = ["ID_MAPPINGS_DIR", "ID_MAPPINGS_TMP", "carry_id_mappings", "id_mapping_files"]
 
-ID_MAPPINGS_DIR = "raw_id_mappings"
 ID_MAPPINGS_TMP = "_tmp_raw_id_mappings"
 _COPY_BYTES = 16 << 20
 

@@ -5,16 +5,14 @@ from __future__ import annotations
 import fnmatch
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.dispatch.carry import ID_MAPPINGS_DIR, ID_MAPPINGS_TMP
+from dgl_chunked.dispatch.carry import ID_MAPPINGS_TMP
 from dgl_chunked.errors import OutputExistsError
-from dgl_chunked.io.dgl.partition_config import CONFIG_NAME
+from dgl_chunked.io.dgl.partition_config import CONFIG_NAME, ID_MAPPINGS_DIR, OUTPUT_KIND
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import location_token, require_owned
 
 __all__ = ["OUTPUT_KIND", "OUTPUT_ENTRIES", "STAGING_NAME", "staging_location", "prepare_out_dir"]
 
-OUTPUT_KIND = "dispatch"
-"""The kind in the output directory's ownership marker (:mod:`dgl_chunked.storage.owned`)."""
 STAGING_NAME = "_staging"
 OUTPUT_ENTRIES = (
     CONFIG_NAME,

@@ -12,7 +12,7 @@ from dask.delayed import Delayed, delayed
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.dispatch.runner import StageRunner
+from dgl_chunked.compute import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.remap.endpoints import Endpoints, plan_endpoints, stage_keys_and_ends
@@ -30,14 +30,13 @@ from dgl_chunked.remap.plan import (
     mapping_inputs,
     mapping_source,
     owner_jobs,
-    prepare_output,
 )
 from dgl_chunked.remap.shuffled import is_shuffled, job_slabs, pair_slab_tasks, shuffled_block_tasks, slab_tasks
 from dgl_chunked.remap.spaces import TypeSpace, resolve_type
 from dgl_chunked.remap.tables import TABLE_FORMATS, check_renames
 from dgl_chunked.remap.tasks import TypeJob, block_tasks, collect_counts, count_tasks, pair_tasks
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
+from dgl_chunked.storage.owned import acquire_lease, check_no_overlap, prepare_owned_output
 
 __all__ = ["REMAP_ENTRIES", "REMAP_KIND", "RemapResult", "TypeSummary", "remap_results"]
 
@@ -259,7 +258,9 @@ def remap_results(
         check_renames(table.renames, {j.space.label: _plain_columns(j) for j in jobs})
     check_no_overlap({"--out-dir": out}, _input_locations(jobs, inputs), storage_options=so)
     with acquire_lease(out, REMAP_KIND, storage_options=so):
-        prepare_output(out, REMAP_KIND, MANIFEST, REMAP_ENTRIES, overwrite=overwrite, storage_options=so)
+        prepare_owned_output(
+            out, REMAP_KIND, overwrite=overwrite, expected=REMAP_ENTRIES, storage_options=so, manifest=MANIFEST
+        )
         try:
             summaries = _run(jobs, inputs, out, client, progress)
         finally:
@@ -304,7 +305,7 @@ def remove_tmp(out: str, so: StorageOptions) -> None:
 
 
 def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, progress: bool) -> dict[str, TypeSummary]:
-    runner = StageRunner(client=client, progress=progress)
+    runner = StageRunner(client=client, progress=progress, command="remap")
     token = run_token(out, inputs.part_root, [(j.space, j.bounds) for j in jobs])
     jobs, stores = owner_jobs(jobs, inputs, fs.join(out, f"{TMP_DIR}/stage"), token)
     if stores:

@@ -10,7 +10,8 @@ graph, so edge tables need the chunked graph (``--in-dir``); their user IDs come
 :func:`~dgl_chunked.remap.id_mappings.find_keys`'s sources, as the ``nid`` column's do.
 An end type without user IDs gets its nodes' original (type-wise) IDs, int64.
 
-Out of core, a sort-based join through Arrow IPC files under ``OUT/_tmp/stage/<tag>/ends/``:
+Out of core, a sort-based join through bucket files (:mod:`~dgl_chunked.storage.buckets`)
+under ``OUT/_tmp/stage/<tag>/ends/``:
 
 1. :func:`stage_requests`, one task per block ``k`` of the edge type's original IDs: the
    block's endpoints read from the edge files; per end with user IDs, ``(row in the
@@ -37,19 +38,18 @@ import pyarrow as pa
 from dask.delayed import Delayed, delayed
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.dispatch.runner import StageRunner
+from dgl_chunked.compute import StageRunner
 from dgl_chunked.io.chunked.chunks import ChunkGroup, ChunkRef, read_edges_partition
-from dgl_chunked.io.chunked.files import makedirs_for
 from dgl_chunked.remap.id_mapping_tasks import StagedKeys, mapping_tasks
 from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys
 from dgl_chunked.remap.keys import KeySource
-from dgl_chunked.remap.lookup_tasks import write_grouped
 from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.plan import MappingInputs
 from dgl_chunked.remap.spaces import TypeSpace, resolve_type
 from dgl_chunked.remap.tasks import TypeJob
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.buckets import bucket_writer, read_bucket, read_bucket_table, write_buckets
 
 __all__ = [
     "NODE_BLOCK",
@@ -135,11 +135,8 @@ class Endpoints:
                 raw = raw if raw is not None else self.node_ids(lo, hi)
                 out.append(pa.array(raw[s], pa.int64()))
                 continue
-            batches = []
-            for j in range(len(end.bounds) - 1):
-                with fs.open_file(end.answer_path(j), "rb", self.storage_options) as f:
-                    batches.append(pa.ipc.open_file(f).get_batch(k))
-            table = pa.Table.from_batches(batches)
+            paths = [end.answer_path(j) for j in range(len(end.bounds) - 1)]
+            table = read_bucket_table(paths, k, self.storage_options)
             rows = np.asarray(table.column("row").to_numpy(), dtype=np.int64)
             assert rows.shape[0] == hi - lo, (self.etype, lo, hi, rows.shape)
             order = np.argsort(rows, kind="stable")
@@ -210,8 +207,8 @@ def stage_requests(ends: Endpoints, k: int) -> None:
     for end, nids in zip(ends.ends, ids, strict=True):
         if end.keys is None:
             continue
-        group = (np.searchsorted(np.asarray(end.bounds), nids, side="right") - 1).astype(np.int64)
-        write_grouped(end.request_path(k), {"row": rows, "nid": nids}, group, len(end.bounds) - 1, ends.storage_options)
+        block = (np.searchsorted(np.asarray(end.bounds), nids, side="right") - 1).astype(np.int64)
+        write_buckets(end.request_path(k), {"row": rows, "nid": nids}, block, len(end.bounds) - 1, ends.storage_options)
 
 
 def answer_requests(ends: Endpoints, s: int, j: int) -> None:
@@ -221,15 +218,11 @@ def answer_requests(ends: Endpoints, s: int, j: int) -> None:
     lo, hi = end.bounds[j], end.bounds[j + 1]
     keys = end.keys.read(lo, hi)
     schema = pa.schema([("row", pa.int64()), ("key", keys.type)])
-    path = end.answer_path(j)
-    makedirs_for(path, so)
-    with fs.open_file(path, "wb", so) as out, pa.ipc.new_file(out, schema) as writer:
+    with bucket_writer(end.answer_path(j), schema, so) as writer:
         for k in range(len(ends.bounds) - 1):
-            with fs.open_file(end.request_path(k), "rb", so) as f:
-                batch = pa.ipc.open_file(f).get_batch(j)
-            nids = np.asarray(batch.column(1).to_numpy(), dtype=np.int64)
-            taken = keys.take(pa.array(nids - lo))
-            writer.write_batch(pa.record_batch([batch.column(0), taken], schema=schema))
+            requests = read_bucket(end.request_path(k), j, so)
+            taken = keys.take(pa.array(requests["nid"] - lo))
+            writer.write_batch(pa.record_batch([pa.array(requests["row"]), taken], schema=schema))
 
 
 def _staged(jobs: list[TypeJob]) -> list[tuple[str, StagedKeys]]:

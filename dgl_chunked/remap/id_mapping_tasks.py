@@ -28,9 +28,9 @@ from dask.delayed import Delayed, delayed
 from dgl_chunked.chunk.transforms import key_buckets
 from dgl_chunked.remap.id_mappings import IdMappingSource
 from dgl_chunked.remap.keys import check_unique_keys
-from dgl_chunked.remap.lookup_tasks import read_group, write_grouped
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.buckets import read_bucket, write_buckets
 
 __all__ = ["StagedKeys", "check_bucket", "mapping_tasks", "stage_mapping"]
 
@@ -76,7 +76,7 @@ class StagedKeys:
             return pa.array([], pa.string() if self.is_string else pa.int64())
         k = bisect.bisect_left(self.bounds, lo)
         assert self.bounds[k] == lo and self.bounds[k + 1] == hi, (lo, hi)
-        group = read_group(self.block_paths(), k, self.source.storage_options)
+        group = read_bucket(self.block_paths(), k, self.source.storage_options)
         ids = group["type_nid"]
         order = np.argsort(ids, kind="stable")
         ids = ids[order]
@@ -112,16 +112,16 @@ def stage_mapping(staged: StagedKeys, piece: int) -> None:
     }
     edges = np.asarray(staged.bounds, dtype=np.int64)
     block = (np.searchsorted(edges, ids, side="right") - 1).astype(np.int64)
-    write_grouped(staged.block_paths()[piece], columns, block, len(staged.bounds) - 1, so)
+    write_buckets(staged.block_paths()[piece], columns, block, len(staged.bounds) - 1, so)
     buckets = staged.num_buckets
-    write_grouped(staged.bucket_paths()[piece], columns, key_buckets(keys, buckets), buckets, so)
+    write_buckets(staged.bucket_paths()[piece], columns, key_buckets(keys, buckets), buckets, so)
 
 
 def check_bucket(staged: StagedKeys, bucket: int) -> None:
     """No user ID of bucket ``bucket`` names two nodes."""
     if not staged.source.num_pieces:
         return
-    group = read_group(staged.bucket_paths(), bucket, staged.source.storage_options)
+    group = read_bucket(staged.bucket_paths(), bucket, staged.source.storage_options)
     check_unique_keys(staged.source, group, staged.type_label)
 
 

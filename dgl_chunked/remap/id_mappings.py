@@ -15,7 +15,7 @@ calls its *original ID*. GraphStorm's ``IdReverseMap``
 sorts by ``new``; it also accepts GraphStorm 0.2.1's names ``node_str_id`` /
 ``node_int_id``. We read the same files the same way, but never whole and never
 assuming an order: :class:`IdMappingSource` cuts them into row pieces read one at a
-time; lookup hashes them by key (:mod:`~dgl_chunked.remap.lookup_tasks`), remap
+time; lookup hashes them by key (:mod:`~dgl_chunked.lookup.tasks`), remap
 groups them by block of original IDs (:mod:`~dgl_chunked.remap.id_mapping_tasks`).
 
 Where they are looked for (:func:`find_keys`): ``--id-mappings DIR``, else the chunked
@@ -35,11 +35,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.chunk.sources import FileInfo, Piece, inspect_file, read_parquet_piece
 from dgl_chunked.chunk.transforms import keys_to_numpy
-from dgl_chunked.dispatch.carry import ID_MAPPINGS_DIR
 from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
+from dgl_chunked.io.dgl.partition_config import ID_MAPPINGS_DIR
+from dgl_chunked.io.formats import FileInfo, Piece, inspect_file
+from dgl_chunked.io.formats.parquet import read_parquet_piece
 from dgl_chunked.remap.keys import KeySource, key_source
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.storage import fs

@@ -17,8 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
+from dgl_chunked.io.formats.rows import RowFile
 from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
-from dgl_chunked.remap.readers import RowFile, open_row_file
+from dgl_chunked.remap.readers import open_row_file
 from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.storage import fs
 

@@ -19,11 +19,10 @@ is done, and ``remap.json`` comes last: an interrupted run never looks finished.
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -31,34 +30,18 @@ import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.io.chunked.files import makedirs_for
+from dgl_chunked.io.formats.files import makedirs_for
+from dgl_chunked.io.formats.npy import npy_header_bytes, raw_bytes
+from dgl_chunked.io.formats.zarr import create_zarr_group, write_zarr_rows
 from dgl_chunked.remap.tables import table_columns, write_table
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.arrays import zarr_store
 
-__all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput", "npy_header_bytes", "raw_bytes"]
+__all__ = ["FORMATS", "MANIFEST", "TMP_DIR", "OutputFormat", "TypeOutput"]
 
 OutputFormat = Literal["npy", "zarr", "parquet", "csv"]
 FORMATS: tuple[OutputFormat, ...] = ("npy", "zarr", "parquet", "csv")
 MANIFEST = "remap.json"
 TMP_DIR = "_tmp"
-
-
-def npy_header_bytes(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
-    """The ``.npy`` header (format 1.0, or 2.0 when needed) of a C-ordered array."""
-    buf = io.BytesIO()
-    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
-    try:
-        np.lib.format.write_array_header_1_0(buf, header)
-    except ValueError:
-        buf = io.BytesIO()
-        np.lib.format.write_array_header_2_0(buf, header)
-    return buf.getvalue()
-
-
-def raw_bytes(array: npt.NDArray[Any]) -> memoryview:
-    """The bytes of ``array`` in C order (empty arrays too), without a copy when it is contiguous."""
-    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # type: ignore[arg-type]
 
 
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
@@ -168,16 +151,12 @@ class TypeOutput:
                     makedirs_for(target, so)
                     fs.atomic_write_bytes(target, header, so)
         elif self.format == "zarr":
-            import zarr
-
-            group = zarr.open_group(zarr_store(self.tmp(f"{self.stem}.zarr"), so, read_only=False), mode="w")
+            arrays = {}
             for role in ("values", "present") if self.subset else ("values",):
                 dtype, shape = self._array(role)
-                name = self.value if role == "values" else "present"
                 fill = np.zeros((), dtype).item() if role == "present" or dtype.kind != "f" else float("nan")
-                group.create_array(
-                    name, shape=shape, chunks=(max(1, self.block_rows), *shape[1:]), dtype=dtype, fill_value=fill
-                )
+                arrays[self.value if role == "values" else "present"] = (dtype, shape, fill)
+            create_zarr_group(self.tmp(f"{self.stem}.zarr"), arrays, max(1, self.block_rows), so)
         else:  # parquet, csv: a directory of one file per block
             fs.filesystem(self.tmp(self.stem), so)[0].makedirs(fs.filesystem(self.tmp(self.stem), so)[1], exist_ok=True)
 
@@ -219,12 +198,8 @@ class TypeOutput:
                     with fs.open_file(fs.join(self.pieces(rel), f"{k:06d}"), "wb", so) as f:
                         f.write(raw_bytes(data))
         elif self.format == "zarr":
-            import zarr
-
-            group = zarr.open_group(zarr_store(self.tmp(f"{self.stem}.zarr"), so, read_only=False), mode="r+")
-            cast(Any, group[self.value])[lo : lo + values.shape[0]] = values
-            if present is not None:
-                cast(Any, group["present"])[lo : lo + values.shape[0]] = present
+            rows = {self.value: values} if present is None else {self.value: values, "present": present}
+            write_zarr_rows(self.tmp(f"{self.stem}.zarr"), lo, rows, so)
         else:
             self._write_table(k, lo, values, present)
 

@@ -23,11 +23,10 @@ import numpy as np
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.ids import compact_owner_dtype
-from dgl_chunked.dispatch.output import OUTPUT_KIND
-from dgl_chunked.errors import DGLFormatError, OutputExistsError
+from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
-from dgl_chunked.io.dgl.partition_config import PartitionConfig, read_partition_config
+from dgl_chunked.io.dgl.partition_config import OUTPUT_KIND, PartitionConfig, read_partition_config
 from dgl_chunked.io.dgl.tensor_index import index_tensor_dict
 from dgl_chunked.remap.mapping import EdgeAssignmentSource, NodeAssignmentSource, OrigIdSource, regular_bounds
 from dgl_chunked.remap.model import RemapError
@@ -35,7 +34,7 @@ from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.remap.tasks import Source, TypeJob
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.arrays import zarr_store
-from dgl_chunked.storage.owned import MARKER_NAME, ForeignDataError, clear_owned, create_owned_dir, read_marker
+from dgl_chunked.storage.owned import MARKER_NAME, ForeignDataError, read_marker
 
 __all__ = [
     "MappingInputs",
@@ -45,7 +44,6 @@ __all__ = [
     "mapping_source",
     "ours",
     "owner_jobs",
-    "prepare_output",
 ]
 
 OWNER_CHUNK = 1 << 20
@@ -232,17 +230,3 @@ def mapping_inputs(
     if graph is not None and not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=so)
     return MappingInputs(root, config, graph, None if assignment is None else absolute(assignment), so)
-
-
-def prepare_output(
-    out: str, kind: str, manifest: str, entries: tuple[str, ...], *, overwrite: bool, storage_options: StorageOptions
-) -> None:
-    """Make ``out`` our output of ``kind``: a finished one (``manifest`` present) needs ``overwrite``;
-    an interrupted one is emptied (only ``entries``, checked first) and redone."""
-    create_owned_dir(out, kind, storage_options=storage_options)
-    if fs.exists(fs.join(out, manifest), storage_options) and not overwrite:
-        raise OutputExistsError(
-            f"{out}: holds an earlier {kind} output ({manifest}); pass --overwrite (overwrite=True in Python) "
-            "to replace it, or choose another directory"
-        )
-    clear_owned(out, expected=entries, storage_options=storage_options)

@@ -24,16 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.chunk.transforms import keys_to_numpy
 from dgl_chunked.errors import OptionError
-from dgl_chunked.storage import fs
+from dgl_chunked.io.formats import get_format
 
 __all__ = [
     "DST_NID_COLUMN",
@@ -84,22 +80,6 @@ def check_renames(renames: Mapping[str, str], columns: Mapping[str, list[str]]) 
             raise OptionError(f"--column-names: {name} would have two columns named {twice[0]!r}; pick another name")
 
 
-def _parquet_values(values: npt.NDArray[Any]) -> pa.Array:
-    if values.ndim == 1:
-        return pa.array(values)
-    width = int(np.prod(values.shape[1:], dtype=np.int64))
-    flat = np.ascontiguousarray(values).reshape(-1)
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat), width)
-
-
-def _csv_values(values: npt.NDArray[Any]) -> list[Any]:
-    """As GraphStorm's ``write_data_csv_file``: a 1-D array's Python values, a 2-D row's joined by ``;``."""
-    if values.ndim == 1:
-        return list(values.tolist())
-    rows = values.reshape(values.shape[0], -1).tolist()
-    return [";".join(str(v) for v in row) for row in rows]
-
-
 def write_table(
     path: str,
     fmt: str,
@@ -108,21 +88,6 @@ def write_table(
     delimiter: str,
     so: StorageOptions,
 ) -> None:
-    """Write one block's table (columns ``names``, data ``arrays``) as Parquet or CSV at ``path``."""
-    if fmt == "parquet":
-        table = pa.table(
-            {
-                n: a if isinstance(a, pa.Array) else _parquet_values(np.asarray(a))
-                for n, a in zip(names, arrays, strict=True)
-            }
-        )
-        with fs.open_file(path, "wb", so) as f:
-            pq.write_table(table, f)
-        return
-    data = {
-        n: list(keys_to_numpy(a)) if isinstance(a, pa.Array) else _csv_values(np.asarray(a))
-        for n, a in zip(names, arrays, strict=True)
-    }
-    text = pd.DataFrame(data, columns=names).to_csv(index=False, sep=delimiter)
-    with fs.open_file(path, "wb", so) as f:
-        f.write(text.encode())
+    """Write one block's table (columns ``names``, data ``arrays``) as Parquet or CSV at ``path``
+    (the format's own writer, :mod:`dgl_chunked.io.formats`)."""
+    get_format(fmt).write_result_table(path, names, arrays, delimiter, so)

@@ -9,11 +9,12 @@ marker so that cleanup only ever touches what it wrote (:mod:`.owned`). There is
 one ``.npy`` reader (:mod:`.npy`, thread-safe), one way to write an output file
 that never leaves a partial file behind (:mod:`.output`), and one form of the
 intermediate arrays a computation writes once and reads back by row ranges, with the
-one way to open a Zarr store (:mod:`.arrays`).
+one way to open a Zarr store (:mod:`.arrays`), and one form of the intermediate files
+whose rows are sorted out by bucket for later tasks (:mod:`.buckets`).
 """
 
 from __future__ import annotations
 
-from dgl_chunked.storage import arrays, direct_io, fs, npy, output, owned, zarr_lookup, zarr_rows
+from dgl_chunked.storage import arrays, buckets, direct_io, fs, npy, output, owned, zarr_lookup, zarr_rows
 
-__all__ = ["arrays", "direct_io", "fs", "npy", "output", "owned", "zarr_lookup", "zarr_rows"]
+__all__ = ["arrays", "buckets", "direct_io", "fs", "npy", "output", "owned", "zarr_lookup", "zarr_rows"]

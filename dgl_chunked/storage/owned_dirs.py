@@ -9,7 +9,8 @@ The rules (the marker itself is :mod:`dgl_chunked.storage.marker`):
   and, given the names the tool writes there (``expected``), refuse before
   deleting anything when another entry is found. A bucket itself is never removed.
 - :func:`prepare_owned_output` creates an output or, with ``overwrite``, empties
-  our earlier output of the same kind.
+  our earlier output of the same kind: the one output-directory helper of every
+  command (``chunk``, ``synth``, ``convert-graphbolt``, ``remap``, ``lookup``).
 """
 
 from __future__ import annotations
@@ -207,13 +208,23 @@ def remove_owned(
 
 
 def prepare_owned_output(
-    path: str, kind: str, *, overwrite: bool, expected: Iterable[str], storage_options: StorageOptions = None
+    path: str,
+    kind: str,
+    *,
+    overwrite: bool,
+    expected: Iterable[str],
+    storage_options: StorageOptions = None,
+    manifest: str | None = None,
 ) -> str:
     """Create or reuse the marked output ``path``; with ``overwrite``, empty our earlier output.
 
     ``--overwrite`` means "replace my earlier output", never "empty this directory":
     only a marked directory of the same ``kind`` is emptied, and only when every
     entry matches ``expected`` (checked before anything is removed).
+
+    With ``manifest`` (the file a command writes last, e.g. ``remap.json``), only an
+    output holding it is finished and needs ``overwrite``; an interrupted one (ours,
+    without it) is emptied and redone.
 
     Raises
     ------
@@ -224,6 +235,14 @@ def prepare_owned_output(
         :func:`clear_owned`).
     """
     path = create_owned_dir(path, kind, storage_options=storage_options)
+    if manifest is not None:
+        if fs.exists(fs.join(path, manifest), storage_options) and not overwrite:
+            raise OutputExistsError(
+                f"{path}: holds an earlier {kind} output ({manifest}); pass --overwrite (overwrite=True in Python) "
+                "to replace it, or choose another directory"
+            )
+        clear_owned(path, expected=expected, storage_options=storage_options)
+        return path
     names = _contents(path, storage_options)
     if names and not overwrite:
         raise OutputExistsError(

@@ -12,16 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgl_chunked.chunk import chunk_graph
-from dgl_chunked.chunk.sources import (
-    FileInfo,
-    Piece,
-    inspect_file,
-    npy_header,
-    read_csv_piece,
-    read_npy_rows,
-    read_parquet_piece,
-    split_pieces,
-)
+from dgl_chunked.io.formats import FileInfo, Piece, inspect_file, split_pieces
+from dgl_chunked.io.formats.csv import read_csv_piece
+from dgl_chunked.io.formats.npy import npy_header, read_npy_rows
+from dgl_chunked.io.formats.parquet import read_parquet_piece
 
 from .helpers import read_output
 

@@ -16,6 +16,8 @@ import dgl_chunked as dglc
 from dgl_chunked.chunk import chunk_graph
 from dgl_chunked.verify import load_partition_output
 from tests.realdgl.planted import SPEC, write_planted_tables
+from tests.remap.gsp_mappings import gsp  # noqa: F401 - the fixture of the raw_id_mappings tests (here and tests/lookup)
+from tests.remap.shuffled_parts import shuffled  # noqa: F401 - the fixture of the shuffle-route tests (here and tests/lookup)
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,25 @@ Layout and columns read from GraphStorm's ``graphstorm-processing/graphstorm_pro
 graph_loaders/dist_heterogeneous_loader.py`` (``_write_nodeid_mapping_and_update_state``:
 ``orig``, ``new`` under ``raw_id_mappings/<ntype>/parquet/``): Spark part files with
 uneven row counts and rows in no particular order, ``_SUCCESS`` and ``.crc`` side files.
+
+:func:`gsp` is the module fixture of remap's and lookup's tests of them: a chunked graph
+with such mappings, and its partitions.
 """
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
+import dask
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
+
+import dgl_chunked as dglc
 
 
 def string_ids(n: int, seed: int) -> np.ndarray:
@@ -51,3 +60,35 @@ def write_mapping(root: Path, ntype: str, orig: np.ndarray, *, files: int = 5, s
 def read_mapping(root: Path, ntype: str) -> pd.DataFrame:
     """``orig``, ``new`` of every row, as GraphStorm's ``IdReverseMap`` reads them (pyarrow's dataset reader)."""
     return pq.read_table(root / ntype).to_pandas().sort_values("new", kind="stable").reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Gsp:
+    """A chunked graph with raw_id_mappings (paper: strings, author: integers) and its partitions."""
+
+    chunked: Path
+    out: Path
+    paper: np.ndarray  # user ID of paper i
+    author: np.ndarray
+
+
+@pytest.fixture(scope="module")
+def gsp(tmp_path_factory: pytest.TempPathFactory) -> Gsp:
+    base = tmp_path_factory.mktemp("gsp")
+    with dask.config.set(scheduler="synchronous"):
+        dglc.write_synthetic_graph(base / "chunked", dglc.SynthSpec.heterogeneous(scale=1, seed=5))
+    graph = dglc.open_chunked_graph(base / "chunked")
+    paper = string_ids(graph.num_nodes("paper"), 1)
+    author = int_ids(graph.num_nodes("author"), 2)
+    write_mapping(base / "chunked" / "raw_id_mappings", "paper", paper, files=5, seed=3)
+    write_mapping(base / "chunked" / "raw_id_mappings", "author", author, files=3, seed=4)
+    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+        warnings.simplefilter("ignore")
+        dglc.run(
+            base / "chunked",
+            base / "out",
+            num_parts=3,
+            seed=3,
+            options=dglc.DispatchOptions(save_orig_nids=True, save_orig_eids=True),
+        )
+    return Gsp(base / "chunked", base / "out", paper, author)

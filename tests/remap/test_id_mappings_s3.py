@@ -12,7 +12,8 @@ import pytest
 
 import dgl_chunked as dglc
 from dgl_chunked.errors import EmptyPartitionWarning
-from dgl_chunked.remap import lookup_ids, remap_results
+from dgl_chunked.lookup import lookup_ids
+from dgl_chunked.remap import remap_results
 from dgl_chunked.verify import load_partition_output
 
 from ..conftest import moto_s3

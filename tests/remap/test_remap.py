@@ -8,11 +8,13 @@ features must give back the chunked graph's own feature array.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 import zarr
@@ -32,6 +34,15 @@ def _write(fmt: str, path: Path, array: np.ndarray, key: str = "pred") -> Result
         column = pa.array(list(array)) if array.ndim > 1 else pa.array(array)
         pq.write_table(pa.table({key: column}), path.with_suffix(".parquet"), row_group_size=97)
         return ResultFile(str(path.with_suffix(".parquet")))
+    if fmt == "orc":  # small stripes: rows are read stripe by stripe
+        column = pa.array(list(array)) if array.ndim > 1 else pa.array(array)
+        orc.write_table(
+            pa.table({"ids": np.arange(len(array)), key: column}),
+            str(path.with_suffix(".orc")),
+            stripe_size=1,
+            batch_size=97,
+        )
+        return ResultFile(str(path.with_suffix(".orc")))
     if fmt == "zarr":
         group = zarr.open_group(str(path.with_suffix(".zarr")), mode="w")
         group.create_array(key, data=array, chunks=(101, *array.shape[1:]))
@@ -55,7 +66,7 @@ def _read(out: Path, fmt: str, stem: str, value: str = "value") -> np.ndarray:
     return np.stack(column) if column.dtype == object and len(column) else column
 
 
-@pytest.mark.parametrize("fmt", ["npy", "parquet", "zarr", "pt", "dgl"])
+@pytest.mark.parametrize("fmt", ["npy", "parquet", "orc", "zarr", "pt", "dgl"])
 def test_one_array_in_any_input_format(hetero: Parts, tmp_path: Path, fmt: str) -> None:
     want = hetero.original("node", "paper", "feat")
     source = ResultSource((_write(fmt, tmp_path / "paper", hetero.new_order("node", "paper", "feat")),))
@@ -67,6 +78,16 @@ def test_one_array_in_any_input_format(hetero: Parts, tmp_path: Path, fmt: str) 
     manifest = json.loads((tmp_path / "out" / "remap.json").read_text())
     assert manifest["types"]["node/paper"]["files"] == {"values": "nodes/paper.npy"}
     assert not (tmp_path / "out" / "_tmp").exists()
+
+
+def test_log_lines_name_remap_not_dispatch(hetero: Parts, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """remap's stages log under its own logger and say "remap stage", never "dispatch stage"."""
+    np.save(tmp_path / "year.npy", hetero.new_order("node", "paper", "year"))
+    with caplog.at_level(logging.INFO, logger="dgl_chunked"):
+        remap_results(hetero.out, {"paper": str(tmp_path / "year.npy")}, tmp_path / "out")
+    stages = [r for r in caplog.records if " stage: " in r.getMessage()]
+    assert stages and {r.name for r in stages} == {"dgl_chunked.remap"}
+    assert all(r.getMessage().startswith("remap stage: ") for r in stages)
 
 
 @pytest.mark.parametrize("fmt", ["npy", "zarr", "parquet"])
@@ -203,7 +224,7 @@ def test_empty_types_and_empty_partitions(tmp_path: Path) -> None:
     import warnings
 
     import dgl_chunked as dglc
-    from dgl_chunked.remap import lookup_ids
+    from dgl_chunked.lookup import lookup_ids
 
     spec = dglc.SynthSpec(
         node_types={"a": 300, "tiny": 2, "none": 0},
@@ -242,7 +263,7 @@ def test_outputs_on_an_object_store_url(hetero: Parts, tmp_path: Path) -> None:
 
     import fsspec
 
-    from dgl_chunked.remap import lookup_ids
+    from dgl_chunked.lookup import lookup_ids
 
     memory = fsspec.filesystem("memory")
     np.save(tmp_path / "feat.npy", hetero.new_order("node", "paper", "feat"))

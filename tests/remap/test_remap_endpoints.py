@@ -24,7 +24,7 @@ from dgl_chunked.remap.tables import write_table
 
 from .conftest import Parts
 from .gsp_mappings import int_ids, string_ids, write_mapping
-from .test_shuffled import _orig, _shuffle
+from .shuffled_parts import orig_ids, shuffle_orig_ids
 
 
 def _edges(chunked: Path, etype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -43,7 +43,7 @@ def _mappings(hetero: Parts, root: Path, types: tuple[str, ...] = ("author", "pa
 def _result(out: Path, tmp: Path, etype: str) -> Path:
     """Row i = the original ID of new edge ID i (the partitions' orig_eids, in whatever order they hold)."""
     path = tmp / f"{etype.replace(':', '_')}.npy"
-    np.save(path, _orig(out, "e", etype))
+    np.save(path, orig_ids(out, "e", etype))
     return path
 
 
@@ -83,10 +83,10 @@ def test_parquet_edges_carry_string_and_integer_user_ids(hetero: Parts, tmp_path
 
 def test_orig_eids_in_any_order_same_type_ends_and_a_subset_in_csv(hetero: Parts, tmp_path: Path) -> None:
     """Partitions as DGL's pipeline numbers them (orig_eids permuted), both ends one type, pairs for some edges."""
-    shuffled = _shuffle(hetero.out, tmp_path / "shuffled", seed=4)
+    shuffled = shuffle_orig_ids(hetero.out, tmp_path / "shuffled", seed=4)
     ids = _mappings(hetero, tmp_path / "maps")
     etype = "paper:cites:paper"
-    orig = _orig(shuffled, "e", etype)
+    orig = orig_ids(shuffled, "e", etype)
     chosen = np.random.default_rng(2).permutation(orig.size)[: orig.size // 3]  # new IDs with a result
     np.save(tmp_path / "ids.npy", chosen)
     np.save(tmp_path / "rows.npy", orig[chosen])
@@ -160,7 +160,7 @@ def test_homogeneous_graph_with_chunk_keys_gives_the_users_edge_table_back(
 
 
 def test_edge_tables_need_the_chunked_graph(hetero: Parts, tmp_path: Path) -> None:
-    np.save(tmp_path / "r.npy", np.zeros(len(_orig(hetero.out, "e", "author:writes:paper"))))
+    np.save(tmp_path / "r.npy", np.zeros(len(orig_ids(hetero.out, "e", "author:writes:paper"))))
     with pytest.raises(RemapError, match=r"src_nid, dst_nid.*--in-dir CHUNKED"):
         remap_results(hetero.out, {"writes": str(tmp_path / "r.npy")}, tmp_path / "o", format="csv")
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dgl_chunked.remap import ResultSource, lookup_ids, remap_results
+from dgl_chunked.lookup import lookup_ids
+from dgl_chunked.remap import ResultSource, remap_results
 from tests.test_task_keys import Recorder, _twice, recorder  # noqa: F401 - the fixture
 
 from .conftest import Parts

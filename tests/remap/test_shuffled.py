@@ -13,44 +13,16 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from dgl_chunked.io.dgl import write_tensor_dict
-from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
-from dgl_chunked.remap import RemapError, ResultSource, lookup_ids, remap_results
+from dgl_chunked.lookup import lookup_ids
+from dgl_chunked.remap import RemapError, ResultSource, remap_results
 from dgl_chunked.remap.shuffled import slabs
 from dgl_chunked.remap.spaces import TypeSpace
 
 from .conftest import Parts
-
-
-def _entries(path: Path) -> dict[str, np.ndarray]:
-    return {name: read_payload_rows(str(path), p, 0, p.rows) for name, p in index_tensor_dict(str(path)).items()}
-
-
-def _shuffle(src: Path, where: Path, seed: int) -> Path:
-    """A copy of ``src`` whose orig_*.dgl entries are permuted inside each partition."""
-    shutil.copytree(src, where)
-    rng = np.random.default_rng(seed)
-    for f in sorted([*where.glob("part*/orig_nids.dgl"), *where.glob("part*/orig_eids.dgl")]):
-        write_tensor_dict(f, {name: rng.permutation(ids) for name, ids in _entries(f).items()})
-    return where
-
-
-def _orig(out: Path, kind: str, name: str) -> np.ndarray:
-    """Original ID of every type-wise new ID (the partitions' files, concatenated)."""
-    files = sorted(out.glob(f"part*/orig_{kind}ids.dgl"), key=lambda p: int(p.parent.name[4:]))
-    return np.concatenate([_entries(f)[name] for f in files]).astype(np.int64)
-
-
-@pytest.fixture(scope="module")
-def shuffled(hetero: Parts, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = _shuffle(hetero.out, tmp_path_factory.mktemp("shuffled") / "out", seed=9)
-    for kind, name in (("n", "paper"), ("e", "author:writes:paper")):
-        ids = _orig(out, kind, name)
-        assert (np.diff(ids) < 0).sum() > 10, "the permutation must break ascending order"
-    return out
+from .shuffled_parts import entries, orig_ids
 
 
 def test_slabs_tile_each_partition() -> None:
@@ -62,10 +34,10 @@ def test_slabs_tile_each_partition() -> None:
 @pytest.mark.parametrize("block_bytes", [64 << 20, 4000])
 def test_dense_results_follow_the_files(hetero: Parts, shuffled: Path, tmp_path: Path, block_bytes: int) -> None:
     rng = np.random.default_rng(1)
-    orig = _orig(shuffled, "n", "paper")
+    orig = orig_ids(shuffled, "n", "paper")
     truth = rng.normal(size=(orig.size, 3)).astype(np.float32)  # row of original ID j
     np.save(tmp_path / "new.npy", truth[orig])  # what a trainer writes: row i = new ID i
-    eorig = _orig(shuffled, "e", "author:writes:paper")
+    eorig = orig_ids(shuffled, "e", "author:writes:paper")
     etruth = rng.integers(0, 1 << 40, eorig.size)
     np.save(tmp_path / "enew.npy", etruth[eorig])
     result = remap_results(
@@ -78,14 +50,14 @@ def test_dense_results_follow_the_files(hetero: Parts, shuffled: Path, tmp_path:
     np.testing.assert_array_equal(np.load(tmp_path / "out/edges/author:writes:paper.npy"), etruth)
     assert result.types["node/paper"].mapping == "the partitions' orig_nids.dgl files"
     # the same rows from the unshuffled partitions, written in their own new-ID order, give the same output
-    ours = _orig(hetero.out, "n", "paper")
+    ours = orig_ids(hetero.out, "n", "paper")
     np.save(tmp_path / "ours.npy", truth[ours])
     remap_results(hetero.out, {"paper": str(tmp_path / "ours.npy")}, tmp_path / "ours", block_bytes=block_bytes)
     assert (tmp_path / "ours/nodes/paper.npy").read_bytes() == (tmp_path / "out/nodes/paper.npy").read_bytes()
 
 
 def test_pairs_subset_and_repeats(shuffled: Path, tmp_path: Path) -> None:
-    orig = _orig(shuffled, "n", "paper")
+    orig = orig_ids(shuffled, "n", "paper")
     rng = np.random.default_rng(3)
     ids = rng.permutation(orig.size)[: orig.size // 3]
     rows = (ids * 10).astype(np.int64)
@@ -112,7 +84,7 @@ def test_pairs_subset_and_repeats(shuffled: Path, tmp_path: Path) -> None:
 
 def test_pairs_by_original_id_need_no_order(shuffled: Path, tmp_path: Path) -> None:
     """Pairs naming original IDs (GraphStorm's predict_nids, ``original=True``) place without the mapping."""
-    orig = _orig(shuffled, "n", "paper")
+    orig = orig_ids(shuffled, "n", "paper")
     rng = np.random.default_rng(5)
     ids = rng.permutation(orig.size)[: orig.size // 2]  # original IDs, in no order
     rows = (ids * 7 + 1).astype(np.int64)
@@ -127,43 +99,17 @@ def test_pairs_by_original_id_need_no_order(shuffled: Path, tmp_path: Path) -> N
     assert result.types["node/paper"].present == ids.size
 
 
-def test_lookup_follows_the_files_and_each_partition_ascends(shuffled: Path, tmp_path: Path) -> None:
-    orig = _orig(shuffled, "n", "paper")
-    inverse = np.empty_like(orig)
-    inverse[orig] = np.arange(orig.size)
-    rng = np.random.default_rng(4)
-    queries = rng.permutation(orig.size)[: orig.size // 2]
-    sizes = [len(_entries(f)["paper"]) for f in sorted(shuffled.glob("part*/orig_nids.dgl"))]
-    ends = np.cumsum(sizes)
-    frame = pd.DataFrame({"id": queries, "label": queries * 3, "vec": list(np.stack([queries, -queries], 1))})
-    result = lookup_ids(
-        shuffled, frame, tmp_path / "lk", type="paper", column="id", labels=["label", "vec"], by="id", block_rows=150
-    )
-    seen = []
-    for p in range(len(sizes)):
-        nids = np.load(tmp_path / f"lk/part{p}/paper.nids.npy")
-        found = np.load(tmp_path / f"lk/part{p}/paper.orig_nids.npy")
-        assert (np.diff(nids) > 0).all()
-        np.testing.assert_array_equal(nids, inverse[found])
-        np.testing.assert_array_equal(np.load(tmp_path / f"lk/part{p}/paper.label.npy"), found * 3)
-        np.testing.assert_array_equal(np.load(tmp_path / f"lk/part{p}/paper.vec.npy"), np.stack([found, -found], 1))
-        assert ((nids >= ends[p] - sizes[p]) & (nids < ends[p])).all()
-        seen.append(found)
-    np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(queries))
-    assert sum(result.rows) == queries.size
-
-
 def test_an_original_id_named_twice_names_both_places(shuffled: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     shutil.copytree(shuffled, broken)
     f0, f1 = broken / "part0/orig_nids.dgl", broken / "part1/orig_nids.dgl"
-    e0, e1 = _entries(f0), _entries(f1)
+    e0, e1 = entries(f0), entries(f1)
     # swap one ID for one of the same block elsewhere: counts per block stay right, one ID twice, one missing
     e1["paper"] = e1["paper"].copy()
     e1["paper"][2] = e0["paper"][5]
     write_tensor_dict(f1, e1)
     np.save(
-        tmp_path / "r.npy", np.zeros(sum(len(_entries(f)["paper"]) for f in (f0, f1, broken / "part2/orig_nids.dgl")))
+        tmp_path / "r.npy", np.zeros(sum(len(entries(f)["paper"]) for f in (f0, f1, broken / "part2/orig_nids.dgl")))
     )
     with pytest.raises(RemapError) as err:
         remap_results(broken, {"paper": str(tmp_path / "r.npy")}, tmp_path / "o", block_bytes=1 << 30)

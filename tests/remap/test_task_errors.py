@@ -120,10 +120,10 @@ def _slow_write(path: str) -> int:
 
 def _threaded_compute(tasks: list[object]) -> None:
     from dgl_chunked.cli.context import local_threads
-    from dgl_chunked.dispatch.runner import StageRunner
+    from dgl_chunked.compute import StageRunner
 
     with local_threads():
-        StageRunner(client=None, progress=False).compute(tasks, "test")
+        StageRunner(client=None, progress=False, command="test").compute(tasks, "test")
 
 
 @pytest.mark.parametrize("where", ["threads", "cluster"])
@@ -133,7 +133,7 @@ def test_a_failed_stage_returns_after_its_running_tasks(
     """The caller cleans up its staging right after the error: no task of the stage may still be writing."""
     from dask.delayed import delayed
 
-    from dgl_chunked.dispatch.runner import StageRunner
+    from dgl_chunked.compute import StageRunner
 
     target = tmp_path / "late.txt"
     tasks = [
@@ -144,5 +144,5 @@ def test_a_failed_stage_returns_after_its_running_tasks(
         if where == "threads":
             _threaded_compute(tasks)
         else:
-            StageRunner(client=request.getfixturevalue("client"), progress=False).compute(tasks, "test")
+            StageRunner(client=request.getfixturevalue("client"), progress=False, command="test").compute(tasks, "test")
     assert target.read_text() == "done"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from dgl_chunked.errors import OutputExistsError
 from dgl_chunked.storage.owned import (
     MARKER_NAME,
     ForeignDataError,
@@ -23,6 +24,7 @@ from dgl_chunked.storage.owned import (
     clear_owned,
     create_owned_dir,
     make_scratch_dir,
+    prepare_owned_output,
     read_marker,
     remove_owned,
 )
@@ -117,6 +119,37 @@ def test_clear_keeps_the_marker_and_remove_removes_all(tmp_path: Path) -> None:
     assert os.listdir(out) == [MARKER_NAME]
     remove_owned(out, expected=["part*"])
     assert not os.path.exists(out)
+
+
+def test_an_output_with_a_manifest_is_finished_only_when_the_manifest_is_there(tmp_path: Path) -> None:
+    """remap's and lookup's rule: an interrupted output (ours, no manifest) is redone without --overwrite."""
+    out = str(tmp_path / "out")
+
+    def prepare(overwrite: bool) -> None:
+        prepare_owned_output(
+            out, "remap", overwrite=overwrite, expected=["nodes", "_tmp", "remap.json"], manifest="remap.json"
+        )
+
+    prepare(False)
+    (tmp_path / "out" / "_tmp").mkdir()  # an interrupted run: emptied, no flag needed
+    prepare(False)
+    assert os.listdir(out) == [MARKER_NAME]
+    (tmp_path / "out" / "nodes").mkdir()
+    (tmp_path / "out" / "remap.json").write_text("{}")
+    with pytest.raises(OutputExistsError, match=r"holds an earlier remap output \(remap\.json\); pass --overwrite"):
+        prepare_owned_output(
+            out, "remap", overwrite=False, expected=["nodes", "_tmp", "remap.json"], manifest="remap.json"
+        )
+    assert sorted(os.listdir(out)) == sorted([MARKER_NAME, "nodes", "remap.json"])  # nothing removed
+    _foreign(tmp_path / "out" / "notes.txt")
+    with pytest.raises(ForeignDataError, match="notes.txt"):  # checked before anything is removed
+        prepare_owned_output(
+            out, "remap", overwrite=True, expected=["nodes", "_tmp", "remap.json"], manifest="remap.json"
+        )
+    assert (tmp_path / "out" / "remap.json").exists()
+    (tmp_path / "out" / "notes.txt").unlink()
+    prepare(True)
+    assert os.listdir(out) == [MARKER_NAME]
 
 
 @pytest.mark.parametrize(

@@ -42,8 +42,9 @@ from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.stages import keeps_edge_owners
 from dgl_chunked.errors import OptionError
-from dgl_chunked.io.chunked.files import file_sizes
 from dgl_chunked.io.chunked.graph import ChunkedGraph
+from dgl_chunked.io.formats import get_format
+from dgl_chunked.io.formats.files import file_sizes
 from dgl_chunked.storage import fs
 
 __all__ = [
@@ -63,8 +64,6 @@ REQUEST_UP_BYTES = 1800
 REQUEST_SECONDS = 0.015
 """Round trip of one small request to the storage (S3 API on the benchmark's server,
 measured: about 100 requests of the client's opening took 1.5-1.8 s)."""
-PARQUET_FOOTER_READ = 64 << 10
-"""What Arrow reads at a Parquet file's end to find its footer."""
 OWNER_BYTES = 4
 """Bytes per node of the staged owners (``nodes/<t>/part``, int32)."""
 
@@ -209,8 +208,8 @@ def _client_open(graph: ChunkedGraph, size: Mapping[str, int]) -> tuple[int, int
     for data in (meta.node_data, meta.edge_data):
         for feats in data.values():
             for src in feats.values():
-                block = PARQUET_FOOTER_READ if src.format == "parquet" else fs.HEADER_BLOCK
-                down += sum(size[p] if src.format == "csv" else min(size[p], block) for p in src.paths)
+                block = get_format(src.format).header_bytes
+                down += sum(size[p] if block is None else min(size[p], block) for p in src.paths)
                 requests += len(src.paths)  # its header (sizes come from one listing per folder)
     requests += sum(len(src.paths) for src in meta.edges.values())
     # ownership marks, the staging's fingerprint, group and node arrays (created by the client)

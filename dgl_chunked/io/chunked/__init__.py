@@ -2,9 +2,8 @@
 
 - :mod:`.model` is the frozen model of ``metadata.json``; :mod:`.metadata` parses
   and checks the JSON into it;
-- :mod:`.formats` reads and writes one chunk file, dispatching by format to
-  :mod:`.csv_files`, :mod:`.parquet_files` and :mod:`.npy_files` (which open files
-  through :mod:`.files`);
+- :mod:`.formats` reads and writes one chunk file through the format registry
+  (:mod:`dgl_chunked.io.formats`, one module per file format);
 - :mod:`.chunks` holds the per-file references and task kernels, and :mod:`.graph`
   builds lazy Dask views of the whole graph from metadata alone;
 - :mod:`.validate` checks every chunk file and reports every problem.

@@ -1,27 +1,19 @@
-"""Per-chunk readers and writers of the Chunked Graph Format: the format registry.
+"""Per-chunk readers and writers of the Chunked Graph Format, over the format registry.
 
-One small module per ``format.name`` (:mod:`.csv_files`, :mod:`.parquet_files`,
-:mod:`.npy_files`) sits behind this registry (DGL's ``array_readwriter`` idea),
-which checks a ``format`` object and dispatches. Every function is a pure kernel:
-it takes a path (local or fsspec URL) plus ``storage_options`` and returns numpy
-arrays; none of them imports Dask.
+One module per ``format.name`` registers itself in :mod:`dgl_chunked.io.formats`
+(DGL's ``array_readwriter`` idea); this module checks a ``format`` object against
+the format's declared roles and options and calls its reader or writer. Every
+function is a pure kernel: it takes a path (local or fsspec URL) plus
+``storage_options`` and returns numpy arrays; none of them imports Dask.
 
-========  ======  ========  =====================================================
-name      edges   features  options
-========  ======  ========  =====================================================
-csv       yes     no        ``delimiter`` (one character, default ``","`` as in
-                            DGL's ``CSVArrayParser``), ``header`` (bool, default
-                            False; a dgl_chunked extension that DGL rejects)
-parquet   yes     yes       ``columns`` (list of column names to use; a
-                            dgl_chunked extension that DGL rejects)
-numpy     no      yes       none
-========  ======  ========  =====================================================
-
-Edges: CSV rows are ``src<delim>dst[<delim>ignored...]`` with no header; Parquet
-uses its first two (integer) columns. Features: ``.npy`` files are memory-mapped
-locally; Parquet follows DGL 2.1.0's ``ParquetArrayParser``: ``(rows, columns)``
-(one scalar column gives ``(rows, 1)``), a single list column gives vector rows, and
-the schema metadata key ``b"shape"`` reshapes the array (``(rows,)``: 1-D).
+Each format declares its roles (``edges``, ``features``) and its ``format`` options
+in its own module (:mod:`dgl_chunked.io.formats.csv`, ``.parquet``, ``.npy``); the
+options are listed in ``docs/spec/chunked-format.md``. Edges: CSV rows are
+``src<delim>dst[<delim>ignored...]`` with no header; a table format uses its first
+two (integer) columns. Features: ``.npy`` files are memory-mapped locally; a table
+format follows DGL 2.1.0's ``ParquetArrayParser``: ``(rows, columns)`` (one scalar
+column gives ``(rows, 1)``), a single list column gives vector rows, and the schema
+metadata key ``b"shape"`` reshapes the array (``(rows,)``: 1-D).
 """
 
 from __future__ import annotations
@@ -35,23 +27,13 @@ import pyarrow as pa
 
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.errors import UnsupportedFormatError
-from dgl_chunked.io.chunked.csv_files import count_csv_rows, read_csv_edges, write_csv_edges
-from dgl_chunked.io.chunked.files import file_size, makedirs_for, read_errors
-from dgl_chunked.io.chunked.npy_files import npy_feature_info, read_npy_feature, read_npy_header, write_npy
-from dgl_chunked.io.chunked.parquet_files import (
-    feature_table,
-    parquet_feature_info,
-    read_footer,
-    read_parquet_edges,
-    read_parquet_feature,
-    write_parquet,
-)
+from dgl_chunked.io.formats import formats_with, get_format
+from dgl_chunked.io.formats.files import file_size, makedirs_for, read_errors
+from dgl_chunked.io.formats.npy import read_npy_header
 from dgl_chunked.storage import fs
 
 __all__ = [
     "FEATURE_DTYPES",
-    "FORMAT_OPTIONS",
-    "IGNORED_OPTIONS_FORMATS",
     "count_edge_rows",
     "feature_dtype",
     "read_npy_header",
@@ -83,22 +65,6 @@ FEATURE_DTYPES: frozenset[np.dtype[Any]] = frozenset(
 )
 """Feature dtypes DGL's pipeline accepts (``docs/spec/chunked-format.md``, "Feature files")."""
 
-FORMAT_OPTIONS: Mapping[str, Mapping[str, type | tuple[type, ...]]] = {
-    "csv": {"delimiter": str, "header": bool},
-    "parquet": {"columns": list},
-    "numpy": {},
-}
-"""Allowed option keys (besides ``name``) and their JSON types, per format."""
-
-IGNORED_OPTIONS_FORMATS = frozenset({"parquet", "numpy"})
-"""Binary formats whose unknown options are dropped (with a note), not refused."""
-
-_ROLES: Mapping[str, frozenset[str]] = {
-    "csv": frozenset({"edges"}),
-    "parquet": frozenset({"edges", "features"}),
-    "numpy": frozenset({"features"}),
-}
-
 
 def feature_dtype(dtypes: Iterable[np.dtype[Any]]) -> np.dtype[Any] | None:
     """The one dtype of a feature whose files have ``dtypes``; None when they disagree.
@@ -117,7 +83,7 @@ def feature_dtype(dtypes: Iterable[np.dtype[Any]]) -> np.dtype[Any] | None:
 
 def supported_formats(role: Role) -> tuple[str, ...]:
     """Names of the formats that can hold ``role`` ("edges" or "features")."""
-    return tuple(name for name, roles in _ROLES.items() if role in roles)
+    return formats_with(role)
 
 
 def normalize_options(
@@ -137,15 +103,15 @@ def normalize_options(
     UnsupportedFormatError
         Unknown format, a format that cannot hold ``role``, or a bad option.
     """
-    if fmt not in _ROLES or role not in _ROLES[fmt]:
+    if fmt not in supported_formats(role):
         raise UnsupportedFormatError(
             f"{where}.format.name: expected one of {list(supported_formats(role))} for {role}, "
             f"found {fmt!r}; convert the files or fix the name"
         )
-    allowed = FORMAT_OPTIONS[fmt]
+    allowed = get_format(fmt).options
     out: dict[str, Any] = {}
     for key, value in options.items():
-        if key not in allowed and fmt in IGNORED_OPTIONS_FORMATS:
+        if key not in allowed and get_format(fmt).drops_options:
             if ignored is not None:
                 ignored.append(f"{where}.format.{key}")
             continue
@@ -154,9 +120,7 @@ def normalize_options(
                 f"{where}.format: expected only options {sorted(allowed)} for {fmt!r}, found {key!r}; remove it"
             )
         if not isinstance(value, allowed[key]):
-            raise UnsupportedFormatError(
-                f"{where}.format.{key}: expected {allowed[key].__name__}, found {value!r}"  # type: ignore[union-attr]
-            )
+            raise UnsupportedFormatError(f"{where}.format.{key}: expected {allowed[key].__name__}, found {value!r}")
         out[key] = list(value) if isinstance(value, list) else value
     delimiter = out.get("delimiter")
     if delimiter is not None and len(delimiter) != 1:
@@ -198,9 +162,7 @@ def read_edge_chunk(
     """
     normalize_options(fmt, options, role="edges", where=path)
     with read_errors(path, "edge file"):
-        if fmt == "csv":
-            return read_csv_edges(path, options, storage_options, allow_empty)
-        return read_parquet_edges(path, options, storage_options)
+        return get_format(fmt).read_edges(path, options, storage_options, allow_empty)
 
 
 def count_edge_rows(
@@ -210,12 +172,10 @@ def count_edge_rows(
     options: Mapping[str, Any],
     storage_options: StorageOptions = None,
 ) -> int:
-    """Number of edges in one edge file: the Parquet footer, or the non-empty CSV lines."""
+    """Number of edges in one edge file: a table's footer, or the non-empty CSV lines."""
     normalize_options(fmt, options, role="edges", where=path)
     with read_errors(path, "edge file"):
-        if fmt == "parquet":
-            return read_footer(path, storage_options).rows
-        return count_csv_rows(path, options, storage_options)
+        return get_format(fmt).count_edges(path, options, storage_options)
 
 
 def write_edge_chunk(
@@ -232,10 +192,7 @@ def write_edge_chunk(
     table = pa.table({"src": np.asarray(src, np.int64), "dst": np.asarray(dst, np.int64)})
     makedirs_for(path, storage_options)
     with fs.open_file(path, "wb", storage_options) as f:
-        if fmt == "parquet":
-            write_parquet(f, table)
-        else:
-            write_csv_edges(f, table, options)
+        get_format(fmt).write_edges(f, table, options)
 
 
 # --- features ------------------------------------------------------------------
@@ -263,9 +220,7 @@ def read_feature_chunk(
     """
     normalize_options(fmt, options, role="features", where=path)
     with read_errors(path, "feature file"):
-        if fmt == "numpy":
-            return read_npy_feature(path, storage_options, mmap)
-        return read_parquet_feature(path, options, storage_options)
+        return get_format(fmt).read_feature(path, options, storage_options, mmap)
 
 
 def feature_chunk_info(
@@ -283,9 +238,7 @@ def feature_chunk_info(
     """
     normalize_options(fmt, options, role="features", where=path)
     with read_errors(path, "feature file"):
-        if fmt == "numpy":
-            return npy_feature_info(path, storage_options)
-        return parquet_feature_info(path, options, storage_options)
+        return get_format(fmt).feature_info(path, options, storage_options)
 
 
 def write_feature_chunk(
@@ -305,10 +258,5 @@ def write_feature_chunk(
     normalize_options(fmt, {}, role="features", where=path)
     array = np.asarray(array)
     makedirs_for(path, storage_options)
-    if fmt == "numpy":
-        with fs.open_file(path, "wb", storage_options) as f:
-            write_npy(f, array)
-        return
-    table = feature_table(array, parquet_layout)
     with fs.open_file(path, "wb", storage_options) as f:
-        write_parquet(f, table)
+        get_format(fmt).write_feature(f, array, parquet_layout, path)

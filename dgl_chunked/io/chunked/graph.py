@@ -53,6 +53,7 @@ from dgl_chunked.io.chunked.groups import (
     resolve_task_bytes,
 )
 from dgl_chunked.io.chunked.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
+from dgl_chunked.io.formats import get_format
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -103,10 +104,9 @@ def _per_file(func: Callable[..., _T], source: ArraySource, storage_options: Sto
 
 
 def _counted_infos(source: ArraySource, so: StorageOptions) -> list[tuple[int, tuple[int, ...], np.dtype[Any]]] | None:
-    """Each file's ``(rows, row_shape, dtype)`` from the entry's ``row_counts`` and the
-    header or footer of its first non-empty file only; None without ``row_counts``, or
-    for an integer Parquet feature (a file with a null reads as float64, as DGL reads
-    it: every footer is needed). Each file is checked against them when it is read."""
+    """Each file's ``(rows, row_shape, dtype)`` from the entry's ``row_counts`` and the header or
+    footer of its first non-empty file only; None without ``row_counts``, or for an integer feature
+    of a table format (a null reads as float64, as DGL reads Parquet: every footer is needed)."""
     counts = source.row_counts
     first = next((k for k, n in enumerate(counts or ()) if n), None)
     if counts is None or first is None:
@@ -115,7 +115,7 @@ def _counted_infos(source: ArraySource, so: StorageOptions) -> list[tuple[int, t
     _, row_shape, dtype = _formats.feature_chunk_info(
         path, fmt=source.format, options=source.options, storage_options=so
     )
-    if source.format == "parquet" and dtype.kind in "iu":
+    if get_format(source.format).kind == "table" and dtype.kind in "iu":
         return None
     return [(n, row_shape, dtype) for n in counts]
 

@@ -28,9 +28,10 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DglChunkedError, ValidationFailed
 from dgl_chunked.io.chunked import formats as _formats
 from dgl_chunked.io.chunked.chunks import edge_id_problems
-from dgl_chunked.io.chunked.files import file_sizes
 from dgl_chunked.io.chunked.groups import EDGE_ROW_BYTES, group_ranges, resolve_task_bytes
 from dgl_chunked.io.chunked.metadata import ArraySource, ChunkedGraphMetadata, read_metadata
+from dgl_chunked.io.formats import get_format
+from dgl_chunked.io.formats.files import file_sizes
 
 __all__ = [
     "FeatureSummary",
@@ -140,7 +141,7 @@ def check_edge_file(
     size, missing = _size(path, storage_options)
     if size is None:
         return FileCheck(path=path, problems=(str(missing),))
-    if size == 0 and fmt == "csv":
+    if size == 0 and get_format(fmt).kind == "text":
         if expected_rows == 0:
             return FileCheck(path=path, rows=0)
         if expected_rows is None:
@@ -178,7 +179,7 @@ def check_feature_file(
         rows, row_shape, dtype = _formats.feature_chunk_info(
             path, fmt=fmt, options=options, storage_options=storage_options
         )
-        if fmt != "numpy":  # the footer does not prove the values convert
+        if not get_format(fmt).header_proves_values:  # a footer does not prove the values convert
             _formats.read_feature_chunk(path, fmt=fmt, options=options, storage_options=storage_options)
     except DglChunkedError as err:
         problem = "empty file: " + str(err) if size == 0 else str(err)

@@ -14,6 +14,8 @@ an output directory::
       part0/orig_nids.dgl    optional: "<ntype>" -> original per-type IDs
       part0/orig_eids.dgl    optional: "<src:rel:dst>" -> original per-type IDs
       part1/...
+      raw_id_mappings/       optional: GSProcessing's user IDs, carried beside the config
+      .dglc-owned.json       our ownership marker, of kind ``"dispatch"`` (OUTPUT_KIND)
 
 The writer lays the document out exactly as DGL 2.1's chunked pipeline does: its
 top-level keys in the pipeline's order, every type dictionary (``ntypes``,
@@ -37,6 +39,8 @@ from dgl_chunked.storage import fs
 
 __all__ = [
     "CONFIG_NAME",
+    "ID_MAPPINGS_DIR",
+    "OUTPUT_KIND",
     "PartitionConfig",
     "by_type_id",
     "config_document",
@@ -46,6 +50,11 @@ __all__ = [
 ]
 
 CONFIG_NAME = "metadata.json"
+ID_MAPPINGS_DIR = "raw_id_mappings"
+"""GSProcessing's user-ID folder: in its output, and beside the partition config, where
+GraphStorm's ``gconstruct/remap_result.py`` looks (``os.path.dirname(part_config)/raw_id_mappings``)."""
+OUTPUT_KIND = "dispatch"
+"""The kind in the ownership marker of a partition output dgl_chunked wrote (:mod:`dgl_chunked.storage.owned`)."""
 HOMOGENEOUS_NTYPES = {"_N": 0}
 HOMOGENEOUS_ETYPES = {"_N:_E:_N": 0}
 MAP_DTYPE_KEYS = ("node_map_dtype", "edge_map_dtype")

@@ -32,11 +32,11 @@ from dask.delayed import delayed
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.dispatch.runner import StageRunner
+from dgl_chunked.compute import StageRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
-from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys, user_ids_known
-from dgl_chunked.remap.lookup_tasks import (
+from dgl_chunked.lookup.queries import QueryInput, query_input
+from dgl_chunked.lookup.tasks import (
     ArraySpec,
     Shuffle,
     join_bucket,
@@ -46,15 +46,16 @@ from dgl_chunked.remap.lookup_tasks import (
     stage_queries,
     write_partition,
 )
+from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys, user_ids_known
 from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.plan import MappingInputs, absolute, mapping_inputs, mapping_source, owner_jobs, prepare_output
-from dgl_chunked.remap.queries import QueryInput, query_input
+from dgl_chunked.remap.plan import MappingInputs, absolute, mapping_inputs, mapping_source, owner_jobs
 from dgl_chunked.remap.shuffled import is_shuffled, job_slabs, stage_inverse
 from dgl_chunked.remap.spaces import resolve_type
 from dgl_chunked.remap.tasks import TypeJob, collect_counts, count_tasks
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
+from dgl_chunked.storage.buckets import bucket_schema
+from dgl_chunked.storage.owned import acquire_lease, check_no_overlap, prepare_owned_output
 
 __all__ = ["LOOKUP_ENTRIES", "LOOKUP_KIND", "LookupResult", "lookup_ids"]
 
@@ -211,7 +212,9 @@ def lookup_ids(
     source = mapping_source(space, inputs)
     job = TypeJob("q", space, regular_bounds(space.total, block_rows), source, None, None)
     with acquire_lease(out, LOOKUP_KIND, storage_options=so):
-        prepare_output(out, LOOKUP_KIND, LOOKUP_MANIFEST, LOOKUP_ENTRIES, overwrite=overwrite, storage_options=so)
+        prepare_owned_output(
+            out, LOOKUP_KIND, overwrite=overwrite, expected=LOOKUP_ENTRIES, storage_options=so, manifest=LOOKUP_MANIFEST
+        )
         try:
             rows, files = _run(job, inputs, qin, data, keys if by == "key" else None, out, formats, client, progress)
         finally:
@@ -254,7 +257,7 @@ def _run(
     progress: bool,
 ) -> tuple[tuple[int, ...], tuple[dict[str, str], ...]]:
     so = inputs.storage_options
-    runner = StageRunner(client=client, progress=progress)
+    runner = StageRunner(client=client, progress=progress, command="lookup")
     token = run_token(out, inputs.part_root, job.space, job.bounds)
     tmp = fs.join(out, "_tmp")
     [job], stores = owner_jobs([job], inputs, fs.join(tmp, "owners"), token)
@@ -362,8 +365,7 @@ def _label_specs(qin: QueryInput, data: list[Any], paths: list[str], so: Storage
         return {n: (np.asarray(a).dtype.str, tuple(np.asarray(a).shape[1:])) for n, a in first.items()}
     if not qin.label_names:
         return {}
-    with fs.open_file(paths[0], "rb", so) as f:
-        schema = pa.ipc.open_file(f).schema
+    schema = bucket_schema(paths[0], so)
     out: dict[str, Any] = {}
     for name in qin.label_names:
         kind = schema.field(name).type

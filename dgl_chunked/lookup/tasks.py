@@ -1,12 +1,12 @@
 """Task kernels of ``lookup``: queries -> (partition, new ID), as a chain of sort-based shuffles.
 
-Every stage writes Arrow IPC files with one record batch per group (hash bucket of
-keys, or block of original IDs) and the next stage reads one group from all of
-them, so no task holds more than one piece, bucket or block:
+Every stage writes bucket files (:mod:`~dgl_chunked.storage.buckets`; a bucket is a
+hash bucket of keys, or a block of original IDs) and the next stage reads one bucket
+from all of them, so no task holds more than one piece, bucket or block:
 
-1. :func:`stage_queries`: a piece of the queries -> grouped by key bucket (keys) or
+1. :func:`stage_queries`: a piece of the queries -> bucketed by key (keys) or
    by block of original IDs (IDs, range-checked);
-2. :func:`stage_keys`: a ``node_keys`` file -> ``(key, ID)`` grouped by key bucket;
+2. :func:`stage_keys`: a ``node_keys`` file -> ``(key, ID)`` bucketed by key;
 3. :func:`join_bucket`: one bucket's queries joined with its keys (a key that is
    not a node of the type is an error naming the query's file and row), regrouped
    by block;
@@ -20,89 +20,43 @@ them, so no task holds more than one piece, bucket or block:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.chunk.transforms import bucket_order, key_buckets, keys_to_numpy
-from dgl_chunked.io.chunked.files import makedirs_for
+from dgl_chunked.chunk.transforms import key_buckets
 from dgl_chunked.io.dgl.blocks import ArrayBlocks
+from dgl_chunked.io.formats.files import makedirs_for
+from dgl_chunked.io.formats.npy import npy_header_bytes, raw_bytes
 from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
+from dgl_chunked.lookup.queries import QueryInput
 from dgl_chunked.remap.blocks import run_positions
 from dgl_chunked.remap.id_mappings import Keys
 from dgl_chunked.remap.keys import check_unique_keys, join_keys
 from dgl_chunked.remap.mapping import Blocks
 from dgl_chunked.remap.model import RemapError
-from dgl_chunked.remap.outputs import npy_header_bytes, raw_bytes
-from dgl_chunked.remap.queries import QueryInput
-from dgl_chunked.remap.readers import column_to_numpy
 from dgl_chunked.remap.shuffled import inverse_block
 from dgl_chunked.remap.tasks import TypeJob, block_positions
 from dgl_chunked.storage import fs
+from dgl_chunked.storage.buckets import read_bucket, write_buckets
 
 __all__ = [
     "ArraySpec",
     "Shuffle",
     "join_bucket",
     "place_block",
-    "read_group",
     "sort_slab",
     "stage_keys",
     "stage_queries",
-    "write_grouped",
     "write_partition",
 ]
 
 ArraySpec = tuple[str, str, tuple[int, ...]]
 """``(name, dtype str, row shape)`` of one output array."""
-
-
-# --- grouped Arrow files ---------------------------------------------------------------
-
-
-def _arrow(values: npt.NDArray[Any]) -> pa.Array:
-    if values.dtype == object:
-        return pa.array(values, pa.string())
-    if values.ndim == 1:
-        return pa.array(values)
-    width = int(np.prod(values.shape[1:], dtype=np.int64))
-    return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(values).reshape(-1)), width)
-
-
-def write_grouped(
-    path: str, columns: Mapping[str, npt.NDArray[Any]], group: IdArray, num_groups: int, so: StorageOptions
-) -> None:
-    """Write ``columns`` as an Arrow IPC file whose batch ``g`` holds the rows of group ``g``."""
-    order, offsets = bucket_order(group, num_groups)
-    arrays = {name: _arrow(values[order]) for name, values in columns.items()}
-    schema = pa.schema([(name, a.type) for name, a in arrays.items()])
-    makedirs_for(path, so)
-    with fs.open_file(path, "wb", so) as f, pa.ipc.new_file(f, schema) as writer:
-        for g in range(num_groups):
-            lo, hi = int(offsets[g]), int(offsets[g + 1])
-            writer.write_batch(pa.record_batch([a.slice(lo, hi - lo) for a in arrays.values()], schema=schema))
-
-
-def read_group(paths: Sequence[str], group: int, so: StorageOptions) -> dict[str, npt.NDArray[Any]]:
-    """Group ``group`` of every file, concatenated, as numpy (strings as objects, lists 2-D)."""
-    batches = []
-    for path in paths:
-        with fs.open_file(path, "rb", so) as f:
-            batches.append(pa.ipc.open_file(f).get_batch(group))
-    table = pa.Table.from_batches(batches)
-    out = {}
-    for name in table.column_names:
-        column = table.column(name).combine_chunks()
-        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            out[name] = keys_to_numpy(column)
-        else:
-            out[name] = column_to_numpy(column, (), name)
-    return out
 
 
 def _block_of(ids: IdArray, bounds: tuple[int, ...]) -> IdArray:
@@ -123,8 +77,9 @@ def stage_queries(
     if by_key:
         if queries.text_keys and keys.dtype != object:  # matched as text (join_keys): hash them as text too
             keys = keys.astype(str).astype(object)
-        group = key_buckets(keys, num_buckets)
-        write_grouped(path, {"key": keys, **columns}, group, num_buckets, queries.storage_options)
+        write_buckets(
+            path, {"key": keys, **columns}, key_buckets(keys, num_buckets), num_buckets, queries.storage_options
+        )
         return int(keys.shape[0])
     if keys.dtype == object:
         raise RemapError(f"{where(0)}: holds text {keys[0]!r}; looking up by original ID needs integers")
@@ -135,14 +90,14 @@ def stage_queries(
         raise RemapError(
             f"{where(at)}: original ID {int(ids[at])} is outside [0, {job.space.total}) of {job.space.label}"
         )
-    write_grouped(
+    write_buckets(
         path, {"type_nid": ids, **columns}, _block_of(ids, job.bounds), len(job.bounds) - 1, queries.storage_options
     )
     return int(keys.shape[0])
 
 
 def stage_keys(keys: Keys, piece: int, num_buckets: int, path: str) -> None:
-    """Stage piece ``piece`` of the keys (a node_keys file, a piece of raw_id_mappings) grouped by key bucket.
+    """Stage piece ``piece`` of the keys (a node_keys file, a piece of raw_id_mappings) bucketed by key.
 
     Each row also keeps its piece and row, so that a repeated key can be named with
     both places it appears.
@@ -150,7 +105,7 @@ def stage_keys(keys: Keys, piece: int, num_buckets: int, path: str) -> None:
     values, ids = keys.pairs(piece)
     rows = np.arange(values.shape[0], dtype=np.int64)
     columns = {"key": values, "type_nid": ids, "piece": np.full(values.shape[0], piece, np.int64), "row": rows}
-    write_grouped(path, columns, key_buckets(values, num_buckets), num_buckets, keys.storage_options)
+    write_buckets(path, columns, key_buckets(values, num_buckets), num_buckets, keys.storage_options)
 
 
 def _where(queries: QueryInput, piece: int, row: int) -> str:
@@ -179,9 +134,9 @@ def join_bucket(
 ) -> None:
     """Join bucket ``bucket``'s queries with its keys and regroup them by block of original IDs."""
     so = queries.storage_options
-    keys = read_group(key_paths, bucket, so)
+    keys = read_bucket(key_paths, bucket, so)
     check_unique_keys(source, keys, job.space.label)
-    found = read_group(query_paths, bucket, so)
+    found = read_bucket(query_paths, bucket, so)
     order = np.argsort(found["key"], kind="stable")  # equal keys share a bucket: a repeat is found here
     sorted_keys = found["key"][order]
     repeat = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
@@ -197,7 +152,7 @@ def join_bucket(
             f"of {job.space.label} (not in {source.label})"
         )
     found.pop("key")
-    write_grouped(path, {"type_nid": ids, **found}, _block_of(ids, job.bounds), len(job.bounds) - 1, so)
+    write_buckets(path, {"type_nid": ids, **found}, _block_of(ids, job.bounds), len(job.bounds) - 1, so)
 
 
 # --- 4-5. blocks and partitions ------------------------------------------------------------
@@ -212,7 +167,7 @@ class Shuffle:
     """The shuffle route of a lookup (``orig_*.dgl`` not ascending, :mod:`~dgl_chunked.remap.shuffled`).
 
     ``stage`` holds the slabs' ``(original ID, new ID)`` staged by block (``offsets``
-    per slab); block ``k``'s answers go to ``regroup/<k>.arrow`` grouped by slab of
+    per slab); block ``k``'s answers go to ``regroup/<k>.arrow`` bucketed by slab of
     ``grid``, so that :func:`sort_slab` writes each partition's pieces in ascending
     new-ID order.
     """
@@ -241,7 +196,7 @@ def place_block(
     assert job.blocks is not None
     so = queries.storage_options
     lo, hi = job.bounds[k], job.bounds[k + 1]
-    found = read_group(paths, k, so)
+    found = read_bucket(paths, k, so)
     type_nid = found["type_nid"]
     order = np.argsort(type_nid, kind="stable")
     found = {name: values[order] for name, values in found.items()}
@@ -261,9 +216,9 @@ def place_block(
     found["nids"], found["orig_nids"] = nids, type_nid
     counts = np.bincount(part, minlength=job.space.num_parts).astype(np.int64)
     if shuffle is not None:
-        group = shuffle.grid.block_of(part, nids - job.space.offsets[part])
+        slab = shuffle.grid.block_of(part, nids - job.space.offsets[part])
         columns = {name: found[name] for name, _, _ in arrays}
-        write_grouped(shuffle.regroup_path(k), columns, group, shuffle.grid.num_blocks, so)
+        write_buckets(shuffle.regroup_path(k), columns, slab, shuffle.grid.num_blocks, so)
         return counts
     for p in np.flatnonzero(counts).tolist():
         sel = part == p
@@ -280,7 +235,7 @@ def sort_slab(
 ) -> IdArray:
     """Slab ``s``'s answers from every block, in ascending new-ID order, as pieces of its partition."""
     paths = [shuffle.regroup_path(k) for k in range(len(job.bounds) - 1)]
-    found = read_group(paths, s, so)
+    found = read_bucket(paths, s, so)
     order = np.argsort(found["nids"], kind="stable")
     p = int(np.argmax(shuffle.grid.counts[s]))
     counts = np.zeros(job.space.num_parts, np.int64)

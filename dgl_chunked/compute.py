@@ -1,4 +1,11 @@
-"""Runs dispatch's stages: one compute per stage, on a given client or the current scheduler."""
+"""Runs a command's stages: one compute per stage, on a given client or the current scheduler.
+
+A stage here is one Dask computation of a command: its tasks, computed together and
+timed, their results returned in task order (``dispatch``, ``remap`` and ``lookup``
+run through it). Each command names itself: the runner logs under the command's
+logger (``dgl_chunked.<command>`` unless given one) as ``<command> stage: <name> (<n>
+tasks)``, so a line says which command's step it was.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from dgl_chunked._dask import current_client
 
 __all__ = ["SETTLE_SECONDS", "StageRunner", "settle"]
 
-logger = logging.getLogger("dgl_chunked.dispatch.api")
+logger = logging.getLogger(__name__)
 
 
 SETTLE_SECONDS = 60.0
@@ -48,16 +55,31 @@ def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS)
 
 
 class StageRunner:
-    """Runs one stage's tasks on the given client or the current scheduler."""
+    """Runs one stage's tasks of ``command`` on the given client or the current scheduler.
 
-    def __init__(self, *, client: Any, progress: bool) -> None:
+    Parameters
+    ----------
+    client
+        A ``distributed.Client`` (or a future of one), or None for Dask's current scheduler.
+    progress
+        Show a progress bar per stage.
+    command
+        The command whose stages these are (``"dispatch"``, ``"remap"``, ...): named in
+        every log line and error of the runner.
+    log
+        The logger of the stage lines; default ``dgl_chunked.<command>``.
+    """
+
+    def __init__(self, *, client: Any, progress: bool, command: str, log: logging.Logger | None = None) -> None:
         self.client = client
         self.progress = progress
+        self.command = command
+        self.log = log if log is not None else logging.getLogger(f"dgl_chunked.{command}")
         self.seconds: dict[str, float] = {}
         self.tasks: dict[str, int] = {}
 
     def compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
-        logger.info("dispatch stage: %s (%d tasks)", stage, len(tasks))
+        self.log.info("%s stage: %s (%d tasks)", self.command, stage, len(tasks))
         self.tasks[stage] = len(tasks)
         start = time.perf_counter()
         try:
@@ -78,7 +100,7 @@ class StageRunner:
             return
         for worker, result in client.run(func, on_error="return").items():
             if isinstance(result, OSError):
-                logger.info("%s not run on %s, which left: %s", getattr(func, "__name__", func), worker, result)
+                self.log.info("%s not run on %s, which left: %s", getattr(func, "__name__", func), worker, result)
             elif isinstance(result, BaseException):
                 raise result
 
@@ -88,7 +110,7 @@ class StageRunner:
             return ()
         by_key = {task.key: task for task in tasks}
         if len(by_key) != len(tasks):  # a key named twice would silently share one result
-            raise RuntimeError(f"dispatch stage {stage!r}: {len(tasks) - len(by_key)} task key(s) repeat")
+            raise RuntimeError(f"{self.command} stage {stage!r}: {len(tasks) - len(by_key)} task key(s) repeat")
         client = current_client(self.client)
         if client is not None:
             futures = client.compute(list(by_key.values()))  # a future's key is its task's

@@ -1,4 +1,5 @@
-"""Parquet chunk files: the one footer reader, edge and feature readers, writers.
+"""Parquet files (format ``parquet``): the one footer reader, edge and feature files of
+the Chunked Graph Format, and ``dgl-chunked chunk``'s raw input read by row ranges.
 
 Every Parquet file dgl_chunked reads is opened by :func:`open_parquet` (one error
 for a file that is not Parquet), and its row count, schema, row groups and
@@ -6,16 +7,14 @@ for a file that is not Parquet), and its row count, schema, row groups and
 raw inputs of ``dgl-chunked chunk`` alike.
 
 Edges use the file's first two (integer) columns, or ``format.columns``. Features
-follow DGL 2.1.0's ``ParquetArrayParser``: the columns as ``(rows, columns)`` (one
-scalar column gives ``(rows, 1)``), a single list column as ``(rows, length)``, then
-the schema metadata key ``b"shape"`` reshapes the array; nulls are NaN.
+follow DGL 2.1.0's ``ParquetArrayParser`` (:mod:`.arrow_tables`). A raw piece reads
+only the row groups that overlap it, streamed in batches (memory: the piece plus one
+batch).
 """
 
 from __future__ import annotations
 
-import ast
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
@@ -27,31 +26,128 @@ import pyarrow.parquet as pq
 
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.errors import ChunkMismatchError, ChunkReadError, one_line
-from dgl_chunked.io.chunked.files import source
-from dgl_chunked.storage import fs, npy
+from dgl_chunked.io.formats.arrow_tables import (
+    checked_row_shape,
+    common_dtype,
+    edge_columns,
+    feature_table,
+    fixed_size_rows,
+    is_list,
+    read_dtype,
+    shape_metadata,
+    slice_batches,
+    table_feature,
+)
+from dgl_chunked.io.formats.files import source
+from dgl_chunked.io.formats.pieces import FileInfo, Piece, raw_file_size
+from dgl_chunked.io.formats.registry import FileFormat, register_format
+from dgl_chunked.io.formats.rows import RowFile, table_row_file, table_rows
+from dgl_chunked.storage import fs
 
 __all__ = [
+    "FOOTER_READ",
     "ParquetFooter",
-    "feature_table",
+    "ParquetFormat",
     "footer_of",
-    "is_list",
     "open_parquet",
     "parquet_feature_info",
     "read_footer",
-    "read_table",
     "read_parquet_edges",
     "read_parquet_feature",
-    "shape_metadata",
+    "read_parquet_piece",
+    "read_table",
     "write_parquet",
 ]
 
-
-_SHAPE = re.compile(rb"\(\s*\d+\s*(,\s*\d+\s*)*,?\s*\)")
+FOOTER_READ = 64 << 10
+"""What Arrow reads at a Parquet file's end to find its footer (the network forecast's figure)."""
 
 THREADED_READ_BYTES = 16 << 20
 """Files with more uncompressed bytes than this are decoded by Arrow's thread pool:
 below it, starting the threads cost more than they saved (a 4k-row mask file of a
 256-file graph: 0.19 against 0.08 ms per read)."""
+
+
+@register_format
+class ParquetFormat(FileFormat):
+    """Parquet tables: edges and features of a Chunked Graph Format input, ``chunk``'s raw input,
+    ``remap``'s result files and output tables, ``lookup``'s queries."""
+
+    name = "parquet"
+    title = "Parquet"
+    extensions = (".parquet", ".pq")
+    roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys", "results", "queries", "outputs"})
+    kind = "table"
+    options = {"columns": list}
+    raw_options = frozenset({"columns", "column"})
+    header_bytes = FOOTER_READ
+
+    def read_edges(
+        self, path: str, options: Mapping[str, Any], storage_options: StorageOptions, allow_empty: bool
+    ) -> tuple[IdArray, IdArray]:
+        return read_parquet_edges(path, options, storage_options)
+
+    def count_edges(self, path: str, options: Mapping[str, Any], storage_options: StorageOptions) -> int:
+        return read_footer(path, storage_options).rows
+
+    def write_edges(self, f: IO[bytes], table: pa.Table, options: Mapping[str, Any]) -> None:
+        write_parquet(f, table)
+
+    def read_feature(
+        self, path: str, options: Mapping[str, Any], storage_options: StorageOptions, mmap: bool
+    ) -> npt.NDArray[Any]:
+        return read_parquet_feature(path, options, storage_options)
+
+    def feature_info(
+        self, path: str, options: Mapping[str, Any], storage_options: StorageOptions
+    ) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
+        return parquet_feature_info(path, options, storage_options)
+
+    def write_feature(
+        self, f: IO[bytes], array: npt.NDArray[Any], layout: Literal["columns", "list"], path: str
+    ) -> None:
+        write_parquet(f, feature_table(array, layout))
+
+    def inspect(
+        self, path: str, where: str, *, delimiter: str, header: bool, storage_options: StorageOptions
+    ) -> FileInfo:
+        size = raw_file_size(path, where, storage_options)
+        footer = read_footer(path, storage_options, where=where)
+        return FileInfo(
+            path=path,
+            size=size,
+            rows=footer.rows,
+            names=tuple(footer.schema.names),
+            types=tuple(footer.schema.types),
+            row_groups=footer.row_groups,
+        )
+
+    def read_piece(
+        self, piece: Piece, info: FileInfo, columns: Sequence[str], storage_options: StorageOptions
+    ) -> pa.Table:
+        return read_parquet_piece(piece, info, columns, storage_options)
+
+    def open_result(self, path: str, key: str | None, storage_options: StorageOptions) -> RowFile:
+        info = self.inspect(path, "result file", delimiter=",", header=False, storage_options=storage_options)
+        return table_row_file(self, self.name, info, key, storage_options)
+
+    def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
+        return table_rows(self, file, lo, hi)
+
+    def write_result_table(
+        self,
+        path: str,
+        names: Sequence[str],
+        arrays: Sequence[npt.NDArray[Any] | pa.Array],
+        delimiter: str,
+        storage_options: StorageOptions,
+    ) -> None:
+        columns = {
+            n: a if isinstance(a, pa.Array) else fixed_size_rows(np.asarray(a))
+            for n, a in zip(names, arrays, strict=True)
+        }
+        with fs.open_file(path, "wb", storage_options) as f:
+            pq.write_table(pa.table(columns), f)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,28 +236,6 @@ def _group_bytes(group: Any) -> tuple[int, int]:
     return (min(lo for lo, _ in spans), max(hi for _, hi in spans)) if spans else (0, 0)
 
 
-def shape_metadata(schema: pa.Schema, path: str) -> tuple[int, ...] | None:
-    """The ``b"shape"`` schema metadata (DGL's), or None when absent."""
-    raw = (schema.metadata or {}).get(b"shape")
-    if not raw:  # DGL's reader: `shape = ... if shape else arr.shape`
-        return None
-    if _SHAPE.fullmatch(raw):  # what DGL and numpy write: "(5000, 16)" (no parser, no lock)
-        return tuple(int(s) for s in raw.strip(b"()").split(b",") if s.strip())
-    try:
-        with npy.HEADER_LOCK:  # CPython 3.11's ast is not thread-safe
-            shape = ast.literal_eval(raw.decode())
-        return tuple(int(s) for s in shape)
-    except (ValueError, SyntaxError, TypeError) as err:
-        raise ChunkReadError(
-            f"feature file {path!r}: schema metadata 'shape' should be a tuple like '(10, 4)', found {raw!r}"
-        ) from err
-
-
-def is_list(dtype: pa.DataType) -> bool:
-    """True for the list, large list and fixed-size list Arrow types."""
-    return bool(pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype))
-
-
 # --- edges ---------------------------------------------------------------------------
 
 
@@ -177,85 +251,10 @@ def read_parquet_edges(
                 f"edge file {path!r}: expected 2 columns (src, dst), found {pf.schema_arrow.names}"
             )
         table = read_table(pf, path, columns[:2])
-    out = []
-    for name in columns[:2]:
-        column = table.column(name)
-        if not pa.types.is_integer(column.type):
-            raise ChunkMismatchError(
-                f"edge file {path!r}: column {name!r}: expected integer node IDs, found type "
-                f"{column.type}; cast the column to int64"
-            )
-        if column.null_count:
-            row = pc.index(pc.is_null(column), True).as_py()
-            raise ChunkMismatchError(
-                f"edge file {path!r}: row {row + 1}, column {name!r}: expected a node ID, found null"
-            )
-        try:
-            out.append(np.ascontiguousarray(column.cast(pa.int64()).to_numpy(), dtype=np.int64))
-        except pa.ArrowInvalid as err:
-            raise ChunkMismatchError(f"edge file {path!r}: column {name!r}: {err}") from err
-    return out[0], out[1]
+    return edge_columns(table, columns[:2], path)
 
 
 # --- features ----------------------------------------------------------------------------
-
-
-def _numeric(dtype: pa.DataType, name: str, path: str) -> None:
-    if not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_boolean(dtype)):
-        raise ChunkMismatchError(
-            f"feature file {path!r}: column {name!r}: expected a numeric or bool type, found {dtype}"
-        )
-
-
-def _read_dtype(dtype: pa.DataType, nulls: int, name: str, path: str) -> np.dtype[Any]:
-    """The numpy dtype pandas gives a column (what DGL's reader sees): an integer column
-    with a null is float64 (the nulls NaN), a float column keeps its type (NaN)."""
-    _numeric(dtype, name, path)
-    if nulls and pa.types.is_boolean(dtype):
-        raise ChunkMismatchError(
-            f"feature file {path!r}: column {name!r}: bool values with {nulls} nulls (DGL reads them as Python "
-            "objects and fails); fill the nulls"
-        )
-    if nulls and pa.types.is_integer(dtype):
-        return np.dtype(np.float64)
-    out: np.dtype[Any] = np.dtype(dtype.to_pandas_dtype())
-    return out
-
-
-def _common_dtype(dtypes: list[np.dtype[Any]], names: list[str], path: str) -> np.dtype[Any]:
-    """``DataFrame.to_numpy()``'s dtype for the columns: numpy's promotion, but bool with
-    another type is an object array there (DGL fails on it): refused."""
-    kinds = {d.kind == "b" for d in dtypes}
-    if len(kinds) > 1:
-        raise ChunkMismatchError(
-            f"feature file {path!r}: columns {names} mix bool with {sorted({str(d) for d in dtypes})} "
-            "(DGL reads them as Python objects and fails); cast them to one type"
-        )
-    return np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
-
-
-def _values(column: pa.ChunkedArray | pa.Array, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
-    """A flat column as ``dtype``, nulls as NaN (only float dtypes come with nulls)."""
-    if column.null_count:
-        column = pc.fill_null(column.cast(pa.from_numpy_dtype(dtype)), float("nan"))
-    return np.asarray(column.to_numpy(zero_copy_only=False)).astype(dtype, copy=False)
-
-
-def _vectors(column: pa.ChunkedArray, name: str, path: str) -> npt.NDArray[Any]:
-    """A list column as ``(rows, length)``: ``np.array(column.to_list())`` in DGL."""
-    column = column.combine_chunks()
-    if column.null_count:
-        row = pc.index(pc.is_null(column), True).as_py()
-        raise ChunkMismatchError(f"feature file {path!r}: row {row + 1}, column {name!r}: found a null vector")
-    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-    if lengths.size and (lengths.min() != lengths.max()):
-        raise ChunkMismatchError(
-            f"feature file {path!r}: list column {name!r}: expected vectors of one length, "
-            f"found lengths {int(lengths.min())}..{int(lengths.max())}"
-        )
-    flat = column.flatten()
-    values = _values(flat, _read_dtype(flat.type, flat.null_count, name, path))
-    return values.reshape(len(column), int(lengths[0]) if lengths.size else 0)
 
 
 def read_parquet_feature(path: str, options: Mapping[str, Any], storage_options: StorageOptions) -> npt.NDArray[Any]:
@@ -268,27 +267,7 @@ def read_parquet_feature(path: str, options: Mapping[str, Any], storage_options:
     with source(path, storage_options) as src:
         pf = open_parquet(src, path)
         table = read_table(pf, path, options.get("columns"))
-    shape = shape_metadata(pf.schema_arrow, path)
-    names = table.schema.names
-    if table.num_columns == 1 and is_list(table.schema.types[0]):
-        array = _vectors(table.column(0), names[0], path)
-    else:
-        dtypes = [_read_dtype(table.column(i).type, table.column(i).null_count, n, path) for i, n in enumerate(names)]
-        common = _common_dtype(dtypes, names, path)
-        if len(names) == 1:  # the common case (Spark, GSProcessing): no copy
-            array = _values(table.column(0), common).reshape(-1, 1)
-        else:
-            array = np.empty((table.num_rows, len(names)), common)
-            for i, dtype in enumerate(dtypes):
-                array[:, i] = _values(table.column(i), dtype)
-    if shape is not None:
-        if int(np.prod(shape)) != array.size:
-            raise ChunkMismatchError(
-                f"feature file {path!r}: schema metadata shape {shape} does not fit "
-                f"{array.size} values; fix or drop the 'shape' metadata"
-            )
-        array = array.reshape(shape)
-    return array
+    return table_feature(table, shape_metadata(pf.schema_arrow, path), path)
 
 
 def _null_counts(pf: pq.ParquetFile, names: list[str], path: str) -> list[int]:
@@ -332,7 +311,7 @@ def parquet_feature_info(
         nullable = [n for n, t in zip(names, types, strict=True) if pa.types.is_integer(t) or pa.types.is_boolean(t)]
         if len(types) == 1 and is_list(types[0]):
             nulls = _null_counts(pf, names, path) if pa.types.is_integer(types[0].value_type) else [0]
-            dtype = _read_dtype(types[0].value_type, nulls[0], names[0], path)
+            dtype = read_dtype(types[0].value_type, nulls[0], names[0], path)
             if pa.types.is_fixed_size_list(types[0]):
                 row_shape: tuple[int, ...] = (types[0].list_size,)
             elif footer.rows:
@@ -342,41 +321,37 @@ def parquet_feature_info(
                 row_shape = (0,)
         else:
             counts = dict(zip(nullable, _null_counts(pf, nullable, path), strict=True))
-            dtypes = [_read_dtype(t, counts.get(n, 0), n, path) for n, t in zip(names, types, strict=True)]
-            dtype = _common_dtype(dtypes, names, path)
+            dtypes = [read_dtype(t, counts.get(n, 0), n, path) for n, t in zip(names, types, strict=True)]
+            dtype = common_dtype(dtypes, names, path)
             row_shape = (len(types),)
-    shape = shape_metadata(footer.schema, path)
-    if shape is not None:
-        if not shape or shape[0] != footer.rows or int(np.prod(shape)) != footer.rows * int(np.prod(row_shape)):
-            raise ChunkMismatchError(
-                f"feature file {path!r}: schema metadata shape {shape} does not start with the "
-                f"file's {footer.rows} rows or does not fit its values; fix the 'shape' metadata"
-            )
-        row_shape = shape[1:]
-    return footer.rows, row_shape, dtype
-
-
-def feature_table(array: npt.NDArray[Any], layout: Literal["columns", "list"]) -> pa.Table:
-    """A feature array as an Arrow table with DGL's ``b"shape"`` schema metadata, so
-    that DGL's reader (and ours) gives back the array's shape: a 1-D array stays 1-D
-    (without the metadata one column reads as ``(rows, 1)``).
-
-    2-D arrays become one column per dimension (``"columns"``) or a single list
-    column of vectors (``"list"``, the Spark ML layout: an Arrow ``list``, the only
-    list type DGL 2.1.0's reader takes as vectors).
-    """
-    if array.ndim == 1:
-        table = pa.table({"0": array})
-    elif layout == "list":
-        flat = pa.array(np.ascontiguousarray(array).reshape(-1))
-        offsets = pa.array((np.arange(len(array) + 1, dtype=np.int64) * array.shape[1]).astype(np.int32))
-        table = pa.table({"vector": pa.ListArray.from_arrays(offsets, flat)})
-    else:
-        flat2 = array.reshape(array.shape[0], int(np.prod(array.shape[1:])))
-        table = pa.table({str(i): flat2[:, i] for i in range(flat2.shape[1])})
-    return table.replace_schema_metadata({"shape": str(tuple(array.shape))})
+    return footer.rows, checked_row_shape(shape_metadata(footer.schema, path), footer.rows, row_shape, path), dtype
 
 
 def write_parquet(f: IO[bytes], table: pa.Table) -> None:
     """Write ``table`` as one Parquet file (pyarrow's defaults: the output bytes are pinned)."""
     pq.write_table(table, f)
+
+
+# --- raw input pieces ----------------------------------------------------------------
+
+
+def read_parquet_piece(
+    piece: Piece,
+    info: FileInfo,
+    columns: Sequence[str],
+    storage_options: StorageOptions = None,
+    *,
+    batch_rows: int = 1 << 16,
+) -> pa.Table:
+    """Rows ``[piece.start, piece.stop)`` of ``columns``.
+
+    Only the row groups that overlap the piece are read, streamed in batches of
+    ``batch_rows`` so that a row group larger than the piece is never held whole.
+    """
+    bounds = np.concatenate([[0], np.cumsum(info.row_groups)]).astype(np.int64)
+    groups = [g for g in range(len(info.row_groups)) if bounds[g] < piece.stop and bounds[g + 1] > piece.start]
+    with fs.open_file(piece.path, "rb", storage_options) as f:
+        pf = open_parquet(f, piece.path)
+        row = int(bounds[groups[0]]) if groups else 0
+        batches = pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=list(columns))
+        return slice_batches(batches, row, piece.start, piece.stop, pf.schema_arrow, columns)

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.orc as orc
 import pytest
 
 from dgl_chunked.chunk import read_orig_keys
 from dgl_chunked.cli import main
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.graphbolt.torch_tensors import read_torch_file
-from dgl_chunked.remap import lookup_ids
+from dgl_chunked.lookup import lookup_ids
 from dgl_chunked.verify import load_partition_output
-
-from .conftest import Parts
+from tests.remap.conftest import Parts
 
 
 def _truth(out: Path, ntype: str) -> list[np.ndarray]:
@@ -99,6 +101,32 @@ def test_ids_with_labels_from_parquet_csv_npy_and_memory(hetero: Parts, tmp_path
     assert manifest["by"] == "id" and sum(manifest["rows"]) == len(ids) and manifest["labels"] == ["label"]
 
 
+def test_ids_with_labels_from_orc_stripes(hetero: Parts, tmp_path: Path) -> None:
+    """ORC queries (io/formats/orc.py) are read stripe by stripe, named columns and vector labels as Parquet's."""
+    n = sum(len(o) for o in _truth(hetero.out, "paper"))
+    rng = np.random.default_rng(5)
+    ids = rng.permutation(n)[: n // 2]
+    vec = rng.normal(size=(len(ids), 2)).astype(np.float32)
+    table = pa.table({"label": ids % 5, "paper_id": ids, "vec": pa.array(list(vec), pa.list_(pa.float32()))})
+    orc.write_table(table, str(tmp_path / "q.orc"), stripe_size=1, batch_size=50)
+    assert orc.ORCFile(str(tmp_path / "q.orc")).nstripes > 2
+    lookup_ids(
+        hetero.out,
+        tmp_path / "q.orc",
+        tmp_path / "a",
+        type="paper",
+        column="paper_id",
+        labels=["label", "vec"],
+        by="id",
+        block_rows=100,
+    )
+    labels = {
+        "label": dict(zip(ids.tolist(), (ids % 5).tolist(), strict=True)),
+        "vec": dict(zip(ids.tolist(), vec, strict=True)),
+    }
+    _check(hetero.out, tmp_path / "a", "paper", labels, len(ids))
+
+
 def _check_npy_only(result_dir: Path, out: Path) -> None:
     for p in range(len(_truth(out, "paper"))):
         assert (result_dir / f"part{p}" / "paper.nids.npy").exists()
@@ -160,3 +188,13 @@ def test_bad_queries_name_the_file_and_row(
     _refused(capsys, [*base, "--queries", str(tmp_path / "q.csv"), "--column", "nope"], "no column 'nope'")
     with pytest.raises(OptionError, match="keys are unknown"):
         lookup_ids(parts.out, np.array([1, 2]), tmp_path / "x", by="key")
+
+
+def test_log_lines_name_lookup_not_dispatch(hetero: Parts, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """lookup's stages log under its own logger and say "lookup stage", never "dispatch stage"."""
+    with caplog.at_level(logging.INFO, logger="dgl_chunked"):
+        lookup_ids(hetero.out, np.arange(0, 50, 7), tmp_path / "o", type="paper", by="id")
+    stages = [r for r in caplog.records if " stage: " in r.getMessage()]
+    assert stages and {r.name for r in stages} == {"dgl_chunked.lookup"}
+    assert all(r.getMessage().startswith("lookup stage: ") for r in stages)
+    assert "write partitions" in {r.getMessage().removeprefix("lookup stage: ").split(" (")[0] for r in stages}

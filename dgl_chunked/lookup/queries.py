@@ -15,7 +15,6 @@ says where each row came from (file and row or line), for messages.
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,27 +24,16 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.chunk.sources import (
-    FileInfo,
-    Piece,
-    csv_line_number,
-    inspect_file,
-    read_csv_piece,
-    read_npy_rows,
-    read_parquet_piece,
-)
 from dgl_chunked.chunk.transforms import keys_to_numpy
+from dgl_chunked.io.formats import FileInfo, Piece, format_of_path, formats_with, get_format, inspect_file
+from dgl_chunked.io.formats.csv import head_schema
+from dgl_chunked.io.formats.rows import column_to_numpy
 from dgl_chunked.remap.inputs import expand_files
 from dgl_chunked.remap.model import RemapError, ResultFile
-from dgl_chunked.remap.readers import column_to_numpy
-from dgl_chunked.storage import fs
 
 __all__ = ["QueryInput", "QueryPiece", "query_input"]
-
-_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "csv", ".npy": "numpy"}
 
 
 @dataclass(frozen=True)
@@ -82,8 +70,9 @@ class QueryInput:
         if self.format == "memory":
             return f"queries row {piece.start + row}"
         path = self.files[piece.file].path
-        if self.format == "csv":
-            return f"{path} line {csv_line_number(path, offset, row, self.storage_options)}"
+        fmt = get_format(self.format)
+        if fmt.kind == "text":
+            return f"{path} line {fmt.line_number(path, offset, row, self.storage_options)}"
         return f"{path} row {piece.start + row}"
 
     def read(
@@ -95,16 +84,17 @@ class QueryInput:
             keys, labels = data
             return keys, labels, lambda r: self.describe(piece, r)
         info = self.files[piece.file]
-        if self.format == "numpy":
-            keys = read_npy_rows(info.path, info, piece.start, piece.stop, so)
+        fmt = get_format(self.format)
+        if fmt.kind == "array":
+            keys = fmt.read_rows(info.path, info, piece.start, piece.stop, so)
             return keys, {}, lambda r: self.describe(piece, r)
         columns = [self.column, *self.labels]
-        if self.format == "parquet":
-            table = read_parquet_piece(Piece(path=info.path, start=piece.start, stop=piece.stop), info, columns, so)
+        if fmt.kind == "table":
+            table = fmt.read_piece(Piece(path=info.path, start=piece.start, stop=piece.stop), info, columns, so)
             offset = 0
         else:
             key_type = pa.string() if self.text_keys else pa.int64()
-            offset, table = read_csv_piece(
+            offset, table = fmt.read_text_piece(
                 Piece(path=info.path, start=piece.start, stop=piece.stop),
                 where="queries",
                 delimiter=self.delimiter,
@@ -127,10 +117,12 @@ class QueryInput:
 
 
 def _format(path: str) -> str:
-    ext = os.path.splitext(path.rstrip("/"))[1].lower()
-    if ext not in _FORMATS:
-        raise RemapError(f"{path}: expected a .parquet, .csv, .tsv or .npy file of queries")
-    return _FORMATS[ext]
+    """The format of a query file, from its extension (``tsv`` reads as ``csv``)."""
+    fmt = format_of_path(path, "queries")
+    if fmt is None:
+        exts = [get_format(name).extensions[0] for name in formats_with("queries")]
+        raise RemapError(f"{path}: expected a {', '.join(exts[:-1])} or {exts[-1]} file of queries")
+    return get_format(fmt).reads_as
 
 
 def _pieces(sizes: Sequence[int], size: int) -> tuple[QueryPiece, ...]:
@@ -140,35 +132,26 @@ def _pieces(sizes: Sequence[int], size: int) -> tuple[QueryPiece, ...]:
     return tuple(out) or (QueryPiece(0, 0, 0),)  # no queries: one empty piece still stages the columns
 
 
-def _select(info: FileInfo, column: Any, what: str, fmt: str) -> Any:
-    """A column as the reader wants it: a Parquet name, a CSV 0-based index."""
+def _select(info: FileInfo, column: Any, what: str, kind: str) -> Any:
+    """A column as the reader wants it: a table's name, a CSV 0-based index."""
     if isinstance(column, int) and not isinstance(column, bool):
         if not 0 <= column < len(info.names):
             raise RemapError(f"{info.path}: has {len(info.names)} columns; {what} {column} is not one of them")
-        return info.names[column] if fmt == "parquet" else column
+        return info.names[column] if kind == "table" else column
     if column not in info.names:
         raise RemapError(f"{info.path}: has no column {column!r} ({what}); found {list(info.names)}")
-    return column if fmt == "parquet" else info.names.index(column)
+    return column if kind == "table" else info.names.index(column)
 
 
 def _csv_label_types(
     info: FileInfo, labels: Sequence[int], delimiter: str, header: bool, so: StorageOptions
 ) -> list[pa.DataType]:
-    with fs.open_file(info.path, "rb", so) as f:
-        head = f.read(1 << 16)
-    head = head[: head.rfind(b"\n") + 1] or head
-    table = pacsv.read_csv(
-        io.BytesIO(head),
-        read_options=pacsv.ReadOptions(autogenerate_column_names=not header),
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-    )
+    schema = head_schema(info.path, delimiter, header, so)
     out = []
     for j in labels:
-        kind = table.schema.types[j]
+        kind = schema.types[j]
         if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
-            raise RemapError(
-                f"{info.path}: label column {table.column_names[j]!r} holds {kind}; labels must be numbers"
-            )
+            raise RemapError(f"{info.path}: label column {schema.names[j]!r} holds {kind}; labels must be numbers")
         out.append(pa.float64() if pa.types.is_floating(kind) else kind)
     return out
 
@@ -201,7 +184,8 @@ def query_input(
         raise RemapError(f"queries: mix file types {sorted(formats)}; give files of one type")
     fmt = formats.pop()
     infos = [inspect_file(p, fmt, "queries", delimiter=delimiter, header=header, storage_options=so) for p in files]
-    if fmt == "numpy":
+    kind = get_format(fmt).kind
+    if kind == "array":
         if labels:
             raise RemapError(f"{files[0]}: an .npy file holds keys or IDs only; put labels in a Parquet or CSV table")
         for info in infos:
@@ -219,11 +203,11 @@ def query_input(
             storage_options=so,
         ), []
     first = infos[0]
-    key = first.names[0] if column is None and fmt == "parquet" else (0 if column is None else column)
-    picked = [_select(i, key, "the key column", fmt) for i in infos]
-    chosen = tuple(_select(first, c, "label column", fmt) for c in labels)
-    names = tuple(str(c) if fmt == "parquet" or isinstance(c, str) else f"label{c}" for c in labels)
-    if fmt == "parquet":
+    key = first.names[0] if column is None and kind == "table" else (0 if column is None else column)
+    picked = [_select(i, key, "the key column", kind) for i in infos]
+    chosen = tuple(_select(first, c, "label column", kind) for c in labels)
+    names = tuple(str(c) if kind == "table" or isinstance(c, str) else f"label{c}" for c in labels)
+    if kind == "table":
         types = tuple(first.types[first.names.index(c)] for c in chosen)
         sizes = [int(i.rows or 0) for i in infos]
         per = piece_rows
