@@ -20,6 +20,10 @@ log lines, summed per name over the run): ``stage`` (staging, degrees, tiers),
 ``uncoarsen``, ``purify`` (summed over the cluster weights), ``refine`` (settling and
 refining the finalists) and ``fill``.
 
+With ``BENCH_LP_LIVE=1`` in the environment each phase is also printed on stderr as it
+ends (long runs). Planted-community graphs above 20M edges are drawn in pieces of 10M
+edges (same model), so generating 10M nodes / 100M edges peaks at about 2.3 GB.
+
 With ``--dispatch`` and both ``random`` and ``lp``, a line per graph and partition count
 gives ``lp +disp / random +disp`` (issue #8 asks for at most 3 on 2 workers).
 
@@ -82,7 +86,7 @@ def _sbm(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
     """The skewed planted-community graph (train/val/test masks 60/20/20), cached."""
     path = os.path.join(work_dir, f"sbm-skewed-{nodes}-{edges}-{chunks}")
     if not os.path.exists(os.path.join(path, "metadata.json")):
-        edges_uv = planted_partition_edges(nodes, edges, 64, skewed=True)
+        edges_uv = _planted(nodes, edges)
         r = np.random.default_rng(1).random(nodes)
         masks = {"train_mask": r < 0.6, "val_mask": (r >= 0.6) & (r < 0.8), "test_mask": r >= 0.8}
         truth = GraphTruth(
@@ -96,11 +100,43 @@ def _sbm(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
     return open_chunked_graph(path)
 
 
+_PIECE_EDGES = 10_000_000
+
+
+def _planted(nodes: int, edges: int) -> tuple[Any, Any]:
+    """The edges of the skewed planted-community graph: ``planted_partition_edges`` up to
+    ``2 * _PIECE_EDGES`` edges; above, the same model (its communities, seed 0) drawn in
+    pieces of ``_PIECE_EDGES`` (seeds ``(0, piece)``), so that generating 100M edges
+    holds the two edge arrays and one piece's temporaries (about 2 GB), not 6 GB."""
+    if edges <= 2 * _PIECE_EDGES:
+        return planted_partition_edges(nodes, edges, 64, skewed=True)
+    rng = np.random.default_rng(0)
+    sizes = rng.pareto(1.5, 64) + 1
+    sizes = np.maximum(1, sizes / sizes.sum() * nodes).astype(np.int64)
+    sizes[-1] += nodes - sizes.sum()
+    comm = rng.permutation(np.repeat(np.arange(64), sizes))
+    members = np.argsort(comm, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(comm, minlength=64))])
+    src, dst = np.empty(edges, np.int64), np.empty(edges, np.int64)
+    for piece, lo in enumerate(range(0, edges, _PIECE_EDGES)):
+        m = min(_PIECE_EDGES, edges - lo)
+        r = np.random.default_rng((0, piece))
+        s = r.integers(0, nodes, m)
+        c = comm[s]
+        inside = members[starts[c] + (r.random(m) * (starts[c + 1] - starts[c])).astype(np.int64)]
+        src[lo : lo + m] = s
+        dst[lo : lo + m] = np.where(r.random(m) < 0.9, inside, r.integers(0, nodes, m))
+    return src, dst
+
+
 def _record_phases() -> None:
     """In a worker: keep the ``lp: phase NAME: S s`` log lines (``multilevel.phase``) in
     a handler of the ``lp`` logger (this function travels by value: a module global here
     would be a copy per function)."""
     import logging
+    import os
+    import sys
+    import time
 
     class Keep(logging.Handler):
         phases: list[tuple[str, float]]
@@ -108,6 +144,8 @@ def _record_phases() -> None:
         def emit(self, record: logging.LogRecord) -> None:
             if isinstance(record.msg, str) and record.msg.startswith("lp: phase ") and record.args:
                 self.phases.append((str(record.args[0]), float(record.args[1])))  # type: ignore[index]
+                if os.environ.get("BENCH_LP_LIVE"):  # long runs: each phase on stderr as it ends
+                    print(f"  {time.strftime('%H:%M:%S')} {record.getMessage()}", file=sys.stderr, flush=True)
 
     log = logging.getLogger("dgl_chunked.partition.lp")
     log.setLevel(logging.INFO)

@@ -101,11 +101,28 @@ but the final fill ignores it, so ``balance_edges`` is best effort (the report
 shows the result).
 
 **Time** goes to the coarsening. Measured with ``benchmarks/bench_lp.py --sbm
-1000000:10000000 --parts 8`` (skewed planted communities, 2 workers on 2 cores, other
-jobs running, load average 2-5): ``lp`` 199 s (stage 1.9, streaming 4.1, coarsen 136.8,
-initial 0.9, uncoarsen 23.8, purify 21.1, refine 9.4), cut 0.2188; METIS 26.9 s, cut
-0.1991; KaMinPar 20.2 s, cut 0.2609. The coarsening's group-by of ``(node, cluster)``
-pairs is compiled (:mod:`.pair_sums`, numba).
+1000000:10000000 --parts 8`` (skewed planted communities, 2 workers on 2 cores shared
+with other jobs; issue #38). With 4 clustering rounds per level and 4 refinement
+rounds per coarse level (load average 2-5): ``lp`` 199 s (stage 1.9, streaming 4.1,
+coarsen 136.8, initial 0.9, uncoarsen 23.8, purify 21.1, refine 9.4), cut 0.2188;
+METIS 26.9 s, cut 0.1991; KaMinPar 20.2 s, cut 0.2609. With 2 and 2 (the defaults
+since), in one run at load average 9-15: ``lp`` 588 s (stage 17.8, streaming 37.6,
+coarsen 404.4, initial 1.0, uncoarsen 36.6, purify 49.0, refine 39.7), cut 0.2054,
+958 / 967 MB per worker; METIS 153.5 s, cut 0.1991; KaMinPar 87.0 s, cut 0.2609:
+``lp`` takes 3.8x METIS's time there (7.4x before). Per task kind, over a whole run
+(2 workers, compute seconds summed over tasks, 4 and 4 rounds, one cluster weight,
+load average 12): clustering proposals 251 s (192 tasks), coarse-level refinement
+126 s (128), contraction 99 s (40), purification 80 s (8), cuts at the input 71 s
+(16), streaming histograms 36 s (119); the rest under 13 s each. The coarsening's
+group-by of ``(node, cluster)`` pairs is compiled (:mod:`.pair_sums`, numba); the
+second cluster weight (``LPConfig.extra_cluster_weights``) doubles the multilevel
+time (without it: 79 s at 1M, cut unchanged there, but 1-2% more cut on the 50k
+planted-community graphs at 16 parts). At 10M / 100M (same run conditions, load 3-11)
+``lp`` did not finish within 24 minutes: stage 116.9 s, streaming 152.1 s, the first
+coarsening 659.2 s (at 1M: 17.8, 37.6 and 263.5 s, at load 9-15), and the workers' peak
+RSS had reached 1547 / 1477 MB (958 / 967 MB at 1M): not flat. Its scratch store
+held 33 GB then: 17 coarsening levels, levels 1-7 2.9-4.7 GB each (slow shrinking,
+and every level's files kept until the end).
 
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
