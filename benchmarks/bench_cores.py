@@ -6,7 +6,7 @@ worker count of ``--workers`` on a fresh LocalCluster (processes x 1 thread, sta
 the CLI starts them: :func:`dgl_chunked.cluster.dask_client`), inside Dask's task stream.
 Per stage of the run it prints
 
-- ``tasks``: tasks the stage ran (``DispatchResult.stage_tasks``);
+- ``tasks``: tasks the stage ran (``DispatchResult.step_tasks``);
 - ``work``: the sum of the stage's task seconds (``compute`` spans of the task stream);
 - ``longest``: its longest task;
 - ``idle``: the seconds of the stage's window in which no task runs anywhere (the
@@ -59,11 +59,11 @@ from typing import Any
 
 BEFORE = "(before dispatch)"
 PREDICTED_AT = (1, 2, 4, 8, 16)
-STAGE_LINE = re.compile(r"dispatch stage: (.+) \((\d+) tasks\)")
+STAGE_LINE = re.compile(r"step: (.+) \((\d+) tasks\)")
 
 
 class _StageStarts(logging.Handler):
-    """Records when each dispatch stage starts (its ``dispatch stage: X (N tasks)`` log line)."""
+    """Records when each dispatch stage starts (its ``step: X (N tasks)`` log line)."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -170,8 +170,8 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
     finally:
         api_log.removeHandler(handler)
         api_log.setLevel(old_level)
-    windows = [(name, start, start + result.stage_seconds.get(name, 0.0)) for name, start in handler.starts]
-    table = stage_table(records, windows, dict(result.stage_tasks), t0, t1)
+    windows = [(name, start, start + result.step_seconds.get(name, 0.0)) for name, start in handler.starts]
+    table = stage_table(records, windows, dict(result.step_tasks), t0, t1)
     table["workers"] = workers
     table["cluster_start"] = cluster_s
     shutil.rmtree(out, ignore_errors=True)
@@ -224,7 +224,7 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
             f"\n{w} worker(s): wall {run['wall']:.2f} s (cluster start {run['cluster_start']:.2f} s apart), "
             f"client (no task runs) {run['client']:.2f} s, of it {run['between']:.2f} s between and after stages"
         )
-        print(f"  {'stage':<28} {'tasks':>6} {'window s':>9} {'work s':>8} {'longest s':>10} {'idle s':>7}")
+        print(f"  {'step':<28} {'tasks':>6} {'window s':>9} {'work s':>8} {'longest s':>10} {'idle s':>7}")
         for name, row in run["stages"].items():
             print(
                 f"  {name:<28} {row['tasks']:>6} {row['seconds']:>9.2f} {row['work']:>8.2f} "

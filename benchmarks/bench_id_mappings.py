@@ -103,7 +103,7 @@ def main() -> None:
     import pandas as pd
 
     import dgl_chunked as dglc
-    from dgl_chunked.remap.outputs import npy_header_bytes
+    from dgl_chunked.remap.result_files import npy_header_bytes
 
     with tempfile.TemporaryDirectory(dir=args.work_dir, prefix="dglc-bench-idmap-") as tmp:
         work = Path(tmp)

@@ -161,7 +161,7 @@ def _in_client(topo: Topology, args: list[str], logs: Path, what: str) -> dict[s
 
 
 class _StageClock(logging.Handler):
-    """Counters and time at every dispatch stage's start (the runner logs each one)."""
+    """Counters and time at every dispatch step's start (the runner logs each one)."""
 
     def __init__(self, topo: Topology) -> None:
         super().__init__(logging.INFO)
@@ -173,8 +173,8 @@ class _StageClock(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if message.startswith("dispatch stage: "):
-            self.mark(message.removeprefix("dispatch stage: ").split(" (")[0])
+        if message.startswith("step: "):
+            self.mark(message.removeprefix("step: ").split(" (")[0])
 
 
 def _graph_arguments(parser: argparse.ArgumentParser) -> None:
@@ -241,7 +241,7 @@ def client_main(result_path: str, argv: list[str]) -> None:
                 {
                     "marks": clock.marks,
                     "worker_peak_rss_mb": rss,
-                    "stages_s": result.stage_seconds,
+                    "stages_s": result.step_seconds,
                     "forecast": dataclasses.asdict(plan.network) if plan.network else None,
                 }
             )

@@ -151,7 +151,7 @@ def _run_once(
         "partition_s": t_partition,
         "dispatch_s": t_dispatch,
         "total_s": t_partition + t_dispatch,
-        "dispatch_stages_s": result.stage_seconds,
+        "dispatch_stages_s": result.step_seconds,
         "edges": result.config.num_edges,
         "edges_per_s": result.config.num_edges / (t_partition + t_dispatch),
         "worker_peak_rss_mb": sorted(worker_rss.values()),

@@ -85,7 +85,7 @@ def _graph(work: Path, nodes: int) -> Path:
 
 def _results(path: Path, rows: int, dim: int) -> int:
     """A ``float32[dim]`` result array of ``rows`` rows, written a slice at a time (no memmap held)."""
-    from dgl_chunked.remap.outputs import npy_header_bytes
+    from dgl_chunked.remap.result_files import npy_header_bytes
 
     rng = np.random.default_rng(0)
     with open(path, "wb") as f:

@@ -109,9 +109,9 @@ def run_dispatch(graph_dir: Path, out: Path, workers: int) -> dict[str, Any]:
         parts = dglc.assign_partitions(graph, NUM_PARTS, method="random", seed=SEED)
         options = dglc.DispatchOptions(progress=False)
         result = dglc.dispatch(graph, parts, out, num_parts=NUM_PARTS, options=options, client=client)
-        stages = dict(result.stage_seconds)
+        stages = dict(result.step_seconds)
         write = stages.pop("write partitions", 0.0)
-        return {"staging_s": sum(stages.values()), "write_s": write, "stages_s": result.stage_seconds}
+        return {"staging_s": sum(stages.values()), "write_s": write, "stages_s": result.step_seconds}
 
     result = _on_fresh_cluster(job, workers)
     result["digest"] = _tree_digest(out)

@@ -52,12 +52,12 @@ def fit(rows: list[dict[str, Any]], work: Path, base_mb: float, threads: int) ->
     base = int(base_mb * 2**20)
     cal = replace(
         cal,
-        stage_overhead_s=round(over_a, 3),
+        step_overhead_s=round(over_a, 3),
         edge_overhead_s=round(edge_a, 3),
         write_overhead_s=round(write_a, 3),
         partition_overhead_s=round(part_a, 3),
         partition_s_per_node=float(f"{part_b:.3g}"),
-        node_stage_s_per_node=float(f"{node_b:.3g}"),
+        node_step_s_per_node=float(f"{node_b:.3g}"),
         edge_s_per_edge=float(f"{edge_b:.3g}"),
         write_s_per_edge=float(f"{write_b:.3g}"),
         write_s_per_node=0.0,

@@ -41,7 +41,7 @@ from dgl_chunked.io import (
 if TYPE_CHECKING:
     from dgl_chunked.chunk import chunk_graph
     from dgl_chunked.convert_graphbolt import convert_to_graphbolt
-    from dgl_chunked.dispatch.forecast import RunForecast, RunPlan, forecast_run, plan_run
+    from dgl_chunked.dispatch.forecast import RunForecast, forecast_run
     from dgl_chunked.lookup import LookupResult, lookup_ids
     from dgl_chunked.partition import (
         LPConfig,
@@ -66,9 +66,7 @@ _LAZY = {
     "compute_partition_report": "dgl_chunked.partition",
     "make_assignment": "dgl_chunked.partition",
     "RunForecast": "dgl_chunked.dispatch.forecast",
-    "RunPlan": "dgl_chunked.dispatch.forecast",
     "forecast_run": "dgl_chunked.dispatch.forecast",
-    "plan_run": "dgl_chunked.dispatch.forecast",
     "run": "dgl_chunked.pipeline",
     "LookupResult": "dgl_chunked.lookup",
     "RemapResult": "dgl_chunked.remap",
@@ -108,6 +106,7 @@ __all__ = [
     "PartitionReport",
     "RemapResult",
     "ResultSource",
+    "RunForecast",
     "SynthSpec",
     "ValidationReport",
     "VerifyReport",
@@ -118,6 +117,7 @@ __all__ = [
     "convert_to_graphbolt",
     "dispatch",
     "errors",
+    "forecast_run",
     "load_partition_output",
     "lookup_ids",
     "make_assignment",
@@ -129,10 +129,6 @@ __all__ = [
     "read_tensor_dict",
     "remap_results",
     "run",
-    "forecast_run",
-    "RunForecast",
-    "plan_run",
-    "RunPlan",
     "validate_chunked_graph",
     "verify_partitions",
     "write_assignment",

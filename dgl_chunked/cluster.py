@@ -232,7 +232,7 @@ def dask_client(
 PREIMPORTED = (
     "dgl_chunked.pipeline",
     "dgl_chunked.dispatch.finalize",
-    "dgl_chunked.dispatch.stages",
+    "dgl_chunked.dispatch.kernels",
     "dgl_chunked.io.chunked.chunks",
     "pyarrow.csv",
     "zarr",

@@ -1,4 +1,4 @@
-"""Runs a command's stages: one compute per stage, on a given client or the current scheduler.
+"""Runs a command's stages: one compute per step, on a given client or the current scheduler.
 
 A stage here is one Dask computation of a command: its tasks, computed together and
 timed, their results returned in task order (``dispatch``, ``remap`` and ``lookup``
@@ -19,13 +19,13 @@ import dask
 
 from dgl_chunked._dask import current_client
 
-__all__ = ["SETTLE_SECONDS", "StageRunner", "settle"]
+__all__ = ["SETTLE_SECONDS", "StepRunner", "settle"]
 
 logger = logging.getLogger(__name__)
 
 
 SETTLE_SECONDS = 60.0
-"""How long a failed stage waits for its tasks still running on workers."""
+"""How long a failed step waits for its tasks still running on workers."""
 
 
 def _executing(dask_worker: Any) -> list[str]:
@@ -39,7 +39,7 @@ def _executing(dask_worker: Any) -> list[str]:
 
 
 def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS) -> None:
-    """After a task of a stage failed: cancel the others and wait (up to ``timeout``) until no worker
+    """After a task of a step failed: cancel the others and wait (up to ``timeout``) until no worker
     still runs one, so that the caller's cleanup of its staging does not race their writes."""
     keys = {str(f.key) for f in futures}
     deadline = time.monotonic() + timeout
@@ -50,12 +50,12 @@ def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS)
             if not any(isinstance(v, list) and keys.intersection(v) for v in running.values()):
                 return
             time.sleep(0.1)
-    except Exception:  # noqa: BLE001 - best effort: the stage's own error is what the caller reports
-        logger.debug("could not wait for the failed stage's running tasks", exc_info=True)
+    except Exception:  # noqa: BLE001 - best effort: the step's own error is what the caller reports
+        logger.debug("could not wait for the failed step's running tasks", exc_info=True)
 
 
-class StageRunner:
-    """Runs one stage's tasks of ``command`` on the given client or the current scheduler.
+class StepRunner:
+    """Runs one step's tasks of ``command`` on the given client or the current scheduler.
 
     Parameters
     ----------
@@ -78,14 +78,14 @@ class StageRunner:
         self.seconds: dict[str, float] = {}
         self.tasks: dict[str, int] = {}
 
-    def compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
-        self.log.info("%s stage: %s (%d tasks)", self.command, stage, len(tasks))
-        self.tasks[stage] = len(tasks)
+    def compute(self, tasks: Sequence[Any], step: str) -> tuple[Any, ...]:
+        self.log.info("%s stage: %s (%d tasks)", self.command, step, len(tasks))
+        self.tasks[step] = len(tasks)
         start = time.perf_counter()
         try:
-            return self._compute(tasks, stage)
+            return self._compute(tasks, step)
         finally:
-            self.seconds[stage] = time.perf_counter() - start
+            self.seconds[step] = time.perf_counter() - start
 
     def run_everywhere(self, func: Callable[[], Any]) -> None:
         """Call ``func()`` in every worker process (and here, for in-process schedulers).
@@ -104,13 +104,13 @@ class StageRunner:
             elif isinstance(result, BaseException):
                 raise result
 
-    def _compute(self, tasks: Sequence[Any], stage: str) -> tuple[Any, ...]:
+    def _compute(self, tasks: Sequence[Any], step: str) -> tuple[Any, ...]:
         """Results in the order of ``tasks``, matched to them by task key."""
         if not tasks:
             return ()
         by_key = {task.key: task for task in tasks}
         if len(by_key) != len(tasks):  # a key named twice would silently share one result
-            raise RuntimeError(f"{self.command} stage {stage!r}: {len(tasks) - len(by_key)} task key(s) repeat")
+            raise RuntimeError(f"{self.command} stage {step!r}: {len(tasks) - len(by_key)} task key(s) repeat")
         client = current_client(self.client)
         if client is not None:
             futures = client.compute(list(by_key.values()))  # a future's key is its task's
@@ -118,7 +118,7 @@ class StageRunner:
                 if self.progress:
                     from distributed import progress
 
-                    print(f"[dgl-chunked] {stage}")
+                    print(f"[dgl-chunked] {step}")
                     progress(futures)
                     print()
                 results = {f.key: value for f, value in zip(futures, client.gather(futures), strict=True)}

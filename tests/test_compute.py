@@ -1,4 +1,4 @@
-"""StageRunner (dgl_chunked.compute): stage lines name their command; run_everywhere skips a worker that left."""
+"""StepRunner (dgl_chunked.compute): stage lines name their command; run_everywhere skips a worker that left."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from distributed.comm.core import CommClosedError
 
-from dgl_chunked.compute import StageRunner
+from dgl_chunked.compute import StepRunner
 
 
 class _Client:
@@ -26,7 +26,7 @@ class _Client:
 def test_runs_here_and_in_every_worker() -> None:
     ran: list[str] = []
     client = _Client({"tcp://a": None, "tcp://b": None})
-    StageRunner(client=client, progress=False, command="test").run_everywhere(lambda: ran.append("here"))
+    StepRunner(client=client, progress=False, command="test").run_everywhere(lambda: ran.append("here"))
     assert ran == ["here"]
     assert len(client.calls) == 1
     assert client.calls[0][1] == "return"
@@ -34,20 +34,20 @@ def test_runs_here_and_in_every_worker() -> None:
 
 def test_a_worker_that_left_is_skipped() -> None:
     client = _Client({"tcp://a": None, "tcp://b": CommClosedError("in <TCP (closed) Scheduler Broadcast>")})
-    StageRunner(client=client, progress=False, command="test").run_everywhere(lambda: None)  # no error
+    StepRunner(client=client, progress=False, command="test").run_everywhere(lambda: None)  # no error
 
 
 def test_an_error_of_the_function_is_raised() -> None:
     client = _Client({"tcp://a": None, "tcp://b": ValueError("bad cache")})
     with pytest.raises(ValueError, match="bad cache"):
-        StageRunner(client=client, progress=False, command="test").run_everywhere(lambda: None)
+        StepRunner(client=client, progress=False, command="test").run_everywhere(lambda: None)
 
 
 def test_stage_lines_name_the_command_and_its_logger(caplog: pytest.LogCaptureFixture) -> None:
     from dask.delayed import delayed
 
     tasks = [delayed(lambda x: x * 2, pure=True)(i, dask_key_name=f"dglc-test-double-{i}") for i in range(3)]
-    runner = StageRunner(client=None, progress=False, command="remap")
+    runner = StepRunner(client=None, progress=False, command="remap")
     with caplog.at_level(logging.INFO, logger="dgl_chunked"):
         assert runner.compute(tasks, "double") == (0, 2, 4)
     [record] = [r for r in caplog.records if "stage" in r.getMessage()]
@@ -60,4 +60,4 @@ def test_a_repeated_task_key_names_the_command() -> None:
 
     tasks = [delayed(abs, pure=False)(-1, dask_key_name="dglc-test-same") for _ in range(2)]
     with pytest.raises(RuntimeError, match=r"^lookup stage 'twice': 1 task key\(s\) repeat$"):
-        StageRunner(client=None, progress=False, command="lookup").compute(tasks, "twice")
+        StepRunner(client=None, progress=False, command="lookup").compute(tasks, "twice")

@@ -85,7 +85,7 @@ def _dispatch(graph_dir: Path, out: Path, task_bytes: int) -> dict[str, int]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # small types leave a partition empty
         result = dispatch(graph, parts, out, num_parts=3, options=ORIG)
-    return result.stage_tasks
+    return result.step_tasks
 
 
 def test_dispatch_bytes_do_not_depend_on_task_size_or_files(graphs: dict[str, Path], tmp_path: Path) -> None:

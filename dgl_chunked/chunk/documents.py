@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dgl_chunked.chunk import tasks
+from dgl_chunked.chunk.kernels import split_counts
 from dgl_chunked.chunk.plan import RelationPlan
-from dgl_chunked.chunk.transforms import split_counts
 from dgl_chunked.chunk.writer import Run
 
 __all__ = ["metadata_document", "node_keys_document"]

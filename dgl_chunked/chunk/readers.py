@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgl_chunked._typing import IdArray, StorageOptions
+from dgl_chunked.chunk.kernels import keys_to_numpy
 from dgl_chunked.chunk.probe import INT64, SourcePlan, kind
-from dgl_chunked.chunk.transforms import keys_to_numpy
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.formats import FileInfo, Piece, get_format
 
-__all__ = ["EdgeEnds", "RowLocator", "read_edge_block", "read_feature_rows", "read_key_block"]
+__all__ = ["EdgeEnds", "RowLocator", "read_edge_pieces", "read_feature_rows", "read_key_pieces"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,7 +150,7 @@ def _check_range(ids: IdArray, count: int | None, name: str, where: str, locate:
         )
 
 
-def read_edge_block(
+def read_edge_pieces(
     plan: SourcePlan, pieces: tuple[Piece, ...], ends: EdgeEnds, so: StorageOptions = None
 ) -> tuple[list[npt.NDArray[Any]], list[int]]:
     """``([src, dst], rows per piece)`` of one block.
@@ -181,7 +181,7 @@ def read_edge_block(
     return out, rows
 
 
-def read_key_block(
+def read_key_pieces(
     plan: SourcePlan, pieces: tuple[Piece, ...], so: StorageOptions = None
 ) -> tuple[npt.NDArray[Any], list[int]]:
     """``(keys, rows per piece)`` of one block; keys are int64 or an object array of str."""

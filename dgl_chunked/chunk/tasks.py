@@ -27,14 +27,14 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.chunk import transforms as tf
+from dgl_chunked.chunk import kernels as tf
 from dgl_chunked.chunk.probe import SourcePlan
 from dgl_chunked.chunk.readers import (
     EdgeEnds,
     RowLocator,
-    read_edge_block,
+    read_edge_pieces,
     read_feature_rows,
-    read_key_block,
+    read_key_pieces,
 )
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked import formats as _formats
@@ -50,8 +50,8 @@ __all__ = [
     "dedup_reduce",
     "join_bucket",
     "resolve_block",
-    "stage_edge_block",
-    "stage_key_block",
+    "stage_edge_pieces",
+    "stage_key_pieces",
     "write_edge_feature_block",
     "write_edges_block",
     "write_fill_block",
@@ -84,7 +84,7 @@ def load_npy_rows(
 # --- phase 1: read raw blocks ---------------------------------------------------------
 
 
-def stage_key_block(
+def stage_key_pieces(
     plan: SourcePlan,
     pieces: tuple[Piece, ...],
     *,
@@ -94,7 +94,7 @@ def stage_key_block(
     so: StorageOptions = None,
 ) -> dict[str, Any]:
     """Read one key block: write its ``orig_key`` output chunk and its bucketed staging."""
-    keys, piece_rows = read_key_block(plan, pieces, so)
+    keys, piece_rows = read_key_pieces(plan, pieces, so)
     if len(keys):
         makedirs_for(out_path, so)
         with _fs.open_file(out_path, "wb", so) as f:
@@ -104,7 +104,7 @@ def stage_key_block(
     return {"rows": len(keys), "piece_rows": piece_rows}
 
 
-def stage_edge_block(
+def stage_edge_pieces(
     plan: SourcePlan,
     pieces: tuple[Piece, ...],
     ends: EdgeEnds,
@@ -115,7 +115,7 @@ def stage_edge_block(
     so: StorageOptions = None,
 ) -> dict[str, Any]:
     """Read one raw edge block: IDs to ``ids.npy``, keys to bucketed end files."""
-    cols, piece_rows = read_edge_block(plan, pieces, ends, so)
+    cols, piece_rows = read_edge_pieces(plan, pieces, ends, so)
     n = len(cols[0])
     ids = np.full((n, 2), -1, np.int64)
     for j in range(2):

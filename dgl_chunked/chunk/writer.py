@@ -29,9 +29,9 @@ from dask.delayed import delayed
 
 from dgl_chunked._dask import run_token
 from dgl_chunked.chunk import tasks
+from dgl_chunked.chunk.kernels import split_counts, starts
 from dgl_chunked.chunk.plan import GraphPlan, RelationPlan, with_counts
 from dgl_chunked.chunk.readers import EdgeEnds, RowLocator
-from dgl_chunked.chunk.transforms import split_counts, starts
 from dgl_chunked.storage import fs as _fs
 
 __all__ = ["EDGE_EXTENSIONS", "NODE_KEYS_FILE", "Run"]
@@ -75,7 +75,7 @@ class Run:
             if node.key is not None:
                 keys[t] = [
                     self.task(
-                        tasks.stage_key_block,
+                        tasks.stage_key_pieces,
                         node.key,
                         pieces,
                         num_buckets=self.B,
@@ -96,7 +96,7 @@ class Run:
             )
             edges[e] = [
                 self.task(
-                    tasks.stage_edge_block,
+                    tasks.stage_edge_pieces,
                     rel.source,
                     pieces,
                     ends,

@@ -8,11 +8,11 @@ code 1 (2 for usage errors); anything else is a bug and keeps its traceback.
 One module per group of commands, each a plain ``click.command`` that this
 module adds to the group :data:`cli`:
 
-- :mod:`~dgl_chunked.cli.inputs`: ``validate``, ``synth``, ``chunk``;
+- :mod:`~dgl_chunked.cli.preparing`: ``validate``, ``synth``, ``chunk``;
 - :mod:`~dgl_chunked.cli.partitioning`: ``partition``, ``report``;
 - :mod:`~dgl_chunked.cli.parmetis`: ``parmetis-export``, ``parmetis-import``;
 - :mod:`~dgl_chunked.cli.running`: ``dispatch``, ``run``, ``plan`` (a forecast of ``run``);
-- :mod:`~dgl_chunked.cli.outputs`: ``inspect``, ``verify``, ``convert-graphbolt``;
+- :mod:`~dgl_chunked.cli.finishing`: ``inspect``, ``verify``, ``convert-graphbolt``;
 - :mod:`~dgl_chunked.cli.remapping`: ``remap``, ``lookup`` (results back to original IDs, seeds in);
 
 and what they share: :mod:`~dgl_chunked.cli.options` (flags),
@@ -37,10 +37,10 @@ from dgl_chunked.cli.errors import user_errors
 __all__ = ["COMMANDS", "LazyGroup", "cli", "main", "user_errors"]
 
 COMMANDS = {
-    "validate": "dgl_chunked.cli.inputs:validate_command",
-    "synth": "dgl_chunked.cli.inputs:synth_command",
-    "chunk": "dgl_chunked.cli.inputs:chunk_command",
-    "inspect": "dgl_chunked.cli.outputs:inspect_command",
+    "validate": "dgl_chunked.cli.preparing:validate_command",
+    "synth": "dgl_chunked.cli.preparing:synth_command",
+    "chunk": "dgl_chunked.cli.preparing:chunk_command",
+    "inspect": "dgl_chunked.cli.finishing:inspect_command",
     "partition": "dgl_chunked.cli.partitioning:partition_command",
     "report": "dgl_chunked.cli.partitioning:report_command",
     "parmetis-export": "dgl_chunked.cli.parmetis:parmetis_export_command",
@@ -48,8 +48,8 @@ COMMANDS = {
     "dispatch": "dgl_chunked.cli.running:dispatch_command",
     "run": "dgl_chunked.cli.running:run_command",
     "plan": "dgl_chunked.cli.running:plan_command",
-    "convert-graphbolt": "dgl_chunked.cli.outputs:convert_graphbolt_command",
-    "verify": "dgl_chunked.cli.outputs:verify_command",
+    "convert-graphbolt": "dgl_chunked.cli.finishing:convert_graphbolt_command",
+    "verify": "dgl_chunked.cli.finishing:verify_command",
     "remap": "dgl_chunked.cli.remapping:remap_command",
     "lookup": "dgl_chunked.cli.remapping:lookup_command",
 }

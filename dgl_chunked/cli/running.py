@@ -123,13 +123,13 @@ def run_command(
 @NUM_PARTS
 @partition_flags
 @NUM_TRAINERS
-@click.option("--dispatch-only", is_flag=True, help="Plan `dispatch` of an existing assignment (no partition stage).")
+@click.option("--dispatch-only", is_flag=True, help="Plan `dispatch` of an existing assignment (no partition step).")
 @click.option("--json", "json_path", default=None, metavar="FILE", help="Also write the plan as JSON.")
 @click.option(
     "--hosts",
     type=click.IntRange(min=1),
     default=None,
-    help="Hosts of the cluster, each running --workers processes: forecast the bytes over the network per stage "
+    help="Hosts of the cluster, each running --workers processes: forecast the bytes over the network per step "
     "(also printed when --out-dir is remote).",
 )
 @click.option(

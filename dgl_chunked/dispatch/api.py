@@ -13,7 +13,7 @@ import dask.array as da
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.compute import StageRunner
+from dgl_chunked.compute import StepRunner
 from dgl_chunked.dispatch.carry import carry_id_mappings
 from dgl_chunked.dispatch.finalize import (
     part_dir_name,
@@ -28,7 +28,7 @@ from dgl_chunked.dispatch.forecast.estimates import forecast_dispatch
 from dgl_chunked.dispatch.forecast.space import check_space, disk_needs
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
 from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats
-from dgl_chunked.dispatch.output import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
+from dgl_chunked.dispatch.out_dir import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes, staged_assignment
@@ -63,9 +63,9 @@ class DispatchResult:
     config_path: str
     config: PartitionConfig
     partitions: list[PartitionSummary] = field(default_factory=list)
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    stage_tasks: dict[str, int] = field(default_factory=dict)
-    """Tasks each stage ran (what :func:`~dgl_chunked.forecast_run` forecasts)."""
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    step_tasks: dict[str, int] = field(default_factory=dict)
+    """Tasks each step ran (what :func:`~dgl_chunked.forecast_run` forecasts)."""
 
 
 def dispatch(
@@ -198,7 +198,7 @@ def _dispatch(
         )
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
-        runner = StageRunner(client=client, progress=opts.progress, command="dispatch", log=logger)
+        runner = StepRunner(client=client, progress=opts.progress, command="dispatch", log=logger)
         plan = _stage(
             graph,
             parts,
@@ -248,8 +248,8 @@ def _dispatch(
         config_path=path,
         config=config,
         partitions=summaries,
-        stage_seconds=dict(runner.seconds),
-        stage_tasks=dict(runner.tasks),
+        step_seconds=dict(runner.seconds),
+        step_tasks=dict(runner.tasks),
     )
 
 
@@ -259,7 +259,7 @@ def _stage(
     num_parts: int,
     staging: Staging,
     opts: DispatchOptions,
-    runner: StageRunner,
+    runner: StepRunner,
     extra_node_data: Mapping[str, Mapping[str, da.Array]],
     out: str,
     stamps: FileStamps,
@@ -303,7 +303,7 @@ def _stage(
         edge_layout=edge_layout,
         node_block_starts=node_starts,
         node_block_counts=node_counts,
-        edge_chunk_counts=tuple(edge_counts),
+        edge_task_counts=tuple(edge_counts),
         node_features=node_feats,
         edge_features=edge_feats,
         graph_formats=tuple(f for f in GRAPH_FORMATS if f in opts.graph_formats),

@@ -20,7 +20,7 @@ import shutil
 from dask.delayed import delayed
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.compute import StageRunner
+from dgl_chunked.compute import StepRunner
 from dgl_chunked.io.dgl.partition_config import ID_MAPPINGS_DIR
 from dgl_chunked.storage import fs
 
@@ -52,7 +52,7 @@ def _remove(path: str, so: StorageOptions) -> None:
         filesystem.rm(inner, recursive=True)
 
 
-def carry_id_mappings(graph_dir: str, out: str, runner: StageRunner, token: str, so: StorageOptions = None) -> int:
+def carry_id_mappings(graph_dir: str, out: str, runner: StepRunner, token: str, so: StorageOptions = None) -> int:
     """Copy ``graph_dir/raw_id_mappings`` to ``out/raw_id_mappings``; return the number of files (0: none).
 
     ``out`` is our marked, leased output: an earlier copy there (an interrupted run's)

@@ -3,7 +3,7 @@
 A partition's rows are one contiguous segment of every owner-sorted staged array.
 Reading the segments in chunk order yields ascending original IDs inside every
 (partition, type) block, which is the order the new IDs were given in. Large
-arrays reach the DGL writer as :class:`~dgl_chunked.io.dgl.binary.ArrayBlocks`,
+arrays reach the DGL writer as :class:`~dgl_chunked.io.dgl.binary.ArraySpans`,
 so memory holds one segment at a time, plus the partition's HALO node set (and
 the whole edge list when CSC/CSR is requested: see ``write_graph``).
 """
@@ -21,10 +21,10 @@ from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
 from dgl_chunked.dispatch.halo.edges import collect_halo_edges
 from dgl_chunked.dispatch.halo.ranges import HaloStreams, build_halo, owned_halo_bitmap
 from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
-from dgl_chunked.dispatch.plan import FeatureStage, PartitionPlan, PartitionSummary
-from dgl_chunked.dispatch.stages import edge_array, node_array
+from dgl_chunked.dispatch.kernels import edge_array, node_array
+from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary, StagedFeature
 from dgl_chunked.dispatch.staging import segment_bounds
-from dgl_chunked.io.dgl.binary import ArrayBlocks, HomogeneousGraph, write_graph, write_tensor_dict
+from dgl_chunked.io.dgl.binary import ArraySpans, HomogeneousGraph, write_graph, write_tensor_dict
 from dgl_chunked.io.graphbolt.csc import write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
 from dgl_chunked.storage import fs
@@ -47,8 +47,8 @@ def part_dir_name(part: int) -> str:
     return f"part{part}"
 
 
-def _blocks(shape: tuple[int, ...], dtype: Any, make: Callable[[], Iterator[npt.NDArray[Any]]]) -> ArrayBlocks:
-    return ArrayBlocks(shape, np.dtype(dtype), make)
+def _blocks(shape: tuple[int, ...], dtype: Any, make: Callable[[], Iterator[npt.NDArray[Any]]]) -> ArraySpans:
+    return ArraySpans(shape, np.dtype(dtype), make)
 
 
 def _const_blocks(n: int, value: int, dtype: Any) -> Iterator[npt.NDArray[Any]]:
@@ -196,21 +196,21 @@ def _flag_blocks(ones: int, total: int) -> Iterator[npt.NDArray[np.uint8]]:
 
 
 def _feature_tensors(
-    plan: PartitionPlan, features: tuple[FeatureStage, ...], layout: IdLayout, part: int
-) -> dict[str, ArrayBlocks]:
+    plan: PartitionPlan, features: tuple[StagedFeature, ...], layout: IdLayout, part: int
+) -> dict[str, ArraySpans]:
     sizes = layout.sizes()[part]
     out = {}
     for feat in features:
         rows = int(sizes[feat.type_index])
 
-        def segments(feat: FeatureStage = feat) -> Iterator[npt.NDArray[Any]]:
+        def segments(feat: StagedFeature = feat) -> Iterator[npt.NDArray[Any]]:
             return plan.staging.iter_segments(feat.arrays, feat.counts, part)
 
         out[feat.key] = _blocks((rows, *feat.row_shape), feat.dtype, segments)
     return out
 
 
-def _orig_nids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
+def _orig_nids(plan: PartitionPlan, part: int) -> dict[str, ArraySpans]:
     sizes = plan.node_layout.sizes()[part]
     out = {}
     for t, ntype in enumerate(plan.ntypes):
@@ -230,14 +230,14 @@ def _orig_nids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
     return out
 
 
-def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArrayBlocks]:
+def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArraySpans]:
     sizes = plan.edge_layout.sizes()[part]
     out = {}
     for r, etype in enumerate(plan.etypes):
 
         def segments(r: int = r, etype: str = etype) -> Iterator[npt.NDArray[np.int64]]:
             # a chunk's edges owned by this partition, in input order: where its owner is us
-            counts = plan.edge_chunk_counts[r]
+            counts = plan.edge_task_counts[r]
             starts = np.concatenate([[0], np.cumsum(counts.sum(axis=1))])
             for c in range(counts.shape[0]):
                 if counts[c, part]:

@@ -16,16 +16,16 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.dispatch.ids import IdLayout
-from dgl_chunked.dispatch.stages import edge_array
+from dgl_chunked.dispatch.kernels import edge_array
 from dgl_chunked.dispatch.staging import Staging
 from dgl_chunked.io.graphbolt.csc import GraphBoltOptions
 
-__all__ = ["FeatureStage", "PartitionPlan", "PartitionSummary"]
+__all__ = ["StagedFeature", "PartitionPlan", "PartitionSummary"]
 
 
 @dataclass(frozen=True)
-class FeatureStage:
-    """One feature's staged chunks: output key, staged array names and their counts."""
+class StagedFeature:
+    """One staged feature: output key, staged array names and their counts."""
 
     key: str
     arrays: tuple[str, ...]
@@ -48,9 +48,9 @@ class PartitionPlan:
     edge_layout: IdLayout
     node_block_starts: tuple[tuple[int, ...], ...]
     node_block_counts: tuple[npt.NDArray[np.int64], ...]
-    edge_chunk_counts: tuple[npt.NDArray[np.int64], ...]
-    node_features: tuple[FeatureStage, ...]
-    edge_features: tuple[FeatureStage, ...]
+    edge_task_counts: tuple[npt.NDArray[np.int64], ...]
+    node_features: tuple[StagedFeature, ...]
+    edge_features: tuple[StagedFeature, ...]
     graph_formats: tuple[str, ...]
     save_orig_nids: bool
     save_orig_eids: bool
@@ -64,13 +64,13 @@ class PartitionPlan:
     def edge_segments(self, part: int, column: str) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
         """``(etype id, segment)`` of one staged edge column (``new_src`` or ``new_dst``)."""
         for r in range(len(self.etypes)):
-            for c, counts in enumerate(self.edge_chunk_counts[r]):
+            for c, counts in enumerate(self.edge_task_counts[r]):
                 if counts[part]:
                     yield r, self.edge_segment(r, c, column, part)
 
     def edge_segment(self, r: int, c: int, column: str, part: int) -> npt.NDArray[np.int64]:
         """Partition ``part``'s rows of edge chunk ``c`` of etype ``r``, as int64 new IDs."""
-        counts = self.edge_chunk_counts[r][c]
+        counts = self.edge_task_counts[r][c]
         name = edge_array(self.etypes[r], c, column)
         return self.staging.segment(name, counts, part).astype(np.int64, copy=False)
 

@@ -21,22 +21,22 @@ import numpy.typing as npt
 
 from dgl_chunked.dispatch.fingerprint import FileStamps
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids, staged_id_dtype
-from dgl_chunked.dispatch.new_id_map import NodeNumbering
-from dgl_chunked.dispatch.node_id_features import NodeIdValues
-from dgl_chunked.dispatch.plan import FeatureStage
-from dgl_chunked.dispatch.stages import (
+from dgl_chunked.dispatch.kernels import (
     NodeIds,
     feature_array,
     keeps_edge_owners,
     node_array,
     read_part_block,
-    stage_edge_chunk,
-    stage_edge_feature_chunk,
+    stage_edge_feature_task,
+    stage_edge_task,
     stage_new_nid_block,
     stage_node_data_block,
-    stage_node_feature_chunk,
+    stage_node_feature_task,
     stage_part_block,
 )
+from dgl_chunked.dispatch.new_id_map import NodeNumbering
+from dgl_chunked.dispatch.node_id_features import NodeIdValues
+from dgl_chunked.dispatch.plan import StagedFeature
 from dgl_chunked.dispatch.staging import Staging, node_chunk_rows, resumable
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.chunked.node_id_features import NodeIdFeature
@@ -47,7 +47,7 @@ ExtraNodeData = Mapping[str, Mapping[str, da.Array]]
 
 
 class Runner(Protocol):
-    def compute(self, tasks: list[Any], stage: str) -> tuple[Any, ...]: ...
+    def compute(self, tasks: list[Any], step: str) -> tuple[Any, ...]: ...
 
 
 def stage_nodes(
@@ -152,7 +152,7 @@ def stage_edges_and_features(
     block_rows: int,
     save_orig_eids: bool,
     node_id_features: tuple[NodeIdFeature, ...] = (),
-) -> tuple[list[npt.NDArray[np.int64]], tuple[FeatureStage, ...], tuple[FeatureStage, ...]]:
+) -> tuple[list[npt.NDArray[np.int64]], tuple[StagedFeature, ...], tuple[StagedFeature, ...]]:
     """Stage every edge and feature read task and extra node-data block; return edge counts.
 
     Edge owners are staged only for the edge types that need them (see
@@ -175,7 +175,7 @@ def stage_edges_and_features(
                 staging,
                 f"edges/{spec.name}/{c}",
                 stamps.of(group.paths),
-                stage_edge_chunk,
+                stage_edge_task,
                 staging,
                 spec.name,
                 c,
@@ -201,9 +201,9 @@ def stage_edges_and_features(
         )
         for s in meta.edge_types
     ]
-    node_feats = _feature_stages(graph, "node", node_feat_tasks, results)
-    extra = _extra_stages(graph, extra_node_data, extra_tasks, results)
-    edge_feats = _feature_stages(graph, "edge", edge_feat_tasks, results)
+    node_feats = _staged_features(graph, "node", node_feat_tasks, results)
+    extra = _staged_extra_data(graph, extra_node_data, extra_tasks, results)
+    edge_feats = _staged_features(graph, "edge", edge_feat_tasks, results)
     return edge_counts, node_feats + extra, edge_feats
 
 
@@ -239,15 +239,15 @@ def _extra_node_data_tasks(staging: Staging, extra: ExtraNodeData, num_parts: in
     return out
 
 
-def _extra_stages(
+def _staged_extra_data(
     graph: ChunkedGraph, extra: ExtraNodeData, tasks: FeatureTasks, results: Any
-) -> tuple[FeatureStage, ...]:
-    stages = []
+) -> tuple[StagedFeature, ...]:
+    staged = []
     for (ntype, name), feat_tasks in tasks:
         arr = extra[ntype][name]
         counts = tuple(tuple(int(x) for x in next(results)) for _ in feat_tasks)
-        stages.append(
-            FeatureStage(
+        staged.append(
+            StagedFeature(
                 key=f"{ntype}/{name}",
                 arrays=tuple(feature_array("node", ntype, name, k) for k in range(len(feat_tasks))),
                 counts=counts,
@@ -256,7 +256,7 @@ def _extra_stages(
                 type_index=graph.metadata.ntype_id(ntype),
             )
         )
-    return tuple(stages)
+    return tuple(staged)
 
 
 FeatureTasks = list[tuple[tuple[str, str], list[Any]]]
@@ -276,7 +276,7 @@ def _node_feature_tasks(
                             staging,
                             f"node_feat/{ntype}/{feat}/{k}",
                             stamps.of(group.paths),
-                            stage_node_feature_chunk,
+                            stage_node_feature_task,
                             staging,
                             ntype,
                             feat,
@@ -315,7 +315,7 @@ def _edge_feature_tasks(
                         staging,
                         f"edge_feat/{etype}/{feat}/{k}",
                         stamps.of([*group.paths, *edge_files]),
-                        stage_edge_feature_chunk,
+                        stage_edge_feature_task,
                         staging,
                         etype,
                         feat,
@@ -332,15 +332,15 @@ def _edge_feature_tasks(
     return out
 
 
-def _feature_stages(graph: ChunkedGraph, kind: str, tasks: FeatureTasks, results: Any) -> tuple[FeatureStage, ...]:
+def _staged_features(graph: ChunkedGraph, kind: str, tasks: FeatureTasks, results: Any) -> tuple[StagedFeature, ...]:
     meta = graph.metadata
-    stages = []
+    staged = []
     for (type_name, feat), feat_tasks in tasks:
         counts = tuple(tuple(int(x) for x in next(results)) for _ in feat_tasks)
         dtype, row_shape = graph.feature_info(kind, type_name, feat)  # type: ignore[arg-type]
         type_index = meta.ntype_id(type_name) if kind == "node" else meta.etype_id(type_name)
-        stages.append(
-            FeatureStage(
+        staged.append(
+            StagedFeature(
                 key=f"{type_name}/{feat}",
                 arrays=tuple(feature_array(kind, type_name, feat, k) for k in range(len(feat_tasks))),
                 counts=counts,
@@ -349,4 +349,4 @@ def _feature_stages(graph: ChunkedGraph, kind: str, tasks: FeatureTasks, results
                 type_index=type_index,
             )
         )
-    return tuple(stages)
+    return tuple(staged)

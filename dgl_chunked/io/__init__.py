@@ -30,7 +30,7 @@ from dgl_chunked.io.chunked.metadata import (
 )
 from dgl_chunked.io.chunked.validate import ValidationReport, validate_chunked_graph
 from dgl_chunked.io.dgl.binary import (
-    ArrayBlocks,
+    ArraySpans,
     GraphData,
     HomogeneousGraph,
     describe_dgl_file,
@@ -46,7 +46,7 @@ from dgl_chunked.io.dgl.partition_config import (
 )
 
 __all__ = [
-    "ArrayBlocks",
+    "ArraySpans",
     "ArraySource",
     "ChunkRef",
     "ChunkedGraph",

@@ -32,7 +32,7 @@ from dask.delayed import delayed
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.compute import StageRunner
+from dgl_chunked.compute import StepRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.lookup.queries import QueryInput, query_input
@@ -257,7 +257,7 @@ def _run(
     progress: bool,
 ) -> tuple[tuple[int, ...], tuple[dict[str, str], ...]]:
     so = inputs.storage_options
-    runner = StageRunner(client=client, progress=progress, command="lookup")
+    runner = StepRunner(client=client, progress=progress, command="lookup")
     token = run_token(out, inputs.part_root, job.space, job.bounds)
     tmp = fs.join(out, "_tmp")
     [job], stores = owner_jobs([job], inputs, fs.join(tmp, "owners"), token)
@@ -344,7 +344,7 @@ def _run(
     return tuple(int(c) for c in per_block.sum(axis=0)), tuple(files)
 
 
-def _stage_inverse(job: TypeJob, tmp: str, runner: StageRunner, token: str, so: StorageOptions) -> Shuffle:
+def _stage_inverse(job: TypeJob, tmp: str, runner: StepRunner, token: str, so: StorageOptions) -> Shuffle:
     """The shuffle route: stage the orig file's ``(original ID, new ID)`` by block of original IDs."""
     grid = job_slabs(job)
     stage = fs.join(tmp, "inverse")

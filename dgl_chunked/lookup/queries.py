@@ -26,12 +26,12 @@ import pandas as pd
 import pyarrow as pa
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.chunk.transforms import keys_to_numpy
+from dgl_chunked.chunk.kernels import keys_to_numpy
 from dgl_chunked.io.formats import FileInfo, Piece, format_of_path, formats_with, get_format, inspect_file
 from dgl_chunked.io.formats.csv import head_schema
 from dgl_chunked.io.formats.rows import column_to_numpy
-from dgl_chunked.remap.inputs import expand_files
 from dgl_chunked.remap.model import RemapError, ResultFile
+from dgl_chunked.remap.result_sources import expand_files
 
 __all__ = ["QueryInput", "QueryPiece", "query_input"]
 

@@ -28,14 +28,14 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.chunk.transforms import key_buckets
-from dgl_chunked.io.dgl.blocks import ArrayBlocks
+from dgl_chunked.chunk.kernels import key_buckets
+from dgl_chunked.io.dgl.spans import ArraySpans
 from dgl_chunked.io.formats.files import makedirs_for
 from dgl_chunked.io.formats.npy import npy_header_bytes, raw_bytes
 from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 from dgl_chunked.lookup.queries import QueryInput
-from dgl_chunked.remap.blocks import run_positions
 from dgl_chunked.remap.id_mappings import Keys
+from dgl_chunked.remap.kernels import run_positions
 from dgl_chunked.remap.keys import check_unique_keys, join_keys
 from dgl_chunked.remap.mapping import Blocks
 from dgl_chunked.remap.model import RemapError
@@ -285,7 +285,7 @@ def write_partition(
             target = fs.join(root, f"out/part{part}/{stem}.{name}.npy")
             makedirs_for(target, so)
             fs.concat_files([header, *pieces], target, so)
-        tensors[name] = ArrayBlocks((rows, *row_shape), dtype, _blocks_of(pieces, dtype, row_shape, so))
+        tensors[name] = ArraySpans((rows, *row_shape), dtype, _blocks_of(pieces, dtype, row_shape, so))
     if "pt" in formats:
         target = fs.join(root, f"out/part{part}/{stem}.pt")
         makedirs_for(target, so)

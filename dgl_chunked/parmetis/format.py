@@ -3,7 +3,7 @@
 
 Pure kernels (numpy, pandas, pyarrow; no Dask). The Dask wiring lives in
 :mod:`dgl_chunked.parmetis.export`, :mod:`~dgl_chunked.parmetis.edges`,
-:mod:`~dgl_chunked.parmetis.outputs` and :mod:`~dgl_chunked.parmetis.importing`.
+:mod:`~dgl_chunked.parmetis.result_files` and :mod:`~dgl_chunked.parmetis.importing`.
 
 Input (DGL guide, "ParMETIS input format"), all ASCII, space-separated, no header::
 
@@ -20,11 +20,11 @@ partition appended (``<ntype_id> <weights...> <type_nid> <part_id>``, "nodes" fo
 or ``<orig_nid> <part_id>`` lines (the input of DGL's ``parmetis_postprocess.py``,
 "gnid" form). A file with two columns is read as "gnid", with three or more as "nodes".
 
-Reading is split into line-aligned byte blocks so that errors can name the line:
-:func:`line_starts` counts the lines of each block (a planning pass),
-:func:`parse_output_block` parses one block and checks every value,
+Reading is split into line-aligned byte pieces so that errors can name the line:
+:func:`line_starts` counts the lines of each piece (a planning pass),
+:func:`parse_output_piece` parses one piece and checks every value,
 :func:`check_exactly_once` checks one node range after the rows were gathered by
-``orig_nid``. Finding the files and reading their blocks: :mod:`.outputs`.
+``orig_nid``. Finding the files and reading their pieces: :mod:`.result_files`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from dgl_chunked.errors import AssignmentError
 
 __all__ = [
     "OutputForm",
-    "ParsedBlock",
+    "ParsedPiece",
     "check_exactly_once",
     "encode_edge_lines",
     "encode_node_lines",
@@ -52,7 +52,7 @@ __all__ = [
     "form_of",
     "line_starts",
     "parmetis_file_names",
-    "parse_output_block",
+    "parse_output_piece",
 ]
 
 OutputForm = Literal["auto", "nodes", "gnid"]
@@ -113,8 +113,8 @@ def line_starts(data: bytes, *, start: int) -> tuple[int, int]:
     """Line starts inside the byte range ``[start, start + len(data) - (start > 0))``.
 
     ``data`` holds the file bytes from ``start - 1`` (from 0 when ``start`` is 0)
-    to the block end. Returns ``(first, count)``: the absolute offset of the first
-    line starting in the block (-1 if none) and how many lines start in it.
+    to the piece end. Returns ``(first, count)``: the absolute offset of the first
+    line starting in the piece (-1 if none) and how many lines start in it.
     """
     if start == 0:
         if not data:
@@ -142,8 +142,8 @@ def form_of(ncols: int, form: OutputForm, path: str) -> Literal["nodes", "gnid"]
 
 
 @dataclass(frozen=True)
-class ParsedBlock:
-    """The nodes named by one block of an output file."""
+class ParsedPiece:
+    """The nodes named by one piece of an output file."""
 
     orig_nid: IdArray
     part_id: PartArray
@@ -204,7 +204,7 @@ def _slow_columns(
     return [matrix[:, j] for j in range(len(keep))], np.asarray(lines, np.int64)
 
 
-def parse_output_block(
+def parse_output_piece(
     data: bytes,
     *,
     path: str,
@@ -213,7 +213,7 @@ def parse_output_block(
     form: Literal["nodes", "gnid"],
     type_offsets: IdArray,
     num_parts: int,
-) -> ParsedBlock:
+) -> ParsedPiece:
     """Parse whole lines of one output file (``first_line`` is the 1-based number of
     the first line in ``data``) and check every value.
 
@@ -268,7 +268,7 @@ def parse_output_block(
         raise AssignmentError(
             f"{path}: line {int(lines[row])}: expected {what(row)}; fix the file, or num_parts if it is wrong"
         )
-    return ParsedBlock(orig_nid=np.asarray(orig, np.int64), part_id=part.astype(np.int32), line=lines)
+    return ParsedPiece(orig_nid=np.asarray(orig, np.int64), part_id=part.astype(np.int32), line=lines)
 
 
 def _describe_node(orig_nid: int, type_names: Sequence[str], type_offsets: IdArray) -> str:

@@ -5,11 +5,11 @@
 and writes an assignment directory with
 :func:`~dgl_chunked.io.assignment.write_assignment`. ``num_parts`` is given by the
 caller, never inferred from the IDs seen. Three computes run: (1) planning: count
-the lines of every ``blocksize`` byte block of every file (for line numbers in
-errors); (2) parse each block, shuffle rows by ``orig_nid`` into the graph's node
+the lines of every ``blocksize`` byte piece of every file (for line numbers in
+errors); (2) parse each piece, shuffle rows by ``orig_nid`` into the graph's node
 chunks (``set_index`` with explicit divisions), check that every node appears exactly
 once, and store each chunk's int32 partition IDs in a scratch ``.npy``; (3)
-``write_assignment`` from those. Memory per task: one block (``blocksize``, 16 MiB
+``write_assignment`` from those. Memory per task: one piece (``blocksize``, 16 MiB
 by default, plus 8 bytes per column and line while parsing) or one node chunk (~30 bytes per node). Nothing
 is written to ``assign_dir`` unless the whole output is valid.
 """
@@ -39,7 +39,7 @@ from dgl_chunked.io.assignment import (
 )
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.parmetis import format as _pm
-from dgl_chunked.parmetis import outputs
+from dgl_chunked.parmetis import result_files
 from dgl_chunked.storage import fs as _fs
 from dgl_chunked.storage import npy
 from dgl_chunked.storage.owned import ForeignDataError, check_no_overlap, create_owned_dir, remove_owned
@@ -84,10 +84,10 @@ def _load_chunk(path: str, storage_options: StorageOptions) -> PartArray:
         return npy.load(f)
 
 
-def _plan_blocks(
+def _plan_pieces(
     files: list[str], *, form: _pm.OutputForm, blocksize: int, storage_options: StorageOptions, run: str
-) -> list[outputs.OutputBlock]:
-    """Line-aligned blocks of every file (one planning compute counts their lines)."""
+) -> list[result_files.OutputPiece]:
+    """Line-aligned pieces of every file (one planning compute counts their lines)."""
     from dask.base import compute
     from dask.delayed import delayed
 
@@ -95,28 +95,28 @@ def _plan_blocks(
     for i, path in enumerate(files):
         fs, inner = _fs.filesystem(path, storage_options)
         size = int(fs.size(inner))
-        ncols = outputs.first_line_columns(path, storage_options)
+        ncols = result_files.first_line_columns(path, storage_options)
         if size == 0 or ncols == 0:
             logger.info("%s holds no lines; skipped", path)
             continue
         cuts = list(range(0, size, blocksize)) + [size]
         layout.append((i, path, size, ncols, cuts))
-    plan = delayed(outputs.count_block_lines, pure=False)
+    plan = delayed(result_files.count_piece_lines, pure=False)
     counts = compute(
         *[
             [plan(p, a, b, storage_options, dask_key_name=(f"dglc-parmetis-count-{run}", i, a)) for a, b in pairwise(c)]
             for i, p, _, _, c in layout
         ]
     )
-    blocks = []
+    pieces = []
     for (i, path, size, ncols, _), found in zip(layout, counts, strict=True):
         form_i = _pm.form_of(ncols, form, path)
         starts = [(first, n) for first, n in found if n]
         line = 1
         for k, (first, n) in enumerate(starts):
             stop = starts[k + 1][0] if k + 1 < len(starts) else size
-            blocks.append(
-                outputs.OutputBlock(
+            pieces.append(
+                result_files.OutputPiece(
                     path=path,
                     file=i,
                     start=first,
@@ -128,12 +128,12 @@ def _plan_blocks(
                 )
             )
             line += n
-    return blocks
+    return pieces
 
 
 def _scatter(
     graph: ChunkedGraph,
-    blocks: list[outputs.OutputBlock],
+    pieces: list[result_files.OutputPiece],
     files: list[str],
     num_parts: int,
     tmp: str,
@@ -152,7 +152,7 @@ def _scatter(
     for t, ntype in enumerate(md.node_types):
         bounds = int(offsets[t]) + np.concatenate([[0], np.cumsum(graph.node_chunks(ntype))])
         chunks += [(ntype, int(a), int(b)) for a, b in pairwise(bounds) if b > a]
-    if not blocks:
+    if not pieces:
         raise AssignmentError(
             f"{', '.join(files[:4])}: expected {int(offsets[-1])} node lines, found none; "
             "pass the ParMETIS output files"
@@ -166,8 +166,8 @@ def _scatter(
         }
     )
     frame = dd.from_map(
-        outputs.read_output_partition,
-        blocks,
+        result_files.read_output_partition,
+        pieces,
         meta=meta,
         label=f"dglc-parmetis-parse-{run}",  # dask-expr takes no token
         enforce_metadata=False,
@@ -285,7 +285,7 @@ def import_parmetis(
     if not isinstance(graph, ChunkedGraph):
         graph = open_chunked_graph(graph, storage_options=storage_options)
     assign = os.fspath(assign_dir)
-    sources = outputs.resolve_outputs(parmetis_output, name, storage_options)
+    sources = result_files.resolve_outputs(parmetis_output, name, storage_options)
     inputs = graph.input_locations()
     inputs.update(
         {f"ParMETIS output [{i}]": p for i, p in enumerate([sources] if isinstance(sources, str) else sources)}
@@ -298,12 +298,12 @@ def import_parmetis(
     # Every task of this import is named with its own run token: the files may have been
     # rewritten since an earlier import whose results a shared cluster still holds.
     run = run_token(assign, tuple(sources), num_parts)
-    blocks = _plan_blocks(sources, form=form, blocksize=blocksize, storage_options=storage_options, run=run)
+    pieces = _plan_pieces(sources, form=form, blocksize=blocksize, storage_options=storage_options, run=run)
     created = not _fs.exists(assign, storage_options)
     create_owned_dir(assign, ASSIGNMENT_KIND, storage_options=storage_options)
     tmp = create_owned_dir(_fs.join(assign, _IMPORT_TMP), "parmetis-import-tmp", storage_options=storage_options)
     try:
-        parts = _scatter(graph, blocks, sources, num_parts, tmp, storage_options, run)
+        parts = _scatter(graph, pieces, sources, num_parts, tmp, storage_options, run)
     except BaseException:
         remove_owned(tmp, storage_options=storage_options)
         if created:  # leave no trace of a failed import (when only our marker is left there)

@@ -20,7 +20,7 @@ Dask, one block of original IDs per task:
 
 Shared by both, and kept here (``lookup`` imports them, never the reverse): the
 type's new-ID space (:mod:`.spaces`), the map's sources and blocks (:mod:`.mapping`,
-:mod:`.plan`, :mod:`.tasks`, :mod:`.blocks`), the shuffle route (:mod:`.shuffled`),
+:mod:`.plan`, :mod:`.tasks`, :mod:`.kernels`), the shuffle route (:mod:`.shuffled`),
 user IDs (:mod:`.keys`, :mod:`.id_mappings`) and :class:`RemapError`.
 
 The map between the two ID spaces comes from the partitions' ``orig_nids.dgl`` /

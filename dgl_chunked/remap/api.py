@@ -12,16 +12,14 @@ from dask.delayed import Delayed, delayed
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.compute import StageRunner
+from dgl_chunked.compute import StepRunner
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.remap.endpoints import Endpoints, plan_endpoints, stage_keys_and_ends
 from dgl_chunked.remap.id_mapping_tasks import StagedKeys, user_ids_label
 from dgl_chunked.remap.id_mappings import IdMappingSource, Keys, find_keys, user_ids_known
-from dgl_chunked.remap.inputs import PairInput, RowInput, resolve_source
 from dgl_chunked.remap.mapping import regular_bounds
 from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
-from dgl_chunked.remap.outputs import FORMATS, MANIFEST, TMP_DIR, OutputFormat, TypeOutput, publish
 from dgl_chunked.remap.pairs import pair_pieces
 from dgl_chunked.remap.plan import (
     MappingInputs,
@@ -31,6 +29,8 @@ from dgl_chunked.remap.plan import (
     mapping_source,
     owner_jobs,
 )
+from dgl_chunked.remap.result_files import FORMATS, MANIFEST, TMP_DIR, OutputFormat, TypeOutput, publish
+from dgl_chunked.remap.result_sources import PairInput, RowInput, resolve_source
 from dgl_chunked.remap.shuffled import is_shuffled, job_slabs, pair_slab_tasks, shuffled_block_tasks, slab_tasks
 from dgl_chunked.remap.spaces import TypeSpace, resolve_type
 from dgl_chunked.remap.tables import TABLE_FORMATS, check_renames
@@ -305,7 +305,7 @@ def remove_tmp(out: str, so: StorageOptions) -> None:
 
 
 def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, progress: bool) -> dict[str, TypeSummary]:
-    runner = StageRunner(client=client, progress=progress, command="remap")
+    runner = StepRunner(client=client, progress=progress, command="remap")
     token = run_token(out, inputs.part_root, [(j.space, j.bounds) for j in jobs])
     jobs, stores = owner_jobs(jobs, inputs, fs.join(out, f"{TMP_DIR}/stage"), token)
     if stores:
@@ -362,7 +362,7 @@ def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, prog
 
 
 def _stage_slabs(
-    jobs: list[TypeJob], which: set[int], runner: StageRunner, token: str
+    jobs: list[TypeJob], which: set[int], runner: StepRunner, token: str
 ) -> tuple[list[TypeJob], dict[int, tuple[Any, ...]]]:
     """The shuffle route (:mod:`~dgl_chunked.remap.shuffled`): pairs by slab, then slabs by block."""
     grids = {i: job_slabs(jobs[i]) for i in sorted(which)}
@@ -381,7 +381,7 @@ def _stage_slabs(
     return jobs, out
 
 
-def _stage_pairs(jobs: list[TypeJob], runner: StageRunner, token: str, skip: set[int]) -> list[TypeJob]:
+def _stage_pairs(jobs: list[TypeJob], runner: StepRunner, token: str, skip: set[int]) -> list[TypeJob]:
     pending = []
     for i, job in enumerate(jobs):
         if isinstance(job.data, PairInput) and i not in skip:
@@ -399,7 +399,7 @@ def _piece_rows(job: TypeJob) -> int:
 
 
 def _record_pair_offsets(
-    jobs: list[TypeJob], pending: list[tuple[int, list[Delayed]]], runner: StageRunner, what: str
+    jobs: list[TypeJob], pending: list[tuple[int, list[Delayed]]], runner: StepRunner, what: str
 ) -> None:
     """Run the pair staging tasks of ``pending`` and record each job's group offsets in ``jobs``."""
     if not pending:

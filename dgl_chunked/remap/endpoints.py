@@ -38,7 +38,7 @@ import pyarrow as pa
 from dask.delayed import Delayed, delayed
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.compute import StageRunner
+from dgl_chunked.compute import StepRunner
 from dgl_chunked.io.chunked.chunks import ChunkGroup, ChunkRef, read_edges_partition
 from dgl_chunked.remap.id_mapping_tasks import StagedKeys, mapping_tasks
 from dgl_chunked.remap.id_mappings import IdMappingSource, find_keys
@@ -242,7 +242,7 @@ def _staged(jobs: list[TypeJob]) -> list[tuple[str, StagedKeys]]:
     return list(out.values())
 
 
-def stage_keys_and_ends(jobs: list[TypeJob], runner: StageRunner, token: str) -> None:
+def stage_keys_and_ends(jobs: list[TypeJob], runner: StepRunner, token: str) -> None:
     """Before the block tasks: stage every ``raw_id_mappings`` by block (checking no user ID repeats), then
     the edge tables' endpoints (:func:`stage_requests`, then :func:`answer_requests`)."""
     stage: list[Delayed] = []

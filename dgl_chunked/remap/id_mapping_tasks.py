@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 from dask.delayed import Delayed, delayed
 
-from dgl_chunked.chunk.transforms import key_buckets
+from dgl_chunked.chunk.kernels import key_buckets
 from dgl_chunked.remap.id_mappings import IdMappingSource
 from dgl_chunked.remap.keys import check_unique_keys
 from dgl_chunked.remap.model import RemapError

@@ -35,7 +35,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.chunk.transforms import keys_to_numpy
+from dgl_chunked.chunk.kernels import keys_to_numpy
 from dgl_chunked.errors import DglChunkedError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.dgl.partition_config import ID_MAPPINGS_DIR

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.chunk import NODE_KEYS_FILE
-from dgl_chunked.chunk.transforms import bucket_order, first_duplicate_key, key_buckets, keys_to_numpy, lookup_keys
+from dgl_chunked.chunk.kernels import bucket_order, first_duplicate_key, key_buckets, keys_to_numpy, lookup_keys
 from dgl_chunked.io.formats import Piece, inspect_file
 from dgl_chunked.io.formats.parquet import read_parquet_piece
 from dgl_chunked.remap.model import RemapError

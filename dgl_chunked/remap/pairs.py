@@ -18,12 +18,12 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.chunk.transforms import bucket_order
+from dgl_chunked.chunk.kernels import bucket_order
 from dgl_chunked.io.formats.files import makedirs_for
 from dgl_chunked.io.formats.npy import npy_header, read_npy_rows, write_npy
-from dgl_chunked.remap.inputs import PairInput
 from dgl_chunked.remap.mapping import Blocks
 from dgl_chunked.remap.model import RemapError
+from dgl_chunked.remap.result_sources import PairInput
 from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.storage import fs
 

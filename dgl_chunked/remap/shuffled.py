@@ -34,10 +34,10 @@ import numpy.typing as npt
 from dask.delayed import Delayed, delayed
 
 from dgl_chunked._typing import IdArray, StorageOptions
-from dgl_chunked.remap.inputs import PairInput, RowInput
 from dgl_chunked.remap.mapping import Blocks, OrigIdSource
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.pairs import map_pairs, pair_pieces, read_segment, write_staged
+from dgl_chunked.remap.result_sources import PairInput, RowInput
 from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.remap.tasks import TypeJob
 from dgl_chunked.storage import fs

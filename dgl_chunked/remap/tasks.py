@@ -10,7 +10,7 @@ counts, no data). Its tasks, every key carrying the run token:
    and row files, grouping them by block (:mod:`~dgl_chunked.remap.pairs`);
 3. **blocks** (:func:`block_tasks`): one task per block: the partitions' positions
    in the block, then the rows (dense: one read per partition run; pairs: the
-   block's staged segments), written at the block's place (:mod:`~dgl_chunked.remap.outputs`).
+   block's staged segments), written at the block's place (:mod:`~dgl_chunked.remap.result_files`).
 
 Memory per task: one block of rows and IDs (plus, for edges recomputed from the
 assignment, the worker's cached copy of the destination type's owners).
@@ -27,11 +27,11 @@ from dask.delayed import Delayed, delayed
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.dispatch.ids import count_owners
-from dgl_chunked.remap.blocks import check_cover, pair_positions, place_pairs, scatter_runs
-from dgl_chunked.remap.inputs import PairInput, RowInput
+from dgl_chunked.remap.kernels import check_cover, pair_positions, place_pairs, scatter_runs
 from dgl_chunked.remap.mapping import Blocks, EdgeAssignmentSource, NodeAssignmentSource, OrigIdSource, count_orig_ids
-from dgl_chunked.remap.outputs import TypeOutput
 from dgl_chunked.remap.pairs import PairPiece, map_pairs, read_segment
+from dgl_chunked.remap.result_files import TypeOutput
+from dgl_chunked.remap.result_sources import PairInput, RowInput
 from dgl_chunked.remap.spaces import TypeSpace
 
 __all__ = ["Source", "TypeJob", "block_positions", "block_tasks", "collect_counts", "count_tasks", "pair_tasks"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgl_chunked.chunk import transforms as tf
+from dgl_chunked.chunk import kernels as tf
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -170,7 +170,7 @@ def test_bytes_identical_with_a_memory_limit_smaller_than_the_node_tables(tmp_pa
     _dispatch_and_verify(tmp_path / "chunked", tmp_path / "fast", 3, block_rows=64, options=options)
     # 600 bytes for the cache: two 64-row int32 ranges of a node type; 24 for a HALO bitmap: 128 IDs a range
     tight = replace(options, memory_limit=8 * 600, halo_table_bytes=24)
-    assert (tight.lookup_budget(), tight.halo_budget(), halo_ranges.range_span(24)) == (600, 24, 128)
+    assert (tight.lookup_budget(), tight.halo_budget(), halo_ranges.range_width(24)) == (600, 24, 128)
     built = []
     real = halo_ranges.build_ranged_halo
     monkeypatch.setattr(halo_ranges, "build_ranged_halo", lambda *a: built.append(real(*a)) or built[-1])

@@ -84,7 +84,7 @@ class CountingFileSystem(MemoryFileSystem):
 
 
 class _StageCounts(logging.Handler):
-    """The counters at every dispatch stage's start (the runner logs each one)."""
+    """The counters at every dispatch step's start (the runner logs each one)."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -92,8 +92,8 @@ class _StageCounts(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if message.startswith("dispatch stage: "):
-            self.marks.append((message.removeprefix("dispatch stage: ").split(" (")[0], dict(COUNTS)))
+        if message.startswith("step: "):
+            self.marks.append((message.removeprefix("step: ").split(" (")[0], dict(COUNTS)))
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ def test_plan_matches_a_real_run(graph_dir, tmp_path, num_parts, options):
     assert not out.exists()  # planning writes nothing
     result = dglc.run(graph_dir, out, num_parts=num_parts, options=replace(options, keep_staging=True))
     planned = {s.name: s.tasks for s in plan.stages if not s.name.startswith("partition")}
-    assert planned == result.stage_tasks  # exact, stage by stage
+    assert planned == result.step_tasks  # exact, stage by stage
     staged, written = _du(out / "_staging"), _du(out) - _du(out / "_staging")
     assert plan.staging_bytes == pytest.approx(staged, rel=0.05)
     assert plan.output_bytes == pytest.approx(written, rel=0.05)

@@ -15,7 +15,7 @@ import zarr
 
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
-from dgl_chunked.io.dgl.binary import ArrayBlocks
+from dgl_chunked.io.dgl.binary import ArraySpans
 from dgl_chunked.io.graphbolt.csc import CscSorter
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.storage.zarr_lookup import cached_bytes, cached_lookup, clear_lookup_cache
@@ -99,8 +99,8 @@ def test_node_id_cache_keeps_the_ranges_that_fit_and_reads_the_others(tmp_path):
 def test_csc_sorter_wide_order_is_the_same_order(sort_bytes):
     rng = np.random.default_rng(0)
     dst = rng.integers(0, 50, 700).astype(np.int64)
-    stream = ArrayBlocks((700,), np.dtype(np.int64), lambda: iter(np.array_split(dst, 3)))
-    eids = ArrayBlocks((700,), np.dtype(np.int64), lambda: iter(np.array_split(np.arange(700), 4)))
+    stream = ArraySpans((700,), np.dtype(np.int64), lambda: iter(np.array_split(dst, 3)))
+    eids = ArraySpans((700,), np.dtype(np.int64), lambda: iter(np.array_split(np.arange(700), 4)))
     narrow, wide = CscSorter(50, stream, sort_bytes), CscSorter(50, stream, sort_bytes, wide=True)
     assert (narrow.index_dtype, wide.index_dtype) == (np.dtype(np.int32), np.dtype(np.int64))
     got = [np.concatenate(list(s.column(eids, np.int64).blocks())) for s in (narrow, wide)]

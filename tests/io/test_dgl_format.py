@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl import blocks as dgl_blocks
+from dgl_chunked.io.dgl import spans as dgl_blocks
 from dgl_chunked.io.dgl.binary import (
     BFLOAT16_RAW,
-    ArrayBlocks,
+    ArraySpans,
     GraphData,
     HomogeneousGraph,
     annotate_dgl_file,
@@ -354,15 +354,15 @@ def test_keys_sorted_and_deterministic(tmp_path: Path) -> None:
     assert list(read_tensor_dict(tmp_path / "1.dgl")) == ["a", "b", "c/d"]
 
 
-def _blocks(arr: np.ndarray, sizes: list[int]) -> ArrayBlocks:
+def _blocks(arr: np.ndarray, sizes: list[int]) -> ArraySpans:
     bounds = np.cumsum([0, *sizes])
-    return ArrayBlocks(arr.shape, arr.dtype, lambda: (arr[a:b] for a, b in itertools.pairwise(bounds)))
+    return ArraySpans(arr.shape, arr.dtype, lambda: (arr[a:b] for a, b in itertools.pairwise(bounds)))
 
 
 def test_sources_give_identical_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import zarr
 
-    monkeypatch.setattr(dgl_blocks, "BLOCK_BYTES", 40)  # many blocks even for tiny arrays
+    monkeypatch.setattr(dgl_blocks, "SPAN_BYTES", 40)  # many blocks even for tiny arrays
     arr = np.arange(60, dtype=np.float32).reshape(20, 3)
     np.save(tmp_path / "a.npy", arr)
     z = zarr.create_array(store=str(tmp_path / "z.zarr"), shape=arr.shape, chunks=(7, 3), dtype=arr.dtype)
@@ -456,11 +456,11 @@ def test_csr_csc_sorted_stable(tmp_path: Path) -> None:
         (np.zeros(3, np.uint64), "torch 2.2"),
         (np.zeros(3, np.complex64), "expected one of"),
         (np.array(["a"]), "expected one of"),
-        (ArrayBlocks((), np.float32, list), "0-d scalar"),
-        (ArrayBlocks((4,), np.float32, lambda: [np.zeros(3, np.float32)]), "produced 3 rows in total"),
-        (ArrayBlocks((4,), np.float32, lambda: [np.zeros(3, np.float32)] * 2), "more than the declared 4"),
-        (ArrayBlocks((4, 2), np.float32, lambda: [np.zeros((4, 3), np.float32)]), "has shape (4, 3)"),
-        (ArrayBlocks((4,), np.float32, lambda: [np.zeros(4, np.float64)]), "has dtype float64"),
+        (ArraySpans((), np.float32, list), "0-d scalar"),
+        (ArraySpans((4,), np.float32, lambda: [np.zeros(3, np.float32)]), "produced 3 rows in total"),
+        (ArraySpans((4,), np.float32, lambda: [np.zeros(3, np.float32)] * 2), "more than the declared 4"),
+        (ArraySpans((4, 2), np.float32, lambda: [np.zeros((4, 3), np.float32)]), "has shape (4, 3)"),
+        (ArraySpans((4,), np.float32, lambda: [np.zeros(4, np.float64)]), "has dtype float64"),
     ],
 )
 def test_write_tensor_dict_rejects(tmp_path: Path, value: Any, message: str) -> None:
@@ -526,7 +526,7 @@ def test_failed_stream_removes_partial_file(tmp_path: Path) -> None:
         raise RuntimeError("source died")
 
     out = tmp_path / "g.dgl"
-    graph = HomogeneousGraph(num_nodes=4, src=ArrayBlocks((4,), np.int64, blocks), dst=np.zeros(4, np.int64))
+    graph = HomogeneousGraph(num_nodes=4, src=ArraySpans((4,), np.int64, blocks), dst=np.zeros(4, np.int64))
     with pytest.raises(RuntimeError, match="source died"):
         write_graph(out, graph)
     assert not out.exists()
@@ -535,7 +535,7 @@ def test_failed_stream_removes_partial_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["r+", "c"])
 def test_memmap_page_release_keeps_caller_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     """Dropping written memmap pages must not lose unflushed (r+) or copy-on-write (c) changes."""
-    monkeypatch.setattr(dgl_blocks, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(dgl_blocks, "SPAN_BYTES", 4096)
     base = np.arange(50_000, dtype=np.int64)
     np.save(tmp_path / "a.npy", base)
     mm = np.load(tmp_path / "a.npy", mmap_mode=mode)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.binary import ArrayBlocks, HomogeneousGraph
+from dgl_chunked.io.dgl.binary import ArraySpans, HomogeneousGraph
 from dgl_chunked.io.graphbolt import torch_zip
 from dgl_chunked.io.graphbolt.csc import CscSorter, GraphBoltOptions, min_dtype, write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import describe_graphbolt_file, read_graphbolt_graph, write_graphbolt_graph
@@ -71,7 +71,7 @@ def test_reader_reads_torch_written_file():
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64", "bool"])
 def test_round_trip_every_dtype_in_blocks(tmp_path, dtype):
     values = (np.arange(30) % 7).astype(dtype).reshape(10, 3)
-    blocks = ArrayBlocks(values.shape, values.dtype, lambda: iter([values[:4], values[4:4], values[4:]]))
+    blocks = ArraySpans(values.shape, values.dtype, lambda: iter([values[:4], values[4:4], values[4:]]))
     path = tmp_path / "g.pt"
     write_graphbolt_graph(
         path,
@@ -158,8 +158,8 @@ def _random_graph(n: int, e: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray
 @pytest.mark.parametrize("sort_bytes", [1 << 30, 32 * 7, 32])
 def test_csc_sort_in_ranges_equals_stable_sort(sort_bytes):
     src, dst = _random_graph(50, 400)
-    split = lambda a: ArrayBlocks(a.shape, a.dtype, lambda: iter([a[:123], a[123:300], a[300:]]))  # noqa: E731
-    from dgl_chunked.io.dgl.blocks import as_stream
+    split = lambda a: ArraySpans(a.shape, a.dtype, lambda: iter([a[:123], a[123:300], a[300:]]))  # noqa: E731
+    from dgl_chunked.io.dgl.spans import as_stream
 
     sorter = CscSorter(50, as_stream(split(dst), "dst"), sort_bytes)
     assert (len(sorter.ranges) == 1) == (sort_bytes == 1 << 30)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgl_chunked.io.dgl.binary import ArrayBlocks, HomogeneousGraph
+from dgl_chunked.io.dgl.binary import ArraySpans, HomogeneousGraph
 from dgl_chunked.io.graphbolt.csc import GraphBoltOptions, saves_coo, write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import read_graphbolt_graph
 
@@ -30,7 +30,7 @@ def _graph(n: int, e: int, seed: int, block: int | None = None) -> HomogeneousGr
     def blocks(a: np.ndarray) -> object:
         if block is None:
             return a
-        return ArrayBlocks(a.shape, a.dtype, lambda: (a[i : i + block] for i in range(0, a.shape[0], block)))
+        return ArraySpans(a.shape, a.dtype, lambda: (a[i : i + block] for i in range(0, a.shape[0], block)))
 
     return HomogeneousGraph(
         num_nodes=n,

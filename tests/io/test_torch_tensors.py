@@ -65,10 +65,10 @@ def test_refuses_a_file_that_is_not_torch_zip(tmp_path: Path, ser: Path) -> None
 
 
 def test_writer_round_trip_streams_blocks(tmp_path: Path) -> None:
-    from dgl_chunked.io.dgl import ArrayBlocks
+    from dgl_chunked.io.dgl import ArraySpans
 
     rows = np.arange(30, dtype=np.int64)
-    blocks = ArrayBlocks((30,), np.int64, lambda: (rows[i : i + 7] for i in range(0, 30, 7)))
+    blocks = ArraySpans((30,), np.int64, lambda: (rows[i : i + 7] for i in range(0, 30, 7)))
     tensors = {"nids": blocks, "label": ROWS, "mask": np.array([True, False, True])}
     write_torch_tensors(tmp_path / "w.pt", tensors)
     got = read_torch_file(tmp_path / "w.pt")

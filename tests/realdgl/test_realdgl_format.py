@@ -17,7 +17,7 @@ import pytest
 
 from dgl_chunked.io.dgl.binary import (
     BFLOAT16_RAW,
-    ArrayBlocks,
+    ArraySpans,
     HomogeneousGraph,
     read_graphs,
     read_tensor_dict,
@@ -52,7 +52,7 @@ def _tensor_cases() -> list[dict[str, Any]]:
     every["bf16"] = np.array([0x3F80, 0xC000, 0x0000], dtype=BFLOAT16_RAW)
     big = np.arange(3000, dtype=np.float32).reshape(1000, 3)
     streamed = {
-        "blocks": ArrayBlocks(big.shape, big.dtype, lambda: (big[i : i + 300] for i in range(0, 1000, 300))),
+        "blocks": ArraySpans(big.shape, big.dtype, lambda: (big[i : i + 300] for i in range(0, 1000, 300))),
         "paper/feat": big,
     }
     return [every, {}, streamed]

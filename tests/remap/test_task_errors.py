@@ -120,20 +120,20 @@ def _slow_write(path: str) -> int:
 
 def _threaded_compute(tasks: list[object]) -> None:
     from dgl_chunked.cli.context import local_threads
-    from dgl_chunked.compute import StageRunner
+    from dgl_chunked.compute import StepRunner
 
     with local_threads():
-        StageRunner(client=None, progress=False, command="test").compute(tasks, "test")
+        StepRunner(client=None, progress=False, command="test").compute(tasks, "test")
 
 
 @pytest.mark.parametrize("where", ["threads", "cluster"])
-def test_a_failed_stage_returns_after_its_running_tasks(
+def test_a_failed_step_returns_after_its_running_tasks(
     tmp_path: Path, where: str, request: pytest.FixtureRequest
 ) -> None:
     """The caller cleans up its staging right after the error: no task of the stage may still be writing."""
     from dask.delayed import delayed
 
-    from dgl_chunked.compute import StageRunner
+    from dgl_chunked.compute import StepRunner
 
     target = tmp_path / "late.txt"
     tasks = [
@@ -144,5 +144,5 @@ def test_a_failed_stage_returns_after_its_running_tasks(
         if where == "threads":
             _threaded_compute(tasks)
         else:
-            StageRunner(client=request.getfixturevalue("client"), progress=False, command="test").compute(tasks, "test")
+            StepRunner(client=request.getfixturevalue("client"), progress=False, command="test").compute(tasks, "test")
     assert target.read_text() == "done"

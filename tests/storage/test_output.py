@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.storage.output import open_output
+from dgl_chunked.storage.output_file import open_output
 
 
 def test_writes_the_bytes_locally_and_to_a_url(tmp_path: Path) -> None:

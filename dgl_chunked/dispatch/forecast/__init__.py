@@ -2,20 +2,20 @@
 ``metadata.json`` and file headers alone, and the refusal when a filesystem lacks
 the space (the ``plan`` command).
 
-- :mod:`.estimates`: dispatch's stages (:func:`forecast_dispatch` -> :class:`DispatchForecast`).
+- :mod:`.estimates`: dispatch's steps (:func:`forecast_dispatch` -> :class:`DispatchForecast`).
 - :mod:`.calibration`: the cost model's constants, measured on the project's VM.
 - :mod:`.space`: free space per filesystem written, and the refusal.
-- :mod:`.network`: the bytes each stage moves to and from remote storage, and their
+- :mod:`.network`: the bytes each step moves to and from remote storage, and their
   time at a bandwidth (:func:`forecast_network` -> :class:`NetworkForecast`).
-- :mod:`.run`: the whole run, its partition stage included (:func:`forecast_run` ->
+- :mod:`.run`: the whole run, its partition step included (:func:`forecast_run` ->
   :class:`RunForecast`; ``plan_run``/``RunPlan``: deprecated names).
 """
 
 from __future__ import annotations
 
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
-from dgl_chunked.dispatch.forecast.estimates import DispatchForecast, StageForecast, forecast_dispatch
-from dgl_chunked.dispatch.forecast.network import NetworkForecast, NetworkStage, forecast_network, parse_bandwidth
+from dgl_chunked.dispatch.forecast.estimates import DispatchForecast, StepForecast, forecast_dispatch
+from dgl_chunked.dispatch.forecast.network import NetworkForecast, NetworkStep, forecast_network, parse_bandwidth
 from dgl_chunked.dispatch.forecast.run import RunForecast, RunPlan, forecast_run, plan_run
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
 
@@ -25,10 +25,10 @@ __all__ = [
     "DiskNeed",
     "DispatchForecast",
     "NetworkForecast",
-    "NetworkStage",
+    "NetworkStep",
     "RunForecast",
     "RunPlan",
-    "StageForecast",
+    "StepForecast",
     "check_space",
     "disk_needs",
     "forecast_dispatch",

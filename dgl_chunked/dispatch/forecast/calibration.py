@@ -20,7 +20,7 @@ __all__ = ["Calibration", "CALIBRATION"]
 class Calibration:
     """Linear cost terms: seconds per unit of work on one worker thread, bytes per unit held."""
 
-    stage_overhead_s: float
+    step_overhead_s: float
     """Fixed cost of one compute (scheduling, task submission, gathering results)."""
     edge_overhead_s: float
     """Fixed cost of the edge and feature staging (graph construction, first reads)."""
@@ -29,8 +29,8 @@ class Calibration:
     partition_overhead_s: float
     """Random assignment written as a directory: fixed part (graph setup, files)."""
     partition_s_per_node: float
-    """Random assignment written as a directory, per node (the whole stage, not per thread)."""
-    node_stage_s_per_node: float
+    """Random assignment written as a directory, per node (the whole step, not per thread)."""
+    node_step_s_per_node: float
     """Staging the assignment, or numbering the nodes: per node of a block."""
     edge_s_per_edge: float
     """Edge staging: CSV parse, ID checks, two node-ID lookups, sort by owner, Zarr writes."""
@@ -56,12 +56,12 @@ CALIBRATION = Calibration(
     # cluster.WORKER_ENVIRONMENT; lookups in slices of ids.HEAP_SLICE), fitted on the 1x and 10x
     # runs; the 30x run checks it out of sample (time -15%, peak RSS +6%). The VM ran nothing
     # else but the benchmark.
-    stage_overhead_s=0.029,
+    step_overhead_s=0.029,
     edge_overhead_s=0.0,
     write_overhead_s=0.044,
     partition_overhead_s=0.08,
     partition_s_per_node=3.02e-08,
-    node_stage_s_per_node=3.39e-08,
+    node_step_s_per_node=3.39e-08,
     edge_s_per_edge=1.97e-07,
     feature_s_per_byte=1e-09,
     write_s_per_edge=1.09e-07,

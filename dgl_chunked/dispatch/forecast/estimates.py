@@ -1,4 +1,4 @@
-"""Forecast a dispatch run from metadata alone: tasks, memory, disk and time per stage.
+"""Forecast a dispatch run from metadata alone: tasks, memory, disk and time per step.
 
 Reads ``metadata.json`` and the feature files' headers (what
 :class:`~dgl_chunked.io.chunked.graph.ChunkedGraph` reads when opened), never a
@@ -19,16 +19,16 @@ import numpy as np
 
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
-from dgl_chunked.dispatch.halo.ranges import range_span
+from dgl_chunked.dispatch.halo.ranges import range_width
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
+from dgl_chunked.dispatch.kernels import keeps_edge_owners
 from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
-from dgl_chunked.dispatch.stages import keeps_edge_owners
 from dgl_chunked.dispatch.staging import default_chunks
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.chunked.model import ChunkedGraphMetadata
 
-__all__ = ["StageForecast", "DispatchForecast", "forecast_dispatch", "HEADER_BYTES"]
+__all__ = ["StepForecast", "DispatchForecast", "forecast_dispatch", "HEADER_BYTES"]
 
 HEADER_BYTES = 4096
 """Per tensor of a DGL file, and per staged Zarr array: headers and metadata (an upper bound)."""
@@ -37,7 +37,7 @@ NODE_STAGE_BYTES_PER_ROW = 56
 
 
 @dataclass(frozen=True)
-class StageForecast:
+class StepForecast:
     """One compute of the run."""
 
     name: str
@@ -55,7 +55,7 @@ class DispatchForecast:
     edges: int
     num_parts: int
     workers: int
-    stages: tuple[StageForecast, ...]
+    stages: tuple[StepForecast, ...]
     staging_bytes: int
     output_bytes: int
     halo_nodes_per_part: int
@@ -205,22 +205,22 @@ def forecast_dispatch(
         edge_feat_bytes=-(-edge_feat // num_parts),
     )
     node_work = [
-        min(opts.block_rows, meta.num_nodes(t) - start) * cal.node_stage_s_per_node
+        min(opts.block_rows, meta.num_nodes(t) - start) * cal.node_step_s_per_node
         for t in meta.node_types
         for start in range(0, meta.num_nodes(t), opts.block_rows)
     ]
-    node_stage = StageForecast(
+    node_step = StepForecast(
         "stage assignment",
         len(node_work),
         NODE_STAGE_BYTES_PER_ROW * min(opts.block_rows, max(n_total, 1)),
-        cal.stage_overhead_s + _task_seconds(node_work, workers),
+        cal.step_overhead_s + _task_seconds(node_work, workers),
     )
-    number_stage = StageForecast("number nodes", node_stage.tasks, node_stage.task_bytes, node_stage.seconds)
+    number_step = StepForecast("number nodes", node_step.tasks, node_step.task_bytes, node_step.seconds)
     cache = _lookup_bytes(meta, num_parts, opts)
     edge_work = [r * cal.edge_s_per_edge for r in edge_rows] + [
         b * cal.feature_s_per_byte for b in node_feat_chunks + edge_feat_chunks
     ]
-    edge_stage = StageForecast(
+    edge_step = StepForecast(
         "stage edges and features",
         len(edge_rows)
         + len(node_feat_chunks)
@@ -241,7 +241,7 @@ def forecast_dispatch(
         per_part.node_feat_bytes * cal.write_s_per_byte,
         per_part.edge_feat_bytes * cal.write_s_per_byte,
     ] + [0.0] * (int(opts.save_orig_nids) + int(opts.save_orig_eids))
-    write_stage = StageForecast(
+    write_step = StepForecast(
         "write partitions",
         num_parts * len(write_files),
         _writer_bytes(per_part, n_total, max(edge_rows, default=0), num_parts, opts, cal),
@@ -255,7 +255,7 @@ def forecast_dispatch(
         edges=e_total,
         num_parts=num_parts,
         workers=workers,
-        stages=(node_stage, number_stage, edge_stage, write_stage),
+        stages=(node_step, number_step, edge_step, write_step),
         staging_bytes=_staging_bytes(graph, opts, num_parts, extra_node_row_bytes),
         output_bytes=num_parts * _output_bytes(per_part, graph, opts, extra_node_row_bytes) + HEADER_BYTES,
         halo_nodes_per_part=per_part.halo,
@@ -265,7 +265,7 @@ def forecast_dispatch(
 
 def _lookup_bytes(meta: ChunkedGraphMetadata, num_parts: int, opts: DispatchOptions) -> int:
     """What a worker keeps to find new node IDs: the owners' map of each type, or its ID array
-    (int32) where that is smaller, within the lookup budget (see ``stages.new_ids``)."""
+    (int32) where that is smaller, within the lookup budget (see ``kernels.new_ids``)."""
     kept = 0
     for t in meta.node_types:
         n = meta.num_nodes(t)
@@ -292,7 +292,7 @@ def _writer_bytes(
     elif HaloBitmap.nbytes(n_total) <= budget:  # a bitmap of the ID space (halo/bitmap.py)
         tables = HaloBitmap.nbytes(n_total)
     else:  # range by range (halo/ranges.py)
-        tables = HaloBitmap.nbytes(range_span(budget)) + 2 * 8 * max_chunk // num_parts
+        tables = HaloBitmap.nbytes(range_width(budget)) + 2 * 8 * max_chunk // num_parts
     segment = cal.writer_bytes_per_segment_edge * max_chunk / num_parts  # one chunk's rows of this partition
     extra = 0.0
     if opts.use_graphbolt:

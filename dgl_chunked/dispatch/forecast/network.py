@@ -2,7 +2,7 @@
 
 On a cluster whose input, staging and output live on an object store (or any
 network filesystem), every byte a task reads or writes crosses the host's link.
-This module counts those bytes per stage from the same facts as
+This module counts those bytes per step from the same facts as
 :func:`~dgl_chunked.dispatch.forecast.estimates.forecast_dispatch` (``metadata.json``, file
 headers, file sizes) and the access pattern of the code:
 
@@ -22,9 +22,9 @@ headers, file sizes) and the access pattern of the code:
 
 Every request also moves headers: :data:`REQUEST_DOWN_BYTES` and
 :data:`REQUEST_UP_BYTES`, measured on S3 (``benchmarks/bench_network.py``). The
-time of a stage on a host is its bytes over the host's bandwidth (one thread reads
+time of a step on a host is its bytes over the host's bandwidth (one thread reads
 and writes in turn; several overlap the two directions), plus the compute time
-:mod:`.estimates` gives for the same stage.
+:mod:`.estimates` gives for the same step.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dgl_chunked.dispatch.forecast.estimates import HEADER_BYTES, DispatchForecast, StageForecast
+from dgl_chunked.dispatch.forecast.estimates import HEADER_BYTES, DispatchForecast, StepForecast
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
+from dgl_chunked.dispatch.kernels import keeps_edge_owners
 from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
-from dgl_chunked.dispatch.stages import keeps_edge_owners
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.formats import get_format
@@ -52,7 +52,7 @@ __all__ = [
     "REQUEST_SECONDS",
     "REQUEST_UP_BYTES",
     "NetworkForecast",
-    "NetworkStage",
+    "NetworkStep",
     "forecast_network",
     "parse_bandwidth",
 ]
@@ -69,8 +69,8 @@ OWNER_BYTES = 4
 
 
 @dataclass(frozen=True)
-class NetworkStage:
-    """The bytes one stage moves between the hosts (or the client) and the storage."""
+class NetworkStep:
+    """The bytes one step moves between the hosts (or the client) and the storage."""
 
     name: str
     down_bytes: int
@@ -83,7 +83,7 @@ class NetworkStage:
     host_up_bytes: int
     """Written by the busiest host."""
     seconds: float | None
-    """At the forecast's bandwidth: the busiest host's transfer plus the stage's compute."""
+    """At the forecast's bandwidth: the busiest host's transfer plus the step's compute."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class NetworkForecast:
     threads_per_process: int
     bandwidth: float | None
     """Bytes per second of every host's link, each direction (``None``: not given)."""
-    stages: tuple[NetworkStage, ...]
+    stages: tuple[NetworkStep, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -117,7 +117,7 @@ class NetworkForecast:
         rate = "" if self.bandwidth is None else f", {self.bandwidth * 8 / 1e6:g} Mbit/s per host"
         lines = [
             f"network (storage remote): {self.hosts} host(s) x {self.processes_per_host} process(es){rate}",
-            f"{'stage':<28}{'MB down':>10}{'MB up':>10}{'requests':>10}{'host down':>11}{'host up':>10}"
+            f"{'step':<28}{'MB down':>10}{'MB up':>10}{'requests':>10}{'host down':>11}{'host up':>10}"
             + (f"{'seconds':>9}" if self.bandwidth else ""),
         ]
         for s in self.stages:
@@ -158,8 +158,8 @@ def parse_bandwidth(text: str | float | None) -> float | None:
 
 
 @dataclass
-class _Stage:
-    """Bytes of one stage: per task (spread over the hosts) and the client's own."""
+class _Step:
+    """Bytes of one step: per task (spread over the hosts) and the client's own."""
 
     name: str
     tasks: list[tuple[int, int, int]] = field(default_factory=list)
@@ -187,17 +187,17 @@ def _busiest_host(tasks: Sequence[tuple[int, int, int]], hosts: int, procs: int)
     return busiest[0], busiest[1]
 
 
-def _finish(stage: _Stage, hosts: int, procs: int, threads: int, bandwidth: float | None, cpu: float) -> NetworkStage:
-    reqs = sum(t[2] for t in stage.tasks) + stage.client[2]
-    down = sum(t[0] for t in stage.tasks) + stage.client[0] + reqs * REQUEST_DOWN_BYTES
-    up = sum(t[1] for t in stage.tasks) + stage.client[1] + reqs * REQUEST_UP_BYTES
-    h_down, h_up = _busiest_host(stage.tasks, hosts, procs)  # a host's processes share its link
+def _finish(step: _Step, hosts: int, procs: int, threads: int, bandwidth: float | None, cpu: float) -> NetworkStep:
+    reqs = sum(t[2] for t in step.tasks) + step.client[2]
+    down = sum(t[0] for t in step.tasks) + step.client[0] + reqs * REQUEST_DOWN_BYTES
+    up = sum(t[1] for t in step.tasks) + step.client[1] + reqs * REQUEST_UP_BYTES
+    h_down, h_up = _busiest_host(step.tasks, hosts, procs)  # a host's processes share its link
     seconds = None
     if bandwidth:
         overlap = procs * threads
         seconds = max(h_down, h_up, (h_down + h_up) / overlap) / bandwidth + cpu
-        seconds += stage.client[2] * REQUEST_SECONDS  # the client's requests, one after the other
-    return NetworkStage(stage.name, down, up, reqs, h_down, h_up, seconds)
+        seconds += step.client[2] * REQUEST_SECONDS  # the client's requests, one after the other
+    return NetworkStep(step.name, down, up, reqs, h_down, h_up, seconds)
 
 
 def _client_open(graph: ChunkedGraph, size: Mapping[str, int]) -> tuple[int, int, int]:
@@ -241,49 +241,49 @@ def _input_sizes(graph: ChunkedGraph) -> dict[str, int]:
     return dict(zip(paths, file_sizes(paths, graph.storage_options), strict=True))
 
 
-def _edge_stage(
+def _edge_step(
     graph: ChunkedGraph,
     size: Mapping[str, int],
     num_parts: int,
     opts: DispatchOptions,
     procs: int,
     extra_node_row_bytes: int,
-) -> _Stage:
+) -> _Step:
     meta = graph.metadata
     n_total = sum(meta.num_nodes(t) for t in meta.node_types)
     id_size = staged_id_dtype(n_total, wide=opts.wide_ids).itemsize
     owner_size = compact_owner_dtype(num_parts).itemsize
-    stage = _Stage("stage edges and features")
+    step = _Step("stage edges and features")
     edge_tasks = 0
     for spec in meta.edge_types:
         keep = keeps_edge_owners(meta, spec.name, opts.save_orig_eids)
         for group in graph.edge_groups(spec.name):
             read = sum(size[r.path] for r in group.refs)
             up = group.rows * (2 * id_size + owner_size * keep)
-            stage.add(read, up, 2 * len(group.refs) + 8 + 2 * keep)
+            step.add(read, up, 2 * len(group.refs) + 8 + 2 * keep)
             edge_tasks += 1
     for kind, type_name, feat, row in _features(graph):
         owner = OWNER_BYTES if kind == "node" else owner_size
         for group in graph.feature_groups(kind, type_name, feat):
             read = sum(size[r.path] for r in group.refs) + owner * group.rows
-            stage.add(read, row * group.rows, 2 * len(group.refs) + 6)
+            step.add(read, row * group.rows, 2 * len(group.refs) + 6)
     if extra_node_row_bytes:
         for t in meta.node_types:
-            stage.add(OWNER_BYTES * meta.num_nodes(t), extra_node_row_bytes * meta.num_nodes(t), 4)
+            step.add(OWNER_BYTES * meta.num_nodes(t), extra_node_row_bytes * meta.num_nodes(t), 4)
     # the new-ID maps: built once per worker process that runs an edge task
     maps = 0
     for t in {n for spec in meta.edge_types for n in (spec.src_type, spec.dst_type)}:
         n = meta.num_nodes(t)
         maps += OWNER_BYTES * n if map_bytes(n, opts.block_rows, num_parts) < 4 * n else id_size * n
     for i in range(min(procs, edge_tasks)):
-        down, up, req = stage.tasks[i]
-        stage.tasks[i] = (down + maps, up, req + 2 * len(meta.node_types))
-    return stage
+        down, up, req = step.tasks[i]
+        step.tasks[i] = (down + maps, up, req + 2 * len(meta.node_types))
+    return step
 
 
-def _write_stage(
+def _write_step(
     graph: ChunkedGraph, num_parts: int, opts: DispatchOptions, forecast: DispatchForecast, extra_node_row_bytes: int
-) -> _Stage:
+) -> _Step:
     meta = graph.metadata
     id_size = staged_id_dtype(forecast.nodes, wide=opts.wide_ids).itemsize
     owner_size = compact_owner_dtype(num_parts).itemsize
@@ -297,11 +297,11 @@ def _write_stage(
     per_part_down += owner_size * kept_owner_edges  # every chunk's owners, whole, per partition
     out_per_part = (forecast.output_bytes - HEADER_BYTES) / num_parts  # less the partition config
     requests = 3 * edge_tasks + feat_tasks + 2 * edge_tasks * opts.save_orig_eids + 40
-    stage = _Stage("write partitions")
+    step = _Step("write partitions")
     for _ in range(num_parts):
-        stage.add(int(per_part_down), int(out_per_part), requests)
-    stage.client = (0, 4096, 10)  # metadata.json and the ownership marks
-    return stage
+        step.add(int(per_part_down), int(out_per_part), requests)
+    step.client = (0, 4096, 10)  # metadata.json and the ownership marks
+    return step
 
 
 def forecast_network(
@@ -315,10 +315,10 @@ def forecast_network(
     threads_per_process: int = 1,
     bandwidth: float | str | None = None,
     assignment_bytes: int = 0,
-    partition_stage: StageForecast | None = None,
+    partition_step: StepForecast | None = None,
     extra_node_row_bytes: int = 0,
 ) -> NetworkForecast:
-    """Bytes over the network per stage of a dispatch (or run) whose storage is remote.
+    """Bytes over the network per step of a dispatch (or run) whose storage is remote.
 
     Parameters
     ----------
@@ -338,8 +338,8 @@ def forecast_network(
         forecasts bytes only.
     assignment_bytes
         Bytes of the assignment files dispatch reads (0 when ``run`` computes it).
-    partition_stage
-        ``run``'s partition stage, whose network bytes are the client's opening of the
+    partition_step
+        ``run``'s partition step, whose network bytes are the client's opening of the
         graph (random assignment); ``None`` for ``dispatch``.
     extra_node_row_bytes
         Bytes per node of computed node data (``trainer_id``).
@@ -357,10 +357,10 @@ def forecast_network(
     cpu = {s.name: s.seconds for s in forecast.stages}
     size = _input_sizes(graph)
 
-    opening = _Stage(partition_stage.name if partition_stage else "open the graph")
+    opening = _Step(partition_step.name if partition_step else "open the graph")
     opening.client = _client_open(graph, size)
-    assign = _Stage("stage assignment")
-    number = _Stage("number nodes")
+    assign = _Step("stage assignment")
+    number = _Step("number nodes")
     for t in meta.node_types:
         n = meta.num_nodes(t)
         for lo in range(0, n, opts.block_rows):
@@ -375,21 +375,21 @@ def forecast_network(
             for s in (
                 assign,
                 number,
-                _edge_stage(graph, size, num_parts, opts, procs, extra_node_row_bytes),
-                _write_stage(graph, num_parts, opts, forecast, extra_node_row_bytes),
+                _edge_step(graph, size, num_parts, opts, procs, extra_node_row_bytes),
+                _write_step(graph, num_parts, opts, forecast, extra_node_row_bytes),
             )
         ),
     ]
-    if partition_stage is not None and rate:
+    if partition_step is not None and rate:
         first = stages[0]
-        stages[0] = NetworkStage(
+        stages[0] = NetworkStep(
             first.name, first.down_bytes, first.up_bytes, first.requests, 0, 0,
-            partition_stage.seconds + (first.seconds or 0.0),
+            partition_step.seconds + (first.seconds or 0.0),
         )  # fmt: skip
     notes = [
         "bytes between the hosts (and the client) and the storage; Dask's own traffic between "
         "scheduler and workers is not counted",
     ]
-    if partition_stage is not None and not partition_stage.name.endswith("(random)"):
-        notes.append(f"{partition_stage.name}: the partitioner's own reads and writes are not counted")
+    if partition_step is not None and not partition_step.name.endswith("(random)"):
+        notes.append(f"{partition_step.name}: the partitioner's own reads and writes are not counted")
     return NetworkForecast(hosts, processes_per_host, threads_per_process, rate, tuple(stages), tuple(notes))

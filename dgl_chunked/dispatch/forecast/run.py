@@ -1,4 +1,4 @@
-"""The forecast of a whole run: its partition stage and dispatch's stages, the disks.
+"""The forecast of a whole run: its partition step and dispatch's steps, the disks.
 
 :func:`forecast_run` -> :class:`RunForecast` is what ``dgl-chunked plan`` prints.
 ``plan_run`` and ``RunPlan`` are the names of one release before; they still work
@@ -15,11 +15,11 @@ from typing import Any
 from dgl_chunked._dask import ClusterOptions
 from dgl_chunked._typing import Bytes, PathLike, StorageOptions, parse_memory_limit
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
-from dgl_chunked.dispatch.forecast.estimates import StageForecast, forecast_dispatch
+from dgl_chunked.dispatch.forecast.estimates import StepForecast, forecast_dispatch
 from dgl_chunked.dispatch.forecast.network import NetworkForecast, forecast_network
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
-from dgl_chunked.dispatch.output import staging_location
+from dgl_chunked.dispatch.out_dir import staging_location
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.chunked.node_id_features import parse_node_id_features
 from dgl_chunked.storage import fs
@@ -43,7 +43,7 @@ class RunForecast:
     num_parts: int
     workers: int
     method: str
-    stages: tuple[StageForecast, ...]
+    stages: tuple[StepForecast, ...]
     peak_worker_bytes: int
     staging_bytes: int
     output_bytes: int
@@ -53,7 +53,7 @@ class RunForecast:
     notes: tuple[str, ...]
     worker_base_bytes: int
     network: NetworkForecast | None = None
-    """Bytes over the network per stage (and time at a bandwidth) when the storage is
+    """Bytes over the network per step (and time at a bandwidth) when the storage is
     remote or ``hosts`` was given."""
 
     def check_space(self) -> None:
@@ -66,7 +66,7 @@ class RunForecast:
             f"plan: {self.graph_name!r}, {self.nodes} nodes, {self.edges} edges -> {self.num_parts} "
             f"partition(s) ({self.method}) on {self.workers} worker thread(s)"
         )
-        lines = [head, f"{'stage':<28}{'tasks':>7}{'peak MB/worker':>16}{'seconds':>10}"]
+        lines = [head, f"{'step':<28}{'tasks':>7}{'peak MB/worker':>16}{'seconds':>10}"]
         base = self.worker_base_bytes
         for s in self.stages:
             lines.append(f"{s.name:<28}{s.tasks:>7}{(base + s.task_bytes) / 2**20:>16.0f}{s.seconds:>10.1f}")
@@ -120,7 +120,7 @@ def forecast_run(
         Per-worker memory limit in bytes (a size such as ``"4GiB"`` is parsed, as
         before); sizes the node-ID cache and HALO tables as it would in the run.
     dispatch_only
-        Plan only the dispatch (the assignment exists already): no partition stage.
+        Plan only the dispatch (the assignment exists already): no partition step.
     calibration
         The cost model's constants (default: measured on the project's VM).
     cluster
@@ -130,7 +130,7 @@ def forecast_run(
     hosts
         Hosts of the cluster, each with ``workers`` processes (``workers`` counts the
         processes of one host then, default 1); with it, or when the output is on a
-        remote filesystem, the forecast counts the bytes over the network per stage
+        remote filesystem, the forecast counts the bytes over the network per step
         (:func:`~dgl_chunked.dispatch.forecast.network.forecast_network`).
     bandwidth
         Every host's link, each direction (``"1gbit"``, ``"125MB/s"``, bytes per
@@ -162,7 +162,7 @@ def forecast_run(
     stages = forecast.stages
     notes = list(forecast.notes)
     if not dispatch_only:
-        stages = (_partition_stage(graph, method, calibration), *stages)
+        stages = (_partition_step(graph, method, calibration), *stages)
         if method not in _HASH_LIKE_METHODS:
             notes.append(f"the time of method {method!r} is not calibrated: only dispatch's is counted")
     out = str(out_dir)
@@ -180,7 +180,7 @@ def forecast_run(
             threads_per_process=threads_per_worker,
             bandwidth=bandwidth,
             assignment_bytes=_assignment_file_bytes(forecast.nodes, num_parts) if dispatch_only else 0,
-            partition_stage=None if dispatch_only else stages[0],
+            partition_step=None if dispatch_only else stages[0],
             extra_node_row_bytes=8 if num_trainers_per_machine > 1 else 0,
         )
     return RunForecast(
@@ -212,7 +212,7 @@ _HASH_LIKE_METHODS = ("random", "range")
 """Methods of one task per node chunk and no edge reads, timed by the ``random`` calibration."""
 
 
-def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> StageForecast:
+def _partition_step(graph: ChunkedGraph, method: str, cal: Calibration) -> StepForecast:
     """The assignment (random: one task per node chunk, the assignment directory written after)."""
     meta = graph.metadata
     nodes = sum(meta.num_nodes(t) for t in meta.node_types)
@@ -220,7 +220,7 @@ def _partition_stage(graph: ChunkedGraph, method: str, cal: Calibration) -> Stag
     seconds = 0.0
     if method in _HASH_LIKE_METHODS:  # range's kernel (a searchsorted) costs less than the hash
         seconds = cal.partition_overhead_s + cal.partition_s_per_node * nodes
-    return StageForecast(f"partition ({method})", tasks, 0, seconds)
+    return StepForecast(f"partition ({method})", tasks, 0, seconds)
 
 
 RunPlan = RunForecast

@@ -62,10 +62,10 @@ class HaloBitmap:
         self.count = 0
 
     @staticmethod
-    def nbytes(span: int) -> int:
-        """Memory of a bitmap over ``span`` IDs, frozen."""
-        words = -(-span // 64)
-        return int(words * 8 + words * (4 if span < 2**31 else 8))
+    def nbytes(width: int) -> int:
+        """Memory of a bitmap over ``width`` IDs, frozen."""
+        words = -(-width // 64)
+        return int(words * 8 + words * (4 if width < 2**31 else 8))
 
     def add(self, ids: npt.NDArray[np.integer]) -> None:
         """Put the IDs of ``ids`` that fall in the range into the set (duplicates are fine)."""

@@ -58,7 +58,7 @@ def _other_segments(plan: PartitionPlan, part: int) -> Iterator[tuple[int, int, 
             continue
         for r in range(len(plan.etypes)):
             first = int(plan.edge_layout.ranges[owner, r, 0])
-            for c, counts in enumerate(plan.edge_chunk_counts[r]):
+            for c, counts in enumerate(plan.edge_task_counts[r]):
                 if counts[owner]:
                     yield owner, r, c, first
                 first += int(counts[owner])

@@ -41,14 +41,14 @@ __all__ = [
     "build_halo",
     "build_ranged_halo",
     "owned_halo_bitmap",
-    "range_span",
+    "range_width",
 ]
 
 READ_BLOCK = 1 << 20
 INT64 = np.dtype(np.int64)
 
 
-def range_span(budget_bytes: int) -> int:
+def range_width(budget_bytes: int) -> int:
     """Node IDs per range whose bitmap fits ``budget_bytes`` (a multiple of 64, at least 64)."""
     words = max(1, budget_bytes // (8 + 4))
     return 64 * words
@@ -163,15 +163,15 @@ def build_halo(plan: PartitionPlan, part: int, lo: int, hi: int, budget_bytes: i
 def build_ranged_halo(plan: PartitionPlan, part: int, lo: int, hi: int, budget_bytes: int) -> RangedHalo:
     """Write partition ``part``'s HALO IDs and local sources to a temporary directory, range by range."""
     total = int(plan.node_layout.part_starts[-1])
-    span = range_span(budget_bytes)
+    width = range_width(budget_bytes)
     num_sources = int(plan.edge_layout.sizes()[part].sum())
     out = RangedHalo(tempfile.mkdtemp(prefix=f"dglc-halo-{part}-"), 0, num_sources)
     try:
         with open(out.local_src_path, "wb") as f:
             f.truncate(num_sources * INT64.itemsize)
         with open(out.halo_path, "wb") as halo_file, open(out.local_src_path, "r+b") as src_file:
-            for r0 in range(0, total, span):
-                bitmap = owned_halo_bitmap(plan, part, lo, hi, r0, min(r0 + span, total))
+            for r0 in range(0, total, width):
+                bitmap = owned_halo_bitmap(plan, part, lo, hi, r0, min(r0 + width, total))
                 for ids in bitmap.ids():
                     halo_file.write(ids.tobytes())
                 _rewrite_range(plan, part, src_file.fileno(), bitmap, lo, hi, (hi - lo) + out.num_halo)

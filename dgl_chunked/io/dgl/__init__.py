@@ -3,7 +3,7 @@
 - :mod:`.binary` is the public face: writers and strict readers of ``graph.dgl``,
   ``node_feat.dgl``, ``edge_feat.dgl`` and friends (``docs/spec/dgl-binary.md``);
 - :mod:`.records` (byte-level records and the bounds-checked :class:`Cursor`),
-  :mod:`.blocks` (streamed array sources), :mod:`.model`, :mod:`.graph_read`,
+  :mod:`.spans` (streamed array sources), :mod:`.model`, :mod:`.graph_read`,
   :mod:`.graph_write` and :mod:`.describe` are its parts;
 - :mod:`.partition_config` is the JSON ``load_partition`` reads (``docs/spec/partition-config.md``, "Keys").
 """
@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from dgl_chunked.io.dgl.binary import (
-    ArrayBlocks,
+    ArraySpans,
     CanonicalEtype,
     GraphData,
     HomogeneousGraph,
@@ -33,7 +33,7 @@ from dgl_chunked.io.dgl.partition_config import (
 
 __all__ = [
     "CONFIG_NAME",
-    "ArrayBlocks",
+    "ArraySpans",
     "CanonicalEtype",
     "GraphData",
     "HomogeneousGraph",

@@ -8,7 +8,7 @@ Writers and strict readers for the files of a DGL distributed partition
 * graph files -- ``graph.dgl`` -- read by ``dgl.load_graphs``.
 
 Writing streams every array in blocks of at most 64 MiB (numpy arrays, memmaps,
-zarr arrays or :class:`ArrayBlocks`), so feature files larger than memory are
+zarr arrays or :class:`ArraySpans`), so feature files larger than memory are
 fine; only CSR/CSC construction holds a graph's ids in memory. Output is
 deterministic: entries are sorted by key and the header padding is zeros.
 
@@ -39,7 +39,6 @@ from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.blocks import ArrayBlocks, as_stream, write_ndarray
 from dgl_chunked.io.dgl.describe import describe, format_annotation
 from dgl_chunked.io.dgl.graph_read import read_graph_file, read_tensor_file
 from dgl_chunked.io.dgl.graph_write import prepare_graph, write_graph_file
@@ -52,12 +51,13 @@ from dgl_chunked.io.dgl.records import (
     pack_string,
     pack_u64,
 )
+from dgl_chunked.io.dgl.spans import ArraySpans, as_stream, write_ndarray
 from dgl_chunked.storage.fs import filesystem
-from dgl_chunked.storage.output import open_output
+from dgl_chunked.storage.output_file import open_output
 
 __all__ = [
     "BFLOAT16_RAW",
-    "ArrayBlocks",
+    "ArraySpans",
     "CanonicalEtype",
     "GraphData",
     "HomogeneousGraph",
@@ -82,7 +82,7 @@ def write_tensor_dict(path: PathLike, tensors: Mapping[str, Any], *, storage_opt
     path
         Output file (local path or fsspec URL); overwritten if it exists.
     tensors
-        Name -> numpy array, ``np.memmap``, zarr array or :class:`ArrayBlocks`.
+        Name -> numpy array, ``np.memmap``, zarr array or :class:`ArraySpans`.
         Entries are written in sorted key order. ``bool`` is stored as uint8 (and
         DGL loads it back as uint8).
     storage_options
@@ -93,7 +93,7 @@ def write_tensor_dict(path: PathLike, tensors: Mapping[str, Any], *, storage_opt
     DGLFormatError
         For 0-d arrays (DGL loads them as garbage: use shape ``(1,)``), uint16/32/64
         (torch 2.2 cannot load them), other unsupported dtypes, non-str keys, or
-        :class:`ArrayBlocks` whose blocks disagree with the declared shape/dtype.
+        :class:`ArraySpans` whose blocks disagree with the declared shape/dtype.
         Nothing is left on disk in that case.
     """
     where = os.fspath(path)

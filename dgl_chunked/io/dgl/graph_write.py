@@ -15,7 +15,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.blocks import Stream, as_stream, materialize, write_ndarray
 from dgl_chunked.io.dgl.graph_read import HEADER_BLOCK
 from dgl_chunked.io.dgl.model import FORMAT_ORDER, HomogeneousGraph
 from dgl_chunked.io.dgl.records import (
@@ -31,6 +30,7 @@ from dgl_chunked.io.dgl.records import (
     pack_u8,
     pack_u64,
 )
+from dgl_chunked.io.dgl.spans import Stream, as_stream, materialize, write_ndarray
 
 __all__ = ["PreparedGraph", "normalize_formats", "prepare_graph", "write_graph_file"]
 

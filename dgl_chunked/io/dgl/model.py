@@ -34,7 +34,7 @@ class HomogeneousGraph:
         Number of (local) nodes.
     src, dst
         Local source / destination ids of the ``E`` edges, in edge-id order: numpy,
-        memmap, zarr arrays or :class:`ArrayBlocks` of any integer dtype.
+        memmap, zarr arrays or :class:`ArraySpans` of any integer dtype.
     ndata, edata
         Node (first dimension ``num_nodes``) and edge (first dimension ``E``) tensors.
     idtype

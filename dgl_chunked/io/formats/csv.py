@@ -311,7 +311,7 @@ def csv_info(path: str, where: str, delimiter: str, header: bool, storage_option
     return FileInfo(path=path, size=size, rows=None, names=names)
 
 
-def _line_block(piece: Piece, storage_options: StorageOptions) -> tuple[int, bytes]:
+def _line_piece(piece: Piece, storage_options: StorageOptions) -> tuple[int, bytes]:
     """``(offset, bytes)`` of the lines starting in ``[start, stop)``."""
     with _fs.open_file(piece.path, "rb", storage_options) as f:
         if piece.start > 0:
@@ -372,7 +372,7 @@ def read_csv_piece(
         A row with a different number of fields, or a value that is not of the
         expected type; the message names the spec key, file and line.
     """
-    offset, data = _line_block(piece, storage_options)
+    offset, data = _line_piece(piece, storage_options)
     if header and offset == 0:
         cut = data.find(b"\n")
         offset, data = (len(data), b"") if cut < 0 else (cut + 1, data[cut + 1 :])

@@ -30,10 +30,10 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.binary import ArrayBlocks
-from dgl_chunked.io.dgl.blocks import Stream, as_stream
+from dgl_chunked.io.dgl.binary import ArraySpans
 from dgl_chunked.io.dgl.model import HomogeneousGraph
 from dgl_chunked.io.dgl.partition_config import by_type_id
+from dgl_chunked.io.dgl.spans import Stream, as_stream
 from dgl_chunked.io.graphbolt.graph_file import write_graphbolt_graph
 
 __all__ = [
@@ -210,7 +210,7 @@ class CscSorter:
             fill[ds[first]] += runs
         return order
 
-    def column(self, stream: Stream, dtype: Any) -> ArrayBlocks:
+    def column(self, stream: Stream, dtype: Any) -> ArraySpans:
         """``stream`` (an edge column in edge-id order) permuted into CSC order, as ``dtype``."""
         dtype = np.dtype(dtype)
         shape = (self.num_edges, *stream.shape[1:])
@@ -229,9 +229,9 @@ class CscSorter:
                 del order, inverse
                 yield out
 
-        return ArrayBlocks(shape, dtype, blocks)
+        return ArraySpans(shape, dtype, blocks)
 
-    def slots(self, dtype: Any) -> ArrayBlocks:
+    def slots(self, dtype: Any) -> ArraySpans:
         """Each edge's slot in CSC order, in edge-ID order, as ``dtype``: DGL's
         ``torch.argsort(edge_ids)`` (``_dgl2gb_eid``).
 
@@ -255,9 +255,9 @@ class CscSorter:
                 seen[ds[first]] += runs
                 yield out
 
-        return ArrayBlocks((self.num_edges,), dtype, blocks)
+        return ArraySpans((self.num_edges,), dtype, blocks)
 
-    def destinations(self, dtype: Any) -> ArrayBlocks:
+    def destinations(self, dtype: Any) -> ArraySpans:
         """The local destination of every CSC slot, as ``dtype``: GraphBolt's
         ``expand_indptr(indptr)`` (``_gb_dst_id``)."""
         dtype = np.dtype(dtype)
@@ -267,7 +267,7 @@ class CscSorter:
                 slots = np.arange(lo, min(lo + OUT_BLOCK, self.num_edges))
                 yield (np.searchsorted(self._indptr, slots, side="right") - 1).astype(dtype)
 
-        return ArrayBlocks((self.num_edges,), dtype, blocks)
+        return ArraySpans((self.num_edges,), dtype, blocks)
 
 
 def _ranges(degree: npt.NDArray[np.int64], budget: int) -> list[tuple[int, int]]:
@@ -404,12 +404,12 @@ def write_graphbolt_partition(
     return {"indptr": str(indptr_dtype), "indices": str(fields["indices"].dtype), "ranges": len(sorter.ranges)}
 
 
-def _array_blocks(values: npt.NDArray[Any], dtype: Any) -> ArrayBlocks:
+def _array_blocks(values: npt.NDArray[Any], dtype: Any) -> ArraySpans:
     def blocks() -> Iterator[npt.NDArray[Any]]:
         for lo in range(0, values.shape[0], OUT_BLOCK):
             yield values[lo : lo + OUT_BLOCK].astype(dtype, copy=False)
 
-    return ArrayBlocks(values.shape, dtype, blocks)
+    return ArraySpans(values.shape, dtype, blocks)
 
 
 TYPE_DTYPES = (np.int8, np.int16, np.int32, np.int64)
@@ -435,4 +435,4 @@ def _cast(value: Any, dtype: Any) -> Any:
     if stream.dtype == np.dtype(dtype):
         return value
     make: Callable[[], Iterator[npt.NDArray[Any]]] = lambda: (b.astype(dtype) for b in stream.blocks())  # noqa: E731
-    return ArrayBlocks(stream.shape, dtype, make)
+    return ArraySpans(stream.shape, dtype, make)

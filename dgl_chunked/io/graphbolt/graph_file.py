@@ -11,7 +11,7 @@ whose ``data.pkl`` pickles a ``FusedCSCSamplingGraph`` holding a
      "node_attributes": {name: tensor}, "edge_attributes": {name: tensor}}
 
 ``docs/spec/graphbolt.md`` ("The pickle") has the full layout. :func:`write_graphbolt_graph`
-streams every tensor (numpy arrays, memmaps or :class:`ArrayBlocks`) into the
+streams every tensor (numpy arrays, memmaps or :class:`ArraySpans`) into the
 archive in blocks; :func:`read_graphbolt_graph` checks every field and raises
 :class:`~dgl_chunked.errors.DGLFormatError` naming the file and field.
 """
@@ -29,7 +29,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.blocks import Stream, as_stream
+from dgl_chunked.io.dgl.spans import Stream, as_stream
 from dgl_chunked.io.graphbolt.torch_pickle import (
     STORAGE_TYPES,
     GraphStub,
@@ -40,7 +40,7 @@ from dgl_chunked.io.graphbolt.torch_pickle import (
 )
 from dgl_chunked.io.graphbolt.torch_zip import TorchZipReader, TorchZipWriter, archive_name
 from dgl_chunked.storage.fs import filesystem
-from dgl_chunked.storage.output import open_output
+from dgl_chunked.storage.output_file import open_output
 
 __all__ = [
     "GRAPHBOLT_FILE",
@@ -98,7 +98,7 @@ def write_graphbolt_graph(
     """Write what ``torch.save(dgl.graphbolt.fused_csc_sampling_graph(...), path)`` writes.
 
     Every tensor argument is a numpy array, memmap, zarr array or
-    :class:`~dgl_chunked.io.dgl.binary.ArrayBlocks`; it is stored with its own dtype
+    :class:`~dgl_chunked.io.dgl.binary.ArraySpans`; it is stored with its own dtype
     (bool too, as torch's BoolStorage) and streamed.
     Dict arguments keep their order, as torch does. ``None`` leaves a field out,
     exactly as GraphBolt's ``GetState`` does for unset optionals. ``archive`` is the

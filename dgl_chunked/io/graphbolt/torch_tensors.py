@@ -13,7 +13,7 @@ where each tensor's bytes are:
   Rows are then read with :func:`~dgl_chunked.io.dgl.tensor_index.read_payload_rows`;
 - :func:`read_torch_file`: every tensor as numpy, CRC-checked (small files);
 - :func:`write_torch_tensors`: a ``{name: tensor}`` dict that ``torch.load`` reads,
-  each tensor streamed from numpy arrays or :class:`~dgl_chunked.io.dgl.ArrayBlocks`.
+  each tensor streamed from numpy arrays or :class:`~dgl_chunked.io.dgl.ArraySpans`.
 
 A tensor must be contiguous (a view is saved with its whole storage; save
 ``t.contiguous()`` or ``t.clone()``) and of a dtype numpy holds (not bfloat16).
@@ -30,12 +30,12 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.blocks import Stream, as_stream
+from dgl_chunked.io.dgl.spans import Stream, as_stream
 from dgl_chunked.io.dgl.tensor_index import TensorPayload
 from dgl_chunked.io.graphbolt.torch_pickle import STORAGE_TYPES, PickleEmitter, TensorRef, load_restricted
 from dgl_chunked.io.graphbolt.torch_zip import TorchZipReader, TorchZipWriter, archive_name
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.output import open_output
+from dgl_chunked.storage.output_file import open_output
 
 __all__ = ["index_torch_file", "read_torch_file", "write_torch_tensors"]
 
@@ -138,7 +138,7 @@ def write_torch_tensors(
 ) -> None:
     """Write ``{name: tensor}`` as ``torch.save`` would (``torch.load`` returns a dict of tensors).
 
-    Every value is a numpy array, memmap or :class:`~dgl_chunked.io.dgl.ArrayBlocks`,
+    Every value is a numpy array, memmap or :class:`~dgl_chunked.io.dgl.ArraySpans`,
     streamed block by block (memory: one block). ``archive`` is the zip's top
     directory (default: the file name without suffix; pass the final name's when
     writing under a temporary name). The file is removed again if anything fails.

@@ -26,12 +26,12 @@ __all__ = ["pair_sums"]
 _SPAN_FACTOR = 4
 
 
-def _grouped(a: Any, b: Any, w: Any, lo: int, span: int) -> Any:  # pragma: no cover - compiled
+def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
     n = a.size
-    start = np.zeros(span + 1, np.int64)
+    start = np.zeros(extent + 1, np.int64)
     for i in range(n):
         start[a[i] - lo + 1] += 1
-    for k in range(span):
+    for k in range(extent):
         start[k + 1] += start[k]
     pos = start[:-1].copy()
     bs = np.empty(n, np.int64)
@@ -46,7 +46,7 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, span: int) -> Any:  # pragma: no c
     out_b = np.empty(n, np.int64)
     out_w = np.empty(n, np.int64)
     m = 0
-    for k in range(span):
+    for k in range(extent):
         s, e = start[k], start[k + 1]
         if e == s:
             continue

@@ -2,13 +2,13 @@
 
 Every value handed to ``write_tensor_dict`` / ``write_graph`` becomes a
 :class:`Stream`: a validated total shape, the on-disk dtype and a callable that
-yields C-contiguous little-endian blocks along axis 0, each at most
-:data:`BLOCK_BYTES` (one row at least). Sources:
+yields C-contiguous little-endian spans along axis 0, each at most
+:data:`SPAN_BYTES` (one row at least). Sources:
 
-* :class:`ArrayBlocks`: the caller's own block generator, checked block by block;
+* :class:`ArraySpans`: the caller's own span generator, checked span by span;
 * ``numpy.ndarray`` and ``np.memmap``: sliced; pages of a memmap slice are dropped
   from this process (``madvise(MADV_DONTNEED)``) once written, so the resident set
-  stays at one block even for files larger than memory;
+  stays at one span even for files larger than memory;
 * anything else with ``shape``, ``dtype`` and slicing (``zarr.Array``,
   ``dask.array.Array``): read slice by slice, aligned to its axis-0 chunks.
 """
@@ -26,27 +26,27 @@ import numpy.typing as npt
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.records import is_bfloat16, ndarray_header
 
-__all__ = ["BLOCK_BYTES", "ArrayBlocks", "Stream", "as_stream", "materialize", "write_ndarray"]
+__all__ = ["SPAN_BYTES", "ArraySpans", "Stream", "as_stream", "materialize", "write_ndarray"]
 
-BLOCK_BYTES = 64 * 2**20
-"""Upper bound of one block copied from a memmap, zarr array or numpy array."""
+SPAN_BYTES = 64 * 2**20
+"""Upper bound of one span copied from a memmap, zarr array or numpy array."""
 
 _ALLOWED = "int8, int16, int32, int64, uint8, float16, float32, float64, bool (stored as uint8) or bfloat16"
 
 
-class ArrayBlocks:
-    """An array streamed in blocks: known total shape and dtype, blocks made lazily.
+class ArraySpans:
+    """An array streamed in spans: known total shape and dtype, spans made lazily.
 
     Parameters
     ----------
     shape
-        Total shape. Its first axis is the one the blocks split.
+        Total shape. Its first axis is the one the spans split.
     dtype
-        dtype of every block (``bool`` is stored as uint8, as DGL does).
+        dtype of every span (``bool`` is stored as uint8, as DGL does).
     blocks
         Called once per write (a graph writer may call it more than once); returns an
         iterable of C-contiguous arrays whose concatenation along axis 0 has ``shape``.
-        The writer checks every block and the total and raises
+        The writer checks every span and the total and raises
         :class:`~dgl_chunked.errors.DGLFormatError` on a mismatch.
     """
 
@@ -60,12 +60,12 @@ class ArrayBlocks:
         self.blocks = blocks
 
     def __repr__(self) -> str:
-        return f"ArrayBlocks(shape={self.shape}, dtype={self.dtype})"
+        return f"ArraySpans(shape={self.shape}, dtype={self.dtype})"
 
 
 @dataclass(frozen=True)
 class Stream:
-    """A validated source: total ``shape``, on-disk ``dtype`` and a block factory."""
+    """A validated source: total ``shape``, on-disk ``dtype`` and a span factory."""
 
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
@@ -105,25 +105,25 @@ def check_shape(shape: tuple[int, ...], where: str) -> None:
 
 
 def as_stream(
-    value: Any, where: str, *, ids: tuple[np.dtype[Any], int] | None = None, block_bytes: int | None = None
+    value: Any, where: str, *, ids: tuple[np.dtype[Any], int] | None = None, span_bytes: int | None = None
 ) -> Stream:
     """Validate ``value`` and wrap it as a :class:`Stream`.
 
     Parameters
     ----------
     value
-        numpy array, ``np.memmap``, zarr/dask array, :class:`ArrayBlocks` or anything
+        numpy array, ``np.memmap``, zarr/dask array, :class:`ArraySpans` or anything
         ``np.asarray`` accepts.
     where
         What the value is (file and key), for error messages.
     ids
         ``(idtype, bound)`` for node ids: any integer input dtype is accepted, every
-        block is checked to lie in ``[0, bound)`` and cast to ``idtype``.
-    block_bytes
-        Upper bound of one block (at least one row is always read); default
-        :data:`BLOCK_BYTES`.
+        span is checked to lie in ``[0, bound)`` and cast to ``idtype``.
+    span_bytes
+        Upper bound of one span (at least one row is always read); default
+        :data:`SPAN_BYTES`.
     """
-    if not isinstance(value, ArrayBlocks) and not (
+    if not isinstance(value, ArraySpans) and not (
         hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "__getitem__")
     ):
         value = np.asarray(value)
@@ -137,66 +137,64 @@ def as_stream(
         raise DGLFormatError(
             f"{where}: expected a 1-D integer array of node ids, found dtype {value.dtype} with shape {shape}"
         )
-    if isinstance(value, ArrayBlocks):
-        return Stream(shape, convert.dtype, lambda: _checked_blocks(value, convert))
-    limit = BLOCK_BYTES if block_bytes is None else block_bytes
-    return Stream(shape, convert.dtype, lambda: _sliced_blocks(value, shape, convert, limit))
+    if isinstance(value, ArraySpans):
+        return Stream(shape, convert.dtype, lambda: _checked_spans(value, convert))
+    limit = SPAN_BYTES if span_bytes is None else span_bytes
+    return Stream(shape, convert.dtype, lambda: _sliced_spans(value, shape, convert, limit))
 
 
 @dataclass(frozen=True)
 class _Convert:
-    """Turn a source block into an on-disk block (cast, id range check, contiguity)."""
+    """Turn a source span into an on-disk span (cast, id range check, contiguity)."""
 
     dtype: np.dtype[Any]
     bound: int | None
     where: str
 
-    def __call__(self, block: npt.NDArray[Any], index: int) -> npt.NDArray[Any]:
-        if self.bound is not None and block.size and (block.min() < 0 or block.max() >= self.bound):
+    def __call__(self, span: npt.NDArray[Any], index: int) -> npt.NDArray[Any]:
+        if self.bound is not None and span.size and (span.min() < 0 or span.max() >= self.bound):
             raise DGLFormatError(
                 f"{self.where}: node ids must lie in [0, {self.bound}) (num_nodes), found values in "
-                f"[{block.min()}, {block.max()}] in block {index}; fix the ids or num_nodes."
+                f"[{span.min()}, {span.max()}] in span {index}; fix the ids or num_nodes."
             )
-        if block.dtype != self.dtype and not is_bfloat16(block.dtype):
-            block = block.astype(self.dtype)
-        return np.ascontiguousarray(block)
+        if span.dtype != self.dtype and not is_bfloat16(span.dtype):
+            span = span.astype(self.dtype)
+        return np.ascontiguousarray(span)
 
 
-def _checked_blocks(source: ArrayBlocks, convert: _Convert) -> Iterator[npt.NDArray[Any]]:
+def _checked_spans(source: ArraySpans, convert: _Convert) -> Iterator[npt.NDArray[Any]]:
     where, total = convert.where, 0
     for index, raw in enumerate(source.blocks()):
-        block = np.asarray(raw)
-        if block.ndim != len(source.shape) or block.shape[1:] != source.shape[1:]:
+        span = np.asarray(raw)
+        if span.ndim != len(source.shape) or span.shape[1:] != source.shape[1:]:
             raise DGLFormatError(
-                f"{where}: ArrayBlocks block {index} has shape {block.shape}, expected (n, "
+                f"{where}: ArraySpans span {index} has shape {span.shape}, expected (n, "
                 f"{', '.join(map(str, source.shape[1:]))}) to match the declared shape {source.shape}; "
-                "fix the block generator or the declared shape."
+                "fix the span generator or the declared shape."
             )
-        if block.dtype != source.dtype:
+        if span.dtype != source.dtype:
             raise DGLFormatError(
-                f"{where}: ArrayBlocks block {index} has dtype {block.dtype}, expected the declared "
-                f"{source.dtype}; cast the blocks or declare their dtype."
+                f"{where}: ArraySpans span {index} has dtype {span.dtype}, expected the declared "
+                f"{source.dtype}; cast the spans or declare their dtype."
             )
-        total += block.shape[0]
+        total += span.shape[0]
         if total > source.shape[0]:
             raise DGLFormatError(
-                f"{where}: ArrayBlocks produced more than the declared {source.shape[0]} rows "
-                f"(at least {total} after block {index}); fix the declared shape or the generator."
+                f"{where}: ArraySpans produced more than the declared {source.shape[0]} rows "
+                f"(at least {total} after span {index}); fix the declared shape or the generator."
             )
-        yield convert(block, index)
+        yield convert(span, index)
     if total != source.shape[0]:
         raise DGLFormatError(
-            f"{where}: ArrayBlocks produced {total} rows in total, expected the declared "
+            f"{where}: ArraySpans produced {total} rows in total, expected the declared "
             f"{source.shape[0]}; fix the declared shape or the generator."
         )
 
 
-def _sliced_blocks(
-    value: Any, shape: tuple[int, ...], convert: _Convert, block_bytes: int
-) -> Iterator[npt.NDArray[Any]]:
+def _sliced_spans(value: Any, shape: tuple[int, ...], convert: _Convert, span_bytes: int) -> Iterator[npt.NDArray[Any]]:
     rows = shape[0]
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * max(convert.dtype.itemsize, value.dtype.itemsize)
-    step = max(1, block_bytes // max(row_bytes, 1))
+    step = max(1, span_bytes // max(row_bytes, 1))
     chunks = getattr(value, "chunks", None)
     if isinstance(chunks, tuple) and chunks and isinstance(chunks[0], int) and 0 < chunks[0] <= step:
         step -= step % chunks[0]  # zarr: whole chunks per read
@@ -238,8 +236,8 @@ def write_ndarray(f: IO[bytes], stream: Stream) -> int:
     header = ndarray_header(stream.shape, stream.dtype)
     f.write(header)
     written = len(header)
-    for block in stream.blocks():
-        raw = block.reshape(-1).view(np.uint8)
+    for span in stream.blocks():
+        raw = span.reshape(-1).view(np.uint8)
         f.write(raw.data)
         written += raw.nbytes
     return written
@@ -249,7 +247,7 @@ def materialize(stream: Stream) -> npt.NDArray[Any]:
     """Read a whole stream into one in-memory array (for CSR/CSC construction)."""
     out = np.empty(stream.shape, dtype=stream.dtype)
     pos = 0
-    for block in stream.blocks():
-        out[pos : pos + block.shape[0]] = block
-        pos += block.shape[0]
+    for span in stream.blocks():
+        out[pos : pos + span.shape[0]] = span
+        pos += span.shape[0]
     return out

@@ -1,6 +1,6 @@
 """Finding and reading ParMETIS output files: the files a user names (files, globs,
 directories of ``p<rank>-<name>_nodes.txt``, or DGL's ``<ntype>.txt`` directory) and
-line-aligned byte blocks of them, parsed by :func:`.format.parse_output_block`.
+line-aligned byte pieces of them, parsed by :func:`.format.parse_output_piece`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import pandas as pd
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.io.assignment import META_NAME
-from dgl_chunked.parmetis.format import line_starts, parse_output_block
+from dgl_chunked.parmetis.format import line_starts, parse_output_piece
 from dgl_chunked.storage import fs as _fs
 
 __all__ = [
-    "OutputBlock",
-    "count_block_lines",
+    "OutputPiece",
+    "count_piece_lines",
     "first_line_columns",
     "rank_files",
     "read_output_partition",
@@ -36,8 +36,8 @@ def first_line_columns(path: str, storage_options: StorageOptions = None) -> int
     """Number of whitespace-separated fields on the first non-blank line (0 if none)."""
     with _fs.open_file(path, "rb", storage_options) as f:
         pending = b""
-        while block := f.read(1 << 16):
-            pending += block
+        while piece := f.read(1 << 16):
+            pending += piece
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 if line.strip():
@@ -46,7 +46,7 @@ def first_line_columns(path: str, storage_options: StorageOptions = None) -> int
 
 
 @dataclass(frozen=True, kw_only=True)
-class OutputBlock:
+class OutputPiece:
     """Whole lines ``[start, stop)`` (bytes) of output file number ``file``."""
 
     path: str
@@ -65,19 +65,19 @@ def _read_range(path: str, start: int, stop: int, storage_options: StorageOption
         return f.read(stop - start)  # type: ignore[no-any-return]
 
 
-def count_block_lines(path: str, start: int, stop: int, storage_options: StorageOptions) -> tuple[int, int]:
+def count_piece_lines(path: str, start: int, stop: int, storage_options: StorageOptions) -> tuple[int, int]:
     return line_starts(_read_range(path, max(start - 1, 0), stop, storage_options), start=start)
 
 
-def read_output_partition(block: OutputBlock, *, type_offsets: IdArray, num_parts: int) -> pd.DataFrame:
-    """One block of an output file -> ``orig_nid``, ``part_id``, ``file``, ``line``."""
-    data = _read_range(block.path, block.start, block.stop, block.storage_options)
-    parsed = parse_output_block(
+def read_output_partition(piece: OutputPiece, *, type_offsets: IdArray, num_parts: int) -> pd.DataFrame:
+    """One piece of an output file -> ``orig_nid``, ``part_id``, ``file``, ``line``."""
+    data = _read_range(piece.path, piece.start, piece.stop, piece.storage_options)
+    parsed = parse_output_piece(
         data,
-        path=block.path,
-        first_line=block.first_line,
-        ncols=block.ncols,
-        form=block.form,
+        path=piece.path,
+        first_line=piece.first_line,
+        ncols=piece.ncols,
+        form=piece.form,
         type_offsets=type_offsets,
         num_parts=num_parts,
     )
@@ -85,7 +85,7 @@ def read_output_partition(block: OutputBlock, *, type_offsets: IdArray, num_part
         {
             "orig_nid": parsed.orig_nid,
             "part_id": parsed.part_id,
-            "file": np.full(len(parsed.line), block.file, np.int32),
+            "file": np.full(len(parsed.line), piece.file, np.int32),
             "line": parsed.line,
         }
     )

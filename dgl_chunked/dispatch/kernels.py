@@ -38,11 +38,11 @@ __all__ = [
     "stage_part_block",
     "read_part_block",
     "stage_new_nid_block",
-    "stage_edge_chunk",
+    "stage_edge_task",
     "keeps_edge_owners",
-    "stage_node_feature_chunk",
+    "stage_node_feature_task",
     "stage_node_data_block",
-    "stage_edge_feature_chunk",
+    "stage_edge_feature_task",
     "NodeIds",
 ]
 
@@ -145,10 +145,10 @@ def _check_ids(ids: npt.NDArray[np.int64], limit: int, group: ChunkGroup, column
         )
 
 
-def stage_edge_chunk(
+def stage_edge_task(
     staging: Staging,
     etype: str,
-    chunk: int,
+    task: int,
     group: ChunkGroup,
     src_type: str,
     dst_type: str,
@@ -181,16 +181,16 @@ def stage_edge_chunk(
     owner = owner_of(new_dst, part_starts)
     num_parts = part_starts.shape[0] - 1
     order, counts = sort_by_owner(owner, num_parts)
-    staging.write_sorted(edge_array(etype, chunk, "new_src"), new_src[order], counts)
-    staging.write_sorted(edge_array(etype, chunk, "new_dst"), new_dst[order], counts)
+    staging.write_sorted(edge_array(etype, task, "new_src"), new_src[order], counts)
+    staging.write_sorted(edge_array(etype, task, "new_dst"), new_dst[order], counts)
     if keep_owner:
-        staging.write_sorted(edge_array(etype, chunk, "owner"), owner.astype(compact_owner_dtype(num_parts)), counts)
+        staging.write_sorted(edge_array(etype, task, "owner"), owner.astype(compact_owner_dtype(num_parts)), counts)
     return counts
 
 
 def keeps_edge_owners(metadata: ChunkedGraphMetadata, etype: str, save_orig_eids: bool) -> bool:
     """Whether dispatch stages the owner of every edge of ``etype`` (``keep_owner`` of
-    :func:`stage_edge_chunk`): edge features and ``orig_eids.dgl`` find their rows'
+    :func:`stage_edge_task`): edge features and ``orig_eids.dgl`` find their rows'
     partitions there."""
     return save_orig_eids or bool(metadata.edge_data.get(etype))
 
@@ -227,11 +227,11 @@ def _read_feature_rows(staging: Staging, group: ChunkGroup, key: str, node_ids: 
     )
 
 
-def stage_node_feature_chunk(
+def stage_node_feature_task(
     staging: Staging,
     ntype: str,
     feat: str,
-    chunk: int,
+    task: int,
     group: ChunkGroup,
     num_parts: int,
     node_ids: NodeIds,
@@ -242,7 +242,7 @@ def stage_node_feature_chunk(
     rows = _read_feature_rows(staging, group, f"{ntype}/{feat}", node_ids)
     owner = zarr.open_array(store=staging.store(), path=node_array(ntype, "part"), mode="r", zarr_format=3)
     return _stage_feature_rows(
-        staging, feature_array("node", ntype, feat, chunk), rows, read_rows(owner, group.start, group.stop), num_parts
+        staging, feature_array("node", ntype, feat, task), rows, read_rows(owner, group.start, group.stop), num_parts
     )
 
 
@@ -285,11 +285,11 @@ def edge_owner_range(
     return np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
 
 
-def stage_edge_feature_chunk(
+def stage_edge_feature_task(
     staging: Staging,
     etype: str,
     feat: str,
-    chunk: int,
+    task: int,
     group: ChunkGroup,
     num_parts: int,
     edge_chunk_starts: Sequence[int],
@@ -301,4 +301,4 @@ def stage_edge_feature_chunk(
     of a node-ID feature first)."""
     rows = _read_feature_rows(staging, group, f"{etype}/{feat}", node_ids)
     owner = edge_owner_range(staging, etype, edge_chunk_starts, group.start, group.stop)
-    return _stage_feature_rows(staging, feature_array("edge", etype, feat, chunk), rows, owner, num_parts)
+    return _stage_feature_rows(staging, feature_array("edge", etype, feat, task), rows, owner, num_parts)
