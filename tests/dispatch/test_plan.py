@@ -94,11 +94,21 @@ def test_dispatch_checks_space_at_start_and_counts_what_it_replaces(graph_dir, t
 
 
 def test_plan_run_is_a_deprecated_name_of_forecast_run(graph_dir: Path, tmp_path: Path) -> None:
+    from dgl_chunked.dispatch import forecast
+
     new = dglc.forecast_run(graph_dir, tmp_path / "out", num_parts=2, workers=2)
     with pytest.warns(DeprecationWarning, match="plan_run is deprecated: use forecast_run"):
-        old = dglc.plan_run(graph_dir, tmp_path / "out", num_parts=2, workers=2)
-    assert dglc.RunPlan is dglc.RunForecast and isinstance(old, dglc.RunForecast)
+        old = forecast.plan_run(graph_dir, tmp_path / "out", num_parts=2, workers=2)
+    assert forecast.RunPlan is dglc.RunForecast and isinstance(old, dglc.RunForecast)
     assert (old.stages, old.staging_bytes, old.output_bytes) == (new.stages, new.staging_bytes, new.output_bytes)
+
+
+def test_the_package_root_exports_no_deprecated_name() -> None:
+    assert "plan_run" not in dglc.__all__ and "RunPlan" not in dglc.__all__
+    assert dglc.__all__ == sorted(dglc.__all__)
+    for name in ("plan_run", "RunPlan"):
+        with pytest.raises(AttributeError):
+            getattr(dglc, name)
 
 
 def test_forecast_takes_the_cluster_as_one_object(graph_dir: Path, tmp_path: Path) -> None:
