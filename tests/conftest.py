@@ -30,7 +30,7 @@ collect_ignore_glob = ["data/*"]
 
 # The suite's graphs are a few KiB: at the default task size every type would be one read
 # task. One file per task keeps the multi-task paths (unaligned feature and edge tasks,
-# resume after N tasks, per-task errors) exercised; tests/test_task_size.py checks that
+# resume after N tasks, per-task errors) exercised; tests/behaviour/test_task_size.py checks that
 # coalescing gives the same bytes, and sets the size it tests explicitly. Subprocesses
 # (CLI tests, workers) inherit it.
 os.environ.setdefault("DGLC_TASK_SIZE", "1")

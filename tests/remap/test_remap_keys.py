@@ -1,4 +1,4 @@
-"""remap and lookup tasks carry the run token: two runs share no key (see tests/test_task_keys.py)."""
+"""remap and lookup tasks carry the run token: two runs share no key (see tests/behaviour/test_task_keys.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from dgl_chunked.lookup import lookup_ids
 from dgl_chunked.remap import ResultSource, remap_results
-from tests.test_task_keys import Recorder, _twice, recorder  # noqa: F401 - the fixture
+from tests.behaviour.test_task_keys import Recorder, _twice, recorder  # noqa: F401 - the fixture
 
 from .conftest import Parts
 

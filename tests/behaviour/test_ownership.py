@@ -6,7 +6,7 @@ raw inputs of ``chunk`` (``raw/``) and the user's own files. For each situation 
 command must either refuse with exactly one ``error:`` line, or succeed inside its own
 marked directory; in both cases every file that was there before is byte for byte
 the same afterwards (ownership markers aside: a refused run may refresh its own).
-The S3 half of the table is ``tests/test_ownership_s3.py``.
+The S3 half of the table is ``tests/behaviour/test_ownership_s3.py``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from dgl_chunked.io.graphbolt import torch_zip
 from dgl_chunked.io.graphbolt.csc import CscSorter, GraphBoltOptions, min_dtype, write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import describe_graphbolt_file, read_graphbolt_graph, write_graphbolt_graph
 
-REFERENCE = Path(__file__).resolve().parents[1] / "data" / "graphbolt" / "torch221_hetero.pt"
+REFERENCE = Path(__file__).resolve().parents[2] / "data" / "graphbolt" / "torch221_hetero.pt"
 
 
 def _reference_graph(path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 import dgl_chunked
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "docs" / "_ext"))
 
 import dglc_docs  # noqa: E402

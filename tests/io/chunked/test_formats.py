@@ -318,7 +318,7 @@ def test_readers_work_on_fsspec_urls(tmp_path: Path) -> None:
 
 
 def test_registry_and_option_checks() -> None:
-    # registration order; formats added later (ORC: tests/io/test_orc.py) come after these
+    # registration order; formats added later (ORC: tests/io/formats/test_orc.py) come after these
     assert supported_formats("edges")[:2] == ("csv", "parquet") and "numpy" not in supported_formats("edges")
     assert supported_formats("features")[:2] == ("parquet", "numpy") and "csv" not in supported_formats("features")
     assert normalize_options("csv", {"delimiter": "\t"}, role="edges", where="w") == {"delimiter": "\t"}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "dgl_chunked"
+PACKAGE = Path(__file__).resolve().parents[2] / "dgl_chunked"
 MAX_LINES = 450
 
 

@@ -33,8 +33,7 @@ from dgl_chunked.io.chunked.groups import DEFAULT_TASK_BYTES, group_ranges, reso
 from dgl_chunked.partition import assign_partitions, compute_partition_report
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.testing import load_truth, write_graph_from_truth
-
-from .dispatch.helpers import output_files
+from tests.dispatch.helpers import output_files
 
 ORIG = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
 SIZES = [1, 20_000, DEFAULT_TASK_BYTES]  # one file per task, a few files per task, a whole type per task

@@ -4,7 +4,7 @@ Bad values that click itself rejects (a number out of range, an unknown choice, 
 missing option) are usage errors: exit 2 and click's one ``Error:`` line naming the
 option. Everything else is caught by the command: exit 1 and exactly one line
 starting ``error:`` on stderr that names the file, option, type or value at fault.
-``tests/cli/test_bad_input.py`` breaks the *input files*; here the *arguments* are bad.
+``tests/cli/test_cli_bad_input.py`` breaks the *input files*; here the *arguments* are bad.
 """
 
 from __future__ import annotations

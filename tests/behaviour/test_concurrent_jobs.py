@@ -26,8 +26,7 @@ from dgl_chunked.errors import EmptyPartitionWarning
 from dgl_chunked.pipeline import run
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import verify_partitions
-
-from .dispatch.helpers import output_files
+from tests.dispatch.helpers import output_files
 
 pytestmark = pytest.mark.distributed
 

@@ -33,10 +33,9 @@ boto3 = pytest.importorskip("boto3")
 from dgl_chunked.cli import main  # noqa: E402
 from dgl_chunked.errors import EmptyPartitionWarning  # noqa: E402
 from dgl_chunked.verify import verify_partitions  # noqa: E402
-
-from .conftest import dask_processes, moto_s3  # noqa: E402
-from .dispatch.helpers import output_files  # noqa: E402
-from .realdgl.harness import assert_real_dgl_loads, dgl_python  # noqa: E402
+from tests.conftest import dask_processes, moto_s3  # noqa: E402
+from tests.dispatch.helpers import output_files  # noqa: E402
+from tests.realdgl.harness import assert_real_dgl_loads, dgl_python  # noqa: E402
 
 pytestmark = pytest.mark.distributed
 
@@ -51,7 +50,7 @@ def _under_tmp(path: str) -> str | None:
 
 # what a worker needs from /tmp: the interpreter's environment and this checkout, when there
 KEEP = " ".join(
-    sorted({p for p in map(_under_tmp, (sys.prefix, str(Path(__file__).resolve().parents[1]))) if p is not None})
+    sorted({p for p in map(_under_tmp, (sys.prefix, str(Path(__file__).resolve().parents[2]))) if p is not None})
 )
 
 

@@ -31,8 +31,7 @@ from dgl_chunked.io.chunked.validate import validate_chunked_graph
 from dgl_chunked.parmetis import export_parmetis
 from dgl_chunked.testing import GraphTruth, load_truth, write_graph_from_truth
 from dgl_chunked.verify import verify_partitions
-
-from .realdgl.harness import assert_real_dgl_loads
+from tests.realdgl.harness import assert_real_dgl_loads
 
 # an edge type without edges leaves every partition without rows of its feature: expected here
 pytestmark = pytest.mark.filterwarnings("ignore::dgl_chunked.errors.EmptyPartitionWarning")

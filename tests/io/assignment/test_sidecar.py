@@ -21,7 +21,7 @@ from dgl_chunked.io.assignment import (
 )
 from dgl_chunked.io.chunked.metadata import read_metadata
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "assignment_sidecar"
+DATA = Path(__file__).resolve().parents[2] / "data" / "assignment_sidecar"
 # written by dgl_chunked before the sidecar had a model (commit a28af42): cli partition
 # provenance, parmetis import provenance, and a seedless run
 WRITTEN_BEFORE = ["partition.json", "parmetis.json", "plain.json"]

@@ -34,8 +34,7 @@ import pytest
 
 from dgl_chunked.cli import main
 from dgl_chunked.testing import load_truth, write_graph_from_truth
-
-from .cli.test_bad_input import assert_nothing_complete, assert_one_named_line
+from tests.cli.test_cli_bad_input import assert_nothing_complete, assert_one_named_line
 
 TASK_SIZE = "32MiB"  # every type's files in one read task: the damaged file has neighbours
 CITES = "paper:cites:paper"

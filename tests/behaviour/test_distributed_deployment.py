@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dgl_chunked.cli import main
-
-from .dispatch.helpers import output_files
+from tests.dispatch.helpers import output_files
 
 pytestmark = pytest.mark.distributed
 

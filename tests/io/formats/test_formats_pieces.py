@@ -17,7 +17,7 @@ from dgl_chunked.io.formats.csv import read_csv_piece
 from dgl_chunked.io.formats.npy import npy_header, read_npy_rows
 from dgl_chunked.io.formats.parquet import read_parquet_piece
 
-from .helpers import read_output
+from tests.chunk.helpers import read_output
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,6 +1,6 @@
 """The issue-21 table on S3 (moto): nothing the tool did not write is deleted or altered.
 
-Same rules as ``tests/test_ownership.py`` through the Python API on the synchronous
+Same rules as ``tests/behaviour/test_ownership.py`` through the Python API on the synchronous
 scheduler: an output prefix holding a foreign object is refused, ``overwrite`` never
 removes a foreign object, an output containing the input is refused, a bucket root
 given as the staging location gets a marked ``dglc-staging-*`` prefix that is removed
@@ -42,8 +42,8 @@ from dgl_chunked.storage.owned import (
     remove_owned,
 )
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+from tests.conftest import make_bucket
 
-from .conftest import make_bucket
 from .test_s3 import S3, s3  # noqa: F401  (the moto fixture)
 
 USER = b"user object \x00\xff"

@@ -30,9 +30,8 @@ from dgl_chunked.cli import main
 from dgl_chunked.errors import EmptyPartitionWarning
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import verify_partitions
-
-from .conftest import moto_s3
-from .realdgl.harness import assert_real_dgl_loads, dgl_python
+from tests.conftest import moto_s3
+from tests.realdgl.harness import assert_real_dgl_loads, dgl_python
 
 BUCKET = "dglc-test"
 NUM_PARTS = 2

@@ -7,7 +7,7 @@ line on stderr that names the file and the key, row or line (no traceback), and
 leave no ``OUT/metadata.json``, no ``OUT/part*/`` and, for commands that write an
 assignment, no ``partition_meta.json``.
 
-``tests/io/test_validate.py`` checks the same kinds of breakage through
+``tests/io/chunked/test_validate.py`` checks the same kinds of breakage through
 ``validate``; here the point is the path a real job takes. Disk-full cases run
 the CLI in a subprocess with ``RLIMIT_FSIZE`` set, so writes past N bytes fail
 with ``EFBIG``.
