@@ -16,7 +16,6 @@ from dgl_chunked.io.formats import FileInfo, Piece, inspect_file, split_pieces
 from dgl_chunked.io.formats.csv import read_csv_piece
 from dgl_chunked.io.formats.npy import npy_header, read_npy_rows
 from dgl_chunked.io.formats.parquet import read_parquet_piece
-
 from tests.chunk.helpers import read_output
 
 
