@@ -59,11 +59,11 @@ from typing import Any
 
 BEFORE = "(before dispatch)"
 PREDICTED_AT = (1, 2, 4, 8, 16)
-STAGE_LINE = re.compile(r"step: (.+) \((\d+) tasks\)")
+STAGE_LINE = re.compile(r"dispatch step: (.+) \((\d+) tasks\)")
 
 
 class _StageStarts(logging.Handler):
-    """Records when each dispatch stage starts (its ``step: X (N tasks)`` log line)."""
+    """Records when each dispatch stage starts (its ``dispatch step: X (N tasks)`` log line)."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)

@@ -173,8 +173,8 @@ class _StageClock(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if message.startswith("step: "):
-            self.mark(message.removeprefix("step: ").split(" (")[0])
+        if message.startswith("dispatch step: "):
+            self.mark(message.removeprefix("dispatch step: ").split(" (")[0])
 
 
 def _graph_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,9 +1,9 @@
-"""Runs a command's stages: one compute per step, on a given client or the current scheduler.
+"""Runs a command's steps: one compute per step, on a given client or the current scheduler.
 
-A stage here is one Dask computation of a command: its tasks, computed together and
+A step is one Dask computation of a command: its tasks, computed together and
 timed, their results returned in task order (``dispatch``, ``remap`` and ``lookup``
 run through it). Each command names itself: the runner logs under the command's
-logger (``dgl_chunked.<command>`` unless given one) as ``<command> stage: <name> (<n>
+logger (``dgl_chunked.<command>`` unless given one) as ``<command> step: <name> (<n>
 tasks)``, so a line says which command's step it was.
 """
 
@@ -62,12 +62,12 @@ class StepRunner:
     client
         A ``distributed.Client`` (or a future of one), or None for Dask's current scheduler.
     progress
-        Show a progress bar per stage.
+        Show a progress bar per step.
     command
-        The command whose stages these are (``"dispatch"``, ``"remap"``, ...): named in
+        The command whose steps these are (``"dispatch"``, ``"remap"``, ...): named in
         every log line and error of the runner.
     log
-        The logger of the stage lines; default ``dgl_chunked.<command>``.
+        The logger of the step lines; default ``dgl_chunked.<command>``.
     """
 
     def __init__(self, *, client: Any, progress: bool, command: str, log: logging.Logger | None = None) -> None:
@@ -79,7 +79,7 @@ class StepRunner:
         self.tasks: dict[str, int] = {}
 
     def compute(self, tasks: Sequence[Any], step: str) -> tuple[Any, ...]:
-        self.log.info("%s stage: %s (%d tasks)", self.command, step, len(tasks))
+        self.log.info("%s step: %s (%d tasks)", self.command, step, len(tasks))
         self.tasks[step] = len(tasks)
         start = time.perf_counter()
         try:
@@ -110,7 +110,7 @@ class StepRunner:
             return ()
         by_key = {task.key: task for task in tasks}
         if len(by_key) != len(tasks):  # a key named twice would silently share one result
-            raise RuntimeError(f"{self.command} stage {step!r}: {len(tasks) - len(by_key)} task key(s) repeat")
+            raise RuntimeError(f"{self.command} step {step!r}: {len(tasks) - len(by_key)} task key(s) repeat")
         client = current_client(self.client)
         if client is not None:
             futures = client.compute(list(by_key.values()))  # a future's key is its task's

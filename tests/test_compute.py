@@ -43,15 +43,15 @@ def test_an_error_of_the_function_is_raised() -> None:
         StepRunner(client=client, progress=False, command="test").run_everywhere(lambda: None)
 
 
-def test_stage_lines_name_the_command_and_its_logger(caplog: pytest.LogCaptureFixture) -> None:
+def test_step_lines_name_the_command_and_its_logger(caplog: pytest.LogCaptureFixture) -> None:
     from dask.delayed import delayed
 
     tasks = [delayed(lambda x: x * 2, pure=True)(i, dask_key_name=f"dglc-test-double-{i}") for i in range(3)]
     runner = StepRunner(client=None, progress=False, command="remap")
     with caplog.at_level(logging.INFO, logger="dgl_chunked"):
         assert runner.compute(tasks, "double") == (0, 2, 4)
-    [record] = [r for r in caplog.records if "stage" in r.getMessage()]
-    assert (record.name, record.getMessage()) == ("dgl_chunked.remap", "remap stage: double (3 tasks)")
+    [record] = [r for r in caplog.records if " step: " in r.getMessage()]
+    assert (record.name, record.getMessage()) == ("dgl_chunked.remap", "remap step: double (3 tasks)")
     assert runner.tasks == {"double": 3} and set(runner.seconds) == {"double"}
 
 
@@ -59,5 +59,5 @@ def test_a_repeated_task_key_names_the_command() -> None:
     from dask.delayed import delayed
 
     tasks = [delayed(abs, pure=False)(-1, dask_key_name="dglc-test-same") for _ in range(2)]
-    with pytest.raises(RuntimeError, match=r"^lookup stage 'twice': 1 task key\(s\) repeat$"):
+    with pytest.raises(RuntimeError, match=r"^lookup step 'twice': 1 task key\(s\) repeat$"):
         StepRunner(client=None, progress=False, command="lookup").compute(tasks, "twice")

@@ -191,10 +191,10 @@ def test_bad_queries_name_the_file_and_row(
 
 
 def test_log_lines_name_lookup_not_dispatch(hetero: Parts, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """lookup's stages log under its own logger and say "lookup stage", never "dispatch stage"."""
+    """lookup's steps log under its own logger and say "lookup step", never "dispatch step"."""
     with caplog.at_level(logging.INFO, logger="dgl_chunked"):
         lookup_ids(hetero.out, np.arange(0, 50, 7), tmp_path / "o", type="paper", by="id")
-    stages = [r for r in caplog.records if " stage: " in r.getMessage()]
-    assert stages and {r.name for r in stages} == {"dgl_chunked.lookup"}
-    assert all(r.getMessage().startswith("lookup stage: ") for r in stages)
-    assert "write partitions" in {r.getMessage().removeprefix("lookup stage: ").split(" (")[0] for r in stages}
+    steps = [r for r in caplog.records if " step: " in r.getMessage()]
+    assert steps and {r.name for r in steps} == {"dgl_chunked.lookup"}
+    assert all(r.getMessage().startswith("lookup step: ") for r in steps)
+    assert "write partitions" in {r.getMessage().removeprefix("lookup step: ").split(" (")[0] for r in steps}

@@ -81,13 +81,13 @@ def test_one_array_in_any_input_format(hetero: Parts, tmp_path: Path, fmt: str) 
 
 
 def test_log_lines_name_remap_not_dispatch(hetero: Parts, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """remap's stages log under its own logger and say "remap stage", never "dispatch stage"."""
+    """remap's steps log under its own logger and say "remap step", never "dispatch step"."""
     np.save(tmp_path / "year.npy", hetero.new_order("node", "paper", "year"))
     with caplog.at_level(logging.INFO, logger="dgl_chunked"):
         remap_results(hetero.out, {"paper": str(tmp_path / "year.npy")}, tmp_path / "out")
-    stages = [r for r in caplog.records if " stage: " in r.getMessage()]
-    assert stages and {r.name for r in stages} == {"dgl_chunked.remap"}
-    assert all(r.getMessage().startswith("remap stage: ") for r in stages)
+    steps = [r for r in caplog.records if " step: " in r.getMessage()]
+    assert steps and {r.name for r in steps} == {"dgl_chunked.remap"}
+    assert all(r.getMessage().startswith("remap step: ") for r in steps)
 
 
 @pytest.mark.parametrize("fmt", ["npy", "zarr", "parquet"])

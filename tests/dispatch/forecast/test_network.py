@@ -92,8 +92,8 @@ class _StageCounts(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if message.startswith("step: "):
-            self.marks.append((message.removeprefix("step: ").split(" (")[0], dict(COUNTS)))
+        if message.startswith("dispatch step: "):
+            self.marks.append((message.removeprefix("dispatch step: ").split(" (")[0], dict(COUNTS)))
 
 
 @pytest.fixture
