@@ -86,14 +86,17 @@ class SchedulerChoice:
     """What a command runs on when no cluster flag is given (:func:`choose_scheduler`)."""
 
     processes: bool
-    """True: a LocalCluster of ``workers`` processes x 1 thread; False: local threads."""
+    """True: a LocalCluster of ``workers`` processes x ``threads`` threads; False: local threads."""
     workers: int
     """Worker processes, or threads when ``processes`` is False."""
     reason: str
+    threads: int = 1
+    """Threads of each worker process (``--threads-per-worker``)."""
 
     def describe(self) -> str:
         """One line: what was chosen and why (``run``, ``dispatch`` and ``plan`` print it)."""
-        what = f"{self.workers} worker process(es) x 1 thread" if self.processes else f"{self.workers} local threads"
+        threads = f"{self.threads} thread" + ("s" if self.threads > 1 else "")
+        what = f"{self.workers} worker process(es) x {threads}" if self.processes else f"{self.workers} local threads"
         return f"{what} ({self.reason})"
 
 
@@ -105,7 +108,11 @@ def _total_memory() -> int | None:
 
 
 def choose_scheduler(
-    input_bytes: int | None, *, cores: int | None = None, memory_bytes: int | None = None
+    input_bytes: int | None,
+    *,
+    cores: int | None = None,
+    memory_bytes: int | None = None,
+    what: str = "input",
 ) -> SchedulerChoice:
     """Processes or threads, and how many, from the machine and the input's size.
 
@@ -115,6 +122,9 @@ def choose_scheduler(
         Bytes of the input files; None when they are remote or could not be measured.
     cores, memory_bytes
         The machine (default: this one's CPUs and physical memory).
+    what
+        What ``input_bytes`` measures, as the reason names it (``"edge files"``,
+        ``"results"``; default ``"input"``).
 
     Returns
     -------
@@ -126,7 +136,7 @@ def choose_scheduler(
     """
     cores = cores or os.cpu_count() or 1
     memory = memory_bytes if memory_bytes is not None else _total_memory()
-    size = "remote or unmeasured input" if input_bytes is None else f"input of {input_bytes / 1e6:.0f} MB"
+    size = f"remote or unmeasured {what}" if input_bytes is None else f"{what} of {input_bytes / 1e6:.0f} MB"
     if input_bytes is not None and input_bytes <= IN_PROCESS_BYTES and cores <= THREADS_MAX_CORES:
         return SchedulerChoice(
             False, cores, f"{size}, {cores} cores: threads measured faster up to {THREADS_MAX_CORES}"

@@ -84,6 +84,14 @@ class RawGraphSpec:
     edge_types: tuple[RelationSpec, ...]
     base_dir: str
 
+    def input_paths(self) -> list[str]:
+        """Every raw file the spec names: keys, node features, edges, edge features."""
+        sources = [n.key for n in self.node_types if n.key is not None]
+        sources += [src for n in self.node_types for src in n.features.values()]
+        sources += [r.source for r in self.edge_types]
+        sources += [src for r in self.edge_types for src in r.features.values()]
+        return [p for src in sources for p in src.paths]
+
 
 def _parse_features(value: Any, where: str, ctx: tuple[str, StorageOptions], errs: Problems) -> dict[str, SourceSpec]:
     if value is None:

@@ -1,18 +1,19 @@
 """What a command runs in: its Dask scheduler (clients are created only here).
 
-Without ``--scheduler`` or ``--workers``, commands run on local threads. ``dispatch``
-and ``run`` do so only where :func:`~dgl_chunked.cluster.choose_scheduler` says so (a
-machine of a few cores, a local input of at most :data:`IN_PROCESS_BYTES`): a
-LocalCluster's worker processes take about 1 s of CPU each to start and import, and a
-round trip per task. Otherwise they get a LocalCluster of the worker processes it
-chose, started in a thread while the command inspects its input (metadata, footers,
-file stamps), so the two overlap.
+Without ``--scheduler``, ``--workers`` or ``--memory-limit``, ``run``, ``dispatch``,
+``partition``, ``remap``, ``lookup`` and ``chunk`` run on local threads only where
+:func:`~dgl_chunked.cluster.choose_scheduler` says so for their input's size
+(:mod:`~dgl_chunked.cli.sizing`; a machine of a few cores, a local input of at most
+:data:`IN_PROCESS_BYTES`): a LocalCluster's worker processes take about 1 s of CPU each
+to start and import, and a round trip per task. Otherwise they get a LocalCluster of the
+worker processes it chose; ``dispatch`` and ``run`` start it in a thread while they
+inspect their input (metadata, footers, file stamps), so the two overlap. The other
+commands run on local threads unless given a cluster flag.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -23,11 +24,12 @@ import click
 import dask
 import dask.threaded
 
-from dgl_chunked.cluster import IN_PROCESS_BYTES, ClusterOptions, choose_scheduler, dask_client
-from dgl_chunked.storage.fs import is_url
+from dgl_chunked.cli.sizing import InputSize, input_bytes, resolve_scheduler
+from dgl_chunked.cluster import IN_PROCESS_BYTES, ClusterOptions, dask_client
 
 __all__ = [
     "IN_PROCESS_BYTES",
+    "chosen_client",
     "cli_client",
     "command_client",
     "local_threads",
@@ -98,15 +100,19 @@ def cli_client(cluster: ClusterOptions) -> Iterator[Any]:
         yield client
 
 
-def input_bytes(paths: list[str]) -> int | None:
-    """Bytes of the input files, or None when any is a URL (or cannot be read): then the
-    command gets a cluster."""
-    if any(is_url(p) for p in paths):
-        return None
-    try:
-        return sum(os.stat(p).st_size for p in paths)
-    except OSError:
-        return None
+@contextlib.contextmanager
+def chosen_client(cluster: ClusterOptions, command: str, measure: Callable[[], InputSize]) -> Iterator[None]:
+    """The scheduler of ``partition``, ``remap``, ``lookup`` and ``chunk``: the cluster flags when
+    given, else what :func:`~dgl_chunked.cli.sizing.resolve_scheduler` chooses for ``measure()``
+    (logged at INFO: ``<command>: scheduler: ...``), local threads or a LocalCluster, current
+    for the block."""
+    resolved = resolve_scheduler(cluster, command, measure)
+    if resolved.cluster is None:
+        with local_threads():
+            yield
+        return
+    with cli_client(resolved.cluster):
+        yield
 
 
 @contextlib.contextmanager
@@ -120,14 +126,16 @@ def command_client(cluster: ClusterOptions, input_paths: Callable[[], list[str]]
     local threads current, when no cluster flag is given and
     :func:`~dgl_chunked.cluster.choose_scheduler` picks threads for ``input_paths()``.
     """
-    if not cluster.asked:
-        choice = choose_scheduler(input_bytes(input_paths()))
-        click.echo(f"scheduler: {choice.describe()}")
-        if not choice.processes:
-            with local_threads():
-                yield None
-            return
-        cluster = dataclasses.replace(cluster, workers=choice.workers)
+    ctx = click.get_current_context(silent=True)
+    command = ctx.info_name if ctx is not None and ctx.info_name else "dispatch"
+    resolved = resolve_scheduler(cluster, command, lambda: InputSize(input_bytes(input_paths())))
+    if resolved.choice is not None:
+        click.echo(f"scheduler: {resolved.choice.describe()}")
+    if resolved.cluster is None:
+        with local_threads():
+            yield None
+        return
+    cluster = resolved.cluster
     stack = contextlib.ExitStack()
 
     def start() -> Any:

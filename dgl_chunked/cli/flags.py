@@ -161,9 +161,10 @@ cluster_flags = flag_group(
             "--workers",
             type=click.IntRange(min=1),
             default=None,
-            help="Run on a new LocalCluster of N worker processes. Without --scheduler or --workers a "
-            "command runs on local threads; dispatch, run and plan start a worker per CPU for inputs "
-            "above 4 GB.",
+            help="Run on a new LocalCluster of N worker processes. Without --scheduler, --workers or "
+            "--memory-limit, run, dispatch, partition, remap, lookup and chunk choose local threads or a "
+            "worker process per CPU from the machine and their input's size (the choice and its reason "
+            "are logged at INFO); the other commands run on local threads.",
         ),
         click.option(
             "--threads-per-worker",

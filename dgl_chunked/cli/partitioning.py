@@ -7,15 +7,23 @@ from typing import Any
 import click
 
 from dgl_chunked import ChunkedGraph, compute_partition_report, make_assignment, open_assignment
-from dgl_chunked.cli.context import optional_client
+from dgl_chunked.cli.context import chosen_client, optional_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.flags import NUM_PARTS, cluster_flags, graph_flags, partition_flags
 from dgl_chunked.cli.options import scratch_option
+from dgl_chunked.cli.sizing import InputSize, input_bytes
 from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.partition import PartitionOptions
 from dgl_chunked.storage.fs import join
 
 __all__ = ["partition_command", "report_command"]
+
+
+def _edge_size(graph: ChunkedGraph) -> InputSize:
+    """Bytes of the graph's edge files: the methods that read edges, and the report after any
+    method, read each of them (the node-wise work is a few bytes per node beside them)."""
+    paths = [p for source in graph.metadata.edges.values() for p in source.paths]
+    return InputSize(input_bytes(paths), "edge files")
 
 
 @click.command("partition")
@@ -39,7 +47,7 @@ def partition_command(
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Assign every node to a partition; write ASSIGN/ and ASSIGN/report.json."""
-    with optional_client(cluster):
+    with chosen_client(cluster, "partition", lambda: _edge_size(graph)):
         report = make_assignment(
             graph,
             out_dir,

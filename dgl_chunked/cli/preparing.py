@@ -9,10 +9,11 @@ from typing import Any, TypeVar
 import click
 
 from dgl_chunked import SynthSpec, chunk_graph, validate_chunked_graph, write_synthetic_graph
-from dgl_chunked.cli.context import optional_client
+from dgl_chunked.cli.context import chosen_client, optional_client
 from dgl_chunked.cli.errors import fail, user_errors
 from dgl_chunked.cli.flags import GraphLocation, cluster_flags, graph_flags
 from dgl_chunked.cli.options import add_options, storage_option
+from dgl_chunked.cli.sizing import InputSize, input_bytes
 from dgl_chunked.cluster import ClusterOptions
 
 __all__ = ["chunk_command", "synth_command", "validate_command"]
@@ -102,6 +103,13 @@ def synth_command(
     )
 
 
+def _raw_size(spec_path: str) -> InputSize:
+    """Bytes of the raw files a spec names (a bad spec fails here with chunk's own error line)."""
+    from dgl_chunked.chunk.spec import read_spec
+
+    return InputSize(input_bytes(read_spec(spec_path).input_paths()), "raw input")
+
+
 @click.command("chunk")
 @user_errors
 @click.option(
@@ -144,7 +152,7 @@ def chunk_command(
 ) -> None:
     """Turn raw arrays (NPY, CSV/TSV, Parquet) described by a spec into a chunked graph."""
     start = time.perf_counter()
-    with optional_client(cluster):
+    with chosen_client(cluster, "chunk", lambda: _raw_size(spec_path)):
         meta = chunk_graph(
             spec_path,
             out_dir,

@@ -9,10 +9,11 @@ from typing import Any, TypeVar
 import click
 
 from dgl_chunked import ChunkedGraph
-from dgl_chunked.cli.context import optional_client
+from dgl_chunked.cli.context import chosen_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.flags import cluster_flags, graph_flags
 from dgl_chunked.cli.options import add_options, parse_size
+from dgl_chunked.cli.sizing import InputSize, input_bytes
 from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.lookup import lookup_ids
 from dgl_chunked.remap import ResultFile, ResultSource, remap_results
@@ -238,7 +239,8 @@ def remap_command(
     """
     sources = _sources(results, ids, names, id_space == "original")
     renames = dict(_rename(text) for text in column_names)
-    with optional_client(cluster):
+    result_paths = [f.path for s in sources.values() for f in (*s.files, *(s.ids or ()))]
+    with chosen_client(cluster, "remap", lambda: InputSize(input_bytes(result_paths), "results")):
         result = remap_results(
             partitions,
             sources,
@@ -323,7 +325,7 @@ def lookup_command(
     if any(q.lower().endswith(".tsv") for q in queries) and delimiter == ",":
         delimiter = "\t"
     col: Any = int(column) if column is not None and column.isdigit() else column
-    with optional_client(cluster):
+    with chosen_client(cluster, "lookup", lambda: InputSize(input_bytes(queries), "queries")):
         result = lookup_ids(
             partitions,
             list(queries),

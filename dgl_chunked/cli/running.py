@@ -11,11 +11,12 @@ import click
 
 import dgl_chunked
 from dgl_chunked import ChunkedGraph, DispatchOptions, DispatchResult, dispatch
-from dgl_chunked.cli.context import command_client, input_bytes
+from dgl_chunked.cli.context import command_client
 from dgl_chunked.cli.errors import user_errors
 from dgl_chunked.cli.flags import NUM_PARTS, NUM_TRAINERS, cluster_flags, dispatch_flags, graph_flags, partition_flags
 from dgl_chunked.cli.options import scratch_option
-from dgl_chunked.cluster import ClusterOptions, choose_scheduler
+from dgl_chunked.cli.sizing import InputSize, input_bytes, resolve_scheduler
+from dgl_chunked.cluster import ClusterOptions
 
 if TYPE_CHECKING:
     from dgl_chunked.partition import PartitionOptions  # loaded by run and plan only
@@ -173,8 +174,9 @@ def plan_command(
         hosts=hosts,
         bandwidth=bandwidth,
     )
-    if not cluster.asked:  # what run would run on, and why
-        click.echo(f"scheduler: {choose_scheduler(input_bytes(_input_files(graph))).describe()}")
+    chosen = resolve_scheduler(cluster, "plan", lambda: InputSize(input_bytes(_input_files(graph)))).choice
+    if chosen is not None:  # what run would run on, and why
+        click.echo(f"scheduler: {chosen.describe()}")
     click.echo(forecast.table())
     forecast.check_space()  # the one error: line, before anything is written
     if json_path:
