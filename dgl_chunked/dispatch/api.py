@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import dask
 import dask.array as da
 
 from dgl_chunked._dask import run_token
@@ -32,6 +31,7 @@ from dgl_chunked.dispatch.out_dir import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_ou
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes, staged_assignment
+from dgl_chunked.dispatch.write_tasks import write_step_tasks
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
@@ -216,15 +216,16 @@ def _dispatch(
         kinds = partition_files(plan)
         for p in range(num_parts):  # a partition none of whose files a resumed run finished starts empty
             prepare_partition(plan, p, fresh=not any(_done(plan, p, k, every_file) for k in kinds))
-        writes = [
-            dask.delayed(_write_file_once, pure=False)(
-                plan, p, kind, every_file, dask_key_name=(f"dglc-write-partition-{staging.token}", p, i)
-            )
-            for p in range(num_parts)
-            for i, kind in enumerate(kinds)
-        ]
+        writes, graph_at = write_step_tasks(  # a large graph file is written by several tasks
+            plan,
+            kinds,
+            every_file,
+            staging.token,
+            _write_file_once,
+            lambda p, k: _done(plan, p, k, every_file) is not MISSING,
+        )
         written = runner.compute(writes, "write partitions")
-        summaries = [written[p * len(kinds)] for p in range(num_parts)]  # each partition's graph file
+        summaries = [written[i] for i in graph_at]  # each partition's graph file
         lease.check()  # never publish over a run that took this output over
         for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete
             publish_partition(out, p, storage_options)

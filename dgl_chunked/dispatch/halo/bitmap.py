@@ -75,6 +75,12 @@ class HaloBitmap:
         if ids.size:
             np.bitwise_or.at(self._bytes, ids >> 3, _BIT[ids & 7])
 
+    def union(self, other: HaloBitmap) -> None:
+        """Put every ID of ``other`` (a bitmap over the same range, not frozen) into the set."""
+        if (other.start, other.stop) != (self.start, self.stop):
+            raise ValueError(f"union of bitmaps over [{self.start}, {self.stop}) and [{other.start}, {other.stop})")
+        np.bitwise_or(self._bytes, other._bytes, out=self._bytes)
+
     def remove_range(self, lo: int, hi: int) -> None:
         """Take every ID in ``[lo, hi)`` out of the set (a partition's inner nodes)."""
         lo, hi = max(lo, self.start) - self.start, min(hi, self.stop) - self.start

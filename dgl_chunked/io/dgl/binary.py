@@ -51,7 +51,7 @@ from dgl_chunked.io.dgl.records import (
     pack_string,
     pack_u64,
 )
-from dgl_chunked.io.dgl.spans import ArraySpans, as_stream, write_ndarray
+from dgl_chunked.io.dgl.spans import ArraySpans, Reserved, as_stream, write_ndarray
 from dgl_chunked.storage.fs import filesystem
 from dgl_chunked.storage.output_file import open_output
 
@@ -61,6 +61,7 @@ __all__ = [
     "CanonicalEtype",
     "GraphData",
     "HomogeneousGraph",
+    "Reserved",
     "annotate_dgl_file",
     "describe_dgl_file",
     "dgl_file_kind",
@@ -68,6 +69,7 @@ __all__ = [
     "read_graphs",
     "read_tensor_dict",
     "write_graph",
+    "write_graph_skeleton",
     "write_tensor_dict",
 ]
 
@@ -181,6 +183,32 @@ def write_graph(
     with open_output(path, storage_options) as f:
         write_graph_file(f, prepared)
     logger.debug("wrote graph (%d nodes, %d edges) to %s", prepared.num_nodes, prepared.num_edges, where)
+
+
+def write_graph_skeleton(path: str, graph: HomogeneousGraph) -> int:
+    """Write ``graph`` as :func:`write_graph` does (COO) into the local file ``path``, leaving the
+    payload of each :class:`~dgl_chunked.io.dgl.spans.Reserved` array as a hole whose start
+    it records in the array's ``offset``; other writers fill the holes (``os.pwrite``).
+
+    An existing file is not truncated first: what the other writers already put into its
+    holes stays (a skeleton written again, as after a lost worker, changes nothing else).
+
+    Returns
+    -------
+    int
+        The file's size, holes included. Validation errors and write errors remove the file.
+    """
+    prepared = prepare_graph(graph, ("coo",), path, None)
+    try:
+        with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o666), "r+b") as f:  # seekable: holes skipped
+            write_graph_file(f, prepared)
+            size = f.tell()
+            f.truncate(size)
+            return size
+    except BaseException:
+        if os.path.exists(path):
+            os.remove(path)
+        raise
 
 
 def read_graphs(

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.records import is_bfloat16, ndarray_header
 
-__all__ = ["SPAN_BYTES", "ArraySpans", "Stream", "as_stream", "materialize", "write_ndarray"]
+__all__ = ["SPAN_BYTES", "ArraySpans", "Reserved", "Stream", "as_stream", "materialize", "write_ndarray"]
 
 SPAN_BYTES = 64 * 2**20
 """Upper bound of one span copied from a memmap, zarr array or numpy array."""
@@ -63,13 +63,45 @@ class ArraySpans:
         return f"ArraySpans(shape={self.shape}, dtype={self.dtype})"
 
 
+class Reserved:
+    """An array whose payload other writers fill in: the file writer writes its NDArray
+    header, leaves ``shape x dtype`` bytes unwritten (a hole, the file must be seekable) and
+    sets :attr:`offset` to where the payload begins.
+
+    Parameters
+    ----------
+    shape, dtype
+        The array's total shape and on-disk dtype (little-endian).
+    """
+
+    __slots__ = ("dtype", "offset", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: npt.DTypeLike) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype).newbyteorder("<")
+        self.offset: int | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return f"Reserved(shape={self.shape}, dtype={self.dtype}, offset={self.offset})"
+
+
+def _no_spans() -> Iterator[npt.NDArray[Any]]:
+    return iter(())
+
+
 @dataclass(frozen=True)
 class Stream:
-    """A validated source: total ``shape``, on-disk ``dtype`` and a span factory."""
+    """A validated source: total ``shape``, on-disk ``dtype`` and a span factory (or a
+    :class:`Reserved` payload, written by someone else)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
     blocks: Callable[[], Iterator[npt.NDArray[Any]]]
+    reserved: Reserved | None = None
 
 
 def disk_dtype(dtype: np.dtype[Any], where: str) -> np.dtype[Any]:
@@ -123,6 +155,12 @@ def as_stream(
         Upper bound of one span (at least one row is always read); default
         :data:`SPAN_BYTES`.
     """
+    if isinstance(value, Reserved):
+        check_shape(value.shape, where)
+        if ids is not None and (value.dtype != ids[0] or len(value.shape) != 1):
+            raise DGLFormatError(f"{where}: a reserved id array must be 1-D {ids[0]}, found {value!r}")
+        dtype = value.dtype if ids is not None else disk_dtype(value.dtype, where)
+        return Stream(value.shape, dtype, _no_spans, value)
     if not isinstance(value, ArraySpans) and not (
         hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "__getitem__")
     ):
@@ -236,6 +274,10 @@ def write_ndarray(f: IO[bytes], stream: Stream) -> int:
     header = ndarray_header(stream.shape, stream.dtype)
     f.write(header)
     written = len(header)
+    if stream.reserved is not None:  # the payload is written by others: leave a hole
+        stream.reserved.offset = f.tell()
+        f.seek(stream.reserved.nbytes, 1)
+        return written + stream.reserved.nbytes
     for span in stream.blocks():
         raw = span.reshape(-1).view(np.uint8)
         f.write(raw.data)

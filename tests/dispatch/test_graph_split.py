@@ -1,0 +1,110 @@
+"""A partition's graph.dgl written by several tasks, by row range of its edges (issue 37):
+more tasks in the write step, the same bytes as the one-task writer."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import dask
+import numpy as np
+import pytest
+
+from dgl_chunked.dispatch import DispatchOptions, dispatch, graph_split
+from dgl_chunked.io.dgl.binary import read_graphs
+
+from .helpers import output_files
+
+KINDS = 5  # graph, node_feat, edge_feat, orig_nids, orig_eids
+
+
+def _dispatch(golden_dir: Path, out: Path, caplog: pytest.LogCaptureFixture, client: Any = None, **kw: Any) -> int:
+    """Dispatch the tiny golden graph into ``out``; return the write step's task count."""
+    tiny = golden_dir / "tiny-pipeline"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="dgl_chunked.dispatch.api"):
+        dispatch(
+            tiny / "chunked",
+            tiny / "partition_assignment",
+            out,
+            client=client,
+            options=DispatchOptions(save_orig_nids=True, save_orig_eids=True, overwrite=True, **kw),
+        )
+    (line,) = [r.getMessage() for r in caplog.records if "step: write partitions" in r.getMessage()]
+    match = re.search(r"\((\d+) tasks\)", line)
+    assert match is not None, line
+    return int(match.group(1))
+
+
+def _edges_per_part(out: Path) -> list[int]:
+    return [int(read_graphs(p / "graph.dgl")[0][0].num_edges()) for p in sorted(out.glob("part*"))]
+
+
+def test_split_graph_files_are_the_one_task_files_byte_for_byte(
+    golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    one = tmp_path / "one"
+    assert _dispatch(golden_dir, one, caplog) == 2 * KINDS  # two partitions: a task per file
+    edges = _edges_per_part(one)
+    assert min(edges) > 7
+
+    for per_task in (3, 7, max(edges) - 1):  # ranges cut inside the staged segments and across them
+        monkeypatch.setattr(graph_split, "GRAPH_TASK_EDGES", per_task)
+        split = tmp_path / f"split-{per_task}"
+        tasks = _dispatch(golden_dir, split, caplog)
+        ranges = [-(-e // per_task) for e in edges]
+        # per split partition: a HALO task and an edge-rows task per range, the skeleton, the
+        # rename, and the other four files' tasks; a partition of one range: a task per file
+        assert tasks == sum(2 * r + 2 + KINDS - 1 if r > 1 else KINDS for r in ranges)
+        assert sorted(r > 1 for r in ranges) == ([False, True] if per_task == max(edges) - 1 else [True, True])
+        assert output_files(split) == output_files(one)
+        assert not list(split.rglob(graph_split.PARTIAL_NAME))
+
+
+def test_split_graph_files_written_by_worker_processes(
+    golden_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    process_client: Any,
+) -> None:
+    """Ranges written by two worker processes into one file at their offsets."""
+    with dask.config.set(scheduler="synchronous"):
+        _dispatch(golden_dir, tmp_path / "one", caplog)
+    monkeypatch.setattr(graph_split, "GRAPH_TASK_EDGES", 5)
+    tasks = _dispatch(golden_dir, tmp_path / "split", caplog, client=process_client)
+    assert tasks > 2 * KINDS
+    assert output_files(tmp_path / "split") == output_files(tmp_path / "one")
+
+
+def test_only_coo_one_hop_local_graph_files_split(
+    golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(graph_split, "GRAPH_TASK_EDGES", 3)
+    assert _dispatch(golden_dir, tmp_path / "csc", caplog, graph_formats=("csc",)) == 2 * KINDS
+    assert _dispatch(golden_dir, tmp_path / "hops", caplog, halo_hops=2) == 2 * KINDS
+
+
+def test_a_rerun_after_a_lost_skeleton_keeps_what_the_ranges_wrote(tmp_path: Path) -> None:
+    """The skeleton writer does not truncate: written again, it leaves the holes' bytes."""
+    from dgl_chunked.io.dgl.binary import ArraySpans, HomogeneousGraph, Reserved, write_graph, write_graph_skeleton
+
+    src, dst = np.array([0, 1, 2, 2]), np.array([1, 2, 0, 1])
+    ids = np.arange(3, dtype=np.int64)
+    full = tmp_path / "full.dgl"
+    write_graph(full, HomogeneousGraph(num_nodes=3, src=src, dst=dst, ndata={"_ID": ids}))
+    holes = [Reserved((4,), "<i8"), Reserved((4,), "<i8")]
+    spans = ArraySpans((3,), np.int64, lambda: iter([ids]))
+    graph = HomogeneousGraph(num_nodes=3, src=holes[0], dst=holes[1], ndata={"_ID": spans})
+    path = str(tmp_path / "holes.dgl")
+    size = write_graph_skeleton(path, graph)
+    assert size == full.stat().st_size and None not in (holes[0].offset, holes[1].offset)
+    with open(path, "r+b") as f:
+        for hole, values in zip(holes, (src, dst), strict=True):
+            f.seek(int(hole.offset))  # type: ignore[arg-type]
+            f.write(values.astype("<i8").tobytes())
+    assert Path(path).read_bytes() == full.read_bytes()
+    write_graph_skeleton(path, graph)  # again, as after a lost worker
+    assert Path(path).read_bytes() == full.read_bytes()
