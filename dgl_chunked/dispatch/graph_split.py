@@ -70,9 +70,10 @@ __all__ = [
     "write_skeleton",
 ]
 
-GRAPH_TASK_EDGES = 1 << 22
-"""Edges per row-range task of a split graph file (4M: about 120 MB of the file's edge
-arrays per task); a partition with at most this many edges is written by one task."""
+GRAPH_TASK_EDGES = 1 << 20
+"""Edges per row-range task of a split graph file (1M: 29 MB of the file's edge arrays
+per task, read from 16 MB of staged endpoints); a partition with at most this many edges
+is written by one task."""
 
 BLOCK_ROWS = 1 << 20
 """Rows read and written at a time inside a row-range task."""
