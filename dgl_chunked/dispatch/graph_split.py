@@ -9,8 +9,8 @@ chunk: :meth:`~dgl_chunked.dispatch.plan.PartitionPlan.edge_segments`), are cut
 into row ranges of :data:`GRAPH_TASK_EDGES`, and three kinds of task write the
 file:
 
-1. per range, the HALO nodes among the range's sources (a
-   :class:`~dgl_chunked.dispatch.halo.bitmap.HaloBitmap`, not frozen);
+1. per group of consecutive ranges (at most :data:`HALO_TASKS` groups), the HALO nodes
+   among the sources (a :class:`~dgl_chunked.dispatch.halo.bitmap.HaloBitmap`, not frozen);
 2. per partition (the *skeleton*): the union of those bitmaps, frozen; the file
    ``graph.dgl.parts-dglc`` with every record but the payloads of the five edge
    arrays (``src``, ``dst``, edge ``_ID``, ``_TYPE``, ``inner_edge``), which stay
@@ -60,10 +60,12 @@ from dgl_chunked.storage.zarr_rows import read_rows
 __all__ = [
     "BLOCK_ROWS",
     "GRAPH_TASK_EDGES",
+    "HALO_TASKS",
     "PARTIAL_NAME",
     "Skeleton",
     "edge_ranges",
     "finish_graph",
+    "halo_ranges",
     "range_halo",
     "splits",
     "write_edge_rows",
@@ -74,6 +76,11 @@ GRAPH_TASK_EDGES = 1 << 20
 """Edges per row-range task of a split graph file (1M: 29 MB of the file's edge arrays
 per task, read from 16 MB of staged endpoints); a partition with at most this many edges
 is written by one task."""
+
+HALO_TASKS = 8
+"""HALO tasks per split graph file at most (each covers consecutive row ranges): the skeleton
+task holds their bitmaps at once, 0.125 byte per node ID each (at most 8 x 44 MB within
+the default HALO budget of 64 MiB, 1.25 MB each at 10M nodes)."""
 
 BLOCK_ROWS = 1 << 20
 """Rows read and written at a time inside a row-range task."""
@@ -121,6 +128,13 @@ def edge_ranges(plan: PartitionPlan, part: int) -> list[tuple[int, int]]:
     """Partition ``part``'s edge rows cut into ranges of at most :data:`GRAPH_TASK_EDGES`."""
     n = int(plan.edge_layout.sizes()[part].sum())
     return [(lo, min(lo + GRAPH_TASK_EDGES, n)) for lo in range(0, n, GRAPH_TASK_EDGES)]
+
+
+def halo_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The row ranges of the HALO tasks: ``ranges`` joined into at most :data:`HALO_TASKS`."""
+    n = min(HALO_TASKS, len(ranges))
+    cuts = [len(ranges) * i // n for i in range(n + 1)]
+    return [(ranges[a][0], ranges[b - 1][1]) for a, b in zip(cuts, cuts[1:], strict=False)]
 
 
 def _column_blocks(

@@ -11,6 +11,7 @@ import dask
 from dgl_chunked.dispatch.graph_split import (
     edge_ranges,
     finish_graph,
+    halo_ranges,
     range_halo,
     splits,
     write_edge_rows,
@@ -26,7 +27,7 @@ def _split_graph(plan: PartitionPlan, part: int, stamp: str, token: str) -> list
     ranges = edge_ranges(plan, part)
     halos = [
         dask.delayed(range_halo, pure=False)(plan, part, e0, e1, dask_key_name=(f"dglc-write-halo-{token}", part, k))
-        for k, (e0, e1) in enumerate(ranges)
+        for k, (e0, e1) in enumerate(halo_ranges(ranges))
     ]
     skeleton = dask.delayed(write_skeleton, pure=False)(
         plan, part, stamp, *halos, dask_key_name=(f"dglc-write-skeleton-{token}", part)

@@ -55,11 +55,14 @@ def test_split_graph_files_are_the_one_task_files_byte_for_byte(
         split = tmp_path / f"split-{per_task}"
         tasks = _dispatch(golden_dir, split, caplog)
         ranges = [-(-e // per_task) for e in edges]
-        # per split partition: a HALO task and an edge-rows task per range, the skeleton, the
-        # rename, and the other four files' tasks; a partition of one range: a task per file
-        assert tasks == sum(2 * r + 2 + KINDS - 1 if r > 1 else KINDS for r in ranges)
+        # per split partition: HALO tasks (at most HALO_TASKS), an edge-rows task per range, the
+        # skeleton, the rename, and the other four files' tasks; a partition of one range: a task per file
+        halos = [min(graph_split.HALO_TASKS, r) for r in ranges]
+        assert tasks == sum(h + r + 2 + KINDS - 1 if r > 1 else KINDS for h, r in zip(halos, ranges, strict=True))
         assert sorted(r > 1 for r in ranges) == ([False, True] if per_task == max(edges) - 1 else [True, True])
         assert output_files(split) == output_files(one)
+        if per_task == 3:
+            assert max(ranges) > graph_split.HALO_TASKS  # some HALO tasks cover several ranges
         assert not list(split.rglob(graph_split.PARTIAL_NAME))
 
 
