@@ -1,5 +1,6 @@
 """The tasks of dispatch's write step: one per file of a partition, and several for a
-graph file that :mod:`~dgl_chunked.dispatch.graph_split` cuts into row ranges."""
+graph file that :mod:`~dgl_chunked.dispatch.graph_split` cuts into row ranges and for a
+feature file that :mod:`~dgl_chunked.dispatch.feature_split` cuts by feature and row range."""
 
 from __future__ import annotations
 
@@ -8,6 +9,13 @@ from typing import Any
 
 import dask
 
+from dgl_chunked.dispatch.feature_split import (
+    feature_ranges,
+    feature_splits,
+    finish_features,
+    write_feature_rows,
+    write_feature_skeleton,
+)
 from dgl_chunked.dispatch.graph_split import (
     edge_ranges,
     finish_graph,
@@ -42,6 +50,23 @@ def _split_graph(plan: PartitionPlan, part: int, stamp: str, token: str) -> list
         plan, part, stamp, skeleton, *rows, dask_key_name=(f"dglc-write-partition-{token}", part, 0)
     )
     return [*halos, skeleton, *rows, finish]
+
+
+def _split_features(plan: PartitionPlan, kind: str, part: int, stamp: str, token: str) -> list[Any]:
+    """The tasks of one split feature file."""
+    skeleton = dask.delayed(write_feature_skeleton, pure=False)(
+        plan, kind, part, stamp, dask_key_name=(f"dglc-write-{kind}-skeleton-{token}", part)
+    )
+    rows = [
+        dask.delayed(write_feature_rows, pure=False)(
+            plan, kind, part, skeleton, i, a, b, dask_key_name=(f"dglc-write-{kind}-rows-{token}", part, k)
+        )
+        for k, (i, a, b) in enumerate(feature_ranges(plan, kind, part))
+    ]
+    finish = dask.delayed(finish_features, pure=False)(
+        plan, kind, part, stamp, skeleton, *rows, dask_key_name=(f"dglc-write-{kind}-{token}", part)
+    )
+    return [skeleton, *rows, finish]
 
 
 def write_step_tasks(
@@ -79,6 +104,9 @@ def write_step_tasks(
             if kind == "graph" and splits(plan, p) and not finished(p, kind):
                 tasks += _split_graph(plan, p, stamp, token)
                 graph_at.append(len(tasks) - 1)
+                continue
+            if feature_splits(plan, kind, p) and not finished(p, kind):
+                tasks += _split_features(plan, kind, p, stamp, token)
                 continue
             if kind == "graph":
                 graph_at.append(len(tasks))

@@ -111,3 +111,28 @@ def test_a_rerun_after_a_lost_skeleton_keeps_what_the_ranges_wrote(tmp_path: Pat
     assert Path(path).read_bytes() == full.read_bytes()
     write_graph_skeleton(path, graph)  # again, as after a lost worker
     assert Path(path).read_bytes() == full.read_bytes()
+
+
+@pytest.mark.parametrize("per_task", [8, 40])
+def test_split_feature_files_are_the_one_task_files_byte_for_byte(
+    per_task: int,
+    golden_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from dgl_chunked.dispatch import feature_split
+
+    one = tmp_path / "one"
+    assert _dispatch(golden_dir, one, caplog) == 2 * KINDS
+    monkeypatch.setattr(feature_split, "FEATURE_TASK_BYTES", per_task)
+    split = tmp_path / "split"
+    tasks = _dispatch(golden_dir, split, caplog)
+    files = output_files(one)
+    feature_files = [k for k in files if k.endswith(("node_feat.dgl", "edge_feat.dgl"))]
+    assert len(feature_files) == 4 and all(len(files[k]) > 100 for k in feature_files)
+    # each of the 4 files (bool, float32[4], int64 and float64 features) split: a skeleton, a task
+    # per feature and row range, the rename
+    assert tasks > 2 * KINDS + 4 * 3 and all(len(files[k]) > 2 * per_task for k in feature_files)
+    assert output_files(split) == files
+    assert not list(split.rglob("*.parts-dglc"))

@@ -71,6 +71,7 @@ __all__ = [
     "write_graph",
     "write_graph_skeleton",
     "write_tensor_dict",
+    "write_tensor_dict_skeleton",
 ]
 
 logger = logging.getLogger(__name__)
@@ -106,11 +107,38 @@ def write_tensor_dict(path: PathLike, tensors: Mapping[str, Any], *, storage_opt
             raise DGLFormatError(f"{where}: tensor names must be UTF-8 encodable str, found {key!r}")
     streams = [(key, as_stream(tensors[key], f"{where}[{key!r}]")) for key in sorted(tensors)]
     with open_output(path, storage_options) as f:
-        f.write(pack_u64(TENSOR_FILE_MAGIC) + pack_u64(len(streams)) + pack_u64(len(streams)))
-        for key, stream in streams:
-            f.write(pack_string(key))
-            write_ndarray(f, stream)
+        _write_tensor_records(f, streams)
     logger.debug("wrote %d tensors to %s", len(streams), where)
+
+
+def _write_tensor_records(f: Any, streams: list[tuple[str, Any]]) -> None:
+    f.write(pack_u64(TENSOR_FILE_MAGIC) + pack_u64(len(streams)) + pack_u64(len(streams)))
+    for key, stream in streams:
+        f.write(pack_string(key))
+        write_ndarray(f, stream)
+
+
+def write_tensor_dict_skeleton(path: str, tensors: Mapping[str, Reserved]) -> int:
+    """Write a tensor dict as :func:`write_tensor_dict` does into the local file ``path``, every
+    payload left as a hole whose start it records in the array's ``offset`` (see
+    :func:`write_graph_skeleton`: an existing file is not truncated first).
+
+    Returns
+    -------
+    int
+        The file's size, holes included.
+    """
+    streams = [(key, as_stream(tensors[key], f"{path}[{key!r}]")) for key in sorted(tensors)]
+    try:
+        with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o666), "r+b") as f:
+            _write_tensor_records(f, streams)
+            size = f.tell()
+            f.truncate(size)
+            return size
+    except BaseException:
+        if os.path.exists(path):
+            os.remove(path)
+        raise
 
 
 def read_tensor_dict(
