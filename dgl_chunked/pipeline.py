@@ -27,6 +27,7 @@ __all__ = ["run"]
 
 logger = logging.getLogger(__name__)
 
+
 def run(
     graph: ChunkedGraph | PathLike,
     out_dir: PathLike,

@@ -13,13 +13,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
 
-@dataclass(frozen=True)
+@dataclass
 class Request:
     """One request as the server received it."""
 
@@ -29,6 +29,10 @@ class Request:
     """``bucket/key`` (a listing: ``bucket/`` and its prefix in ``query``)."""
     query: dict[str, list[str]]
     range: str | None
+    body_up: int = 0
+    """Bytes of the request's body (the payload of a PUT)."""
+    body_down: int = 0
+    """Bytes of the response's body (the payload of a GET, a listing's XML)."""
 
     @property
     def kind(self) -> str:
@@ -54,6 +58,13 @@ class Counts:
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def bodies(self, first: int = 0, last: int | None = None) -> tuple[int, int]:
+        """Bytes of the bodies of requests ``[first, last)``, down and up: the relay's
+        bytes over the same requests less these are their HTTP headers."""
+        with self.lock:
+            chosen = self.requests[first:last]
+        return sum(r.body_down for r in chosen), sum(r.body_up for r in chosen)
+
     def snapshot(self) -> tuple[int, int, int]:
         """``(down, up, requests)`` now."""
         with self.lock:
@@ -65,9 +76,16 @@ def _counting_app(app: Callable[..., Iterable[bytes]], counts: Counts) -> Callab
         path = unquote(environ.get("PATH_INFO", "")).lstrip("/")
         query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
         request = Request(time.time(), environ["REQUEST_METHOD"], path, query, environ.get("HTTP_RANGE"))
+        request.body_up = int(environ.get("CONTENT_LENGTH") or 0)
         with counts.lock:
             counts.requests.append(request)
-        return app(environ, start_response)
+
+        def respond(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+            length = next((int(v) for k, v in headers if k.lower() == "content-length"), 0)
+            request.body_down = 0 if request.method == "HEAD" else length
+            return start_response(status, headers, *args)
+
+        return app(environ, respond)
 
     return wrapped
 
@@ -88,10 +106,8 @@ def _pump(src: socket.socket, dst: socket.socket, counts: Counts, direction: str
         pass
     finally:
         for s in (dst, src):
-            try:
+            with suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def _relay(listener: socket.socket, upstream: tuple[str, int], counts: Counts) -> None:

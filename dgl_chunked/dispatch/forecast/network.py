@@ -257,7 +257,11 @@ def _edge_step(
             typed.add((kind, type_name))
     if extra_node_row_bytes:
         for t in meta.node_types:
-            step.add(OWNER_BYTES * meta.num_nodes(t), extra_node_row_bytes * meta.num_nodes(t), feature_task_requests(0, True))
+            step.add(
+                OWNER_BYTES * meta.num_nodes(t),
+                extra_node_row_bytes * meta.num_nodes(t),
+                feature_task_requests(0, True),
+            )
     step.client = (0, 0, 4 + 2 * len(meta.node_types))  # the node-ID cache cleared, records listed
     # the new-ID maps: built once per worker process that runs an edge task
     maps = 0
@@ -396,7 +400,9 @@ def forecast_network(
             chunk = opts.block_rows if n > opts.block_rows else n  # Zarr stores the last chunk whole
             assign.add(assignment_bytes * rows // max(n_total, 1), OWNER_BYTES * chunk, ASSIGN_TASK_REQUESTS)
             number.add(
-                OWNER_BYTES * chunk, (id_size + 8 * opts.save_orig_nids) * chunk, number_task_requests(opts.save_orig_nids)
+                OWNER_BYTES * chunk,
+                (id_size + 8 * opts.save_orig_nids) * chunk,
+                number_task_requests(opts.save_orig_nids),
             )
     steps = [assign, number]
     if partitions_dir is not None:
