@@ -340,11 +340,14 @@ def _kind(key: str) -> str:
     return "out " + rest[0]
 
 
-def trace_table(trace_dir: Path, marks: list[Any]) -> str:
-    """Requests and bytes per stage and kind of data, from the processes' S3 request logs."""
+def trace_table(trace_dir: Path, marks: list[Any], forecast: dict[str, Any] | None = None) -> str:
+    """Requests and bytes per stage and kind of data, from the processes' S3 request logs,
+    and per stage the requests against the forecast's."""
     records = [json.loads(line) for f in trace_dir.glob("*.jsonl") for line in f.read_text().splitlines()]
     bounds = [(name if name != "start" else "partition", t) for name, t, _ in marks]
     lines = [f"{'stage':<26}{'data':<34}{'requests':>9}{'MB down':>9}{'MB up':>9}"]
+    predicted = {s["name"]: s["requests"] for s in (forecast or {}).get("stages", [])}
+    first = next(iter(predicted), "")
     for (stage, t0), (_, t1) in zip(bounds, bounds[1:], strict=False):
         acc: dict[str, list[int]] = {}
         for r in records:
@@ -355,6 +358,8 @@ def trace_table(trace_dir: Path, marks: list[Any]) -> str:
                 row[2] += r["sent"]
         for kind, (n, down, up) in sorted(acc.items()):
             lines.append(f"{stage:<26}{kind:<34}{n:>9}{down / 1e6:>9.2f}{up / 1e6:>9.2f}")
+        want = predicted.get(first if stage == "partition" else stage)
+        lines.append(f"{stage:<26}{'all (forecast ' + str(want) + ')':<34}{sum(a[0] for a in acc.values()):>9}")
     return "\n".join(lines)
 
 
@@ -421,7 +426,7 @@ def main() -> None:
             print(table(hosts, args.rate, rows, measured.get("forecast")))
             print(f"peak RSS per worker (MB): {sorted(round(v) for v in measured['worker_peak_rss_mb'].values())}")
             if args.trace_s3:
-                print(trace_table(logs / "s3trace", measured["marks"]))
+                print(trace_table(logs / "s3trace", measured["marks"], measured.get("forecast")))
             results["runs"].append(
                 {
                     "hosts": hosts,
