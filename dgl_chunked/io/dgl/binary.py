@@ -7,7 +7,7 @@ Writers and strict readers for the files of a DGL distributed partition
   ``orig_eids.dgl`` -- read by ``dgl.data.utils.load_tensors``;
 * graph files -- ``graph.dgl`` -- read by ``dgl.load_graphs``.
 
-Writing streams every array in blocks of at most 64 MiB (numpy arrays, memmaps,
+Writing streams every array in spans of at most 64 MiB (numpy arrays, memmaps,
 zarr arrays or :class:`ArraySpans`), so feature files larger than memory are
 fine; only CSR/CSC construction holds a graph's ids in memory. Output is
 deterministic: entries are sorted by key and the header padding is zeros.
@@ -93,7 +93,7 @@ def write_tensor_dict(path: PathLike, tensors: Mapping[str, Any], *, storage_opt
     DGLFormatError
         For 0-d arrays (DGL loads them as garbage: use shape ``(1,)``), uint16/32/64
         (torch 2.2 cannot load them), other unsupported dtypes, non-str keys, or
-        :class:`ArraySpans` whose blocks disagree with the declared shape/dtype.
+        :class:`ArraySpans` whose spans disagree with the declared shape/dtype.
         Nothing is left on disk in that case.
     """
     where = os.fspath(path)

@@ -2,7 +2,7 @@
 
 The output is what ``dgl.save_graphs`` writes for ``[g]`` with ``formats=...``,
 except that header bytes 32..4095 (uninitialised memory in DGL) are zeros. COO is
-streamed block by block; CSR and CSC are built in memory from ``src``/``dst``
+streamed span by span; CSR and CSC are built in memory from ``src``/``dst``
 (one stable argsort), which bounds the graph size by ``max_in_memory_edges``.
 """
 

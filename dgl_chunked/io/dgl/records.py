@@ -1,4 +1,4 @@
-"""Byte-level building blocks of DGL's binary files (``docs/spec/dgl-binary.md``: "Encoding",
+"""Byte-level fields and records of DGL's binary files (``docs/spec/dgl-binary.md``: "Encoding",
 "NDArray record" and the records of "Graph file").
 
 Two halves:
@@ -182,7 +182,7 @@ class Cursor:
 
     @contextmanager
     def scope(self, prefix: str) -> Iterator[None]:
-        """Prefix every field name read inside the block with ``prefix.``."""
+        """Prefix every field name read inside the ``with`` body with ``prefix.``."""
         self._scope.append(prefix)
         try:
             yield
@@ -220,7 +220,7 @@ class Cursor:
         return data
 
     def skip(self, n: int, field: str) -> None:
-        """Skip ``n`` bytes that must exist (for the junk header block)."""
+        """Skip ``n`` bytes that must exist (for the unspecified rest of the header, ``HEADER_BLOCK``)."""
         if n > self.remaining:
             raise self.error(self.pos, field, f"needs {n} bytes but only {self.remaining} remain")
         self.pos = self._f.seek(self.pos + n)
