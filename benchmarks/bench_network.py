@@ -291,9 +291,7 @@ def table(hosts: int, rate: str, rows: list[dict[str, Any]], forecast: dict[str,
     lines.append(f"{'step':<26}{'MB down':>22}{'MB up':>22}{'busiest host MB rx/tx':>24}{'seconds':>18}")
     predicted = {s["name"]: s for s in (forecast or {}).get("stages", [])}
     for r in rows:
-        f = predicted.get(r["step"]) or (
-            predicted.get(next(iter(predicted), "")) if r["step"] == "partition" else None
-        )
+        f = predicted.get(r["step"]) or (predicted.get(next(iter(predicted), "")) if r["step"] == "partition" else None)
         down, up = r["store_tx"], r["store_rx"]
         busiest = max(range(hosts), key=lambda i: r["hosts_rx"][i] + r["hosts_tx"][i])
         host = f"{_mb(r['hosts_rx'][busiest]).strip()}/{_mb(r['hosts_tx'][busiest]).strip()}"

@@ -270,7 +270,7 @@ def stage_node_data_block(
 def edge_owner_range(
     staging: Staging, etype: str, edge_task_starts: Sequence[int], start: int, stop: int
 ) -> npt.NDArray[np.integer[Any]]:
-    """Owners of edges ``[start, stop)`` of one etype, read from the staged owners of the edge read tasks covering them."""
+    """Owners of edges ``[start, stop)`` of one etype, from the staged owners of the read tasks covering them."""
     bounds = np.asarray(edge_task_starts, dtype=np.int64)
     pieces = []
     first = int(np.searchsorted(bounds, start, side="right")) - 1

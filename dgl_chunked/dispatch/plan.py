@@ -1,6 +1,6 @@
 """The plan types of dispatch: what the staging produced and what the partition writers need.
 
-These are plain frozen dataclasses shared by the stage wiring (:mod:`.tasks`), the
+These are plain frozen dataclasses shared by the Dask wiring of the steps (:mod:`.tasks`), the
 writers (:mod:`.finalize`, :mod:`.halo`) and the API (:mod:`.api`); they import
 only the layers below them, so no dispatch module needs another's internals to
 name them.

@@ -89,7 +89,9 @@ class _TableOptions:
     delimiter: str
 
 
-def _user_ids(space: TypeSpace, inputs: MappingInputs, opts: _TableOptions, scratch: str, bounds: tuple[int, ...]) -> Any:
+def _user_ids(
+    space: TypeSpace, inputs: MappingInputs, opts: _TableOptions, scratch: str, bounds: tuple[int, ...]
+) -> Any:
     """The key reader of a node type's table (None without user IDs): node_keys, or raw_id_mappings staged."""
     keys: Keys | None = find_keys(
         space.name,

@@ -136,7 +136,9 @@ def _pair_rows(job: TypeJob, s: int, first: int, last: int) -> tuple[IdArray, np
     assert isinstance(data, PairInput)
     so = _so(job)
     used = [i for i, o in enumerate(job.offsets) if o[s + 1] > o[s]]
-    segs = [read_segment(_scratch(job, "pairs"), i, int(job.offsets[i][s]), int(job.offsets[i][s + 1]), so) for i in used]
+    segs = [
+        read_segment(_scratch(job, "pairs"), i, int(job.offsets[i][s]), int(job.offsets[i][s + 1]), so) for i in used
+    ]
     if not segs:
         return np.empty(0, np.int64), np.empty((0, *data.row_shape), data.dtype)
     ids = np.concatenate([g["ids"] for g in segs]).astype(np.int64, copy=False)

@@ -100,9 +100,7 @@ class TorchZipWriter:
         self._write(extra)
         crc, written = 0, 0
         for span in [spans] if isinstance(spans, bytes | bytearray) else spans:
-            raw: Any = (
-                np.ascontiguousarray(span).reshape(-1).view(np.uint8) if isinstance(span, np.ndarray) else span
-            )
+            raw: Any = np.ascontiguousarray(span).reshape(-1).view(np.uint8) if isinstance(span, np.ndarray) else span
             view = memoryview(raw).cast("B")
             crc = zlib.crc32(view, crc)
             written += view.nbytes
