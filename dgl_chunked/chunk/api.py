@@ -1,7 +1,7 @@
 """Public entry points of ``dgl-chunked chunk``: :func:`chunk_graph`, :func:`read_orig_keys`.
 
 See :mod:`dgl_chunked.chunk` for the spec format and the output layout, and
-:mod:`dgl_chunked.chunk.writer` for the task phases.
+:mod:`dgl_chunked.chunk.writer` for the steps.
 """
 
 from __future__ import annotations

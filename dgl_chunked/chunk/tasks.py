@@ -81,7 +81,7 @@ def load_npy_rows(
     return read_npy_rows(path, info, start or 0, rows if stop is None else stop, so)
 
 
-# --- phase 1: read raw pieces ---------------------------------------------------------
+# --- step 1: read raw pieces ---------------------------------------------------------
 
 
 def stage_key_pieces(
@@ -130,7 +130,7 @@ def stage_edge_pieces(
     return {"rows": n, "piece_rows": piece_rows}
 
 
-# --- phase 2: key join ------------------------------------------------------------------
+# --- step 2: key join ------------------------------------------------------------------
 
 
 def join_bucket(
@@ -215,7 +215,7 @@ def resolve_read_task(
     return len(ids)
 
 
-# --- phase 3: dedup -------------------------------------------------------------------------
+# --- step 3: dedup -------------------------------------------------------------------------
 
 
 def dedup_map(
@@ -250,7 +250,7 @@ def dedup_reduce(
     return [int(i) for i in np.searchsorted(task[drop], np.arange(len(segs) + 1))]
 
 
-# --- phase 4: output chunks ---------------------------------------------------------------
+# --- step 4: output chunks ---------------------------------------------------------------
 
 
 def _write_edges(path: str, src: IdArray, dst: IdArray, fmt: str, so: StorageOptions) -> None:

@@ -1,4 +1,4 @@
-"""Dask wiring of ``dgl-chunked chunk``: plan, four task phases, metadata last.
+"""Dask wiring of ``dgl-chunked chunk``: plan, four steps, metadata last.
 
 1. **read**: one task per key read task (writes the ``orig_key`` chunk and the key
    staging, bucketed by key hash) and per raw edge read task (writes IDs, and keys
@@ -13,7 +13,7 @@
    masked like their edges, added self loops and their filled features, node
    features), each casting dtypes on the way.
 
-Each phase is one ``dask.compute`` on the current scheduler. ``metadata.json``
+Each step is one ``dask.compute`` on the current scheduler. ``metadata.json``
 (built by :mod:`.documents`) is written last and atomically, so a failed run
 never looks complete; the staging folder is removed in any case.
 """
@@ -43,7 +43,7 @@ EDGE_EXTENSIONS = {"parquet": "parquet", "csv": "txt"}
 
 
 class Run:
-    """One run of :func:`~dgl_chunked.chunk.api.chunk_graph`: paths, task naming, phase results."""
+    """One run of :func:`~dgl_chunked.chunk.api.chunk_graph`: paths, task naming, step results."""
 
     def __init__(self, plan: GraphPlan, out: str, staging_dir: str, edge_format: str) -> None:
         self.plan, self.out, self.staging_dir, self.fmt = plan, out, staging_dir, edge_format
@@ -67,9 +67,9 @@ class Run:
         """The staged int64 ``[n, 2]`` IDs of read task ``k`` (after the join, if any)."""
         return self.staged("edges", etype, k, "resolved.npy" if etype in self.joined else "ids.npy")
 
-    # --- phase 1 -------------------------------------------------------------------
+    # --- step 1 --------------------------------------------------------------------
     def read(self) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
-        """Phase 1: one task per key read task and per raw edge read task; returns their results."""
+        """Step 1: one task per key read task and per raw edge read task; returns their results."""
         keys, edges = {}, {}
         for t, node in self.plan.nodes.items():
             if node.key is not None:
@@ -112,7 +112,7 @@ class Run:
         return done_keys, done_edges
 
     def after_read(self, keys: Mapping[str, list[dict[str, Any]]], edges: Mapping[str, list[dict[str, Any]]]) -> None:
-        """Record row counts and locators from phase 1; recheck the counts it revealed."""
+        """Record row counts and locators from step 1; recheck the counts it revealed."""
         self.key_starts = {t: starts([r["rows"] for r in res]) for t, res in keys.items()}
         self.key_locators = {
             t: RowLocator.build(
@@ -132,7 +132,7 @@ class Run:
             self.plan, {t: s[-1] for t, s in self.key_starts.items()}, {e: s[-1] for e, s in self.edge_starts.items()}
         )
 
-    # --- phase 2 -------------------------------------------------------------------
+    # --- step 2 --------------------------------------------------------------------
     def _consumers(self, ntype: str, bucket: int) -> list[dict[str, Any]]:
         out = []
         for e, rel in self.plan.relations.items():
@@ -153,7 +153,7 @@ class Run:
         return out
 
     def join(self) -> None:
-        """Phase 2: join every key bucket, then scatter the IDs back into every keyed read task."""
+        """Step 2: join every key bucket, then scatter the IDs back into every keyed read task."""
         joins: dict[str, list[Any]] = {}
         for t in self.key_starts:
             node = self.plan.nodes[t]
@@ -197,9 +197,9 @@ class Run:
             for k in range(len(rel.read_tasks))
         ]
 
-    # --- phase 3 -------------------------------------------------------------------
+    # --- step 3 --------------------------------------------------------------------
     def dedup(self) -> None:
-        """Phase 3: hash-partition ``(src, dst)`` per read task, find repeats per bucket."""
+        """Step 3: hash-partition ``(src, dst)`` per read task, find repeats per bucket."""
         reduces: dict[str, list[Any]] = {}
         for e, rel in self.plan.relations.items():
             if not rel.spec.dedup:
@@ -235,7 +235,7 @@ class Run:
             for e, res in done.items()
         }
 
-    # --- phase 4 -------------------------------------------------------------------
+    # --- step 4 --------------------------------------------------------------------
     def tags(self, rel: RelationPlan) -> list[str]:
         """File tags of every output edge chunk: read tasks, then added self loops."""
         tags = [str(k) for k in range(len(rel.read_tasks))]
@@ -343,7 +343,7 @@ class Run:
         return out
 
     def write(self) -> dict[str, Any]:
-        """Phase 4: every output chunk; returns the row counts (and masks) per task."""
+        """Step 4: every output chunk; returns the row counts (and masks) per task."""
         edges = {e: self._edge_tasks(e, rel) for e, rel in self.plan.relations.items()}
         (done,) = compute({"edges": edges, "nodes": self._node_tasks()})
         return done  # type: ignore[no-any-return]
