@@ -49,9 +49,7 @@ def _identifiers(tree: ast.AST) -> Iterator[tuple[int, str]]:
             yield node.lineno, node.id
         elif isinstance(node, ast.Attribute):
             yield node.lineno, node.attr
-        elif isinstance(node, ast.arg):
-            yield node.lineno, node.arg
-        elif isinstance(node, ast.keyword) and node.arg:
+        elif isinstance(node, ast.arg | ast.keyword) and node.arg:
             yield node.lineno, node.arg
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             yield node.lineno, node.name
