@@ -284,7 +284,7 @@ def node_zarr_chunk_rows(block_rows: int, num_nodes: int) -> int:
 
 
 def default_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:
-    """About 32 MiB per chunk along axis 0."""
+    """Zarr chunks of about 32 MiB along axis 0."""
     target = 32 << 20
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize if len(shape) > 1 else dtype.itemsize
     rows = max(1, min(shape[0] if shape[0] else 1, target // max(row_bytes, 1)))
