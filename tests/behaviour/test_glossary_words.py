@@ -74,7 +74,8 @@ def block_identifiers(source: str, rel: str) -> list[str]:
 def stage_nouns(source: str, rel: str) -> list[str]:
     """Names that use *stage* as a noun: a variable, argument or field called ``stage``/``stages``
     (a directory of staged data is a scratch directory; a list of tasks that stage is
-    ``stage_tasks``), and identifiers such as ``stage_table`` or ``dispatch_stages_s``."""
+    ``stage_tasks``), or one whose name holds the noun (``first_stage``, ``dispatch_stages_s``).
+    Function names are verbs (``stage_edge_task``) and are not checked."""
     out = []
     for node in ast.walk(ast.parse(source)):
         bound: list[tuple[int, str]] = []
