@@ -17,8 +17,8 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.errors import DglChunkedError
-from dgl_chunked.io.dgl.graph_read import read_tensor_file
-from dgl_chunked.io.dgl.records import Cursor
+from dgl_chunked.io.formats.dgl import read_tensor_file
+from dgl_chunked.io.formats.dgl_records import Cursor
 from dgl_chunked.storage import fs
 from dgl_chunked.verify.plan import Feature, Plan
 

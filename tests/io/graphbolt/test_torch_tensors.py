@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
-from dgl_chunked.io.graphbolt.torch_tensors import index_torch_file, read_torch_file, write_torch_tensors
+from dgl_chunked.io.formats.dgl import index_tensor_dict
+from dgl_chunked.io.formats.tensor_rows import read_payload_rows
+from dgl_chunked.io.formats.torch import index_torch_file, read_torch_file
+from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 
 ROWS = np.arange(24, dtype=np.float32).reshape(6, 4) / 4
 
