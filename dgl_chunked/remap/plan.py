@@ -27,7 +27,7 @@ from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import OUTPUT_KIND, PartitionConfig, read_partition_config
-from dgl_chunked.io.dgl.tensor_index import index_tensor_dict
+from dgl_chunked.io.formats.dgl import index_tensor_dict
 from dgl_chunked.remap.mapping import EdgeAssignmentSource, NodeAssignmentSource, OrigIdSource, regular_bounds
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.spaces import TypeSpace

@@ -40,10 +40,12 @@ from fsspec.implementations.local import LocalFileSystem
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.describe import describe, format_annotation
-from dgl_chunked.io.dgl.graph_read import read_graph_file, read_tensor_file
+from dgl_chunked.io.dgl.graph_read import read_graph_file
 from dgl_chunked.io.dgl.graph_write import prepare_graph, write_graph_file
 from dgl_chunked.io.dgl.model import CanonicalEtype, GraphData, HomogeneousGraph
-from dgl_chunked.io.dgl.records import (
+from dgl_chunked.io.dgl.spans import ArraySpans, as_stream, write_ndarray
+from dgl_chunked.io.formats.dgl import read_tensor_file
+from dgl_chunked.io.formats.dgl_records import (
     BFLOAT16_RAW,
     GRAPH_FILE_MAGIC,
     TENSOR_FILE_MAGIC,
@@ -51,7 +53,6 @@ from dgl_chunked.io.dgl.records import (
     pack_string,
     pack_u64,
 )
-from dgl_chunked.io.dgl.spans import ArraySpans, as_stream, write_ndarray
 from dgl_chunked.storage.fs import filesystem
 from dgl_chunked.storage.output_file import open_output
 

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.records import is_bfloat16, ndarray_header
+from dgl_chunked.io.formats.dgl_records import is_bfloat16, ndarray_header
 
 __all__ = ["SPAN_BYTES", "ArraySpans", "Stream", "as_stream", "materialize", "write_ndarray"]
 

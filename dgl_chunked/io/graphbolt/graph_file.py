@@ -1,7 +1,7 @@
 """GraphBolt's ``fused_csc_sampling_graph.pt`` without torch: streamed writer, strict reader.
 
 ``dgl.distributed.load_partition(..., use_graphbolt=True)`` does ``torch.load`` on
-``part<i>/fused_csc_sampling_graph.pt``: a :mod:`~dgl_chunked.io.graphbolt.torch_zip` archive
+``part<i>/fused_csc_sampling_graph.pt``: a :mod:`~dgl_chunked.io.formats.torch_zip` archive
 whose ``data.pkl`` pickles a ``FusedCSCSamplingGraph`` holding a
 ``torch.ScriptObject`` whose state is GraphBolt's ``GetState()`` dict::
 
@@ -30,7 +30,7 @@ from fsspec.implementations.local import LocalFileSystem
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.spans import Stream, as_stream
-from dgl_chunked.io.graphbolt.torch_pickle import (
+from dgl_chunked.io.formats.torch_pickle import (
     STORAGE_TYPES,
     GraphStub,
     PickleEmitter,
@@ -38,7 +38,7 @@ from dgl_chunked.io.graphbolt.torch_pickle import (
     TensorRef,
     load_restricted,
 )
-from dgl_chunked.io.graphbolt.torch_zip import TorchZipReader, TorchZipWriter, archive_name
+from dgl_chunked.io.formats.torch_zip import TorchZipReader, TorchZipWriter, archive_name
 from dgl_chunked.storage.fs import filesystem
 from dgl_chunked.storage.output_file import open_output
 

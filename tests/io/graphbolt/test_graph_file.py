@@ -11,7 +11,7 @@ import pytest
 
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.binary import ArraySpans, HomogeneousGraph
-from dgl_chunked.io.graphbolt import torch_zip
+from dgl_chunked.io.formats import torch_zip
 from dgl_chunked.io.graphbolt.csc import CscSorter, GraphBoltOptions, min_dtype, write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import describe_graphbolt_file, read_graphbolt_graph, write_graphbolt_graph
 

@@ -12,8 +12,8 @@ Two halves:
   field. With ``annotate=True`` it also records ``(offset, size, field, value)``
   rows, the format of ``golden/serialization/annot_g_default.txt``.
 
-Nothing here knows about tensor dicts or graphs; see ``_dgl_graph_read`` and
-``dgl_format``.
+Nothing here knows about tensor dicts or graphs; see :mod:`.dgl` (the tensor dict,
+format ``dgl``) and ``dgl_chunked.io.dgl`` (graph files, DGL's writers).
 """
 
 from __future__ import annotations
