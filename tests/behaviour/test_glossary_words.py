@@ -145,11 +145,7 @@ def modules(*folders: str) -> Iterator[tuple[str, str]]:
 
 
 def test_streamed_arrays_and_chunks_raw_reads_name_no_block() -> None:
-    found = [
-        hit
-        for rel, src in modules(*SPAN_PACKAGES)
-        for hit in block_identifiers(src, rel)
-    ]
+    found = [hit for rel, src in modules(*SPAN_PACKAGES) for hit in block_identifiers(src, rel)]
     assert found == []
 
 
