@@ -153,6 +153,7 @@ def plan_command(
     json_path: str | None,
     hosts: int | None,
     bandwidth: str | None,
+    partitions_dir: str | None,
     cluster: ClusterOptions,
     options: DispatchOptions,
     storage_options: dict[str, Any] | None,
@@ -173,6 +174,7 @@ def plan_command(
         dispatch_only=dispatch_only,
         hosts=hosts,
         bandwidth=bandwidth,
+        partitions_dir=partitions_dir,
     )
     chosen = resolve_scheduler(cluster, "plan", lambda: InputSize(input_bytes(_input_files(graph)))).choice
     if chosen is not None:  # what run would run on, and why
