@@ -47,7 +47,7 @@ from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
 from dgl_chunked.storage.arrays import read_array, write_array
 
-__all__: list[str] = []
+__all__ = ["CLUSTERING_FILES"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +80,16 @@ class Level:
         """Create the level's scratch directory."""
         self.lp_root.makedirs(posixpath.join(self.ml, str(self.index)))
 
+    def remove(self, *names: str) -> None:
+        """Delete the level's files ``name-<b>.bin`` of every block (no name: the whole
+        level directory), once no later step reads them."""
+        if not names:
+            self.lp_root.remove(posixpath.join(self.ml, str(self.index)))
+            return
+        for name in names:
+            for b in range(self.num_blocks):
+                self.lp_root.remove(self.url(f"{name}-{b}").url)
+
 
 class ScratchFile(NamedTuple):
     """A multilevel scratch file: its path or URL and the fsspec options to reach it."""
@@ -110,6 +120,9 @@ def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
     """Piece ``t`` of a :func:`save_split` file, as ``[r, k_t]``."""
     return read_array(url.url, piece=t, storage_options=url.storage_options).T
 
+
+CLUSTERING_FILES = ("label", "cw", "prop", "acc", "left", "lcid")
+"""A level's files that only its clustering and contraction read (deleted after them)."""
 
 WHOLE_TABLE_BYTES = 1 << 26
 """A lookup reads every block of a table at once below this size, else one at a time."""

@@ -152,6 +152,8 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list
     with phase("uncoarsen"):
         for fine, coarser in reversed(list(itertools.pairwise(levels))):
             counts = P.run_blocks(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
+            # the purification reads the cluster maps (cid) only; it rebuilds the coarsest level
+            coarser.remove("e", "w", "part", "part0", "part1")
             name = "part"
             if fine.index > 0:
                 name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
@@ -165,6 +167,9 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list
             cut = sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"pure{i}"))
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
         logger.info("lp: cut entries at the input: level by level %d, purified %d", out[0].cut, cut)
+    for lv in levels[1:]:
+        lv.remove()
+    level.remove("cid", "top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)))
     return out
 
 
@@ -291,6 +296,7 @@ def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, in
     number = [tasks.add(C.number_task, level, b, coarse) for b in blocks]
     mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
     out = tasks.compute([tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks])
+    level.remove(*C.CLUSTERING_FILES)  # the cluster maps (cid) stay for the projection
     return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out))
 
 
