@@ -18,12 +18,19 @@ entries then is kept:
      part's share in every balance column: nodes per stratum, and owned edges with
      ``balance_edges``; an accept stage at the cluster's block takes the best
      proposals within the cap, a release stage at the old cluster's block takes the
-     leavers' weight off), then contraction: a group-by of ``(cluster(u),
-     cluster(v))`` summing edge weights, cluster weights summed as node weights, both
-     in array files (:mod:`dgl_chunked.storage.arrays`) in the scratch directory,
-     through fsspec. Repeated until the graph fits the in-memory budget
-     (``coarse_nodes`` nodes and ``coarse_entries`` entries); a
-     level that barely shrinks relaxes the cluster caps 4x (up to half a part);
+     leavers' weight off); when the rounds leave more than ``two_hop_above`` of the
+     level's nodes as clusters, one more round adds *two-hop* joins (the movers still
+     alone because their best clusters are full join, per favourite cluster, one of
+     them: KaMinPar's and Mt-KaHyPar's remedy for power-law graphs); then
+     contraction: a group-by of ``(cluster(u), cluster(v))`` summing edge weights,
+     cluster weights summed as node weights, both in array files
+     (:mod:`dgl_chunked.storage.arrays`) in the scratch directory, through fsspec.
+     Repeated until the graph fits the in-memory budget (``coarse_nodes`` nodes and
+     ``coarse_entries`` entries); a level that barely shrinks relaxes the cluster caps
+     4x (up to half a part). A level's clustering files are deleted once it is
+     contracted, its entries and weights once it is projected to the finer level (the
+     cluster maps stay for the purification), every coarse level after its cluster
+     weight's assignments are made;
   b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
      ``balance_edges``);

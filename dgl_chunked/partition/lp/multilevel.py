@@ -266,22 +266,13 @@ def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, in
     init = tasks.compute([tasks.add(C.init_task, level, b) for b in blocks])
     caps = CK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
     for r in range(cfg.cluster_rounds):
-        kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.coarsen(level.index, r), "caps": caps}
-        tasks = TaskGraph()
-        propose = [tasks.add(C.propose_task, level, b, min_share=cfg.cluster_min_share, **kw) for b in blocks]
-        accept = [tasks.add(C.accept_task, level, t, after=propose, **kw) for t in blocks]
-        apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
-        release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
-        out = tasks.compute(propose + accept + release)
-        logger.debug(
-            "lp: level %d round %d: %d joins proposed, %d accepted",
-            level.index,
-            r,
-            sum(out[0 : len(propose)]),
-            sum(out[len(propose) : 2 * len(propose)]),
-        )
+        _cluster_round(level, plan, caps, r, two_hop=False)
     tasks = TaskGraph()
     leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
+    if sum(leaders) > cfg.two_hop_above * sum(r[0] for r in init):  # shrinking slowly: the caps are full
+        _cluster_round(level, plan, caps, cfg.cluster_rounds, two_hop=True)
+        tasks = TaskGraph()
+        leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
     offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(leaders)]))
     coarse = C.Level(
         index=level.index + 1,
@@ -298,6 +289,33 @@ def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, in
     out = tasks.compute([tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks])
     level.remove(*C.CLUSTERING_FILES)  # the cluster maps (cid) stay for the projection
     return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out))
+
+
+def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_hop: bool) -> None:
+    """Clustering round ``r`` of ``level`` (one computation): proposals, with ``two_hop``
+    the two-hop groups of the nodes left alone (:func:`.coarsen_tasks.two_hop_task`),
+    acceptance within ``caps`` at the clusters' blocks, the moves, the weight releases."""
+    cfg, blocks = plan.config, range(level.num_blocks)
+    kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.coarsen(level.index, r), "caps": caps}
+    tasks = TaskGraph()
+    propose = [
+        tasks.add(C.propose_task, level, b, min_share=cfg.cluster_min_share, two_hop=two_hop, **kw) for b in blocks
+    ]
+    if two_hop:
+        hop_kw = {"seed": plan.seed, "salt": kw["salt"] + 3}
+        propose = [tasks.add(C.two_hop_task, level, t, after=propose, **hop_kw) for t in blocks]
+    accept = [tasks.add(C.accept_task, level, t, after=propose, two_hop=two_hop, **kw) for t in blocks]
+    apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
+    release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
+    out = tasks.compute(propose + accept + release)
+    logger.debug(
+        "lp: level %d round %d: %d %s proposed, %d accepted",
+        level.index,
+        r,
+        sum(out[0 : len(propose)]),
+        "two-hop joins" if two_hop else "joins",
+        sum(out[len(propose) : 2 * len(propose)]),
+    )
 
 
 def _initial(level: C.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:

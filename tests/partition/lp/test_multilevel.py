@@ -335,6 +335,40 @@ def test_propose_joins_waits_when_its_best_cluster_is_full() -> None:
         np.testing.assert_array_equal(np.stack([node, cluster, gain]), joins, err_msg=f"min_share={share}")
 
 
+def test_favourites_are_the_best_clusters_full_or_not() -> None:
+    """Beside the joins, every node's favourite: its most connected other cluster even
+    when full (node 0's 11), the cluster a two-hop group is formed around."""
+    u = np.array([0, 0, 0, 1, 1, 1])
+    c = np.array([10, 11, 11, 10, 10, 11])
+    w = np.array([1, 1, 1, 2, 1, 1])
+    weights = {10: 1, 11: 3}  # cluster 11 is full (cap 3)
+    got = MK.joins_and_favourites(
+        u,
+        c,
+        w,
+        own=np.array([20, 21]),
+        node_weight=np.array([[1], [1]]),
+        cluster_weight=lambda ids: np.array([[weights[int(i)]] for i in ids]).reshape(-1, 1),
+        caps=np.array([3]),
+        seed=0,
+        salt=0,
+        min_share=1.0,
+    )
+    np.testing.assert_array_equal(np.stack(got[:3]), [[1], [10], [3]])  # node 0 waits
+    np.testing.assert_array_equal(np.stack(got[3:]), [[0, 1], [11, 10], [2, 3]])
+
+
+def test_two_hop_joins_groups_nodes_by_favourite_around_one_leader() -> None:
+    node = np.array([5, 3, 9, 7, 1, 4])
+    favourite = np.array([2, 2, 4, 2, 4, 8])  # node 4 alone with favourite 8: no join
+    member, leader = MK.two_hop_joins(node, favourite, seed=0, salt=1)
+    rank = dict(zip(node.tolist(), MK.node_order(node, seed=0, salt=1).tolist(), strict=True))
+    lead2, lead4 = min((5, 3, 7), key=rank.__getitem__), min((9, 1), key=rank.__getitem__)
+    want = sorted([(n, lead2) for n in (5, 3, 7) if n != lead2] + [(n, lead4) for n in (9, 1) if n != lead4])
+    assert sorted(zip(member.tolist(), leader.tolist(), strict=True)) == want
+    assert MK.two_hop_joins(node[:1], favourite[:1], seed=0, salt=1)[0].size == 0
+
+
 def test_accept_joins_takes_the_best_prefix_within_every_cap() -> None:
     c = np.array([5, 5, 5, 6])
     conn = np.array([1, 3, 2, 1])
