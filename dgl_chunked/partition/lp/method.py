@@ -18,10 +18,11 @@ entries then is kept:
      part's share in every balance column: nodes per stratum, and owned edges with
      ``balance_edges``; an accept stage at the cluster's block takes the best
      proposals within the cap, a release stage at the old cluster's block takes the
-     leavers' weight off); when the rounds leave more than ``two_hop_above`` of the
-     level's nodes as clusters, one more round adds *two-hop* joins (the movers still
-     alone because their best clusters are full join, per favourite cluster, one of
-     them: KaMinPar's and Mt-KaHyPar's remedy for power-law graphs); then
+     leavers' weight off); optionally (``two_hop_above`` under 1, not the default: it
+     costs cut), when the rounds leave more than that fraction of the level's nodes as
+     clusters, one more round adds *two-hop* joins (the movers still alone because
+     their best clusters are full join, per favourite cluster, one of them: KaMinPar's
+     and Mt-KaHyPar's remedy for power-law graphs); then
      contraction: a group-by of ``(cluster(u), cluster(v))`` summing edge weights,
      cluster weights summed as node weights, both in array files
      (:mod:`dgl_chunked.storage.arrays`) in the scratch directory, through fsspec.
