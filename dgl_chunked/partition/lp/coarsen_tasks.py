@@ -251,14 +251,16 @@ def two_hop_task(level: Level, t: int, *, seed: int, salt: int) -> int:
     return int(member.size)
 
 
-def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray, two_hop: bool = False) -> int:
+def accept_task(
+    level: Level, t: int, *, seed: int, salt: int, caps: IdArray, two_hop: bool = False
+) -> tuple[int, int]:
     """Accept the joins to block ``t``'s clusters within the caps (highest gain first;
     with ``two_hop`` the two-hop ones too, file ``hop``); add their weights and tell
-    each mover's block. Returns the number accepted."""
+    each mover's block. Returns the numbers accepted: all, two-hop."""
     names = ("prop", "hop") if two_hop else ("prop",)
-    props = np.concatenate(
-        [load_piece(level.url(f"{n}-{b}", "bin"), t) for n in names for b in range(level.num_blocks)], axis=1
-    )
+    pieces = [load_piece(level.url(f"{n}-{b}", "bin"), t) for n in names for b in range(level.num_blocks)]
+    hops = sum(p.shape[1] for p in pieces[level.num_blocks :])  # the two-hop joins come last
+    props = np.concatenate(pieces, axis=1)
     cw = load(level.url(f"cw-{t}"))
     u, c, gain, nw = props[0], props[1], props[2], props[3:].T
     local = c - level.offsets[t]
@@ -267,7 +269,7 @@ def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray, tw
     save(level.url(f"cw-{t}"), cw)
     block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
     save_split(level.url(f"acc-{t}", "bin"), np.vstack([u[accept], c[accept]]), block[accept], level.num_blocks)
-    return int(accept.sum())
+    return int(accept.sum()), int(accept[accept.size - hops :].sum()) if hops else 0
 
 
 def apply_task(level: Level, b: int) -> None:

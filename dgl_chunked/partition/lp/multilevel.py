@@ -301,20 +301,23 @@ def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_h
     propose = [
         tasks.add(C.propose_task, level, b, min_share=cfg.cluster_min_share, two_hop=two_hop, **kw) for b in blocks
     ]
+    hops = []
     if two_hop:
         hop_kw = {"seed": plan.seed, "salt": kw["salt"] + 3}
-        propose = [tasks.add(C.two_hop_task, level, t, after=propose, **hop_kw) for t in blocks]
-    accept = [tasks.add(C.accept_task, level, t, after=propose, two_hop=two_hop, **kw) for t in blocks]
+        hops = [tasks.add(C.two_hop_task, level, t, after=propose, **hop_kw) for t in blocks]
+    accept = [tasks.add(C.accept_task, level, t, after=propose + hops, two_hop=two_hop, **kw) for t in blocks]
     apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
     release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
-    out = tasks.compute(propose + accept + release)
+    out = tasks.compute(propose + hops + accept + release)
+    accepted = out[len(propose) + len(hops) : len(propose) + len(hops) + len(accept)]
     logger.debug(
-        "lp: level %d round %d: %d %s proposed, %d accepted",
+        "lp: level %d round %d: %d joins proposed, %d two-hop; %d accepted, %d two-hop",
         level.index,
         r,
-        sum(out[0 : len(propose)]),
-        "two-hop joins" if two_hop else "joins",
-        sum(out[len(propose) : 2 * len(propose)]),
+        sum(out[: len(propose)]),
+        sum(out[len(propose) : len(propose) + len(hops)]),
+        sum(a[0] for a in accepted),
+        sum(a[1] for a in accepted),
     )
 
 

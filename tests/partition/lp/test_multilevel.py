@@ -213,6 +213,28 @@ def test_purification_off_refines_the_level_by_level_assignment_alone(
     assert 2 * int((got[src[edges]] != got[dst[edges]]).sum()) == plain, cuts
 
 
+def test_two_hop_clustering_joins_nodes_left_alone(
+    planted: tuple[GraphTruth, ChunkedGraph], runs: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``two_hop_above=0``: every level gets a two-hop round, whose joins pass the caps
+    (some accepted); the output keeps the hard caps and METIS-like quality."""
+    import logging
+    from dataclasses import replace
+
+    truth, graph = planted
+    register_method("lp", LPMethod(replace(COARSE, two_hop_above=0.0)), overwrite=True)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="dgl_chunked.partition.lp"):
+            got = _parts(graph, 4)["_N"]
+    finally:
+        register_method("lp", LPMethod(), overwrite=True)
+    hops = [int(a) for a in re.findall(r"round \d+: .* accepted, (\d+) two-hop", caplog.text)]
+    assert len(hops) > 3 and sum(hops) > 0, caplog.text
+    assert not re.search(r"accepted, [1-9]\d* two-hop", runs["log"])  # off by default
+    _check_caps(graph, got, 4)
+    assert _cut(truth, got) <= 1.15 * _cut(truth, runs["metis4"]), (_cut(truth, got), _cut(truth, runs["metis4"]))
+
+
 def test_lfr_within_target_of_metis(lfr: tuple[GraphTruth, ChunkedGraph], coarse_lp: None) -> None:
     truth, graph = lfr
     got = _parts(graph, 4)["_N"]
