@@ -251,9 +251,7 @@ def two_hop_task(level: Level, t: int, *, seed: int, salt: int) -> int:
     return int(member.size)
 
 
-def accept_task(
-    level: Level, t: int, *, seed: int, salt: int, caps: IdArray, two_hop: bool = False
-) -> tuple[int, int]:
+def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray, two_hop: bool = False) -> tuple[int, int]:
     """Accept the joins to block ``t``'s clusters within the caps (highest gain first;
     with ``two_hop`` the two-hop ones too, file ``hop``); add their weights and tell
     each mover's block. Returns the numbers accepted: all, two-hop."""
