@@ -22,20 +22,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "dgl_chunked"
 
-SPAN_PACKAGES = ("io/dgl", "io/graphbolt", "chunk")
-"""Where nothing is a block: streamed arrays (spans) and chunk's raw reads (read tasks, pieces)."""
+SPAN_PACKAGES = ("io/dgl", "io/graphbolt", "io/formats", "chunk")
+"""Where nothing is a block: streamed arrays (spans), the formats' and chunk's raw reads (read tasks, pieces)."""
 
 BLOCK_EXEMPT = {
-    # ArraySpans(blocks=...) and ArraySpans.blocks/Stream.blocks: the deprecated old names,
+    # ArraySpans(blocks=...) and ArraySpans.blocks: the deprecated old names,
     # kept so that callers of the public ArraySpans keep working (they warn)
     ("io/dgl/spans.py", "blocks"),
 }
-BLOCK_NAMES_KEPT = {"HEADER_BLOCK"}
-"""DGL's own name of the 4096-byte header region of ``graph.dgl`` (``docs/spec/dgl-binary.md``)."""
-BLOCK_EXEMPT_FILES = {
-    # moves to io/formats/ on another branch of issue 41 and still reads Stream.blocks there
-    "io/graphbolt/torch_tensors.py",
-}
+BLOCK_NAMES_KEPT = {"HEADER_BLOCK", "block_size"}
+"""DGL's own name of the 4096-byte header region of ``graph.dgl`` (``docs/spec/dgl-binary.md``), and
+fsspec's ``open(..., block_size=)`` keyword, passed on under its own name."""
 
 
 def identifiers(source: str) -> Iterator[tuple[int, str]]:
@@ -148,12 +145,7 @@ def modules(*folders: str) -> Iterator[tuple[str, str]]:
 
 
 def test_streamed_arrays_and_chunks_raw_reads_name_no_block() -> None:
-    found = [
-        hit
-        for rel, src in modules(*SPAN_PACKAGES)
-        if rel not in BLOCK_EXEMPT_FILES
-        for hit in block_identifiers(src, rel)
-    ]
+    found = [hit for rel, src in modules(*SPAN_PACKAGES) for hit in block_identifiers(src, rel)]
     assert found == []
 
 

@@ -97,12 +97,6 @@ class Stream:
     dtype: np.dtype[Any]
     spans: Callable[[], Iterator[npt.NDArray[Any]]]
 
-    @property
-    def blocks(self) -> Callable[[], Iterator[npt.NDArray[Any]]]:
-        """Former name of :attr:`spans`, kept (without a warning) for ``io/graphbolt/torch_tensors.py``
-        until that module moves to ``io/formats/`` (issue 41); new code says ``spans``."""
-        return self.spans
-
 
 def disk_dtype(dtype: np.dtype[Any], where: str) -> np.dtype[Any]:
     """The dtype DGL stores for ``dtype``; raise for dtypes DGL+torch cannot load."""

@@ -28,8 +28,8 @@ __all__ = ["write_torch_tensors"]
 
 
 def _little_endian(s: Stream) -> Iterator[npt.NDArray[Any]]:
-    for block in s.blocks():
-        yield block.astype(block.dtype.newbyteorder("<"), copy=False)
+    for span in s.spans():
+        yield span.astype(span.dtype.newbyteorder("<"), copy=False)
 
 
 def write_torch_tensors(
@@ -42,7 +42,7 @@ def write_torch_tensors(
     """Write ``{name: tensor}`` as ``torch.save`` would (``torch.load`` returns a dict of tensors).
 
     Every value is a numpy array, memmap or :class:`~dgl_chunked.io.dgl.ArraySpans`,
-    streamed block by block (memory: one block). ``archive`` is the zip's top
+    streamed span by span (memory: one span). ``archive`` is the zip's top
     directory (default: the file name without suffix; pass the final name's when
     writing under a temporary name). The file is removed again if anything fails.
 
@@ -59,7 +59,7 @@ def write_torch_tensors(
     for name, value in tensors.items():
         s = as_stream(value, f"{where}: {name}")
         if np.dtype(value.dtype) == np.bool_:
-            s = Stream(s.shape, np.dtype(np.bool_), s.blocks)
+            s = Stream(s.shape, np.dtype(np.bool_), s.spans)
         if s.dtype not in STORAGE_TYPES:
             raise DGLFormatError(f"{where}: {name} has dtype {s.dtype}, which torch storages do not hold here")
         pk.string(name)

@@ -14,12 +14,12 @@ from dgl_chunked.io.graphbolt.torch_tensors import write_torch_tensors
 ROWS = np.arange(24, dtype=np.float32).reshape(6, 4) / 4
 
 
-def test_writer_round_trip_streams_blocks(tmp_path: Path) -> None:
+def test_writer_round_trip_streams_spans(tmp_path: Path) -> None:
     from dgl_chunked.io.dgl import ArraySpans
 
     rows = np.arange(30, dtype=np.int64)
-    blocks = ArraySpans((30,), np.int64, lambda: (rows[i : i + 7] for i in range(0, 30, 7)))
-    tensors = {"nids": blocks, "label": ROWS, "mask": np.array([True, False, True])}
+    spans = ArraySpans((30,), np.int64, lambda: (rows[i : i + 7] for i in range(0, 30, 7)))
+    tensors = {"nids": spans, "label": ROWS, "mask": np.array([True, False, True])}
     write_torch_tensors(tmp_path / "w.pt", tensors)
     got = read_torch_file(tmp_path / "w.pt")
     assert list(got) == ["nids", "label", "mask"]
