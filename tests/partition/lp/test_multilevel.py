@@ -463,6 +463,32 @@ def test_scratch_files_round_trip(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ml_tasks.load_piece(url, 2), rows[:, [0, 2, 3]])
 
 
+def test_coarse_levels_are_deleted_before_the_refinement(
+    planted: tuple[GraphTruth, ChunkedGraph], coarse_lp: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the multilevel assignments are made, the multilevel scratch holds level 0's
+    kept assignments only: no coarse level, no clustering file, no cluster map."""
+    import os
+
+    from dgl_chunked.partition.lp import finalists
+    from dgl_chunked.partition.lp import multilevel as ml
+
+    seen: list[tuple[list[str], list[str]]] = []
+    original = finalists.refined_best
+
+    def spy(state: Any, level: Any, *args: Any) -> Any:
+        seen.append((sorted(os.listdir(level.ml)), sorted(os.listdir(os.path.join(level.ml, "0")))))
+        return original(state, level, *args)
+
+    monkeypatch.setattr(ml.F, "refined_best", spy)
+    _check_caps(planted[1], _parts(planted[1], 4)["_N"], 4)
+    assert len(seen) == 1
+    levels, files = seen[0]
+    assert levels == ["0"], levels
+    kinds = {f.rsplit("-", 1)[0] for f in files}
+    assert kinds == {"stream", "ml0", "ml1", "pure0", "pure1"}, kinds
+
+
 def test_rmat_keeps_the_streaming_placement_without_multilevel(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
