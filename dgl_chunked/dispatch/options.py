@@ -85,10 +85,10 @@ class DispatchOptions:
         several passes). DGL 2.1's output:
         ``graphbolt=GraphBoltOptions(store_eids=False), graph_formats=("csc",)``.
         None (the default): DGL's ``graph.dgl``. The run fills in its own facts
-        (:func:`graphbolt_for_run`): the formats come from ``graph_formats`` (leave the
-        nested ``graph_formats`` None), ``wide_index`` from ``wide_ids``, and with
-        ``DGL_DIST_DEBUG`` in the client's environment every field is stored, as DGL's
-        converter does in its debug mode.
+        (:func:`~dgl_chunked.dispatch.options.graphbolt_for_run`): the formats come
+        from ``graph_formats`` (leave the nested ``graph_formats`` None),
+        ``wide_index`` from ``wide_ids``, and with ``DGL_DIST_DEBUG`` in the client's
+        environment every field is stored, as DGL's converter does in its debug mode.
     use_graphbolt, store_eids, store_inner_node, store_inner_edge, graphbolt_sort_bytes
         Deprecated (they warn, and go in a later release): the flat form of
         ``graphbolt``. ``use_graphbolt=True`` is ``graphbolt=GraphBoltOptions()``,
