@@ -1,6 +1,6 @@
 """Benchmark: ``chunk_graph`` on a MAG240M-shaped raw folder, with per-worker peak memory.
 
-Stages (seconds each, printed as a table):
+Phases (seconds each, printed as a table):
 
     raw          write the raw folder (skipped when cached in --work-dir): a float16
                  paper feature (memmap, written chunk-wise), (2, E) edge_index.npy files,
@@ -9,7 +9,7 @@ Stages (seconds each, printed as a table):
     transforms   chunk_graph with reverse edges on every relation, self-loop removal
                  and dedup on cites (dedup = one hash shuffle of the edges)
 
-Each chunk stage reports the peak RSS (VmHWM) of every worker, which must stay
+Each chunk phase reports the peak RSS (VmHWM) of every worker, which must stay
 under ``--memory-limit`` even when the feature is larger. Run on a LocalCluster
 (processes, 1 thread each)::
 
@@ -85,8 +85,8 @@ def _write_raw(raw: str, args: argparse.Namespace) -> str:
     return str(authors)
 
 
-def _stage(
-    stages: list[tuple[str, float, str]], name: str, raw: str, out: str, args: argparse.Namespace, transforms: bool
+def _phase(
+    phases: list[tuple[str, float, str]], name: str, raw: str, out: str, args: argparse.Namespace, transforms: bool
 ) -> None:
     from distributed import Client, LocalCluster
 
@@ -122,7 +122,7 @@ def _stage(
         f"{sum(meta.num_edges_per_type or ()):,} edges out; peak RSS per worker "
         f"{', '.join(f'{p:.0f}' for p in peaks)} MiB (limit {args.memory_limit})"
     )
-    stages.append((name, seconds, note))
+    phases.append((name, seconds, note))
 
 
 def main() -> None:
@@ -138,7 +138,7 @@ def main() -> None:
     temp = args.work_dir is None
     work = args.work_dir or tempfile.mkdtemp(prefix="dglc-bench-chunk-")
     raw = os.path.join(work, f"raw-{args.papers}-{args.dim}-{args.edges}")
-    stages: list[tuple[str, float, str]] = []
+    phases: list[tuple[str, float, str]] = []
     try:
         if not os.path.exists(os.path.join(raw, "authors.txt")):
             start = time.perf_counter()
@@ -146,9 +146,9 @@ def main() -> None:
             with open(os.path.join(raw, "authors.txt"), "w") as f:
                 f.write(authors)
             size = os.path.getsize(os.path.join(raw, "paper/node_feat.npy"))
-            stages.append(("raw", time.perf_counter() - start, f"node_feat.npy {size / 2**20:.0f} MiB"))
-        _stage(stages, "plain", raw, os.path.join(work, "out-plain"), args, transforms=False)
-        _stage(stages, "transforms", raw, os.path.join(work, "out-transforms"), args, transforms=True)
+            phases.append(("raw", time.perf_counter() - start, f"node_feat.npy {size / 2**20:.0f} MiB"))
+        _phase(phases, "plain", raw, os.path.join(work, "out-plain"), args, transforms=False)
+        _phase(phases, "transforms", raw, os.path.join(work, "out-transforms"), args, transforms=True)
     finally:
         if temp:
             shutil.rmtree(work, ignore_errors=True)
@@ -156,8 +156,8 @@ def main() -> None:
         f"chunk_graph, {args.num_chunks} chunks, {args.workers}-worker LocalCluster "
         f"(processes, 1 thread each), numpy {np.__version__}"
     )
-    print(f"{'stage':<10}  {'seconds':>8}  notes\n{'-' * 10}  {'-' * 8}  {'-' * 40}")
-    for name, seconds, note in stages:
+    print(f"{'phase':<10}  {'seconds':>8}  notes\n{'-' * 10}  {'-' * 8}  {'-' * 40}")
+    for name, seconds, note in phases:
         print(f"{name:<10}  {seconds:>8.2f}  {note}")
 
 

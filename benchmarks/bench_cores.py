@@ -1,26 +1,26 @@
-"""Where the wall time of ``run`` goes, per stage, and what more cores would give (issue 37).
+"""Where the wall time of ``run`` goes, per step, and what more cores would give (issue 37).
 
 Runs :func:`dgl_chunked.run` (``--method``, ``--num-parts``) on an existing chunked
 graph (``--graph``; make one with ``dgl-chunked synth``, outside the bench lock) once per
 worker count of ``--workers`` on a fresh LocalCluster (processes x 1 thread, started as
 the CLI starts them: :func:`dgl_chunked.cluster.dask_client`), inside Dask's task stream.
-Per stage of the run it prints
+Per step of the run it prints
 
-- ``tasks``: tasks the stage ran (``DispatchResult.step_tasks``);
-- ``work``: the sum of the stage's task seconds (``compute`` spans of the task stream);
+- ``tasks``: tasks the step ran (``DispatchResult.step_tasks``);
+- ``work``: the sum of the step's task seconds (``compute`` spans of the task stream);
 - ``longest``: its longest task;
-- ``idle``: the seconds of the stage's window in which no task runs anywhere (the
+- ``idle``: the seconds of the step's window in which no task runs anywhere (the
   client's own work, scheduling gaps).
 
-Tasks that start outside every dispatch stage (the partitioner's, before dispatch) are
-the stage ``(before dispatch)``; ``client`` is the time of the whole run in which no task
+Tasks that start outside every dispatch step (the partitioner's, before dispatch) are
+the step ``(before dispatch)``; ``client`` is the time of the whole run in which no task
 runs, so the wall is ``client`` plus the time some task runs; of it, what falls outside
-every stage's window (the client's work between stages and after the last: layouts,
+every step's window (the client's work between steps and after the last: layouts,
 publishing the partitions, removing the staging) is printed apart.
 
 From the runs at 1 and 2 workers it predicts the wall at ``P`` workers::
 
-    client + sum over stages of max(work / P, longest)
+    client + sum over steps of max(work / P, longest)
 
 with ``work`` and ``longest`` from the run at 1 worker (no two tasks contend for the
 cores there) and ``client`` from the run at 2 (a cluster of several workers), and
@@ -63,7 +63,7 @@ STAGE_LINE = re.compile(r"dispatch step: (.+) \((\d+) tasks\)")
 
 
 class _StageStarts(logging.Handler):
-    """Records when each dispatch stage starts (its ``dispatch step: X (N tasks)`` log line)."""
+    """Records when each dispatch step starts (its ``dispatch step: X (N tasks)`` log line)."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -86,26 +86,26 @@ def _union_seconds(spans: list[tuple[float, float]], lo: float, hi: float) -> fl
     return covered
 
 
-def stage_table(
+def step_table(
     records: list[dict[str, Any]], windows: list[tuple[str, float, float]], tasks: dict[str, int], t0: float, t1: float
 ) -> dict[str, Any]:
-    """Per stage: tasks, work, longest task and idle seconds; and the run's client (no task) seconds."""
+    """Per step: tasks, work, longest task and idle seconds; and the run's client (no task) seconds."""
     spans: list[tuple[float, float]] = []
     for rec in records:
         for ss in rec.get("startstops", ()):
             if ss.get("action") == "compute":
                 spans.append((float(ss["start"]), float(ss["stop"])))
-    stages: dict[str, dict[str, Any]] = {}
+    steps: dict[str, dict[str, Any]] = {}
 
-    def stage_of(start: float) -> str:
+    def step_of(start: float) -> str:
         for name, lo, hi in windows:
             if lo <= start <= hi:
                 return name
         return BEFORE
 
     for start, stop in spans:
-        name = stage_of(start)
-        row = stages.setdefault(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
+        name = step_of(start)
+        row = steps.setdefault(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
         row["work"] += stop - start
         row["longest"] = max(row["longest"], stop - start)
         row["spans"].append((start, stop))
@@ -113,7 +113,7 @@ def stage_table(
             row["tasks"] += 1
     out: dict[str, Any] = {}
     for name, lo, hi in [(BEFORE, t0, windows[0][1] if windows else t1), *windows]:
-        row = stages.get(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
+        row = steps.get(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
         out[name] = {
             "tasks": tasks.get(name, row["tasks"]),
             "seconds": hi - lo,
@@ -122,8 +122,8 @@ def stage_table(
             "idle": (hi - lo) - _union_seconds(spans, lo, hi),
         }
     client = (t1 - t0) - _union_seconds(spans, t0, t1)
-    between = client - sum(row["idle"] for row in out.values())  # the client's work after and between stages
-    return {"stages": out, "wall": t1 - t0, "client": client, "between": between}
+    between = client - sum(row["idle"] for row in out.values())  # the client's work after and between steps
+    return {"steps": out, "wall": t1 - t0, "client": client, "between": between}
 
 
 def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, report: str | None) -> dict[str, Any]:
@@ -171,7 +171,7 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
         api_log.removeHandler(handler)
         api_log.setLevel(old_level)
     windows = [(name, start, start + result.step_seconds.get(name, 0.0)) for name, start in handler.starts]
-    table = stage_table(records, windows, dict(result.step_tasks), t0, t1)
+    table = step_table(records, windows, dict(result.step_tasks), t0, t1)
     table["workers"] = workers
     table["cluster_start"] = cluster_s
     shutil.rmtree(out, ignore_errors=True)
@@ -206,12 +206,12 @@ def _run_cli(args: argparse.Namespace, mode: str) -> dict[str, Any]:
 
 
 def predict(runs: dict[int, dict[str, Any]], p: int) -> float | None:
-    """client + sum over stages of max(work / P, longest), from the runs at 1 and 2 workers."""
+    """client + sum over steps of max(work / P, longest), from the runs at 1 and 2 workers."""
     one = runs.get(1)
     if one is None:
         return None
     total = runs[2]["client"] if 2 in runs else one["client"]
-    for row in one["stages"].values():
+    for row in one["steps"].values():
         total += max(row["work"] / p, row["longest"])
     return float(total)
 
@@ -222,10 +222,10 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
     for w, run in sorted(runs.items()):
         print(
             f"\n{w} worker(s): wall {run['wall']:.2f} s (cluster start {run['cluster_start']:.2f} s apart), "
-            f"client (no task runs) {run['client']:.2f} s, of it {run['between']:.2f} s between and after stages"
+            f"client (no task runs) {run['client']:.2f} s, of it {run['between']:.2f} s between and after steps"
         )
         print(f"  {'step':<28} {'tasks':>6} {'window s':>9} {'work s':>8} {'longest s':>10} {'idle s':>7}")
-        for name, row in run["stages"].items():
+        for name, row in run["steps"].items():
             print(
                 f"  {name:<28} {row['tasks']:>6} {row['seconds']:>9.2f} {row['work']:>8.2f} "
                 f"{row['longest']:>10.2f} {row['idle']:>7.2f}"

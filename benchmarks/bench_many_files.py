@@ -12,7 +12,7 @@ best of ``--repeat``:
 - the command line as a user runs it, ``dgl-chunked dispatch`` and ``dgl-chunked run
   --method random|lp`` (``--methods``), as typed (local threads for inputs up to 4 GiB)
   and with ``--workers 2`` (a LocalCluster of 2 worker processes): wall time of the
-  whole command (imports, cluster start and close, every stage);
+  whole command (imports, cluster start and close, every step);
 - ``dispatch`` again on a fresh 2-worker LocalCluster passed with ``--scheduler``,
   reading every worker's peak RSS (``VmHWM``) at the end;
 

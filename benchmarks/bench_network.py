@@ -6,7 +6,7 @@ server (moto) is the shared storage in a namespace of its own, and the scheduler
 the client share a third. All of them are joined by one switch (``benchmarks/netns.py``);
 no traffic leaves these namespaces. The input is written once to the object store; then,
 for each host count, ``run`` (partition + dispatch) reads it from there and writes its
-staging and output there, and the benchmark prints, per stage, the time, the bytes every
+staging and output there, and the benchmark prints, per step, the time, the bytes every
 host sent and received (interface counters) and what ``forecast_run`` forecasts for the
 same cluster, side by side.
 
@@ -241,7 +241,7 @@ def client_main(result_path: str, argv: list[str]) -> None:
                 {
                     "marks": clock.marks,
                     "worker_peak_rss_mb": rss,
-                    "stages_s": result.step_seconds,
+                    "steps_s": result.step_seconds,
                     "forecast": dataclasses.asdict(plan.network) if plan.network else None,
                 }
             )
@@ -259,8 +259,8 @@ def _peak_rss_mb() -> float:
 # ---------------------------------------------------------------- figures
 
 
-def stage_bytes(marks: list[Any], hosts: int) -> list[dict[str, Any]]:
-    """Per stage: seconds, and bytes received / sent by every host and by the store."""
+def step_bytes(marks: list[Any], hosts: int) -> list[dict[str, Any]]:
+    """Per step: seconds, and bytes received / sent by every host and by the store."""
     rows = []
     for (name, t0, c0), (_, t1, c1) in zip(marks, marks[1:], strict=False):
         per = {k: (c1[k][0] - c0[k][0], c1[k][1] - c0[k][1]) for k in c0}
@@ -268,7 +268,7 @@ def stage_bytes(marks: list[Any], hosts: int) -> list[dict[str, Any]]:
         hosts_tx = [per[f"h{i}"][1] for i in range(hosts)]
         rows.append(
             {
-                "stage": "partition" if name == "start" else name,
+                "step": "partition" if name == "start" else name,
                 "seconds": t1 - t0,
                 "hosts_rx": hosts_rx,
                 "hosts_tx": hosts_tx,
@@ -286,21 +286,19 @@ def _mb(b: float) -> str:
 
 
 def table(hosts: int, rate: str, rows: list[dict[str, Any]], forecast: dict[str, Any] | None) -> str:
-    """Measured against forecast, per stage: MB down and up at the store, the busiest host, seconds."""
+    """Measured against forecast, per step: MB down and up at the store, the busiest host, seconds."""
     lines = [f"== {hosts} host(s), {rate} per host link; measured / forecast (ratio measured:forecast)"]
-    lines.append(f"{'stage':<26}{'MB down':>22}{'MB up':>22}{'busiest host MB rx/tx':>24}{'seconds':>18}")
+    lines.append(f"{'step':<26}{'MB down':>22}{'MB up':>22}{'busiest host MB rx/tx':>24}{'seconds':>18}")
     predicted = {s["name"]: s for s in (forecast or {}).get("stages", [])}
     for r in rows:
-        f = predicted.get(r["stage"]) or (
-            predicted.get(next(iter(predicted), "")) if r["stage"] == "partition" else None
-        )
+        f = predicted.get(r["step"]) or (predicted.get(next(iter(predicted), "")) if r["step"] == "partition" else None)
         down, up = r["store_tx"], r["store_rx"]
         busiest = max(range(hosts), key=lambda i: r["hosts_rx"][i] + r["hosts_tx"][i])
         host = f"{_mb(r['hosts_rx'][busiest]).strip()}/{_mb(r['hosts_tx'][busiest]).strip()}"
         if f:
             host += f" | {f['host_down_bytes'] / 1e6:.1f}/{f['host_up_bytes'] / 1e6:.1f}"
         lines.append(
-            f"{r['stage']:<26}{_pair(down, f and f['down_bytes'])}{_pair(up, f and f['up_bytes'])}{host:>24}"
+            f"{r['step']:<26}{_pair(down, f and f['down_bytes'])}{_pair(up, f and f['up_bytes'])}{host:>24}"
             f"{_pair(r['seconds'], f and f['seconds'], unit=1)}"
         )
     total = sum(r["seconds"] for r in rows)
@@ -337,11 +335,11 @@ def _kind(key: str) -> str:
 
 
 def trace_table(trace_dir: Path, marks: list[Any]) -> str:
-    """Requests and bytes per stage and kind of data, from the processes' S3 request logs."""
+    """Requests and bytes per step and kind of data, from the processes' S3 request logs."""
     records = [json.loads(line) for f in trace_dir.glob("*.jsonl") for line in f.read_text().splitlines()]
     bounds = [(name if name != "start" else "partition", t) for name, t, _ in marks]
-    lines = [f"{'stage':<26}{'data':<34}{'requests':>9}{'MB down':>9}{'MB up':>9}"]
-    for (stage, t0), (_, t1) in zip(bounds, bounds[1:], strict=False):
+    lines = [f"{'step':<26}{'data':<34}{'requests':>9}{'MB down':>9}{'MB up':>9}"]
+    for (step, t0), (_, t1) in zip(bounds, bounds[1:], strict=False):
         acc: dict[str, list[int]] = {}
         for r in records:
             if t0 <= r["t"] < t1:
@@ -350,7 +348,7 @@ def trace_table(trace_dir: Path, marks: list[Any]) -> str:
                 row[1] += r["received"]
                 row[2] += r["sent"]
         for kind, (n, down, up) in sorted(acc.items()):
-            lines.append(f"{stage:<26}{kind:<34}{n:>9}{down / 1e6:>9.2f}{up / 1e6:>9.2f}")
+            lines.append(f"{step:<26}{kind:<34}{n:>9}{down / 1e6:>9.2f}{up / 1e6:>9.2f}")
     return "\n".join(lines)
 
 
@@ -366,7 +364,7 @@ def main() -> None:
     parser.add_argument("--json", help="write every figure here")
     parser.add_argument("--logs", help="keep the processes' logs here (default: a temporary directory)")
     parser.add_argument(
-        "--trace-s3", action="store_true", help="log every S3 request and print bytes per stage and kind of data"
+        "--trace-s3", action="store_true", help="log every S3 request and print bytes per step and kind of data"
     )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _terminated)  # so that the namespaces are removed on kill too
@@ -412,7 +410,7 @@ def main() -> None:
                 run_args += ["--hosts", str(hosts), "--rate", args.rate]
                 run_args += ["--task-size", args.task_size] if args.task_size else []
                 measured = _in_client(topo, run_args, logs, f"run-{hosts}")
-            rows = stage_bytes(measured["marks"], hosts)
+            rows = step_bytes(measured["marks"], hosts)
             print(table(hosts, args.rate, rows, measured.get("forecast")))
             print(f"peak RSS per worker (MB): {sorted(round(v) for v in measured['worker_peak_rss_mb'].values())}")
             if args.trace_s3:
@@ -420,7 +418,7 @@ def main() -> None:
             results["runs"].append(
                 {
                     "hosts": hosts,
-                    "stages": rows,
+                    "steps": rows,
                     "worker_peak_rss_mb": measured["worker_peak_rss_mb"],
                     "forecast": measured.get("forecast"),
                 }
@@ -435,10 +433,10 @@ def summary(runs: list[dict[str, Any]]) -> str:
     if not runs:
         return ""
     lines = [f"{'hosts':>5}{'seconds':>9}{'forecast':>10}{'speed-up':>10}{'max RSS/worker MB':>19}{'vs first':>9}"]
-    base_s = sum(r["seconds"] for r in runs[0]["stages"])
+    base_s = sum(r["seconds"] for r in runs[0]["steps"])
     base_rss = max(runs[0]["worker_peak_rss_mb"].values())
     for run in runs:
-        seconds = sum(r["seconds"] for r in run["stages"])
+        seconds = sum(r["seconds"] for r in run["steps"])
         forecast = sum(s["seconds"] or 0 for s in (run.get("forecast") or {}).get("stages", []))
         rss = max(run["worker_peak_rss_mb"].values())
         speed_up, rss_ratio = base_s / seconds, rss / base_rss

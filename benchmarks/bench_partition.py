@@ -1,6 +1,6 @@
 """Benchmark: random assignment of a synthetic graph, written as a DGL assignment directory.
 
-Stages (seconds each, printed as a table):
+Phases (seconds each, printed as a table):
 
     synth        write the synthetic chunked graph (skipped when cached in --work-dir)
     assign       assign_partitions(method="random"): builds the lazy graph only
@@ -32,10 +32,10 @@ from dgl_chunked.partition import assign_partitions, compute_partition_report
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
 
-def _timed(stages: list[tuple[str, float, str]], name: str, func: Callable[[], Any], note: str = "") -> Any:
+def _timed(phases: list[tuple[str, float, str]], name: str, func: Callable[[], Any], note: str = "") -> Any:
     start = time.perf_counter()
     result = func()
-    stages.append((name, time.perf_counter() - start, note))
+    phases.append((name, time.perf_counter() - start, note))
     return result
 
 
@@ -46,58 +46,58 @@ def _compute_all(parts: dict[str, Any]) -> int:
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, float, str]]:
-    """Run every stage on the current Dask scheduler; return ``(stage, seconds, note)`` rows."""
-    stages: list[tuple[str, float, str]] = []
+    """Run every phase on the current Dask scheduler; return ``(phase, seconds, note)`` rows."""
+    phases: list[tuple[str, float, str]] = []
     graph_dir = os.path.join(args.work_dir, f"graph-{args.num_nodes}-{args.num_edges}")
     if not os.path.exists(os.path.join(graph_dir, "metadata.json")):
         spec = SynthSpec.homogeneous(
             args.num_nodes, args.num_edges, feat_dim=None, num_chunks=args.num_chunks, distribution="powerlaw"
         )
         _timed(
-            stages,
+            phases,
             "synth",
             lambda: write_synthetic_graph(graph_dir, spec, overwrite=True),
             f"{args.num_nodes:,} nodes, {args.num_edges:,} edges, {args.num_chunks} chunks",
         )
     graph = open_chunked_graph(graph_dir)
-    parts = _timed(stages, "assign", lambda: assign_partitions(graph, args.num_parts, seed=0), "lazy, no compute")
+    parts = _timed(phases, "assign", lambda: assign_partitions(graph, args.num_parts, seed=0), "lazy, no compute")
     out = os.path.join(args.work_dir, "assignment")
     _timed(
-        stages,
+        phases,
         "write",
         lambda: write_assignment(out, parts, num_parts=args.num_parts, algo_name="random", overwrite=True),
     )
     size = os.path.getsize(os.path.join(out, "_N.txt"))
-    stages[-1] = (stages[-1][0], stages[-1][1], f"_N.txt {size / 1e6:.1f} MB")
+    phases[-1] = (phases[-1][0], phases[-1][1], f"_N.txt {size / 1e6:.1f} MB")
     sidecar = os.path.join(out, SIDECAR_NAME)
     shutil.move(sidecar, sidecar + ".off")  # force the text path
     chunks = {t: graph.node_chunks(t) for t in graph.node_types}
     n = _timed(
-        stages,
+        phases,
         "read-text",
         lambda: _compute_all(open_assignment(out, graph.metadata, chunks=chunks)[1]),
         "streamed line count + parse",
     )
     shutil.move(sidecar + ".off", sidecar)
     _timed(
-        stages,
+        phases,
         "read-zarr",
         lambda: _compute_all(open_assignment(out, graph.metadata, chunks=chunks)[1]),
         f"{n:,} IDs via the Zarr sidecar",
     )
     if not args.no_report:
-        report = _timed(stages, "report", lambda: compute_partition_report(graph, parts, args.num_parts))
-        stages[-1] = (
-            stages[-1][0],
-            stages[-1][1],
+        report = _timed(phases, "report", lambda: compute_partition_report(graph, parts, args.num_parts))
+        phases[-1] = (
+            phases[-1][0],
+            phases[-1][1],
             f"cut {report.edge_cut_fraction:.3f}, node balance {report.balance()['nodes/total']:.4f}",
         )
-    return stages
+    return phases
 
 
-def _table(stages: list[tuple[str, float, str]]) -> str:
-    lines = [f"{'stage':<10}  {'seconds':>8}  notes", f"{'-' * 10}  {'-' * 8}  {'-' * 40}"]
-    lines += [f"{name:<10}  {sec:>8.2f}  {note}" for name, sec, note in stages]
+def _table(phases: list[tuple[str, float, str]]) -> str:
+    lines = [f"{'phase':<10}  {'seconds':>8}  notes", f"{'-' * 10}  {'-' * 8}  {'-' * 40}"]
+    lines += [f"{name:<10}  {sec:>8.2f}  {note}" for name, sec, note in phases]
     return "\n".join(lines)
 
 
@@ -125,7 +125,7 @@ def main() -> None:
             ) as cluster,
             Client(cluster),
         ):
-            stages = run(args)
+            phases = run(args)
     finally:
         if temp:
             shutil.rmtree(args.work_dir, ignore_errors=True)
@@ -133,7 +133,7 @@ def main() -> None:
         f"random assignment, {args.num_parts} parts, {args.workers}-worker LocalCluster "
         f"(processes, 1 thread each), numpy {np.__version__}"
     )
-    print(_table(stages))
+    print(_table(phases))
 
 
 if __name__ == "__main__":

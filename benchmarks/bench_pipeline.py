@@ -6,7 +6,7 @@ node feature, CSV edges, NPY features; Parquet edges with ``--edge-format parque
 / 100M edges in 40 chunks and 30x = 30M nodes / 300M edges in 120 chunks (same chunk
 size), then runs ``partition`` (random, 2 parts, written as a DGL assignment directory)
 and ``dispatch`` on a fresh 2-worker LocalCluster (processes, 1 thread each) and prints
-wall time per stage, edges per second, and the peak RSS of every worker process and of
+wall time per step, edges per second, and the peak RSS of every worker process and of
 the client, as a table and as JSON.
 
 Usage::
@@ -153,7 +153,7 @@ def _run_once(
         "partition_s": t_partition,
         "dispatch_s": t_dispatch,
         "total_s": t_partition + t_dispatch,
-        "dispatch_stages_s": result.step_seconds,
+        "dispatch_steps_s": result.step_seconds,
         "edges": result.config.num_edges,
         "edges_per_s": result.config.num_edges / (t_partition + t_dispatch),
         "worker_peak_rss_mb": sorted(worker_rss.values()),
@@ -223,7 +223,7 @@ def _dgl_pipeline(src: Path, python: str, chunked: Path, assign: Path, out: Path
 
 
 def _cli_dispatch(chunked: Path, assign: Path, out: Path, extra: list[str]) -> float:
-    """Wall time of ``dgl-chunked dispatch`` end to end (imports, cluster, every stage)."""
+    """Wall time of ``dgl-chunked dispatch`` end to end (imports, cluster, every step)."""
     shutil.rmtree(out, ignore_errors=True)
     cmd = [str(Path(sys.executable).parent / "dgl-chunked"), "dispatch", "--in-dir", str(chunked)]
     cmd += ["--partitions-dir", str(assign), "--out-dir", str(out), "--no-progress", *extra]
@@ -290,8 +290,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
             f"{r['client_peak_rss_mb']:>11.0f}"
         )
     for r in rows:
-        stages = ", ".join(f"{k} {v:.2f}" for k, v in r["dispatch_stages_s"].items())
-        lines.append(f"  {r['graph']} dispatch stages (s): {stages}")
+        steps = ", ".join(f"{k} {v:.2f}" for k, v in r["dispatch_steps_s"].items())
+        lines.append(f"  {r['graph']} dispatch steps (s): {steps}")
     return "\n".join(lines)
 
 

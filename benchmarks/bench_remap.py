@@ -106,7 +106,8 @@ def _floor(src: Path, dst: Path) -> float:
 
 def _check(parts: Path, src: Path, out: Path) -> int:
     """Rows of a 200k sample of original IDs equal the input rows of their new IDs."""
-    from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
+    from dgl_chunked.io.formats.dgl import index_tensor_dict
+    from dgl_chunked.io.formats.tensor_rows import read_payload_rows
 
     got, given = np.load(out, mmap_mode="r"), np.load(src, mmap_mode="r")
     orig = []
@@ -128,7 +129,8 @@ def _shuffled(parts: Path, where: Path) -> Path:
     """A copy of ``parts`` whose ``orig_nids.dgl`` lists each partition's IDs in random order
     (as DGL's pipeline does): remap then takes the shuffle route."""
     from dgl_chunked.io.dgl import write_tensor_dict
-    from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
+    from dgl_chunked.io.formats.dgl import index_tensor_dict
+    from dgl_chunked.io.formats.tensor_rows import read_payload_rows
 
     shutil.rmtree(where, ignore_errors=True)
     shutil.copytree(parts, where)

@@ -5,7 +5,7 @@ feature, three bool masks and an int64 label), written twice with the same rows 
 two chunkings (A: ``--chunks``, B: ``--chunks-b`` edge files and 3 feature files),
 this runs on a fresh 2-worker LocalCluster (processes, 1 thread each) per measurement:
 
-(a) ``dispatch`` with the random assignment (2 parts): its staging stages (stage
+(a) ``dispatch`` with the random assignment (2 parts): its staging steps (stage
     assignment, number nodes, stage edges and features: the owner shuffle, which
     also relabels every edge to new node IDs) and the partition writers;
 (b, c) the same owner shuffle with ``dask.dataframe``: the edge list with
@@ -100,7 +100,7 @@ def _tree_digest(root: Path) -> str:
 
 
 def run_dispatch(graph_dir: Path, out: Path, workers: int) -> dict[str, Any]:
-    """(a): the whole ``dispatch``; staging and writer seconds from its stage timings."""
+    """(a): the whole ``dispatch``; staging and writer seconds from its step timings."""
     import dgl_chunked as dglc
 
     def job(client: Any) -> dict[str, Any]:
@@ -109,9 +109,9 @@ def run_dispatch(graph_dir: Path, out: Path, workers: int) -> dict[str, Any]:
         parts = dglc.assign_partitions(graph, NUM_PARTS, method="random", seed=SEED)
         options = dglc.DispatchOptions(progress=False)
         result = dglc.dispatch(graph, parts, out, num_parts=NUM_PARTS, options=options, client=client)
-        stages = dict(result.step_seconds)
-        write = stages.pop("write partitions", 0.0)
-        return {"staging_s": sum(stages.values()), "write_s": write, "stages_s": result.step_seconds}
+        steps = dict(result.step_seconds)
+        write = steps.pop("write partitions", 0.0)
+        return {"staging_s": sum(steps.values()), "write_s": write, "steps_s": result.step_seconds}
 
     result = _on_fresh_cluster(job, workers)
     result["digest"] = _tree_digest(out)
@@ -223,9 +223,9 @@ def main() -> None:
         if "owners_per_output_partition" in r:
             print(f"  {r['approach']} {r['chunking']}: owners in each output partition: "
                   f"{r['owners_per_output_partition']}")  # fmt: skip
-        if "stages_s" in r:
-            stages = ", ".join(f"{k} {v:.2f}" for k, v in r["stages_s"].items())
-            print(f"  dispatch {r['chunking']} stages (s): {stages}")
+        if "steps_s" in r:
+            steps = ", ".join(f"{k} {v:.2f}" for k, v in r["steps_s"].items())
+            print(f"  dispatch {r['chunking']} steps (s): {steps}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

@@ -3,7 +3,7 @@
 # 10M nodes / 100M edges / float32[16] (CSV edges, 40 files), input, staging and output
 # under /dev/shm, at 1, 2, 4, 8, 16 workers (processes x 1 thread), the default (no
 # cluster flag: cluster.choose_scheduler) and --workers 1 --threads-per-worker <cores>;
-# prints benchmarks/bench_cores.py's table (per stage tasks, work, longest task, idle;
+# prints benchmarks/bench_cores.py's table (per step tasks, work, longest task, idle;
 # prediction beside measurement).
 #
 # A device machine starts bare, with no network: its python3 has numpy, pyarrow, fsspec,

@@ -8,8 +8,8 @@ the fitted constants, so a run left out of the fit checks the model out of sampl
     python benchmarks/fit_calibration.py runs.json --fit 1M/10M 10M/100M [--base-mb 150]
 
 ``--base-mb`` is the resident size of an idle worker process with the libraries loaded
-(measure it with ``--measure-base``). Each stage's time is split as
-``overhead + work / threads``; node stages per node, the edge stage per edge (feature
+(measure it with ``--measure-base``). Each step's time is split as
+``overhead + work / threads``; node steps per node, the edge step per edge (feature
 bytes at a fixed 1 ns/B), writers per owned edge (their per-node term is folded in,
 since the reference graphs keep edges / nodes = 10). Memory: the largest of the edge
 task (``base + node-ID cache + k * chunk edges``) and the writer.
@@ -43,7 +43,7 @@ def fit(rows: list[dict[str, Any]], work: Path, base_mb: float, threads: int) ->
     plans = [dglc.forecast_run(work / f"graph-{r['scale']}x", work / "x", num_parts=2, workers=threads) for r in rows]
     nodes = [p.nodes for p in plans]
     edges = [p.edges for p in plans]
-    st = [r["dispatch_stages_s"] for r in rows]
+    st = [r["dispatch_steps_s"] for r in rows]
     part_a, part_b = _line(nodes, [r["partition_s"] for r in rows])
     node_s = [(s["stage assignment"] + s["number nodes"]) / 2 for s in st]
     over_a, node_b = _line([n / threads for n in nodes], node_s)

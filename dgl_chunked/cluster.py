@@ -240,7 +240,7 @@ PREIMPORTED = (
 """Modules the tasks of ``run`` and ``dispatch`` need, imported in the workers of a new
 LocalCluster as it starts (which the CLI overlaps with reading the input's metadata).
 Otherwise the first task of a run imported them in every worker, while no task ran:
-``benchmarks/bench_cores.py`` counted 1.5 s of the 1.7 s of the first dispatch stage
+``benchmarks/bench_cores.py`` counted 1.5 s of the 1.7 s of the first dispatch step
 (1M / 10M, 2 workers) as time in which no task runs."""
 
 

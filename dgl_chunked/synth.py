@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,8 +44,8 @@ from dgl_chunked.storage.owned import acquire_lease, prepare_owned_output
 __all__ = [
     "MASK_NAMES",
     "SynthSpec",
-    "generate_edges_block",
-    "generate_feature_block",
+    "generate_edge_chunk",
+    "generate_feature_chunk",
     "write_synthetic_graph",
 ]
 
@@ -247,7 +248,7 @@ def _rmat_once(rng: np.random.Generator, m: int, num_src: int, num_dst: int) -> 
     return src, dst
 
 
-def generate_edges_block(spec: SynthSpec, etype: str, chunk: int, rows: int) -> tuple[IdArray, IdArray]:
+def generate_edge_chunk(spec: SynthSpec, etype: str, chunk: int, rows: int) -> tuple[IdArray, IdArray]:
     """The ``(src, dst)`` per-type IDs of edge chunk ``chunk`` of ``etype``."""
     src_type, _, dst_type = etype.split(":")
     num_src, num_dst = spec.node_types[src_type], spec.node_types[dst_type]
@@ -264,7 +265,7 @@ def generate_edges_block(spec: SynthSpec, etype: str, chunk: int, rows: int) -> 
     return src, dst
 
 
-def generate_feature_block(
+def generate_feature_chunk(
     spec: SynthSpec, kind: str, type_name: str, feat: str, chunk: int, rows: int
 ) -> npt.NDArray[Any]:
     """Rows of feature chunk ``chunk`` (masks of one chunk share one draw)."""
@@ -291,8 +292,20 @@ def generate_feature_block(
     return rng.integers(0, high, shape).astype(dtype, copy=False)
 
 
+def generate_edges_block(*args: Any, **kwargs: Any) -> tuple[IdArray, IdArray]:
+    """Deprecated name of :func:`generate_edge_chunk` (a *block* is an ID range, not a file)."""
+    warnings.warn("generate_edges_block is deprecated: use generate_edge_chunk", DeprecationWarning, stacklevel=2)
+    return generate_edge_chunk(*args, **kwargs)
+
+
+def generate_feature_block(*args: Any, **kwargs: Any) -> npt.NDArray[Any]:
+    """Deprecated name of :func:`generate_feature_chunk`."""
+    warnings.warn("generate_feature_block is deprecated: use generate_feature_chunk", DeprecationWarning, stacklevel=2)
+    return generate_feature_chunk(*args, **kwargs)
+
+
 def _write_edges(path: str, spec: SynthSpec, etype: str, chunk: int, rows: int, so: StorageOptions) -> int:
-    src, dst = generate_edges_block(spec, etype, chunk, rows)
+    src, dst = generate_edge_chunk(spec, etype, chunk, rows)
     options = {"delimiter": spec.csv_delimiter} if spec.edge_format == "csv" else {}
     _formats.write_edge_chunk(path, src, dst, fmt=spec.edge_format, options=options, storage_options=so)
     return rows
@@ -300,7 +313,7 @@ def _write_edges(path: str, spec: SynthSpec, etype: str, chunk: int, rows: int, 
 
 def _write_feature(path: str, spec: SynthSpec, key: tuple[str, str, str, int, int], so: StorageOptions) -> int:
     kind, type_name, feat, chunk, rows = key
-    array = generate_feature_block(spec, kind, type_name, feat, chunk, rows)
+    array = generate_feature_chunk(spec, kind, type_name, feat, chunk, rows)
     _formats.write_feature_chunk(
         path,
         array,

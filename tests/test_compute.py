@@ -1,4 +1,4 @@
-"""StepRunner (dgl_chunked.compute): stage lines name their command; run_everywhere skips a worker that left."""
+"""StepRunner (dgl_chunked.compute): step lines name their command; run_everywhere skips a worker that left."""
 
 from __future__ import annotations
 

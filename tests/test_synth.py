@@ -312,3 +312,22 @@ def test_synth_on_a_local_cluster(client: Any, tmp_path: Path) -> None:
         write_synthetic_graph(tmp_path / "local", spec)
     assert _digests(tmp_path / "cluster") == _digests(tmp_path / "local")
     assert validate_chunked_graph(tmp_path / "cluster").ok
+
+
+def test_deprecated_block_names_warn_and_give_the_chunk_generators_rows() -> None:
+    """``generate_edges_block``/``generate_feature_block`` are the old names of the per-chunk generators."""
+    from dgl_chunked import synth
+
+    spec = SynthSpec.homogeneous(60, 300, seed=3)
+    etype = next(iter(spec.edge_types))
+    with pytest.deprecated_call(match="generate_edge_chunk"):
+        old_src, old_dst = synth.generate_edges_block(spec, etype, 1, 40)
+    new_src, new_dst = synth.generate_edge_chunk(spec, etype, 1, 40)
+    np.testing.assert_array_equal(old_src, new_src)
+    np.testing.assert_array_equal(old_dst, new_dst)
+    ntype, feats = next(iter(spec.all_node_features().items()))
+    feat = next(iter(feats))
+    with pytest.deprecated_call(match="generate_feature_chunk"):
+        old = synth.generate_feature_block(spec, "node", ntype, feat, 2, 25)
+    np.testing.assert_array_equal(old, synth.generate_feature_chunk(spec, "node", ntype, feat, 2, 25))
+    assert "generate_edges_block" not in synth.__all__ and "generate_feature_block" not in synth.__all__

@@ -102,7 +102,7 @@ Output
       edge_data/<src:rel:dst>/<feat>-<k>.npy
       node_keys/<ntype>/orig_key-<j>.parquet
 
-Edge chunks follow the read blocks (empty chunks are left out); ``edge_format="csv"``
+Edge chunks follow the read tasks (empty chunks are left out); ``edge_format="csv"``
 writes space-delimited text as DGL's dispatcher reads it.
 """
 

@@ -1,7 +1,7 @@
 """Public entry points of ``dgl-chunked chunk``: :func:`chunk_graph`, :func:`read_orig_keys`.
 
 See :mod:`dgl_chunked.chunk` for the spec format and the output layout, and
-:mod:`dgl_chunked.chunk.writer` for the task phases.
+:mod:`dgl_chunked.chunk.writer` for the steps.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def chunk_graph(
     out_dir
         Output directory (local path or fsspec URL).
     num_chunks
-        Output chunks (and read blocks) per type, unless a type sets ``num_chunks``.
+        Output chunks (and read tasks) per type, unless a type sets ``num_chunks``.
         Memory per task is about one chunk of the largest array.
     num_buckets
         Hash buckets of the key join and of dedup (default ``num_chunks``).
@@ -192,8 +192,8 @@ def chunk_graph(
     raw = _load_spec(spec, storage_options)
     out = os.fspath(out_dir)
     out = out if _fs.is_url(out) else os.path.abspath(out)
-    stage = _staging_location(out, staging_dir, storage_options)
-    outputs = {"--out-dir": out, "--staging-dir": stage}
+    staging_dir = _staging_location(out, staging_dir, storage_options)
+    outputs = {"--out-dir": out, "--staging-dir": staging_dir}
     check_no_overlap(outputs, _spec_inputs(spec, raw), storage_options=storage_options)
     plan = make_plan(raw, num_chunks=num_chunks, num_buckets=num_buckets, storage_options=storage_options)
     before = _state(out, storage_options)
@@ -201,14 +201,14 @@ def chunk_graph(
         prepare_owned_output(
             out, CHUNK_KIND, overwrite=overwrite, expected=CHUNK_ENTRIES, storage_options=storage_options
         )
-        create_owned_dir(stage, "chunk-staging", storage_options=storage_options)
+        create_owned_dir(staging_dir, "chunk-staging", storage_options=storage_options)
         try:
-            meta = _execute(Run(plan, out, stage, edge_format))
+            meta = _execute(Run(plan, out, staging_dir, edge_format))
         except BaseException:
             _clear(out, storage_options, before=before)  # nothing half-written stays behind
             raise
         finally:
-            remove_owned(stage, storage_options=storage_options)
+            remove_owned(staging_dir, storage_options=storage_options)
         text = json.dumps(meta, indent=4).encode()
         _fs.atomic_write_bytes(_fs.join(out, "metadata.json"), text, storage_options)
     logger.info("wrote %s: %d node types, %d edge types", out, len(meta["node_type"]), len(meta["edge_type"]))

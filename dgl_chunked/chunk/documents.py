@@ -66,7 +66,7 @@ def _edge_feature_paths(run: Run, e: str, rel: RelationPlan, feat: str, keep: li
 
 
 def node_keys_document(run: Run, keys: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The ``node_keys.json`` sidecar listing every ``orig_key`` chunk (``keys``: phase 1 results)."""
+    """The ``node_keys.json`` sidecar listing every ``orig_key`` chunk (``keys``: step 1 results)."""
     out = {}
     for t, res in keys.items():
         rows = [r["rows"] for r in res]

@@ -1,8 +1,8 @@
 """Pure numpy kernels of ``dgl-chunked chunk``: hashing, remap, dedup, self loops, casts.
 
 Nothing here does I/O or imports Dask. Rows of a raw edge source are identified
-by ``(block, row)``: the block index of the raw read and the 0-based row inside
-it; because blocks are in source order, sorting by ``(block, row)`` is sorting by
+by ``(task, row)``: the index of the read task and the 0-based row inside
+it; because read tasks are in source order, sorting by ``(task, row)`` is sorting by
 original edge ID.
 """
 
@@ -77,10 +77,10 @@ def key_buckets(keys: npt.NDArray[Any], num_buckets: int) -> IdArray:
     return np.asarray(h % np.uint64(num_buckets), dtype=np.int64)
 
 
-def duplicate_rows(block: IdArray, row: IdArray, src: IdArray, dst: IdArray) -> IdArray:
+def duplicate_rows(task: IdArray, row: IdArray, src: IdArray, dst: IdArray) -> IdArray:
     """Positions of every edge that repeats an earlier ``(src, dst)``.
 
-    "Earlier" is by ``(block, row)``, the original edge order, so the first
+    "Earlier" is by ``(task, row)``, the original edge order, so the first
     occurrence is kept. Returns positions into the input arrays, ascending.
 
     Examples
@@ -91,7 +91,7 @@ def duplicate_rows(block: IdArray, row: IdArray, src: IdArray, dst: IdArray) -> 
     """
     if len(src) == 0:
         return np.empty(0, np.int64)
-    order = np.lexsort((row, block, dst, src))
+    order = np.lexsort((row, task, dst, src))
     s, d = src[order], dst[order]
     repeat = np.zeros(len(order), bool)
     repeat[1:] = (s[1:] == s[:-1]) & (d[1:] == d[:-1])

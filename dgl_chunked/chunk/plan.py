@@ -1,7 +1,7 @@
 """Plan of a ``chunk`` run: every source inspected (headers and footers only).
 
 :func:`make_plan` opens every raw file's header, footer or first line, resolves
-columns, layouts and dtypes, splits every source into read blocks, and reports
+columns, layouts and dtypes, splits every source into read tasks, and reports
 every problem at once (missing files, wrong shapes, unknown columns, bad dtypes,
 feature row counts that disagree with the node count), each naming the spec key
 and the file. Nothing here reads data rows.
@@ -36,14 +36,14 @@ class NodePlan:
     spec: NodeTypeSpec
     count: int | None
     key: SourcePlan | None
-    key_blocks: list[tuple[Piece, ...]]
+    key_read_tasks: list[tuple[Piece, ...]]
     features: dict[str, SourcePlan]
     num_chunks: int
 
 
 @dataclass(frozen=True, kw_only=True)
 class RelationPlan:
-    """A relation: its source, read blocks, end key types and feature plans.
+    """A relation: its source, read tasks, end key types and feature plans.
 
     ``end_types[i]`` is the Arrow type endpoint ``i`` is read as (int64 IDs, or
     the key type of a keyed node type); ``keyed[i]`` says whether it is remapped.
@@ -51,7 +51,7 @@ class RelationPlan:
 
     spec: RelationSpec
     source: SourcePlan
-    blocks: list[tuple[Piece, ...]]
+    read_tasks: list[tuple[Piece, ...]]
     end_types: tuple[pa.DataType, pa.DataType]
     keyed: tuple[bool, bool]
     features: dict[str, SourcePlan]
@@ -112,7 +112,7 @@ def _node_plan(spec: NodeTypeSpec, num_chunks: int, so: StorageOptions, problems
         spec=spec,
         count=_node_count(spec, key, ok, problems),
         key=key,
-        key_blocks=key.blocks(k) if key is not None else [],
+        key_read_tasks=key.read_tasks(k) if key is not None else [],
         features=ok,
         num_chunks=k,
     )
@@ -138,7 +138,7 @@ def _relation_plan(
     return RelationPlan(
         spec=spec,
         source=source,
-        blocks=source.blocks(k),
+        read_tasks=source.read_tasks(k),
         end_types=(types[0], types[1]),
         keyed=keyed,
         features=ok,
@@ -149,14 +149,14 @@ def _relation_plan(
 def make_plan(
     spec: RawGraphSpec, *, num_chunks: int, num_buckets: int | None = None, storage_options: StorageOptions = None
 ) -> GraphPlan:
-    """Inspect every source of ``spec`` and split it into read blocks.
+    """Inspect every source of ``spec`` and split it into read tasks.
 
     Parameters
     ----------
     spec
         The parsed spec.
     num_chunks
-        Default number of output chunks (and read blocks) per type.
+        Default number of output chunks (and read tasks) per type.
     num_buckets
         Hash buckets of the key join and of dedup (default ``num_chunks``).
     storage_options

@@ -53,9 +53,9 @@ class SourcePlan:
         """The spec key, for messages."""
         return self.spec.where
 
-    def blocks(self, num_blocks: int) -> list[tuple[Piece, ...]]:
-        """Read blocks: rows for arrays and tables, bytes for text."""
-        return split_pieces(self.files, num_blocks, by_bytes=kind(self.spec) == "text")
+    def read_tasks(self, num_tasks: int) -> list[tuple[Piece, ...]]:
+        """The pieces of each read task: split by rows for arrays and tables, by bytes for text."""
+        return split_pieces(self.files, num_tasks, by_bytes=kind(self.spec) == "text")
 
 
 # --- sources ----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Block readers of ``dgl-chunked chunk``: raw edges, keys and feature rows.
+"""Read-task readers of ``dgl-chunked chunk``: raw edges, keys and feature rows.
 
-Each function reads one block (a tuple of pieces, see
+Each function reads one read task's pieces (a tuple, see
 :mod:`dgl_chunked.io.formats.pieces`) of an inspected source, through its format's
 readers (:mod:`dgl_chunked.io.formats`), and returns numpy
 arrays, checking values on the way (node IDs in range, no nulls, keys of the
@@ -49,11 +49,11 @@ class RowLocator:
 
     @classmethod
     def build(
-        cls, blocks: Sequence[tuple[Piece, ...]], piece_rows: Sequence[Sequence[int]], *, header: bool = False
+        cls, read_tasks: Sequence[tuple[Piece, ...]], piece_rows: Sequence[Sequence[int]], *, header: bool = False
     ) -> RowLocator:
-        """From the read blocks and the rows each piece held (``header``: CSV with header)."""
+        """From the read tasks' pieces and the rows each piece held (``header``: CSV with header)."""
         entries, start, per_file = [], 0, dict[str, int]()
-        for pieces, rows in zip(blocks, piece_rows, strict=True):
+        for pieces, rows in zip(read_tasks, piece_rows, strict=True):
             for piece, n in zip(pieces, rows, strict=True):
                 first = per_file.get(piece.path, 0)
                 entries.append((piece.path, start, int(n), first))
@@ -153,7 +153,7 @@ def _check_range(ids: IdArray, count: int | None, name: str, where: str, locate:
 def read_edge_pieces(
     plan: SourcePlan, pieces: tuple[Piece, ...], ends: EdgeEnds, so: StorageOptions = None
 ) -> tuple[list[npt.NDArray[Any]], list[int]]:
-    """``([src, dst], rows per piece)`` of one block.
+    """``([src, dst], rows per piece)`` of one read task.
 
     Non-keyed ends are int64 IDs checked against the node count; keyed ends are
     keys (int64 or object arrays of str).
@@ -184,7 +184,7 @@ def read_edge_pieces(
 def read_key_pieces(
     plan: SourcePlan, pieces: tuple[Piece, ...], so: StorageOptions = None
 ) -> tuple[npt.NDArray[Any], list[int]]:
-    """``(keys, rows per piece)`` of one block; keys are int64 or an object array of str."""
+    """``(keys, rows per piece)`` of one read task; keys are int64 or an object array of str."""
     parts = []
     for piece in pieces:
         if kind(plan.spec) == "array":
@@ -231,10 +231,10 @@ def read_feature_rows(plan: SourcePlan, start: int, stop: int, so: StorageOption
         if a < b:
             piece = Piece(path=info.path, start=a - first, stop=b - first)
             if fmt.kind == "array":
-                block = fmt.read_rows(info.path, info, piece.start, piece.stop, so)
+                rows = fmt.read_rows(info.path, info, piece.start, piece.stop, so)
             else:
                 table = fmt.read_piece(piece, info, plan.columns[i], so)
-                block = _table_to_array(table, plan.where, info.path)
-            out[a - start : b - start] = block.reshape((b - a, *plan.row_shape))
+                rows = _table_to_array(table, plan.where, info.path)
+            out[a - start : b - start] = rows.reshape((b - a, *plan.row_shape))
         first += n
     return out

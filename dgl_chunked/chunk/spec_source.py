@@ -87,8 +87,8 @@ def _expand(entry: str, base_dir: str, storage_options: StorageOptions) -> list[
 def _format_of(value: Mapping[str, Any], paths: list[str], role: Role, where: str, errs: Problems) -> str | None:
     names = formats_with(_FORMAT_ROLES[role])
     fmt = value.get("format")
-    if fmt is None and paths:
-        fmt = format_of_path(paths[0])
+    if fmt is None and paths:  # a raw-input format of any role, so a wrong role is named
+        fmt = next(filter(None, (format_of_path(paths[0], r) for r in _FORMAT_ROLES.values())), None)
         if fmt is None:
             errs.add(
                 f"{where}.format",

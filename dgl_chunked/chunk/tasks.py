@@ -2,18 +2,18 @@
 
 Tasks take paths (plus small plans and the small results of earlier tasks) and
 return small dicts; bulk data moves through the staging folder only. Memory per
-task is bounded by one block (or one hash bucket) of the largest array involved.
+task is bounded by one read task (or one hash bucket) of the largest array involved.
 
 Staging layout (removed after a successful run)::
 
-    STAGE/
+    STAGING/
       keys/<ntype>/<j>.arrow           bucket file (storage/buckets.py) by key bucket: row, key
       edges/<etype>/<k>/ids.npy        int64 [n, 2]: IDs (-1 where a key awaits the join)
       edges/<etype>/<k>/end<i>.arrow   bucket file by key bucket: row, key
-      join/<etype>/end<i>/<b>.npy      int64 [m, 2]: row, ID; sorted by (block, row)
+      join/<etype>/end<i>/<b>.npy      int64 [m, 2]: row, ID; sorted by (read task, row)
       edges/<etype>/<k>/resolved.npy   int64 [n, 2] after the join
       dedup/<etype>/map/<k>.npy        int64 [n, 3]: row, src, dst; sorted by bucket
-      dedup/<etype>/drop/<b>.npy       int64 [m, 2]: block, row of every repeat
+      dedup/<etype>/drop/<b>.npy       int64 [m, 2]: read task, row of every repeat
       mask/<etype>/<k>.npy             bool [n]: rows kept (only when some were dropped)
 """
 
@@ -49,14 +49,14 @@ __all__ = [
     "dedup_map",
     "dedup_reduce",
     "join_bucket",
-    "resolve_block",
+    "resolve_read_task",
     "stage_edge_pieces",
     "stage_key_pieces",
-    "write_edge_feature_block",
-    "write_edges_block",
-    "write_fill_block",
-    "write_loops_block",
-    "write_node_feature_block",
+    "write_edge_feature_chunk",
+    "write_edges_chunk",
+    "write_fill_chunk",
+    "write_loops_chunk",
+    "write_node_feature_chunk",
 ]
 
 EDGE_OPTIONS: Mapping[str, Mapping[str, Any]] = {"parquet": {}, "csv": {"delimiter": " "}}
@@ -81,7 +81,7 @@ def load_npy_rows(
     return read_npy_rows(path, info, start or 0, rows if stop is None else stop, so)
 
 
-# --- phase 1: read raw blocks ---------------------------------------------------------
+# --- step 1: read raw pieces ---------------------------------------------------------
 
 
 def stage_key_pieces(
@@ -93,7 +93,7 @@ def stage_key_pieces(
     out_path: str,
     so: StorageOptions = None,
 ) -> dict[str, Any]:
-    """Read one key block: write its ``orig_key`` output chunk and its bucketed staging."""
+    """Read one key read task: write its ``orig_key`` output chunk and its bucketed staging."""
     keys, piece_rows = read_key_pieces(plan, pieces, so)
     if len(keys):
         makedirs_for(out_path, so)
@@ -114,7 +114,7 @@ def stage_edge_pieces(
     end_paths: Sequence[str],
     so: StorageOptions = None,
 ) -> dict[str, Any]:
-    """Read one raw edge block: IDs to ``ids.npy``, keys to bucketed end files."""
+    """Read one raw edge read task: IDs to ``ids.npy``, keys to bucketed end files."""
     cols, piece_rows = read_edge_pieces(plan, pieces, ends, so)
     n = len(cols[0])
     ids = np.full((n, 2), -1, np.int64)
@@ -130,7 +130,7 @@ def stage_edge_pieces(
     return {"rows": n, "piece_rows": piece_rows}
 
 
-# --- phase 2: key join ------------------------------------------------------------------
+# --- step 2: key join ------------------------------------------------------------------
 
 
 def join_bucket(
@@ -146,8 +146,8 @@ def join_bucket(
     """Join one bucket of a node type's keys with every edge end that references it.
 
     ``consumers`` hold ``id``, ``where``, ``end`` (label), ``paths`` (end files
-    per block), ``starts`` (global row of each block), ``locator`` and ``out``.
-    Returns, per consumer id, the bounds of each block's rows in its output.
+    per read task), ``starts`` (global row of each read task), ``locator`` and ``out``.
+    Returns, per consumer id, the bounds of each read task's rows in its output.
     """
     parts = [read_bucket(p, bucket, so) for p in key_paths]
     keys = np.concatenate([p["key"] for p in parts]) if parts else np.empty(0, np.int64)
@@ -181,7 +181,7 @@ def _join_consumer(
             raise ChunkMismatchError(
                 f"{consumer['where']}: {where}: {consumer['end']} key {part['key'][first]!r} "
                 f"not found in {consumer['key_where']} ({int((got < 0).sum())} such row(s) in read "
-                f"block {k}); add the node or drop the edge"
+                f"task {k}); add the node or drop the edge"
             )
         rows.append(part["row"])
         found.append(got)
@@ -191,8 +191,8 @@ def _join_consumer(
     return bounds
 
 
-def resolve_block(
-    block: int,
+def resolve_read_task(
+    task: int,
     *,
     ids_path: str,
     out_path: str,
@@ -200,7 +200,7 @@ def resolve_block(
     joins: Sequence[Mapping[str, list[int]]],
     so: StorageOptions = None,
 ) -> int:
-    """Fill the keyed ends of one block from the join outputs; write ``resolved.npy``.
+    """Fill the keyed ends of one read task from the join outputs; write ``resolved.npy``.
 
     ``ends`` holds ``(column, consumer id, output path per bucket)``; ``joins``
     are the results of every :func:`join_bucket` task involved.
@@ -209,19 +209,19 @@ def resolve_block(
     for column, cid, paths in ends:
         bounds = [j[cid] for j in joins if cid in j]
         for path, bound in zip(paths, bounds, strict=True):
-            seg = load_npy_rows(path, bound[block], bound[block + 1], so)
+            seg = load_npy_rows(path, bound[task], bound[task + 1], so)
             ids[seg[:, 0], column] = seg[:, 1]
     save_npy(out_path, ids, so)
     return len(ids)
 
 
-# --- phase 3: dedup -------------------------------------------------------------------------
+# --- step 3: dedup -------------------------------------------------------------------------
 
 
 def dedup_map(
     *, ids_path: str, drop_loops: bool, num_buckets: int, out_path: str, so: StorageOptions = None
 ) -> list[int]:
-    """Hash-partition one block's edges by ``(src, dst)``; write them sorted by bucket."""
+    """Hash-partition one read task's edges by ``(src, dst)``; write them sorted by bucket."""
     ids = load_npy_rows(ids_path, so=so)
     rows = np.arange(len(ids), dtype=np.int64)
     if drop_loops:
@@ -241,24 +241,24 @@ def dedup_reduce(
     out_path: str,
     so: StorageOptions = None,
 ) -> list[int]:
-    """Find the repeats in one bucket (first occurrence kept); return per-block bounds."""
+    """Find the repeats in one bucket (first occurrence kept); return per-read-task bounds."""
     segs = [load_npy_rows(p, o[bucket], o[bucket + 1], so) for p, o in zip(map_paths, map_offsets, strict=True)]
-    block = np.concatenate([np.full(len(s), k, np.int64) for k, s in enumerate(segs)])
+    task = np.concatenate([np.full(len(s), k, np.int64) for k, s in enumerate(segs)])
     data = np.concatenate(segs) if segs else np.empty((0, 3), np.int64)
-    drop = tf.duplicate_rows(block, data[:, 0], data[:, 1], data[:, 2])
-    save_npy(out_path, np.column_stack([block[drop], data[drop, 0]]).astype(np.int64), so)
-    return [int(i) for i in np.searchsorted(block[drop], np.arange(len(segs) + 1))]
+    drop = tf.duplicate_rows(task, data[:, 0], data[:, 1], data[:, 2])
+    save_npy(out_path, np.column_stack([task[drop], data[drop, 0]]).astype(np.int64), so)
+    return [int(i) for i in np.searchsorted(task[drop], np.arange(len(segs) + 1))]
 
 
-# --- phase 4: output chunks ---------------------------------------------------------------
+# --- step 4: output chunks ---------------------------------------------------------------
 
 
 def _write_edges(path: str, src: IdArray, dst: IdArray, fmt: str, so: StorageOptions) -> None:
     _formats.write_edge_chunk(path, src, dst, fmt=fmt, options=EDGE_OPTIONS[fmt], storage_options=so)
 
 
-def write_edges_block(
-    block: int,
+def write_edges_chunk(
+    task: int,
     *,
     ids_path: str,
     drop_loops: bool,
@@ -269,9 +269,9 @@ def write_edges_block(
     edge_format: str,
     so: StorageOptions = None,
 ) -> dict[str, Any]:
-    """Write one output edge chunk (and its reverse) from a staged block.
+    """Write one output edge chunk (and its reverse) from a staged read task.
 
-    ``drops`` are ``(drop file, per-block bounds)`` of every dedup bucket.
+    ``drops`` are ``(drop file, per-read-task bounds)`` of every dedup bucket.
     Returns the kept row count and the mask path (None when every row is kept).
     """
     ids = load_npy_rows(ids_path, so=so)
@@ -279,7 +279,7 @@ def write_edges_block(
     if drop_loops:
         keep &= ids[:, 0] != ids[:, 1]
     for path, bounds in drops:
-        seg = load_npy_rows(path, bounds[block], bounds[block + 1], so)
+        seg = load_npy_rows(path, bounds[task], bounds[task + 1], so)
         keep[seg[:, 1]] = False
     src, dst = ids[keep, 0], ids[keep, 1]
     if len(src):
@@ -292,7 +292,7 @@ def write_edges_block(
     return {"rows": len(src), "mask": mask_path}
 
 
-def write_edge_feature_block(
+def write_edge_feature_chunk(
     plan: SourcePlan, start: int, stop: int, edges: Mapping[str, Any], *, out_path: str, so: StorageOptions = None
 ) -> int:
     """Rows ``[start, stop)`` of an edge feature, masked like the edge chunk, cast, written."""
@@ -305,7 +305,7 @@ def write_edge_feature_block(
     return len(rows)
 
 
-def write_node_feature_block(
+def write_node_feature_chunk(
     plan: SourcePlan, start: int, stop: int, *, out_path: str, so: StorageOptions = None
 ) -> int:
     """Rows ``[start, stop)`` of a node feature, cast and written as ``.npy``."""
@@ -314,7 +314,7 @@ def write_node_feature_block(
     return len(rows)
 
 
-def write_loops_block(
+def write_loops_chunk(
     start: int, stop: int, *, out_path: str, rev_path: str | None, edge_format: str, so: StorageOptions = None
 ) -> int:
     """Self loops ``(i, i)`` for nodes ``[start, stop)`` (and the same for the reverse)."""
@@ -325,7 +325,7 @@ def write_loops_block(
     return len(src)
 
 
-def write_fill_block(rows: int, plan: SourcePlan, fill: float, *, out_path: str, so: StorageOptions = None) -> int:
+def write_fill_chunk(rows: int, plan: SourcePlan, fill: float, *, out_path: str, so: StorageOptions = None) -> int:
     """The feature rows of added self loops: ``fill`` in the feature's output dtype."""
     dtype = plan.out_dtype if plan.out_dtype is not None else np.dtype("float32")
     _formats.write_feature_chunk(

@@ -1,19 +1,19 @@
-"""Dask wiring of ``dgl-chunked chunk``: plan, four task phases, metadata last.
+"""Dask wiring of ``dgl-chunked chunk``: plan, four steps, metadata last.
 
-1. **read**: one task per key block (writes the ``orig_key`` chunk and the key
-   staging, bucketed by key hash) and per raw edge block (writes IDs, and keys
+1. **read**: one task per key read task (writes the ``orig_key`` chunk and the key
+   staging, bucketed by key hash) and per raw edge read task (writes IDs, and keys
    bucketed by hash). Row counts of CSV inputs become known here.
 2. **join** (only with keys): one task per (node type, bucket) joins the keys
-   with every edge end referencing the type; then one task per edge block
+   with every edge end referencing the type; then one task per edge read task
    scatters the IDs back into source order.
-3. **dedup** (only where asked): one map task per edge block hash-partitions
+3. **dedup** (only where asked): one map task per edge read task hash-partitions
    ``(src, dst)``; one reduce task per bucket finds the repeats (first occurrence
    by original edge ID kept).
 4. **write**: one task per output chunk (edges and their reverse, edge features
    masked like their edges, added self loops and their filled features, node
    features), each casting dtypes on the way.
 
-Each phase is one ``dask.compute`` on the current scheduler. ``metadata.json``
+Each step is one ``dask.compute`` on the current scheduler. ``metadata.json``
 (built by :mod:`.documents`) is written last and atomically, so a failed run
 never looks complete; the staging folder is removed in any case.
 """
@@ -43,12 +43,12 @@ EDGE_EXTENSIONS = {"parquet": "parquet", "csv": "txt"}
 
 
 class Run:
-    """One run of :func:`~dgl_chunked.chunk.api.chunk_graph`: paths, task naming, phase results."""
+    """One run of :func:`~dgl_chunked.chunk.api.chunk_graph`: paths, task naming, step results."""
 
-    def __init__(self, plan: GraphPlan, out: str, stage: str, edge_format: str) -> None:
-        self.plan, self.out, self.stage, self.fmt = plan, out, stage, edge_format
+    def __init__(self, plan: GraphPlan, out: str, staging_dir: str, edge_format: str) -> None:
+        self.plan, self.out, self.staging_dir, self.fmt = plan, out, staging_dir, edge_format
         self.so = plan.storage_options
-        self.token = run_token(out, stage)
+        self.token = run_token(out, staging_dir)
         self.B = plan.num_buckets
         self.edge_starts: dict[str, list[int]] = {}
         self.locators: dict[str, RowLocator] = {}
@@ -61,15 +61,15 @@ class Run:
 
     def staged(self, *parts: object) -> str:
         """A path in the staging folder."""
-        return _fs.join(self.stage, "/".join(map(str, parts)))
+        return _fs.join(self.staging_dir, "/".join(map(str, parts)))
 
     def ids_path(self, etype: str, k: int) -> str:
-        """The staged int64 ``[n, 2]`` IDs of read block ``k`` (after the join, if any)."""
+        """The staged int64 ``[n, 2]`` IDs of read task ``k`` (after the join, if any)."""
         return self.staged("edges", etype, k, "resolved.npy" if etype in self.joined else "ids.npy")
 
-    # --- phase 1 -------------------------------------------------------------------
+    # --- step 1 --------------------------------------------------------------------
     def read(self) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
-        """Phase 1: one task per key block and per raw edge block; returns their results."""
+        """Step 1: one task per key read task and per raw edge read task; returns their results."""
         keys, edges = {}, {}
         for t, node in self.plan.nodes.items():
             if node.key is not None:
@@ -84,7 +84,7 @@ class Run:
                         so=self.so,
                         name=f"read-keys-{t}-{j}",
                     )
-                    for j, pieces in enumerate(node.key_blocks)
+                    for j, pieces in enumerate(node.key_read_tasks)
                 ]
         for e, rel in self.plan.relations.items():
             nodes = (self.plan.nodes[rel.spec.src_type], self.plan.nodes[rel.spec.dst_type])
@@ -106,17 +106,17 @@ class Run:
                     so=self.so,
                     name=f"read-edges-{e}-{k}",
                 )
-                for k, pieces in enumerate(rel.blocks)
+                for k, pieces in enumerate(rel.read_tasks)
             ]
         done_keys, done_edges = compute(keys, edges)
         return done_keys, done_edges
 
     def after_read(self, keys: Mapping[str, list[dict[str, Any]]], edges: Mapping[str, list[dict[str, Any]]]) -> None:
-        """Record row counts and locators from phase 1; recheck the counts it revealed."""
+        """Record row counts and locators from step 1; recheck the counts it revealed."""
         self.key_starts = {t: starts([r["rows"] for r in res]) for t, res in keys.items()}
         self.key_locators = {
             t: RowLocator.build(
-                self.plan.nodes[t].key_blocks,
+                self.plan.nodes[t].key_read_tasks,
                 [r["piece_rows"] for r in res],
                 header=self.plan.nodes[t].key.spec.header,  # type: ignore[union-attr]
             )
@@ -126,13 +126,13 @@ class Run:
             self.edge_starts[e] = starts([r["rows"] for r in res])
             rel = self.plan.relations[e]
             self.locators[e] = RowLocator.build(
-                rel.blocks, [r["piece_rows"] for r in res], header=rel.source.spec.header
+                rel.read_tasks, [r["piece_rows"] for r in res], header=rel.source.spec.header
             )
         self.plan = with_counts(
             self.plan, {t: s[-1] for t, s in self.key_starts.items()}, {e: s[-1] for e, s in self.edge_starts.items()}
         )
 
-    # --- phase 2 -------------------------------------------------------------------
+    # --- step 2 --------------------------------------------------------------------
     def _consumers(self, ntype: str, bucket: int) -> list[dict[str, Any]]:
         out = []
         for e, rel in self.plan.relations.items():
@@ -144,7 +144,7 @@ class Run:
                             "where": rel.source.where,
                             "end": ("source", "destination")[j],
                             "key_where": self.plan.nodes[ntype].spec.key.where,  # type: ignore[union-attr]
-                            "paths": [self.staged("edges", e, k, f"end{j}.arrow") for k in range(len(rel.blocks))],
+                            "paths": [self.staged("edges", e, k, f"end{j}.arrow") for k in range(len(rel.read_tasks))],
                             "starts": self.edge_starts[e],
                             "locator": self.locators[e],
                             "out": self.staged("join", e, f"end{j}", f"{bucket}.npy"),
@@ -153,7 +153,7 @@ class Run:
         return out
 
     def join(self) -> None:
-        """Phase 2: join every key bucket, then scatter the IDs back into every keyed block."""
+        """Step 2: join every key bucket, then scatter the IDs back into every keyed read task."""
         joins: dict[str, list[Any]] = {}
         for t in self.key_starts:
             node = self.plan.nodes[t]
@@ -162,7 +162,7 @@ class Run:
                     tasks.join_bucket,
                     b,
                     where=node.spec.key.where,  # type: ignore[union-attr]
-                    key_paths=[self.staged("keys", t, f"{j}.arrow") for j in range(len(node.key_blocks))],
+                    key_paths=[self.staged("keys", t, f"{j}.arrow") for j in range(len(node.key_read_tasks))],
                     key_starts=self.key_starts[t],
                     key_locator=self.key_locators[t],
                     consumers=self._consumers(t, b),
@@ -185,7 +185,7 @@ class Run:
         deps = [r for t in sorted(types) for r in joins[t]]
         return [
             self.task(
-                tasks.resolve_block,
+                tasks.resolve_read_task,
                 k,
                 ids_path=self.staged("edges", e, k, "ids.npy"),
                 out_path=self.staged("edges", e, k, "resolved.npy"),
@@ -194,12 +194,12 @@ class Run:
                 so=self.so,
                 name=f"resolve-{e}-{k}",
             )
-            for k in range(len(rel.blocks))
+            for k in range(len(rel.read_tasks))
         ]
 
-    # --- phase 3 -------------------------------------------------------------------
+    # --- step 3 --------------------------------------------------------------------
     def dedup(self) -> None:
-        """Phase 3: hash-partition ``(src, dst)`` per block, find repeats per bucket."""
+        """Step 3: hash-partition ``(src, dst)`` per read task, find repeats per bucket."""
         reduces: dict[str, list[Any]] = {}
         for e, rel in self.plan.relations.items():
             if not rel.spec.dedup:
@@ -214,9 +214,9 @@ class Run:
                     so=self.so,
                     name=f"dedup-map-{e}-{k}",
                 )
-                for k in range(len(rel.blocks))
+                for k in range(len(rel.read_tasks))
             ]
-            map_paths = [self.staged("dedup", e, "map", f"{k}.npy") for k in range(len(rel.blocks))]
+            map_paths = [self.staged("dedup", e, "map", f"{k}.npy") for k in range(len(rel.read_tasks))]
             reduces[e] = [
                 self.task(
                     tasks.dedup_reduce,
@@ -235,10 +235,10 @@ class Run:
             for e, res in done.items()
         }
 
-    # --- phase 4 -------------------------------------------------------------------
+    # --- step 4 --------------------------------------------------------------------
     def tags(self, rel: RelationPlan) -> list[str]:
-        """File tags of every output edge chunk: read blocks, then added self loops."""
-        tags = [str(k) for k in range(len(rel.blocks))]
+        """File tags of every output edge chunk: read tasks, then added self loops."""
+        tags = [str(k) for k in range(len(rel.read_tasks))]
         if rel.spec.self_loops == "add":
             count = self.plan.nodes[rel.spec.src_type].count or 0
             tags += [f"loops-{c}" for c in range(len(split_counts(count, rel.num_chunks))) if count]
@@ -253,10 +253,10 @@ class Run:
         paths, starts = self.edge_paths(e, rel), self.edge_starts[e]
         chunks: list[Any] = []
         feats: dict[str, list[Any]] = {f: [] for f in rel.features}
-        for k in range(len(rel.blocks)):
+        for k in range(len(rel.read_tasks)):
             fwd, rev = paths[k]
             res = self.task(
-                tasks.write_edges_block,
+                tasks.write_edges_chunk,
                 k,
                 ids_path=self.ids_path(e, k),
                 drop_loops=rel.spec.self_loops != "keep",
@@ -272,7 +272,7 @@ class Run:
             for f, plan in rel.features.items():
                 feats[f].append(
                     self.task(
-                        tasks.write_edge_feature_block,
+                        tasks.write_edge_feature_chunk,
                         plan,
                         starts[k],
                         starts[k + 1],
@@ -283,7 +283,7 @@ class Run:
                     )
                 )
         if rel.spec.self_loops == "add":
-            self._loop_tasks(e, rel, paths[len(rel.blocks) :], chunks, feats)
+            self._loop_tasks(e, rel, paths[len(rel.read_tasks) :], chunks, feats)
         return chunks, feats
 
     def _loop_tasks(
@@ -299,7 +299,7 @@ class Run:
         for c, (fwd, rev) in enumerate(paths):
             chunks.append(
                 self.task(
-                    tasks.write_loops_block,
+                    tasks.write_loops_chunk,
                     bounds[c],
                     bounds[c + 1],
                     out_path=_fs.join(self.out, fwd),
@@ -312,7 +312,7 @@ class Run:
             for f, plan in rel.features.items():
                 feats[f].append(
                     self.task(
-                        tasks.write_fill_block,
+                        tasks.write_fill_chunk,
                         sizes[c],
                         plan,
                         rel.spec.self_loop_fill,
@@ -329,7 +329,7 @@ class Run:
             for f, plan in node.features.items():
                 out.setdefault(t, {})[f] = [
                     self.task(
-                        tasks.write_node_feature_block,
+                        tasks.write_node_feature_chunk,
                         plan,
                         bounds[c],
                         bounds[c + 1],
@@ -343,7 +343,7 @@ class Run:
         return out
 
     def write(self) -> dict[str, Any]:
-        """Phase 4: every output chunk; returns the row counts (and masks) per task."""
+        """Step 4: every output chunk; returns the row counts (and masks) per task."""
         edges = {e: self._edge_tasks(e, rel) for e, rel in self.plan.relations.items()}
         (done,) = compute({"edges": edges, "nodes": self._node_tasks()})
         return done  # type: ignore[no-any-return]

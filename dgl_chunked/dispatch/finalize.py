@@ -1,7 +1,7 @@
 """The reduce side of dispatch: one task per partition streams staging into DGL files.
 
 A partition's rows are one contiguous segment of every owner-sorted staged array.
-Reading the segments in chunk order yields ascending original IDs inside every
+Reading the segments in read-task order yields ascending original IDs inside every
 (partition, type) block, which is the order the new IDs were given in. Large
 arrays reach the DGL writer as :class:`~dgl_chunked.io.dgl.binary.ArraySpans`,
 so memory holds one segment at a time, plus the partition's HALO node set (and
@@ -236,7 +236,7 @@ def _orig_eids(plan: PartitionPlan, part: int) -> dict[str, ArraySpans]:
     for r, etype in enumerate(plan.etypes):
 
         def segments(r: int = r, etype: str = etype) -> Iterator[npt.NDArray[np.int64]]:
-            # a chunk's edges owned by this partition, in input order: where its owner is us
+            # a read task's edges owned by this partition, in input order: where its owner is us
             counts = plan.edge_task_counts[r]
             starts = np.concatenate([[0], np.cumsum(counts.sum(axis=1))])
             for c in range(counts.shape[0]):

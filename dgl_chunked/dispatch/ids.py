@@ -13,7 +13,7 @@ ID spaces (see ``docs/architecture.md``):
     Index inside one partition's ``graph.dgl``: inner nodes first
     (``new_nid - start(p)``), HALO nodes after, sorted by ``new_nid``.
 
-Nothing here sorts globally. A block of rows (a node block, an edge chunk) knows
+Nothing here sorts globally. A block of rows (a node block, an edge read task) knows
 its per-partition counts; prefix sums over blocks turn those counts into the
 first new ID each partition gets inside each block, and a stable sort of the
 block by owner numbers its rows from there. The result depends only on the

@@ -51,12 +51,12 @@ def node_array(ntype: str, what: str) -> str:
     return f"nodes/{ntype}/{what}"
 
 
-def edge_array(etype: str, chunk: int, what: str) -> str:
-    return f"edges/{etype}/{chunk}/{what}"
+def edge_array(etype: str, task: int, what: str) -> str:
+    return f"edges/{etype}/{task}/{what}"
 
 
-def feature_array(kind: str, type_name: str, feat: str, chunk: int) -> str:
-    return f"{kind}_feat/{type_name}/{feat}/{chunk}"
+def feature_array(kind: str, type_name: str, feat: str, task: int) -> str:
+    return f"{kind}_feat/{type_name}/{feat}/{task}"
 
 
 def stage_part_block(
@@ -268,10 +268,10 @@ def stage_node_data_block(
 
 
 def edge_owner_range(
-    staging: Staging, etype: str, edge_chunk_starts: Sequence[int], start: int, stop: int
+    staging: Staging, etype: str, edge_task_starts: Sequence[int], start: int, stop: int
 ) -> npt.NDArray[np.integer[Any]]:
-    """Owners of edges ``[start, stop)`` of one etype, read from the edge chunks covering them."""
-    bounds = np.asarray(edge_chunk_starts, dtype=np.int64)
+    """Owners of edges ``[start, stop)`` of one etype, from the staged owners of the read tasks covering them."""
+    bounds = np.asarray(edge_task_starts, dtype=np.int64)
     pieces = []
     first = int(np.searchsorted(bounds, start, side="right")) - 1
     for c in range(max(first, 0), bounds.shape[0] - 1):
@@ -292,13 +292,13 @@ def stage_edge_feature_task(
     task: int,
     group: ChunkGroup,
     num_parts: int,
-    edge_chunk_starts: Sequence[int],
+    edge_task_starts: Sequence[int],
     node_ids: NodeIds,
     *deps: object,
 ) -> npt.NDArray[np.int64]:
     """Group one read task's edge-feature rows by owner (the edge tasks' bounds may
-    differ: ``edge_chunk_starts``) and store them (``node_ids``: translate the values
+    differ: ``edge_task_starts``) and store them (``node_ids``: translate the values
     of a node-ID feature first)."""
     rows = _read_feature_rows(staging, group, f"{etype}/{feat}", node_ids)
-    owner = edge_owner_range(staging, etype, edge_chunk_starts, group.start, group.stop)
+    owner = edge_owner_range(staging, etype, edge_task_starts, group.start, group.stop)
     return _stage_feature_rows(staging, feature_array("edge", etype, feat, task), rows, owner, num_parts)

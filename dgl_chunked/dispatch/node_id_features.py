@@ -39,7 +39,7 @@ __all__ = ["NodeIdValues", "TRANSLATE_SLICE", "translate_rows", "per_type_new_id
 
 TRANSLATE_SLICE = 1 << 16
 """Values translated at a time: the lookup's temporaries stay a few hundred KiB whatever
-the read task's size (the values' copy is the only chunk-sized array)."""
+the read task's size (the values' copy is the only read-task-sized array)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def translate_rows(
             "other values must be IDs of that type)"
         )
     out = flat.copy()
-    for lo in range(0, flat.shape[0], TRANSLATE_SLICE):  # temporaries of one slice, not of the chunk
+    for lo in range(0, flat.shape[0], TRANSLATE_SLICE):  # temporaries of one slice, not of the read task
         seg = out[lo : lo + TRANSLATE_SLICE]
         keep = seg >= 0
         seg[keep] = per_type_new_ids(lookup(seg[keep].astype(np.int64)), values.ranges)

@@ -27,7 +27,7 @@ OUTPUT_ENTRIES = (
 
 
 def staging_location(out: str, staging_dir: str | None, storage_options: StorageOptions = None) -> str:
-    """Where dispatch stages: ``OUT/_staging``, or ``DIR/dglc-staging-<token>`` for ``--staging-dir DIR``.
+    """The staging directory: ``OUT/_staging``, or ``DIR/dglc-staging-<token>`` for ``--staging-dir DIR``.
 
     The token names the output, so a rerun into the same output finds (and resumes)
     its staging, and runs into different outputs can share ``DIR``. ``DIR`` itself

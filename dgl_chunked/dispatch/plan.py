@@ -1,6 +1,6 @@
 """The plan types of dispatch: what the staging produced and what the partition writers need.
 
-These are plain frozen dataclasses shared by the stage wiring (:mod:`.tasks`), the
+These are plain frozen dataclasses shared by the Dask wiring of the steps (:mod:`.tasks`), the
 writers (:mod:`.finalize`, :mod:`.halo`) and the API (:mod:`.api`); they import
 only the layers below them, so no dispatch module needs another's internals to
 name them.
@@ -69,7 +69,7 @@ class PartitionPlan:
                     yield r, self.edge_segment(r, c, column, part)
 
     def edge_segment(self, r: int, c: int, column: str, part: int) -> npt.NDArray[np.int64]:
-        """Partition ``part``'s rows of edge chunk ``c`` of etype ``r``, as int64 new IDs."""
+        """Partition ``part``'s rows of edge read task ``c`` of etype ``r``, as int64 new IDs."""
         counts = self.edge_task_counts[r][c]
         name = edge_array(self.etypes[r], c, column)
         return self.staging.segment(name, counts, part).astype(np.int64, copy=False)

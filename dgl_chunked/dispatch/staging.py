@@ -4,9 +4,9 @@
 Layout (one Zarr group; every array is written by exactly one task)::
 
     STAGING/
-      nodes/<t>/part              int32 [N_t]    owner partition, regular chunks
-      nodes/<t>/new_nid           int32 [N_t]    new homogeneous ID, same chunks
-      nodes/<t>/sorted_type_nid   int64 [N_t]    each chunk's type_nids, stably sorted by owner (*)
+      nodes/<t>/part              int32 [N_t]    owner partition, regular Zarr chunks
+      nodes/<t>/new_nid           int32 [N_t]    new homogeneous ID, same Zarr chunks
+      nodes/<t>/sorted_type_nid   int64 [N_t]    each block's type_nids, stably sorted by owner (*)
       edges/<r>/<c>/new_src       int32 [E_c]    read task c's sources' new IDs, sorted by owner
       edges/<r>/<c>/new_dst       int32 [E_c]    new IDs of the destinations, sorted by owner
       edges/<r>/<c>/owner         uint8 [E_c]    owner of each edge (written last), type_eid order (*)
@@ -52,8 +52,8 @@ from dgl_chunked.storage.zarr_rows import read_rows
 __all__ = [
     "Staging",
     "default_chunks",
-    "node_chunk_rows",
-    "NODE_CHUNK_ROWS",
+    "node_zarr_chunk_rows",
+    "NODE_ZARR_CHUNK_ROWS",
     "segment_bounds",
     "resumable",
     "MISSING",
@@ -266,25 +266,25 @@ class Staging:
                 yield self.segment(name, c, part)
 
 
-NODE_CHUNK_ROWS = 1 << 18
+NODE_ZARR_CHUNK_ROWS = 1 << 18
 """Rows per Zarr chunk of the staged per-node arrays (assignment, new IDs, sorted IDs)
 when the numbering block is a multiple of it. A node-feature task reads the owners of
-its chunk's rows, and Zarr reads whole chunks: with chunks of a whole block (2^21 rows,
+its read task's rows, and Zarr reads whole Zarr chunks: with Zarr chunks of a whole block (2^21 rows,
 8 MB of int32) a task of 250k rows read 8 MB at 30M nodes against the 4 MB of the
-1M-node graph's single chunk (5.1 against 3.0 ms and 2.5k against 1.2k page faults per
+1M-node graph's single Zarr chunk (5.1 against 3.0 ms and 2.5k against 1.2k page faults per
 task; 2.3 ms and 750 faults with 2^18)."""
 
 
-def node_chunk_rows(block_rows: int, num_nodes: int) -> int:
-    """Zarr chunk rows of a staged per-node array: :data:`NODE_CHUNK_ROWS` when it divides
-    ``block_rows`` (the tasks that write whole blocks then write whole chunks, never the
-    same chunk from two tasks), else ``block_rows``; never more than ``num_nodes``."""
-    rows = NODE_CHUNK_ROWS if block_rows % NODE_CHUNK_ROWS == 0 else block_rows
+def node_zarr_chunk_rows(block_rows: int, num_nodes: int) -> int:
+    """Zarr chunk rows of a staged per-node array: :data:`NODE_ZARR_CHUNK_ROWS` when it divides
+    ``block_rows`` (the tasks that write whole blocks then write whole Zarr chunks, never the
+    same Zarr chunk from two tasks), else ``block_rows``; never more than ``num_nodes``."""
+    rows = NODE_ZARR_CHUNK_ROWS if block_rows % NODE_ZARR_CHUNK_ROWS == 0 else block_rows
     return max(1, min(rows, num_nodes))
 
 
 def default_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:
-    """About 32 MiB per chunk along axis 0."""
+    """Zarr chunks of about 32 MiB along axis 0."""
     target = 32 << 20
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize if len(shape) > 1 else dtype.itemsize
     rows = max(1, min(shape[0] if shape[0] else 1, target // max(row_bytes, 1)))

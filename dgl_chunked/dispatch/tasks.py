@@ -37,7 +37,7 @@ from dgl_chunked.dispatch.kernels import (
 from dgl_chunked.dispatch.new_id_map import NodeNumbering
 from dgl_chunked.dispatch.node_id_features import NodeIdValues
 from dgl_chunked.dispatch.plan import StagedFeature
-from dgl_chunked.dispatch.staging import Staging, node_chunk_rows, resumable
+from dgl_chunked.dispatch.staging import Staging, node_zarr_chunk_rows, resumable
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.chunked.node_id_features import NodeIdFeature
 
@@ -72,7 +72,7 @@ def stage_nodes(
         arrays = [("part", np.int32), ("new_nid", new_nid_dtype)]
         arrays += [("sorted_type_nid", np.int64)] if keep_sorted_ids else []
         for what, dtype in arrays:
-            staging.ensure(node_array(ntype, what), (n,), dtype, chunks=(node_chunk_rows(block_rows, n),))
+            staging.ensure(node_array(ntype, what), (n,), dtype, chunks=(node_zarr_chunk_rows(block_rows, n),))
         starts = tuple(range(0, n, block_rows))
         starts_per_type.append(starts)
         if arr is None:

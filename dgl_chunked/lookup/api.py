@@ -269,7 +269,7 @@ def _run(
     q_paths = [fs.join(tmp, f"q/{i:06d}.arrow") for i in range(len(qin.pieces))]
     lean = job.lean()
     shuffle = _stage_inverse(lean, tmp, runner, token, so) if is_shuffled(job) else None
-    stage = [
+    stage_tasks = [
         delayed(stage_queries, pure=False)(
             qin,
             i,
@@ -284,11 +284,11 @@ def _run(
     ]
     if keys is not None:
         k_paths = [fs.join(tmp, f"k/{j:06d}.arrow") for j in range(keys.num_pieces)]
-        stage += [
+        stage_tasks += [
             delayed(stage_keys, pure=False)(keys, j, buckets, k_paths[j], dask_key_name=f"dglc-lookup-keys-{token}-{j}")
             for j in range(keys.num_pieces)
         ]
-    runner.compute(stage, "stage queries" + (" and keys" if keys is not None else ""))
+    runner.compute(stage_tasks, "stage queries" + (" and keys" if keys is not None else ""))
     block_paths = q_paths
     if keys is not None:
         block_paths = [fs.join(tmp, f"j/{h:06d}.arrow") for h in range(buckets)]
@@ -347,13 +347,13 @@ def _run(
 def _stage_inverse(job: TypeJob, tmp: str, runner: StepRunner, token: str, so: StorageOptions) -> Shuffle:
     """The shuffle route: stage the orig file's ``(original ID, new ID)`` by block of original IDs."""
     grid = job_slabs(job)
-    stage = fs.join(tmp, "inverse")
+    scratch = fs.join(tmp, "inverse")
     tasks = [
-        delayed(stage_inverse, pure=False)(job, grid, s, stage, so, dask_key_name=f"dglc-lookup-inverse-{token}-{s}")
+        delayed(stage_inverse, pure=False)(job, grid, s, scratch, so, dask_key_name=f"dglc-lookup-inverse-{token}-{s}")
         for s in range(grid.num_blocks)
     ]
     offsets = tuple(runner.compute(tasks, "stage the orig file by block")) if tasks else ()
-    return Shuffle(grid, offsets, stage, fs.join(tmp, "regroup"))
+    return Shuffle(grid, offsets, scratch, fs.join(tmp, "regroup"))
 
 
 def _label_specs(qin: QueryInput, data: list[Any], paths: list[str], so: StorageOptions) -> dict[str, Any]:

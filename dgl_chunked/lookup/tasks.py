@@ -1,7 +1,7 @@
 """Task kernels of ``lookup``: queries -> (partition, new ID), as a chain of sort-based shuffles.
 
-Every stage writes bucket files (:mod:`~dgl_chunked.storage.buckets`; a bucket is a
-hash bucket of keys, or a block of original IDs) and the next stage reads one bucket
+Every step writes bucket files (:mod:`~dgl_chunked.storage.buckets`; a bucket is a
+hash bucket of keys, or a block of original IDs) and the next step reads one bucket
 from all of them, so no task holds more than one piece, bucket or block:
 
 1. :func:`stage_queries`: a piece of the queries -> bucketed by key (keys) or
@@ -166,7 +166,7 @@ def _piece_path(root: str, part: int, name: str, k: int) -> str:
 class Shuffle:
     """The shuffle route of a lookup (``orig_*.dgl`` not ascending, :mod:`~dgl_chunked.remap.shuffled`).
 
-    ``stage`` holds the slabs' ``(original ID, new ID)`` staged by block (``offsets``
+    ``scratch`` holds the slabs' ``(original ID, new ID)`` staged by block (``offsets``
     per slab); block ``k``'s answers go to ``regroup/<k>.arrow`` bucketed by slab of
     ``grid``, so that :func:`sort_slab` writes each partition's pieces in ascending
     new-ID order.
@@ -174,7 +174,7 @@ class Shuffle:
 
     grid: Blocks
     offsets: tuple[IdArray, ...]
-    stage: str
+    scratch: str
     regroup: str
 
     def regroup_path(self, k: int) -> str:
@@ -211,7 +211,7 @@ def place_block(
         part = owners[type_nid - lo]
         nids = job.space.offsets[part] + job.blocks.starts[k][part] + rank[type_nid - lo]
     else:
-        nids = inverse_block(job, k, shuffle.offsets, shuffle.stage, so)[type_nid - lo]
+        nids = inverse_block(job, k, shuffle.offsets, shuffle.scratch, so)[type_nid - lo]
         part = job.space.owner(nids)
     found["nids"], found["orig_nids"] = nids, type_nid
     counts = np.bincount(part, minlength=job.space.num_parts).astype(np.int64)

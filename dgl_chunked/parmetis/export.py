@@ -4,7 +4,7 @@
 ``<name>_stats.txt`` (format: :mod:`dgl_chunked.parmetis.format`) for DGL's
 ``pm_dglpart``/``pm_dglpart3``:
 
-- node lines: one task per node chunk writes a text piece; pieces are streamed into
+- node lines: one task per node block writes a text piece; pieces are streamed into
   the final file in ``orig_nid`` order. Weights: one-hot per node type, then one
   column per balance mask (1 where the bool node feature is true).
 - edge lines: self loops and duplicate edges left out (:mod:`.edges`), each kept
@@ -14,7 +14,7 @@
   still writes every input edge.
 - the stats file is written last.
 
-Memory per task: one node chunk (times the number of weight columns), or one edge
+Memory per task: one node block (times the number of weight columns), or one edge
 file, or one bucket of ``bucket_rows`` edges (2**21 by default: 32 bytes per edge
 shuffled, about 100 bytes per edge while sorting).
 """

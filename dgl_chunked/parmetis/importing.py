@@ -7,10 +7,10 @@ and writes an assignment directory with
 caller, never inferred from the IDs seen. Three computes run: (1) planning: count
 the lines of every ``blocksize`` byte piece of every file (for line numbers in
 errors); (2) parse each piece, shuffle rows by ``orig_nid`` into the graph's node
-chunks (``set_index`` with explicit divisions), check that every node appears exactly
-once, and store each chunk's int32 partition IDs in a scratch ``.npy``; (3)
+blocks (``set_index`` with explicit divisions), check that every node appears exactly
+once, and store each block's int32 partition IDs in a scratch ``.npy``; (3)
 ``write_assignment`` from those. Memory per task: one piece (``blocksize``, 16 MiB
-by default, plus 8 bytes per column and line while parsing) or one node chunk (~30 bytes per node). Nothing
+by default, plus 8 bytes per column and line while parsing) or one node block (~30 bytes per node). Nothing
 is written to ``assign_dir`` unless the whole output is valid.
 """
 
@@ -140,7 +140,7 @@ def _scatter(
     storage_options: StorageOptions,
     run: str,
 ) -> dict[str, Any]:
-    """Compute 2: parse, shuffle into node chunks, check, store; lazy per-type arrays of the result."""
+    """Compute 2: parse, shuffle into node blocks, check, store; lazy per-type arrays of the result."""
     import dask.array as da
     import dask.dataframe as dd
     from dask.base import compute
@@ -148,7 +148,7 @@ def _scatter(
 
     md = graph.metadata
     offsets = md.node_type_offsets
-    chunks = []  # (ntype, lo, hi) in orig_nid, non-empty node chunks in order
+    chunks = []  # (ntype, lo, hi) in orig_nid, non-empty node blocks in order
     for t, ntype in enumerate(md.node_types):
         bounds = int(offsets[t]) + np.concatenate([[0], np.cumsum(graph.node_chunks(ntype))])
         chunks += [(ntype, int(a), int(b)) for a, b in pairwise(bounds) if b > a]

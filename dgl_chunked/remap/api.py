@@ -89,7 +89,9 @@ class _TableOptions:
     delimiter: str
 
 
-def _user_ids(space: TypeSpace, inputs: MappingInputs, opts: _TableOptions, stage: str, bounds: tuple[int, ...]) -> Any:
+def _user_ids(
+    space: TypeSpace, inputs: MappingInputs, opts: _TableOptions, scratch: str, bounds: tuple[int, ...]
+) -> Any:
     """The key reader of a node type's table (None without user IDs): node_keys, or raw_id_mappings staged."""
     keys: Keys | None = find_keys(
         space.name,
@@ -100,7 +102,7 @@ def _user_ids(space: TypeSpace, inputs: MappingInputs, opts: _TableOptions, stag
         storage_options=inputs.storage_options,
     )
     if isinstance(keys, IdMappingSource):
-        return StagedKeys(keys, bounds, fs.join(stage, "keys"), space.label)
+        return StagedKeys(keys, bounds, fs.join(scratch, "keys"), space.label)
     return keys
 
 
@@ -124,12 +126,12 @@ def _plan_jobs(
         row_bytes = data.dtype.itemsize * max(1, int(_prod(data.row_shape))) + 16
         bounds = regular_bounds(space.total, block_rows_for(row_bytes, block_bytes, source))
         tag = f"{space.kind[0]}{i}"
-        stage = fs.join(out, f"{TMP_DIR}/stage/{tag}")
+        scratch = fs.join(out, f"{TMP_DIR}/staged/{tag}")
         keys, ends = None, None
         if fmt in TABLE_FORMATS and space.kind == "edge":
-            ends = plan_endpoints(space, inputs, table.id_mappings, stage, bounds, fmt)
+            ends = plan_endpoints(space, inputs, table.id_mappings, scratch, bounds, fmt)
         if fmt in TABLE_FORMATS and space.kind == "node":
-            keys = _user_ids(space, inputs, table, stage, bounds)
+            keys = _user_ids(space, inputs, table, scratch, bounds)
             if keys is None and not user_ids_known(inputs.part_root, inputs.graph, table.id_mappings, so):
                 raise RemapError(
                     f"results: format {fmt} writes the user IDs of {space.label} (its keys, or GSProcessing's "
@@ -157,7 +159,7 @@ def _plan_jobs(
             delimiter=table.delimiter,
             storage_options=so,
         )
-        jobs.append(TypeJob(tag, space, bounds, source, data, output, stage=stage))
+        jobs.append(TypeJob(tag, space, bounds, source, data, output, scratch=scratch))
     return jobs
 
 
@@ -307,7 +309,7 @@ def remove_tmp(out: str, so: StorageOptions) -> None:
 def _run(jobs: list[TypeJob], inputs: MappingInputs, out: str, client: Any, progress: bool) -> dict[str, TypeSummary]:
     runner = StepRunner(client=client, progress=progress, command="remap")
     token = run_token(out, inputs.part_root, [(j.space, j.bounds) for j in jobs])
-    jobs, stores = owner_jobs(jobs, inputs, fs.join(out, f"{TMP_DIR}/stage"), token)
+    jobs, stores = owner_jobs(jobs, inputs, fs.join(out, f"{TMP_DIR}/staged"), token)
     if stores:
         runner.compute(stores, "stage destination owners")
     counts = [count_tasks(j, token) for j in jobs]

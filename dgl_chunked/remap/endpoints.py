@@ -11,7 +11,7 @@ graph, so edge tables need the chunked graph (``--in-dir``); their user IDs come
 An end type without user IDs gets its nodes' original (type-wise) IDs, int64.
 
 Out of core, a sort-based join through bucket files (:mod:`~dgl_chunked.storage.buckets`)
-under ``OUT/_tmp/stage/<tag>/ends/``:
+under ``OUT/_tmp/staged/<tag>/ends/``:
 
 1. :func:`stage_requests`, one task per block ``k`` of the edge type's original IDs: the
    block's endpoints read from the edge files; per end with user IDs, ``(row in the
@@ -72,7 +72,7 @@ class End:
     ntype: str
     keys: KeySource | StagedKeys | None
     bounds: tuple[int, ...]
-    stage: str
+    scratch: str
 
     @property
     def label(self) -> str:
@@ -81,10 +81,10 @@ class End:
         return str(self.keys.source.label if isinstance(self.keys, StagedKeys) else self.keys.label)
 
     def request_path(self, k: int) -> str:
-        return fs.join(self.stage, f"q/{k:06d}.arrow")
+        return fs.join(self.scratch, f"q/{k:06d}.arrow")
 
     def answer_path(self, j: int) -> str:
-        return fs.join(self.stage, f"a/{j:06d}.arrow")
+        return fs.join(self.scratch, f"a/{j:06d}.arrow")
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ class Endpoints:
 
 
 def plan_endpoints(
-    space: TypeSpace, inputs: MappingInputs, id_mappings: str | None, stage: str, bounds: tuple[int, ...], fmt: str
+    space: TypeSpace, inputs: MappingInputs, id_mappings: str | None, scratch: str, bounds: tuple[int, ...], fmt: str
 ) -> Endpoints:
     """The endpoints of edge type ``space`` for a table of format ``fmt`` with blocks ``bounds``.
 
@@ -184,10 +184,10 @@ def plan_endpoints(
         if isinstance(keys, IdMappingSource):
             if ntype not in staged:
                 node_bounds = regular_bounds(node.total, NODE_BLOCK)
-                staged[ntype] = StagedKeys(keys, node_bounds, fs.join(stage, f"ends/keys{s}"), node.label)
+                staged[ntype] = StagedKeys(keys, node_bounds, fs.join(scratch, f"ends/keys{s}"), node.label)
             reader = staged[ntype]
         node_bounds = reader.bounds if isinstance(reader, StagedKeys) else regular_bounds(node.total, NODE_BLOCK)
-        ends.append(End(ntype, reader, node_bounds, fs.join(stage, f"ends/{'sd'[s]}")))
+        ends.append(End(ntype, reader, node_bounds, fs.join(scratch, f"ends/{'sd'[s]}")))
     return Endpoints(
         space.name,
         tuple(graph.edge_chunks(space.name)),
@@ -233,26 +233,26 @@ def _staged(jobs: list[TypeJob]) -> list[tuple[str, StagedKeys]]:
         if output is None:
             continue
         if isinstance(output.keys, StagedKeys):
-            out.setdefault(output.keys.stage, (job.tag, output.keys))
+            out.setdefault(output.keys.scratch, (job.tag, output.keys))
         ends = output.endpoints
         if isinstance(ends, Endpoints):
             for s, end in enumerate(ends.ends):
                 if isinstance(end.keys, StagedKeys):
-                    out.setdefault(end.keys.stage, (f"{job.tag}e{s}", end.keys))
+                    out.setdefault(end.keys.scratch, (f"{job.tag}e{s}", end.keys))
     return list(out.values())
 
 
 def stage_keys_and_ends(jobs: list[TypeJob], runner: StepRunner, token: str) -> None:
     """Before the block tasks: stage every ``raw_id_mappings`` by block (checking no user ID repeats), then
     the edge tables' endpoints (:func:`stage_requests`, then :func:`answer_requests`)."""
-    stage: list[Delayed] = []
+    stage_tasks: list[Delayed] = []
     check: list[Delayed] = []
     for tag, keys in _staged(jobs):
         s, c = mapping_tasks(keys, token, tag)
-        stage += s
+        stage_tasks += s
         check += c
-    if stage:
-        runner.compute(stage, "stage user IDs")
+    if stage_tasks:
+        runner.compute(stage_tasks, "stage user IDs")
     if check:
         runner.compute(check, "check user IDs")
     requests: list[Any] = []

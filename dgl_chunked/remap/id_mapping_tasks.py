@@ -39,11 +39,11 @@ KEYS_PER_BUCKET = 1 << 20
 
 @dataclass(frozen=True)
 class StagedKeys:
-    """A node type's ``raw_id_mappings`` staged under ``stage``, read back one block of original IDs at a time."""
+    """A node type's ``raw_id_mappings`` staged under ``scratch``, read back one block of original IDs at a time."""
 
     source: IdMappingSource
     bounds: tuple[int, ...]
-    stage: str
+    scratch: str
     type_label: str
 
     @property
@@ -59,10 +59,10 @@ class StagedKeys:
         return max(1, math.ceil(self.total / KEYS_PER_BUCKET))
 
     def block_paths(self) -> list[str]:
-        return [fs.join(self.stage, f"b/{i:06d}.arrow") for i in range(self.source.num_pieces)]
+        return [fs.join(self.scratch, f"b/{i:06d}.arrow") for i in range(self.source.num_pieces)]
 
     def bucket_paths(self) -> list[str]:
-        return [fs.join(self.stage, f"h/{i:06d}.arrow") for i in range(self.source.num_pieces)]
+        return [fs.join(self.scratch, f"h/{i:06d}.arrow") for i in range(self.source.num_pieces)]
 
     def read(self, lo: int, hi: int) -> pa.Array:
         """User IDs of original IDs ``[lo, hi)`` (one block), in ID order.
@@ -134,7 +134,7 @@ def user_ids_label(keys: Any) -> str | None:
 
 def mapping_tasks(staged: StagedKeys, token: str, tag: str) -> tuple[list[Delayed], list[Delayed]]:
     """``(staging tasks, check tasks)``: compute the first, then the second, before the block tasks."""
-    stage: list[Any] = [
+    stage_tasks: list[Any] = [
         delayed(stage_mapping, pure=False)(staged, i, dask_key_name=f"dglc-remap-keys-{tag}-{token}-{i}")
         for i in range(staged.source.num_pieces)
     ]
@@ -142,4 +142,4 @@ def mapping_tasks(staged: StagedKeys, token: str, tag: str) -> tuple[list[Delaye
         delayed(check_bucket, pure=False)(staged, h, dask_key_name=f"dglc-remap-keycheck-{tag}-{token}-{h}")
         for h in range(staged.num_buckets)
     ]
-    return stage, check
+    return stage_tasks, check

@@ -35,7 +35,7 @@ import zarr
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.dispatch.ids import sort_by_owner
 from dgl_chunked.io.chunked.chunks import ChunkGroup, ChunkRef, read_edges_partition
-from dgl_chunked.io.dgl.tensor_index import TensorPayload, read_payload_rows
+from dgl_chunked.io.formats.tensor_rows import TensorPayload, read_payload_rows
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.storage.arrays import zarr_store

@@ -50,8 +50,8 @@ def pair_pieces(data: PairInput, rows_per_piece: int) -> list[PairPiece]:
     return out
 
 
-def _stage_path(stage: str, index: int, name: str) -> str:
-    return fs.join(stage, f"{index:06d}.{name}.npy")
+def _staged_path(scratch: str, index: int, name: str) -> str:
+    return fs.join(scratch, f"{index:06d}.{name}.npy")
 
 
 def map_pairs(
@@ -60,7 +60,7 @@ def map_pairs(
     index: int,
     space: TypeSpace,
     blocks: Blocks,
-    stage: str,
+    scratch: str,
     so: StorageOptions = None,
 ) -> IdArray:
     """Stage piece ``index`` of the pairs sorted by block; return its ``K + 1`` block offsets.
@@ -86,28 +86,28 @@ def map_pairs(
         owner = space.owner(ids)
         block = blocks.block_of(owner, ids - space.offsets[owner])
     row = np.arange(piece.lo, piece.hi, dtype=np.int64)
-    return write_staged(stage, index, {"ids": ids, "rows": rows, "row": row}, block, blocks.num_blocks, so)
+    return write_staged(scratch, index, {"ids": ids, "rows": rows, "row": row}, block, blocks.num_blocks, so)
 
 
 def write_staged(
-    stage: str, index: int, arrays: dict[str, npt.NDArray[Any]], group: IdArray, num_groups: int, so: StorageOptions
+    scratch: str, index: int, arrays: dict[str, npt.NDArray[Any]], group: IdArray, num_groups: int, so: StorageOptions
 ) -> IdArray:
     """Stage ``ids``, ``rows`` and ``row`` of piece ``index`` sorted by ``group``; return the ``G + 1`` offsets."""
     if num_groups <= np.iinfo(np.uint16).max:  # numpy's stable sort of 1- and 2-byte integers is a radix sort
         group = group.astype(np.uint8 if num_groups <= np.iinfo(np.uint8).max else np.uint16)
     order, offsets = bucket_order(group, num_groups)
     for name in _ARRAYS:
-        path = _stage_path(stage, index, name)
+        path = _staged_path(scratch, index, name)
         makedirs_for(path, so)
         with fs.open_file(path, "wb", so) as f:
             write_npy(f, np.ascontiguousarray(arrays[name][order]))
     return offsets
 
 
-def read_segment(stage: str, index: int, lo: int, hi: int, so: StorageOptions = None) -> dict[str, npt.NDArray[Any]]:
+def read_segment(scratch: str, index: int, lo: int, hi: int, so: StorageOptions = None) -> dict[str, npt.NDArray[Any]]:
     """Rows ``[lo, hi)`` of staged piece ``index``: ``ids``, ``rows`` and ``row`` (row in its file)."""
     out = {}
     for name in _ARRAYS:
-        path = _stage_path(stage, index, name)
+        path = _staged_path(scratch, index, name)
         out[name] = read_npy_rows(path, npy_header(path, "remap staging", so), lo, hi, so)
     return out

@@ -27,7 +27,7 @@ from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import OUTPUT_KIND, PartitionConfig, read_partition_config
-from dgl_chunked.io.dgl.tensor_index import index_tensor_dict
+from dgl_chunked.io.formats.dgl import index_tensor_dict
 from dgl_chunked.remap.mapping import EdgeAssignmentSource, NodeAssignmentSource, OrigIdSource, regular_bounds
 from dgl_chunked.remap.model import RemapError
 from dgl_chunked.remap.spaces import TypeSpace
@@ -151,7 +151,7 @@ def block_rows_for(row_bytes: int, block_bytes: int, source: Source) -> int:
     return rows
 
 
-def owner_jobs(jobs: list[TypeJob], inputs: MappingInputs, stage: str, token: str) -> tuple[list[TypeJob], list[Any]]:
+def owner_jobs(jobs: list[TypeJob], inputs: MappingInputs, scratch: str, token: str) -> tuple[list[TypeJob], list[Any]]:
     """Attach assignment blocks to node jobs and staged owners to edge jobs.
 
     Returns the jobs and the Dask tasks that stage edge types' destination owners
@@ -172,7 +172,7 @@ def owner_jobs(jobs: list[TypeJob], inputs: MappingInputs, stage: str, token: st
             assert graph is not None and assignment is not None
             dst = job.space.name.split(":")[2]
             if dst not in staged:
-                staged[dst] = fs.join(stage, f"owners/{len(staged)}.zarr")
+                staged[dst] = fs.join(scratch, f"owners/{len(staged)}.zarr")
                 name = f"dglc-remap-owners-{token}-{len(staged)}"
                 stores += _stage_owners(graph, assignment, dst, staged[dst], job.space.num_parts, so, name)
             source = replace(job.source, owners=staged[dst], cache_key=f"dglc-remap-owners-{token}-{dst}")

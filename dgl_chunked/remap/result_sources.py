@@ -17,9 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
+from dgl_chunked.errors import DglChunkedError
+from dgl_chunked.io.formats import open_result
 from dgl_chunked.io.formats.rows import RowFile
 from dgl_chunked.remap.model import RemapError, ResultFile, ResultSource
-from dgl_chunked.remap.readers import open_row_file
 from dgl_chunked.remap.spaces import TypeSpace
 from dgl_chunked.storage import fs
 
@@ -144,6 +145,17 @@ def _tile(files: list[RowFile], wanted: list[int | None], space: TypeSpace) -> R
     return RowInput(tuple(files[i] for i in order), tuple(starts[i] for i in order))
 
 
+def _open_rows(ref: ResultFile, so: StorageOptions) -> RowFile:
+    """Inspect one result file through the registry's result formats (header only)."""
+    try:
+        return open_result(ref.path, ref.key, so)
+    except FileNotFoundError:
+        raise RemapError(f"{ref.path}: does not exist") from None
+    except (DglChunkedError, OSError, ValueError) as err:
+        text = str(err)
+        raise RemapError(text if ref.path in text else f"{ref.path}: {text}") from None
+
+
 def resolve_source(source: ResultSource, space: TypeSpace, so: StorageOptions = None) -> RowInput | PairInput:
     """Inspect ``source``'s files and check them against ``space`` (headers only).
 
@@ -155,7 +167,7 @@ def resolve_source(source: ResultSource, space: TypeSpace, so: StorageOptions = 
         non-integer IDs; the message names the file.
     """
     row_refs = expand_files(source.files, so)
-    rows = [open_row_file(f.path, f.key, storage_options=so) for f in row_refs]
+    rows = [_open_rows(f, so) for f in row_refs]
     if not rows:
         raise RemapError(f"{space.label}: no result file given")
     _same_layout(rows, f"results of {space.label}")
@@ -166,7 +178,7 @@ def resolve_source(source: ResultSource, space: TypeSpace, so: StorageOptions = 
         raise RemapError(
             f"{space.label}: {len(rows)} row file(s) but {len(id_refs)} ID file(s); pair each rank's IDs with its rows"
         )
-    ids = [open_row_file(f.path, f.key, storage_options=so) for f in id_refs]
+    ids = [_open_rows(f, so) for f in id_refs]
     for i, r in zip(ids, rows, strict=True):
         if i.row_shape or i.dtype.kind not in "iu":
             raise RemapError(f"{i.describe()}: holds {i.row_shape} {i.dtype}; new IDs must be a 1-D integer array")

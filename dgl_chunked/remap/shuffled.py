@@ -101,8 +101,8 @@ def slab_range(space: TypeSpace, grid: Blocks, s: int) -> tuple[int, int, int]:
     return p, lo, lo + int(grid.counts[s, p])
 
 
-def _stage(job: TypeJob, name: str) -> str:
-    return fs.join(job.stage, name)
+def _scratch(job: TypeJob, name: str) -> str:
+    return fs.join(job.scratch, name)
 
 
 def _so(job: TypeJob) -> StorageOptions:
@@ -136,7 +136,9 @@ def _pair_rows(job: TypeJob, s: int, first: int, last: int) -> tuple[IdArray, np
     assert isinstance(data, PairInput)
     so = _so(job)
     used = [i for i, o in enumerate(job.offsets) if o[s + 1] > o[s]]
-    segs = [read_segment(_stage(job, "pairs"), i, int(job.offsets[i][s]), int(job.offsets[i][s + 1]), so) for i in used]
+    segs = [
+        read_segment(_scratch(job, "pairs"), i, int(job.offsets[i][s]), int(job.offsets[i][s + 1]), so) for i in used
+    ]
     if not segs:
         return np.empty(0, np.int64), np.empty((0, *data.row_shape), data.dtype)
     ids = np.concatenate([g["ids"] for g in segs]).astype(np.int64, copy=False)
@@ -172,12 +174,12 @@ def stage_slab(job: TypeJob, grid: Blocks, s: int) -> IdArray:
         orig = orig[new - first]
     block = (np.searchsorted(np.asarray(job.bounds), orig, side="right") - 1).astype(np.int64)
     arrays = {"ids": orig, "rows": rows, "row": new}
-    return write_staged(_stage(job, "slabs"), s, arrays, block, len(job.bounds) - 1, _so(job))
+    return write_staged(_scratch(job, "slabs"), s, arrays, block, len(job.bounds) - 1, _so(job))
 
 
-def _read_block(job: TypeJob, k: int, offsets: tuple[IdArray, ...], stage: str) -> dict[str, npt.NDArray[Any]] | None:
+def _read_block(job: TypeJob, k: int, offsets: tuple[IdArray, ...], scratch: str) -> dict[str, npt.NDArray[Any]] | None:
     used = [s for s, o in enumerate(offsets) if o[k + 1] > o[k]]
-    segs = [read_segment(stage, s, int(offsets[s][k]), int(offsets[s][k + 1]), _so(job)) for s in used]
+    segs = [read_segment(scratch, s, int(offsets[s][k]), int(offsets[s][k + 1]), _so(job)) for s in used]
     if not segs:
         return None
     return {name: np.concatenate([g[name] for g in segs]) for name in ("ids", "rows", "row")}
@@ -188,7 +190,7 @@ def write_shuffled_block(job: TypeJob, k: int, offsets: tuple[IdArray, ...]) -> 
     data, output = job.data, job.output
     assert data is not None and output is not None
     lo, hi = job.bounds[k], job.bounds[k + 1]
-    got = _read_block(job, k, offsets, _stage(job, "slabs"))
+    got = _read_block(job, k, offsets, _scratch(job, "slabs"))
     if got is None:
         got = {"ids": np.empty(0, np.int64), "rows": np.empty((0, *data.row_shape), data.dtype), "row": np.empty(0)}
     orig, new = got["ids"].astype(np.int64, copy=False), got["row"].astype(np.int64, copy=False)
@@ -214,7 +216,7 @@ def pair_slab_tasks(job: TypeJob, grid: Blocks, rows_per_piece: int, token: str)
     pieces = pair_pieces(job.data, rows_per_piece)
     job = replace(job, pieces=tuple(pieces))
     lean = job.lean()
-    stage = _stage(job, "pairs")
+    scratch = _scratch(job, "pairs")
     return job, [
         delayed(map_pairs, pure=False)(
             lean.data,
@@ -222,7 +224,7 @@ def pair_slab_tasks(job: TypeJob, grid: Blocks, rows_per_piece: int, token: str)
             i,
             job.space,
             grid,
-            stage,
+            scratch,
             _so(job),
             dask_key_name=f"dglc-remap-spairs-{job.tag}-{token}-{i}",
         )
@@ -253,21 +255,21 @@ def shuffled_block_tasks(job: TypeJob, offsets: tuple[IdArray, ...], token: str)
 # --- lookup ---------------------------------------------------------------------------------
 
 
-def stage_inverse(job: TypeJob, grid: Blocks, s: int, stage: str, so: StorageOptions) -> IdArray:
+def stage_inverse(job: TypeJob, grid: Blocks, s: int, scratch: str, so: StorageOptions) -> IdArray:
     """Stage slab ``s``'s ``(original ID, new ID)`` by block of original IDs; return the block offsets."""
     assert isinstance(job.source, OrigIdSource)
     p, lo, hi = slab_range(job.space, grid, s)
     orig = job.source.read(p, lo, hi)
     new = np.arange(grid.bounds[s], grid.bounds[s] + hi - lo, dtype=np.int64)
     block = (np.searchsorted(np.asarray(job.bounds), orig, side="right") - 1).astype(np.int64)
-    return write_staged(stage, s, {"ids": orig, "rows": new, "row": new}, block, len(job.bounds) - 1, so)
+    return write_staged(scratch, s, {"ids": orig, "rows": new, "row": new}, block, len(job.bounds) - 1, so)
 
 
-def inverse_block(job: TypeJob, k: int, offsets: tuple[IdArray, ...], stage: str, so: StorageOptions) -> IdArray:
+def inverse_block(job: TypeJob, k: int, offsets: tuple[IdArray, ...], scratch: str, so: StorageOptions) -> IdArray:
     """The type-wise new ID of every original ID of block ``k``."""
     lo, hi = job.bounds[k], job.bounds[k + 1]
     used = [s for s, o in enumerate(offsets) if o[k + 1] > o[k]]
-    segs = [read_segment(stage, s, int(offsets[s][k]), int(offsets[s][k + 1]), so) for s in used]
+    segs = [read_segment(scratch, s, int(offsets[s][k]), int(offsets[s][k + 1]), so) for s in used]
     orig = np.concatenate([g["ids"] for g in segs]).astype(np.int64) if segs else np.empty(0, np.int64)
     new = np.concatenate([g["row"] for g in segs]).astype(np.int64) if segs else np.empty(0, np.int64)
     if (np.bincount(orig - lo, minlength=hi - lo) > 1).any():  # sort only to name the places

@@ -55,7 +55,7 @@ class TypeJob:
     source: Source
     data: RowInput | PairInput | None
     output: TypeOutput | None
-    stage: str = ""
+    scratch: str = ""
     blocks: Blocks | None = None
     pieces: tuple[PairPiece, ...] = ()
     offsets: tuple[IdArray, ...] = ()
@@ -129,7 +129,7 @@ def pair_tasks(job: TypeJob, pieces: list[PairPiece], token: str) -> list[Delaye
             i,
             job.space,
             job.blocks,
-            job.stage,
+            job.scratch,
             so,
             dask_key_name=f"dglc-remap-pairs-{job.tag}-{token}-{i}",
         )
@@ -160,7 +160,7 @@ def _pair_block(job: TypeJob, k: int, positions: list[IdArray]) -> tuple[npt.NDA
     lo, hi = job.bounds[k], job.bounds[k + 1]
     so = job.output.storage_options
     used = [i for i, o in enumerate(job.offsets) if o[k + 1] > o[k]]
-    segs = [read_segment(job.stage, i, int(job.offsets[i][k]), int(job.offsets[i][k + 1]), so) for i in used]
+    segs = [read_segment(job.scratch, i, int(job.offsets[i][k]), int(job.offsets[i][k + 1]), so) for i in used]
     origin = np.repeat(np.asarray(used, dtype=np.int64), [s["ids"].shape[0] for s in segs])
     ids = np.concatenate([s["ids"] for s in segs]) if segs else np.empty(0, np.int64)
     rows = np.concatenate([s["rows"] for s in segs]) if segs else np.empty((0, *data.row_shape), data.dtype)

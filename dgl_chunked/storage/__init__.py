@@ -2,8 +2,8 @@
 
 Nothing here knows a file format or imports Dask. Every path in dgl_chunked is a
 local path or an fsspec URL (:mod:`.fs`); large local writes bypass the page cache
-(:mod:`.direct_io`); edge chunks look up node IDs in big 1-D Zarr arrays one chunk
-at a time (:mod:`.zarr_lookup`) and read row ranges of them without whole chunks
+(:mod:`.direct_io`); edge read tasks look up node IDs in big 1-D Zarr arrays one Zarr chunk
+at a time (:mod:`.zarr_lookup`) and read row ranges of them without whole Zarr chunks
 (:mod:`.zarr_rows`); and every directory the package writes carries a
 marker so that cleanup only ever touches what it wrote (:mod:`.owned`). There is
 one ``.npy`` reader (:mod:`.npy`, thread-safe), one way to write an output file

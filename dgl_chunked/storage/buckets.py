@@ -3,7 +3,7 @@
 A task that sorts its rows out for later tasks writes one bucket file; each later
 task reads one bucket from all of them, so no task holds more than its own rows.
 A bucket is whatever the caller groups by: a hash bucket of keys (``chunk``'s key
-join, ``lookup``'s key join), or a block of original IDs (``lookup``'s stages,
+join, ``lookup``'s key join), or a block of original IDs (``lookup``'s steps,
 ``remap``'s ``raw_id_mappings`` by block). Every file has exactly ``num_buckets``
 batches, empty ones included, so bucket ``b`` is batch ``b`` of every file.
 

@@ -83,7 +83,7 @@ def filesystem(path: PathLike, storage_options: StorageOptions = None) -> tuple[
 HEADER_BLOCK = 1 << 12
 """Read-ahead of a remote file opened for its header or footer only (bytes).
 
-fsspec's remote files read ahead a whole block on the first read (s3fs: 50 MiB), so
+fsspec's remote files read ahead a whole fsspec block (``block_size``) on the first read (s3fs: 50 MiB), so
 reading a 128-byte ``.npy`` header fetched the whole feature file: 15 MB for the
 client of a 200k-node graph before any task ran (``benchmarks/bench_network.py``)."""
 
@@ -166,14 +166,14 @@ def naming(path: PathLike) -> Iterator[None]:
         raise
 
 
-COPY_BLOCK = 1 << 22
+COPY_BYTES = 1 << 22
 """Bytes read and written at a time by :func:`concat_files` (4 MiB)."""
 
 
 def concat_files(pieces: Sequence[PathLike], target: PathLike, storage_options: StorageOptions = None) -> None:
     """Stream ``pieces`` one after the other into ``target`` (temporary name, then rename).
 
-    Memory is one block (:data:`COPY_BLOCK`) whatever the sizes; no pieces give an
+    Memory is one buffer (:data:`COPY_BYTES`) whatever the sizes; no pieces give an
     empty file. Until the rename, ``target`` does not exist (or keeps its old
     content), so a failed run never leaves a complete-looking file, and the
     temporary file is removed. An ``OSError`` while writing names ``target``; a
@@ -194,7 +194,7 @@ def concat_files(pieces: Sequence[PathLike], target: PathLike, storage_options: 
         with naming(target), fs.open(tmp, "wb") as dst:
             for piece in pieces:
                 with open_file(piece, "rb", storage_options) as src:
-                    while data := src.read(COPY_BLOCK):
+                    while data := src.read(COPY_BYTES):
                         dst.write(data)
         fs.mv(tmp, inner)
     except BaseException:

@@ -1,18 +1,18 @@
 """Random-access lookups into large 1-D Zarr arrays with bounded memory.
 
 ``lookup(array, ids)`` returns ``array[ids]`` while holding at most one Zarr chunk
-of ``array`` in memory at a time: the IDs are grouped by the chunk they fall in
-and only the touched chunks are read, one after another. This is how an edge
-chunk finds the partition or new ID of its endpoints without loading a whole
+of ``array`` in memory at a time: the IDs are grouped by the Zarr chunk they fall in
+and only the touched Zarr chunks are read, one after another. This is how an edge
+read task finds the partition or new ID of its endpoints without loading a whole
 node-level array, whatever the graph size.
 
 ``cached_lookup`` trades memory for speed where the caller allows it: a whole
 array that fits a byte budget is read once per process (as int32 when its values
-allow) and kept, so the many edge chunks a worker handles gather from memory
-instead of re-reading every Zarr chunk per edge chunk. An array larger than the
+allow) and kept, so the many edge read tasks a worker runs gather from memory
+instead of re-reading every Zarr chunk per read task. An array larger than the
 budget is range-partitioned by its Zarr chunks: the ranges that fit the budget
 stay in memory, the others are read from Zarr at each lookup. Memory is bounded
-by the budget (plus one chunk), whatever the array's length.
+by the budget (plus one Zarr chunk), whatever the array's length.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ __all__ = [
 
 
 def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
-    """Gather ``array[ids]`` chunk by chunk.
+    """Gather ``array[ids]`` Zarr chunk by Zarr chunk.
 
     Parameters
     ----------
     array
-        A 1-D Zarr array with regular chunks.
+        A 1-D Zarr array with regular Zarr chunks.
     ids
         Integer positions in ``[0, array.shape[0])``.
 
@@ -57,10 +57,10 @@ def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDA
     if ids.size == 0:
         return out
     chunk = int(array.chunks[0])
-    if array.shape[0] <= chunk:  # one chunk: no grouping needed
+    if array.shape[0] <= chunk:  # one Zarr chunk: no grouping needed
         return np.asarray(array[:])[ids]  # type: ignore[no-any-return]
-    block = ids // chunk
-    for b, sel in _groups(block, -(-array.shape[0] // chunk)):
+    zarr_chunk = ids // chunk
+    for b, sel in _groups(zarr_chunk, -(-array.shape[0] // chunk)):
         values = np.asarray(array[b * chunk : min((b + 1) * chunk, array.shape[0])])
         out[sel] = values[ids[sel] - b * chunk]
     return out
@@ -96,7 +96,7 @@ def cached_lookup(
     budget_bytes
         Most bytes all cached arrays of this process may hold together. Of an array
         larger than this only the ranges (Zarr chunks) that fit are kept; the
-        others are read at every lookup, one chunk at a time.
+        others are read at every lookup, one Zarr chunk at a time.
     dtype
         dtype of the result (default: ``array``'s); the caller guarantees the values fit.
     compact
@@ -137,39 +137,39 @@ def _ranged_lookup(
 
 
 def _range_groups(
-    ids: npt.NDArray[np.integer[Any]], chunk: int, num_blocks: int
+    ids: npt.NDArray[np.integer[Any]], chunk: int, num_chunks: int
 ) -> Iterator[tuple[int, npt.NDArray[np.intp]]]:
-    """Positions of the IDs falling in each touched block of ``chunk`` IDs, one block at a time.
+    """Positions of the IDs falling in each touched Zarr chunk (``chunk`` IDs each), one at a time.
 
-    Few blocks: two compares per block and ID, and only one block's positions alive at
-    a time (no block number per ID). Many: one sort of the block numbers.
+    Few Zarr chunks: two compares per Zarr chunk and ID, and only one Zarr chunk's positions
+    alive at a time (no Zarr chunk number per ID). Many: one sort of the Zarr chunk numbers.
     """
-    if num_blocks > 16:
-        yield from _groups(ids // chunk, num_blocks)
+    if num_chunks > 16:
+        yield from _groups(ids // chunk, num_chunks)
         return
-    for b in range(num_blocks):
+    for b in range(num_chunks):
         sel = np.flatnonzero((ids >= b * chunk) & (ids < (b + 1) * chunk))
         if sel.size:
             yield b, sel
 
 
 def _cached_range(
-    array: zarr.Array[Any], key: Hashable, block: int, budget_bytes: int, compact: bool
+    array: zarr.Array[Any], key: Hashable, index: int, budget_bytes: int, compact: bool
 ) -> npt.NDArray[Any] | None:
-    """Chunk ``block`` of ``array`` from memory, loaded when the budget still has room for it.
+    """Zarr chunk ``index`` of ``array`` from memory, loaded when the budget still has room for it.
 
     Ranges are never evicted for other ranges: with uniformly random IDs every edge
-    chunk touches every range, and keeping the first ones beats a cache that cycles.
+    read task touches every range, and keeping the first ones beats a cache that cycles.
     """
     chunk = int(array.chunks[0])
-    range_key = (key, "range", block)
+    range_key = (key, "range", index)
     itemsize = 4 if compact and np.dtype(array.dtype).kind in "iu" else np.dtype(array.dtype).itemsize
     with _CACHE_LOCK:
         if range_key in _CACHE:
             return cast("npt.NDArray[Any]", _CACHE[range_key])
         if _held() + chunk * itemsize > budget_bytes:
             return None
-        values = np.asarray(array[block * chunk : (block + 1) * chunk])
+        values = np.asarray(array[index * chunk : (index + 1) * chunk])
         if itemsize == 4 and values.size and values.min() >= _INT32.min and values.max() <= _INT32.max:
             values = values.astype(np.int32)
         _CACHE[range_key] = values
@@ -235,17 +235,17 @@ def _cached_values(array: zarr.Array[Any], key: Hashable, budget_bytes: int, com
 
 
 def _read_compact(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any] | None:
-    """The whole array, chunk by chunk, as int32 when every value fits (half the memory);
+    """The whole array, Zarr chunk by Zarr chunk, as int32 when every value fits (half the memory);
     None when its values need the native dtype and that exceeds ``budget_bytes``."""
     dtype = np.dtype(array.dtype)
     out = np.empty(array.shape[0], dtype=np.int32 if dtype.kind in "iu" else dtype)
     step = int(array.chunks[0])
     for lo in range(0, array.shape[0], step):
-        block = np.asarray(array[lo : lo + step])
-        if out.dtype != dtype and block.size and (block.min() < _INT32.min or block.max() > _INT32.max):
+        values = np.asarray(array[lo : lo + step])
+        if out.dtype != dtype and values.size and (values.min() < _INT32.min or values.max() > _INT32.max):
             del out  # values beyond int32: the native dtype or nothing
             return _read_native(array, budget_bytes)
-        out[lo : lo + block.shape[0]] = block
+        out[lo : lo + values.shape[0]] = values
     return out
 
 
@@ -254,17 +254,17 @@ def _read_native(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any] 
     return np.asarray(array[:]) if array.nbytes <= budget_bytes else None
 
 
-def _groups(block: npt.NDArray[Any], num_blocks: int) -> list[tuple[int, npt.NDArray[np.intp]]]:
-    """Positions of the IDs falling in each touched block, block by block."""
-    if num_blocks <= 16:  # a pass per block beats sorting millions of IDs
-        groups = [(b, np.flatnonzero(block == b)) for b in range(num_blocks)]
+def _groups(zarr_chunk: npt.NDArray[Any], num_chunks: int) -> list[tuple[int, npt.NDArray[np.intp]]]:
+    """Positions of the IDs falling in each touched Zarr chunk, one Zarr chunk after another."""
+    if num_chunks <= 16:  # a pass per Zarr chunk beats sorting millions of IDs
+        groups = [(b, np.flatnonzero(zarr_chunk == b)) for b in range(num_chunks)]
         return [(b, sel) for b, sel in groups if sel.size]
-    order = np.argsort(block, kind="stable")
-    sorted_blocks = block[order]
-    bounds = np.flatnonzero(np.diff(sorted_blocks)) + 1
+    order = np.argsort(zarr_chunk, kind="stable")
+    sorted_chunks = zarr_chunk[order]
+    bounds = np.flatnonzero(np.diff(sorted_chunks)) + 1
     starts = np.concatenate(([0], bounds)).tolist()
-    stops = np.concatenate((bounds, [block.size])).tolist()
-    return [(int(sorted_blocks[lo]), order[lo:hi]) for lo, hi in zip(starts, stops, strict=True)]
+    stops = np.concatenate((bounds, [zarr_chunk.size])).tolist()
+    return [(int(sorted_chunks[lo]), order[lo:hi]) for lo, hi in zip(starts, stops, strict=True)]
 
 
 def create_1d(store: Any, path: str, *, length: int, dtype: Any, chunk: int, overwrite: bool = True) -> zarr.Array[Any]:

@@ -41,10 +41,10 @@ several hosts):
 
 Memory bound per task: the partition task holds one partition's ``graph.dgl`` and
 orig IDs (never its features beyond ``trainer_id``); the others hold one input
-chunk (or one block of ``block_rows`` IDs), its facts from all partitions (about 32
+read task (or one block of ``block_rows`` IDs), its facts from all partitions (about 32
 bytes per edge, 16 per node) and one staged block of the node map at a time.
 Feature rows are read in coalesced runs of at most 64 MiB, so a task holds one
-input feature chunk plus one run. Nothing holds the whole input or a whole node-ID
+input feature read task plus one run. Nothing holds the whole input or a whole node-ID
 space.
 
 :func:`load_partition_output` (:mod:`.load`) is the eager counterpart: every file of

@@ -17,8 +17,7 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.errors import DglChunkedError
-from dgl_chunked.io.dgl.graph_read import read_tensor_file
-from dgl_chunked.io.dgl.records import Cursor
+from dgl_chunked.io.formats.dgl import index_tensor_dict
 from dgl_chunked.storage import fs
 from dgl_chunked.verify.plan import Feature, Plan
 
@@ -35,15 +34,6 @@ class Payload:
     offset: int
     dtype: str
     shape: tuple[int, ...]
-
-
-class _IndexCursor(Cursor):
-    """A tensor-dict reader that records where each payload is instead of reading it."""
-
-    def payload(self, dtype: np.dtype[Any], shape: tuple[int, ...], nbytes: int) -> Any:
-        start = self.pos
-        self.skip(nbytes, "data")
-        return Payload(start, dtype.str, shape)
 
 
 @dataclass
@@ -64,9 +54,8 @@ def index_feature_file(plan: Plan, p: int, kind: str, path: str) -> FeatureIndex
     out = FeatureIndex()
     name = path.rstrip("/").rsplit("/", 1)[-1]
     try:
-        filesystem, inner = fs.filesystem(path, plan.storage_options)
-        with filesystem.open(inner, "rb") as f:
-            index: dict[str, Any] = read_tensor_file(_IndexCursor(f, f.seek(0, 2), where=path))
+        stored = index_tensor_dict(path, storage_options=plan.storage_options)  # the headers only
+        index = {key: Payload(t.offset, t.dtype.str, t.shape) for key, t in stored.items()}
     except (FileNotFoundError, DglChunkedError) as err:
         out.problems.append(f"part{p}: cannot read {name}: {err}")
         return out

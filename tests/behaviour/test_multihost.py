@@ -261,10 +261,10 @@ def test_chunk_from_and_to_s3(cluster: Cluster, tmp_path: Path) -> None:
     _assert_clean(cluster, "chunked-tiny")
 
 
-# --- a worker killed during each stage ------------------------------------------------------
+# --- a worker killed during each step -------------------------------------------------------
 
 
-_STAGES = [  # (stage, S3 key fragment whose appearance means it is under way, its task key prefix)
+_STEPS = [  # (step, S3 key fragment whose appearance means it is under way, its task key prefix)
     ("lp driver", "/dglc-lp-", "dglc-assign-lp-driver"),
     ("stage assignment", "/_done/assign%2F", "dglc-stage-assignment"),
     ("number nodes", "/_done/number%2F", "dglc-number-nodes"),
@@ -289,7 +289,7 @@ def _kill_a_worker(address: str, prefix: str) -> bool:
         return bool(running)
 
 
-def test_worker_killed_during_each_stage_gives_identical_bytes(cluster: Cluster, graph: Path) -> None:
+def test_worker_killed_during_each_step_gives_identical_bytes(cluster: Cluster, graph: Path) -> None:
     if not cluster.fs.exists(f"{BUCKET}/run-lp/metadata.json"):
         cluster.cli(*_run_argv(cluster, "run-lp", "lp"))  # the same job undisturbed
     key = "kill-run"
@@ -298,8 +298,8 @@ def test_worker_killed_during_each_stage_gives_identical_bytes(cluster: Cluster,
     watch = s3fs.S3FileSystem(**cluster.options, skip_instance_cache=True)  # not the job's (cached) instance
 
     def killer() -> None:
-        stages = iter(_STAGES)
-        name, fragment, prefix = next(stages)
+        steps = iter(_STEPS)
+        name, fragment, prefix = next(steps)
         while not stop.is_set():
             try:
                 found = [p for p in watch.find(f"{BUCKET}/{key}", withdirs=True) if fragment in p]
@@ -308,7 +308,7 @@ def test_worker_killed_during_each_stage_gives_identical_bytes(cluster: Cluster,
             if found:
                 done.append(name + ("" if _kill_a_worker(cluster.address, prefix) else " (between its tasks)"))
                 try:
-                    name, fragment, prefix = next(stages)
+                    name, fragment, prefix = next(steps)
                 except StopIteration:
                     return
             time.sleep(0.05)
@@ -321,7 +321,7 @@ def test_worker_killed_during_each_stage_gives_identical_bytes(cluster: Cluster,
     finally:
         stop.set()
         thread.join(timeout=30)
-    assert len(done) == len(_STAGES), f"stages seen under way: {done}"
+    assert len(done) == len(_STEPS), f"steps seen under way: {done}"
     ref, got = cluster.download("run-lp"), cluster.download(key)
     assert output_files(got) == output_files(ref), f"killed during {done}"
     print(f"worker killed during: {done}", file=sys.stderr)

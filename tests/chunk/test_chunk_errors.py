@@ -251,3 +251,18 @@ def test_counts_known_only_after_reading_csv_are_checked(tmp_path):
     spec = _raw(tmp_path)
     spec["node_types"]["user"]["features"] = {"f": "feat.npy"}  # 10 rows, 6 users
     _fails(tmp_path, spec, ChunkMismatchError, 'node_types["user"].features["f"]', "expected 6 rows", "found 10")
+
+
+@pytest.mark.parametrize(("name", "found"), [("feat.pt", None), ("feat.dgl", None), ("feat.csv", "'csv'")])
+def test_a_source_extension_names_a_raw_input_format_or_none(tmp_path, name, found):
+    spec = _raw(tmp_path)
+    (tmp_path / name).write_bytes(b"x")
+    spec["node_types"]["n"]["features"]["feat"]["path"] = name
+    with pytest.raises(MetadataError) as info:
+        parse_spec(spec, base_dir=tmp_path)
+    text = str(info.value)
+    assert 'node_types["n"].features["feat"].format' in text
+    if found is None:  # remap's result formats (.pt, .dgl) are no raw input: the extension does not tell
+        assert f"the extension of {str(tmp_path / name)!r} does not tell; add a format key" in text
+    else:
+        assert f"['parquet', 'numpy', 'orc'] for features, found {found}" in text

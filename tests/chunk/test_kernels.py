@@ -13,12 +13,12 @@ def test_duplicate_rows_keeps_the_first_by_original_order(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 60))
     src, dst = rng.integers(0, 5, n), rng.integers(0, 5, n)
-    block = np.sort(rng.integers(0, 3, n))
-    row = np.concatenate([np.arange(c) for c in np.bincount(block, minlength=3)]).astype(np.int64)
+    task = np.sort(rng.integers(0, 3, n))
+    row = np.concatenate([np.arange(c) for c in np.bincount(task, minlength=3)]).astype(np.int64)
     order = rng.permutation(n)  # the kernel must not depend on input order
-    got = tf.duplicate_rows(block[order], row[order], src[order], dst[order])
+    got = tf.duplicate_rows(task[order], row[order], src[order], dst[order])
     seen, expect = set(), []
-    for i in range(n):  # block-major, row-minor = original order
+    for i in range(n):  # task-major, row-minor = original order
         if (src[i], dst[i]) in seen:
             expect.append(i)
         seen.add((src[i], dst[i]))

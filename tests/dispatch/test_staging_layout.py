@@ -14,7 +14,7 @@ import dgl_chunked as dglc
 from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.dispatch import staging as staging_module
-from dgl_chunked.dispatch.staging import NODE_CHUNK_ROWS, node_chunk_rows
+from dgl_chunked.dispatch.staging import NODE_ZARR_CHUNK_ROWS, node_zarr_chunk_rows
 from dgl_chunked.synth import SynthSpec
 from dgl_chunked.testing import make_chunked_graph
 
@@ -24,9 +24,9 @@ from .helpers import output_files
 @pytest.mark.parametrize(
     ("block_rows", "num_nodes", "expected"),
     [
-        (1 << 21, 30_000_000, NODE_CHUNK_ROWS),  # the default block: chunks of 2^18 rows
-        (1 << 21, 1_000_000, NODE_CHUNK_ROWS),
-        (3 << 18, 10**9, NODE_CHUNK_ROWS),
+        (1 << 21, 30_000_000, NODE_ZARR_CHUNK_ROWS),  # the default block: chunks of 2^18 rows
+        (1 << 21, 1_000_000, NODE_ZARR_CHUNK_ROWS),
+        (3 << 18, 10**9, NODE_ZARR_CHUNK_ROWS),
         (1 << 21, 1000, 1000),  # never more rows than nodes
         (300_000, 30_000_000, 300_000),  # 2^18 does not divide the block: the block
         (100, 1000, 100),
@@ -34,8 +34,8 @@ from .helpers import output_files
         (7, 0, 1),
     ],
 )
-def test_node_chunk_rows(block_rows: int, num_nodes: int, expected: int) -> None:
-    rows = node_chunk_rows(block_rows, num_nodes)
+def test_node_zarr_chunk_rows(block_rows: int, num_nodes: int, expected: int) -> None:
+    rows = node_zarr_chunk_rows(block_rows, num_nodes)
     assert rows == expected
     # a task writing one block writes whole chunks only (or the one short array)
     assert block_rows % rows == 0 or rows >= num_nodes
@@ -58,7 +58,7 @@ def test_chunks_smaller_than_a_block_give_the_same_bytes(
     options = DispatchOptions(block_rows=1024, keep_staging=True, save_orig_nids=True)
     with dask.config.set(scheduler="synchronous"):
         dispatch(chunked, assign, tmp_path / "whole", options=options)  # 1024 rows: one chunk per block
-        monkeypatch.setattr(staging_module, "NODE_CHUNK_ROWS", 256)
+        monkeypatch.setattr(staging_module, "NODE_ZARR_CHUNK_ROWS", 256)
         dispatch(chunked, assign, tmp_path / "split", options=options)  # four chunks per block
     for name, rows in (("whole", 1024), ("split", 256)):
         nodes = zarr.open_group(str(tmp_path / name / "_staging"), mode="r")["nodes"]

@@ -15,7 +15,7 @@ import pytest
 from dgl_chunked.chunk import read_orig_keys
 from dgl_chunked.cli import main
 from dgl_chunked.errors import OptionError
-from dgl_chunked.io.graphbolt.torch_tensors import read_torch_file
+from dgl_chunked.io.formats.torch import read_torch_file
 from dgl_chunked.lookup import lookup_ids
 from dgl_chunked.verify import load_partition_output
 from tests.remap.conftest import Parts

@@ -23,9 +23,9 @@ import pytest
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import read_partition_config
+from dgl_chunked.io.formats.torch_zip import TorchZipReader
 from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.io.graphbolt.graph_file import read_graphbolt_graph
-from dgl_chunked.io.graphbolt.torch_zip import TorchZipReader
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import load_partition_output

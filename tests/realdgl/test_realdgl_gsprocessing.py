@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 from dgl_chunked import open_chunked_graph
-from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
+from dgl_chunked.io.formats.dgl import index_tensor_dict
+from dgl_chunked.io.formats.tensor_rows import read_payload_rows
 from dgl_chunked.remap import remap_results
 from tests.gsprocessing import GSProcessingGraph, write_gsprocessing_graph
 

@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 
 from dgl_chunked.io.chunked.graph import open_chunked_graph
-from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
+from dgl_chunked.io.formats.dgl import index_tensor_dict
+from dgl_chunked.io.formats.tensor_rows import read_payload_rows
 
 from .harness import run_dgl_json
 

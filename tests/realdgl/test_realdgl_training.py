@@ -27,7 +27,7 @@ import pytest
 
 from dgl_chunked.chunk import read_orig_keys
 from dgl_chunked.cli import main
-from dgl_chunked.io.graphbolt.torch_tensors import read_torch_file
+from dgl_chunked.io.formats.torch import read_torch_file
 
 from .harness import require_dgl
 from .netns import IFNAME, machine_command, two_machines

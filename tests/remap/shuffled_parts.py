@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from dgl_chunked.io.dgl import write_tensor_dict
-from dgl_chunked.io.dgl.tensor_index import index_tensor_dict, read_payload_rows
+from dgl_chunked.io.formats.dgl import index_tensor_dict
+from dgl_chunked.io.formats.tensor_rows import read_payload_rows
 
 if TYPE_CHECKING:  # the conftest registers this module's fixture: no import of it at run time
     from tests.remap.conftest import Parts

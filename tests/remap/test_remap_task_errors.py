@@ -130,7 +130,7 @@ def _threaded_compute(tasks: list[object]) -> None:
 def test_a_failed_step_returns_after_its_running_tasks(
     tmp_path: Path, where: str, request: pytest.FixtureRequest
 ) -> None:
-    """The caller cleans up its staging right after the error: no task of the stage may still be writing."""
+    """The caller cleans up its staging right after the error: no task of the step may still be writing."""
     from dask.delayed import delayed
 
     from dgl_chunked.compute import StepRunner

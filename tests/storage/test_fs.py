@@ -20,7 +20,7 @@ def _pieces(tmp_path: Path, *contents: bytes) -> list[str]:
 
 
 def test_concat_files_joins_bytes_in_order_and_keeps_pieces(tmp_path, monkeypatch):
-    monkeypatch.setattr(fs, "COPY_BLOCK", 3)  # pieces longer than a block are streamed in parts
+    monkeypatch.setattr(fs, "COPY_BYTES", 3)  # pieces longer than the buffer are streamed in parts
     contents = (b"0 1\n2 3\n", b"", b"4 5\n", bytes(range(256)))
     pieces = _pieces(tmp_path, *contents)
     target = tmp_path / "out" / "all.txt"

@@ -52,7 +52,7 @@ def sorted_member(values: Int64s, sorted_set: Int64s) -> npt.NDArray[np.bool_]:
 
 
 def _other_segments(plan: PartitionPlan, part: int) -> Iterator[tuple[int, int, int, int]]:
-    """``(owner, etype id, chunk, first new_eid of the segment)`` of every other partition's edges."""
+    """``(owner, etype id, read task, first new_eid of the segment)`` of every other partition's edges."""
     for owner in range(plan.edge_layout.num_parts):
         if owner == part:
             continue

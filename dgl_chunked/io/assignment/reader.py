@@ -44,7 +44,7 @@ __all__ = ["default_chunks", "open_assignment", "parse_assignment_block"]
 
 logger = logging.getLogger(__name__)
 
-_SCAN_BLOCK = 1 << 22
+_SCAN_BYTES = 1 << 22
 _INT_LINE = re.compile(rb"-?[0-9]+")
 
 
@@ -62,16 +62,16 @@ def _scan_text(path: str, storage_options: StorageOptions, starts: list[int]) ->
     last = None
     k = 0
     with _fs.open_file(path, "rb", storage_options) as f:
-        while block := f.read(_SCAN_BLOCK):
-            n_nl = block.count(b"\n")
+        while buf := f.read(_SCAN_BYTES):
+            n_nl = buf.count(b"\n")
             if k < len(wanted) and wanted[k] <= lines + n_nl:
-                newlines = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+                newlines = np.flatnonzero(np.frombuffer(buf, np.uint8) == 10)
                 while k < len(wanted) and wanted[k] <= lines + n_nl:
                     found[wanted[k]] = pos + int(newlines[wanted[k] - lines - 1]) + 1
                     k += 1
             lines += n_nl
-            pos += len(block)
-            last = block[-1]
+            pos += len(buf)
+            last = buf[-1]
     rows = lines + (1 if last is not None and last != 10 else 0)
     return _TextIndex(rows=rows, offsets=tuple(found.get(s, pos) for s in starts) + (pos,))
 
@@ -139,12 +139,12 @@ def _read_text_block(
     stamp: Any = None,
     block_info: Any = None,
 ) -> PartArray:
-    """Dask kernel: read and parse the text lines of one output block (``stamp``, the
+    """Dask kernel: read and parse the text lines of one block of node IDs (``stamp``, the
     file's size and mtime, only makes the task key change when the file does)."""
     i = block_info[None]["chunk-location"][0]
     lo, hi = block_info[None]["array-location"][0]
     size = offsets[i + 1] - offsets[i]
-    # read-ahead of one block only: the default (s3fs: 50 MiB) fetched the rest of the file
+    # read-ahead of this task's bytes only: the default (s3fs: 50 MiB) fetched the rest of the file
     with _fs.open_file(path, "rb", storage_options, block_size=max(size, _fs.HEADER_BLOCK)) as f:
         f.seek(offsets[i])
         data = f.read(size)

@@ -2,9 +2,10 @@
 
 - :mod:`.binary` is the public face: writers and strict readers of ``graph.dgl``,
   ``node_feat.dgl``, ``edge_feat.dgl`` and friends (``docs/spec/dgl-binary.md``);
-- :mod:`.records` (byte-level records and the bounds-checked :class:`Cursor`),
-  :mod:`.spans` (streamed array sources), :mod:`.model`, :mod:`.graph_read`,
-  :mod:`.graph_write` and :mod:`.describe` are its parts;
+- :mod:`.spans` (streamed array sources), :mod:`.model`, :mod:`.graph_read`,
+  :mod:`.graph_write` and :mod:`.describe` are its parts, built on
+  :mod:`dgl_chunked.io.formats.dgl_records` (byte-level records and the bounds-checked
+  ``Cursor``) and :mod:`dgl_chunked.io.formats.dgl` (the tensor-dict reader, format ``dgl``);
 - :mod:`.partition_config` is the JSON ``load_partition`` reads (``docs/spec/partition-config.md``, "Keys").
 """
 

@@ -7,7 +7,7 @@ Writers and strict readers for the files of a DGL distributed partition
   ``orig_eids.dgl`` -- read by ``dgl.data.utils.load_tensors``;
 * graph files -- ``graph.dgl`` -- read by ``dgl.load_graphs``.
 
-Writing streams every array in blocks of at most 64 MiB (numpy arrays, memmaps,
+Writing streams every array in spans of at most 64 MiB (numpy arrays, memmaps,
 zarr arrays or :class:`ArraySpans`), so feature files larger than memory are
 fine; only CSR/CSC construction holds a graph's ids in memory. Output is
 deterministic: entries are sorted by key and the header padding is zeros.
@@ -40,10 +40,12 @@ from fsspec.implementations.local import LocalFileSystem
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.describe import describe, format_annotation
-from dgl_chunked.io.dgl.graph_read import read_graph_file, read_tensor_file
+from dgl_chunked.io.dgl.graph_read import read_graph_file
 from dgl_chunked.io.dgl.graph_write import prepare_graph, write_graph_file
 from dgl_chunked.io.dgl.model import CanonicalEtype, GraphData, HomogeneousGraph
-from dgl_chunked.io.dgl.records import (
+from dgl_chunked.io.dgl.spans import ArraySpans, as_stream, write_ndarray
+from dgl_chunked.io.formats.dgl import read_tensor_file
+from dgl_chunked.io.formats.dgl_records import (
     BFLOAT16_RAW,
     GRAPH_FILE_MAGIC,
     TENSOR_FILE_MAGIC,
@@ -51,7 +53,6 @@ from dgl_chunked.io.dgl.records import (
     pack_string,
     pack_u64,
 )
-from dgl_chunked.io.dgl.spans import ArraySpans, as_stream, write_ndarray
 from dgl_chunked.storage.fs import filesystem
 from dgl_chunked.storage.output_file import open_output
 
@@ -93,7 +94,7 @@ def write_tensor_dict(path: PathLike, tensors: Mapping[str, Any], *, storage_opt
     DGLFormatError
         For 0-d arrays (DGL loads them as garbage: use shape ``(1,)``), uint16/32/64
         (torch 2.2 cannot load them), other unsupported dtypes, non-str keys, or
-        :class:`ArraySpans` whose blocks disagree with the declared shape/dtype.
+        :class:`ArraySpans` whose spans disagree with the declared shape/dtype.
         Nothing is left on disk in that case.
     """
     where = os.fspath(path)

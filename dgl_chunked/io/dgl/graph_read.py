@@ -1,4 +1,5 @@
-"""Strict readers for DGL tensor-dict files and graph files (format version 2).
+"""Strict reader for DGL graph files (format version 2); tensor-dict files are read by
+:mod:`dgl_chunked.io.formats.dgl` (format ``dgl``), whose :func:`named_tensors` this uses.
 
 Every structural field is checked (magics, counts against the bytes left, dtype
 codes, sizes, format words, metagraphs, row/column counts against the node
@@ -16,54 +17,27 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked.io.dgl.model import FORMAT_ORDER, CanonicalEtype, GraphData
-from dgl_chunked.io.dgl.records import (
+from dgl_chunked.io.formats.dgl import named_tensors
+from dgl_chunked.io.formats.dgl_records import (
     COO_MAGIC,
     CSR_MAGIC,
     GRAPH_FILE_MAGIC,
     HETEROGRAPH_MAGIC,
     IMMUTABLE_GRAPH_MAGIC,
-    TENSOR_FILE_MAGIC,
     UNIT_GRAPH_MAGIC,
     Cursor,
 )
 
-__all__ = ["HEADER_BLOCK", "JUNK_FIELD", "named_tensors", "read_graph_file", "read_tensor_file"]
+__all__ = ["HEADER_BLOCK", "JUNK_FIELD", "read_graph_file"]
 
 HEADER_BLOCK = 4096
 JUNK_FIELD = "(rest of 4096-byte header block: unspecified bytes)"
-_ENTRY_MIN = 48  # string length (8) + NDArray record (>= 40)
 _GRAPH_MIN = 64
 _IDTYPES = (np.dtype("<i4"), np.dtype("<i8"))
 _SELF_LOOP = ([0, 1], [0], [0])
 _ONE_EDGE = ([0, 1, 1], [1], [0])
 
 Sparse = tuple[int, int, tuple[npt.NDArray[Any], ...]]  # (num_rows, num_cols, arrays)
-
-
-def named_tensors(cur: Cursor, prefix: str, count: int | None = None) -> dict[str, npt.NDArray[Any]]:
-    """A dmlc vector of (string, NDArray) pairs; a repeated key keeps its last value (as DGL).
-
-    ``count`` is the already read element count, else it is read here.
-    """
-    if count is None:
-        count = cur.count(f"{prefix}.count", _ENTRY_MIN)
-    out: dict[str, npt.NDArray[Any]] = {}
-    for k in range(count):
-        name = cur.string(f"{prefix}[{k}].name")
-        out[name] = cur.ndarray(f"{prefix}[{k}].value")
-    return out
-
-
-def read_tensor_file(cur: Cursor) -> dict[str, npt.NDArray[Any]]:
-    """Parse a whole tensor-dict file (``docs/spec/dgl-binary.md``, "Tensor dict")."""
-    cur.magic("file.magic", TENSOR_FILE_MAGIC)
-    size = cur.u64("file.dict_size")
-    at = cur.pos
-    count = cur.count("entries.count", _ENTRY_MIN)
-    cur.expect(count, size, at, "entries.count (must equal file.dict_size)")
-    tensors = named_tensors(cur, "entries", count)
-    cur.end()
-    return tensors
 
 
 def read_graph_file(cur: Cursor) -> tuple[list[GraphData], dict[str, npt.NDArray[Any]]]:

@@ -2,7 +2,7 @@
 
 The output is what ``dgl.save_graphs`` writes for ``[g]`` with ``formats=...``,
 except that header bytes 32..4095 (uninitialised memory in DGL) are zeros. COO is
-streamed block by block; CSR and CSC are built in memory from ``src``/``dst``
+streamed span by span; CSR and CSC are built in memory from ``src``/``dst``
 (one stable argsort), which bounds the graph size by ``max_in_memory_edges``.
 """
 
@@ -17,7 +17,8 @@ import numpy.typing as npt
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.graph_read import HEADER_BLOCK
 from dgl_chunked.io.dgl.model import FORMAT_ORDER, HomogeneousGraph
-from dgl_chunked.io.dgl.records import (
+from dgl_chunked.io.dgl.spans import Stream, as_stream, materialize, write_ndarray
+from dgl_chunked.io.formats.dgl_records import (
     COO_MAGIC,
     CSR_MAGIC,
     GRAPH_FILE_MAGIC,
@@ -30,7 +31,6 @@ from dgl_chunked.io.dgl.records import (
     pack_u8,
     pack_u64,
 )
-from dgl_chunked.io.dgl.spans import Stream, as_stream, materialize, write_ndarray
 
 __all__ = ["PreparedGraph", "normalize_formats", "prepare_graph", "write_graph_file"]
 

@@ -16,6 +16,7 @@ yields C-contiguous little-endian spans along axis 0, each at most
 from __future__ import annotations
 
 import mmap
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -24,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl.records import is_bfloat16, ndarray_header
+from dgl_chunked.io.formats.dgl_records import is_bfloat16, ndarray_header
 
 __all__ = ["SPAN_BYTES", "ArraySpans", "Stream", "as_stream", "materialize", "write_ndarray"]
 
@@ -43,21 +44,46 @@ class ArraySpans:
         Total shape. Its first axis is the one the spans split.
     dtype
         dtype of every span (``bool`` is stored as uint8, as DGL does).
-    blocks
+    spans
         Called once per write (a graph writer may call it more than once); returns an
         iterable of C-contiguous arrays whose concatenation along axis 0 has ``shape``.
         The writer checks every span and the total and raises
         :class:`~dgl_chunked.errors.DGLFormatError` on a mismatch.
+    blocks
+        Deprecated name of ``spans`` (a *block* is an ID range, ``docs/glossary.md``);
+        passing it warns. Give exactly one of the two.
     """
 
-    __slots__ = ("blocks", "dtype", "shape")
+    __slots__ = ("dtype", "shape", "spans")
 
     def __init__(
-        self, shape: tuple[int, ...], dtype: npt.DTypeLike, blocks: Callable[[], Iterable[npt.NDArray[Any]]]
+        self,
+        shape: tuple[int, ...],
+        dtype: npt.DTypeLike,
+        spans: Callable[[], Iterable[npt.NDArray[Any]]] | None = None,
+        *,
+        blocks: Callable[[], Iterable[npt.NDArray[Any]]] | None = None,
     ) -> None:
+        if blocks is not None:
+            warnings.warn(
+                "ArraySpans(blocks=...) is deprecated; pass spans=... (the span factory)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if spans is not None:
+                raise TypeError("ArraySpans: give spans or its deprecated name blocks, not both")
+            spans = blocks
+        if spans is None:
+            raise TypeError("ArraySpans: missing the span factory spans")
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
-        self.blocks = blocks
+        self.spans = spans
+
+    @property
+    def blocks(self) -> Callable[[], Iterable[npt.NDArray[Any]]]:
+        """Deprecated name of :attr:`spans`."""
+        warnings.warn("ArraySpans.blocks is deprecated; use ArraySpans.spans", DeprecationWarning, stacklevel=2)
+        return self.spans
 
     def __repr__(self) -> str:
         return f"ArraySpans(shape={self.shape}, dtype={self.dtype})"
@@ -65,11 +91,11 @@ class ArraySpans:
 
 @dataclass(frozen=True)
 class Stream:
-    """A validated source: total ``shape``, on-disk ``dtype`` and a span factory."""
+    """A validated source: total ``shape``, on-disk ``dtype`` and a span factory ``spans``."""
 
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    blocks: Callable[[], Iterator[npt.NDArray[Any]]]
+    spans: Callable[[], Iterator[npt.NDArray[Any]]]
 
 
 def disk_dtype(dtype: np.dtype[Any], where: str) -> np.dtype[Any]:
@@ -164,7 +190,7 @@ class _Convert:
 
 def _checked_spans(source: ArraySpans, convert: _Convert) -> Iterator[npt.NDArray[Any]]:
     where, total = convert.where, 0
-    for index, raw in enumerate(source.blocks()):
+    for index, raw in enumerate(source.spans()):
         span = np.asarray(raw)
         if span.ndim != len(source.shape) or span.shape[1:] != source.shape[1:]:
             raise DGLFormatError(
@@ -236,7 +262,7 @@ def write_ndarray(f: IO[bytes], stream: Stream) -> int:
     header = ndarray_header(stream.shape, stream.dtype)
     f.write(header)
     written = len(header)
-    for span in stream.blocks():
+    for span in stream.spans():
         raw = span.reshape(-1).view(np.uint8)
         f.write(raw.data)
         written += raw.nbytes
@@ -247,7 +273,7 @@ def materialize(stream: Stream) -> npt.NDArray[Any]:
     """Read a whole stream into one in-memory array (for CSR/CSC construction)."""
     out = np.empty(stream.shape, dtype=stream.dtype)
     pos = 0
-    for span in stream.blocks():
+    for span in stream.spans():
         out[pos : pos + span.shape[0]] = span
         pos += span.shape[0]
     return out

@@ -50,7 +50,7 @@ __all__ = [
 EDGE_COLUMNS = ["f0", "f1"]
 """pyarrow's generated names of the source and destination columns."""
 
-_COUNT_BLOCK = 1 << 22
+_COUNT_BYTES = 1 << 22
 
 
 @register_format
@@ -238,8 +238,8 @@ def count_csv_rows(path: str, options: Mapping[str, Any], storage_options: Stora
     """Number of non-empty lines of a CSV file, less its header line."""
     count, last = 0, None
     with source(path, storage_options) as src, binary(src) as f:
-        while block := f.read(_COUNT_BLOCK):
-            x = np.frombuffer(block, np.uint8)
+        while buf := f.read(_COUNT_BYTES):
+            x = np.frombuffer(buf, np.uint8)
             x = x[x != 13]  # "\r"
             if x.size == 0:
                 continue
@@ -339,16 +339,16 @@ def head_schema(path: str, delimiter: str, header: bool, storage_options: Storag
 
 
 def csv_line_number(path: str, offset: int, row: int, storage_options: StorageOptions = None) -> int:
-    """1-based line number of data row ``row`` (0-based) of a block starting at byte ``offset``."""
+    """1-based line number of data row ``row`` (0-based) of a piece starting at byte ``offset``."""
     lines = 0
     with _fs.open_file(path, "rb", storage_options) as f:
         remaining = offset
         while remaining > 0:
-            block = f.read(min(remaining, 1 << 22))
-            if not block:
+            buf = f.read(min(remaining, 1 << 22))
+            if not buf:
                 break
-            lines += block.count(b"\n")
-            remaining -= len(block)
+            lines += buf.count(b"\n")
+            remaining -= len(buf)
     return lines + row + 1
 
 
@@ -405,7 +405,7 @@ def _diagnose_piece(
     err: Exception,
     storage_options: StorageOptions,
 ) -> ChunkMismatchError:
-    """Re-parse a failing block as text to name the first bad line."""
+    """Re-parse a failing piece as text to name the first bad line."""
     integers = [n for n, t in zip(names, types, strict=True) if pa.types.is_integer(t)]
     bad = find_bad_row(lambda parse: parse(pa.py_buffer(data)), delimiter, 0, names, integers)
     path = piece.path

@@ -75,19 +75,19 @@ def raw_file_size(path: str, where: str, storage_options: StorageOptions) -> int
         raise ChunkReadError(f"{where}: file {path!r} does not exist; fix the path in the spec") from None
 
 
-def split_pieces(infos: Sequence[FileInfo], num_blocks: int, *, by_bytes: bool) -> list[tuple[Piece, ...]]:
-    """Split the concatenation of ``infos`` into ``<= num_blocks`` near-equal blocks.
+def split_pieces(infos: Sequence[FileInfo], num_tasks: int, *, by_bytes: bool) -> list[tuple[Piece, ...]]:
+    """Split the concatenation of ``infos`` into ``<= num_tasks`` near-equal read tasks.
 
-    Rows (or bytes, for CSV) are counted over all files; a block may span files
-    and is a tuple of pieces. Empty blocks are dropped; at least one block is
+    Rows (or bytes, for CSV) are counted over all files; a read task may span files
+    and is a tuple of pieces. Empty read tasks are dropped; at least one is
     returned (possibly with no piece).
     """
     sizes = [(i.size if by_bytes else int(i.rows or 0)) for i in infos]
     total = sum(sizes)
-    k = max(min(num_blocks, total), 1)
+    k = max(min(num_tasks, total), 1)
     cuts = [total * b // k for b in range(k + 1)]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    blocks: list[tuple[Piece, ...]] = []
+    tasks: list[tuple[Piece, ...]] = []
     for lo, hi in itertools.pairwise(cuts):
         pieces = []
         for info, first, n in zip(infos, starts[:-1], sizes, strict=True):
@@ -95,5 +95,5 @@ def split_pieces(infos: Sequence[FileInfo], num_blocks: int, *, by_bytes: bool) 
             if a < b:
                 pieces.append(Piece(path=info.path, start=a - int(first), stop=b - int(first)))
         if pieces:
-            blocks.append(tuple(pieces))
-    return blocks or [()]
+            tasks.append(tuple(pieces))
+    return tasks or [()]

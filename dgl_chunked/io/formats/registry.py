@@ -1,12 +1,12 @@
 """The registry of file formats: one :class:`FileFormat` per format, registered by its module.
 
-Every format module (:mod:`.csv`, :mod:`.parquet`, :mod:`.npy`, :mod:`.orc`) declares
-one subclass of :class:`FileFormat` with its name, file extensions, roles and options,
-and registers it with :func:`register_format` (DGL 2.1.0's
+Every format module (:mod:`.csv`, :mod:`.parquet`, :mod:`.npy`, :mod:`.orc`, :mod:`.zarr`,
+:mod:`.torch`, :mod:`.dgl`) declares one subclass of :class:`FileFormat` with its name,
+file extensions, roles and options, and registers it with :func:`register_format` (DGL 2.1.0's
 ``tools/distpartitioning/array_readwriter/registry.py`` ``@register_array_parser`` and
 xarray's ``backends/`` are the model). The rest of the package asks the registry
-(:func:`get_format`, :func:`formats_with`, :func:`format_of_path`) and never tests a
-format's name.
+(:func:`get_format`, :func:`formats_with`, :func:`format_of_path`, :func:`open_result`)
+and never tests a format's name.
 
 Roles (what a format can be used for):
 
@@ -51,6 +51,7 @@ __all__ = [
     "formats_with",
     "get_format",
     "inspect_file",
+    "open_result",
     "register_format",
 ]
 
@@ -243,6 +244,27 @@ def format_of_path(path: str, role: Role | None = None) -> str | None:
         if ext in _REGISTRY[name].extensions:
             return name
     return None
+
+
+def open_result(path: str, key: str | None = None, storage_options: StorageOptions = None) -> RowFile:
+    """Inspect one result file of the format its extension names (role ``results``),
+    from its header, footer or metadata only: entry ``key``, or the only one.
+
+    Raises
+    ------
+    UnsupportedFormatError
+        No result format has the extension of ``path``; the message lists those that do.
+    ChunkMismatchError, DGLFormatError, OSError
+        As the format's :meth:`FileFormat.open_result`; the message names the file.
+    """
+    fmt = format_of_path(path, "results")
+    if fmt is None:
+        ext = posixpath.splitext(path.rstrip("/"))[1].lower()
+        known = sorted(e for name in formats_with("results") for e in _REGISTRY[name].extensions)
+        raise UnsupportedFormatError(
+            f"{path}: cannot tell the format from the extension {ext or '(none)'!r}; expected one of {known}"
+        )
+    return _REGISTRY[fmt].open_result(path, key, storage_options)
 
 
 def inspect_file(

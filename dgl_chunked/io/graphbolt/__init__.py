@@ -1,7 +1,8 @@
 """GraphBolt's ``fused_csc_sampling_graph.pt`` without torch.
 
-- :mod:`.torch_zip` is torch's zip container and :mod:`.torch_pickle` the pickle
-  inside it, both ways;
+- :mod:`dgl_chunked.io.formats.torch_zip` (torch's zip container) and
+  :mod:`dgl_chunked.io.formats.torch_pickle` (the pickle inside it), both ways, are
+  what it builds on;
 - :mod:`.graph_file` writes and strictly reads the GraphBolt graph file;
 - :mod:`.csc` builds a partition's CSC in bounded memory and writes it.
 """

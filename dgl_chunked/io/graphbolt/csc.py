@@ -54,7 +54,8 @@ SORT_BYTES = 1 << 30
 """Default memory budget of the destination sort (per partition writer)."""
 BYTES_PER_EDGE = 40
 """Sort memory per edge of a destination range: order, its inverse, one column, copies."""
-OUT_BLOCK = 1 << 21
+OUT_SPAN_ROWS = 1 << 21
+"""Rows per span of the arrays this module streams out of memory (``indptr``, CSC slots)."""
 
 
 @dataclass(frozen=True)
@@ -129,12 +130,12 @@ def min_dtype(bound: int, candidates: tuple[Any, ...] = (np.int32, np.int64)) ->
 
 
 def _full(stream: Stream, dtype: Any = None) -> npt.NDArray[Any]:
-    """The whole stream in memory, cast block by block to ``dtype`` (default: its own)."""
+    """The whole stream in memory, cast span by span to ``dtype`` (default: its own)."""
     out = np.empty(stream.shape, dtype=stream.dtype if dtype is None else dtype)
     pos = 0
-    for block in stream.blocks():
-        out[pos : pos + block.shape[0]] = block
-        pos += block.shape[0]
+    for span in stream.spans():
+        out[pos : pos + span.shape[0]] = span
+        pos += span.shape[0]
     return out
 
 
@@ -144,8 +145,8 @@ class CscSorter:
     When the partition fits the budget, one in-place sort of the unique keys
     ``dst * E + edge ID`` (8 bytes per edge) gives the stable order. Otherwise a
     counting sort per destination range: one pass counts in-degrees, one more pass
-    places every edge at ``indptr[dst] + (earlier edges with that dst)``, block by
-    block. The result is the edge IDs in CSC order (int32 below 2^31 edges).
+    places every edge at ``indptr[dst] + (earlier edges with that dst)``, span by
+    span. The result is the edge IDs in CSC order (int32 below 2^31 edges).
 
     Parameters
     ----------
@@ -174,15 +175,15 @@ class CscSorter:
             self._indptr = self.indptr()
             self.ranges = [(0, num_nodes)]
             key *= e
-            for lo in range(0, e, OUT_BLOCK):
-                key[lo : lo + OUT_BLOCK] += np.arange(lo, min(lo + OUT_BLOCK, e))
+            for lo in range(0, e, OUT_SPAN_ROWS):
+                key[lo : lo + OUT_SPAN_ROWS] += np.arange(lo, min(lo + OUT_SPAN_ROWS, e))
             key.sort()
             np.remainder(key, max(e, 1), out=key)
             self._single = key.astype(self.index_dtype)
             return
         self.degree = np.zeros(num_nodes, dtype=np.int64)
-        for block in dst.blocks():
-            self.degree += np.bincount(block, minlength=num_nodes)
+        for span in dst.spans():
+            self.degree += np.bincount(span, minlength=num_nodes)
         self._indptr = self.indptr()
         self.ranges = _ranges(self.degree, max(1, sort_bytes // BYTES_PER_EDGE))
 
@@ -198,16 +199,16 @@ class CscSorter:
         order = np.empty(int(self._indptr[hi]) - base, dtype=self.index_dtype)
         whole = (lo, hi) == (0, self.num_nodes)
         pos = 0
-        for block in self.dst.blocks():
+        for span in self.dst.spans():
             if whole:
-                ids, d = np.arange(pos, pos + block.shape[0]), block
+                ids, d = np.arange(pos, pos + span.shape[0]), span
             else:
-                keep = np.flatnonzero((block >= lo) & (block < hi))
-                ids, d = keep + pos, block[keep]
-            pos += block.shape[0]
+                keep = np.flatnonzero((span >= lo) & (span < hi))
+                ids, d = keep + pos, span[keep]
+            pos += span.shape[0]
             if d.size == 0:
                 continue
-            o = np.argsort(d, kind="stable")  # within the block only
+            o = np.argsort(d, kind="stable")  # within the span only
             ds = d[o] - lo
             first = np.flatnonzero(np.concatenate([[True], ds[1:] != ds[:-1]]))
             runs = np.diff(np.append(first, ds.shape[0]))
@@ -221,11 +222,11 @@ class CscSorter:
         dtype = np.dtype(dtype)
         shape = (self.num_edges, *stream.shape[1:])
 
-        def blocks() -> Iterator[npt.NDArray[Any]]:
+        def spans() -> Iterator[npt.NDArray[Any]]:
             if self._single is not None:
                 values = _full(stream, dtype)
-                for lo in range(0, self.num_edges, OUT_BLOCK):
-                    yield values[self._single[lo : lo + OUT_BLOCK]]
+                for lo in range(0, self.num_edges, OUT_SPAN_ROWS):
+                    yield values[self._single[lo : lo + OUT_SPAN_ROWS]]
                 return
             for lo, hi in self.ranges:
                 order = self._order(lo, hi)
@@ -235,7 +236,7 @@ class CscSorter:
                 del order, inverse
                 yield out
 
-        return ArraySpans(shape, dtype, blocks)
+        return ArraySpans(shape, dtype, spans)
 
     def slots(self, dtype: Any) -> ArraySpans:
         """Each edge's slot in CSC order, in edge-ID order, as ``dtype``: DGL's
@@ -247,13 +248,13 @@ class CscSorter:
         """
         dtype = np.dtype(dtype)
 
-        def blocks() -> Iterator[npt.NDArray[Any]]:
+        def spans() -> Iterator[npt.NDArray[Any]]:
             seen = self._indptr[:-1].copy()  # next free slot per destination
-            for block in self.dst.blocks():
-                if block.shape[0] == 0:
+            for span in self.dst.spans():
+                if span.shape[0] == 0:
                     continue
-                o = np.argsort(block, kind="stable")
-                ds = block[o]
+                o = np.argsort(span, kind="stable")
+                ds = span[o]
                 first = np.flatnonzero(np.concatenate([[True], ds[1:] != ds[:-1]]))
                 runs = np.diff(np.append(first, ds.shape[0]))
                 out = np.empty(ds.shape[0], dtype=dtype)
@@ -261,19 +262,19 @@ class CscSorter:
                 seen[ds[first]] += runs
                 yield out
 
-        return ArraySpans((self.num_edges,), dtype, blocks)
+        return ArraySpans((self.num_edges,), dtype, spans)
 
     def destinations(self, dtype: Any) -> ArraySpans:
         """The local destination of every CSC slot, as ``dtype``: GraphBolt's
         ``expand_indptr(indptr)`` (``_gb_dst_id``)."""
         dtype = np.dtype(dtype)
 
-        def blocks() -> Iterator[npt.NDArray[Any]]:
-            for lo in range(0, self.num_edges, OUT_BLOCK):
-                slots = np.arange(lo, min(lo + OUT_BLOCK, self.num_edges))
+        def spans() -> Iterator[npt.NDArray[Any]]:
+            for lo in range(0, self.num_edges, OUT_SPAN_ROWS):
+                slots = np.arange(lo, min(lo + OUT_SPAN_ROWS, self.num_edges))
                 yield (np.searchsorted(self._indptr, slots, side="right") - 1).astype(dtype)
 
-        return ArraySpans((self.num_edges,), dtype, blocks)
+        return ArraySpans((self.num_edges,), dtype, spans)
 
 
 def _ranges(degree: npt.NDArray[np.int64], budget: int) -> list[tuple[int, int]]:
@@ -294,11 +295,11 @@ def _take(stream: Stream, edges: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
     """Rows ``edges`` (ascending) of a stream, reading it once."""
     out = np.empty((edges.shape[0], *stream.shape[1:]), dtype=stream.dtype)
     pos, got = 0, 0
-    for block in stream.blocks():
-        a, b = np.searchsorted(edges, [pos, pos + block.shape[0]])
-        out[got : got + b - a] = block[edges[a:b] - pos]
+    for span in stream.spans():
+        a, b = np.searchsorted(edges, [pos, pos + span.shape[0]])
+        out[got : got + b - a] = span[edges[a:b] - pos]
         got += b - a
-        pos += block.shape[0]
+        pos += span.shape[0]
     return out
 
 
@@ -364,7 +365,7 @@ def write_graphbolt_partition(
     indptr_dtype = min_dtype(e)
     indptr = sorter.indptr()
     fields: dict[str, Any] = {
-        "indptr": _array_blocks(indptr, indptr_dtype),
+        "indptr": _array_spans(indptr, indptr_dtype),
         "indices": sorter.column(src, min_dtype(n)),
     }
     type_ids = None
@@ -410,12 +411,12 @@ def write_graphbolt_partition(
     return {"indptr": str(indptr_dtype), "indices": str(fields["indices"].dtype), "ranges": len(sorter.ranges)}
 
 
-def _array_blocks(values: npt.NDArray[Any], dtype: Any) -> ArraySpans:
-    def blocks() -> Iterator[npt.NDArray[Any]]:
-        for lo in range(0, values.shape[0], OUT_BLOCK):
-            yield values[lo : lo + OUT_BLOCK].astype(dtype, copy=False)
+def _array_spans(values: npt.NDArray[Any], dtype: Any) -> ArraySpans:
+    def spans() -> Iterator[npt.NDArray[Any]]:
+        for lo in range(0, values.shape[0], OUT_SPAN_ROWS):
+            yield values[lo : lo + OUT_SPAN_ROWS].astype(dtype, copy=False)
 
-    return ArraySpans(values.shape, dtype, blocks)
+    return ArraySpans(values.shape, dtype, spans)
 
 
 TYPE_DTYPES = (np.int8, np.int16, np.int32, np.int64)
@@ -440,5 +441,5 @@ def _cast(value: Any, dtype: Any) -> Any:
     stream = as_stream(value, "ndata")
     if stream.dtype == np.dtype(dtype):
         return value
-    make: Callable[[], Iterator[npt.NDArray[Any]]] = lambda: (b.astype(dtype) for b in stream.blocks())  # noqa: E731
+    make: Callable[[], Iterator[npt.NDArray[Any]]] = lambda: (b.astype(dtype) for b in stream.spans())  # noqa: E731
     return ArraySpans(stream.shape, dtype, make)

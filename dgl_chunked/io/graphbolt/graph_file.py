@@ -1,7 +1,7 @@
 """GraphBolt's ``fused_csc_sampling_graph.pt`` without torch: streamed writer, strict reader.
 
 ``dgl.distributed.load_partition(..., use_graphbolt=True)`` does ``torch.load`` on
-``part<i>/fused_csc_sampling_graph.pt``: a :mod:`~dgl_chunked.io.graphbolt.torch_zip` archive
+``part<i>/fused_csc_sampling_graph.pt``: a :mod:`~dgl_chunked.io.formats.torch_zip` archive
 whose ``data.pkl`` pickles a ``FusedCSCSamplingGraph`` holding a
 ``torch.ScriptObject`` whose state is GraphBolt's ``GetState()`` dict::
 
@@ -12,7 +12,7 @@ whose ``data.pkl`` pickles a ``FusedCSCSamplingGraph`` holding a
 
 ``docs/spec/graphbolt.md`` ("The pickle") has the full layout. :func:`write_graphbolt_graph`
 streams every tensor (numpy arrays, memmaps or :class:`ArraySpans`) into the
-archive in blocks; :func:`read_graphbolt_graph` checks every field and raises
+archive in spans; :func:`read_graphbolt_graph` checks every field and raises
 :class:`~dgl_chunked.errors.DGLFormatError` naming the file and field.
 """
 
@@ -30,7 +30,7 @@ from fsspec.implementations.local import LocalFileSystem
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.spans import Stream, as_stream
-from dgl_chunked.io.graphbolt.torch_pickle import (
+from dgl_chunked.io.formats.torch_pickle import (
     STORAGE_TYPES,
     GraphStub,
     PickleEmitter,
@@ -38,7 +38,7 @@ from dgl_chunked.io.graphbolt.torch_pickle import (
     TensorRef,
     load_restricted,
 )
-from dgl_chunked.io.graphbolt.torch_zip import TorchZipReader, TorchZipWriter, archive_name
+from dgl_chunked.io.formats.torch_zip import TorchZipReader, TorchZipWriter, archive_name
 from dgl_chunked.storage.fs import filesystem
 from dgl_chunked.storage.output_file import open_output
 
@@ -108,7 +108,7 @@ def write_graphbolt_graph(
     Raises
     ------
     DGLFormatError
-        A tensor with an unsupported dtype or a block generator that produces the
+        A tensor with an unsupported dtype or a span generator that produces the
         wrong shape; the partial file is removed.
     """
     where = os.fspath(path)
@@ -117,7 +117,7 @@ def write_graphbolt_graph(
     def stream(value: Any, name: str) -> Stream:
         s = as_stream(value, f"{where}: {name}")
         if np.dtype(value.dtype) == np.bool_:  # torch has bool storages: keep the dtype (same bytes)
-            s = Stream(s.shape, np.dtype(np.bool_), s.blocks)
+            s = Stream(s.shape, np.dtype(np.bool_), s.spans)
         if s.dtype not in STORAGE_TYPES:
             raise DGLFormatError(f"{where}: {name} has dtype {s.dtype}, which torch storages do not hold here")
         return s
@@ -154,7 +154,7 @@ def write_graphbolt_graph(
         for key, value in values.items():
             pk.string(key)
             if isinstance(value, np.ndarray) and value.ndim == 0:  # type ids: 0-d int64
-                s = Stream((), value.dtype, _one_block(value.reshape(1)))
+                s = Stream((), value.dtype, _one_span(value.reshape(1)))
             else:
                 s = stream(value, f"{name}[{key!r}]")
             storage_key = str(len(tensors))
@@ -174,17 +174,17 @@ def write_graphbolt_graph(
         zw.write_record("byteorder", b"little", 6)
         for key, s in sorted(tensors, key=lambda kv: kv[0]):
             nbytes = int(np.prod(s.shape, dtype=np.int64)) * s.dtype.itemsize
-            zw.write_record(f"data/{key}", _le_blocks(s), nbytes)
+            zw.write_record(f"data/{key}", _le_spans(s), nbytes)
         zw.close(seed=pickle_bytes)
 
 
-def _one_block(block: npt.NDArray[Any]) -> Callable[[], Iterator[npt.NDArray[Any]]]:
-    return lambda: iter([block])
+def _one_span(span: npt.NDArray[Any]) -> Callable[[], Iterator[npt.NDArray[Any]]]:
+    return lambda: iter([span])
 
 
-def _le_blocks(s: Stream) -> Any:
-    for block in s.blocks():
-        yield block.astype(block.dtype.newbyteorder("<"), copy=False)
+def _le_spans(s: Stream) -> Any:
+    for span in s.spans():
+        yield span.astype(span.dtype.newbyteorder("<"), copy=False)
 
 
 def is_torch_zip(path: PathLike, *, storage_options: StorageOptions = None) -> bool:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from dgl_chunked.errors import ChunkMismatchError
 from dgl_chunked.io.chunked.graph import ChunkedGraph, ChunkRef, open_chunked_graph
 from dgl_chunked.io.chunked.metadata import read_metadata
-from dgl_chunked.synth import SynthSpec, generate_edges_block, generate_feature_block
+from dgl_chunked.synth import SynthSpec, generate_edge_chunk, generate_feature_chunk
 from dgl_chunked.testing import (
     CountingScheduler,
     GraphTruth,
@@ -89,15 +89,15 @@ def test_synthetic_graph_equals_its_generators(tmp_path: Path) -> None:
     g = open_chunked_graph(meta.base_dir)
     for e, count in spec.edge_types.items():
         sizes = meta.num_edges_per_chunk[meta.etype_id(e)]  # type: ignore[index]
-        blocks = [generate_edges_block(spec, e, k, n) for k, n in enumerate(sizes)]
+        chunks = [generate_edge_chunk(spec, e, k, n) for k, n in enumerate(sizes)]
         assert sum(sizes) == count
         got = g.edges(e).compute()
-        np.testing.assert_array_equal(got["src"].to_numpy(), np.concatenate([b[0] for b in blocks]))
-        np.testing.assert_array_equal(got["dst"].to_numpy(), np.concatenate([b[1] for b in blocks]))
+        np.testing.assert_array_equal(got["src"].to_numpy(), np.concatenate([c[0] for c in chunks]))
+        np.testing.assert_array_equal(got["dst"].to_numpy(), np.concatenate([c[1] for c in chunks]))
         np.testing.assert_array_equal(got.index.to_numpy(), np.arange(count))
     refs = g.node_feature_chunks("paper", "feat")
     expected = np.concatenate(
-        [generate_feature_block(spec, "node", "paper", "feat", k, r.rows) for k, r in enumerate(refs)]
+        [generate_feature_chunk(spec, "node", "paper", "feat", k, r.rows) for k, r in enumerate(refs)]
     )
     da.utils.assert_eq(g.node_feature("paper", "feat"), expected)
 

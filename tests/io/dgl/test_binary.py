@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dgl_chunked.errors import DGLFormatError
-from dgl_chunked.io.dgl import spans as dgl_blocks
+from dgl_chunked.io.dgl import spans as dgl_spans
 from dgl_chunked.io.dgl.binary import (
     BFLOAT16_RAW,
     ArraySpans,
@@ -354,7 +354,7 @@ def test_keys_sorted_and_deterministic(tmp_path: Path) -> None:
     assert list(read_tensor_dict(tmp_path / "1.dgl")) == ["a", "b", "c/d"]
 
 
-def _blocks(arr: np.ndarray, sizes: list[int]) -> ArraySpans:
+def _spans(arr: np.ndarray, sizes: list[int]) -> ArraySpans:
     bounds = np.cumsum([0, *sizes])
     return ArraySpans(arr.shape, arr.dtype, lambda: (arr[a:b] for a, b in itertools.pairwise(bounds)))
 
@@ -362,7 +362,7 @@ def _blocks(arr: np.ndarray, sizes: list[int]) -> ArraySpans:
 def test_sources_give_identical_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import zarr
 
-    monkeypatch.setattr(dgl_blocks, "SPAN_BYTES", 40)  # many blocks even for tiny arrays
+    monkeypatch.setattr(dgl_spans, "SPAN_BYTES", 40)  # many spans even for tiny arrays
     arr = np.arange(60, dtype=np.float32).reshape(20, 3)
     np.save(tmp_path / "a.npy", arr)
     z = zarr.create_array(store=str(tmp_path / "z.zarr"), shape=arr.shape, chunks=(7, 3), dtype=arr.dtype)
@@ -371,7 +371,7 @@ def test_sources_give_identical_bytes(tmp_path: Path, monkeypatch: pytest.Monkey
         "numpy": arr,
         "memmap": np.load(tmp_path / "a.npy", mmap_mode="r"),
         "zarr": z,
-        "blocks": _blocks(arr, [0, 3, 9, 0, 8]),
+        "spans": _spans(arr, [0, 3, 9, 0, 8]),
     }
     outputs = {}
     for name, value in sources.items():
@@ -415,15 +415,15 @@ def test_graph_roundtrip(tmp_path: Path, formats: tuple[str, ...], idtype: type)
     assert list(g.ndata["_N"]) == ["feat", "mask"] and g.ndata["_N"]["mask"].dtype == np.uint8
     assert np.array_equal(g.ndata["_N"]["feat"], ndata["feat"])
     assert np.array_equal(g.edata[etype]["w"], edata["w"])
-    blocks = HomogeneousGraph(
+    streamed = HomogeneousGraph(
         num_nodes=n,
-        src=_blocks(src, [100, 0, 200]),
-        dst=_blocks(dst, [1, 299]),
+        src=_spans(src, [100, 0, 200]),
+        dst=_spans(dst, [1, 299]),
         ndata=ndata,
         edata=edata,
         idtype=np.dtype(idtype),
     )
-    write_graph(tmp_path / "b.dgl", blocks, formats=formats)
+    write_graph(tmp_path / "b.dgl", streamed, formats=formats)
     assert (tmp_path / "b.dgl").read_bytes() == (tmp_path / "g.dgl").read_bytes()
 
 
@@ -521,12 +521,12 @@ def test_write_graph_limits(tmp_path: Path) -> None:
 
 
 def test_failed_stream_removes_partial_file(tmp_path: Path) -> None:
-    def blocks() -> Any:
+    def spans() -> Any:
         yield np.zeros(2, np.int64)
         raise RuntimeError("source died")
 
     out = tmp_path / "g.dgl"
-    graph = HomogeneousGraph(num_nodes=4, src=ArraySpans((4,), np.int64, blocks), dst=np.zeros(4, np.int64))
+    graph = HomogeneousGraph(num_nodes=4, src=ArraySpans((4,), np.int64, spans), dst=np.zeros(4, np.int64))
     with pytest.raises(RuntimeError, match="source died"):
         write_graph(out, graph)
     assert not out.exists()
@@ -535,7 +535,7 @@ def test_failed_stream_removes_partial_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["r+", "c"])
 def test_memmap_page_release_keeps_caller_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     """Dropping written memmap pages must not lose unflushed (r+) or copy-on-write (c) changes."""
-    monkeypatch.setattr(dgl_blocks, "SPAN_BYTES", 4096)
+    monkeypatch.setattr(dgl_spans, "SPAN_BYTES", 4096)
     base = np.arange(50_000, dtype=np.int64)
     np.save(tmp_path / "a.npy", base)
     mm = np.load(tmp_path / "a.npy", mmap_mode=mode)
@@ -551,6 +551,6 @@ def test_release_pages_of_read_only_memmap(tmp_path: Path) -> None:
     mm = np.load(tmp_path / "a.npy", mmap_mode="r")
     view = mm[1000:200_000]
     total = int(view.sum())
-    dgl_blocks.release_pages(view)
+    dgl_spans.release_pages(view)
     assert int(view.sum()) == total  # pages come back from the file
-    dgl_blocks.release_pages(mm[:0])  # empty views are a no-op
+    dgl_spans.release_pages(mm[:0])  # empty views are a no-op

@@ -11,7 +11,7 @@ import pytest
 
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.binary import ArraySpans, HomogeneousGraph
-from dgl_chunked.io.graphbolt import torch_zip
+from dgl_chunked.io.formats import torch_zip
 from dgl_chunked.io.graphbolt.csc import CscSorter, GraphBoltOptions, min_dtype, write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import describe_graphbolt_file, read_graphbolt_graph, write_graphbolt_graph
 
@@ -69,15 +69,15 @@ def test_reader_reads_torch_written_file():
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64", "bool"])
-def test_round_trip_every_dtype_in_blocks(tmp_path, dtype):
+def test_round_trip_every_dtype_in_spans(tmp_path, dtype):
     values = (np.arange(30) % 7).astype(dtype).reshape(10, 3)
-    blocks = ArraySpans(values.shape, values.dtype, lambda: iter([values[:4], values[4:4], values[4:]]))
+    spans = ArraySpans(values.shape, values.dtype, lambda: iter([values[:4], values[4:4], values[4:]]))
     path = tmp_path / "g.pt"
     write_graphbolt_graph(
         path,
         indptr=np.arange(11, dtype=np.int64),
         indices=np.arange(10, dtype=np.int64)[::-1].copy(),
-        node_attributes={"feat": blocks},
+        node_attributes={"feat": spans},
         edge_attributes=None,
     )
     g = read_graphbolt_graph(path)
@@ -164,7 +164,7 @@ def test_csc_sort_in_ranges_equals_stable_sort(sort_bytes):
     sorter = CscSorter(50, as_stream(split(dst), "dst"), sort_bytes)
     assert (len(sorter.ranges) == 1) == (sort_bytes == 1 << 30)
     order = np.argsort(dst, kind="stable")
-    got = np.concatenate(list(sorter.column(as_stream(split(src), "src"), np.int32).blocks()))
+    got = np.concatenate(list(sorter.column(as_stream(split(src), "src"), np.int32).spans()))
     np.testing.assert_array_equal(got, src[order].astype(np.int32))
     np.testing.assert_array_equal(sorter.indptr(), np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=50))]))
 

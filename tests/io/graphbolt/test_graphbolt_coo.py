@@ -21,21 +21,21 @@ from dgl_chunked.io.graphbolt.graph_file import read_graphbolt_graph
 NTYPES, ETYPES = {"a": 0, "b": 1}, {"a:x:b": 0, "b:y:a": 1, "a:z:a": 2}
 
 
-def _graph(n: int, e: int, seed: int, block: int | None = None) -> HomogeneousGraph:
+def _graph(n: int, e: int, seed: int, span: int | None = None) -> HomogeneousGraph:
     rng = np.random.default_rng(seed)
     dst = rng.integers(0, n, e)
-    dst[: e // 4] = dst[0]  # a hub: one destination with many in-edges, spread over blocks
+    dst[: e // 4] = dst[0]  # a hub: one destination with many in-edges, spread over spans
     src = rng.integers(0, n, e)
 
-    def blocks(a: np.ndarray) -> object:
-        if block is None:
+    def spans(a: np.ndarray) -> object:
+        if span is None:
             return a
-        return ArraySpans(a.shape, a.dtype, lambda: (a[i : i + block] for i in range(0, a.shape[0], block)))
+        return ArraySpans(a.shape, a.dtype, lambda: (a[i : i + span] for i in range(0, a.shape[0], span)))
 
     return HomogeneousGraph(
         num_nodes=n,
-        src=blocks(src),
-        dst=blocks(dst),
+        src=spans(src),
+        dst=spans(dst),
         ndata={"_ID": np.arange(n, dtype=np.int64)},
         edata={
             "_ID": np.arange(5000, 5000 + e, dtype=np.int64),
@@ -54,18 +54,18 @@ def _write(tmp_path, graph, options=None, **kw):
 
 def _endpoints(graph: HomogeneousGraph) -> tuple[np.ndarray, np.ndarray]:
     def full(a: object) -> np.ndarray:
-        return a if isinstance(a, np.ndarray) else np.concatenate(list(a.blocks()))  # type: ignore[attr-defined]
+        return a if isinstance(a, np.ndarray) else np.concatenate(list(a.spans()))  # type: ignore[attr-defined]
 
     return full(graph.src), full(graph.dst)
 
 
 @pytest.mark.parametrize(
-    ("sort_bytes", "block"),
-    [(1 << 30, None), (1 << 30, 7), (64, None), (64, 13)],  # one sort / destination ranges; streamed blocks
+    ("sort_bytes", "span"),
+    [(1 << 30, None), (1 << 30, 7), (64, None), (64, 13)],  # one sort / destination ranges; streamed spans
 )
-def test_coo_attributes_are_csc_slot_and_expanded_indptr(tmp_path, sort_bytes, block):
+def test_coo_attributes_are_csc_slot_and_expanded_indptr(tmp_path, sort_bytes, span):
     n, e = 40, 600
-    graph = _graph(n, e, seed=7, block=block)
+    graph = _graph(n, e, seed=7, span=span)
     src, dst = _endpoints(graph)
     opts = GraphBoltOptions(store_inner_edge=True, sort_bytes=sort_bytes)
     g = _write(tmp_path, graph, opts, totals=(1000, 5000 + e))

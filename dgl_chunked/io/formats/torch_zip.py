@@ -4,13 +4,13 @@ A ``torch.save`` file is a zip archive of *stored* (uncompressed) records, all u
 one top directory ``<archive>/``: ``data.pkl`` (a protocol 2 pickle), ``byteorder``,
 ``data/<key>`` (one raw storage per key, in key string order), ``version`` and
 ``.data/serialization_id``. Every record's data starts at a multiple of 64 bytes:
-the local header's extra field holds a ``"FB"`` block padded with ``Z``. Local
+the local header's extra field holds a ``"FB"`` field padded with ``Z``. Local
 headers carry zero CRC and sizes with general-purpose flag bit 3, and a data
 descriptor follows each non-empty record, so a record is streamed in one pass.
 The archive always ends with a zip64 end-of-central-directory record and locator.
 ``docs/spec/graphbolt.md`` ("The container") has the byte layout and the torch versions checked.
 
-:class:`TorchZipWriter` writes that layout block by block (memory: one block);
+:class:`TorchZipWriter` writes that layout span by span (memory: one span);
 :class:`TorchZipReader` opens one strictly and raises
 :class:`~dgl_chunked.errors.DGLFormatError` naming the file, record and offset.
 """
@@ -83,10 +83,10 @@ class TorchZipWriter:
         self._f.write(view)
         self._pos += view.nbytes
 
-    def write_record(self, name: str, blocks: Iterable[Any] | bytes, size: int) -> None:
-        """Write record ``<archive>/<name>`` of exactly ``size`` bytes from ``blocks``.
+    def write_record(self, name: str, spans: Iterable[Any] | bytes, size: int) -> None:
+        """Write record ``<archive>/<name>`` of exactly ``size`` bytes from ``spans``.
 
-        ``blocks`` is bytes or an iterable of buffers (numpy arrays are written raw);
+        ``spans`` is bytes or an iterable of buffers (numpy arrays are written raw);
         a total other than ``size`` raises :class:`DGLFormatError`.
         """
         full = f"{self._archive}/{name}".encode()
@@ -94,15 +94,13 @@ class TorchZipWriter:
         extra = _local_zip64(size, header_offset)
         flags = _FLAG_UTF8 | (_FLAG_DESCRIPTOR if size else 0)
         pad = (-(header_offset + _LOCAL.size + len(full) + len(extra) + 4)) % ALIGN
-        extra += struct.pack("<HH", 0x4246, pad) + b"Z" * pad  # "FB": torch's alignment block
+        extra += struct.pack("<HH", 0x4246, pad) + b"Z" * pad  # "FB": torch's alignment field
         self._write(_LOCAL.pack(_SIG_LOCAL, 0, flags, 0, 0, 0, 0, 0, 0, len(full), len(extra)))
         self._write(full)
         self._write(extra)
         crc, written = 0, 0
-        for block in [blocks] if isinstance(blocks, bytes | bytearray) else blocks:
-            raw: Any = (
-                np.ascontiguousarray(block).reshape(-1).view(np.uint8) if isinstance(block, np.ndarray) else block
-            )
+        for span in [spans] if isinstance(spans, bytes | bytearray) else spans:
+            raw: Any = np.ascontiguousarray(span).reshape(-1).view(np.uint8) if isinstance(span, np.ndarray) else span
             view = memoryview(raw).cast("B")
             crc = zlib.crc32(view, crc)
             written += view.nbytes

@@ -1,4 +1,4 @@
-"""Byte-level building blocks of DGL's binary files (``docs/spec/dgl-binary.md``: "Encoding",
+"""Byte-level fields and records of DGL's binary files (``docs/spec/dgl-binary.md``: "Encoding",
 "NDArray record" and the records of "Graph file").
 
 Two halves:
@@ -12,8 +12,8 @@ Two halves:
   field. With ``annotate=True`` it also records ``(offset, size, field, value)``
   rows, the format of ``golden/serialization/annot_g_default.txt``.
 
-Nothing here knows about tensor dicts or graphs; see ``_dgl_graph_read`` and
-``dgl_format``.
+Nothing here knows about tensor dicts or graphs; see :mod:`.dgl` (the tensor dict,
+format ``dgl``) and ``dgl_chunked.io.dgl`` (graph files, DGL's writers).
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ class Cursor:
 
     @contextmanager
     def scope(self, prefix: str) -> Iterator[None]:
-        """Prefix every field name read inside the block with ``prefix.``."""
+        """Prefix every field name read inside the ``with`` body with ``prefix.``."""
         self._scope.append(prefix)
         try:
             yield
@@ -220,7 +220,7 @@ class Cursor:
         return data
 
     def skip(self, n: int, field: str) -> None:
-        """Skip ``n`` bytes that must exist (for the junk header block)."""
+        """Skip ``n`` bytes that must exist (for the unspecified rest of the header, ``HEADER_BLOCK``)."""
         if n > self.remaining:
             raise self.error(self.pos, field, f"needs {n} bytes but only {self.remaining} remain")
         self.pos = self._f.seek(self.pos + n)
