@@ -14,7 +14,7 @@ Usage (as root)::
 
     python benchmarks/bench_network.py [--hosts 1 2 4 8] [--rate 10mbit] [--nodes 200000]
         [--edges 2000000] [--feat-dim 16] [--num-parts 8] [--method random]
-        [--save-orig-ids] [--json out.json]
+        [--save-orig-ids] [--partitions-dir] [--trace-s3] [--json out.json]
 
 Without root (or without ``ip``/``tc``) it prints why and exits 0 having done nothing.
 Every namespace is removed at the end, also on failure or Ctrl-C; a run killed with
@@ -173,8 +173,8 @@ class _StageClock(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if message.startswith("dispatch step: "):
-            self.mark(message.removeprefix("dispatch step: ").split(" (")[0])
+        if message.startswith(("dispatch step: ", "run step: ")):  # run's: write assignment (--partitions-dir)
+            self.mark(message.split(" step: ", 1)[1].split(" (")[0])
 
 
 def _graph_arguments(parser: argparse.ArgumentParser) -> None:
@@ -186,6 +186,9 @@ def _graph_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-parts", type=int, default=8)
     parser.add_argument("--method", default="random")
     parser.add_argument("--save-orig-ids", action="store_true")
+    parser.add_argument(
+        "--partitions-dir", action="store_true", help="run --partitions-dir on the object store (and its forecast)"
+    )
     parser.add_argument(
         "--task-size", default=None, help="read task size (--task-size of the CLI): small enough for a task per worker"
     )
@@ -220,10 +223,11 @@ def client_main(result_path: str, argv: list[str]) -> None:
             Path(result_path).write_text("{}")
             return
         opts = dglc.DispatchOptions(save_orig_nids=a.save_orig_ids, save_orig_eids=a.save_orig_ids)
+        assign = f"{a.out_dir}-assignment" if a.partitions_dir else None
         planned = dglc.open_chunked_graph(a.in_dir, storage_options=so, task_bytes=a.task_size)
         plan = dglc.forecast_run(  # on a handle of its own: the run's opening is measured
             planned, a.out_dir, num_parts=a.num_parts, method=a.method, options=opts, storage_options=so,
-            workers=1, hosts=a.hosts, bandwidth=a.rate,
+            workers=1, hosts=a.hosts, bandwidth=a.rate, partitions_dir=assign,
         )  # fmt: skip
         clock = _StageClock(topo)
         logging.getLogger("dgl_chunked").addHandler(clock)
@@ -232,7 +236,7 @@ def client_main(result_path: str, argv: list[str]) -> None:
         graph = dglc.open_chunked_graph(a.in_dir, storage_options=so, task_bytes=a.task_size)
         result = dglc.run(
             graph, a.out_dir, num_parts=a.num_parts, method=a.method, options=opts,
-            storage_options=so, client=client,
+            storage_options=so, client=client, partitions_dir=assign,
         )  # fmt: skip
         clock.mark("end")
         rss = client.run(_peak_rss_mb)
@@ -334,11 +338,14 @@ def _kind(key: str) -> str:
     return "out " + rest[0]
 
 
-def trace_table(trace_dir: Path, marks: list[Any]) -> str:
-    """Requests and bytes per step and kind of data, from the processes' S3 request logs."""
+def trace_table(trace_dir: Path, marks: list[Any], forecast: dict[str, Any] | None = None) -> str:
+    """Requests and bytes per step and kind of data, from the processes' S3 request logs,
+    and per step the requests against the forecast's."""
     records = [json.loads(line) for f in trace_dir.glob("*.jsonl") for line in f.read_text().splitlines()]
     bounds = [(name if name != "start" else "partition", t) for name, t, _ in marks]
     lines = [f"{'step':<26}{'data':<34}{'requests':>9}{'MB down':>9}{'MB up':>9}"]
+    predicted = {s["name"]: s["requests"] for s in (forecast or {}).get("stages", [])}
+    first = next(iter(predicted), "")
     for (step, t0), (_, t1) in zip(bounds, bounds[1:], strict=False):
         acc: dict[str, list[int]] = {}
         for r in records:
@@ -349,6 +356,8 @@ def trace_table(trace_dir: Path, marks: list[Any]) -> str:
                 row[2] += r["sent"]
         for kind, (n, down, up) in sorted(acc.items()):
             lines.append(f"{step:<26}{kind:<34}{n:>9}{down / 1e6:>9.2f}{up / 1e6:>9.2f}")
+        want = predicted.get(first if step == "partition" else step)
+        lines.append(f"{step:<26}{'all (forecast ' + str(want) + ')':<34}{sum(a[0] for a in acc.values()):>9}")
     return "\n".join(lines)
 
 
@@ -407,6 +416,7 @@ def main() -> None:
                 run_args = ["run", "--scheduler", scheduler, *common, "--out-dir", out,
                             "--num-parts", str(args.num_parts), "--method", args.method]  # fmt: skip
                 run_args += ["--save-orig-ids"] if args.save_orig_ids else []
+                run_args += ["--partitions-dir"] if args.partitions_dir else []
                 run_args += ["--hosts", str(hosts), "--rate", args.rate]
                 run_args += ["--task-size", args.task_size] if args.task_size else []
                 measured = _in_client(topo, run_args, logs, f"run-{hosts}")
@@ -414,7 +424,7 @@ def main() -> None:
             print(table(hosts, args.rate, rows, measured.get("forecast")))
             print(f"peak RSS per worker (MB): {sorted(round(v) for v in measured['worker_peak_rss_mb'].values())}")
             if args.trace_s3:
-                print(trace_table(logs / "s3trace", measured["marks"]))
+                print(trace_table(logs / "s3trace", measured["marks"], measured.get("forecast")))
             results["runs"].append(
                 {
                     "hosts": hosts,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -13,6 +14,7 @@ from dask.base import tokenize
 from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch, staging_location
 from dgl_chunked.dispatch.forecast import forecast_run
+from dgl_chunked.dispatch.forecast.network import ASSIGNMENT_STEP
 from dgl_chunked.errors import DglChunkedError, OptionError
 from dgl_chunked.io.assignment import retract_assignment, write_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
@@ -21,6 +23,9 @@ from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 
 __all__ = ["run"]
+
+
+logger = logging.getLogger(__name__)
 
 
 def run(
@@ -206,6 +211,9 @@ def _run(
         # written from what dispatch staged: the partitioner's result is computed once,
         # and dispatch never reads it back from text (nor from a Zarr copy)
         def keep(staged: dict[str, da.Array]) -> None:
+            # a step line of its own, so that its time and bytes are told apart (plan forecasts it)
+            tasks = sum(a.numblocks[0] for a in staged.values())
+            logger.info("run step: %s (%d tasks)", ASSIGNMENT_STEP, tasks)
             write_assignment(
                 partitions_dir,
                 staged,

@@ -152,6 +152,7 @@ def plan_command(
     json_path: str | None,
     hosts: int | None,
     bandwidth: str | None,
+    partitions_dir: str | None,
     cluster: ClusterOptions,
     options: DispatchOptions,
     storage_options: dict[str, Any] | None,
@@ -172,6 +173,7 @@ def plan_command(
         dispatch_only=dispatch_only,
         hosts=hosts,
         bandwidth=bandwidth,
+        partitions_dir=partitions_dir,
     )
     if not cluster.asked:  # what run would run on, and why
         click.echo(f"scheduler: {choose_scheduler(input_bytes(_input_files(graph))).describe()}")

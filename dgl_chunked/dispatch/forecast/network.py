@@ -20,8 +20,12 @@ headers, file sizes) and the access pattern of the code:
   sources twice: the HALO pass and the write pass; the edge owners of every chunk
   whole, once per partition, when original edge IDs are kept) and writes the output.
 
-Every request also moves headers: :data:`REQUEST_DOWN_BYTES` and
-:data:`REQUEST_UP_BYTES`, measured on S3 (``benchmarks/bench_network.py``). The
+With ``run --partitions-dir``, ``write assignment`` reads the staged owners and
+writes the assignment files (text pieces written, read back and joined).
+
+Every request also moves headers, :data:`REQUEST_DOWN_BYTES` and
+:data:`REQUEST_UP_BYTES`; the requests per task are :mod:`.requests`' (both counted
+by an S3 server behind a byte-counting relay). MB is 10^6 bytes. The
 time of a step on a host is its bytes over the host's bandwidth (one thread reads
 and writes in turn; several overlap the two directions), plus the compute time
 :mod:`.estimates` gives for the same step.
@@ -29,38 +33,47 @@ and writes in turn; several overlap the two directions), plus the compute time
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
+from dgl_chunked.dispatch.forecast.bandwidth import parse_bandwidth
 from dgl_chunked.dispatch.forecast.estimates import HEADER_BYTES, DispatchForecast, StepForecast
+from dgl_chunked.dispatch.forecast.requests import (
+    ASSIGN_TASK_REQUESTS,
+    REQUEST_DOWN_BYTES,
+    REQUEST_UP_BYTES,
+    assignment_write_requests,
+    edge_task_requests,
+    feature_task_requests,
+    number_task_requests,
+    open_requests,
+    write_client_requests,
+    write_partition_requests,
+)
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
 from dgl_chunked.dispatch.kernels import keeps_edge_owners
 from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
-from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.formats import get_format
 from dgl_chunked.io.formats.files import file_sizes
 from dgl_chunked.storage import fs
 
 __all__ = [
+    "ASSIGNMENT_STEP",
     "REQUEST_DOWN_BYTES",
     "REQUEST_SECONDS",
     "REQUEST_UP_BYTES",
     "NetworkForecast",
     "NetworkStep",
+    "assignment_file_bytes",
     "forecast_network",
     "parse_bandwidth",
 ]
 
-REQUEST_DOWN_BYTES = 1300
-"""Bytes received per request besides the payload (HTTP and TCP headers; S3, measured)."""
-REQUEST_UP_BYTES = 1800
-"""Bytes sent per request besides the payload (a signed S3 request, measured)."""
 REQUEST_SECONDS = 0.015
 """Round trip of one small request to the storage (S3 API on the benchmark's server,
 measured: about 100 requests of the client's opening took 1.5-1.8 s)."""
@@ -116,7 +129,8 @@ class NetworkForecast:
         """The network forecast as ``dgl-chunked plan`` prints it."""
         rate = "" if self.bandwidth is None else f", {self.bandwidth * 8 / 1e6:g} Mbit/s per host"
         lines = [
-            f"network (storage remote): {self.hosts} host(s) x {self.processes_per_host} process(es){rate}",
+            f"network (storage remote): {self.hosts} host(s) x {self.processes_per_host} process(es){rate}"
+            " (MB = 10^6 bytes)",
             f"{'step':<28}{'MB down':>10}{'MB up':>10}{'requests':>10}{'host down':>11}{'host up':>10}"
             + (f"{'seconds':>9}" if self.bandwidth else ""),
         ]
@@ -130,31 +144,6 @@ class NetworkForecast:
         lines.append(total + (f"{'':>31}{self.seconds:>9.1f}" if self.seconds is not None else ""))
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
-
-
-_RATE = re.compile(r"^\s*([0-9.]+(?:e[0-9]+)?)\s*([kmgt]?)(bit|bps|b/s|B/s|B)?\s*$", re.IGNORECASE)
-
-
-def parse_bandwidth(text: str | float | None) -> float | None:
-    """Bytes per second from ``"1gbit"``, ``"100mbit"``, ``"125MB/s"`` or a number of bytes/s.
-
-    Raises
-    ------
-    OptionError
-        The text is not a rate.
-    """
-    if text is None or isinstance(text, (int, float)):
-        return None if text is None else float(text)
-    match = _RATE.match(text)
-    if not match:
-        raise OptionError(f"bandwidth {text!r}: expected a rate such as '1gbit', '100mbit' or '125MB/s'")
-    value, prefix, unit = float(match[1]), match[2].lower(), (match[3] or "B")
-    scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[prefix]
-    bits = unit.lower() in ("bit", "bps") or unit == "b/s"
-    rate = value * scale / (8 if bits else 1)
-    if rate <= 0:
-        raise OptionError(f"bandwidth {text!r}: expected a positive rate")
-    return rate
 
 
 @dataclass
@@ -200,21 +189,18 @@ def _finish(step: _Step, hosts: int, procs: int, threads: int, bandwidth: float 
     return NetworkStep(step.name, down, up, reqs, h_down, h_up, seconds)
 
 
-def _client_open(graph: ChunkedGraph, size: Mapping[str, int]) -> tuple[int, int, int]:
+def _client_open(graph: ChunkedGraph, size: Mapping[str, int], orig_nids: bool) -> tuple[int, int, int]:
     """What opening the graph reads: ``metadata.json``, and a header or footer of every
     feature file (rows and dtype)."""
     meta = graph.metadata
-    down, requests = file_sizes([fs.join(meta.base_dir, "metadata.json")], graph.storage_options)[0], 2
+    down, files = file_sizes([fs.join(meta.base_dir, "metadata.json")], graph.storage_options)[0], 0
     for data in (meta.node_data, meta.edge_data):
         for feats in data.values():
             for src in feats.values():
                 block = get_format(src.format).header_bytes
                 down += sum(size[p] if block is None else min(size[p], block) for p in src.paths)
-                requests += len(src.paths)  # its header (sizes come from one listing per folder)
-    requests += sum(len(src.paths) for src in meta.edges.values())
-    # ownership marks, the staging's fingerprint, group and node arrays (created by the client)
-    requests += 35 + 13 * len(meta.node_types)
-    return down, 0, requests
+                files += len(src.paths)  # its header (sizes come from one listing per folder)
+    return down, 0, open_requests(files, len(meta.node_types), orig_nids)
 
 
 def _features(graph: ChunkedGraph) -> Iterator[tuple[Literal["node", "edge"], str, str, int]]:
@@ -257,19 +243,26 @@ def _edge_step(
     edge_tasks = 0
     for spec in meta.edge_types:
         keep = keeps_edge_owners(meta, spec.name, opts.save_orig_eids)
-        for group in graph.edge_groups(spec.name):
+        for k, group in enumerate(graph.edge_groups(spec.name)):
             read = sum(size[r.path] for r in group.refs)
             up = group.rows * (2 * id_size + owner_size * keep)
-            step.add(read, up, 2 * len(group.refs) + 8 + 2 * keep)
+            step.add(read, up, edge_task_requests(len(group.refs), keep, k == 0))
             edge_tasks += 1
+    typed: set[tuple[str, str]] = set()
     for kind, type_name, feat, row in _features(graph):
         owner = OWNER_BYTES if kind == "node" else owner_size
         for group in graph.feature_groups(kind, type_name, feat):
             read = sum(size[r.path] for r in group.refs) + owner * group.rows
-            step.add(read, row * group.rows, 2 * len(group.refs) + 6)
+            step.add(read, row * group.rows, feature_task_requests(len(group.refs), (kind, type_name) not in typed))
+            typed.add((kind, type_name))
     if extra_node_row_bytes:
         for t in meta.node_types:
-            step.add(OWNER_BYTES * meta.num_nodes(t), extra_node_row_bytes * meta.num_nodes(t), 4)
+            step.add(
+                OWNER_BYTES * meta.num_nodes(t),
+                extra_node_row_bytes * meta.num_nodes(t),
+                feature_task_requests(0, True),
+            )
+    step.client = (0, 0, 4 + 2 * len(meta.node_types))  # the node-ID cache cleared, records listed
     # the new-ID maps: built once per worker process that runs an edge task
     maps = 0
     for t in {n for spec in meta.edge_types for n in (spec.src_type, spec.dst_type)}:
@@ -277,7 +270,7 @@ def _edge_step(
         maps += OWNER_BYTES * n if map_bytes(n, opts.block_rows, num_parts) < 4 * n else id_size * n
     for i in range(min(procs, edge_tasks)):
         down, up, req = step.tasks[i]
-        step.tasks[i] = (down + maps, up, req + 2 * len(meta.node_types))
+        step.tasks[i] = (down + maps, up, req + 6 * len(meta.node_types))
     return step
 
 
@@ -287,7 +280,7 @@ def _write_step(
     meta = graph.metadata
     id_size = staged_id_dtype(forecast.nodes, wide=opts.wide_ids).itemsize
     owner_size = compact_owner_dtype(num_parts).itemsize
-    feat_bytes, feat_tasks = extra_node_row_bytes * forecast.nodes, 0
+    feat_bytes, feat_tasks = extra_node_row_bytes * forecast.nodes, len(meta.node_types) * bool(extra_node_row_bytes)
     for kind, type_name, feat, row in _features(graph):
         feat_bytes += row * (meta.num_nodes(type_name) if kind == "node" else meta.num_edges(type_name))
         feat_tasks += len(graph.feature_groups(kind, type_name, feat))
@@ -296,11 +289,46 @@ def _write_step(
     per_part_down = (3 * id_size * forecast.edges + feat_bytes + 8 * forecast.nodes * opts.save_orig_nids) / num_parts
     per_part_down += owner_size * kept_owner_edges  # every chunk's owners, whole, per partition
     out_per_part = (forecast.output_bytes - HEADER_BYTES) / num_parts  # less the partition config
-    requests = 3 * edge_tasks + feat_tasks + 2 * edge_tasks * opts.save_orig_eids + 40
+    blocks = sum(-(-meta.num_nodes(t) // opts.block_rows) for t in meta.node_types)
+    requests = write_partition_requests(
+        edge_tasks, feat_tasks, blocks, len(meta.node_types), opts.save_orig_nids, opts.save_orig_eids
+    )
     step = _Step("write partitions")
     for _ in range(num_parts):
         step.add(int(per_part_down), int(out_per_part), requests)
-    step.client = (0, 4096, 10)  # metadata.json and the ownership marks
+    files = num_parts * (3 + opts.save_orig_nids + opts.save_orig_eids)
+    step.client = (0, 4096, write_client_requests(files))  # metadata.json, marks, the staging's records
+    return step
+
+
+def assignment_file_bytes(nodes: int, num_parts: int) -> int:
+    """Bytes of DGL's text assignment files: one partition ID and a newline per node."""
+    return nodes * (len(str(max(num_parts - 1, 0))) + 1)
+
+
+ASSIGNMENT_STEP = "write assignment"
+"""``run --partitions-dir``'s step (the name ``run`` logs it under)."""
+
+
+def _assignment_write_step(graph: ChunkedGraph, num_parts: int, block_rows: int, remote: bool) -> _Step:
+    """``run --partitions-dir``: per block, the staged owners read (whole chunks) and its
+    text piece written; the client joins each type's pieces (read back, written once)
+    and writes ``partition_meta.json`` and its sidecar. Only the owners cross the
+    network when the directory is local."""
+    meta = graph.metadata
+    step = _Step(ASSIGNMENT_STEP)
+    blocks, text_total = 0, 0
+    for t in meta.node_types:
+        n = meta.num_nodes(t)
+        chunk = block_rows if n > block_rows else n
+        for lo in range(0, n, block_rows):
+            text = assignment_file_bytes(min(block_rows, n - lo), num_parts)
+            step.add(OWNER_BYTES * chunk, text * remote, 4 + remote)
+            blocks += 1
+            text_total += text
+    if remote:
+        requests = assignment_write_requests(blocks, len(meta.node_types)) - 5 * blocks
+        step.client = (text_total, text_total + 2048, requests)  # pieces read back, joined, meta files
     return step
 
 
@@ -317,6 +345,7 @@ def forecast_network(
     assignment_bytes: int = 0,
     partition_step: StepForecast | None = None,
     extra_node_row_bytes: int = 0,
+    partitions_dir: str | None = None,
 ) -> NetworkForecast:
     """Bytes over the network per step of a dispatch (or run) whose storage is remote.
 
@@ -343,6 +372,9 @@ def forecast_network(
         graph (random assignment); ``None`` for ``dispatch``.
     extra_node_row_bytes
         Bytes per node of computed node data (``trainer_id``).
+    partitions_dir
+        ``run --partitions-dir``: the step ``write assignment`` that writes it is
+        forecast (its files' bytes count where it is remote).
 
     Returns
     -------
@@ -358,7 +390,7 @@ def forecast_network(
     size = _input_sizes(graph)
 
     opening = _Step(partition_step.name if partition_step else "open the graph")
-    opening.client = _client_open(graph, size)
+    opening.client = _client_open(graph, size, opts.save_orig_nids)
     assign = _Step("stage assignment")
     number = _Step("number nodes")
     for t in meta.node_types:
@@ -366,15 +398,21 @@ def forecast_network(
         for lo in range(0, n, opts.block_rows):
             rows = min(opts.block_rows, n - lo)
             chunk = opts.block_rows if n > opts.block_rows else n  # Zarr stores the last chunk whole
-            assign.add(assignment_bytes * rows // max(n_total, 1), OWNER_BYTES * chunk, 5)
-            number.add(OWNER_BYTES * chunk, (id_size + 8 * opts.save_orig_nids) * chunk, 4 + 2 * opts.save_orig_nids)
+            assign.add(assignment_bytes * rows // max(n_total, 1), OWNER_BYTES * chunk, ASSIGN_TASK_REQUESTS)
+            number.add(
+                OWNER_BYTES * chunk,
+                (id_size + 8 * opts.save_orig_nids) * chunk,
+                number_task_requests(opts.save_orig_nids),
+            )
+    steps = [assign, number]
+    if partitions_dir is not None:
+        steps.append(_assignment_write_step(graph, num_parts, opts.block_rows, fs.is_url(partitions_dir)))
     stages = [
         _finish(opening, hosts, processes_per_host, threads_per_process, rate, 0.0),
         *(
             _finish(s, hosts, processes_per_host, threads_per_process, rate, cpu.get(s.name, 0.0))
             for s in (
-                assign,
-                number,
+                *steps,
                 _edge_step(graph, size, num_parts, opts, procs, extra_node_row_bytes),
                 _write_step(graph, num_parts, opts, forecast, extra_node_row_bytes),
             )

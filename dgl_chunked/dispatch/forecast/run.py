@@ -16,7 +16,7 @@ from dgl_chunked._dask import ClusterOptions
 from dgl_chunked._typing import Bytes, PathLike, StorageOptions, parse_memory_limit
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.forecast.estimates import StepForecast, forecast_dispatch
-from dgl_chunked.dispatch.forecast.network import NetworkForecast, forecast_network
+from dgl_chunked.dispatch.forecast.network import NetworkForecast, assignment_file_bytes, forecast_network
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.out_dir import staging_location
@@ -66,11 +66,11 @@ class RunForecast:
             f"plan: {self.graph_name!r}, {self.nodes} nodes, {self.edges} edges -> {self.num_parts} "
             f"partition(s) ({self.method}) on {self.workers} worker thread(s)"
         )
-        lines = [head, f"{'step':<28}{'tasks':>7}{'peak MB/worker':>16}{'seconds':>10}"]
+        lines = [head + " (MB = 10^6 bytes)", f"{'step':<28}{'tasks':>7}{'peak MB/worker':>16}{'seconds':>10}"]
         base = self.worker_base_bytes
         for s in self.stages:
-            lines.append(f"{s.name:<28}{s.tasks:>7}{(base + s.task_bytes) / 2**20:>16.0f}{s.seconds:>10.1f}")
-        lines.append(f"{'total':<28}{'':>7}{self.peak_worker_bytes / 2**20:>16.0f}{self.seconds:>10.1f}")
+            lines.append(f"{s.name:<28}{s.tasks:>7}{(base + s.task_bytes) / 1e6:>16.0f}{s.seconds:>10.1f}")
+        lines.append(f"{'total':<28}{'':>7}{self.peak_worker_bytes / 1e6:>16.0f}{self.seconds:>10.1f}")
         lines.append(f"staging: {format_bytes(self.staging_bytes)}; output: {format_bytes(self.output_bytes)}")
         for d in self.disks:
             free = "unknown (not a local filesystem)" if d.free is None else format_bytes(d.free)
@@ -101,6 +101,7 @@ def forecast_run(
     cluster: ClusterOptions | None = None,
     hosts: int | None = None,
     bandwidth: str | float | None = None,
+    partitions_dir: PathLike | None = None,
 ) -> RunForecast:
     """Forecast :func:`~dgl_chunked.run` (or only :func:`~dgl_chunked.dispatch.dispatch`) without running it.
 
@@ -135,6 +136,9 @@ def forecast_run(
     bandwidth
         Every host's link, each direction (``"1gbit"``, ``"125MB/s"``, bytes per
         second): the network forecast's time.
+    partitions_dir
+        ``run --partitions-dir``: the network forecast has a step ``write assignment``
+        (ignored with ``dispatch_only``).
 
     Returns
     -------
@@ -179,9 +183,10 @@ def forecast_run(
             processes_per_host=processes,
             threads_per_process=threads_per_worker,
             bandwidth=bandwidth,
-            assignment_bytes=_assignment_file_bytes(forecast.nodes, num_parts) if dispatch_only else 0,
+            assignment_bytes=assignment_file_bytes(forecast.nodes, num_parts) if dispatch_only else 0,
             partition_step=None if dispatch_only else stages[0],
             extra_node_row_bytes=8 if num_trainers_per_machine > 1 else 0,
+            partitions_dir=None if dispatch_only or partitions_dir is None else str(partitions_dir),
         )
     return RunForecast(
         graph_name=graph.metadata.graph_name,
@@ -201,11 +206,6 @@ def forecast_run(
         worker_base_bytes=calibration.worker_base_bytes,
         network=network,
     )
-
-
-def _assignment_file_bytes(nodes: int, num_parts: int) -> int:
-    """Bytes of DGL's text assignment files: one partition ID and a newline per node."""
-    return nodes * (len(str(max(num_parts - 1, 0))) + 1)
 
 
 _HASH_LIKE_METHODS = ("random", "range")

@@ -14,7 +14,8 @@ batch).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
@@ -38,7 +39,7 @@ from dgl_chunked.io.formats.arrow_tables import (
     slice_batches,
     table_feature,
 )
-from dgl_chunked.io.formats.files import source
+from dgl_chunked.io.formats.files import file_size, local_path, source
 from dgl_chunked.io.formats.pieces import FileInfo, Piece, raw_file_size
 from dgl_chunked.io.formats.registry import FileFormat, register_format
 from dgl_chunked.io.formats.rows import RowFile, table_row_file, table_rows
@@ -56,11 +57,16 @@ __all__ = [
     "read_parquet_feature",
     "read_parquet_piece",
     "read_table",
+    "whole_source",
     "write_parquet",
 ]
 
 FOOTER_READ = 64 << 10
 """What Arrow reads at a Parquet file's end to find its footer (the network forecast's figure)."""
+
+WHOLE_READ = 64 << 20
+"""A remote Parquet file read whole and no larger than this is fetched in one request
+(footer and pages together, see :func:`whole_source`)."""
 
 THREADED_READ_BYTES = 16 << 20
 """Files with more uncompressed bytes than this are decoded by Arrow's thread pool:
@@ -160,7 +166,7 @@ class ParquetFooter:
 
 
 def open_parquet(
-    src: str | IO[bytes], path: str, *, where: str | None = None, memory_map: bool = True
+    src: str | IO[bytes] | pa.BufferReader, path: str, *, where: str | None = None, memory_map: bool = True
 ) -> pq.ParquetFile:
     """Open a Parquet file (memory-mapped when ``src`` is a local path and ``memory_map``:
     to read its pages; for its footer alone a plain open is faster).
@@ -183,6 +189,27 @@ def footer_of(pf: pq.ParquetFile) -> ParquetFooter:
     meta = pf.metadata
     groups = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
     return ParquetFooter(rows=int(meta.num_rows), schema=pf.schema_arrow, row_groups=groups)
+
+
+@contextmanager
+def whole_source(path: str, storage_options: StorageOptions) -> Iterator[str | IO[bytes] | pa.BufferReader]:
+    """A :func:`~dgl_chunked.io.formats.files.source` for a file read whole: a remote file
+    of at most :data:`WHOLE_READ` bytes comes in one ranged request.
+
+    Through fsspec's read-ahead, Arrow's footer read fetched the file's last 64 KiB
+    and its page read then the file again from byte 4: two requests and the footer
+    twice for every file over 64 KiB (counted through a relay in front of an S3
+    server, issue 37). A larger file is read as before (its footer, 64 KiB, twice).
+    """
+    if local_path(path, storage_options) is None:
+        size = file_size(path, storage_options)  # listed when the graph was opened: no request there
+        if size <= WHOLE_READ:
+            filesystem, inner = fs.filesystem(path, storage_options)
+            # a range, so that s3fs does not ask the size again (a HEAD per file in a worker)
+            yield pa.BufferReader(filesystem.cat_file(inner, start=0, end=size) if size else b"")
+            return
+    with source(path, storage_options) as src:
+        yield src
 
 
 def read_footer(path: str, storage_options: StorageOptions = None, *, where: str | None = None) -> ParquetFooter:
@@ -243,7 +270,7 @@ def read_parquet_edges(
     path: str, options: Mapping[str, Any], storage_options: StorageOptions
 ) -> tuple[IdArray, IdArray]:
     """``(src, dst)`` int64 arrays of a Parquet edge file (see ``formats.read_edge_chunk``)."""
-    with source(path, storage_options) as src:
+    with whole_source(path, storage_options) as src:
         pf = open_parquet(src, path)
         columns = list(options.get("columns") or pf.schema_arrow.names[:2])
         if len(columns) < 2:
@@ -264,7 +291,7 @@ def read_parquet_feature(path: str, options: Mapping[str, Any], storage_options:
     a single list column ``(rows, length)``; then reshaped to the ``b"shape"`` schema
     metadata when the file has it (``(rows,)`` gives a 1-D array). Nulls become NaN
     (an integer column with a null is float64), as pandas makes them."""
-    with source(path, storage_options) as src:
+    with whole_source(path, storage_options) as src:
         pf = open_parquet(src, path)
         table = read_table(pf, path, options.get("columns"))
     return table_feature(table, shape_metadata(pf.schema_arrow, path), path)

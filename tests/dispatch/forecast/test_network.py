@@ -234,3 +234,32 @@ def test_opening_a_remote_graph_reads_ahead_only_a_header(tmp_path):
         assert headers and all(b == fs.HEADER_BLOCK for _, b in headers), _RecordingFileSystem.opened
     finally:
         _RecordingFileSystem.store.clear()
+
+
+def test_plan_forecasts_what_partitions_dir_adds(tmp_path):
+    """`plan --partitions-dir` has a step of its own: the staged owners read (4 B per node),
+    DGL's text files (2 B per node below 10 partitions) written, read back and joined when
+    the directory is remote; only the owners when it is local."""
+    import json
+
+    write_synthetic_graph(tmp_path / "g", SynthSpec.homogeneous(20_000, 20_000, feat_dim=4, seed=0))
+    args = ["plan", "--in-dir", str(tmp_path / "g"), "--out-dir", str(tmp_path / "o"), "--num-parts", "2"]
+    args += ["--hosts", "1"]
+    steps = {}
+    for where in ("memory://assign", str(tmp_path / "assign"), None):
+        extra = ["--partitions-dir", where] if where else []
+        out = tmp_path / f"plan-{len(steps)}.json"
+        result = CliRunner().invoke(cli, [*args, *extra, "--json", str(out)])
+        assert result.exit_code == 0, result.output
+        network = json.loads(out.read_text())["network"]["stages"]
+        steps[where] = {s["name"]: s for s in network}
+        assert ("write assignment" in result.output) == bool(where)
+        assert "(MB = 10^6 bytes)" in result.output
+    assert "write assignment" not in steps[None]
+    remote, local = steps["memory://assign"]["write assignment"], steps[str(tmp_path / "assign")]["write assignment"]
+    owners, text = 4 * 20_000, 2 * 20_000
+    assert local["up_bytes"] - local["requests"] * REQUEST_UP_BYTES == 0
+    assert local["down_bytes"] - local["requests"] * REQUEST_DOWN_BYTES == owners  # one block: a chunk of 20k rows
+    assert remote["up_bytes"] - remote["requests"] * REQUEST_UP_BYTES == 2 * text + 2048
+    assert remote["down_bytes"] - remote["requests"] * REQUEST_DOWN_BYTES == owners + text
+    assert remote["requests"] > local["requests"]
