@@ -135,7 +135,9 @@ def _run_once(
         t_partition = time.perf_counter() - start
         start = time.perf_counter()
         options = dglc.DispatchOptions(
-            staging_dir=staging_dir, use_graphbolt=use_graphbolt, memory_limit=parse_memory_limit(memory_limit)
+            staging_dir=staging_dir,
+            graphbolt=dglc.GraphBoltOptions() if use_graphbolt else None,
+            memory_limit=parse_memory_limit(memory_limit),
         )
         if lookup_cache is not None:
             options = replace(options, lookup_cache_bytes=int(parse_bytes(lookup_cache)))
@@ -407,7 +409,9 @@ def _predict(chunked: Path, work: Path, args: argparse.Namespace) -> dict[str, A
         method="random",
         workers=args.workers,
         memory_limit=args.memory_limit,
-        options=dglc.DispatchOptions(staging_dir=args.staging_dir, use_graphbolt=args.use_graphbolt),
+        options=dglc.DispatchOptions(
+            staging_dir=args.staging_dir, graphbolt=dglc.GraphBoltOptions() if args.use_graphbolt else None
+        ),
     )
     return {
         "seconds": plan.seconds,

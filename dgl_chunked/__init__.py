@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dgl_chunked import errors
 from dgl_chunked._version import __version__
-from dgl_chunked.dispatch import DispatchOptions, DispatchResult, dispatch
+from dgl_chunked.dispatch import DispatchOptions, DispatchResult, GraphBoltOptions, dispatch
 from dgl_chunked.io import (
     ChunkedGraph,
     ChunkedGraphMetadata,
@@ -99,6 +99,7 @@ __all__ = [
     "ChunkedGraphMetadata",
     "DispatchOptions",
     "DispatchResult",
+    "GraphBoltOptions",
     "LPConfig",
     "LookupResult",
     "PartitionConfig",

@@ -12,7 +12,7 @@ import numpy as np
 from dask.base import tokenize
 
 from dgl_chunked._typing import PathLike, StorageOptions
-from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch_prechecked, staging_location
+from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, dispatch, staging_location
 from dgl_chunked.dispatch.forecast import forecast_run
 from dgl_chunked.dispatch.forecast.network import ASSIGNMENT_STEP
 from dgl_chunked.errors import DglChunkedError, OptionError
@@ -228,7 +228,7 @@ def _run(
     if opts.part_method is None:
         opts = replace(opts, part_method=method)
     try:
-        return dispatch_prechecked(  # the run checked its locations and space (run above)
+        return dispatch(
             graph,
             parts,
             out_dir,
@@ -238,6 +238,7 @@ def _run(
             client=client,
             extra_node_data=extra,
             on_assignment=keep,
+            prechecked=True,  # the run checked its locations and space (run above)
         )
     except BaseException:
         if partitions_dir is not None:  # a failed run leaves no complete-looking assignment

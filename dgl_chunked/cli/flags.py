@@ -12,7 +12,9 @@ their values into one typed value that the command receives in their place:
   ``--balance-edges``, ``--max-memory`` -> ``partition_options``, a
   :class:`~dgl_chunked.partition.PartitionOptions` (``method`` is passed on);
 - :func:`dispatch_flags`: the flags of DGL's ``dispatch_data.py``, staging, HALO and
-  the GraphBolt group (:data:`GRAPHBOLT_FLAGS`, nested) -> ``options``, a
+  the GraphBolt group (:data:`GRAPHBOLT_FLAGS` -> a
+  :class:`~dgl_chunked.io.graphbolt.csc.GraphBoltOptions` or None, nested as
+  ``DispatchOptions.graphbolt``) -> ``options``, a
   :class:`~dgl_chunked.dispatch.DispatchOptions`; it reads ``cluster`` (its memory
   limit bounds dispatch's tables) and ``method`` (the config's ``part_method``), so it
   goes below :func:`cluster_flags` and :func:`partition_flags`.
@@ -34,7 +36,7 @@ from typing import Any, TypeVar
 import click
 
 import dgl_chunked
-from dgl_chunked import ChunkedGraph, DispatchOptions, open_chunked_graph
+from dgl_chunked import ChunkedGraph, DispatchOptions, GraphBoltOptions, open_chunked_graph
 from dgl_chunked.cli.options import add_options, parse_size, storage_option, task_size_option
 from dgl_chunked.cluster import ClusterOptions, parse_cluster_options
 
@@ -291,23 +293,30 @@ GRAPHBOLT_FLAGS: list[Option] = [
         "per edge); larger partitions are sorted in several passes.",
     ),
 ]
-"""The GraphBolt group of :func:`dispatch_flags` (``convert-graphbolt`` shares its ``--store-*`` flags)."""
+"""The GraphBolt group of :func:`dispatch_flags`, which nests its
+:class:`~dgl_chunked.io.graphbolt.csc.GraphBoltOptions` in the
+:class:`~dgl_chunked.dispatch.DispatchOptions` (``convert-graphbolt`` shares its ``--store-*`` flags)."""
 
 
-def _graphbolt_fields(flags: dict[str, Any]) -> dict[str, Any]:
-    """The GraphBolt fields of :class:`~dgl_chunked.dispatch.DispatchOptions`, as given."""
+def _graphbolt_options(flags: dict[str, Any]) -> GraphBoltOptions | None:
+    """The GraphBolt group -> :attr:`~dgl_chunked.dispatch.DispatchOptions.graphbolt`: the
+    user's :class:`~dgl_chunked.io.graphbolt.csc.GraphBoltOptions`, or None without
+    ``--use-graphbolt`` (the run's own facts are filled in by
+    :func:`~dgl_chunked.dispatch.options.graphbolt_for_run`)."""
     stores = [f"--{k.replace('_', '-')}" for k in ("store_inner_node", "store_inner_edge") if flags[k]]
     if flags["store_eids"] is not None:
         stores.insert(0, "--store-eids" if flags["store_eids"] else "--no-store-eids")
     if stores and not flags["use_graphbolt"]:
         raise click.UsageError(f"{', '.join(stores)} only apply with --use-graphbolt")
-    return {
-        "use_graphbolt": flags["use_graphbolt"],
-        "store_eids": flags["store_eids"] is not False,  # DGL >= 2.3's default
-        "store_inner_node": flags["store_inner_node"],
-        "store_inner_edge": flags["store_inner_edge"],
-        "graphbolt_sort_bytes": max(1, parse_size(flags["graphbolt_sort_memory"], "--graphbolt-sort-memory")),
-    }
+    sort_bytes = max(1, parse_size(flags["graphbolt_sort_memory"], "--graphbolt-sort-memory"))
+    if not flags["use_graphbolt"]:
+        return None
+    return GraphBoltOptions(
+        store_eids=flags["store_eids"] is not False,  # DGL >= 2.3's default
+        store_inner_node=flags["store_inner_node"],
+        store_inner_edge=flags["store_inner_edge"],
+        sort_bytes=sort_bytes,
+    )
 
 
 _DISPATCH_FLAGS: list[Option] = [
@@ -378,7 +387,6 @@ def _dispatch_options(flags: dict[str, Any], rest: Mapping[str, Any]) -> Dispatc
             "use --scheduler ADDRESS to run on an existing Dask cluster",
             err=True,
         )
-    graphbolt = _graphbolt_fields(flags)
     cluster: ClusterOptions = rest["cluster"]
     return DispatchOptions(
         save_orig_nids=flags["save_orig_nids"],
@@ -394,7 +402,7 @@ def _dispatch_options(flags: dict[str, Any], rest: Mapping[str, Any]) -> Dispatc
         lookup_cache_bytes=parse_size(flags["lookup_cache"], "--lookup-cache"),
         memory_limit=cluster.memory_limit,
         node_id_features=tuple(s for v in flags["node_id_features"] for s in v.split(",") if s.strip()),
-        **graphbolt,
+        graphbolt=_graphbolt_options(flags),
     )
 
 

@@ -4,5 +4,13 @@ from __future__ import annotations
 
 from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, PartitionSummary, dispatch
 from dgl_chunked.dispatch.options import parse_memory_limit
+from dgl_chunked.io.graphbolt.csc import GraphBoltOptions
 
-__all__ = ["DispatchOptions", "DispatchResult", "PartitionSummary", "dispatch", "parse_memory_limit"]
+__all__ = [
+    "DispatchOptions",
+    "DispatchResult",
+    "GraphBoltOptions",
+    "PartitionSummary",
+    "dispatch",
+    "parse_memory_limit",
+]

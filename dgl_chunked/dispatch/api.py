@@ -26,7 +26,7 @@ from dgl_chunked.dispatch.fingerprint import FileStamps, file_stamps, run_finger
 from dgl_chunked.dispatch.forecast.estimates import forecast_dispatch
 from dgl_chunked.dispatch.forecast.space import check_space, disk_needs
 from dgl_chunked.dispatch.ids import IdLayout, layout_ids
-from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats
+from dgl_chunked.dispatch.options import GRAPH_FORMATS, DispatchOptions, check_formats, graphbolt_for_run
 from dgl_chunked.dispatch.out_dir import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_out_dir, staging_location
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.staging import MISSING, Staging
@@ -37,7 +37,7 @@ from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.chunked.node_id_features import NodeIdFeature, parse_node_id_features
 from dgl_chunked.io.dgl.partition_config import PartitionConfig, write_partition_config
-from dgl_chunked.io.graphbolt.csc import DGL_DEBUG_ENV
+from dgl_chunked.io.graphbolt.csc import DGL_DEBUG_ENV, GraphBoltOptions, dgl_debug_mode
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
 from dgl_chunked.storage.zarr_lookup import clear_lookup_cache
@@ -47,7 +47,6 @@ __all__ = [
     "DispatchResult",
     "PartitionSummary",
     "dispatch",
-    "dispatch_prechecked",
     "staging_location",
     "OUTPUT_KIND",
     "OUTPUT_ENTRIES",
@@ -79,6 +78,7 @@ def dispatch(
     client: Any = None,
     extra_node_data: Mapping[str, Mapping[str, da.Array]] | None = None,
     on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
+    prechecked: bool = False,
 ) -> DispatchResult:
     """Write DGL distributed partitions of ``graph`` as assigned by ``assignment``.
 
@@ -106,6 +106,11 @@ def dispatch(
         Called once the assignment is staged, with it as lazy int32 arrays read from the
         staging (``run --partitions-dir`` writes DGL's assignment directory from them, so
         a partitioner's result is computed once and never read back from text).
+    prechecked
+        The caller checked, before writing anything, that no location this call writes
+        (output, staging) overlaps the input, and (with ``options.check_space``) that
+        the disks hold the run: skip those checks here. :func:`~dgl_chunked.run` checks
+        them once for its whole run (output, staging, scratch and assignment locations).
 
     Returns
     -------
@@ -119,37 +124,16 @@ def dispatch(
     the input chunking or the number of workers.
     """
     return _dispatch(
-        graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, True, on_assignment
-    )
-
-
-def dispatch_prechecked(
-    graph: ChunkedGraph | PathLike,
-    assignment: PathLike | Mapping[str, da.Array],
-    out_dir: PathLike,
-    *,
-    num_parts: int | None = None,
-    options: DispatchOptions | None = None,
-    storage_options: StorageOptions = None,
-    client: Any = None,
-    extra_node_data: Mapping[str, Mapping[str, da.Array]] | None = None,
-    on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
-) -> DispatchResult:
-    """:func:`dispatch` without its overlap and space checks, for a caller that made them
-    before writing anything (:func:`~dgl_chunked.run`: once for its whole run, so the
-    output, staging, scratch and assignment locations are checked once per run).
-
-    Parameters
-    ----------
-    graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, on_assignment
-        As for :func:`dispatch`.
-
-    Returns
-    -------
-    DispatchResult
-    """
-    return _dispatch(
-        graph, assignment, out_dir, num_parts, options, storage_options, client, extra_node_data, False, on_assignment
+        graph,
+        assignment,
+        out_dir,
+        num_parts,
+        options,
+        storage_options,
+        client,
+        extra_node_data,
+        not prechecked,
+        on_assignment,
     )
 
 
@@ -182,8 +166,8 @@ def _dispatch(
         check_no_overlap({"--out-dir": out, "staging directory": staging_root}, inputs, storage_options=storage_options)
         if opts.check_space:
             _check_space(graph, num_parts, opts, out, staging_root, extra_node_data, storage_options)
-    graphbolt = opts.graphbolt()
-    if graphbolt is not None and graphbolt.store_all_fields:
+    graphbolt = graphbolt_for_run(opts)  # the writers' options: the user's, completed for this run
+    if graphbolt is not None and dgl_debug_mode():
         logger.warning("%s is set: every field of the partition graphs goes into the GraphBolt graphs", DGL_DEBUG_ENV)
     with acquire_lease(out, OUTPUT_KIND, storage_options=storage_options) as lease:
         prepare_out_dir(out, opts.overwrite, storage_options)
@@ -210,6 +194,7 @@ def _dispatch(
             out,
             stamps,
             id_features,
+            graphbolt,
             on_assignment,
         )
         every_file = stamps.everything()
@@ -240,7 +225,7 @@ def _dispatch(
             etypes={e: i for i, e in enumerate(plan.etypes)},
             part_method=opts.part_method or method,
             halo_hops=opts.halo_hops,
-            graphbolt=opts.use_graphbolt,
+            graphbolt=graphbolt is not None,
         )
         path = write_partition_config(out, config, storage_options=storage_options)
         if not opts.keep_staging:
@@ -265,6 +250,7 @@ def _stage(
     out: str,
     stamps: FileStamps,
     id_features: tuple[NodeIdFeature, ...],
+    graphbolt: GraphBoltOptions | None,
     on_assignment: Callable[[Mapping[str, da.Array]], Any] | None = None,
 ) -> PartitionPlan:
     """Stage nodes, edges and features; return the plan of the partition writers."""
@@ -312,7 +298,7 @@ def _stage(
         save_orig_eids=opts.save_orig_eids,
         halo_hops=opts.halo_hops,
         keep_halo_edges=opts.keep_halo_edges or opts.halo_hops > 1,
-        graphbolt=opts.graphbolt(),
+        graphbolt=graphbolt,
         halo_table_bytes=opts.halo_budget(),
     )
 

@@ -22,7 +22,7 @@ import dask.array as da
 from dask.base import tokenize
 
 from dgl_chunked._typing import StorageOptions
-from dgl_chunked.dispatch.options import DispatchOptions
+from dgl_chunked.dispatch.options import DispatchOptions, graphbolt_for_run
 from dgl_chunked.dispatch.staging import STAGING_FORMAT
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.storage import fs
@@ -96,7 +96,7 @@ def run_fingerprint(
         opts.part_method,
         opts.halo_hops,
         opts.keep_halo_edges,
-        opts.graphbolt(),
+        graphbolt_for_run(opts),
         opts.wide_ids,
         opts.node_id_features,
         sorted((t, n, tokenize(a)) for t, d in extra_node_data.items() for n, a in d.items()),

@@ -1,13 +1,21 @@
-"""The options of :func:`~dgl_chunked.dispatch.dispatch` and their checks."""
+"""The options of :func:`~dgl_chunked.dispatch.dispatch` and their checks.
+
+The GraphBolt writer's options are nested, as the user gives them
+(:attr:`DispatchOptions.graphbolt`, a :class:`~dgl_chunked.io.graphbolt.csc.GraphBoltOptions`
+or None); :func:`graphbolt_for_run` is the one place that completes them with the facts
+of a run (``wide_index``, ``store_all_fields``, ``graph_formats``) before they reach the
+writer and the run's fingerprint.
+"""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, replace
 
 from dgl_chunked._typing import parse_memory_limit
-from dgl_chunked.errors import UnsupportedFormatError
-from dgl_chunked.io.graphbolt.csc import SORT_BYTES, GraphBoltOptions, dgl_debug_mode
+from dgl_chunked.errors import OptionError, UnsupportedFormatError
+from dgl_chunked.io.graphbolt.csc import GraphBoltOptions, dgl_debug_mode
 
 __all__ = [
     "DispatchOptions",
@@ -15,6 +23,7 @@ __all__ = [
     "HALO_TABLE_BYTES",
     "BUDGET_SHARE",
     "check_formats",
+    "graphbolt_for_run",
     "parse_memory_limit",
 ]
 
@@ -35,7 +44,7 @@ class DispatchOptions:
         Also write ``orig_nids.dgl`` / ``orig_eids.dgl`` per partition.
     graph_formats
         Sparse formats stored in ``graph.dgl``: any of ``"coo"``, ``"csr"``, ``"csc"``.
-        DGL stores COO when unset, and so do we. With ``use_graphbolt`` no ``graph.dgl``
+        DGL stores COO when unset, and so do we. With ``graphbolt`` no ``graph.dgl``
         is written; ``"coo"`` among them stores ``_dgl2gb_eid`` and ``_gb_dst_id``.
     staging_dir
         A directory (local path or URL) to create the Zarr staging in, as
@@ -63,20 +72,29 @@ class DispatchOptions:
         also holds the in-edges of its HALO nodes up to ``halo_hops`` hops
         (``inner_edge = 0``) and ``part_id`` node data. ``halo_hops > 1`` implies
         ``keep_halo_edges``. The default is the chunked pipeline's: 1 hop, owned edges only.
-    use_graphbolt, store_eids, store_inner_node, store_inner_edge
+    graphbolt
         Write GraphBolt's ``fused_csc_sampling_graph.pt`` per partition instead of
-        ``graph.dgl`` (for ``load_partition(..., use_graphbolt=True)``), with the
-        optional fields of ``dgl_partition_to_graphbolt``'s flags of the same names,
-        with DGL 2.3 / 2.4's defaults: edge ``_ID`` stored, and with ``"coo"`` in
+        ``graph.dgl`` (for ``load_partition(..., use_graphbolt=True)``), with these
+        :class:`~dgl_chunked.io.graphbolt.csc.GraphBoltOptions`: the optional fields of
+        ``dgl_partition_to_graphbolt``'s flags of the same names, with DGL 2.3 / 2.4's
+        defaults (``GraphBoltOptions()``: edge ``_ID`` stored, and with ``"coo"`` in
         ``graph_formats`` (the default) the edge attributes ``_dgl2gb_eid`` and
         ``_gb_dst_id`` too, as ``partition_graph(..., graph_formats, use_graphbolt=True)``
-        passes its formats to the converter. DGL 2.1's output: ``store_eids=False,
-        graph_formats=("csc",)``.
-        With ``DGL_DIST_DEBUG`` in the client's environment every field is stored, as
-        DGL's converter does in its debug mode.
-    graphbolt_sort_bytes
-        Memory budget of a partition writer's sort by destination (``--use-graphbolt``);
-        larger partitions are sorted in several passes.
+        passes its formats to the converter), and ``sort_bytes``, the memory budget of
+        a partition writer's sort by destination (larger partitions are sorted in
+        several passes). DGL 2.1's output:
+        ``graphbolt=GraphBoltOptions(store_eids=False), graph_formats=("csc",)``.
+        None (the default): DGL's ``graph.dgl``. The run fills in its own facts
+        (:func:`~dgl_chunked.dispatch.options.graphbolt_for_run`): the formats come
+        from ``graph_formats`` (leave the nested ``graph_formats`` None),
+        ``wide_index`` from ``wide_ids``, and with ``DGL_DIST_DEBUG`` in the client's
+        environment every field is stored, as DGL's converter does in its debug mode.
+    use_graphbolt, store_eids, store_inner_node, store_inner_edge, graphbolt_sort_bytes
+        Deprecated (they warn, and go in a later release): the flat form of
+        ``graphbolt``. ``use_graphbolt=True`` is ``graphbolt=GraphBoltOptions()``,
+        the others its ``store_eids``, ``store_inner_node``, ``store_inner_edge`` and
+        ``sort_bytes``; given alone, they change the ``graphbolt`` given beside them
+        (so ``dataclasses.replace(options, store_eids=False)`` still works).
     memory_limit
         Memory per worker (bytes), e.g. from ``--memory-limit``. When set, the node-ID
         cache and the writers' HALO bitmaps each get at most 1/8 of it
@@ -118,18 +136,39 @@ class DispatchOptions:
     part_method: str | None = None
     halo_hops: int = 1
     keep_halo_edges: bool = False
-    use_graphbolt: bool = False
-    store_eids: bool = True
-    store_inner_node: bool = False
-    store_inner_edge: bool = False
-    graphbolt_sort_bytes: int = SORT_BYTES
+    graphbolt: GraphBoltOptions | None = None
     memory_limit: int | None = None
     halo_table_bytes: int | None = None
     wide_ids: bool = False
     check_space: bool = True
     node_id_features: tuple[str, ...] = ()
+    use_graphbolt: InitVar[bool | None] = None
+    store_eids: InitVar[bool | None] = None
+    store_inner_node: InitVar[bool | None] = None
+    store_inner_edge: InitVar[bool | None] = None
+    graphbolt_sort_bytes: InitVar[int | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(
+        self,
+        use_graphbolt: bool | None,
+        store_eids: bool | None,
+        store_inner_node: bool | None,
+        store_inner_edge: bool | None,
+        graphbolt_sort_bytes: int | None,
+    ) -> None:
+        flat = {
+            "store_eids": store_eids,
+            "store_inner_node": store_inner_node,
+            "store_inner_edge": store_inner_edge,
+            "sort_bytes": graphbolt_sort_bytes,
+        }
+        if use_graphbolt is not None or any(v is not None for v in flat.values()):
+            object.__setattr__(self, "graphbolt", _from_flat(self.graphbolt, use_graphbolt, flat))
+        if self.graphbolt is not None and self.graphbolt.graph_formats is not None:
+            raise OptionError(
+                f"DispatchOptions: graphbolt.graph_formats={self.graphbolt.graph_formats!r}: dispatch "
+                "takes the GraphBolt graph's formats from DispatchOptions.graph_formats; set that instead"
+            )
         specs: object = self.node_id_features or ()
         if isinstance(specs, str):
             specs = [s for s in specs.split(",") if s.strip()]
@@ -150,23 +189,49 @@ class DispatchOptions:
             return budget
         return min(budget, self.memory_limit // BUDGET_SHARE)
 
-    def graphbolt(self) -> GraphBoltOptions | None:
-        """The GraphBolt writer options, or None for DGL's graph.dgl.
 
-        As DGL's converter, the client's ``DGL_DIST_DEBUG`` (set to anything) stores
-        every field of the partition graph (:func:`~dgl_chunked.io.graphbolt.csc.dgl_debug_mode`).
-        """
-        if not self.use_graphbolt:
-            return None
-        return GraphBoltOptions(
-            self.store_eids,
-            self.store_inner_node,
-            self.store_inner_edge,
-            self.graphbolt_sort_bytes,
-            wide_index=self.wide_ids,
-            store_all_fields=dgl_debug_mode(),
-            graph_formats=self.graph_formats,
-        )
+def graphbolt_for_run(options: DispatchOptions) -> GraphBoltOptions | None:
+    """The GraphBolt writer options of a run of ``options``, or None for DGL's graph.dgl.
+
+    The one place where the user's :attr:`DispatchOptions.graphbolt` is completed with
+    the facts of the run: ``graph_formats`` from :attr:`DispatchOptions.graph_formats`
+    (as ``partition_graph(..., use_graphbolt=True)`` passes its formats to the
+    converter), ``wide_index`` from :attr:`DispatchOptions.wide_ids`, and, as DGL's
+    converter, ``store_all_fields`` when the client's ``DGL_DIST_DEBUG`` is set (to
+    anything, :func:`~dgl_chunked.io.graphbolt.csc.dgl_debug_mode`). ``wide_index``
+    and ``store_all_fields`` set by the user are kept. Called on the client: the
+    partition writers and the run's fingerprint receive the result.
+    """
+    given = options.graphbolt
+    if given is None:
+        return None
+    return replace(
+        given,
+        wide_index=given.wide_index or options.wide_ids,
+        store_all_fields=given.store_all_fields or dgl_debug_mode(),
+        graph_formats=options.graph_formats,
+    )
+
+
+def _from_flat(
+    given: GraphBoltOptions | None, use_graphbolt: bool | None, flat: dict[str, bool | int | None]
+) -> GraphBoltOptions | None:
+    """``graphbolt`` from the deprecated flat keywords (changing ``given``), with a DeprecationWarning."""
+    named = {k: v for k, v in flat.items() if v is not None}
+    new = ", ".join(f"{k}={v!r}" for k, v in named.items())
+    warnings.warn(
+        "DispatchOptions(use_graphbolt=..., store_eids=..., store_inner_node=..., store_inner_edge=..., "
+        "graphbolt_sort_bytes=...) are deprecated and go in a later release: pass "
+        f"DispatchOptions(graphbolt=GraphBoltOptions({new})) (GraphBoltOptions from "
+        "dgl_chunked.io.graphbolt), or graphbolt=None for graph.dgl",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    if use_graphbolt is False:
+        return None  # as before: the store flags apply only with use_graphbolt
+    if given is None and not use_graphbolt:
+        return None
+    return replace(given or GraphBoltOptions(), **named)  # type: ignore[arg-type]
 
 
 def check_formats(formats: Sequence[str]) -> None:

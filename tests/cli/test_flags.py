@@ -13,6 +13,7 @@ import dgl_chunked
 from dgl_chunked import ChunkedGraph, DispatchOptions
 from dgl_chunked.cli import COMMANDS, cli, main
 from dgl_chunked.cluster import ClusterOptions
+from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.partition import PartitionOptions
 
 NODE_TYPES = ["author", "institution", "paper"]  # of the golden tiny graph
@@ -99,10 +100,7 @@ def test_dispatch_flags_become_one_dispatch_options(
         lookup_cache_bytes=0,
         halo_hops=2,
         memory_limit=1 << 30,  # the cluster's, parsed once
-        use_graphbolt=True,
-        store_eids=False,
-        store_inner_edge=True,
-        graphbolt_sort_bytes=2 << 20,
+        graphbolt=GraphBoltOptions(store_eids=False, store_inner_edge=True, sort_bytes=2 << 20),
         node_id_features=("a/b", "c/d=e"),
     )
 

@@ -19,13 +19,14 @@ from dgl_chunked import convert_to_graphbolt
 from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE, read_graphbolt_graph, write_graphbolt_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import load_partition_output, verify_partitions
 
 ORIG = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
-GB = replace(ORIG, use_graphbolt=True, store_eids=True, store_inner_node=True, store_inner_edge=True)
+GB = replace(ORIG, graphbolt=GraphBoltOptions(store_eids=True, store_inner_node=True, store_inner_edge=True))
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +135,13 @@ def test_multi_pass_sort_gives_the_same_bytes(hetero, tmp_path):
     parts = assign_partitions(graph, 3, seed=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        dispatch(graph, parts, tmp_path / "small", num_parts=3, options=replace(GB, graphbolt_sort_bytes=32 * 500))
+        dispatch(
+            graph,
+            parts,
+            tmp_path / "small",
+            num_parts=3,
+            options=replace(GB, graphbolt=replace(GB.graphbolt, sort_bytes=32 * 500)),
+        )
     for p in range(3):
         got = (tmp_path / "small" / f"part{p}" / GRAPHBOLT_FILE).read_bytes()
         assert got == (gb_out / f"part{p}" / GRAPHBOLT_FILE).read_bytes()

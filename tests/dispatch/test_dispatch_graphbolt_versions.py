@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ from dgl_chunked.cli import main
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.errors import OutputExistsError
 from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE, read_graphbolt_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.storage.owned import ForeignDataError, OverlapError
@@ -44,8 +44,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     runs = {
         "coo": DispatchOptions(),
         "csc": DispatchOptions(graph_formats=("csc",)),
-        "gb": DispatchOptions(use_graphbolt=True),
-        "gb21": DispatchOptions(use_graphbolt=True, store_eids=False, graph_formats=("csc",)),
+        "gb": DispatchOptions(graphbolt=GraphBoltOptions()),
+        "gb21": DispatchOptions(graphbolt=GraphBoltOptions(store_eids=False), graph_formats=("csc",)),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -170,7 +170,6 @@ def test_graphbolt_dir_from_the_cli(outputs, tmp_path, capsys):
     assert main(["convert-graphbolt", str(source), "--graphbolt-dir", str(tmp_path / "gb")]) == 0
     assert str(tmp_path / "gb" / "metadata.json") in capsys.readouterr().out
     assert not (source / "part0" / GRAPHBOLT_FILE).exists()
-    assert replace(DispatchOptions(), use_graphbolt=True).graphbolt().store_eids  # type: ignore[union-attr]
 
 
 def test_verify_follows_and_checks_the_two_attributes(outputs, tmp_path):

@@ -11,6 +11,7 @@ import pytest
 
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import verify_partitions
@@ -154,7 +155,7 @@ def test_bytes_identical_without_the_in_memory_fast_paths(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize(
     "options",
-    [ORIG, replace(ORIG, graph_formats=("csc", "csr")), replace(ORIG, use_graphbolt=True, store_eids=True)],
+    [ORIG, replace(ORIG, graph_formats=("csc", "csr")), replace(ORIG, graphbolt=GraphBoltOptions(store_eids=True))],
     ids=["coo+orig", "csc+csr", "graphbolt"],
 )
 def test_bytes_identical_with_a_memory_limit_smaller_than_the_node_tables(tmp_path, monkeypatch, options):

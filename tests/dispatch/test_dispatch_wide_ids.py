@@ -16,6 +16,7 @@ import zarr
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.dgl.binary import ArraySpans
+from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.io.graphbolt.csc import CscSorter
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.storage.zarr_lookup import cached_bytes, cached_lookup, clear_lookup_cache
@@ -27,8 +28,8 @@ VARIANTS = {
     "coo+orig": DispatchOptions(save_orig_nids=True, save_orig_eids=True),
     "csc+csr": DispatchOptions(graph_formats=("csc", "csr")),
     "halo2": DispatchOptions(halo_hops=2),
-    "graphbolt": DispatchOptions(use_graphbolt=True, store_eids=True, store_inner_edge=True),
-    "graphbolt-multipass": DispatchOptions(use_graphbolt=True, store_eids=True, graphbolt_sort_bytes=1 << 16),
+    "graphbolt": DispatchOptions(graphbolt=GraphBoltOptions(store_eids=True, store_inner_edge=True)),
+    "graphbolt-multipass": DispatchOptions(graphbolt=GraphBoltOptions(store_eids=True, sort_bytes=1 << 16)),
 }
 
 

@@ -24,6 +24,7 @@ from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import read_partition_config
 from dgl_chunked.io.formats.torch_zip import TorchZipReader
+from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.io.graphbolt.graph_file import read_graphbolt_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
@@ -50,7 +51,9 @@ def _dispatch_both(
     parts = assign_partitions(graph, num_parts, seed=11)
     eids, inner_node, inner_edge = (bool(f) for f in flags)
     base = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
-    gb = replace(base, use_graphbolt=True, store_eids=eids, store_inner_node=inner_node, store_inner_edge=inner_edge)
+    gb = replace(
+        base, graphbolt=GraphBoltOptions(store_eids=eids, store_inner_node=inner_node, store_inner_edge=inner_edge)
+    )
     gb = replace(gb, graph_formats=("csc",)) if dgl21 else gb
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # small types leave partitions without nodes of a type
@@ -176,7 +179,7 @@ def test_empty_partitions_load_in_real_dgl(tmp_path):
         t: da.zeros(n, dtype=np.int32, chunks=(graph.node_chunks(t),))
         for t, n in zip(meta.node_types, meta.num_nodes_per_type, strict=True)
     }
-    gb = DispatchOptions(use_graphbolt=True, store_eids=True, store_inner_node=True, store_inner_edge=True)
+    gb = DispatchOptions(graphbolt=GraphBoltOptions(store_eids=True, store_inner_node=True, store_inner_edge=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dispatch(graph, zeros, tmp_path / "gb", num_parts=3, options=gb)

@@ -33,6 +33,7 @@ from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import read_partition_config
 from dgl_chunked.io.formats.torch_zip import TorchZipReader
+from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE, read_graphbolt_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
@@ -88,10 +89,9 @@ def test_both_routes_equal_dgl_240s_converter(tmp_path, monkeypatch, case, call)
     spec, num_parts = GRAPHS[case]
     graph_formats = None if formats == "none" else (formats,)
     gb = DispatchOptions(
-        use_graphbolt=True,
-        store_eids=bool(eids),
-        store_inner_node=bool(inner_node),
-        store_inner_edge=bool(inner_edge),
+        graphbolt=GraphBoltOptions(
+            store_eids=bool(eids), store_inner_node=bool(inner_node), store_inner_edge=bool(inner_edge)
+        ),
         graph_formats=graph_formats or ("coo",),  # dispatch: graph.dgl would hold COO, as DGL's default
     )
     if debug:
@@ -144,7 +144,7 @@ def _truth(dgl_out: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 @pytest.mark.parametrize("case", ["homogeneous", "heterogeneous"])
 def test_link_prediction_on_our_graphbolt_partition(tmp_path, case):
     spec = SynthSpec.homogeneous(300, 2000, feat_dim=4) if case == "homogeneous" else SynthSpec.heterogeneous(scale=1)
-    dgl_out, gb_out = _dispatch(tmp_path, spec, 1, DispatchOptions(use_graphbolt=True))
+    dgl_out, gb_out = _dispatch(tmp_path, spec, 1, DispatchOptions(graphbolt=GraphBoltOptions()))
     arrays, info = run_dgl_json("linkpred", str(gb_out / "metadata.json"), script=SIDE)
     assert info["dgl21_find_edges"] == "AttributeError"  # DGL 2.1 alone has no find_edges on GraphBolt
     assert info["server_exit_status"] == 0 and info["batches"] > 0 and info["block_edges"] > 0
@@ -168,7 +168,7 @@ def test_link_prediction_on_our_graphbolt_partition(tmp_path, case):
 def test_link_prediction_needs_the_two_attributes(tmp_path):
     """Without _dgl2gb_eid / _gb_dst_id (graph formats without COO, as DGL 2.1 wrote): DGL
     v2.4.0's find_edges refuses the file (edge _ID kept: the server's partition check needs it)."""
-    dgl21 = DispatchOptions(use_graphbolt=True, graph_formats=("csc",))
+    dgl21 = DispatchOptions(graphbolt=GraphBoltOptions(), graph_formats=("csc",))
     _, gb_out = _dispatch(tmp_path, SynthSpec.homogeneous(200, 900, feat_dim=2), 1, dgl21)
     with pytest.raises(AssertionError, match="DGL2GB_EID and GB_DST_ID are not found"):
         run_dgl_json("linkpred", str(gb_out / "metadata.json"), script=SIDE)

@@ -29,6 +29,7 @@ from dgl_chunked import convert_to_graphbolt
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.dgl import read_tensor_dict
+from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 
@@ -41,7 +42,9 @@ ALL = (1, 1, 1)  # store_eids, store_inner_node, store_inner_edge
 BASE = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
 # compared with DGL 2.1.0's converter: its file, without DGL >= 2.3's _dgl2gb_eid / _gb_dst_id
 GRAPHBOLT = replace(
-    BASE, use_graphbolt=True, store_eids=True, store_inner_node=True, store_inner_edge=True, graph_formats=("csc",)
+    BASE,
+    graphbolt=GraphBoltOptions(store_eids=True, store_inner_node=True, store_inner_edge=True),
+    graph_formats=("csc",),
 )
 MANY_NTYPES = [f"t{i}" for i in (11, 3, 10, 0, 7, 2, 9, 1, 8, 4, 6, 5)]
 MANY_ETYPES = [f"{MANY_NTYPES[a]}:r{k}:{MANY_NTYPES[(a * 5 + k) % 12]}" for k, a in enumerate([*range(12), 3, 8])]
@@ -102,7 +105,10 @@ def runs(golden_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     with pytest.MonkeyPatch.context() as env:
         env.setenv("DGL_DIST_DEBUG", "1")
         debug["ours-gb"] = _dispatch(
-            golden, "partition_assignment", work / "ours-gb", replace(GRAPHBOLT, store_eids=False)
+            golden,
+            "partition_assignment",
+            work / "ours-gb",
+            replace(GRAPHBOLT, graphbolt=replace(GRAPHBOLT.graphbolt, store_eids=False)),
         )
         debug["ours-converted"] = work / "ours-converted"
         shutil.copytree(outs["user-item-tag"]["ours"], debug["ours-converted"])

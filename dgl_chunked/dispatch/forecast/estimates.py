@@ -131,12 +131,13 @@ def _output_bytes(sizes: _Sizes, graph: ChunkedGraph, opts: DispatchOptions, ext
     local = sizes.nodes + sizes.halo
     e = sizes.edges
     ntensors = 6
-    if opts.use_graphbolt:
+    gb = opts.graphbolt
+    if gb is not None:
         idx = 4 if e < 2**31 else 8
         graph_bytes = (local + 1) * idx + e * (4 if local < 2**31 else 8) + 8 * local
         if len(graph.metadata.edge_types) > 1 or len(graph.metadata.node_types) > 1:
             graph_bytes += e + 8 * (len(graph.metadata.node_types) + 1)
-        graph_bytes += 8 * e * opts.store_eids + local * opts.store_inner_node + e * opts.store_inner_edge
+        graph_bytes += 8 * e * gb.store_eids + local * gb.store_inner_node + e * gb.store_inner_edge
         if "coo" in opts.graph_formats:  # _dgl2gb_eid and _gb_dst_id (int32 below 2^31 - 1 edges / nodes)
             meta = graph.metadata
             graph_bytes += e * (4 if sum(meta.num_edges_per_type or ()) < 2**31 - 1 else 8)
@@ -295,8 +296,8 @@ def _writer_bytes(
         tables = HaloBitmap.nbytes(range_width(budget)) + 2 * 8 * max_chunk // num_parts
     segment = cal.writer_bytes_per_segment_edge * max_chunk / num_parts  # one chunk's rows of this partition
     extra = 0.0
-    if opts.use_graphbolt:
-        extra = min(opts.graphbolt_sort_bytes, 24 * sizes.edges) + 8 * sizes.edges
+    if opts.graphbolt is not None:
+        extra = min(opts.graphbolt.sort_bytes, 24 * sizes.edges) + 8 * sizes.edges
     elif set(opts.graph_formats) - {"coo"}:
         extra = 40 * sizes.edges  # CSR/CSC are built from the whole edge list in memory
     return int(tables + segment + extra)

@@ -64,6 +64,12 @@ class GraphBoltOptions:
 
     DGL 2.1's converter had ``store_eids=False`` and no ``graph_formats``: its output is
     ``GraphBoltOptions(store_eids=False, graph_formats=("csc",))``.
+
+    The user's options are the three flags and ``sort_bytes``; ``wide_index``,
+    ``store_all_fields`` and ``graph_formats`` are facts of a run, which its caller fills
+    in: for ``dispatch``, :func:`~dgl_chunked.dispatch.options.graphbolt_for_run` (nested
+    in ``DispatchOptions.graphbolt``, whose ``graph_formats`` it takes from the dispatch
+    options); for ``convert-graphbolt``, :func:`~dgl_chunked.convert_to_graphbolt`.
     """
 
     store_eids: bool = True
