@@ -337,7 +337,7 @@ _DISPATCH_FLAGS: list[Option] = [
         metavar="SIZE",
         help="Per worker: what relabels edges is kept in memory up to this size "
         "(a map of the owners, 0.25-1.5 bytes per node, or the new-ID array, 4); "
-        "0 reads the array block by block.",
+        "0 reads the array Zarr chunk by Zarr chunk.",
     ),
     click.option(
         "--halo-hops",

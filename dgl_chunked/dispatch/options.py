@@ -61,10 +61,10 @@ class DispatchOptions:
         node type, a map of the owners the new IDs are computed from (0.25 byte per
         node at 2 partitions, 0.88 at 8, 1.5 at 16), or the ``new_nid`` array (4 bytes
         per node) where that is smaller; built or read once per process. Beyond it the
-        array's Zarr ranges that fit are kept and the others read per edge chunk
+        array's Zarr ranges that fit are kept and the others read per edge read task
         (slower, memory bounded). 0 disables both.
     progress
-        Show a progress bar per stage.
+        Show a progress bar per step.
     part_method
         The partition algorithm's name recorded in the config (default: from the assignment).
     halo_hops, keep_halo_edges
