@@ -2,11 +2,24 @@
 
 Writes are ordered so that a half-written directory never looks complete:
 ``partition_meta.json`` is removed first when overwriting and written last; each
-text file is written under a temporary name and renamed. One Dask compute
-validates and formats every block on a worker, which writes its text piece and its
-region of the Zarr copy; the client then concatenates the pieces, writes the
-sidecar (:mod:`~dgl_chunked.io.assignment.sidecar`) and, last,
-``partition_meta.json``.
+text file is written under a temporary name and renamed (or, on S3, appears whole
+when its multipart upload completes). One Dask compute validates and formats every
+block on a worker, which writes its text and its region of the Zarr copy; the
+client then finishes each ``<ntype>.txt``, writes the sidecar
+(:mod:`~dgl_chunked.io.assignment.sidecar`) and, last, ``partition_meta.json``.
+
+How the text reaches ``<ntype>.txt``:
+
+- local directory, ``num_parts <= 10`` (every line ``"<digit>\\n"``, 2 bytes): the
+  client creates ``<ntype>.txt.tmp-dglc`` of its final size, each block writes its
+  bytes at offset ``2 * start`` (``os.pwrite``), the client renames it. No pieces,
+  nothing read back.
+- S3: each block (whole input blocks, at least 5 MiB of text: :func:`piece_rows`)
+  writes a piece under ``.dglc-tmp/``; the store joins them into ``<ntype>.txt``
+  (:func:`~dgl_chunked.storage.fs.join_files`: ``UploadPartCopy``), so the text
+  crosses the link once.
+- otherwise: pieces under ``.dglc-tmp/``, streamed through the client into
+  ``<ntype>.txt.tmp-dglc`` (:func:`~dgl_chunked.storage.fs.concat_files`), renamed.
 """
 
 from __future__ import annotations
@@ -245,10 +258,11 @@ def write_assignment(
     Notes
     -----
     One Dask compute: every block (at most ~8M rows) is validated and formatted on a
-    worker, which writes its text piece to ``ASSIGN/.dglc-tmp/`` and its region of the
-    Zarr sidecar. The client then concatenates the pieces of each type, streaming,
-    into ``<ntype>.txt.tmp-dglc`` and renames it; ``partition_meta.json`` is written
-    last. An empty node type gives an empty file, which DGL v2.2.1 rejects. Do not
+    worker, which writes its text (in place into ``<ntype>.txt.tmp-dglc`` on a local
+    disk below 11 parts, else a piece in ``ASSIGN/.dglc-tmp/``) and its region of the
+    Zarr sidecar. The client then renames the file, or has S3 join the pieces, or
+    concatenates them, streaming (see the module's notes); ``partition_meta.json`` is
+    written last. An empty node type gives an empty file, which DGL v2.2.1 rejects. Do not
     write over the directory the ``parts`` are being read from.
     """
 
