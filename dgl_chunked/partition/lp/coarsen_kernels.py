@@ -30,7 +30,9 @@ __all__ = [
     "cluster_caps",
     "contract_entries",
     "propose_joins",
+    "joins_and_favourites",
     "strongest_clusters",
+    "two_hop_joins",
     "weighted_csr",
 ]
 
@@ -87,35 +89,90 @@ def propose_joins(
     (node, cluster, gain) per proposing node, sorted by node; the gain is the
     connection to the new cluster minus the connection to the own one (> 0).
     """
+    got = joins_and_favourites(
+        u,
+        c,
+        w,
+        own=own,
+        node_weight=node_weight,
+        cluster_weight=cluster_weight,
+        caps=caps,
+        seed=seed,
+        salt=salt,
+        min_share=min_share,
+    )
+    return got[0], got[1], got[2]
+
+
+def joins_and_favourites(
+    u: IdArray,
+    c: IdArray,
+    w: IdArray,
+    *,
+    own: IdArray,
+    node_weight: IdArray,
+    cluster_weight: Callable[[IdArray], IdArray],
+    caps: IdArray,
+    seed: int,
+    salt: int,
+    min_share: float = 0.0,
+) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray]:
+    """:func:`propose_joins`'s ``(node, cluster, gain)``, then every node's *favourite*:
+    ``(node, cluster, connection)`` of the other cluster it is most connected to, full
+    or not (ties: lowest seeded hash, as the joins), sorted by node; the
+    two-hop clustering (:func:`two_hop_joins`) groups the nodes that could not join it."""
+    empty = np.empty(0, np.int64)
     ok = c >= 0
     home = ok & (c == own[u])
     conn_own = np.bincount(u[home], weights=w[home], minlength=own.size).astype(np.int64)
     ok &= ~home
     u, c, w = u[ok], c[ok], w[ok]
     if u.size == 0:
-        empty = np.empty(0, np.int64)
-        return empty, empty, empty
+        return empty, empty, empty, empty, empty, empty
     u, c, conn = pair_sums(u, c, w)
     # the best connection of each node over every cluster, full or not (pairs are sorted by node)
     starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
-    best_all = np.repeat(np.maximum.reduceat(conn, starts), np.diff(np.concatenate([starts, [u.size]])))
+    counts = np.diff(np.concatenate([starts, [u.size]]))
+    best_all = np.repeat(np.maximum.reduceat(conn, starts), counts)
+    rank_all = node_order(c, seed=seed, salt=salt)
+    top_all = conn == best_all
+    rank = np.where(top_all, rank_all, np.iinfo(np.uint64).max)
+    fav = top_all & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
+    favourites = (u[fav], c[fav], conn[fav])
     fits = np.all(cluster_weight(c) + node_weight[u] <= caps[None, :], axis=1)
     # a node whose best clusters are full waits (a later level's larger caps may take it)
     # instead of joining a weaker one: that second choice is mostly another community's
     fits &= conn >= min_share * best_all
-    u, c, conn = u[fits], c[fits], conn[fits]
+    u, c, conn, rank_all = u[fits], c[fits], conn[fits], rank_all[fits]
     if u.size == 0:
-        empty = np.empty(0, np.int64)
-        return empty, empty, empty
+        return (empty, empty, empty, *favourites)
     # per node (pairs are sorted by node): most connected, then lowest rank (distinct per cluster)
     starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
     counts = np.diff(np.concatenate([starts, [u.size]]))
     top = conn == np.repeat(np.maximum.reduceat(conn, starts), counts)
-    rank = np.where(top, node_order(c, seed=seed, salt=salt), np.iinfo(np.uint64).max)
+    rank = np.where(top, rank_all, np.iinfo(np.uint64).max)
     pick = top & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
     u, c, gain = u[pick], c[pick], conn[pick] - conn_own[u[pick]]
     better = gain > 0
-    return u[better], c[better], gain[better]
+    return (u[better], c[better], gain[better], *favourites)
+
+
+def two_hop_joins(node: IdArray, favourite: IdArray, *, seed: int, salt: int) -> tuple[IdArray, IdArray]:
+    """Two-hop clustering (as KaMinPar's and Mt-KaHyPar's for nodes left alone): nodes
+    with the same favourite cluster join one of them, the *leader* (lowest seeded hash
+    of its ID). Returns ``(member, leader)`` for every node but the leaders (groups of
+    one give nothing); the caller puts them through the cluster caps."""
+    node, favourite = np.asarray(node, np.int64), np.asarray(favourite, np.int64)
+    if node.size < 2:
+        empty = np.empty(0, np.int64)
+        return empty, empty
+    rank = node_order(node, seed=seed, salt=salt)
+    order = np.lexsort((rank, favourite))
+    node, favourite = node[order], favourite[order]
+    first = np.concatenate([[True], favourite[1:] != favourite[:-1]])
+    leader = node[np.flatnonzero(first)][np.cumsum(first) - 1]
+    member = ~first
+    return node[member], leader[member]
 
 
 def accept_joins(

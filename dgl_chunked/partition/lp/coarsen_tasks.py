@@ -14,6 +14,9 @@ by one task; "pieces" are the per-destination parts of one writer's file
     ML/<L>/label-<b>.bin     int64  cluster (a node's global ID) of every node; -1: not in the graph
     ML/<L>/cw-<b>.bin        int64 [rows, C]  weight of the cluster named by each row's node
     ML/<L>/prop-<b>.bin      int64 [k, 3 + C]  piece t: joins proposed by block b to clusters of block t
+    ML/<L>/want-<b>.bin      int64 [k, 3 + C]  piece t: block b's nodes left alone, their favourite
+                             cluster (of block t), connection and weight (two-hop clustering)
+    ML/<L>/hop-<t>.bin       int64 [k, 3 + C]  piece s: two-hop joins to clusters of block s, as prop
     ML/<L>/acc-<t>.bin       int64 [k, 2]  piece b: joins of block b's nodes accepted by block t
     ML/<L>/left-<b>.bin      int64 [k, 1 + C]  piece t: clusters of block t left by block b's nodes
     ML/<L>/lcid-<b>.bin      int64  coarse ID of the clusters named by block b's nodes (-1: none)
@@ -47,7 +50,7 @@ from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
 from dgl_chunked.storage.arrays import read_array, write_array
 
-__all__: list[str] = []
+__all__ = ["CLUSTERING_FILES"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +83,16 @@ class Level:
         """Create the level's scratch directory."""
         self.lp_root.makedirs(posixpath.join(self.ml, str(self.index)))
 
+    def remove(self, *names: str) -> None:
+        """Delete the level's files ``name-<b>.bin`` of every block (no name: the whole
+        level directory), once no later step reads them."""
+        if not names:
+            self.lp_root.remove(posixpath.join(self.ml, str(self.index)))
+            return
+        for name in names:
+            for b in range(self.num_blocks):
+                self.lp_root.remove(self.url(f"{name}-{b}").url)
+
 
 class ScratchFile(NamedTuple):
     """A multilevel scratch file: its path or URL and the fsspec options to reach it."""
@@ -110,6 +123,9 @@ def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
     """Piece ``t`` of a :func:`save_split` file, as ``[r, k_t]``."""
     return read_array(url.url, piece=t, storage_options=url.storage_options).T
 
+
+CLUSTERING_FILES = ("label", "cw", "prop", "want", "hop", "acc", "left", "lcid")
+"""A level's files that only its clustering and contraction read (deleted after them)."""
 
 WHOLE_TABLE_BYTES = 1 << 26
 """A lookup reads every block of a table at once below this size, else one at a time."""
@@ -177,10 +193,14 @@ def init_task(level: Level, b: int) -> tuple[int, IdArray]:
     return int(active.sum()), w.sum(axis=0)
 
 
-def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray, min_share: float = 0.0) -> int:
+def propose_task(
+    level: Level, b: int, *, seed: int, salt: int, caps: IdArray, min_share: float = 0.0, two_hop: bool = False
+) -> int:
     """Movers of block ``b`` (a seeded half of its nodes) propose to join the cluster
     they are most connected to when it beats their own and has room; proposals go to
-    the cluster's block. Returns their number."""
+    the cluster's block. With ``two_hop``, the movers still alone in their cluster that
+    propose nothing (their best clusters are full) send their favourite cluster to its
+    block (file ``want``, :func:`two_hop_task`). Returns the number of proposals."""
     lo = level.offsets[b]
     label = load(level.url(f"label-{b}"))
     w, _ = node_weights(level, b)
@@ -191,7 +211,7 @@ def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray, m
     u, v, ew = u[keep], v[keep], ew[keep]
     c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
     del v
-    node, cluster, gain = CK.propose_joins(
+    node, cluster, gain, fnode, fcluster, fconn = CK.joins_and_favourites(
         u,
         c,
         ew,
@@ -203,16 +223,42 @@ def propose_task(level: Level, b: int, *, seed: int, salt: int, caps: IdArray, m
         salt=salt + 1,
         min_share=min_share,
     )
-    block = np.searchsorted(np.asarray(level.offsets, np.int64), cluster, side="right") - 1
+    offsets = np.asarray(level.offsets, np.int64)
+    block = np.searchsorted(offsets, cluster, side="right") - 1
     rows = np.vstack([node + lo, cluster, gain, w[node].T]) if node.size else np.empty((3 + level.width, 0), np.int64)
     save_split(level.url(f"prop-{b}", "bin"), rows, block, level.num_blocks)
+    if two_hop:
+        alone = (label == ids) & np.all(load(level.url(f"cw-{b}")) == w, axis=1)
+        stuck = alone[fnode] & ~np.isin(fnode, node)
+        fnode, fcluster, fconn = fnode[stuck], fcluster[stuck], fconn[stuck]
+        rows = np.vstack([fnode + lo, fcluster, fconn, w[fnode].T])
+        save_split(level.url(f"want-{b}"), rows, np.searchsorted(offsets, fcluster, side="right") - 1, level.num_blocks)
     return int(node.size)
 
 
-def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) -> int:
-    """Accept the joins to block ``t``'s clusters within the caps (highest gain first);
-    add their weights and tell each mover's block. Returns the number accepted."""
-    props = np.concatenate([load_piece(level.url(f"prop-{b}", "bin"), t) for b in range(level.num_blocks)], axis=1)
+def two_hop_task(level: Level, t: int, *, seed: int, salt: int) -> int:
+    """Two-hop clustering of the nodes whose favourite is one of block ``t``'s clusters
+    (files ``want``): the nodes of one favourite propose to join the cluster of one of
+    them (:func:`.coarsen_kernels.two_hop_joins`), in file ``hop`` for the leader's
+    block, where :func:`accept_task` takes them within the caps. Returns their number."""
+    want = np.concatenate([load_piece(level.url(f"want-{b}"), t) for b in range(level.num_blocks)], axis=1)
+    member, leader = CK.two_hop_joins(want[0], want[1], seed=seed, salt=salt)
+    order = np.argsort(want[0], kind="stable")  # each node wants once
+    row = order[np.searchsorted(want[0][order], member)]
+    rows = np.vstack([member, leader, want[2][row], want[3:, row]])
+    block = np.searchsorted(np.asarray(level.offsets, np.int64), leader, side="right") - 1
+    save_split(level.url(f"hop-{t}"), rows, block, level.num_blocks)
+    return int(member.size)
+
+
+def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray, two_hop: bool = False) -> tuple[int, int]:
+    """Accept the joins to block ``t``'s clusters within the caps (highest gain first;
+    with ``two_hop`` the two-hop ones too, file ``hop``); add their weights and tell
+    each mover's block. Returns the numbers accepted: all, two-hop."""
+    names = ("prop", "hop") if two_hop else ("prop",)
+    pieces = [load_piece(level.url(f"{n}-{b}", "bin"), t) for n in names for b in range(level.num_blocks)]
+    hops = sum(p.shape[1] for p in pieces[level.num_blocks :])  # the two-hop joins come last
+    props = np.concatenate(pieces, axis=1)
     cw = load(level.url(f"cw-{t}"))
     u, c, gain, nw = props[0], props[1], props[2], props[3:].T
     local = c - level.offsets[t]
@@ -221,7 +267,7 @@ def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray) ->
     save(level.url(f"cw-{t}"), cw)
     block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
     save_split(level.url(f"acc-{t}", "bin"), np.vstack([u[accept], c[accept]]), block[accept], level.num_blocks)
-    return int(accept.sum())
+    return int(accept.sum()), int(accept[accept.size - hops :].sum()) if hops else 0
 
 
 def apply_task(level: Level, b: int) -> None:

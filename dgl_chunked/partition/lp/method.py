@@ -18,12 +18,20 @@ entries then is kept:
      part's share in every balance column: nodes per stratum, and owned edges with
      ``balance_edges``; an accept stage at the cluster's block takes the best
      proposals within the cap, a release stage at the old cluster's block takes the
-     leavers' weight off), then contraction: a group-by of ``(cluster(u),
-     cluster(v))`` summing edge weights, cluster weights summed as node weights, both
-     in array files (:mod:`dgl_chunked.storage.arrays`) in the scratch directory,
-     through fsspec. Repeated until the graph fits the in-memory budget
-     (``coarse_nodes`` nodes and ``coarse_entries`` entries); a
-     level that barely shrinks relaxes the cluster caps 4x (up to half a part);
+     leavers' weight off); optionally (``two_hop_above`` under 1, not the default: it
+     costs cut), when the rounds leave more than that fraction of the level's nodes as
+     clusters, one more round adds *two-hop* joins (the movers still alone because
+     their best clusters are full join, per favourite cluster, one of them: KaMinPar's
+     and Mt-KaHyPar's remedy for power-law graphs); then
+     contraction: a group-by of ``(cluster(u), cluster(v))`` summing edge weights,
+     cluster weights summed as node weights, both in array files
+     (:mod:`dgl_chunked.storage.arrays`) in the scratch directory, through fsspec.
+     Repeated until the graph fits the in-memory budget (``coarse_nodes`` nodes and
+     ``coarse_entries`` entries); a level that barely shrinks relaxes the cluster caps
+     4x (up to half a part). A level's clustering files are deleted once it is
+     contracted, its entries and weights once it is projected to the finer level (the
+     cluster maps stay for the purification), every coarse level after its cluster
+     weight's assignments are made;
   b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
      ``balance_edges``);
@@ -102,27 +110,38 @@ shows the result).
 
 **Time** goes to the coarsening. Measured with ``benchmarks/bench_lp.py --sbm
 1000000:10000000 --parts 8`` (skewed planted communities, 2 workers on 2 cores shared
-with other jobs; issue #38). With 4 clustering rounds per level and 4 refinement
-rounds per coarse level (load average 2-5): ``lp`` 199 s (stage 1.9, streaming 4.1,
-coarsen 136.8, initial 0.9, uncoarsen 23.8, purify 21.1, refine 9.4), cut 0.2188;
-METIS 26.9 s, cut 0.1991; KaMinPar 20.2 s, cut 0.2609. With 2 and 2 (the defaults
-since), in one run at load average 9-15: ``lp`` 588 s (stage 17.8, streaming 37.6,
-coarsen 404.4, initial 1.0, uncoarsen 36.6, purify 49.0, refine 39.7), cut 0.2054,
-958 / 967 MB per worker; METIS 153.5 s, cut 0.1991; KaMinPar 87.0 s, cut 0.2609:
-``lp`` takes 3.8x METIS's time there (7.4x before). Per task kind, over a whole run
-(2 workers, compute seconds summed over tasks, 4 and 4 rounds, one cluster weight,
-load average 12): clustering proposals 251 s (192 tasks), coarse-level refinement
-126 s (128), contraction 99 s (40), purification 80 s (8), cuts at the input 71 s
-(16), streaming histograms 36 s (119); the rest under 13 s each. The coarsening's
-group-by of ``(node, cluster)`` pairs is compiled (:mod:`.pair_sums`, numba); the
-second cluster weight (``LPConfig.extra_cluster_weights``) doubles the multilevel
-time (without it: 79 s at 1M, cut unchanged there, but 1-2% more cut on the 50k
-planted-community graphs at 16 parts). At 10M / 100M (same run conditions, load 3-11)
-``lp`` did not finish within 24 minutes: stage 116.9 s, streaming 152.1 s, the first
-coarsening 659.2 s (at 1M: 17.8, 37.6 and 263.5 s, at load 9-15), and the workers' peak
-RSS had reached 1547 / 1477 MB (958 / 967 MB at 1M): not flat. Its scratch store
-held 33 GB then: 17 coarsening levels, levels 1-7 2.9-4.7 GB each (slow shrinking,
-and every level's files kept until the end).
+with other jobs; issue #38; every figure in ``benchmarks/results/lp.json``). At the
+defaults (2 clustering and 2 refinement rounds per level, cluster weights 0.005 and
+0.015), in one run at load average 4-5: ``lp`` 197.1 s (stage 3.6, streaming 6.0,
+coarsen 150.3 = 98.6 + 51.7 for the two cluster weights, initial 0.6, uncoarsen 20.4,
+purify 9.2, refine 6.6), cut 0.2054, 900 / 962 MB per worker; METIS 56.0 s, cut
+0.1991; KaMinPar 21.2 s, cut 0.2609: ``lp`` takes 3.5x METIS's time for 1.03x its cut.
+Profiled in one process (synchronous scheduler, cProfile, load 5): 201 s, as long as
+on the 2 workers (4 node blocks: 4 tasks per step). Per cluster weight the
+coarsening makes 11-12 levels: 1M -> 374k -> 148k -> 87k -> 67k -> 59k -> 55k -> 54k
+-> 28k -> 24k -> 22k -> 21k -> 7.5k nodes, the entries 20M -> 18.7M -> 15.9M -> 13.1M
+... -> 3.5M -> 1.2M (107M written in all; 17 s for the first level, 5-8 s for each of
+levels 3-7, which shrink 3-23%: the cluster caps are full and a node whose best
+cluster is full waits; the caps grow 4x only after a level shrinks under 5%). Per task
+kind over the run: clustering rounds 81 s (46 computations, 736 tasks), contraction
+60 s (23, 276), coarse-level refinement 17 s, purification 13 s, cut counts 11 s;
+Dask's cost per task (milliseconds) is negligible against tasks of 0.1-1 s. By
+kernel: the compiled group-by of ``(node, cluster)`` pairs (:mod:`.pair_sums`) 50 s,
+table lookups (random gathers of labels, cluster weights and maps) 23 s, the
+proposal kernel's numpy 18 s, entry reads 11 s, file reads and writes 18 s.
+Two-hop clustering (``LPConfig.two_hop_above``) halves the level count at 250k nodes
+but cuts 7-8% more (0.2211 against 0.2054 at 1M for 10% less CPU), so it is off; caps
+that grow sooner (``min_shrink`` 0.3) cost 5% of the cut at 250k for 25% less CPU.
+Since this profile a level's clustering files are deleted once it is contracted and
+its entries once it is projected (before: every level kept to the end, 2.8 GB in the
+multilevel scratch at 1M). The second cluster weight
+(``LPConfig.extra_cluster_weights``) doubles the multilevel time (without it: 79 s at
+1M with 4 + 4 rounds, cut unchanged there, but 1-2% more cut on the 50k
+planted-community graphs at 16 parts). At 10M / 100M (2 + 2 rounds, load 3-11) ``lp``
+did not finish within 24 minutes: stage 116.9 s, streaming 152.1 s, the first
+coarsening 659.2 s, and the workers' peak RSS had reached 1547 / 1477 MB (958 / 967 MB
+at 1M): not flat. Its scratch store held 33 GB then: 17 coarsening levels, levels 1-7
+2.9-4.7 GB each.
 
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30

@@ -152,6 +152,8 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list
     with phase("uncoarsen"):
         for fine, coarser in reversed(list(itertools.pairwise(levels))):
             counts = P.run_blocks(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
+            # the purification reads the cluster maps (cid) only; it rebuilds the coarsest level
+            coarser.remove("e", "w", "part", "part0", "part1")
             name = "part"
             if fine.index > 0:
                 name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
@@ -165,6 +167,9 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list
             cut = sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"pure{i}"))
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
         logger.info("lp: cut entries at the input: level by level %d, purified %d", out[0].cut, cut)
+    for lv in levels[1:]:
+        lv.remove()
+    level.remove("cid", "top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)))
     return out
 
 
@@ -261,22 +266,13 @@ def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, in
     init = tasks.compute([tasks.add(C.init_task, level, b) for b in blocks])
     caps = CK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
     for r in range(cfg.cluster_rounds):
-        kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.coarsen(level.index, r), "caps": caps}
-        tasks = TaskGraph()
-        propose = [tasks.add(C.propose_task, level, b, min_share=cfg.cluster_min_share, **kw) for b in blocks]
-        accept = [tasks.add(C.accept_task, level, t, after=propose, **kw) for t in blocks]
-        apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
-        release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
-        out = tasks.compute(propose + accept + release)
-        logger.debug(
-            "lp: level %d round %d: %d joins proposed, %d accepted",
-            level.index,
-            r,
-            sum(out[0 : len(propose)]),
-            sum(out[len(propose) : 2 * len(propose)]),
-        )
+        _cluster_round(level, plan, caps, r, two_hop=False)
     tasks = TaskGraph()
     leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
+    if sum(leaders) > cfg.two_hop_above * sum(r[0] for r in init):  # shrinking slowly: the caps are full
+        _cluster_round(level, plan, caps, cfg.cluster_rounds, two_hop=True)
+        tasks = TaskGraph()
+        leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
     offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(leaders)]))
     coarse = C.Level(
         index=level.index + 1,
@@ -291,7 +287,38 @@ def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, in
     number = [tasks.add(C.number_task, level, b, coarse) for b in blocks]
     mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
     out = tasks.compute([tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks])
+    level.remove(*C.CLUSTERING_FILES)  # the cluster maps (cid) stay for the projection
     return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out))
+
+
+def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_hop: bool) -> None:
+    """Clustering round ``r`` of ``level`` (one computation): proposals, with ``two_hop``
+    the two-hop groups of the nodes left alone (:func:`.coarsen_tasks.two_hop_task`),
+    acceptance within ``caps`` at the clusters' blocks, the moves, the weight releases."""
+    cfg, blocks = plan.config, range(level.num_blocks)
+    kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.coarsen(level.index, r), "caps": caps}
+    tasks = TaskGraph()
+    propose = [
+        tasks.add(C.propose_task, level, b, min_share=cfg.cluster_min_share, two_hop=two_hop, **kw) for b in blocks
+    ]
+    hops = []
+    if two_hop:
+        hop_kw = {"seed": plan.seed, "salt": kw["salt"] + 3}
+        hops = [tasks.add(C.two_hop_task, level, t, after=propose, **hop_kw) for t in blocks]
+    accept = [tasks.add(C.accept_task, level, t, after=propose + hops, two_hop=two_hop, **kw) for t in blocks]
+    apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
+    release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
+    out = tasks.compute(propose + hops + accept + release)
+    accepted = out[len(propose) + len(hops) : len(propose) + len(hops) + len(accept)]
+    logger.debug(
+        "lp: level %d round %d: %d joins proposed, %d two-hop; %d accepted, %d two-hop",
+        level.index,
+        r,
+        sum(out[: len(propose)]),
+        sum(out[len(propose) : len(propose) + len(hops)]),
+        sum(a[0] for a in accepted),
+        sum(a[1] for a in accepted),
+    )
 
 
 def _initial(level: C.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:

@@ -91,12 +91,17 @@ def cut_task(level: Level, b: int, save: str | None) -> int:
     part = S.read_block(level.lp_root, b, "part")
     if save is not None:
         C.save(level.url(f"{save}-{b}"), part)
+    # the whole assignment once when small (4 bytes per node), not one block file per group
+    whole = None
+    if level.offsets[-1] * 4 <= C.WHOLE_TABLE_BYTES:
+        whole = np.concatenate([S.read_block(level.lp_root, t, "part") for t in range(level.num_blocks)])
     cut = 0
     for group in schedule.group_segments(list(level.segs[b]), GROUP_ENTRIES):  # memory: one group
         u = (S.read_segments(level.lp_root, group, "u") & LOCAL_MASK).astype(np.int64)
         v = S.read_segments(level.lp_root, group, "v").astype(np.int64)
         pu = part[u] if u.size else np.empty(0, np.int32)
-        cut += int(((pu < 0) | (pu != _lp_parts(level, v))).sum())
+        pv = whole[v] if whole is not None else _lp_parts(level, v)
+        cut += int(((pu < 0) | (pu != pv)).sum())
     return cut
 
 

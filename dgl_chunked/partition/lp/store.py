@@ -25,6 +25,7 @@ every task, and Zarr's per-call overhead was most of a small round's cost.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,19 @@ class ScratchRoot:
 
     def exists(self) -> bool:
         return os.path.isdir(self.path) if self.local else fs.exists(self.path, self.storage_options)
+
+    def remove(self, path: str) -> None:
+        """Remove the file or directory tree ``path`` under this root (the run's own
+        scratch, inside its marked work directory); nothing when it is not there."""
+        if self.local:
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            elif os.path.exists(path):
+                os.remove(path)
+            return
+        filesystem, inner = fs.filesystem(path, self.storage_options)
+        if filesystem.exists(inner):
+            filesystem.rm(inner, recursive=True)
 
     def load(self, path: str, lo: int = 0, hi: int | None = None) -> npt.NDArray[Any]:
         """Rows ``[lo, hi)`` (default: all) of the array file ``path``."""

@@ -213,6 +213,28 @@ def test_purification_off_refines_the_level_by_level_assignment_alone(
     assert 2 * int((got[src[edges]] != got[dst[edges]]).sum()) == plain, cuts
 
 
+def test_two_hop_clustering_joins_nodes_left_alone(
+    planted: tuple[GraphTruth, ChunkedGraph], runs: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``two_hop_above=0``: every level gets a two-hop round, whose joins pass the caps
+    (some accepted); the output keeps the hard caps and METIS-like quality."""
+    import logging
+    from dataclasses import replace
+
+    truth, graph = planted
+    register_method("lp", LPMethod(replace(COARSE, two_hop_above=0.0)), overwrite=True)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="dgl_chunked.partition.lp"):
+            got = _parts(graph, 4)["_N"]
+    finally:
+        register_method("lp", LPMethod(), overwrite=True)
+    hops = [int(a) for a in re.findall(r"round \d+: .* accepted, (\d+) two-hop", caplog.text)]
+    assert len(hops) > 3 and sum(hops) > 0, caplog.text
+    assert not re.search(r"accepted, [1-9]\d* two-hop", runs["log"])  # off by default
+    _check_caps(graph, got, 4)
+    assert _cut(truth, got) <= 1.15 * _cut(truth, runs["metis4"]), (_cut(truth, got), _cut(truth, runs["metis4"]))
+
+
 def test_lfr_within_target_of_metis(lfr: tuple[GraphTruth, ChunkedGraph], coarse_lp: None) -> None:
     truth, graph = lfr
     got = _parts(graph, 4)["_N"]
@@ -335,6 +357,40 @@ def test_propose_joins_waits_when_its_best_cluster_is_full() -> None:
         np.testing.assert_array_equal(np.stack([node, cluster, gain]), joins, err_msg=f"min_share={share}")
 
 
+def test_favourites_are_the_best_clusters_full_or_not() -> None:
+    """Beside the joins, every node's favourite: its most connected other cluster even
+    when full (node 0's 11), the cluster a two-hop group is formed around."""
+    u = np.array([0, 0, 0, 1, 1, 1])
+    c = np.array([10, 11, 11, 10, 10, 11])
+    w = np.array([1, 1, 1, 2, 1, 1])
+    weights = {10: 1, 11: 3}  # cluster 11 is full (cap 3)
+    got = MK.joins_and_favourites(
+        u,
+        c,
+        w,
+        own=np.array([20, 21]),
+        node_weight=np.array([[1], [1]]),
+        cluster_weight=lambda ids: np.array([[weights[int(i)]] for i in ids]).reshape(-1, 1),
+        caps=np.array([3]),
+        seed=0,
+        salt=0,
+        min_share=1.0,
+    )
+    np.testing.assert_array_equal(np.stack(got[:3]), [[1], [10], [3]])  # node 0 waits
+    np.testing.assert_array_equal(np.stack(got[3:]), [[0, 1], [11, 10], [2, 3]])
+
+
+def test_two_hop_joins_groups_nodes_by_favourite_around_one_leader() -> None:
+    node = np.array([5, 3, 9, 7, 1, 4])
+    favourite = np.array([2, 2, 4, 2, 4, 8])  # node 4 alone with favourite 8: no join
+    member, leader = MK.two_hop_joins(node, favourite, seed=0, salt=1)
+    rank = dict(zip(node.tolist(), MK.node_order(node, seed=0, salt=1).tolist(), strict=True))
+    lead2, lead4 = min((5, 3, 7), key=rank.__getitem__), min((9, 1), key=rank.__getitem__)
+    want = sorted([(n, lead2) for n in (5, 3, 7) if n != lead2] + [(n, lead4) for n in (9, 1) if n != lead4])
+    assert sorted(zip(member.tolist(), leader.tolist(), strict=True)) == want
+    assert MK.two_hop_joins(node[:1], favourite[:1], seed=0, salt=1)[0].size == 0
+
+
 def test_accept_joins_takes_the_best_prefix_within_every_cap() -> None:
     c = np.array([5, 5, 5, 6])
     conn = np.array([1, 3, 2, 1])
@@ -405,6 +461,32 @@ def test_scratch_files_round_trip(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ml_tasks.load_piece(url, 0), rows[:, [1]])
     assert ml_tasks.load_piece(url, 1).shape == (3, 0)
     np.testing.assert_array_equal(ml_tasks.load_piece(url, 2), rows[:, [0, 2, 3]])
+
+
+def test_coarse_levels_are_deleted_before_the_refinement(
+    planted: tuple[GraphTruth, ChunkedGraph], coarse_lp: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the multilevel assignments are made, the multilevel scratch holds level 0's
+    kept assignments only: no coarse level, no clustering file, no cluster map."""
+    import os
+
+    from dgl_chunked.partition.lp import finalists
+    from dgl_chunked.partition.lp import multilevel as ml
+
+    seen: list[tuple[list[str], list[str]]] = []
+    original = finalists.refined_best
+
+    def spy(state: Any, level: Any, *args: Any) -> Any:
+        seen.append((sorted(os.listdir(level.ml)), sorted(os.listdir(os.path.join(level.ml, "0")))))
+        return original(state, level, *args)
+
+    monkeypatch.setattr(ml.F, "refined_best", spy)
+    _check_caps(planted[1], _parts(planted[1], 4)["_N"], 4)
+    assert len(seen) == 1
+    levels, files = seen[0]
+    assert levels == ["0"], levels
+    kinds = {f.rsplit("-", 1)[0] for f in files}
+    assert kinds == {"stream", "ml0", "ml1", "pure0", "pure1"}, kinds
 
 
 def test_rmat_keeps_the_streaming_placement_without_multilevel(
