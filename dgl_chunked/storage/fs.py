@@ -244,16 +244,31 @@ def join_files(
     On S3 (:func:`server_side_joinable`) s3fs's ``merge`` copies the pieces as the
     parts of a multipart upload into ``target`` itself (no byte crosses the link; the
     object appears whole, and only, when the upload completes, so no temporary name is
-    needed); otherwise :func:`concat_files` streams them through this process. The
-    pieces are left in place.
+    needed; a failed join aborts its upload); otherwise :func:`concat_files` streams
+    them through this process. The pieces are left in place.
     """
     fs, inner = filesystem(target, storage_options)
     if not server_side_joinable(fs, sizes):
         concat_files(pieces, target, storage_options)
         return False
-    with naming(target):
-        fs.merge(inner, [filesystem(p, storage_options)[1] for p in pieces])
+    try:
+        with naming(target):
+            fs.merge(inner, [filesystem(p, storage_options)[1] for p in pieces])
+    except BaseException:
+        _abort_uploads(fs, inner)
+        raise
     return True
+
+
+def _abort_uploads(fs: Any, inner: str) -> None:
+    """Abort the unfinished multipart uploads to ``inner`` (s3fs's ``merge`` leaves its
+    own behind when a copy fails: S3 would keep, and bill, its parts)."""
+    bucket, key, _ = fs.split_path(inner)
+    with contextlib.suppress(Exception):
+        listing = fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key)
+        for upload in listing.get("Uploads", []):
+            if upload["Key"] == key:
+                fs.call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload["UploadId"])
 
 
 def _side_file(name: str) -> bool:

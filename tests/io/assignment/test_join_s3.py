@@ -84,6 +84,12 @@ def test_small_assignment_on_s3_is_joined_by_the_store() -> None:
         assert not [r for r in counts.requests[before:] if r.method == "PUT" and "partNumber" in r.query]
         assert s3.cat("join-small/assign/c.txt") == b"1\n2\n3\n"
 
+        # a join that fails (a piece is missing) raises and leaves no upload behind
+        with pytest.raises(FileNotFoundError):
+            fs.join_files(["s3://join-small/p/9"], [2], f"{out}/d.txt", options)
+        assert not s3.exists("join-small/assign/d.txt")
+        assert s3.call_s3("list_multipart_uploads", Bucket="join-small").get("Uploads", []) == []
+
 
 def test_real_size_pieces_are_joined_without_crossing_the_link() -> None:
     """Three pieces (6, 6 and ~0 MiB of text) joined by the store: the relay carries the
