@@ -20,16 +20,22 @@ from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.errors import MissingPackageError
 
 __all__ = [
+    "MAX_PARTS",
+    "MAX_PART_BYTES",
+    "MIN_PART_BYTES",
     "atomic_write_bytes",
     "concat_files",
     "exists",
     "filesystem",
     "is_url",
     "join",
+    "join_files",
+    "joins_on_store",
     "list_files",
     "naming",
     "open_file",
     "parent",
+    "server_side_joinable",
     "with_filename",
 ]
 
@@ -202,6 +208,67 @@ def concat_files(pieces: Sequence[PathLike], target: PathLike, storage_options: 
             if fs.exists(tmp):
                 fs.rm(tmp)
         raise
+
+
+MIN_PART_BYTES = 5 << 20
+"""S3's smallest part of a multipart upload, the last part excepted (5 MiB): the
+smallest piece :func:`join_files` can join on the store's side."""
+
+MAX_PART_BYTES = 5 << 30
+"""S3's largest part (5 GiB), copied or uploaded."""
+
+MAX_PARTS = 10_000
+"""S3's most parts in one multipart upload."""
+
+
+def server_side_joinable(fs: Any, sizes: Sequence[int]) -> bool:
+    """Whether pieces of ``sizes`` bytes can be joined on the store (S3's
+    ``UploadPartCopy``): ``fs`` is s3fs, there are 1 to :data:`MAX_PARTS` pieces,
+    each at most :data:`MAX_PART_BYTES` and each but the last at least :data:`MIN_PART_BYTES`."""
+    if not joins_on_store(fs) or not 0 < len(sizes) <= MAX_PARTS:
+        return False
+    return all(s <= MAX_PART_BYTES for s in sizes) and all(s >= MIN_PART_BYTES for s in sizes[:-1])
+
+
+def joins_on_store(fs: Any) -> bool:
+    """Whether ``fs`` (an fsspec filesystem) is S3's, whose ``merge`` joins files on the store."""
+    protocol = getattr(fs, "protocol", ())
+    return "s3" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))
+
+
+def join_files(
+    pieces: Sequence[PathLike], sizes: Sequence[int], target: PathLike, storage_options: StorageOptions = None
+) -> bool:
+    """Join ``pieces`` (of ``sizes`` bytes) into ``target``; True when the store joined them.
+
+    On S3 (:func:`server_side_joinable`) s3fs's ``merge`` copies the pieces as the
+    parts of a multipart upload into ``target`` itself (no byte crosses the link; the
+    object appears whole, and only, when the upload completes, so no temporary name is
+    needed; a failed join aborts its upload); otherwise :func:`concat_files` streams
+    them through this process. The pieces are left in place.
+    """
+    fs, inner = filesystem(target, storage_options)
+    if not server_side_joinable(fs, sizes):
+        concat_files(pieces, target, storage_options)
+        return False
+    try:
+        with naming(target):
+            fs.merge(inner, [filesystem(p, storage_options)[1] for p in pieces])
+    except BaseException:
+        _abort_uploads(fs, inner)
+        raise
+    return True
+
+
+def _abort_uploads(fs: Any, inner: str) -> None:
+    """Abort the unfinished multipart uploads to ``inner`` (s3fs's ``merge`` leaves its
+    own behind when a copy fails: S3 would keep, and bill, its parts)."""
+    bucket, key, _ = fs.split_path(inner)
+    with contextlib.suppress(Exception):
+        listing = fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key)
+        for upload in listing.get("Uploads", []):
+            if upload["Key"] == key:
+                fs.call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload["UploadId"])
 
 
 def _side_file(name: str) -> bool:

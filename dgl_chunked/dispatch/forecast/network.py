@@ -21,7 +21,9 @@ headers, file sizes) and the access pattern of the code:
   whole, once per partition, when original edge IDs are kept) and writes the output.
 
 With ``run --partitions-dir``, ``write assignment`` reads the staged owners and
-writes the assignment files (text pieces written, read back and joined).
+writes the assignment files: on a local disk in place, on S3 as pieces of at least
+5 MiB the store joins (``UploadPartCopy``), elsewhere as pieces written, read back
+and joined.
 
 Every request also moves headers, :data:`REQUEST_DOWN_BYTES` and
 :data:`REQUEST_UP_BYTES`; the requests per task are :mod:`.requests`' (both counted
@@ -42,9 +44,11 @@ import numpy as np
 from dgl_chunked.dispatch.forecast.bandwidth import parse_bandwidth
 from dgl_chunked.dispatch.forecast.estimates import HEADER_BYTES, DispatchForecast, StepForecast
 from dgl_chunked.dispatch.forecast.requests import (
+    ASSIGN_PIECE_REQUESTS,
     ASSIGN_TASK_REQUESTS,
     REQUEST_DOWN_BYTES,
     REQUEST_UP_BYTES,
+    assignment_join_requests,
     assignment_write_requests,
     edge_task_requests,
     feature_task_requests,
@@ -57,6 +61,7 @@ from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
 from dgl_chunked.dispatch.kernels import keeps_edge_owners
 from dgl_chunked.dispatch.new_id_map import map_bytes
 from dgl_chunked.dispatch.options import DispatchOptions
+from dgl_chunked.io.assignment.writer import piece_rows
 from dgl_chunked.io.chunked.graph import ChunkedGraph
 from dgl_chunked.io.formats import get_format
 from dgl_chunked.io.formats.files import file_sizes
@@ -310,23 +315,29 @@ ASSIGNMENT_STEP = "write assignment"
 """``run --partitions-dir``'s step (the name ``run`` logs it under)."""
 
 
-def _assignment_write_step(graph: ChunkedGraph, num_parts: int, block_rows: int, remote: bool) -> _Step:
+def _assignment_write_step(graph: ChunkedGraph, num_parts: int, block_rows: int, remote: bool, on_s3: bool) -> _Step:
     """``run --partitions-dir``: per block, the staged owners read (whole chunks) and its
-    text piece written; the client joins each type's pieces (read back, written once)
-    and writes ``partition_meta.json`` and its sidecar. Only the owners cross the
-    network when the directory is local."""
+    text written; then ``partition_meta.json`` and its sidecar. Local: only the owners
+    cross the network (the blocks write into the file in place). On S3 a block spans
+    :func:`~dgl_chunked.io.assignment.writer.piece_rows` rows and the store joins the
+    pieces; elsewhere the client joins them (read back, written once)."""
     meta = graph.metadata
     step = _Step(ASSIGNMENT_STEP)
     blocks, text_total = 0, 0
     for t in meta.node_types:
         n = meta.num_nodes(t)
         chunk = block_rows if n > block_rows else n
-        for lo in range(0, n, block_rows):
-            text = assignment_file_bytes(min(block_rows, n - lo), num_parts)
-            step.add(OWNER_BYTES * chunk, text * remote, 4 + remote)
+        rows = piece_rows(chunk, on_s3)
+        for lo in range(0, n, rows):
+            chunks, text = -(-min(rows, n - lo) // max(chunk, 1)), assignment_file_bytes(min(rows, n - lo), num_parts)
+            step.add(
+                OWNER_BYTES * chunk * chunks, text * remote, ASSIGN_PIECE_REQUESTS + 2 * chunks if on_s3 else 4 + remote
+            )
             blocks += 1
             text_total += text
-    if remote:
+    if on_s3:
+        step.client = (0, 2048, assignment_join_requests(len(meta.node_types)))  # meta files
+    elif remote:
         requests = assignment_write_requests(blocks, len(meta.node_types)) - 5 * blocks
         step.client = (text_total, text_total + 2048, requests)  # pieces read back, joined, meta files
     return step
@@ -406,7 +417,8 @@ def forecast_network(
             )
     steps = [assign, number]
     if partitions_dir is not None:
-        steps.append(_assignment_write_step(graph, num_parts, opts.block_rows, fs.is_url(partitions_dir)))
+        remote, on_s3 = fs.is_url(partitions_dir), partitions_dir.split("://", 1)[0] in ("s3", "s3a")
+        steps.append(_assignment_write_step(graph, num_parts, opts.block_rows, remote, on_s3))
     stages = [
         _finish(opening, hosts, processes_per_host, threads_per_process, rate, 0.0),
         *(

@@ -27,6 +27,7 @@ __all__ = [
     "ASSIGN_TASK_REQUESTS",
     "REQUEST_DOWN_BYTES",
     "REQUEST_UP_BYTES",
+    "assignment_join_requests",
     "assignment_write_requests",
     "edge_task_requests",
     "feature_task_requests",
@@ -97,3 +98,17 @@ def assignment_write_requests(blocks: int, node_types: int) -> int:
     and its sidecar (37); per block of owners read, its text piece written, read back
     and removed (10); per node type its file joined and renamed (7)."""
     return 37 + 10 * blocks + 7 * node_types
+
+
+def assignment_join_requests(node_types: int) -> int:
+    """``run --partitions-dir`` on S3, the client's: the directory's marks and lease,
+    ``partition_meta.json`` and its sidecar, the pieces' directory (39); per node type
+    its pieces joined by the store (a multipart upload: created, one ``UploadPartCopy``
+    per piece, completed), its stamp, the pieces listed and removed (6). Measured
+    against moto (``tests/dispatch/forecast/test_relay.py``)."""
+    return 39 + 6 * node_types
+
+
+ASSIGN_PIECE_REQUESTS = 6
+"""``run --partitions-dir`` on S3, per text piece: the Zarr metadata of the staged
+owners (4), the piece written and checked (2); plus 2 per owner chunk it reads."""

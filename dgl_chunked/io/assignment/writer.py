@@ -2,21 +2,37 @@
 
 Writes are ordered so that a half-written directory never looks complete:
 ``partition_meta.json`` is removed first when overwriting and written last; each
-text file is written under a temporary name and renamed. One Dask compute
-validates and formats every block on a worker, which writes its text piece and its
-region of the Zarr copy; the client then concatenates the pieces, writes the
-sidecar (:mod:`~dgl_chunked.io.assignment.sidecar`) and, last,
-``partition_meta.json``.
+text file is written under a temporary name and renamed (or, on S3, appears whole
+when its multipart upload completes). One Dask compute validates and formats every
+block on a worker, which writes its text and its region of the Zarr copy; the
+client then finishes each ``<ntype>.txt``, writes the sidecar
+(:mod:`~dgl_chunked.io.assignment.sidecar`) and, last, ``partition_meta.json``.
+
+How the text reaches ``<ntype>.txt``:
+
+- local directory, ``num_parts <= 10`` (every line ``"<digit>\\n"``, 2 bytes): the
+  client creates ``<ntype>.txt.tmp-dglc`` of its final size, each block writes its
+  bytes at offset ``2 * start`` (``os.pwrite``), the client renames it. No pieces,
+  nothing read back.
+- S3: each block (whole input blocks, at least 5 MiB of text: :func:`piece_rows`)
+  writes a piece under ``.dglc-tmp/``; the store joins them into ``<ntype>.txt``
+  (:func:`~dgl_chunked.storage.fs.join_files`: ``UploadPartCopy``), so the text
+  crosses the link once.
+- otherwise: pieces under ``.dglc-tmp/``, streamed through the client into
+  ``<ntype>.txt.tmp-dglc`` (:func:`~dgl_chunked.storage.fs.concat_files`), renamed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
@@ -49,6 +65,9 @@ __all__ = ["assignment_entries", "encode_assignment_block", "retract_assignment"
 
 logger = logging.getLogger(__name__)
 
+_TMP_SUFFIX = ".tmp-dglc"
+"""Suffix of a text file being written (``assignment_entries`` owns ``*.tmp-dglc``)."""
+
 
 def encode_assignment_block(values: npt.ArrayLike, *, num_parts: int, start: int, ntype: str) -> bytes:
     """Validate one block of partition IDs and format it as ``"<id>\\n"`` lines."""
@@ -77,21 +96,66 @@ def _write_block(
     start: int,
     num_parts: int,
     storage_options: StorageOptions,
+    in_place: bool = False,
 ) -> int:
-    """Dask kernel: one block -> its text piece and its (chunk-aligned) Zarr region."""
+    """Dask kernel: one block -> its text (a piece of its own, or ``in_place`` its
+    bytes at ``2 * start`` of the preallocated local file) and its (chunk-aligned)
+    Zarr region; the bytes of its text."""
     text = encode_assignment_block(values, num_parts=num_parts, start=start, ntype=ntype)
-    with _fs.naming(text_path), _fs.open_file(text_path, "wb", storage_options) as f:
-        f.write(text)
-    if zarr_path is None:
-        return len(values)
-    with _fs.naming(zarr_path):
-        target: Any = zarr_group(zarr_path, "r+", storage_options)[ntype]
-        target[start : start + len(values)] = np.asarray(values, np.int32)
-    return len(values)
+    if in_place:
+        _write_at(text_path, text, 2 * start)
+    else:
+        with _fs.naming(text_path), _fs.open_file(text_path, "wb", storage_options) as f:
+            f.write(text)
+    if zarr_path is not None:
+        with _fs.naming(zarr_path):
+            target: Any = zarr_group(zarr_path, "r+", storage_options)[ntype]
+            target[start : start + len(values)] = np.asarray(values, np.int32)
+    return len(text)
 
 
-def _as_blocks(values: Any, ntype: str) -> da.Array:
-    """A 1-D dask array with regular chunks (so every block owns whole Zarr chunks)."""
+def _write_at(path: str, data: bytes, offset: int) -> None:
+    """Write ``data`` at ``offset`` of the existing local file ``path`` (whole, whatever
+    ``pwrite`` returns at a time)."""
+    view = memoryview(data)
+    with _fs.naming(path):
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            while view:
+                n = os.pwrite(fd, view, offset)
+                view, offset = view[n:], offset + n
+        finally:
+            os.close(fd)
+
+
+def _in_place(out: str, num_parts: int, storage_options: StorageOptions) -> bool:
+    """Whether the blocks write straight into the final file: every line is
+    ``"<digit>\\n"`` (so block ``[start, stop)`` owns bytes ``[2 start, 2 stop)``)
+    and the directory is on the local file system (``os.pwrite``)."""
+    return num_parts <= 10 and isinstance(_fs.filesystem(out, storage_options)[0], LocalFileSystem)
+
+
+def piece_rows(chunk_rows: int, on_s3: bool) -> int:
+    """Rows of the blocks (one text piece each) the writer makes of blocks of
+    ``chunk_rows``: on S3 enough whole blocks that a piece, 2 bytes a line at least,
+    reaches S3's smallest part (:data:`~dgl_chunked.storage.fs.MIN_PART_BYTES`), so
+    that the store joins the pieces itself."""
+    if not on_s3 or chunk_rows <= 0:
+        return chunk_rows
+    return chunk_rows * -(-_fs.MIN_PART_BYTES // (2 * chunk_rows))
+
+
+def _as_blocks(values: Any, ntype: str, on_s3: bool = False) -> da.Array:
+    """A 1-D dask array with regular chunks (so every block owns whole Zarr chunks),
+    of :func:`piece_rows` rows on S3."""
+    arr = _regular_blocks(values, ntype)
+    chunk = int(arr.chunks[0][0])
+    rows = piece_rows(chunk, on_s3)
+    return arr if rows == chunk or arr.numblocks[0] <= 1 else arr.rechunk(rows)
+
+
+def _regular_blocks(values: Any, ntype: str) -> da.Array:
+    """A 1-D dask array with regular chunks."""
     import dask.array as da
 
     if not isinstance(values, da.Array):
@@ -194,10 +258,11 @@ def write_assignment(
     Notes
     -----
     One Dask compute: every block (at most ~8M rows) is validated and formatted on a
-    worker, which writes its text piece to ``ASSIGN/.dglc-tmp/`` and its region of the
-    Zarr sidecar. The client then concatenates the pieces of each type, streaming,
-    into ``<ntype>.txt.tmp-dglc`` and renames it; ``partition_meta.json`` is written
-    last. An empty node type gives an empty file, which DGL v2.2.1 rejects. Do not
+    worker, which writes its text (in place into ``<ntype>.txt.tmp-dglc`` on a local
+    disk below 11 parts, else a piece in ``ASSIGN/.dglc-tmp/``) and its region of the
+    Zarr sidecar. The client then renames the file, or has S3 join the pieces, or
+    concatenates them, streaming (see the module's notes); ``partition_meta.json`` is
+    written last. An empty node type gives an empty file, which DGL v2.2.1 rejects. Do not
     write over the directory the ``parts`` are being read from.
     """
 
@@ -228,12 +293,16 @@ def _write_assignment(
     if binary:
         with _fs.naming(zarr_path):
             group = zarr_group(zarr_path, "w", storage_options)
+    in_place = _in_place(out, num_parts, storage_options)
+    on_s3 = _fs.joins_on_store(_fs.filesystem(out, storage_options)[0])
+    local_dir = _fs.filesystem(out, storage_options)[1].rstrip("/") if in_place else ""
     pieces: dict[str, list[str]] = {}
-    tasks = []
+    sizes: dict[str, int] = {}  # in place: the file of each type and its final size
+    tasks, keys = [], []  # keys: the text path of each task (a piece; in place, the one file)
     write = dask.delayed(_write_block, pure=False)
     run = run_token(out, num_parts, {t: getattr(v, "name", None) for t, v in parts.items()})
     for ntype, values in parts.items():
-        arr = _as_blocks(values, ntype)
+        arr = _as_blocks(values, ntype, on_s3)
         n, chunk = int(arr.shape[0]), int(arr.chunks[0][0]) or 1
         if binary:
             with _fs.naming(zarr_path):
@@ -241,30 +310,51 @@ def _write_assignment(
                     ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0, compressors=None, overwrite=True
                 )
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])]).tolist()
-        pieces[ntype] = [f"{tmp_dir}/{ntype}.{i}.txt" for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
+        blocks_i = [i for i in range(arr.numblocks[0]) if arr.chunks[0][i]]
+        if in_place:  # every block writes its bytes into the one preallocated file
+            target = os.path.join(local_dir, f"{ntype}.txt{_TMP_SUFFIX}")
+            text_paths = dict.fromkeys(blocks_i, target)
+            pieces[ntype] = [target] if blocks_i else []
+            sizes[target] = 2 * n
+        else:
+            text_paths = {i: f"{tmp_dir}/{ntype}.{i}.txt" for i in blocks_i}
+            pieces[ntype] = list(text_paths.values())
         # unoptimised: optimising each block apart would rename (and so rerun) a task
         # shared by all blocks, such as the lp driver
         blocks = arr.to_delayed(optimize_graph=False).ravel()
         tasks += [
             write(
                 blocks[i],
-                text_path=f"{tmp_dir}/{ntype}.{i}.txt",
+                text_path=text_paths[i],
                 zarr_path=zarr_path if binary else None,
                 ntype=ntype,
                 start=starts[i],
                 num_parts=num_parts,
                 storage_options=storage_options,
+                in_place=in_place,
                 dask_key_name=(f"dglc-write-assignment-{run}", ntype, i),
             )
-            for i in range(arr.numblocks[0])
-            if arr.chunks[0][i]
+            for i in blocks_i
         ]
-    create_owned_dir(tmp_dir, "assignment-tmp", storage_options=storage_options)
+        keys += [text_paths[i] for i in blocks_i]
+    if not in_place:
+        create_owned_dir(tmp_dir, "assignment-tmp", storage_options=storage_options)
     try:
-        dask.compute(*tasks)
-        stamps = {t: _concatenate(out, t, pieces[t], storage_options) for t in parts}
+        for path, size in sizes.items():
+            _preallocate(path, size)
+        written = dict(zip(keys, dask.compute(*tasks), strict=True))
+        if in_place:
+            stamps = {t: _finish_in_place(out, t, bool(pieces[t]), storage_options) for t in parts}
+        else:
+            stamps = {t: _concatenate(out, t, pieces[t], written, storage_options) for t in parts}
+    except BaseException:
+        for path in sizes:  # in place: leave no half-written file (its name is ours: *.tmp-dglc)
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        raise
     finally:
-        remove_owned(tmp_dir, storage_options=storage_options)
+        if not in_place:
+            remove_owned(tmp_dir, storage_options=storage_options)
     meta = PartitionMeta(num_parts=num_parts, algo_name=dgl_algo_name(algo_name), method=algo_name)
     sidecar = AssignmentSidecar.create(
         num_parts=num_parts,
@@ -279,11 +369,31 @@ def _write_assignment(
     return meta
 
 
-def _concatenate(out: str, ntype: str, pieces: list[str], storage_options: StorageOptions) -> tuple[int, str]:
-    """Stream the text pieces into ``<ntype>.txt`` (temp name, then rename); its stamp."""
+def _preallocate(path: str, size: int) -> None:
+    """Create the local file ``path`` of ``size`` bytes (sparse until written)."""
+    with _fs.naming(path), open(path, "wb") as f:
+        f.truncate(size)
+
+
+def _finish_in_place(out: str, ntype: str, nonempty: bool, storage_options: StorageOptions) -> tuple[int, str]:
+    """Rename the file the blocks wrote in place to ``<ntype>.txt``; its stamp."""
+    path = _fs.join(out, f"{ntype}.txt")
+    inner = _fs.filesystem(path, storage_options)[1]
+    with _fs.naming(path):
+        os.replace(inner + _TMP_SUFFIX, inner)
+    if not nonempty:
+        logger.warning("%s is empty (node type %r has no nodes); DGL v2.2.1 rejects empty files", path, ntype)
+    return file_stamp(path, storage_options)
+
+
+def _concatenate(
+    out: str, ntype: str, pieces: list[str], sizes: Mapping[str, int], storage_options: StorageOptions
+) -> tuple[int, str]:
+    """Join the text pieces into ``<ntype>.txt`` (on S3's side where their sizes allow,
+    else streamed through the client to a temporary name, then renamed); its stamp."""
     path = _fs.join(out, f"{ntype}.txt")
     with _fs.naming(path):
-        _fs.concat_files(pieces, path, storage_options)
+        _fs.join_files(pieces, [sizes[p] for p in pieces], path, storage_options)
     if not pieces:
         logger.warning("%s is empty (node type %r has no nodes); DGL v2.2.1 rejects empty files", path, ntype)
     return file_stamp(path, storage_options)

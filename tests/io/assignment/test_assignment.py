@@ -234,6 +234,7 @@ def test_failed_write_never_looks_complete(tmp_path: Path, tiny_meta: ChunkedGra
         write_assignment(out, bad, num_parts=2, algo_name="random", overwrite=True)
     assert not (out / "partition_meta.json").exists()
     assert not (out / ".dglc-tmp").exists()
+    assert not list(out.glob("*.tmp-dglc"))  # the in-place file of the failed write is gone too
     with pytest.raises(AssignmentError, match="partition_meta.json"):
         read_partition_meta(out)
 
@@ -267,3 +268,48 @@ def test_sidecar_ignored_when_meta_or_sidecar_changed(tmp_path: Path, tiny_meta:
     (out / "dglc_partition.json").write_text("{broken")
     meta, back = open_assignment(out, tiny_meta)  # an unreadable optional sidecar is ignored
     assert meta.method is None and "zarr" not in back["author"].name
+
+
+@pytest.mark.parametrize("num_parts", [2, 10, 11])
+def test_local_one_digit_ids_are_written_in_place(
+    tmp_path: Path, tiny_meta: ChunkedGraphMetadata, num_parts: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below 11 parts every line is 2 bytes: each block writes its bytes at their offset
+    of one local file, no piece under ``.dglc-tmp`` (nothing read back); the bytes are
+    those of the piece-and-join path (taken on ``memory://``)."""
+    from dgl_chunked.io.assignment import writer
+    from dgl_chunked.storage import fs
+
+    truth = _random_parts(tiny_meta, num_parts)
+    truth["empty"] = np.zeros(0, np.int64)
+    parts = {t: da.from_array(v, chunks=4) for t, v in truth.items()}
+    opened: list[str] = []
+    real_open = fs.open_file
+
+    def spy(path: str, mode: str = "rb", *args: object, **kwargs: object) -> object:
+        opened.append(str(path))
+        return real_open(path, mode, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer._fs, "open_file", spy)
+    joined: list[str] = []
+    real_concat = fs.concat_files
+
+    def concat_spy(pieces: list[str], target: str, storage_options: object = None) -> None:
+        joined.append(str(target))
+        real_concat(pieces, target, storage_options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer._fs, "concat_files", concat_spy)
+    out = tmp_path / "assign"
+    write_assignment(out, parts, num_parts=num_parts, algo_name="random", binary=False)
+    in_place = num_parts <= 10
+    assert bool(joined) != in_place
+    assert any(".dglc-tmp" in p for p in opened) != in_place
+    assert not list(out.glob("*.tmp-dglc")) and not (out / ".dglc-tmp").exists()
+    ref = f"memory://inplace-ref-{num_parts}"
+    write_assignment(ref, parts, num_parts=num_parts, algo_name="random", binary=False)
+    mem = fs.filesystem(ref)[0]
+    for ntype, values in truth.items():
+        data = (out / f"{ntype}.txt").read_bytes()
+        assert data == mem.cat(f"/inplace-ref-{num_parts}/{ntype}.txt")
+        assert data == "".join(f"{v}\n" for v in values).encode()
+    mem.rm(f"/inplace-ref-{num_parts}", recursive=True)
