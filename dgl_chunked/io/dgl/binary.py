@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy.typing as npt
 from fsspec.implementations.local import LocalFileSystem
@@ -130,16 +130,7 @@ def write_tensor_dict_skeleton(path: str, tensors: Mapping[str, Reserved]) -> in
         The file's size, holes included.
     """
     streams = [(key, as_stream(tensors[key], f"{path}[{key!r}]")) for key in sorted(tensors)]
-    try:
-        with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o666), "r+b") as f:
-            _write_tensor_records(f, streams)
-            size = f.tell()
-            f.truncate(size)
-            return size
-    except BaseException:
-        if os.path.exists(path):
-            os.remove(path)
-        raise
+    return _write_in_place(path, lambda f: _write_tensor_records(f, streams))
 
 
 def read_tensor_dict(
@@ -228,9 +219,16 @@ def write_graph_skeleton(path: str, graph: HomogeneousGraph) -> int:
         The file's size, holes included. Validation errors and write errors remove the file.
     """
     prepared = prepare_graph(graph, ("coo",), path, None)
+    return _write_in_place(path, lambda f: write_graph_file(f, prepared))
+
+
+def _write_in_place(path: str, write: Callable[[BinaryIO], object]) -> int:
+    """Open the local file ``path`` for writing without truncating it (a seekable file, so
+    holes are skipped), let ``write`` fill it, then cut it to what was written; its size.
+    Any error removes the file, so a failed skeleton never looks complete."""
     try:
-        with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o666), "r+b") as f:  # seekable: holes skipped
-            write_graph_file(f, prepared)
+        with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o666), "r+b") as f:
+            write(f)
             size = f.tell()
             f.truncate(size)
             return size
