@@ -10,9 +10,14 @@ Scratch layout of one run (``ROOT`` is a fresh directory under ``LPConfig.scratc
     ROOT/work/blocks/<b>-order.bin   int32   local node IDs by falling degree tier
     ROOT/work/blocks/<b>-moves.bin   int64 [4, k]  the round's proposals: local ID,
                                              target, group key, weight
-    ROOT/work/edges/<c>-u.bin        uint32  staged entries of edge file c: block-local u
-    ROOT/work/edges/<c>-v.bin        int32/64  ... and the neighbour's orig_nid
-    ROOT/work/edges/<c>-loops.bin    int64   self-loop nodes of edge file c, sorted
+    ROOT/work/edges/<c>-su.bin       uint32  staged entries of read task c, block-major:
+                                             block-local u
+    ROOT/work/edges/<c>-sv.bin       int32/64  ... and the neighbour's orig_nid
+    ROOT/work/edges/<c>-loops.bin    int64   self-loop nodes of read task c, sorted
+                                             (the three deleted once every block has
+                                             gathered its entries)
+    ROOT/work/edges/<b>-u.bin        uint32  block b's staged entries by falling tier of u
+    ROOT/work/edges/<b>-v.bin        int32/64  ... and the neighbour's orig_nid
 
 Every file is an array file (:mod:`dgl_chunked.storage.arrays`): written once
 through a temporary name, read back by row range with ``readinto``. Node arrays are
@@ -46,6 +51,7 @@ __all__ = [
     "read_result",
     "read_segments",
     "release_pools",
+    "remove_staged",
     "save",
     "pooled_array",
     "write_block",
@@ -118,6 +124,13 @@ def edges_file(root: ScratchRoot, c: int, name: str) -> str:
     return root.join("work", "edges", f"{c}-{name}.bin")
 
 
+def remove_staged(root: ScratchRoot, num_tasks: int) -> None:
+    """Delete the staging tasks' files (``<c>-su``, ``-sv``, ``-loops`` of each read task)."""
+    for c in range(num_tasks):
+        for name in ("su", "sv", "loops"):
+            root.remove(edges_file(root, c, name))
+
+
 def save(root: ScratchRoot, path: str, arr: npt.NDArray[Any]) -> None:
     """Write ``arr`` to ``path`` through a temporary file and an atomic rename (on an
     object store one PUT, which is atomic already)."""
@@ -157,7 +170,7 @@ def pooled_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) 
     histogram's arithmetic. The big per-entry and per-node arrays of the histogram,
     restage and proposal tasks are therefore reused. Per worker thread they hold about
     17 bytes per entry of a histogram group (``group_entries``), 25 per entry of the
-    largest edge file, 5 per node (only under ``FULL_READ_BYTES``) and 24 per node of a
+    largest block's staged entries, 5 per node (only under ``FULL_READ_BYTES``) and 24 per node of a
     block, until :func:`release_pools` (the driver calls it on every worker at the
     end). Callers must not let a pooled array outlive their task.
     """

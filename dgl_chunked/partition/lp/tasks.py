@@ -70,7 +70,7 @@ def stage_task(
     )
     del src, dst
     loops = np.sort(loops)
-    for name, arr in (("u", u), ("v", v), ("loops", loops)):
+    for name, arr in (("su", u), ("sv", v), ("loops", loops)):
         save(root, edges_file(root, c, name), arr)
     return counts, np.bincount(loops // block_rows, minlength=num_blocks).astype(np.int64)
 
@@ -93,12 +93,12 @@ def prepare_task(
     """
     rows, lo = stratum.size, b * block_rows
     num_blocks = staged[0][0].size if staged else 0
-    segs = schedule.file_segments([s[0] for s in staged], num_blocks)[b] if staged else []
-    loop_segs = schedule.file_segments([s[1] for s in staged], num_blocks)[b] if staged else []
+    segs = _block_segments([s[0] for s in staged], b) if num_blocks else []
+    loop_segs = _block_segments([s[1] for s in staged], b) if num_blocks else []
     stratum = stratum.astype(np.int32)
     degree, weight = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
     for seg in schedule.group_segments(segs, _PREPARE_ENTRIES):
-        d, w = K.block_degrees([read_segments(root, seg, "u")], np.empty(0, np.int64), rows=rows, owned=owned)
+        d, w = K.block_degrees([read_segments(root, seg, "su")], np.empty(0, np.int64), rows=rows, owned=owned)
         degree += d
         weight += w
     if owned and loop_segs:
@@ -118,32 +118,38 @@ def prepare_task(
     return table.reshape(K.NUM_TIERS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
 
 
-def restage_task(staged: tuple[IdArray, IdArray], *, root: ScratchRoot, c: int) -> IdArray:
-    """Reorder edge file ``c``'s entries by (block, falling tier of ``u``) once every
-    block's tiers are written; ``staged`` is what :func:`stage_task` returned for it.
-    Returns the entries per ``(block, tier)`` ``[blocks, 63]``."""
-    block_counts, max_tier = staged[0], K.NUM_TIERS - 2
-    counts = np.zeros((block_counts.size, max_tier + 1), np.int64)
-    entries = int(block_counts.sum())
-    if entries == 0:
-        return counts
-    u, v = (read_segments(root, [(c, 0, entries)], name, pooled=True) for name in ("u", "v"))
-    u_out, v_out = pooled_array("u_out", entries, u.dtype), pooled_array("v_out", entries, v.dtype)
-    starts = np.concatenate([[0], np.cumsum(block_counts)])
-    for b in np.flatnonzero(block_counts).tolist():
-        lo, hi = int(starts[b]), int(starts[b + 1])
-        tier = pooled_array("tier", hi - lo, np.int64)  # int64: bincount's own type, no copy
-        np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=tier)
-        np.take(read_block(root, b, "tier").astype(np.int64), tier, out=tier)  # >= 0: entries have an edge
-        key = pooled_array("key", hi - lo, np.uint8)
-        np.subtract(max_tier, tier, out=key, casting="unsafe")
-        order = np.argsort(key, kind="stable")  # a radix sort
-        np.take(u[lo:hi], order, out=u_out[lo:hi])
-        np.take(v[lo:hi], order, out=v_out[lo:hi])
-        counts[b] = np.bincount(tier, minlength=max_tier + 1)
-    save(root, edges_file(root, c, "u"), u_out)
-    save(root, edges_file(root, c, "v"), v_out)
-    return counts
+def restage_task(*staged: tuple[IdArray, IdArray], root: ScratchRoot, b: int) -> IdArray:
+    """Gather block ``b``'s staged entries from every read task's files into the block's
+    own files (``edges/<b>-u.bin``, ``-v.bin``), ordered by falling tier of ``u`` (read
+    task order within a tier), once the block's tiers are written; ``staged`` holds
+    what every :func:`stage_task` returned. Returns the entries per tier ``[63]``.
+
+    A round then reads one contiguous range per block, instead of one per read task and
+    block (read tasks x blocks tiny reads per round on large graphs), and no task reads
+    another block's tiers.
+    """
+    max_tier = K.NUM_TIERS - 2
+    num_blocks = staged[0][0].size if staged else 0
+    segs = _block_segments([s[0] for s in staged], b) if num_blocks else []
+    entries = sum(hi - lo for _, lo, hi in segs)
+    if entries == 0:  # no files: the block's segments are empty
+        return np.zeros(max_tier + 1, np.int64)
+    u, v = (read_segments(root, segs, name, pooled=True) for name in ("su", "sv"))
+    tier = pooled_array("tier", entries, np.int64)  # int64: bincount's own type, no copy
+    np.bitwise_and(u, K.LOCAL_MASK, out=tier)
+    np.take(read_block(root, b, "tier").astype(np.int64), tier, out=tier)  # >= 0: entries have an edge
+    key = pooled_array("key", entries, np.uint8)
+    np.subtract(max_tier, tier, out=key, casting="unsafe")
+    order = np.argsort(key, kind="stable")  # a radix sort
+    save(root, edges_file(root, b, "u"), np.take(u, order, out=pooled_array("u_out", entries, u.dtype)))
+    save(root, edges_file(root, b, "v"), np.take(v, order, out=pooled_array("v_out", entries, v.dtype)))
+    return np.bincount(tier, minlength=max_tier + 1).astype(np.int64)
+
+
+def _block_segments(counts: list[IdArray], b: int) -> Segments:
+    """Block ``b``'s ``(file, start, stop)`` ranges in files whose entries are block-major."""
+    starts = [int(c[:b].sum()) for c in counts]
+    return [(c, lo, lo + int(n[b])) for c, (lo, n) in enumerate(zip(starts, counts, strict=True)) if n[b]]
 
 
 def _span_nodes(root: ScratchRoot, b: int, rows: int, span: Span) -> npt.NDArray[Any]:

@@ -336,12 +336,13 @@ def test_round_spans_and_segments_select_the_round_tiers() -> None:
     per_tier[1, [2]] = [4]  # block 1: tier 1
     assert schedule.round_spans(per_tier, 3, 1) == [(0, 5), (0, 4)]
     assert schedule.round_spans(per_tier, 0, 0) == [(5, 10), (4, 4)]
-    # one edge file: block 0 has 6 entries (tiers 3, 3, 1, 0, 0, 0), block 1 has 2 (tier 1)
+    # block 0 has 6 entries (tiers 3, 3, 1, 0, 0, 0), block 1 has 2 (tier 1)
     tier_counts = np.zeros((2, 63), np.int64)
     tier_counts[0, [0, 1, 3]] = [3, 1, 2]
     tier_counts[1, 1] = 2
-    segs = schedule.round_segments([np.array([6, 2])], [tier_counts], 1, 1)
-    assert segs == [[(0, 2, 3)], [(0, 6, 8)]]
+    assert schedule.round_segments(tier_counts, 1, 1) == [[(0, 2, 3)], [(1, 0, 2)]]
+    assert schedule.round_segments(tier_counts, 3, 0) == [[(0, 0, 6)], [(1, 0, 2)]]
+    assert schedule.round_segments(tier_counts, 3, 3) == [[(0, 0, 2)], []]
 
 
 def test_planned_gain_is_a_lower_bound() -> None:

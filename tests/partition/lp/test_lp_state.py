@@ -16,8 +16,8 @@ def _state() -> State:
         plan=None,  # type: ignore[arg-type]
         root=None,  # type: ignore[arg-type]
         num_nodes=0,
-        block_counts=[],
-        tier_counts=[],
+        block_counts=z,
+        tier_counts=np.zeros((0, 63), np.int64),
         segs=[],
         table=z,
         tier_weight=z,
