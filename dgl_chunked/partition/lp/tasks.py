@@ -184,9 +184,7 @@ def _neighbour_parts(
         table = _parts_table(root, range(num_blocks), block_rows, num_nodes, num_parts)
         return np.take(table, v, out=pooled_array("v_part", v.size, table.dtype))
     out = pooled_array("v_part", v.size, np.int32)
-    block = v // block_rows
-    for b in np.unique(block).tolist():
-        sel = np.flatnonzero(block == b)
+    for b, sel in K.rows_by_block(v // block_rows, num_blocks):
         out[sel] = _parts_table(root, range(b, b + 1), block_rows, num_nodes, num_parts)[v[sel] - b * block_rows]
     return out
 

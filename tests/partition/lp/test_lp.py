@@ -397,3 +397,13 @@ def test_config_per_call_equals_a_registered_config(small: ChunkedGraph, small_b
         assign_partitions(small, 3, method="lp", seed=2, options=options)
     with pytest.raises(AssignmentError, match="lp expects an LPConfig, found dict"):
         assign_partitions(small, 3, method="lp", method_config={"eps": 0.1})
+
+
+def test_rows_by_block_lists_each_blocks_rows_in_order() -> None:
+    block = np.array([2, 0, 2, 5, 0, 2], np.int64)
+    got = [(b, rows.tolist()) for b, rows in K.rows_by_block(block, 6)]
+    assert got == [(0, [1, 4]), (2, [0, 2, 5]), (5, [3])]
+    many = np.array([300, 7, 300, 299], np.int64)  # over 256 blocks: 16-bit keys
+    assert [(b, rows.tolist()) for b, rows in K.rows_by_block(many, 301)] == [(7, [1]), (299, [3]), (300, [0, 2])]
+    assert [(b, rows.tolist()) for b, rows in K.rows_by_block(np.zeros(3, np.int64), 1)] == [(0, [0, 1, 2])]
+    assert K.rows_by_block(np.empty(0, np.int64), 4) == []
