@@ -69,7 +69,10 @@ plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per 
    edges (in-degree plus self-loops: the ``balance_edges`` weight, counted only
    then), the degree *tier* ``floor(log2 degree)``, the balance *stratum* (node type x first
    true mask named in ``balance_ntypes``) and the block's nodes ordered by falling
-   tier; then each edge file's entries are reordered by (block, falling tier of ``u``).
+   tier; then every block gathers its entries from every staging file into its own
+   files, ordered by falling tier of ``u`` (one task per block; the staging files are
+   deleted after), so a round reads one range per block, whatever the number of edge
+   files.
 3. **Streaming placement** (Fennel, by degree tier, highest first): consecutive
    tiers are merged, from the top, into rounds of at least ``round_nodes`` of a
    part's share of the nodes with neighbours (the sparse top tiers share a round;
@@ -153,9 +156,12 @@ parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
 work here; :func:`.store.pooled_array`) and freed at the end of the run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
+A gathering task (step 2) holds one block's staged entries (about 33 bytes per
+entry with its sort: ``block_rows`` times the block's mean degree).
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
-strata), per-block tables of ``64 x S`` and the edge-file segments per block.
-Scratch disk: 16 bytes per edge (24 beyond 2**31 nodes) and about 21 per node.
+strata), per-block tables of ``64 x S`` and the entries per block and tier.
+Scratch disk: 16 bytes per edge (24 beyond 2**31 nodes; twice that while the blocks
+gather their entries) and about 21 per node.
 The multilevel tasks each hold one block's staged entries (about 60 bytes per entry
 of the moving half with their temporaries: ``block_rows`` times the mean degree),
 label and weight tables read whole under 64 MiB (else one block at a time) and
