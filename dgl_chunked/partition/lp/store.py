@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,7 @@ __all__ = [
     "ScratchRoot",
     "create_dirs",
     "edges_file",
+    "kept_array",
     "read_block",
     "read_result",
     "read_segments",
@@ -58,6 +60,7 @@ __all__ = [
 ]
 
 _POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its pooled arrays (see pooled_array)
+_KEPT: dict[int, tuple[Hashable, npt.NDArray[Any]]] = {}  # thread ID -> its kept array and key (see kept_array)
 Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
 
 
@@ -181,9 +184,25 @@ def pooled_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) 
     return buf[:size]
 
 
+def kept_array(key: Hashable, build: Callable[[], npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    """``build()``, or the array it returned for the same ``key`` in this thread's last
+    call: one array per thread is kept (a new key replaces it), until
+    :func:`release_pools`. For arrays that stay the same for a known time, such as the
+    whole assignment during one round; callers must not change the array."""
+    thread = threading.get_ident()
+    kept = _KEPT.get(thread)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    _KEPT.pop(thread, None)  # the old one is freed before the new one is built
+    arr = build()
+    _KEPT[thread] = (key, arr)
+    return arr
+
+
 def release_pools() -> None:
-    """Drop this process's pooled arrays (arrays still in use stay alive until released)."""
+    """Drop this process's pooled and kept arrays (arrays still in use stay alive until released)."""
     _POOLS.clear()
+    _KEPT.clear()
 
 
 def read_segments(root: ScratchRoot, segs: Segments, name: str, *, pooled: bool = False) -> npt.NDArray[Any]:

@@ -10,6 +10,7 @@ See :mod:`dgl_chunked.partition.lp`.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -232,7 +233,7 @@ def _propose(
     kw = {**state.block_kw(b), "span": span, "num_parts": state.plan.num_parts, **kw}
     if len(groups) == 1:
         return tasks.add(T.propose_task, segs=groups[0], after=after, **kw)
-    hist_kw = {k: kw[k] for k in ("root", "b", "block_rows", "rows", "num_nodes", "span", "num_parts")}
+    hist_kw = {k: kw[k] for k in ("root", "b", "block_rows", "rows", "num_nodes", "span", "num_parts", "round_key")}
     parts = [tasks.add(T.hist_task, segs=g, after=after, **hist_kw) for g in groups]
     while len(parts) > _FAN_IN:
         parts = [tasks.add(T.sum_task, *map(Ref, parts[i : i + _FAN_IN])) for i in range(0, len(parts), _FAN_IN)]
@@ -254,6 +255,7 @@ def run_round(state: State, *, mode: str, tiers: tuple[int, int] | None, salt: i
     sizes, wsizes, _ = state.projected()
     kw: dict[str, Any] = {
         "mode": mode,
+        "round_key": uuid.uuid4().hex,  # the assignment is read once per worker thread in this round
         "open_parts": schedule.open_parts(sizes, wsizes, caps=state.caps, wcap=state.wcap),
         "penalties": schedule.fennel_costs(
             sizes, wsizes, caps=state.caps, wcap=state.wcap, alpha=state.alpha, gamma=plan.config.gamma

@@ -19,6 +19,7 @@ from dgl_chunked.partition.lp.store import (
     ScratchRoot,
     Segments,
     edges_file,
+    kept_array,
     node_file,
     pooled_array,
     read_block,
@@ -160,14 +161,14 @@ def _span_nodes(root: ScratchRoot, b: int, rows: int, span: Span) -> npt.NDArray
 
 
 def _parts_table(
-    root: ScratchRoot, blocks: range, block_rows: int, num_nodes: int, num_parts: int
+    root: ScratchRoot, blocks: range, block_rows: int, num_nodes: int, num_parts: int, *, pooled: bool = True
 ) -> npt.NDArray[np.integer[Any]]:
-    """The assignment of ``blocks`` (a :func:`pooled_array` array); int8 when the parts fit
-    (a 4x smaller table stays in cache for the random gather)."""
+    """The assignment of ``blocks`` (a :func:`pooled_array` array with ``pooled``); int8
+    when the parts fit (a 4x smaller table stays in cache for the random gather)."""
     lo = blocks.start * block_rows
-    table = pooled_array(
-        "table", min(blocks.stop * block_rows, num_nodes) - lo, np.int8 if num_parts <= 127 else np.int32
-    )
+    size = min(blocks.stop * block_rows, num_nodes) - lo
+    dtype: type[np.integer[Any]] = np.int8 if num_parts <= 127 else np.int32
+    table: npt.NDArray[np.integer[Any]] = pooled_array("table", size, dtype) if pooled else np.empty(size, dtype)
     for b in blocks:
         part = read_block(root, b, "part", pooled=True)
         np.copyto(table[b * block_rows - lo : b * block_rows - lo + part.size], part, casting="unsafe")
@@ -175,13 +176,32 @@ def _parts_table(
 
 
 def _neighbour_parts(
-    root: ScratchRoot, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int, num_parts: int
+    root: ScratchRoot,
+    v: npt.NDArray[Any],
+    *,
+    block_rows: int,
+    num_nodes: int,
+    num_parts: int,
+    round_key: str | None = None,
 ) -> npt.NDArray[np.integer[Any]]:
     """The current partition of every ``v`` (a :func:`pooled_array` array): from the whole
-    assignment when small, else block by block (one block in memory at a time)."""
+    assignment when small, else block by block (one block in memory at a time).
+
+    With ``round_key`` (one per round's computation, whose moves all run before its
+    histogram tasks, so the assignment does not change during them) the whole
+    assignment is read once per worker thread and round (:func:`.store.kept_array`),
+    not once per task: per round the reads cost workers x nodes, not tasks x nodes.
+    """
     num_blocks = -(-num_nodes // block_rows)
     if num_nodes * 4 <= FULL_READ_BYTES:
-        table = _parts_table(root, range(num_blocks), block_rows, num_nodes, num_parts)
+        whole = range(num_blocks)
+        if round_key is None:
+            table = _parts_table(root, whole, block_rows, num_nodes, num_parts)
+        else:
+            table = kept_array(
+                ("assignment", root.path, round_key),
+                lambda: _parts_table(root, whole, block_rows, num_nodes, num_parts, pooled=False),
+            )
         return np.take(table, v, out=pooled_array("v_part", v.size, table.dtype))
     out = pooled_array("v_part", v.size, np.int32)
     for b, sel in K.rows_by_block(v // block_rows, num_blocks):
@@ -190,7 +210,16 @@ def _neighbour_parts(
 
 
 def _histogram(
-    root: ScratchRoot, b: int, rows: int, segs: Segments, span: Span, *, num_parts: int, block_rows: int, num_nodes: int
+    root: ScratchRoot,
+    b: int,
+    rows: int,
+    segs: Segments,
+    span: Span,
+    *,
+    num_parts: int,
+    block_rows: int,
+    num_nodes: int,
+    round_key: str | None,
 ) -> IdArray:
     """Neighbours per partition of ``span``'s nodes over the listed entries, ``[nodes, P]``."""
     row_of = (
@@ -208,17 +237,28 @@ def _histogram(
         block_rows=block_rows,
         num_nodes=num_nodes,
         num_parts=num_parts,
+        round_key=round_key,
     )
     keys = pooled_array("keys", u.size, np.int64)
     return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, keys=keys)
 
 
 def hist_task(
-    *, root: ScratchRoot, b: int, block_rows: int, rows: int, num_nodes: int, segs: Segments, span: Span, num_parts: int
+    *,
+    root: ScratchRoot,
+    b: int,
+    block_rows: int,
+    rows: int,
+    num_nodes: int,
+    segs: Segments,
+    span: Span,
+    num_parts: int,
+    round_key: str | None = None,
 ) -> npt.NDArray[np.int32]:
-    """One group of entries' neighbour histogram of block ``b``'s span."""
+    """One group of entries' neighbour histogram of block ``b``'s span (``round_key``:
+    see :func:`_neighbour_parts`)."""
     return _histogram(
-        root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes
+        root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes, round_key=round_key
     ).astype(np.int32)
 
 
@@ -259,12 +299,14 @@ def propose_task(
     penalties: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
     open_parts: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
     num_parts: int,
+    round_key: str | None = None,
 ) -> tuple[IdArray, IdArray, IdArray, int]:
     """Propose targets for block ``b``'s candidates; return them summarised per group
     (:data:`.schedule.Groups`) and, when refining, the candidates' neighbours in other parts
     (their share of the current cut, counted from both ends of an edge).
 
-    The histogram is the sum of ``hists``, or computed here over ``segs`` when given.
+    The histogram is the sum of ``hists``, or computed here over ``segs`` when given
+    (``round_key``: see :func:`_neighbour_parts`).
     ``penalties`` are Fennel's per-node and per-unit-of-weight penalties per part;
     ``open_parts`` whether parts have node room ``[S, P]`` and weight room ``[P]``.
     The proposals wait in the block's ``moves`` file for :func:`apply_task` (moving
@@ -273,7 +315,17 @@ def propose_task(
     hist = (
         sum_task(*hists)
         if segs is None
-        else _histogram(root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes)
+        else _histogram(
+            root,
+            b,
+            rows,
+            segs,
+            span,
+            num_parts=num_parts,
+            block_rows=block_rows,
+            num_nodes=num_nodes,
+            round_key=round_key,
+        )
     )
     part = read_block(root, b, "part", pooled=True)
     row, local = _candidates(root, b, part, span, mode)
