@@ -79,8 +79,9 @@ plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per 
    the bulky low ones keep their own). A round reads the staged entries of its nodes
    only and touches only its nodes (a contiguous span of each block's tier order),
    so every entry is read once over all rounds. Each block counts its round nodes'
-   placed neighbours per part, reading the whole assignment (under 64 MiB, else one
-   block file at a time), and proposes the open part maximising
+   placed neighbours per part, reading the whole assignment (under 64 MiB, once per
+   worker thread and round; else one block file at a time), and proposes the open
+   part maximising
    ``neighbours[q] - c(nodes[q]) - weight * c'(owned_edges[q])`` (Fennel's marginal
    cost, ``c(x) = alpha gamma x**(gamma-1)``; the edge term only with
    ``balance_edges``). High-degree nodes go first, so hubs find each other as in a
@@ -149,8 +150,9 @@ at 1M): not flat. Its scratch store held 33 GB then: 17 coarsening levels, level
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
 bytes per entry with its temporaries (``group_entries``: 2**21), one block's
-histogram (``block_rows x (P + 1)`` int64) and either the whole assignment (5 bytes
-per node, under 64 MiB) or one block of it; a proposal task at most four histogram
+histogram (``block_rows x (P + 1)`` int64) and either the whole assignment (1 byte
+per node up to 127 parts, else 4, under 64 MiB: kept by the worker thread for the
+round) or one block of it; a proposal task at most four histogram
 parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the

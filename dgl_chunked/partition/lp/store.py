@@ -24,7 +24,7 @@ through a temporary name, read back by row range with ``readinto``. Node arrays 
 one file per node block, so every block task writes its own files (no races); a
 rewrite goes to a temporary file renamed over the old one, so a reader never sees
 half a file. Plain files, not Zarr: a round reads the whole assignment in
-every task, and Zarr's per-call overhead was most of a small round's cost.
+every worker, and Zarr's per-call overhead was most of a small round's cost.
 """
 
 from __future__ import annotations
@@ -173,8 +173,8 @@ def pooled_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) 
     histogram's arithmetic. The big per-entry and per-node arrays of the histogram,
     restage and proposal tasks are therefore reused. Per worker thread they hold about
     17 bytes per entry of a histogram group (``group_entries``), 25 per entry of the
-    largest block's staged entries, 5 per node (only under ``FULL_READ_BYTES``) and 24 per node of a
-    block, until :func:`release_pools` (the driver calls it on every worker at the
+    largest block's staged entries, 4 per node of a block (the assignment read block
+    by block above ``FULL_READ_BYTES``) and 24 per node of a block, until :func:`release_pools` (the driver calls it on every worker at the
     end). Callers must not let a pooled array outlive their task.
     """
     pool = _POOLS.setdefault(threading.get_ident(), {})
