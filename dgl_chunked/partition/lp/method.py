@@ -141,11 +141,21 @@ its entries once it is projected (before: every level kept to the end, 2.8 GB in
 multilevel scratch at 1M). The second cluster weight
 (``LPConfig.extra_cluster_weights``) doubles the multilevel time (without it: 79 s at
 1M with 4 + 4 rounds, cut unchanged there, but 1-2% more cut on the 50k
-planted-community graphs at 16 parts). At 10M / 100M (2 + 2 rounds, load 3-11) ``lp``
-did not finish within 24 minutes: stage 116.9 s, streaming 152.1 s, the first
-coarsening 659.2 s, and the workers' peak RSS had reached 1547 / 1477 MB (958 / 967 MB
-at 1M): not flat. Its scratch store held 33 GB then: 17 coarsening levels, levels 1-7
-2.9-4.7 GB each.
+planted-community graphs at 16 parts). At 10M / 100M with 8 edge files (12.5M edges
+each; 2 + 2 rounds, load 3-11) ``lp`` did not finish within 24 minutes: stage 116.9 s,
+streaming 152.1 s, the first coarsening 659.2 s, and the workers' peak RSS had reached
+1547 / 1477 MB (958 / 967 MB at 1M): its staging tasks and its per-file reordering
+tasks held 10x the entries of the 1M graph's (and each of those read every block's
+tiers). With edge files of the 1M graph's size (1.25M edges: 80 files) and each block
+gathering its own entries (step 2), in one run: stage 59.5 s, streaming 75.4 s (load
+5-7), peak 476 / 498 MB per worker by then and 1069 / 1085 MB after 9 coarsening
+levels (load 3-5; 1M: 900-967 MB over a whole run); the run was stopped
+after 14.3 minutes, in the first coarsening, with 5 GB of disk left: every coarse
+level's entries (3 x int64 each, 4.4 GB at level 1) stay until the uncoarsening,
+29 GB by then. Stage and streaming alone (one process, before the gathering, load
+5-8): 7.3 + 7.9 s at 1M, 11.8 + 10.8 s at 2M, 18.6 + 30.4 s at 4M, 51.1 + 62.6 s at
+10M (equal edge files): linear but for the random gathers, slower per entry as the
+tables outgrow the caches.
 
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
