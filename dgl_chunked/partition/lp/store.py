@@ -174,8 +174,9 @@ def pooled_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) 
     restage and proposal tasks are therefore reused. Per worker thread they hold about
     17 bytes per entry of a histogram group (``group_entries``), 25 per entry of the
     largest block's staged entries, 4 per node of a block (the assignment read block
-    by block above ``FULL_READ_BYTES``) and 24 per node of a block, until :func:`release_pools` (the driver calls it on every worker at the
-    end). Callers must not let a pooled array outlive their task.
+    by block above ``FULL_READ_BYTES``) and 24 per node of a block, until
+    :func:`release_pools` (the driver calls it on every worker at the end). Callers
+    must not let a pooled array outlive their task.
     """
     pool = _POOLS.setdefault(threading.get_ident(), {})
     buf = pool.get(name)
