@@ -149,7 +149,8 @@ tasks held 10x the entries of the 1M graph's (and each of those read every block
 tiers). With edge files of the 1M graph's size (1.25M edges: 80 files) and each block
 gathering its own entries (step 2), in one run: stage 59.5 s, streaming 75.4 s (load
 5-7), peak 476 / 498 MB per worker by then and 1069 / 1085 MB after 9 coarsening
-levels (load 3-5; 1M: 900-967 MB over a whole run); the run was stopped
+levels (load 3-5; the same code at 1M, load 2-5: 108.7 s, stage 2.4 s, streaming
+3.5 s, 995 / 1024 MB over the whole run); the run was stopped
 after 14.3 minutes, in the first coarsening, with 5 GB of disk left: every coarse
 level's entries (3 x int64 each, 4.4 GB at level 1) stay until the uncoarsening,
 29 GB by then. Stage and streaming alone (one process, before the gathering, load
