@@ -139,8 +139,8 @@ def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
     width = level.width if name in ("cw", "w") else 1
     if ids.size == 0:
         return np.empty((0, level.width) if width > 1 else 0, np.int64)
-    if level.offsets[-1] * 8 * width <= WHOLE_TABLE_BYTES:
-        table = np.concatenate([load(level.url(f"{name}-{b}")) for b in range(level.num_blocks)])
+    table = whole_table(level, name)
+    if table is not None:
         return table[ids]
     block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
     out: npt.NDArray[Any] | None = None
@@ -152,6 +152,15 @@ def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
         out[sel] = arr[ids[sel] - level.offsets[b]]
     assert out is not None
     return out
+
+
+def whole_table(level: Level, name: str) -> npt.NDArray[Any] | None:
+    """Every block's ``name-<b>`` in one array, indexed by global ID, when under
+    :data:`WHOLE_TABLE_BYTES`; else None (:func:`lookup` then reads one block at a time)."""
+    width = level.width if name in ("cw", "w") else 1
+    if level.offsets[-1] * 8 * width > WHOLE_TABLE_BYTES:
+        return None
+    return np.concatenate([load(level.url(f"{name}-{b}")) for b in range(level.num_blocks)])
 
 
 def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
@@ -211,13 +220,14 @@ def propose_task(
     u, v, ew = u[keep], v[keep], ew[keep]
     c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
     del v
+    table = whole_table(level, "cw")  # indexed in the kernel, instead of gathered per entry
     node, cluster, gain, fnode, fcluster, fconn = CK.joins_and_favourites(
         u,
         c,
         ew,
         own=label,
         node_weight=w,
-        cluster_weight=lambda ids: lookup(level, "cw", ids),
+        cluster_weight=table if table is not None else (lambda ids: lookup(level, "cw", ids)),
         caps=caps,
         seed=seed,
         salt=salt + 1,
