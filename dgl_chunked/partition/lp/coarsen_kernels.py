@@ -139,7 +139,7 @@ def joins_and_favourites(
         table = np.ascontiguousarray(cluster_weight(np.maximum(c, 0)), np.int64)
         crow = np.arange(c.size, dtype=np.int64)
     else:
-        table, crow = np.ascontiguousarray(cluster_weight, np.int64), c
+        table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, np.int64)
     caps = np.ascontiguousarray(caps, np.int64)
     got: tuple[IdArray, ...] = joins_kernel(
         u,

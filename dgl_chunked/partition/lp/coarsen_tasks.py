@@ -48,6 +48,7 @@ from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums
 from dgl_chunked.storage.arrays import read_array, write_array
 
 __all__ = ["CLUSTERING_FILES"]
@@ -335,9 +336,12 @@ def contract_task(level: Level, b: int, coarse: Level) -> tuple[int, int]:
     blocks of the coarse level. Returns their number and weight."""
     u, v, w = read_entries(level, b)
     cid = load(level.url(f"cid-{b}"))
-    cu = cid[u]
-    cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
-    cu, cv, w = CK.contract_entries(cu, cv, w)
+    table = whole_table(level, "cid")
+    if table is not None:  # mapped in the compiled group-by, without temporaries
+        cu, cv, w = mapped_pair_sums(u, v, w, cid, table)
+    else:
+        cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
+        cu, cv, w = CK.contract_entries(cid[u], cv, w)
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
     local = cu - np.asarray(coarse.offsets, np.int64)[block]
     save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks)

@@ -87,8 +87,9 @@ def _joins(
         start[k + 1] += start[k]
     pos = start[:-1].copy()
     m = start[rows]
+    rows_given = crow.size > 0  # else the cluster ID is the row of cw
     bc = np.empty(m, np.int64)
-    brow = np.empty(m, np.int64)
+    brow = np.empty(m, np.int64) if rows_given else bc  # an alias is sorted along harmlessly
     bw = np.empty(m, np.int64)
     for i in range(u.size):
         ci = c[i]
@@ -98,7 +99,8 @@ def _joins(
         if ci != own[k]:
             p = pos[k]
             bc[p] = ci
-            brow[p] = crow[i]
+            if rows_given:
+                brow[p] = crow[i]
             bw[p] = w[i]
             pos[k] = p + 1
     jn = np.empty(rows, np.int64)
@@ -168,7 +170,7 @@ def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any: 
         start[k + 1] += start[k]
     pos = start[:-1].copy()
     bc = np.empty(u.size, np.int64)
-    brow = np.empty(u.size, np.int64)
+    brow = bc  # no rows here (an alias is sorted along harmlessly)
     bw = np.ones(u.size, np.int64)
     for i in range(u.size):
         k = u[i]

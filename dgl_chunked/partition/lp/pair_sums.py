@@ -15,13 +15,14 @@ pairs (the counting array would outgrow the pairs) takes the argsort.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import numpy as np
 
 from dgl_chunked._typing import IdArray
 
-__all__ = ["pair_sums"]
+__all__ = ["mapped_pair_sums", "pair_sums"]
 
 _SPAN_FACTOR = 4
 
@@ -77,11 +78,37 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no
     return out_a[:m], out_b[:m], out_w[:m]
 
 
+def _mapped(u: Any, v: Any, w: Any, umap: Any, vmap: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
+    n = u.size
+    a = np.empty(n, np.int64)
+    b = np.empty(n, np.int64)
+    ws = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        x = umap[u[i]]
+        y = vmap[v[i]]
+        if x != y and x >= 0 and y >= 0:
+            a[m] = x
+            b[m] = y
+            ws[m] = w[i]
+            m += 1
+    return _grouped(a[:m], b[:m], ws[:m], lo, extent)
+
+
+_LOCK = threading.Lock()
+
+
 @functools.cache
-def _kernel() -> Any:
+def _kernel(name: str = "grouped") -> Any:
+    """The compiled kernel ``name`` (``_grouped`` first, in this module's namespace,
+    where ``_mapped`` looks it up)."""
     import numba
 
-    return numba.njit(cache=True, nogil=True)(_grouped)
+    jit = numba.njit(cache=True, nogil=True)
+    with _LOCK:
+        if not isinstance(globals()["_grouped"], numba.core.dispatcher.Dispatcher):
+            globals()["_grouped"] = jit(globals()["_grouped"])
+        return globals()["_grouped"] if name == "grouped" else jit(_mapped)
 
 
 def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
@@ -119,3 +146,23 @@ def _argsort_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray,
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
     key = key[starts]
     return key // width, key % width, np.add.reduceat(w, starts)
+
+
+def mapped_pair_sums(
+    u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArray
+) -> tuple[IdArray, IdArray, IdArray]:
+    """:func:`pair_sums` of ``(umap[u], vmap[v], w)`` without the pairs where
+    ``umap[u] == vmap[v]``, in one compiled pass (the contraction: ``u`` block-local,
+    ``v`` global; entries whose node maps to -1 are dropped)."""
+    u, v, w, umap, vmap = (np.ascontiguousarray(x, np.int64) for x in (u, v, w, umap, vmap))
+    if u.size == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty
+    used = umap[umap >= 0]
+    lo, hi = (int(used.min()), int(used.max())) if used.size else (0, 0)
+    if hi - lo + 1 > _SPAN_FACTOR * u.size + 1024:
+        a, b = umap[u], vmap[v]
+        keep = (a != b) & (a >= 0) & (b >= 0)
+        return pair_sums(a[keep], b[keep], w[keep])
+    out: tuple[IdArray, IdArray, IdArray] = _kernel("mapped")(u, v, w, umap, vmap, lo, hi - lo + 1)
+    return out
