@@ -48,6 +48,7 @@ from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition.lp.node_kernels import mover_entries
 from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums
 from dgl_chunked.storage.arrays import read_array, write_array
 
@@ -115,9 +116,11 @@ def load(url: ScratchFile) -> npt.NDArray[Any]:
 def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int) -> None:
     """Write the columns of ``rows`` (``[r, k]``) grouped by destination ``block`` into one
     file; a reader reads its own piece only (:func:`load_piece`)."""
-    order = np.argsort(block, kind="stable")
-    bounds = np.searchsorted(block[order], np.arange(num_blocks + 1)).astype(np.int64)
-    write_array(url.url, rows[:, order].T, bounds=bounds, storage_options=url.storage_options)
+    if block.size > 1 and not np.all(block[1:] >= block[:-1]):  # sorted already: the contraction's
+        order = np.argsort(block, kind="stable")
+        block, rows = block[order], rows[:, order]
+    bounds = np.searchsorted(block, np.arange(num_blocks + 1)).astype(np.int64)
+    write_array(url.url, rows.T, bounds=bounds, storage_options=url.storage_options)
 
 
 def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
@@ -217,9 +220,13 @@ def propose_task(
     ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
     movers = (label >= 0) & CK.active_bit(ids, seed=seed, salt=salt)
     u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
-    keep = movers[u]
-    u, v, ew = u[keep], v[keep], ew[keep]
-    c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
+    labels = whole_table(level, "label") if v.size else None
+    if labels is not None:  # select and look up in one compiled pass
+        u, c, ew = mover_entries(u, v, ew, movers, labels)
+    else:
+        keep = movers[u]
+        u, v, ew = u[keep], v[keep], ew[keep]
+        c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
     del v
     table = whole_table(level, "cw")  # indexed in the kernel, instead of gathered per entry
     node, cluster, gain, fnode, fcluster, fconn = CK.joins_and_favourites(

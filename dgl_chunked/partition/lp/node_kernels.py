@@ -23,7 +23,7 @@ import numpy as np
 
 from dgl_chunked.partition.random import splitmix64
 
-__all__ = ["hash_key", "joins_kernel", "strongest_kernel"]
+__all__ = ["hash_key", "joins_kernel", "mover_entries", "strongest_kernel"]
 
 
 def hash_key(seed: int, salt: int) -> np.uint64:
@@ -208,6 +208,22 @@ def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any: 
 _LOCK = threading.Lock()
 
 
+def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: no cover - compiled
+    n = u.size
+    ou = np.empty(n, np.int64)
+    oc = np.empty(n, np.int64)
+    ow = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        k = u[i]
+        if movers[k]:
+            ou[m] = k
+            oc[m] = label[v[i]]
+            ow[m] = w[i]
+            m += 1
+    return ou[:m], oc[:m], ow[:m]
+
+
 @functools.cache
 def _compiled(name: str) -> Any:
     """Compile (or load from numba's cache) the kernel ``name``; its helpers first, in
@@ -219,12 +235,20 @@ def _compiled(name: str) -> Any:
         for helper in ("_mix", "_sort_merge"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
-        return jit({"joins": _joins, "strongest": _strongest}[name])
+        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers}[name])
 
 
 def joins_kernel(*args: Any) -> Any:
     """The compiled :func:`_joins` (arguments: see :func:`.coarsen_kernels.joins_and_favourites`)."""
     return _compiled("joins")(*args)
+
+
+def mover_entries(u: Any, v: Any, w: Any, movers: Any, label: Any) -> tuple[Any, Any, Any]:
+    """The entries ``(u, label[v], w)`` of the nodes ``u`` with ``movers[u]``, in one
+    compiled pass (instead of a mask, three copies and a gather)."""
+    u, v, w, label = (np.ascontiguousarray(x, np.int64) for x in (u, v, w, label))
+    out: tuple[Any, Any, Any] = _compiled("movers")(u, v, w, np.ascontiguousarray(movers, np.bool_), label)
+    return out
 
 
 def strongest_kernel(*args: Any) -> Any:

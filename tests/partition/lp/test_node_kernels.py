@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp.kernels import node_order
+from dgl_chunked.partition.lp.node_kernels import mover_entries
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 IdArray = np.ndarray
@@ -141,3 +142,18 @@ def test_strongest_clusters_equal_the_numpy_version(case: dict[str, object]) -> 
     got = CK.strongest_clusters(u[ok], c[ok], own, **kw)  # type: ignore[arg-type]
     assert got.tolist() == want.tolist()
     assert got is not own
+
+
+@settings(max_examples=100, deadline=None)
+@given(_clustering())
+def test_mover_entries_equal_the_numpy_selection(case: dict[str, object]) -> None:
+    """The proposal's first step: the movers' entries with their neighbours' labels."""
+    u, own = case["u"], case["own"]
+    assert isinstance(u, np.ndarray) and isinstance(own, np.ndarray)
+    rng = np.random.default_rng(u.size)
+    v = rng.integers(0, 50, u.size)
+    label = rng.integers(-1, 30, 50)
+    movers = rng.random(own.size) < 0.5
+    keep = movers[u]
+    got = mover_entries(u, v, u * 3 + 1, movers, label)
+    assert [x.tolist() for x in got] == [u[keep].tolist(), label[v[keep]].tolist(), (u * 3 + 1)[keep].tolist()]
