@@ -40,7 +40,9 @@ def test_pair_sums_of_nothing() -> None:
     assert [x.size for x in pair_sums(empty, empty, empty)] == [0, 0, 0]
 
 
-@pytest.mark.parametrize(("n", "rows", "span"), [(0, 5, 10), (1, 1, 1), (2000, 50, 40), (3000, 300, 5000), (300, 20, 10**6)])
+@pytest.mark.parametrize(
+    ("n", "rows", "span"), [(0, 5, 10), (1, 1, 1), (2000, 50, 40), (3000, 300, 5000), (300, 20, 10**6)]
+)
 def test_mapped_pair_sums_equal_the_numpy_contraction(n: int, rows: int, span: int) -> None:
     """The contraction's fused kernel against the numpy steps it replaced: map both
     ends, drop the entries inside one cluster, group and sum (``contract_entries``)."""
