@@ -1,4 +1,5 @@
-"""Numpy kernels (one compiled group-by, :mod:`.pair_sums`) of the multilevel ``lp`` method (no Dask, no I/O).
+"""Kernels of the multilevel ``lp`` method (no Dask, no I/O): numpy, around the compiled
+group-by (:mod:`.pair_sums`) and per-node passes (:mod:`.node_kernels`).
 
 Vocabulary (see :mod:`dgl_chunked.partition.lp`):
 
