@@ -29,6 +29,27 @@ _SPAN_FACTOR = 4
 
 def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
     n = a.size
+    presorted = False
+    if n > 0:  # b's range small enough: a counting sort by b first, so that the stable one by a sorts by (a, b)
+        b_lo = b.min()
+        b_extent = b.max() - b_lo + 1
+        if b_extent <= 4 * n + 1024:
+            count = np.zeros(b_extent + 1, np.int64)
+            for i in range(n):
+                count[b[i] - b_lo + 1] += 1
+            for k in range(b_extent):
+                count[k + 1] += count[k]
+            a1 = np.empty(n, np.int64)
+            b1 = np.empty(n, np.int64)
+            w1 = np.empty(n, np.int64)
+            for i in range(n):
+                p = count[b[i] - b_lo]
+                a1[p] = a[i]
+                b1[p] = b[i]
+                w1[p] = w[i]
+                count[b[i] - b_lo] = p + 1
+            a, b, w = a1, b1, w1
+            presorted = True
     start = np.zeros(extent + 1, np.int64)
     for i in range(n):
         start[a[i] - lo + 1] += 1
@@ -51,7 +72,7 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no
         s, e = start[k], start[k + 1]
         if e == s:
             continue
-        gap = e - s
+        gap = 1 if presorted else e - s
         while gap > 1:  # shell sort by b (gaps n/2.2...; the last pass is an insertion sort)
             gap = 1 if gap == 2 else int(gap / 2.2)
             for i in range(s + gap, e):
