@@ -64,9 +64,11 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no
         bs[p] = b[i]
         ws[p] = w[i]
         pos[k] = p + 1
+    if presorted:  # free the copies sorted by b
+        a = b = w = np.empty(0, np.int64)
     out_a = np.empty(n, np.int64)
-    out_b = np.empty(n, np.int64)
-    out_w = np.empty(n, np.int64)
+    out_b = bs  # merged in place: the m-th distinct pair is written at m <= the entries read so far
+    out_w = ws
     m = 0
     for k in range(extent):
         s, e = start[k], start[k + 1]

@@ -23,6 +23,8 @@ def _reference(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[list[int], 
         (500, 20, 7, 0),  # short segments
         (3000, 10, 2000, 5000),  # segments of ~300 entries; a starts at 5000
         (200, 1_000_000, 50, 0),  # a spans far more than the pairs: the argsort path
+        (3000, 30, 1_000_000, 7),  # b spans far more than the pairs: a shell sort per segment
+        (50_000, 100, 3000, 0),  # long segments, b's range small: a counting sort by b first
     ],
 )
 def test_pair_sums_matches_a_dict_group_by(n: int, span: int, width: int, offset: int) -> None:
