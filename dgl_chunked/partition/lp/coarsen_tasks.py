@@ -9,7 +9,9 @@ the other files are array files (:mod:`dgl_chunked.storage.arrays`; ``.bin``) un
 by one task; "pieces" are the per-destination parts of one writer's file
 (:func:`save_split`), each read alone::
 
-    ML/<L>/e-<s>.bin         int64 [k, 3]  piece b: entries of block b (u local, v, w) from block s of L-1
+    ML/<L>/e-<s>.bin         [k, 3]  piece b: entries of block b (u local, v, w) from block s of L-1,
+                             in the narrowest integer type holding the file's values (its
+                             header's dtype: uint16 or uint32 mostly), read back as int64
     ML/<L>/w-<b>.bin         int64 [rows, C]  node weights of block b (L >= 1)
     ML/<L>/label-<b>.bin     int64  cluster (a node's global ID) of every node; -1: not in the graph
     ML/<L>/cw-<b>.bin        int64 [rows, C]  weight of the cluster named by each row's node
@@ -113,14 +115,35 @@ def load(url: ScratchFile) -> npt.NDArray[Any]:
     return read_array(url.url, storage_options=url.storage_options)
 
 
-def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int) -> None:
+def save_split(
+    url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int, *, narrow: bool = False
+) -> None:
     """Write the columns of ``rows`` (``[r, k]``) grouped by destination ``block`` into one
-    file; a reader reads its own piece only (:func:`load_piece`)."""
+    file; a reader reads its own piece only (:func:`load_piece`). With ``narrow``, in the
+    narrowest integer type that holds every value (:func:`narrow_dtype`; the file's header
+    records it)."""
     if block.size > 1 and not np.all(block[1:] >= block[:-1]):  # sorted already: the contraction's
         order = np.argsort(block, kind="stable")
         block, rows = block[order], rows[:, order]
     bounds = np.searchsorted(block, np.arange(num_blocks + 1)).astype(np.int64)
-    write_array(url.url, rows.T, bounds=bounds, storage_options=url.storage_options)
+    data = rows.T.astype(narrow_dtype(rows), copy=False) if narrow else rows.T
+    write_array(url.url, data, bounds=bounds, storage_options=url.storage_options)
+
+
+NARROW_TYPES = tuple(np.dtype(t) for t in ("u1", "u2", "u4", "i1", "i2", "i4"))
+
+
+def narrow_dtype(values: npt.NDArray[Any]) -> np.dtype[Any]:
+    """The narrowest of uint8/16/32 (int8/16/32 with negative values) that holds every
+    integer of ``values``; int64 when none does."""
+    if values.size == 0:
+        return np.dtype("u1")
+    lo, hi = int(values.min()), int(values.max())
+    for dtype in NARROW_TYPES[:3] if lo >= 0 else NARROW_TYPES[3:]:
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return dtype
+    return np.dtype(np.int64)
 
 
 def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
@@ -177,7 +200,11 @@ def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
         v = S.read_segments(level.lp_root, segs, "v").astype(np.int64)
         return u, v, np.ones(u.size, np.int64)
     parts = [load_piece(level.url(f"e-{s}", "bin"), b) for s in range(level.num_blocks)]
-    e = np.concatenate(parts, axis=1) if parts else np.empty((3, 0), np.int64)
+    e = np.empty((3, sum(p.shape[1] for p in parts)), np.int64)  # each writer's narrow type, widened
+    pos = 0
+    for p in parts:
+        e[:, pos : pos + p.shape[1]] = p
+        pos += p.shape[1]
     return e[0], e[1], e[2]
 
 
@@ -350,7 +377,7 @@ def contract_task(level: Level, b: int, coarse: Level) -> tuple[int, int]:
         cu, cv, w = CK.contract_entries(cid[u], cv, w)
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
     local = cu - np.asarray(coarse.offsets, np.int64)[block]
-    save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks)
+    save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks, narrow=True)
     return int(cu.size), int(w.sum())
 
 
