@@ -126,6 +126,30 @@ def step_table(
     return {"steps": out, "wall": t1 - t0, "client": client, "between": between}
 
 
+def _key_name(key: Any) -> str:
+    """A task key without its run token and indices: ``dglc-write-edges``."""
+    name = str(key[0] if isinstance(key, (tuple, list)) else key).strip("('\"")
+    return re.sub(r"-[0-9a-f]{16}.*$", "", name)
+
+
+def idle_gaps(records: list[dict[str, Any]], t0: float, t1: float, top: int = 8) -> list[dict[str, Any]]:
+    """The ``top`` longest stretches of ``[t0, t1]`` in which no task runs, with the tasks around them."""
+    spans = sorted(
+        (float(ss["start"]), float(ss["stop"]), _key_name(rec.get("key", "?")))
+        for rec in records
+        for ss in rec.get("startstops", ())
+        if ss.get("action") == "compute"
+    )
+    gaps: list[dict[str, Any]] = []
+    end, last = t0, "(start of the run)"
+    for start, stop, name in [*spans, (t1, t1, "(end of the run)")]:
+        if start > end:
+            gaps.append({"at": end - t0, "seconds": start - end, "after": last, "before": name})
+        if stop >= end:
+            end, last = stop, name
+    return sorted(gaps, key=lambda g: -g["seconds"])[:top]
+
+
 def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, report: str | None) -> dict[str, Any]:
     from distributed import get_task_stream, performance_report
 
@@ -139,6 +163,8 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
     api_log.addHandler(handler)
     old_level = api_log.level
     api_log.setLevel(logging.INFO)
+    import dgl_chunked.pipeline  # noqa: F401  - imported before the clock, as the CLI imports it at start
+
     started = time.perf_counter()
     try:
         with dask_client(cluster=ClusterOptions(workers=workers, threads_per_worker=1)) as client:
@@ -172,6 +198,7 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
         api_log.setLevel(old_level)
     windows = [(name, start, start + result.step_seconds.get(name, 0.0)) for name, start in handler.starts]
     table = step_table(records, windows, dict(result.step_tasks), t0, t1)
+    table["gaps"] = idle_gaps(records, t0, t1)
     table["workers"] = workers
     table["cluster_start"] = cluster_s
     shutil.rmtree(out, ignore_errors=True)
@@ -230,6 +257,9 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
                 f"  {name:<28} {row['tasks']:>6} {row['seconds']:>9.2f} {row['work']:>8.2f} "
                 f"{row['longest']:>10.2f} {row['idle']:>7.2f}"
             )
+        print("  longest stretches in which no task runs:")
+        for gap in run.get("gaps", []):
+            print(f"    at {gap['at']:7.2f} s: {gap['seconds']:.3f} s after {gap['after']}, before {gap['before']}")
     print(f"\n  {'workers':>8} {'measured s':>11} {'predicted s':>12} {'speed-up (pred.)':>17}")
     one = predict(runs, 1)
     for p in sorted(set(PREDICTED_AT) | set(runs)):

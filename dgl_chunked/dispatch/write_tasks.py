@@ -85,8 +85,8 @@ def write_step_tasks(
     token: str,
     write_once: Callable[[PartitionPlan, int, str, str], PartitionSummary | None],
     finished: Callable[[int, str], bool],
-) -> tuple[list[Any], list[int]]:
-    """Every task of the write step, and where among them each partition's summary is.
+) -> tuple[list[Any], list[int], list[int]]:
+    """Every task of the write step, where among them each partition's summary is, and each file's last task.
 
     Parameters
     ----------
@@ -104,21 +104,23 @@ def write_step_tasks(
     tuple
         The tasks (each graph file split into row ranges where
         :func:`~dgl_chunked.dispatch.graph_split.splits` says so, its own tasks listed so the
-        step's task count shows them), and the index of each partition's graph summary.
+        step's task count shows them), the index of each partition's graph summary, and the
+        index of each file's last task (every other task is one of their dependencies: the
+        step's results, :meth:`~dgl_chunked.compute.StepRunner.compute`'s ``keep``).
     """
     tasks: list[Any] = []
     graph_at: list[int] = []
+    ends: list[int] = []
     for p in range(plan.node_layout.num_parts):
         for i, kind in enumerate(kinds):
             if kind == "graph" and splits(plan, p) and not finished(p, kind):
                 tasks += _split_graph(plan, p, stamp, token)
-                graph_at.append(len(tasks) - 1)
-                continue
-            if feature_splits(plan, kind, p) and not finished(p, kind):
+            elif feature_splits(plan, kind, p) and not finished(p, kind):
                 tasks += _split_features(plan, kind, p, stamp, token)
-                continue
+            else:
+                key = (f"dglc-write-partition-{token}", p, i)
+                tasks.append(_task(write_once, plan)(p, kind, stamp, dask_key_name=key))
+            ends.append(len(tasks) - 1)
             if kind == "graph":
-                graph_at.append(len(tasks))
-            key = (f"dglc-write-partition-{token}", p, i)
-            tasks.append(_task(write_once, plan)(p, kind, stamp, dask_key_name=key))
-    return tasks, graph_at
+                graph_at.append(len(tasks) - 1)
+    return tasks, graph_at, ends
