@@ -91,10 +91,12 @@ def step_table(
 ) -> dict[str, Any]:
     """Per step: tasks, work, longest task and idle seconds; and the run's client (no task) seconds."""
     spans: list[tuple[float, float]] = []
+    named: list[tuple[float, float, str]] = []
     for rec in records:
         for ss in rec.get("startstops", ()):
             if ss.get("action") == "compute":
                 spans.append((float(ss["start"]), float(ss["stop"])))
+                named.append((float(ss["start"]), float(ss["stop"]), _key_name(rec.get("key", "?"))))
     steps: dict[str, dict[str, Any]] = {}
 
     def step_of(start: float) -> str:
@@ -103,23 +105,28 @@ def step_table(
                 return name
         return BEFORE
 
-    for start, stop in spans:
+    for start, stop, kind in named:
         name = step_of(start)
-        row = steps.setdefault(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
+        row = steps.setdefault(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": [], "kinds": {}})
         row["work"] += stop - start
         row["longest"] = max(row["longest"], stop - start)
         row["spans"].append((start, stop))
         if name == BEFORE:
             row["tasks"] += 1
+        k = row["kinds"].setdefault(kind, {"tasks": 0, "work": 0.0, "longest": 0.0})
+        k["tasks"] += 1
+        k["work"] += stop - start
+        k["longest"] = max(k["longest"], stop - start)
     out: dict[str, Any] = {}
     for name, lo, hi in [(BEFORE, t0, windows[0][1] if windows else t1), *windows]:
-        row = steps.get(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
+        row = steps.get(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": [], "kinds": {}})
         out[name] = {
             "tasks": tasks.get(name, row["tasks"]),
             "seconds": hi - lo,
             "work": row["work"],
             "longest": row["longest"],
             "idle": (hi - lo) - _union_seconds(spans, lo, hi),
+            "kinds": row["kinds"],
         }
     client = (t1 - t0) - _union_seconds(spans, t0, t1)
     between = client - sum(row["idle"] for row in out.values())  # the client's work after and between steps
@@ -272,6 +279,36 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
         print(f"  CLI {row['mode']:<10} wall {row['wall']:.2f} s  {' | '.join(row['chose'])}")
 
 
+def _projections(runs: dict[int, dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The measured work scaled to ``--project-nodes`` / ``--project-edges`` (:mod:`cores_projection`)."""
+    from cores_projection import print_projection, project
+
+    import dgl_chunked as dglc
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
+
+    meta = open_chunked_graph(args.graph).metadata
+    measured = (sum(meta.num_nodes(t) for t in meta.node_types), sum(meta.num_edges(e.name) for e in meta.edge_types))
+    forecast = dglc.forecast_run(
+        args.graph, Path(args.work_dir) / "out-forecast", num_parts=args.num_parts, method=args.method, hosts=1
+    )
+    step_bytes = {s.name: (s.down_bytes, s.up_bytes) for s in forecast.network.stages} if forecast.network else {}
+    rows = [
+        project(
+            runs[1],
+            runs.get(2),
+            measured,
+            (args.project_nodes, args.project_edges),
+            hosts=h,
+            cores=args.project_cores,
+            bandwidth=args.project_bandwidth,
+            step_bytes=step_bytes,
+        )
+        for h in args.project_hosts
+    ]
+    print_projection(rows)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graph", required=True, help="chunked graph directory (dgl-chunked synth)")
@@ -283,6 +320,11 @@ def main() -> None:
     parser.add_argument("--profile", default=None, help="cProfile of the client, largest --workers run")
     parser.add_argument("--performance-report", default=None, help="Dask report, largest --workers run")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--project-nodes", type=int, default=10**9, help="projection: nodes (default 1B)")
+    parser.add_argument("--project-edges", type=int, default=5 * 10**9, help="projection: edges (default 5B)")
+    parser.add_argument("--project-hosts", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--project-cores", type=int, default=16, help="projection: worker processes per host")
+    parser.add_argument("--project-bandwidth", type=float, default=1.25e9, help="bytes/s per host each way")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dglc-bench-cores-") if args.work_dir is None else nullcontext() as tmp:
         if args.work_dir is None:
@@ -296,6 +338,7 @@ def main() -> None:
             print(f"{w} worker(s): {runs[w]['wall']:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
         cli = [_run_cli(args, mode) for mode in args.modes]
     _print(runs, cli, args)
+    projections = _projections(runs, args) if 1 in runs else []
     if args.json:
         figures = {
             "graph": args.graph,
@@ -304,6 +347,7 @@ def main() -> None:
             "runs": {str(w): r for w, r in runs.items()},
             "predicted": {str(p): predict(runs, p) for p in sorted(set(PREDICTED_AT) | set(runs))},
             "cli": cli,
+            "projection": projections,
         }
         Path(args.json).write_text(json.dumps(figures, indent=2))
 
