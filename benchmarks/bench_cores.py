@@ -288,23 +288,29 @@ def _projections(runs: dict[int, dict[str, Any]], args: argparse.Namespace) -> l
 
     meta = open_chunked_graph(args.graph).metadata
     measured = (sum(meta.num_nodes(t) for t in meta.node_types), sum(meta.num_edges(e.name) for e in meta.edge_types))
-    forecast = dglc.forecast_run(
-        args.graph, Path(args.work_dir) / "out-forecast", num_parts=args.num_parts, method=args.method, hosts=1
-    )
-    step_bytes = {s.name: (s.down_bytes, s.up_bytes) for s in forecast.network.stages} if forecast.network else {}
-    rows = [
-        project(
-            runs[1],
-            runs.get(2),
-            measured,
-            (args.project_nodes, args.project_edges),
+    rows = []
+    for h in args.project_hosts:  # the bytes per step of the measured graph on h hosts of --project-cores processes
+        forecast = dglc.forecast_run(
+            args.graph,
+            Path(args.work_dir) / "out-forecast",
+            num_parts=args.num_parts,
+            method=args.method,
+            workers=args.project_cores,
             hosts=h,
-            cores=args.project_cores,
-            bandwidth=args.project_bandwidth,
-            step_bytes=step_bytes,
         )
-        for h in args.project_hosts
-    ]
+        network = forecast.network.stages if forecast.network else ()
+        rows.append(
+            project(
+                runs[1],
+                runs.get(2),
+                measured,
+                (args.project_nodes, args.project_edges),
+                hosts=h,
+                cores=args.project_cores,
+                bandwidth=args.project_bandwidth,
+                step_bytes={s.name: (s.down_bytes, s.up_bytes) for s in network},
+            )
+        )
     print_projection(rows)
     return rows
 
