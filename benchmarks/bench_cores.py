@@ -28,6 +28,12 @@ prints the prediction beside the measurement for every ``P`` it ran (and for 4, 
 when not run). Cluster start is not in the wall (it is printed apart: the CLI starts its
 cluster while it reads the input).
 
+It prints the longest stretches in which no task runs, named by the tasks before and
+after them, and (with a run at 1 worker) the projection of :mod:`cores_projection`: the
+measured work per kind of task scaled linearly to ``--project-nodes`` /
+``--project-edges`` (default 1B / 5B) on ``--project-hosts`` of ``--project-cores``
+worker processes with ``--project-bandwidth`` bytes/s per host.
+
 ``--modes default threads`` also times the CLI as a user types it (``dgl-chunked run``
 with no cluster flag, and ``--workers 1 --threads-per-worker <cores>``), wall only, in a
 subprocess. ``--profile FILE`` writes a cProfile of the client during the largest
