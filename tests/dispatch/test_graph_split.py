@@ -136,3 +136,42 @@ def test_split_feature_files_are_the_one_task_files_byte_for_byte(
     assert tasks > 2 * KINDS + 4 * 3 and all(len(files[k]) > 2 * per_task for k in feature_files)
     assert output_files(split) == files
     assert not list(split.rglob("*.parts-dglc"))
+
+
+def test_split_files_of_whole_pages_written_direct_are_the_one_task_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranges of thousands of rows at unaligned offsets: their whole pages go to the disk with
+    O_DIRECT, the partial ones through the page cache; the bytes are the one-task writer's."""
+    from dgl_chunked.dispatch import feature_split
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
+    from dgl_chunked.partition import assign_partitions
+    from dgl_chunked.storage import direct_io
+    from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+
+    in_dir = tmp_path / "chunked"
+    write_synthetic_graph(in_dir, SynthSpec.homogeneous(3000, 40_000, edge_feat_dim=3, num_chunks=3, seed=1))
+    graph = open_chunked_graph(in_dir)
+    parts = assign_partitions(graph, 2, seed=0)
+
+    def run(out: Path) -> dict[str, bytes]:
+        options = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
+        dispatch(graph, parts, out, num_parts=2, options=options)
+        return output_files(out)
+
+    one = run(tmp_path / "one")
+    direct = {"pages": 0}
+    real = direct_io.PositionedWriter._write_direct
+
+    def counting(self: direct_io.PositionedWriter, chunk: memoryview, offset: int) -> None:
+        direct["pages"] += chunk.nbytes // direct_io.ALIGN
+        real(self, chunk, offset)
+
+    monkeypatch.setattr(direct_io.PositionedWriter, "_write_direct", counting)
+    monkeypatch.setattr(graph_split, "GRAPH_TASK_EDGES", 3001)  # 24 kB of an int64 array per range
+    monkeypatch.setattr(feature_split, "FEATURE_TASK_BYTES", 10_001)
+    split = run(tmp_path / "split")
+    if not direct_io.PositionedWriter(str(tmp_path / "one" / "part0" / "graph.dgl")).direct:
+        pytest.skip("this filesystem refuses O_DIRECT")
+    assert direct["pages"] > 40_000 * 29 // direct_io.ALIGN // 2  # most of the edge arrays' pages
+    assert split == one
