@@ -88,6 +88,17 @@ def client(cluster: object) -> Iterator[object]:
         yield client
 
 
+def s3_options(endpoint: str) -> dict[str, Any]:
+    """The s3fs storage options that reach the test S3 server at ``endpoint`` (moto's
+    fixed test credentials)."""
+    return {
+        "endpoint_url": endpoint,
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"},
+    }
+
+
 def make_bucket(options: dict[str, Any], name: str) -> str:
     """Create bucket ``name`` on the S3 server of the s3fs ``options`` (see :func:`moto_s3`)."""
     import boto3
@@ -116,12 +127,7 @@ def moto_s3(bucket: str) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
-        options: dict[str, Any] = {
-            "endpoint_url": endpoint,
-            "key": "testing",
-            "secret": "testing",
-            "client_kwargs": {"region_name": "us-east-1"},
-        }
+        options = s3_options(endpoint)
         make_bucket(options, bucket)
         yield endpoint, options
     finally:

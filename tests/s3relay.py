@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
+from tests.conftest import make_bucket, s3_options
+
 
 @dataclass
 class Request:
@@ -128,7 +130,6 @@ def counted_s3(bucket: str) -> Iterator[tuple[dict[str, Any], Counts]]:
     after the bucket is made)."""
     import logging
 
-    import boto3
     from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
@@ -140,17 +141,9 @@ def counted_s3(bucket: str) -> Iterator[tuple[dict[str, Any], Counts]]:
     listener = socket.create_server(("127.0.0.1", 0))
     threading.Thread(target=_relay, args=(listener, server.server_address[:2], counts), daemon=True).start()
     endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    options: dict[str, Any] = {
-        "endpoint_url": endpoint,
-        "key": "testing",
-        "secret": "testing",
-        "client_kwargs": {"region_name": "us-east-1"},
-    }
+    options = s3_options(endpoint)
     try:
-        boto3.client(
-            "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-            region_name="us-east-1",
-        ).create_bucket(Bucket=bucket)  # fmt: skip
+        make_bucket(options, bucket)
         with counts.lock:
             counts.down = counts.up = 0
             counts.requests.clear()

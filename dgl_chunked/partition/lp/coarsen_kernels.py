@@ -1,4 +1,5 @@
-"""Numpy kernels (one compiled group-by, :mod:`.pair_sums`) of the multilevel ``lp`` method (no Dask, no I/O).
+"""Kernels of the multilevel ``lp`` method (no Dask, no I/O): numpy, around the compiled
+group-by (:mod:`.pair_sums`) and per-node passes (:mod:`.node_kernels`).
 
 Vocabulary (see :mod:`dgl_chunked.partition.lp`):
 
@@ -16,12 +17,14 @@ Vocabulary (see :mod:`dgl_chunked.partition.lp`):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp.kernels import node_order
+from dgl_chunked.partition.lp.node_kernels import hash_key, joins_kernel, strongest_kernel
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 __all__ = [
@@ -29,7 +32,6 @@ __all__ = [
     "active_bit",
     "cluster_caps",
     "contract_entries",
-    "propose_joins",
     "joins_and_favourites",
     "strongest_clusters",
     "two_hop_joins",
@@ -48,21 +50,58 @@ def cluster_caps(totals: IdArray, num_parts: int, fraction: float) -> IdArray:
     return np.maximum(1, np.floor(totals * fraction / num_parts)).astype(np.int64)
 
 
-def propose_joins(
+@overload
+def joins_and_favourites(
     u: IdArray,
     c: IdArray,
     w: IdArray,
     *,
     own: IdArray,
     node_weight: IdArray,
-    cluster_weight: Callable[[IdArray], IdArray],
+    cluster_weight: IdArray | Callable[[IdArray], IdArray],
+    caps: IdArray,
+    seed: int,
+    salt: int,
+    min_share: float = ...,
+    favourites: Literal[True] = ...,
+) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray]: ...
+
+
+@overload
+def joins_and_favourites(
+    u: IdArray,
+    c: IdArray,
+    w: IdArray,
+    *,
+    own: IdArray,
+    node_weight: IdArray,
+    cluster_weight: IdArray | Callable[[IdArray], IdArray],
+    caps: IdArray,
+    seed: int,
+    salt: int,
+    min_share: float = ...,
+    favourites: Literal[False],
+) -> tuple[IdArray, IdArray, IdArray]: ...
+
+
+def joins_and_favourites(
+    u: IdArray,
+    c: IdArray,
+    w: IdArray,
+    *,
+    own: IdArray,
+    node_weight: IdArray,
+    cluster_weight: IdArray | Callable[[IdArray], IdArray],
     caps: IdArray,
     seed: int,
     salt: int,
     min_share: float = 0.0,
-) -> tuple[IdArray, IdArray, IdArray]:
+    favourites: bool = True,
+) -> tuple[IdArray, ...]:
     """The cluster each node would join: the one it is most connected to among the
-    other clusters that still have room for it, when that beats its own cluster.
+    other clusters that still have room for it, when that beats its own cluster; and
+    every node's *favourite* cluster (one compiled pass over the entries,
+    :func:`.node_kernels.joins_kernel`).
 
     Parameters
     ----------
@@ -74,87 +113,48 @@ def propose_joins(
     node_weight
         ``[rows, C]`` weight of every block-local node.
     cluster_weight
-        Weights ``[k, C]`` of ``k`` clusters at the start of the round (called once,
-        with the distinct neighbouring clusters of every node).
+        Weights ``[k, C]`` of the clusters at the start of the round: the whole table,
+        indexed by cluster ID, or a function returning the rows of given cluster IDs
+        (called once, with the cluster of every entry).
     caps
         ``[C]`` most weight per cluster.
     min_share
         A node joins only a cluster it is connected to by at least this fraction of
         its best connection to any other cluster, full or not (0: any with room).
     seed, salt
-        Ties go to the cluster of lowest seeded hash.
+        Ties go to the cluster of lowest seeded hash (:func:`.kernels.node_order`).
+    favourites
+        Also return the favourites.
 
     Returns
     -------
     (node, cluster, gain) per proposing node, sorted by node; the gain is the
-    connection to the new cluster minus the connection to the own one (> 0).
+    connection to the new cluster minus the connection to the own one (> 0). With
+    ``favourites``, then ``(node, cluster, connection)`` of the other cluster each node
+    is most connected to, full or not (ties: lowest seeded hash, as the joins), sorted
+    by node; the two-hop clustering (:func:`two_hop_joins`) groups the nodes that
+    could not join it.
     """
-    got = joins_and_favourites(
+    u, c, w = (np.ascontiguousarray(x, np.int64) for x in (u, c, w))
+    if callable(cluster_weight):  # one row per entry (entries without a cluster read row 0)
+        table = np.ascontiguousarray(cluster_weight(np.maximum(c, 0)), np.int64)
+        crow = np.arange(c.size, dtype=np.int64)
+    else:
+        table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, np.int64)
+    caps = np.ascontiguousarray(caps, np.int64)
+    got: tuple[IdArray, ...] = joins_kernel(
         u,
         c,
+        crow,
         w,
-        own=own,
-        node_weight=node_weight,
-        cluster_weight=cluster_weight,
-        caps=caps,
-        seed=seed,
-        salt=salt,
-        min_share=min_share,
+        np.ascontiguousarray(own, np.int64),
+        hash_key(seed, salt),
+        table.reshape(-1, caps.size),
+        np.ascontiguousarray(node_weight, np.int64).reshape(-1, caps.size),
+        caps,
+        float(min_share),
     )
-    return got[0], got[1], got[2]
-
-
-def joins_and_favourites(
-    u: IdArray,
-    c: IdArray,
-    w: IdArray,
-    *,
-    own: IdArray,
-    node_weight: IdArray,
-    cluster_weight: Callable[[IdArray], IdArray],
-    caps: IdArray,
-    seed: int,
-    salt: int,
-    min_share: float = 0.0,
-) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray]:
-    """:func:`propose_joins`'s ``(node, cluster, gain)``, then every node's *favourite*:
-    ``(node, cluster, connection)`` of the other cluster it is most connected to, full
-    or not (ties: lowest seeded hash, as the joins), sorted by node; the
-    two-hop clustering (:func:`two_hop_joins`) groups the nodes that could not join it."""
-    empty = np.empty(0, np.int64)
-    ok = c >= 0
-    home = ok & (c == own[u])
-    conn_own = np.bincount(u[home], weights=w[home], minlength=own.size).astype(np.int64)
-    ok &= ~home
-    u, c, w = u[ok], c[ok], w[ok]
-    if u.size == 0:
-        return empty, empty, empty, empty, empty, empty
-    u, c, conn = pair_sums(u, c, w)
-    # the best connection of each node over every cluster, full or not (pairs are sorted by node)
-    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
-    counts = np.diff(np.concatenate([starts, [u.size]]))
-    best_all = np.repeat(np.maximum.reduceat(conn, starts), counts)
-    rank_all = node_order(c, seed=seed, salt=salt)
-    top_all = conn == best_all
-    rank = np.where(top_all, rank_all, np.iinfo(np.uint64).max)
-    fav = top_all & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
-    favourites = (u[fav], c[fav], conn[fav])
-    fits = np.all(cluster_weight(c) + node_weight[u] <= caps[None, :], axis=1)
-    # a node whose best clusters are full waits (a later level's larger caps may take it)
-    # instead of joining a weaker one: that second choice is mostly another community's
-    fits &= conn >= min_share * best_all
-    u, c, conn, rank_all = u[fits], c[fits], conn[fits], rank_all[fits]
-    if u.size == 0:
-        return (empty, empty, empty, *favourites)
-    # per node (pairs are sorted by node): most connected, then lowest rank (distinct per cluster)
-    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
-    counts = np.diff(np.concatenate([starts, [u.size]]))
-    top = conn == np.repeat(np.maximum.reduceat(conn, starts), counts)
-    rank = np.where(top, rank_all, np.iinfo(np.uint64).max)
-    pick = top & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
-    u, c, gain = u[pick], c[pick], conn[pick] - conn_own[u[pick]]
-    better = gain > 0
-    return (u[better], c[better], gain[better], *favourites)
+    return got if favourites else got[:3]
 
 
 def two_hop_joins(node: IdArray, favourite: IdArray, *, seed: int, salt: int) -> tuple[IdArray, IdArray]:
@@ -226,18 +226,13 @@ def strongest_clusters(u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, se
     """Per node, the cluster it has the most entries to (``u`` block-local, ``c`` >= 0 the
     neighbour's cluster): its own ``own`` on a tie, else the one of lowest seeded hash
     of the pair (node ``ids``, cluster), so that tied nodes do not all pick one
-    cluster; ``own`` when it has no entry."""
-    out = np.array(own, np.int64, copy=True)
-    if u.size == 0:
-        return out
-    u, c, conn = pair_sums(u, c, np.ones(u.size, np.int64))
-    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
-    counts = np.diff(np.concatenate([starts, [u.size]]))
-    top = conn == np.repeat(np.maximum.reduceat(conn, starts), counts)
-    pair = node_order(c, seed=seed, salt=salt) ^ node_order(np.asarray(ids, np.int64)[u], seed=seed, salt=salt + 1)
-    rank = np.where(top, pair, np.iinfo(np.uint64).max)
-    pick = top & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
-    own_top = u[top & (c == out[u])]
-    out[u[pick]] = c[pick]
-    out[own_top] = own[own_top]
+    cluster; ``own`` when it has no entry (:func:`.node_kernels.strongest_kernel`)."""
+    out: IdArray = strongest_kernel(
+        np.ascontiguousarray(u, np.int64),
+        np.ascontiguousarray(c, np.int64),
+        np.array(own, np.int64),
+        np.ascontiguousarray(ids, np.int64),
+        hash_key(seed, salt),
+        hash_key(seed, salt + 1),
+    )
     return out

@@ -48,6 +48,8 @@ from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition.lp.node_kernels import mover_entries
+from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums
 from dgl_chunked.storage.arrays import read_array, write_array
 
 __all__ = ["CLUSTERING_FILES"]
@@ -114,9 +116,11 @@ def load(url: ScratchFile) -> npt.NDArray[Any]:
 def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int) -> None:
     """Write the columns of ``rows`` (``[r, k]``) grouped by destination ``block`` into one
     file; a reader reads its own piece only (:func:`load_piece`)."""
-    order = np.argsort(block, kind="stable")
-    bounds = np.searchsorted(block[order], np.arange(num_blocks + 1)).astype(np.int64)
-    write_array(url.url, rows[:, order].T, bounds=bounds, storage_options=url.storage_options)
+    if block.size > 1 and not np.all(block[1:] >= block[:-1]):  # sorted already: the contraction's
+        order = np.argsort(block, kind="stable")
+        block, rows = block[order], rows[:, order]
+    bounds = np.searchsorted(block, np.arange(num_blocks + 1)).astype(np.int64)
+    write_array(url.url, rows.T, bounds=bounds, storage_options=url.storage_options)
 
 
 def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
@@ -139,8 +143,8 @@ def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
     width = level.width if name in ("cw", "w") else 1
     if ids.size == 0:
         return np.empty((0, level.width) if width > 1 else 0, np.int64)
-    if level.offsets[-1] * 8 * width <= WHOLE_TABLE_BYTES:
-        table = np.concatenate([load(level.url(f"{name}-{b}")) for b in range(level.num_blocks)])
+    table = whole_table(level, name)
+    if table is not None:
         return table[ids]
     block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
     out: npt.NDArray[Any] | None = None
@@ -152,6 +156,15 @@ def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
         out[sel] = arr[ids[sel] - level.offsets[b]]
     assert out is not None
     return out
+
+
+def whole_table(level: Level, name: str) -> npt.NDArray[Any] | None:
+    """Every block's ``name-<b>`` in one array, indexed by global ID, when under
+    :data:`WHOLE_TABLE_BYTES`; else None (:func:`lookup` then reads one block at a time)."""
+    width = level.width if name in ("cw", "w") else 1
+    if level.offsets[-1] * 8 * width > WHOLE_TABLE_BYTES:
+        return None
+    return np.concatenate([load(level.url(f"{name}-{b}")) for b in range(level.num_blocks)])
 
 
 def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
@@ -207,17 +220,22 @@ def propose_task(
     ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
     movers = (label >= 0) & CK.active_bit(ids, seed=seed, salt=salt)
     u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
-    keep = movers[u]
-    u, v, ew = u[keep], v[keep], ew[keep]
-    c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
+    labels = whole_table(level, "label") if v.size else None
+    if labels is not None:  # select and look up in one compiled pass
+        u, c, ew = mover_entries(u, v, ew, movers, labels)
+    else:
+        keep = movers[u]
+        u, v, ew = u[keep], v[keep], ew[keep]
+        c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
     del v
+    table = whole_table(level, "cw")  # indexed in the kernel, instead of gathered per entry
     node, cluster, gain, fnode, fcluster, fconn = CK.joins_and_favourites(
         u,
         c,
         ew,
         own=label,
         node_weight=w,
-        cluster_weight=lambda ids: lookup(level, "cw", ids),
+        cluster_weight=table if table is not None else (lambda ids: lookup(level, "cw", ids)),
         caps=caps,
         seed=seed,
         salt=salt + 1,
@@ -325,9 +343,12 @@ def contract_task(level: Level, b: int, coarse: Level) -> tuple[int, int]:
     blocks of the coarse level. Returns their number and weight."""
     u, v, w = read_entries(level, b)
     cid = load(level.url(f"cid-{b}"))
-    cu = cid[u]
-    cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
-    cu, cv, w = CK.contract_entries(cu, cv, w)
+    table = whole_table(level, "cid")
+    if table is not None:  # mapped in the compiled group-by, without temporaries
+        cu, cv, w = mapped_pair_sums(u, v, w, cid, table)
+    else:
+        cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
+        cu, cv, w = CK.contract_entries(cid[u], cv, w)
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
     local = cu - np.asarray(coarse.offsets, np.int64)[block]
     save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks)

@@ -112,10 +112,22 @@ shows the result).
 1000000:10000000 --parts 8`` (skewed planted communities, 2 workers on 2 cores shared
 with other jobs; issue #38; every figure in ``benchmarks/results/lp.json``). At the
 defaults (2 clustering and 2 refinement rounds per level, cluster weights 0.005 and
-0.015), in one run at load average 4-5: ``lp`` 197.1 s (stage 3.6, streaming 6.0,
+0.015), with the clustering's proposal, contraction and purification passes compiled
+(:mod:`.node_kernels`, :mod:`.pair_sums`: each node's entries walked once, the same
+output bit for bit), in one run at load average 2-4: ``lp`` 79.0 s (stage 1.8,
+streaming 3.5, coarsen 54.0, initial 0.5, uncoarsen 9.3, purify 6.1, refine 3.5), cut
+0.2054, 953 / 1019 MB per worker; METIS 25.1 s, cut 0.1991; KaMinPar 19.5 s, cut
+0.2609: ``lp`` takes 3.1x METIS's time for 1.03x its cut. The code before them, in
+the runs of the same hour: ``lp`` 196.8 s (coarsen 149.8; load 5-7, METIS 27.3 s) and
+248.7 s (coarsen 197.4; load 4-6, METIS 30.0 s), same cut. The kernels, profiled in
+one process at 250k nodes / 2.5M edges (load 5-6): 47.9 s before, 28.6-31.4 s after;
+then the contraction's group-by takes 6.0 s (its counting sorts' scattered writes),
+the proposals' 4.0 s, file reads and writes, renames and removals about 5 s.
+
+Before them, at load average 4-5: ``lp`` 197.1 s (stage 3.6, streaming 6.0,
 coarsen 150.3 = 98.6 + 51.7 for the two cluster weights, initial 0.6, uncoarsen 20.4,
 purify 9.2, refine 6.6), cut 0.2054, 900 / 962 MB per worker; METIS 56.0 s, cut
-0.1991; KaMinPar 21.2 s, cut 0.2609: ``lp`` takes 3.5x METIS's time for 1.03x its cut.
+0.1991; KaMinPar 21.2 s, cut 0.2609: ``lp`` took 3.5x METIS's time for 1.03x its cut.
 Profiled in one process (synchronous scheduler, cProfile, load 5): 201 s, as long as
 on the 2 workers (4 node blocks: 4 tasks per step). Per cluster weight the
 coarsening makes 11-12 levels: 1M -> 374k -> 148k -> 87k -> 67k -> 59k -> 55k -> 54k

@@ -15,19 +15,41 @@ pairs (the counting array would outgrow the pairs) takes the argsort.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import numpy as np
 
 from dgl_chunked._typing import IdArray
 
-__all__ = ["pair_sums"]
+__all__ = ["mapped_pair_sums", "pair_sums"]
 
 _SPAN_FACTOR = 4
 
 
 def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
     n = a.size
+    presorted = False
+    if n > 0:  # b's range small enough: a counting sort by b first, so that the stable one by a sorts by (a, b)
+        b_lo = b.min()
+        b_extent = b.max() - b_lo + 1
+        if b_extent <= 4 * n + 1024:
+            count = np.zeros(b_extent + 1, np.int64)
+            for i in range(n):
+                count[b[i] - b_lo + 1] += 1
+            for k in range(b_extent):
+                count[k + 1] += count[k]
+            a1 = np.empty(n, np.int64)
+            b1 = np.empty(n, np.int64)
+            w1 = np.empty(n, np.int64)
+            for i in range(n):
+                p = count[b[i] - b_lo]
+                a1[p] = a[i]
+                b1[p] = b[i]
+                w1[p] = w[i]
+                count[b[i] - b_lo] = p + 1
+            a, b, w = a1, b1, w1
+            presorted = True
     start = np.zeros(extent + 1, np.int64)
     for i in range(n):
         start[a[i] - lo + 1] += 1
@@ -42,15 +64,17 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no
         bs[p] = b[i]
         ws[p] = w[i]
         pos[k] = p + 1
+    if presorted:  # free the copies sorted by b
+        a = b = w = np.empty(0, np.int64)
     out_a = np.empty(n, np.int64)
-    out_b = np.empty(n, np.int64)
-    out_w = np.empty(n, np.int64)
+    out_b = bs  # merged in place: the m-th distinct pair is written at m <= the entries read so far
+    out_w = ws
     m = 0
     for k in range(extent):
         s, e = start[k], start[k + 1]
         if e == s:
             continue
-        gap = e - s
+        gap = 1 if presorted else e - s
         while gap > 1:  # shell sort by b (gaps n/2.2...; the last pass is an insertion sort)
             gap = 1 if gap == 2 else int(gap / 2.2)
             for i in range(s + gap, e):
@@ -77,11 +101,37 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no
     return out_a[:m], out_b[:m], out_w[:m]
 
 
+def _mapped(u: Any, v: Any, w: Any, umap: Any, vmap: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
+    n = u.size
+    a = np.empty(n, np.int64)
+    b = np.empty(n, np.int64)
+    ws = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        x = umap[u[i]]
+        y = vmap[v[i]]
+        if x != y and x >= 0 and y >= 0:
+            a[m] = x
+            b[m] = y
+            ws[m] = w[i]
+            m += 1
+    return _grouped(a[:m], b[:m], ws[:m], lo, extent)
+
+
+_LOCK = threading.Lock()
+
+
 @functools.cache
-def _kernel() -> Any:
+def _kernel(name: str = "grouped") -> Any:
+    """The compiled kernel ``name`` (``_grouped`` first, in this module's namespace,
+    where ``_mapped`` looks it up)."""
     import numba
 
-    return numba.njit(cache=True, nogil=True)(_grouped)
+    jit = numba.njit(cache=True, nogil=True)
+    with _LOCK:
+        if not isinstance(globals()["_grouped"], numba.core.dispatcher.Dispatcher):
+            globals()["_grouped"] = jit(globals()["_grouped"])
+        return globals()["_grouped"] if name == "grouped" else jit(_mapped)
 
 
 def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
@@ -119,3 +169,23 @@ def _argsort_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray,
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
     key = key[starts]
     return key // width, key % width, np.add.reduceat(w, starts)
+
+
+def mapped_pair_sums(
+    u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArray
+) -> tuple[IdArray, IdArray, IdArray]:
+    """:func:`pair_sums` of ``(umap[u], vmap[v], w)`` without the pairs where
+    ``umap[u] == vmap[v]``, in one compiled pass (the contraction: ``u`` block-local,
+    ``v`` global; entries whose node maps to -1 are dropped)."""
+    u, v, w, umap, vmap = (np.ascontiguousarray(x, np.int64) for x in (u, v, w, umap, vmap))
+    if u.size == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty
+    used = umap[umap >= 0]
+    lo, hi = (int(used.min()), int(used.max())) if used.size else (0, 0)
+    if hi - lo + 1 > _SPAN_FACTOR * u.size + 1024:
+        a, b = umap[u], vmap[v]
+        keep = (a != b) & (a >= 0) & (b >= 0)
+        return pair_sums(a[keep], b[keep], w[keep])
+    out: tuple[IdArray, IdArray, IdArray] = _kernel("mapped")(u, v, w, umap, vmap, lo, hi - lo + 1)
+    return out

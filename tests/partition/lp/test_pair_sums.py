@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgl_chunked.partition.lp.pair_sums import pair_sums
+from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums, pair_sums
 
 
 def _reference(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[list[int], list[int], list[int]]:
@@ -23,6 +23,8 @@ def _reference(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[list[int], 
         (500, 20, 7, 0),  # short segments
         (3000, 10, 2000, 5000),  # segments of ~300 entries; a starts at 5000
         (200, 1_000_000, 50, 0),  # a spans far more than the pairs: the argsort path
+        (3000, 30, 1_000_000, 7),  # b spans far more than the pairs: a shell sort per segment
+        (50_000, 100, 3000, 0),  # long segments, b's range small: a counting sort by b first
     ],
 )
 def test_pair_sums_matches_a_dict_group_by(n: int, span: int, width: int, offset: int) -> None:
@@ -38,3 +40,25 @@ def test_pair_sums_matches_a_dict_group_by(n: int, span: int, width: int, offset
 def test_pair_sums_of_nothing() -> None:
     empty = np.empty(0, np.int64)
     assert [x.size for x in pair_sums(empty, empty, empty)] == [0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("n", "rows", "span"), [(0, 5, 10), (1, 1, 1), (2000, 50, 40), (3000, 300, 5000), (300, 20, 10**6)]
+)
+def test_mapped_pair_sums_equal_the_numpy_contraction(n: int, rows: int, span: int) -> None:
+    """The contraction's fused kernel against the numpy steps it replaced: map both
+    ends, drop the entries inside one cluster, group and sum (``contract_entries``)."""
+    rng = np.random.default_rng(n + rows)
+    u = rng.integers(0, rows, n)
+    v = rng.integers(0, 3 * rows, n)
+    w = rng.integers(1, 4, n)
+    umap = rng.integers(0, span, rows)  # the last case spans far more than the pairs: the argsort path
+    vmap = rng.integers(0, span, 3 * rows)
+    vmap[: rows // 2] = umap[: rows // 2]  # many entries inside a cluster
+    cu, cv = umap[u], vmap[v]
+    keep = cu != cv
+    want = pair_sums(cu[keep], cv[keep], w[keep])
+    got = mapped_pair_sums(u, v, w, umap, vmap)
+    assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    if n:
+        assert got[0].size < n  # some pairs summed or dropped: the test sees both

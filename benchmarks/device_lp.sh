@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Issue 38's many-core target: lp on the 10M-node / 100M-edge planted-community graph
+# (benchmarks/bench_lp.py --sbm, Parquet edges), 8 parts, at WORKERS worker processes
+# (default "16 2": the target is 16 workers at least 5x faster than 2), graph and
+# scratch under /dev/shm; prints bench_lp.py's table and lp's time per phase, and
+# writes the logs to $OUT (or /tmp/dglc-device-lp).
+#
+# A device machine starts bare, with no network (see benchmarks/device_cores.sh): here,
+# once,
+#     echo /.whl/ >> .git/info/exclude; bash benchmarks/device_lp.sh fetch
+# downloads the wheels it lacks (Dask, Zarr, numba, pymetis, KaMinPar; CPython 3.12,
+# manylinux x86-64) into .whl/; then on the device:
+#     run(command="bash benchmarks/device_lp.sh", carry=[".whl"], timeout_s=600)
+# One call has at most 10 minutes: with 2 workers the 10M/100M run may not fit, so give
+# WORKERS=16 in one call and WORKERS=2 (with a TIMEOUT under the call's) in the next, on
+# the same warm machine (the graph stays in /dev/shm between calls). Set NODES, EDGES,
+# PARTS, METHODS (default lp) to change the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ "${1:-}" == fetch ]]; then
+    bash benchmarks/device_cores.sh fetch
+    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        -d .whl numba==0.68.1 llvmlite==0.50.0 pymetis==2025.2.2 kaminpar==3.7.3
+    du -sh .whl
+    exit 0
+fi
+OUT_DIR=${OUT:-/tmp/dglc-device-lp}
+mkdir -p "$OUT_DIR"
+if [[ -d .whl ]]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks
+else
+    export PYTHONPATH=$PWD:$PWD/benchmarks
+fi
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 BENCH_LP_LIVE=1
+NODES=${NODES:-10000000} EDGES=${EDGES:-100000000} PARTS=${PARTS:-8}
+WORK=/dev/shm/dglc-device-lp
+mkdir -p "$WORK"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -m); load $(cut -d' ' -f1-3 /proc/loadavg)"
+for workers in ${WORKERS:-16 2}; do
+    echo "== lp, $workers workers"
+    timeout "${TIMEOUT:-540}" $PY benchmarks/bench_lp.py --sbm "$NODES:$EDGES" --parts "$PARTS" \
+        --methods "${METHODS:-lp}" --workers "$workers" --work-dir "$WORK" 2>&1 | tee "$OUT_DIR/lp-$workers.log" || true
+done

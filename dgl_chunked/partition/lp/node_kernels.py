@@ -1,0 +1,256 @@
+"""Compiled per-node kernels of the multilevel ``lp`` clustering (numba; no Dask, no I/O).
+
+Each kernel groups its entries by node with one counting sort (linear: the nodes are
+one block's local IDs) and then walks every node's entries once: the weights per
+neighbouring cluster are summed in the node's stretch of one buffer (sorted by cluster
+with a shell sort, as in :mod:`.pair_sums`), and the best, favourite and fitting
+clusters are picked in the same loop, ties by the seeded hash of
+:func:`.kernels.node_order` (SplitMix64 of ``id + key``). They replace chains of numpy
+passes over the ``(node, cluster)`` pairs (grouping, ``reduceat``, ``repeat``, hashing,
+gathering the cluster weights of every pair: 18 s of numpy and most of the 50 s of
+grouping in issue #38's profile at 1M nodes / 10M edges) and give the same results,
+bit for bit (integer sums; ``tests/partition/lp/test_node_kernels.py`` compares them with
+the numpy versions on random inputs).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+import numpy as np
+
+from dgl_chunked.partition.random import splitmix64
+
+__all__ = ["hash_key", "joins_kernel", "mover_entries", "strongest_kernel"]
+
+
+def hash_key(seed: int, salt: int) -> np.uint64:
+    """The key of :func:`.kernels.node_order`: ``node_order(x) == splitmix64(x + key)``."""
+    return np.uint64(splitmix64(np.uint64(seed) ^ splitmix64(np.uint64(salt))))
+
+
+def _mix(x: Any) -> Any:  # pragma: no cover - compiled; SplitMix64, as splitmix64
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _sort_merge(bc: Any, brow: Any, bw: Any, s: int, e: int) -> int:  # pragma: no cover - compiled
+    """Sort ``bc[s:e]`` (with ``brow``, ``bw``) by cluster, sum equal clusters in place;
+    return the end of the distinct ones."""
+    gap = e - s
+    while gap > 1:  # shell sort (gaps n/2.2...; the last pass is an insertion sort)
+        gap = 1 if gap == 2 else int(gap / 2.2)
+        for i in range(s + gap, e):
+            kc, kr, kw = bc[i], brow[i], bw[i]
+            j = i
+            while j - gap >= s and bc[j - gap] > kc:
+                bc[j] = bc[j - gap]
+                brow[j] = brow[j - gap]
+                bw[j] = bw[j - gap]
+                j -= gap
+            bc[j] = kc
+            brow[j] = kr
+            bw[j] = kw
+    m = s
+    for i in range(s + 1, e):
+        if bc[i] == bc[m]:
+            bw[m] += bw[i]
+        else:
+            m += 1
+            bc[m] = bc[i]
+            brow[m] = brow[i]
+            bw[m] = bw[i]
+    return m + 1
+
+
+def _joins(
+    u: Any, c: Any, crow: Any, w: Any, own: Any, key: Any, cw: Any, nw: Any, caps: Any, min_share: float
+) -> Any:  # pragma: no cover - compiled
+    rows = own.size
+    width = caps.size
+    start = np.zeros(rows + 1, np.int64)
+    conn_own = np.zeros(rows, np.int64)
+    for i in range(u.size):
+        ci = c[i]
+        if ci < 0:
+            continue
+        k = u[i]
+        if ci == own[k]:
+            conn_own[k] += w[i]
+        else:
+            start[k + 1] += 1
+    for k in range(rows):
+        start[k + 1] += start[k]
+    pos = start[:-1].copy()
+    m = start[rows]
+    rows_given = crow.size > 0  # else the cluster ID is the row of cw
+    bc = np.empty(m, np.int64)
+    brow = np.empty(m, np.int64) if rows_given else bc  # an alias is sorted along harmlessly
+    bw = np.empty(m, np.int64)
+    for i in range(u.size):
+        ci = c[i]
+        if ci < 0:
+            continue
+        k = u[i]
+        if ci != own[k]:
+            p = pos[k]
+            bc[p] = ci
+            if rows_given:
+                brow[p] = crow[i]
+            bw[p] = w[i]
+            pos[k] = p + 1
+    jn = np.empty(rows, np.int64)
+    jc = np.empty(rows, np.int64)
+    jg = np.empty(rows, np.int64)
+    fn = np.empty(rows, np.int64)
+    fc = np.empty(rows, np.int64)
+    fconn = np.empty(rows, np.int64)
+    nj = 0
+    nf = 0
+    for k in range(rows):
+        s = start[k]
+        e = start[k + 1]
+        if e == s:
+            continue
+        e = _sort_merge(bc, brow, bw, s, e)
+        # the favourite: most connected other cluster, full or not; ties: lowest hash
+        best_all = bw[s]
+        for i in range(s + 1, e):
+            if bw[i] > best_all:
+                best_all = bw[i]
+        fav = -1
+        fav_rank = np.uint64(0)
+        for i in range(s, e):
+            if bw[i] == best_all:
+                r = _mix(np.uint64(bc[i]) + key)
+                if fav < 0 or r < fav_rank:
+                    fav, fav_rank = i, r
+        fn[nf] = k
+        fc[nf] = bc[fav]
+        fconn[nf] = best_all
+        nf += 1
+        # the join: most connected cluster with room, at least min_share of the best
+        floor = min_share * best_all
+        pick = -1
+        pick_rank = np.uint64(0)
+        for i in range(s, e):
+            if not bw[i] >= floor:
+                continue
+            if pick >= 0 and bw[i] < bw[pick]:
+                continue
+            fits = True
+            row = brow[i]
+            for col in range(width):
+                if cw[row, col] + nw[k, col] > caps[col]:
+                    fits = False
+                    break
+            if not fits:
+                continue
+            r = _mix(np.uint64(bc[i]) + key)
+            if pick < 0 or bw[i] > bw[pick] or r < pick_rank:
+                pick, pick_rank = i, r
+        if pick >= 0 and bw[pick] - conn_own[k] > 0:
+            jn[nj] = k
+            jc[nj] = bc[pick]
+            jg[nj] = bw[pick] - conn_own[k]
+            nj += 1
+    return jn[:nj], jc[:nj], jg[:nj], fn[:nf], fc[:nf], fconn[:nf]
+
+
+def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any:  # pragma: no cover - compiled
+    rows = own.size
+    start = np.zeros(rows + 1, np.int64)
+    for i in range(u.size):
+        start[u[i] + 1] += 1
+    for k in range(rows):
+        start[k + 1] += start[k]
+    pos = start[:-1].copy()
+    bc = np.empty(u.size, np.int64)
+    brow = bc  # no rows here (an alias is sorted along harmlessly)
+    bw = np.ones(u.size, np.int64)
+    for i in range(u.size):
+        k = u[i]
+        p = pos[k]
+        bc[p] = c[i]
+        pos[k] = p + 1
+    out = own.copy()
+    for k in range(rows):
+        s = start[k]
+        e = start[k + 1]
+        if e == s:
+            continue
+        e = _sort_merge(bc, brow, bw, s, e)
+        best = bw[s]
+        for i in range(s + 1, e):
+            if bw[i] > best:
+                best = bw[i]
+        node_hash = _mix(np.uint64(ids[k]) + key2)
+        pick = -1
+        pick_rank = np.uint64(0)
+        own_top = False
+        for i in range(s, e):
+            if bw[i] != best:
+                continue
+            if bc[i] == own[k]:
+                own_top = True
+            r = _mix(np.uint64(bc[i]) + key) ^ node_hash
+            if pick < 0 or r < pick_rank:
+                pick, pick_rank = i, r
+        if not own_top:
+            out[k] = bc[pick]
+    return out
+
+
+_LOCK = threading.Lock()
+
+
+def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: no cover - compiled
+    n = u.size
+    ou = np.empty(n, np.int64)
+    oc = np.empty(n, np.int64)
+    ow = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        k = u[i]
+        if movers[k]:
+            ou[m] = k
+            oc[m] = label[v[i]]
+            ow[m] = w[i]
+            m += 1
+    return ou[:m], oc[:m], ow[:m]
+
+
+@functools.cache
+def _compiled(name: str) -> Any:
+    """Compile (or load from numba's cache) the kernel ``name``; its helpers first, in
+    this module's namespace, where the kernels look them up."""
+    import numba
+
+    jit = numba.njit(cache=True, nogil=True)
+    with _LOCK:
+        for helper in ("_mix", "_sort_merge"):
+            if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
+                globals()[helper] = jit(globals()[helper])
+        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers}[name])
+
+
+def joins_kernel(*args: Any) -> Any:
+    """The compiled :func:`_joins` (arguments: see :func:`.coarsen_kernels.joins_and_favourites`)."""
+    return _compiled("joins")(*args)
+
+
+def mover_entries(u: Any, v: Any, w: Any, movers: Any, label: Any) -> tuple[Any, Any, Any]:
+    """The entries ``(u, label[v], w)`` of the nodes ``u`` with ``movers[u]``, in one
+    compiled pass (instead of a mask, three copies and a gather)."""
+    u, v, w, label = (np.ascontiguousarray(x, np.int64) for x in (u, v, w, label))
+    out: tuple[Any, Any, Any] = _compiled("movers")(u, v, w, np.ascontiguousarray(movers, np.bool_), label)
+    return out
+
+
+def strongest_kernel(*args: Any) -> Any:
+    """The compiled :func:`_strongest` (arguments: see :func:`.coarsen_kernels.strongest_clusters`)."""
+    return _compiled("strongest")(*args)

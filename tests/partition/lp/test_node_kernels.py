@@ -1,0 +1,159 @@
+"""The compiled per-node kernels of the multilevel ``lp`` clustering against the numpy
+versions they replaced (issue #38): equal outputs, element for element, on random
+inputs (hypothesis), so the ``lp`` output does not change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp.kernels import node_order
+from dgl_chunked.partition.lp.node_kernels import mover_entries
+from dgl_chunked.partition.lp.pair_sums import pair_sums
+
+IdArray = np.ndarray
+
+# --- the numpy versions (dgl_chunked/partition/lp/coarsen_kernels.py before issue #38) ---
+
+
+def _old_joins_and_favourites(
+    u: IdArray,
+    c: IdArray,
+    w: IdArray,
+    *,
+    own: IdArray,
+    node_weight: IdArray,
+    cluster_weight: Callable[[IdArray], IdArray],
+    caps: IdArray,
+    seed: int,
+    salt: int,
+    min_share: float = 0.0,
+) -> tuple[IdArray, ...]:
+    empty = np.empty(0, np.int64)
+    ok = c >= 0
+    home = ok & (c == own[u])
+    conn_own = np.bincount(u[home], weights=w[home], minlength=own.size).astype(np.int64)
+    ok &= ~home
+    u, c, w = u[ok], c[ok], w[ok]
+    if u.size == 0:
+        return empty, empty, empty, empty, empty, empty
+    u, c, conn = pair_sums(u, c, w)
+    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    counts = np.diff(np.concatenate([starts, [u.size]]))
+    best_all = np.repeat(np.maximum.reduceat(conn, starts), counts)
+    rank_all = node_order(c, seed=seed, salt=salt)
+    top_all = conn == best_all
+    rank = np.where(top_all, rank_all, np.iinfo(np.uint64).max)
+    fav = top_all & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
+    favourites = (u[fav], c[fav], conn[fav])
+    fits = np.all(cluster_weight(c) + node_weight[u] <= caps[None, :], axis=1)
+    fits &= conn >= min_share * best_all
+    u, c, conn, rank_all = u[fits], c[fits], conn[fits], rank_all[fits]
+    if u.size == 0:
+        return (empty, empty, empty, *favourites)
+    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    counts = np.diff(np.concatenate([starts, [u.size]]))
+    top = conn == np.repeat(np.maximum.reduceat(conn, starts), counts)
+    rank = np.where(top, rank_all, np.iinfo(np.uint64).max)
+    pick = top & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
+    u, c, gain = u[pick], c[pick], conn[pick] - conn_own[u[pick]]
+    better = gain > 0
+    return (u[better], c[better], gain[better], *favourites)
+
+
+def _old_strongest_clusters(u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, seed: int, salt: int) -> IdArray:
+    out = np.array(own, np.int64, copy=True)
+    if u.size == 0:
+        return out
+    u, c, conn = pair_sums(u, c, np.ones(u.size, np.int64))
+    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    counts = np.diff(np.concatenate([starts, [u.size]]))
+    top = conn == np.repeat(np.maximum.reduceat(conn, starts), counts)
+    pair = node_order(c, seed=seed, salt=salt) ^ node_order(np.asarray(ids, np.int64)[u], seed=seed, salt=salt + 1)
+    rank = np.where(top, pair, np.iinfo(np.uint64).max)
+    pick = top & (rank == np.repeat(np.minimum.reduceat(rank, starts), counts))
+    own_top = u[top & (c == out[u])]
+    out[u[pick]] = c[pick]
+    out[own_top] = own[own_top]
+    return out
+
+
+# --- random inputs ----------------------------------------------------------------------
+
+
+@st.composite
+def _clustering(draw: st.DrawFn) -> dict[str, object]:
+    """A block of ``rows`` nodes, entries to ``clusters`` clusters (few: many ties and
+    repeated pairs; some without a cluster), weights of 1-2 columns near the caps."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    rows = draw(st.integers(1, 60))
+    clusters = draw(st.integers(1, 40))
+    n = draw(st.integers(0, 400))
+    width = draw(st.integers(1, 2))
+    u = rng.integers(0, rows, n)
+    if draw(st.booleans()):  # hubs: most entries on a few nodes
+        u = np.minimum(u, rng.integers(0, 3, n))
+    c = rng.integers(-1 if draw(st.booleans()) else 0, clusters, n)
+    w = rng.integers(1, draw(st.integers(1, 4)) + 1, n)
+    caps = rng.integers(1, 6, width)
+    return {
+        "u": u.astype(np.int64),
+        "c": c.astype(np.int64),
+        "w": w.astype(np.int64),
+        "own": rng.integers(0, clusters, rows).astype(np.int64),
+        "node_weight": rng.integers(0, 3, (rows, width)).astype(np.int64),
+        "table": rng.integers(0, 6, (clusters, width)).astype(np.int64),
+        "caps": caps.astype(np.int64),
+        "seed": seed % 1000,
+        "salt": draw(st.integers(0, 50)),
+        "min_share": draw(st.sampled_from([0.0, 0.3, 0.5, 0.9, 1.0])),
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(_clustering())
+def test_joins_and_favourites_equal_the_numpy_version(case: dict[str, object]) -> None:
+    table = case.pop("table")
+    assert isinstance(table, np.ndarray)
+    u, c, w = case.pop("u"), case.pop("c"), case.pop("w")
+    want = _old_joins_and_favourites(u, c, w, cluster_weight=lambda ids: table[ids], **case)  # type: ignore[arg-type]
+    for cluster_weight in (table, lambda ids: table[ids]):  # the whole table, or a lookup
+        got = CK.joins_and_favourites(u, c, w, cluster_weight=cluster_weight, **case)  # type: ignore[arg-type]
+        assert [x.tolist() for x in got] == [x.tolist() for x in want]
+        assert all(x.dtype == np.int64 for x in got)
+        joins = CK.joins_and_favourites(u, c, w, cluster_weight=cluster_weight, favourites=False, **case)  # type: ignore[arg-type]
+        assert [x.tolist() for x in joins] == [x.tolist() for x in want[:3]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_clustering())
+def test_strongest_clusters_equal_the_numpy_version(case: dict[str, object]) -> None:
+    u, c, own = case["u"], case["c"], case["own"]
+    assert isinstance(u, np.ndarray) and isinstance(c, np.ndarray) and isinstance(own, np.ndarray)
+    ok = c >= 0  # the purification passes the entries with a cluster only
+    ids = np.arange(own.size, dtype=np.int64) * 7 + 1000
+    kw = {"ids": ids, "seed": case["seed"], "salt": case["salt"]}
+    want = _old_strongest_clusters(u[ok], c[ok], own, **kw)  # type: ignore[arg-type]
+    got = CK.strongest_clusters(u[ok], c[ok], own, **kw)  # type: ignore[arg-type]
+    assert got.tolist() == want.tolist()
+    assert got is not own
+
+
+@settings(max_examples=100, deadline=None)
+@given(_clustering())
+def test_mover_entries_equal_the_numpy_selection(case: dict[str, object]) -> None:
+    """The proposal's first step: the movers' entries with their neighbours' labels."""
+    u, own = case["u"], case["own"]
+    assert isinstance(u, np.ndarray) and isinstance(own, np.ndarray)
+    rng = np.random.default_rng(u.size)
+    v = rng.integers(0, 50, u.size)
+    label = rng.integers(-1, 30, 50)
+    movers = rng.random(own.size) < 0.5
+    keep = movers[u]
+    got = mover_entries(u, v, u * 3 + 1, movers, label)
+    assert [x.tolist() for x in got] == [u[keep].tolist(), label[v[keep]].tolist(), (u * 3 + 1)[keep].tolist()]
