@@ -4,8 +4,7 @@ and row range, as :mod:`~dgl_chunked.dispatch.graph_split` writes ``graph.dgl``.
 A skeleton task writes the tensor dict with every payload left as a hole
 (:func:`~dgl_chunked.io.dgl.binary.write_tensor_dict_skeleton`) and returns the offsets;
 one task per feature and range of :data:`FEATURE_TASK_BYTES` copies the partition's
-staged rows of that feature into its hole (whole pages with ``O_DIRECT``, as
-:class:`~dgl_chunked.storage.direct_io.PositionedWriter` writes them); a last task renames
+staged rows of that feature into its hole (``os.pwrite``); a last task renames
 ``<kind>.dgl.parts-dglc`` to ``<kind>.dgl`` and records it in the staging as the one-task
 writer does. The bytes are the one-task writer's. It applies to files of more than
 :data:`FEATURE_TASK_BYTES` on a local or shared file system whose features are plain
@@ -27,7 +26,6 @@ from dgl_chunked.dispatch.plan import PartitionPlan, StagedFeature
 from dgl_chunked.dispatch.staging import MISSING, segment_bounds
 from dgl_chunked.io.dgl.binary import Reserved, write_tensor_dict_skeleton
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.direct_io import PositionedWriter
 from dgl_chunked.storage.zarr_rows import read_rows
 
 __all__ = [
@@ -137,12 +135,15 @@ def write_feature_rows(
         return b - a
     feat = _features(plan, kind)[0][index]
     disk, row_bytes = _disk(feat), _row_bytes(feat)
-    row = a
-    with PositionedWriter(path) as out:  # whole pages direct, as the one-task writer writes
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        row = a
         for block in _feature_blocks(plan, part, feat, a, b):
             data = np.ascontiguousarray(block, dtype=disk)
-            out.pwrite(data.reshape(-1).view(np.uint8).data, offsets[feat.key] + row * row_bytes)
+            os.pwrite(fd, data.reshape(-1).view(np.uint8).data, offsets[feat.key] + row * row_bytes)
             row += block.shape[0]
+    finally:
+        os.close(fd)
     if row != b:  # pragma: no cover - the staged counts are the layout's sizes
         raise RuntimeError(f"{path}: {feat.key}: wrote rows [{a}, {row}) of [{a}, {b})")
     return b - a

@@ -19,10 +19,7 @@ file:
 3. per range, the range's rows of the five edge arrays, written at their offsets
    (``os.pwrite``): local sources relabelled through the frozen bitmap exactly as
    :class:`~dgl_chunked.dispatch.halo.ranges.MemoryHalo` does, destinations minus
-   the partition's first new ID, edge IDs, type IDs and ones. Whole pages go to the disk
-   with ``O_DIRECT`` (:class:`~dgl_chunked.storage.direct_io.PositionedWriter`), as the
-   one-task writer's do: through the page cache the write step took twice as long at
-   10M / 100M on 2 workers.
+   the partition's first new ID, edge IDs, type IDs and ones.
 
 A last task per partition renames the file to ``graph.dgl`` once every range is
 written and records it in the staging as the one-task writer does: a file that looks
@@ -58,7 +55,6 @@ from dgl_chunked.dispatch.staging import MISSING, segment_bounds
 from dgl_chunked.errors import DGLFormatError
 from dgl_chunked.io.dgl.binary import ArraySpans, HomogeneousGraph, Reserved, write_graph_skeleton
 from dgl_chunked.storage import fs
-from dgl_chunked.storage.direct_io import PositionedWriter
 from dgl_chunked.storage.zarr_rows import read_rows
 
 __all__ = [
@@ -236,11 +232,12 @@ def write_edge_rows(plan: PartitionPlan, part: int, skeleton: Skeleton, e0: int,
     n_inner = hi - lo
     e_first = int(plan.edge_layout.ranges[part, 0, 0])
     at = skeleton.offsets
-    with PositionedWriter(skeleton.path) as out:  # whole pages direct, as the one-task writer writes
+    fd = os.open(skeleton.path, os.O_WRONLY)
+    try:
 
         def put(name: str, row: int, values: npt.NDArray[Any]) -> None:
             data = np.ascontiguousarray(values)
-            out.pwrite(data.view(np.uint8).data, at[name] + row * data.dtype.itemsize)
+            os.pwrite(fd, data.view(np.uint8).data, at[name] + row * data.dtype.itemsize)
 
         for r, x, src in _column_blocks(plan, part, "new_src", e0, e1):
             local = src - lo
@@ -259,6 +256,8 @@ def write_edge_rows(plan: PartitionPlan, part: int, skeleton: Skeleton, e0: int,
                     f"[{int(local.min())}, {int(local.max())}] at edge rows from {x}; the staging is damaged: rerun"
                 )
             put("dst", x, local)
+    finally:
+        os.close(fd)
     return e1 - e0
 
 

@@ -11,11 +11,6 @@ A direct write returns when the device has the data, so a single buffer would le
 the caller idle for every one of them. There are two: a background thread writes a
 full buffer while the caller fills the other.
 
-Writers that fill a file out of order, several tasks each its own byte ranges (the split
-writers of ``graph.dgl`` and the feature files), use :class:`PositionedWriter`: the whole
-aligned pages of each write go direct, the partial pages at its two ends through the page
-cache, so no page is written both ways by two writers.
-
 Filesystems that refuse ``O_DIRECT`` (tmpfs on older kernels, many FUSE mounts)
 and platforms without it get an ordinary buffered file, as does everyone with
 ``DGLC_DIRECT_IO=0`` in the environment.
@@ -29,7 +24,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
-__all__ = ["open_for_writing", "DirectFile", "PositionedWriter", "direct_io_enabled"]
+__all__ = ["open_for_writing", "DirectFile", "direct_io_enabled"]
 
 ALIGN = 4096
 """Offsets and lengths of direct writes are multiples of this (covers 512 B and 4 KiB devices)."""
@@ -161,103 +156,3 @@ class DirectFile:
         flags = fcntl.fcntl(self._fd, fcntl.F_GETFL)
         fcntl.fcntl(self._fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
         self._direct = False
-
-
-class PositionedWriter:
-    """Writes at given offsets of an existing local file (``os.pwrite``, nothing truncated).
-
-    Of each write, the whole :data:`ALIGN`-aligned pages inside its byte range are copied
-    into a page-aligned buffer and written with ``O_DIRECT``; the partial pages at its two
-    ends go through the page cache. A page is thus written directly only by the one write
-    that covers it whole: writers of neighbouring byte ranges of the same file (other tasks,
-    other processes) share only partial pages, and those only through the page cache. The
-    kernel keeps the two paths coherent; the split is for speed (see the module).
-
-    Buffered only where :func:`direct_io_enabled` says no, where the file system refuses
-    ``O_DIRECT`` when the file is opened, or, from then on, where it refuses a direct write.
-
-    Parameters
-    ----------
-    path
-        Local file; it must exist.
-    buffer_bytes
-        Size of the aligned buffer (a multiple of :data:`ALIGN`): the largest direct write.
-    """
-
-    def __init__(self, path: str, buffer_bytes: int = BUFFER_BYTES) -> None:
-        self.name = path
-        self._fd = os.open(path, os.O_WRONLY)
-        self._direct_fd: int | None = None
-        self._buffer: mmap.mmap | None = None
-        if direct_io_enabled():
-            try:
-                self._direct_fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
-            except OSError as err:
-                if err.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
-                    os.close(self._fd)
-                    raise
-        if self._direct_fd is not None:
-            self._buffer = mmap.mmap(-1, buffer_bytes)  # anonymous maps are page aligned
-
-    @property
-    def direct(self) -> bool:
-        """Whether aligned pages are still written with ``O_DIRECT``."""
-        return self._direct_fd is not None
-
-    def pwrite(self, data: Any, offset: int) -> int:
-        """Write ``data`` (any C-contiguous buffer) at byte ``offset``; return its length in bytes."""
-        source = memoryview(data).cast("B")
-        size = source.nbytes
-        head = min(size, -offset % ALIGN)
-        end = offset + size
-        last = max(offset + head, end - end % ALIGN)  # the direct pages are [offset + head, last)
-        _pwrite_all(self._fd, source[:head], offset)
-        pos = offset + head
-        while pos < last and self._direct_fd is not None and self._buffer is not None:
-            n = min(last - pos, len(self._buffer))
-            with memoryview(self._buffer) as view, view[:n] as chunk:
-                chunk[:] = source[pos - offset : pos - offset + n]
-                self._write_direct(chunk, pos)
-            pos += n
-        _pwrite_all(self._fd, source[pos - offset :], pos)  # the tail, or what follows a refused write
-        return size
-
-    def close(self) -> None:
-        """Close both descriptors and free the buffer."""
-        if self._direct_fd is not None:
-            os.close(self._direct_fd)
-            self._direct_fd = None
-        if self._buffer is not None:
-            self._buffer.close()
-            self._buffer = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __enter__(self) -> PositionedWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _write_direct(self, chunk: memoryview, offset: int) -> None:
-        """Write the aligned ``chunk`` at ``offset`` directly; where the file system refuses
-        (or writes short), the rest buffered and every later write too."""
-        assert self._direct_fd is not None
-        try:
-            done = os.pwrite(self._direct_fd, chunk, offset)
-        except OSError as err:
-            if err.errno != errno.EINVAL:
-                raise
-            done = 0
-        if done < chunk.nbytes:
-            _pwrite_all(self._fd, chunk[done:], offset + done)
-            os.close(self._direct_fd)
-            self._direct_fd = None
-
-
-def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
-    """``os.pwrite`` until all of ``data`` is written."""
-    done = 0
-    while done < data.nbytes:
-        done += os.pwrite(fd, data[done:], offset + done)
