@@ -47,7 +47,7 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import store as S
-from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
 from dgl_chunked.partition.lp.node_kernels import mover_entries
 from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums
 from dgl_chunked.storage.arrays import read_array, write_array
@@ -148,11 +148,10 @@ def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
         return table[ids]
     block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
     out: npt.NDArray[Any] | None = None
-    for b in np.unique(block).tolist():
+    for b, sel in rows_by_block(block, level.num_blocks):  # one sort, not a pass per block
         arr = load(level.url(f"{name}-{b}"))
         if out is None:
             out = np.empty((ids.size, *arr.shape[1:]), arr.dtype)
-        sel = np.flatnonzero(block == b)
         out[sel] = arr[ids[sel] - level.offsets[b]]
     assert out is not None
     return out

@@ -44,6 +44,7 @@ __all__ = [
     "priority_of",
     "propose_placement",
     "propose_refinement",
+    "rows_by_block",
     "rows_of",
     "split_group_key",
     "summarise_groups",
@@ -126,6 +127,19 @@ def orient_edges(
         return u_local, v, np.full(num_blocks, 2 * m, np.int64), self_loops
     u_local, v = group_by_key(block, num_blocks, [u_local, v])
     return u_local, v, np.bincount(block, minlength=num_blocks).astype(np.int64), self_loops
+
+
+def rows_by_block(block: IdArray, num_blocks: int) -> list[tuple[int, IdArray]]:
+    """Per non-empty block (ascending), the positions of the rows of ``block`` (values in
+    ``[0, num_blocks)``) that fall in it, ascending: one stable radix sort for all
+    blocks, where a comparison with every block cost rows x blocks."""
+    block = np.asarray(block)
+    if num_blocks <= 1:
+        return [(0, np.arange(block.size, dtype=np.int64))] if block.size else []
+    dtype = np.uint8 if num_blocks <= 1 << 8 else np.uint16 if num_blocks <= 1 << 16 else np.int64
+    order = np.argsort(block.astype(dtype, copy=False), kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(block, minlength=num_blocks))])
+    return [(b, order[bounds[b] : bounds[b + 1]]) for b in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist()]
 
 
 def block_degrees(

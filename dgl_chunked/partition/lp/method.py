@@ -69,15 +69,19 @@ plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per 
    edges (in-degree plus self-loops: the ``balance_edges`` weight, counted only
    then), the degree *tier* ``floor(log2 degree)``, the balance *stratum* (node type x first
    true mask named in ``balance_ntypes``) and the block's nodes ordered by falling
-   tier; then each edge file's entries are reordered by (block, falling tier of ``u``).
+   tier; then every block gathers its entries from every staging file into its own
+   files, ordered by falling tier of ``u`` (one task per block; the staging files are
+   deleted after), so a round reads one range per block, whatever the number of edge
+   files.
 3. **Streaming placement** (Fennel, by degree tier, highest first): consecutive
    tiers are merged, from the top, into rounds of at least ``round_nodes`` of a
    part's share of the nodes with neighbours (the sparse top tiers share a round;
    the bulky low ones keep their own). A round reads the staged entries of its nodes
    only and touches only its nodes (a contiguous span of each block's tier order),
    so every entry is read once over all rounds. Each block counts its round nodes'
-   placed neighbours per part, reading the whole assignment (under 64 MiB, else one
-   block file at a time), and proposes the open part maximising
+   placed neighbours per part, reading the whole assignment (under 64 MiB, once per
+   worker thread and round; else one block file at a time), and proposes the open
+   part maximising
    ``neighbours[q] - c(nodes[q]) - weight * c'(owned_edges[q])`` (Fennel's marginal
    cost, ``c(x) = alpha gamma x**(gamma-1)``; the edge term only with
    ``balance_edges``). High-degree nodes go first, so hubs find each other as in a
@@ -149,25 +153,40 @@ its entries once it is projected (before: every level kept to the end, 2.8 GB in
 multilevel scratch at 1M). The second cluster weight
 (``LPConfig.extra_cluster_weights``) doubles the multilevel time (without it: 79 s at
 1M with 4 + 4 rounds, cut unchanged there, but 1-2% more cut on the 50k
-planted-community graphs at 16 parts). At 10M / 100M (2 + 2 rounds, load 3-11) ``lp``
-did not finish within 24 minutes: stage 116.9 s, streaming 152.1 s, the first
-coarsening 659.2 s, and the workers' peak RSS had reached 1547 / 1477 MB (958 / 967 MB
-at 1M): not flat. Its scratch store held 33 GB then: 17 coarsening levels, levels 1-7
-2.9-4.7 GB each.
+planted-community graphs at 16 parts). At 10M / 100M with 8 edge files (12.5M edges
+each; 2 + 2 rounds, load 3-11) ``lp`` did not finish within 24 minutes: stage 116.9 s,
+streaming 152.1 s, the first coarsening 659.2 s, and the workers' peak RSS had reached
+1547 / 1477 MB (958 / 967 MB at 1M): its staging tasks and its per-file reordering
+tasks held 10x the entries of the 1M graph's (and each of those read every block's
+tiers). With edge files of the 1M graph's size (1.25M edges: 80 files) and each block
+gathering its own entries (step 2), in one run: stage 59.5 s, streaming 75.4 s (load
+5-7), peak 476 / 498 MB per worker by then and 1069 / 1085 MB after 9 coarsening
+levels (load 3-5; the same code at 1M, load 2-5: 108.7 s, stage 2.4 s, streaming
+3.5 s, 995 / 1024 MB over the whole run); the run was stopped
+after 14.3 minutes, in the first coarsening, with 5 GB of disk left: every coarse
+level's entries (3 x int64 each, 4.4 GB at level 1) stay until the uncoarsening,
+29 GB by then. Stage and streaming alone (one process, before the gathering, load
+5-8): 7.3 + 7.9 s at 1M, 11.8 + 10.8 s at 2M, 18.6 + 30.4 s at 4M, 51.1 + 62.6 s at
+10M (equal edge files): linear but for the random gathers, slower per entry as the
+tables outgrow the caches.
 
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
 bytes per entry with its temporaries (``group_entries``: 2**21), one block's
-histogram (``block_rows x (P + 1)`` int64) and either the whole assignment (5 bytes
-per node, under 64 MiB) or one block of it; a proposal task at most four histogram
+histogram (``block_rows x (P + 1)`` int64) and either the whole assignment (1 byte
+per node up to 127 parts, else 4, under 64 MiB: kept by the worker thread for the
+round) or one block of it; a proposal task at most four histogram
 parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
 work here; :func:`.store.pooled_array`) and freed at the end of the run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
+A gathering task (step 2) holds one block's staged entries (about 33 bytes per
+entry with its sort: ``block_rows`` times the block's mean degree).
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
-strata), per-block tables of ``64 x S`` and the edge-file segments per block.
-Scratch disk: 16 bytes per edge (24 beyond 2**31 nodes) and about 21 per node.
+strata), per-block tables of ``64 x S`` and the entries per block and tier.
+Scratch disk: 16 bytes per edge (24 beyond 2**31 nodes; twice that while the blocks
+gather their entries) and about 21 per node.
 The multilevel tasks each hold one block's staged entries (about 60 bytes per entry
 of the moving half with their temporaries: ``block_rows`` times the mean degree),
 label and weight tables read whole under 64 MiB (else one block at a time) and

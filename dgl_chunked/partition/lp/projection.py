@@ -14,7 +14,7 @@ from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import schedule
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.coarsen_tasks import Level
-from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
 from dgl_chunked.partition.lp.taskgraph import TaskGraph
 
 __all__ = ["run_blocks"]
@@ -73,8 +73,7 @@ def _lp_parts(level: Level, ids: IdArray) -> npt.NDArray[np.int32]:
     """The level-0 assignment (``lp``'s result files) of ``ids``, one block at a time."""
     block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
     out = np.empty(ids.size, np.int32)
-    for b in np.unique(block).tolist():
-        sel = block == b
+    for b, sel in rows_by_block(block, level.num_blocks):  # one sort, not a pass per block
         out[sel] = S.read_block(level.lp_root, b, "part")[ids[sel] - level.offsets[b]]
     return out
 

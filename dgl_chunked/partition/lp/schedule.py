@@ -22,7 +22,6 @@ __all__ = [
     "block_quotas",
     "caps_for",
     "fennel_costs",
-    "file_segments",
     "fill_plan",
     "group_segments",
     "tier_rounds",
@@ -286,12 +285,6 @@ def block_quotas(
     return [(keys[lo:hi], qn[lo:hi], qw[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
 
 
-def file_segments(counts: list[IdArray], num_blocks: int) -> list[Segments]:
-    """Per block, the (file, start, stop) ranges of files whose entries are block-major."""
-    offs = [np.concatenate([[0], np.cumsum(c)]) for c in counts]
-    return [[(c, int(o[b]), int(o[b + 1])) for c, o in enumerate(offs) if o[b + 1] > o[b]] for b in range(num_blocks)]
-
-
 def tier_rounds(nodes_per_tier: IdArray, min_nodes: int) -> list[tuple[int, int]]:
     """Placement rounds ``(high tier, low tier)``, from the top tier down: consecutive
     degree tiers are merged until a round holds at least ``min_nodes`` nodes
@@ -320,18 +313,13 @@ def round_spans(nodes_per_tier: IdArray, high: int, low: int) -> list[tuple[int,
     return [(int(a), int(a + n)) for a, n in zip(above, inside, strict=True)]
 
 
-def round_segments(block_counts: list[IdArray], tier_counts: list[IdArray], high: int, low: int) -> list[Segments]:
-    """Per block, the staged entries of its nodes of tiers ``high..low``: one range per
-    edge file, as tiers fall within a block of a restaged file."""
-    num_blocks = block_counts[0].size if block_counts else 0
-    out: list[Segments] = [[] for _ in range(num_blocks)]
-    for c, (bc, lc) in enumerate(zip(block_counts, tier_counts, strict=True)):
-        start = np.concatenate([[0], np.cumsum(bc)])[:-1]
-        first = start + lc[:, high + 1 :].sum(axis=1)
-        stop = start + lc[:, low:].sum(axis=1)
-        for b in np.flatnonzero(stop > first):
-            out[b].append((c, int(first[b]), int(stop[b])))
-    return out
+def round_segments(tier_counts: IdArray, high: int, low: int) -> list[Segments]:
+    """Per block, the staged entries of its nodes of tiers ``high..low``: one range of
+    the block's own edge files, ordered by falling tier (``tier_counts``: entries per
+    block and tier, ``[blocks, 63]``)."""
+    first = tier_counts[:, high + 1 :].sum(axis=1)
+    stop = tier_counts[:, low:].sum(axis=1)
+    return [[(b, int(f), int(s))] if s > f else [] for b, (f, s) in enumerate(zip(first, stop, strict=True))]
 
 
 def planned_gain(quotas: list[Groups], *, num_parts: int) -> int:

@@ -10,16 +10,21 @@ Scratch layout of one run (``ROOT`` is a fresh directory under ``LPConfig.scratc
     ROOT/work/blocks/<b>-order.bin   int32   local node IDs by falling degree tier
     ROOT/work/blocks/<b>-moves.bin   int64 [4, k]  the round's proposals: local ID,
                                              target, group key, weight
-    ROOT/work/edges/<c>-u.bin        uint32  staged entries of edge file c: block-local u
-    ROOT/work/edges/<c>-v.bin        int32/64  ... and the neighbour's orig_nid
-    ROOT/work/edges/<c>-loops.bin    int64   self-loop nodes of edge file c, sorted
+    ROOT/work/edges/<c>-su.bin       uint32  staged entries of read task c, block-major:
+                                             block-local u
+    ROOT/work/edges/<c>-sv.bin       int32/64  ... and the neighbour's orig_nid
+    ROOT/work/edges/<c>-loops.bin    int64   self-loop nodes of read task c, sorted
+                                             (the three deleted once every block has
+                                             gathered its entries)
+    ROOT/work/edges/<b>-u.bin        uint32  block b's staged entries by falling tier of u
+    ROOT/work/edges/<b>-v.bin        int32/64  ... and the neighbour's orig_nid
 
 Every file is an array file (:mod:`dgl_chunked.storage.arrays`): written once
 through a temporary name, read back by row range with ``readinto``. Node arrays are
 one file per node block, so every block task writes its own files (no races); a
 rewrite goes to a temporary file renamed over the old one, so a reader never sees
 half a file. Plain files, not Zarr: a round reads the whole assignment in
-every task, and Zarr's per-call overhead was most of a small round's cost.
+every worker, and Zarr's per-call overhead was most of a small round's cost.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,16 +48,19 @@ __all__ = [
     "ScratchRoot",
     "create_dirs",
     "edges_file",
+    "kept_array",
     "read_block",
     "read_result",
     "read_segments",
     "release_pools",
+    "remove_staged",
     "save",
     "pooled_array",
     "write_block",
 ]
 
 _POOLS: dict[int, dict[str, npt.NDArray[Any]]] = {}  # thread ID -> its pooled arrays (see pooled_array)
+_KEPT: dict[int, tuple[Hashable, npt.NDArray[Any]]] = {}  # thread ID -> its kept array and key (see kept_array)
 Segments = list[tuple[int, int, int]]  # (edge file, first entry, end entry)
 
 
@@ -118,6 +127,13 @@ def edges_file(root: ScratchRoot, c: int, name: str) -> str:
     return root.join("work", "edges", f"{c}-{name}.bin")
 
 
+def remove_staged(root: ScratchRoot, num_tasks: int) -> None:
+    """Delete the staging tasks' files (``<c>-su``, ``-sv``, ``-loops`` of each read task)."""
+    for c in range(num_tasks):
+        for name in ("su", "sv", "loops"):
+            root.remove(edges_file(root, c, name))
+
+
 def save(root: ScratchRoot, path: str, arr: npt.NDArray[Any]) -> None:
     """Write ``arr`` to ``path`` through a temporary file and an atomic rename (on an
     object store one PUT, which is atomic already)."""
@@ -157,9 +173,10 @@ def pooled_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) 
     histogram's arithmetic. The big per-entry and per-node arrays of the histogram,
     restage and proposal tasks are therefore reused. Per worker thread they hold about
     17 bytes per entry of a histogram group (``group_entries``), 25 per entry of the
-    largest edge file, 5 per node (only under ``FULL_READ_BYTES``) and 24 per node of a
-    block, until :func:`release_pools` (the driver calls it on every worker at the
-    end). Callers must not let a pooled array outlive their task.
+    largest block's staged entries, 4 per node of a block (the assignment read block
+    by block above ``FULL_READ_BYTES``) and 24 per node of a block, until
+    :func:`release_pools` (the driver calls it on every worker at the end). Callers
+    must not let a pooled array outlive their task.
     """
     pool = _POOLS.setdefault(threading.get_ident(), {})
     buf = pool.get(name)
@@ -168,9 +185,25 @@ def pooled_array(name: str, size: int, dtype: type[np.generic] | np.dtype[Any]) 
     return buf[:size]
 
 
+def kept_array(key: Hashable, build: Callable[[], npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    """``build()``, or the array it returned for the same ``key`` in this thread's last
+    call: one array per thread is kept (a new key replaces it), until
+    :func:`release_pools`. For arrays that stay the same for a known time, such as the
+    whole assignment during one round; callers must not change the array."""
+    thread = threading.get_ident()
+    kept = _KEPT.get(thread)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    _KEPT.pop(thread, None)  # the old one is freed before the new one is built
+    arr = build()
+    _KEPT[thread] = (key, arr)
+    return arr
+
+
 def release_pools() -> None:
-    """Drop this process's pooled arrays (arrays still in use stay alive until released)."""
+    """Drop this process's pooled and kept arrays (arrays still in use stay alive until released)."""
     _POOLS.clear()
+    _KEPT.clear()
 
 
 def read_segments(root: ScratchRoot, segs: Segments, name: str, *, pooled: bool = False) -> npt.NDArray[Any]:

@@ -3,13 +3,14 @@
 Every round is one computation (a :class:`.taskgraph.TaskGraph`): the previous round's
 planned moves, then per block its histogram tasks and its proposal task, which wait for
 all the moves. The driver keeps only small tables: sizes per (stratum, part), nodes per
-(block, tier, stratum), placed nodes per (block, stratum) and the edge-file segments.
+(block, tier, stratum), placed nodes per (block, stratum) and entries per (block, tier).
 See :mod:`dgl_chunked.partition.lp`.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -63,9 +64,9 @@ class State:
     plan: LPPlan
     root: S.ScratchRoot
     num_nodes: int
-    block_counts: list[IdArray]  # per edge file: entries per block
-    tier_counts: list[IdArray]  # per edge file: entries per (block, tier)
-    segs: list[S.Segments]  # per block: (edge file, start, stop) of all its entries
+    block_counts: IdArray  # [blocks]: staged entries per block (in the block's own edge files)
+    tier_counts: IdArray  # [blocks, 63]: staged entries per block and tier of u
+    segs: list[S.Segments]  # per block: (block, start, stop) of all its entries
     table: IdArray  # [blocks, 64, S]: nodes per block, tier + 1 and stratum
     tier_weight: IdArray  # [blocks, 64]: owned edges per block and tier + 1 (balance_edges)
     caps: IdArray  # [S] node cap per (stratum, part)
@@ -169,9 +170,10 @@ def _stage(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: i
 
 
 def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
-    """Stage the edges, compute degrees, tiers and strata, reorder entries by tier: one
-    computation (the prepare and restage tasks find their entries from the staging
-    tasks' counts themselves, so the driver need not step in between)."""
+    """Stage the edges, compute degrees, tiers and strata, gather every block's entries
+    into its own files ordered by tier: one computation (the prepare and restage tasks
+    find their entries from the staging tasks' counts themselves, so the driver need
+    not step in between); the staging files are deleted after it."""
     n = int(graph.metadata.node_type_offsets[-1])
     num_blocks = -(-n // plan.block_rows)
     S.create_dirs(root)
@@ -192,19 +194,23 @@ def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
         )
         for b, blk in enumerate(strata.__dask_keys__())
     ]
-    restage = [tasks.add(T.restage_task, Ref(st), root=root, c=c, after=prepared) for c, st in enumerate(stage)]
+    restage = [
+        tasks.add(T.restage_task, *map(Ref, stage), root=root, b=b, after=[prepared[b]]) for b in range(num_blocks)
+    ]
     results = tasks.compute(stage + prepared + restage)
-    block_counts = [r[0] for r in results[: len(stage)]]
-    out, tier_counts = results[len(stage) : len(stage) + len(prepared)], results[len(stage) + len(prepared) :]
+    S.remove_staged(root, len(stage))  # every block has its own copy of its entries now
+    out = results[len(stage) : len(stage) + len(prepared)]
+    tier_counts = np.stack(results[len(stage) + len(prepared) :]).reshape(num_blocks, -1)
+    block_counts = tier_counts.sum(axis=1)
     table, tier_weight = np.stack([o[0] for o in out]), np.stack([o[1] for o in out])
-    entries, gamma = int(sum(int(bc.sum()) for bc in block_counts)), plan.config.gamma
+    entries, gamma = int(block_counts.sum()), plan.config.gamma
     return State(
         plan=plan,
         root=root,
         num_nodes=n,
         block_counts=block_counts,
         tier_counts=tier_counts,
-        segs=schedule.file_segments(block_counts, num_blocks),
+        segs=[[(b, 0, int(k))] if k else [] for b, k in enumerate(block_counts.tolist())],
         table=table,
         tier_weight=tier_weight,
         caps=schedule.caps_for(table.sum(axis=(0, 1)), plan.num_parts, plan.config.eps),
@@ -227,7 +233,7 @@ def _propose(
     kw = {**state.block_kw(b), "span": span, "num_parts": state.plan.num_parts, **kw}
     if len(groups) == 1:
         return tasks.add(T.propose_task, segs=groups[0], after=after, **kw)
-    hist_kw = {k: kw[k] for k in ("root", "b", "block_rows", "rows", "num_nodes", "span", "num_parts")}
+    hist_kw = {k: kw[k] for k in ("root", "b", "block_rows", "rows", "num_nodes", "span", "num_parts", "round_key")}
     parts = [tasks.add(T.hist_task, segs=g, after=after, **hist_kw) for g in groups]
     while len(parts) > _FAN_IN:
         parts = [tasks.add(T.sum_task, *map(Ref, parts[i : i + _FAN_IN])) for i in range(0, len(parts), _FAN_IN)]
@@ -242,13 +248,14 @@ def run_round(state: State, *, mode: str, tiers: tuple[int, int] | None, salt: i
     plan = state.plan
     if tiers is not None:
         spans: list[T.Span] = list(schedule.round_spans(state.table.sum(axis=2), *tiers))
-        segs = schedule.round_segments(state.block_counts, state.tier_counts, *tiers)
+        segs = schedule.round_segments(state.tier_counts, *tiers)
         blocks = [b for b, s in enumerate(spans) if s is not None and s[1] > s[0]]
     else:
         spans, segs, blocks = [None] * state.num_blocks, state.segs, list(range(state.num_blocks))
     sizes, wsizes, _ = state.projected()
     kw: dict[str, Any] = {
         "mode": mode,
+        "round_key": uuid.uuid4().hex,  # the assignment is read once per worker thread in this round
         "open_parts": schedule.open_parts(sizes, wsizes, caps=state.caps, wcap=state.wcap),
         "penalties": schedule.fennel_costs(
             sizes, wsizes, caps=state.caps, wcap=state.wcap, alpha=state.alpha, gamma=plan.config.gamma

@@ -19,6 +19,7 @@ from dgl_chunked.partition.lp.store import (
     ScratchRoot,
     Segments,
     edges_file,
+    kept_array,
     node_file,
     pooled_array,
     read_block,
@@ -70,7 +71,7 @@ def stage_task(
     )
     del src, dst
     loops = np.sort(loops)
-    for name, arr in (("u", u), ("v", v), ("loops", loops)):
+    for name, arr in (("su", u), ("sv", v), ("loops", loops)):
         save(root, edges_file(root, c, name), arr)
     return counts, np.bincount(loops // block_rows, minlength=num_blocks).astype(np.int64)
 
@@ -93,12 +94,12 @@ def prepare_task(
     """
     rows, lo = stratum.size, b * block_rows
     num_blocks = staged[0][0].size if staged else 0
-    segs = schedule.file_segments([s[0] for s in staged], num_blocks)[b] if staged else []
-    loop_segs = schedule.file_segments([s[1] for s in staged], num_blocks)[b] if staged else []
+    segs = _block_segments([s[0] for s in staged], b) if num_blocks else []
+    loop_segs = _block_segments([s[1] for s in staged], b) if num_blocks else []
     stratum = stratum.astype(np.int32)
     degree, weight = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
     for seg in schedule.group_segments(segs, _PREPARE_ENTRIES):
-        d, w = K.block_degrees([read_segments(root, seg, "u")], np.empty(0, np.int64), rows=rows, owned=owned)
+        d, w = K.block_degrees([read_segments(root, seg, "su")], np.empty(0, np.int64), rows=rows, owned=owned)
         degree += d
         weight += w
     if owned and loop_segs:
@@ -118,32 +119,38 @@ def prepare_task(
     return table.reshape(K.NUM_TIERS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
 
 
-def restage_task(staged: tuple[IdArray, IdArray], *, root: ScratchRoot, c: int) -> IdArray:
-    """Reorder edge file ``c``'s entries by (block, falling tier of ``u``) once every
-    block's tiers are written; ``staged`` is what :func:`stage_task` returned for it.
-    Returns the entries per ``(block, tier)`` ``[blocks, 63]``."""
-    block_counts, max_tier = staged[0], K.NUM_TIERS - 2
-    counts = np.zeros((block_counts.size, max_tier + 1), np.int64)
-    entries = int(block_counts.sum())
-    if entries == 0:
-        return counts
-    u, v = (read_segments(root, [(c, 0, entries)], name, pooled=True) for name in ("u", "v"))
-    u_out, v_out = pooled_array("u_out", entries, u.dtype), pooled_array("v_out", entries, v.dtype)
-    starts = np.concatenate([[0], np.cumsum(block_counts)])
-    for b in np.flatnonzero(block_counts).tolist():
-        lo, hi = int(starts[b]), int(starts[b + 1])
-        tier = pooled_array("tier", hi - lo, np.int64)  # int64: bincount's own type, no copy
-        np.bitwise_and(u[lo:hi], K.LOCAL_MASK, out=tier)
-        np.take(read_block(root, b, "tier").astype(np.int64), tier, out=tier)  # >= 0: entries have an edge
-        key = pooled_array("key", hi - lo, np.uint8)
-        np.subtract(max_tier, tier, out=key, casting="unsafe")
-        order = np.argsort(key, kind="stable")  # a radix sort
-        np.take(u[lo:hi], order, out=u_out[lo:hi])
-        np.take(v[lo:hi], order, out=v_out[lo:hi])
-        counts[b] = np.bincount(tier, minlength=max_tier + 1)
-    save(root, edges_file(root, c, "u"), u_out)
-    save(root, edges_file(root, c, "v"), v_out)
-    return counts
+def restage_task(*staged: tuple[IdArray, IdArray], root: ScratchRoot, b: int) -> IdArray:
+    """Gather block ``b``'s staged entries from every read task's files into the block's
+    own files (``edges/<b>-u.bin``, ``-v.bin``), ordered by falling tier of ``u`` (read
+    task order within a tier), once the block's tiers are written; ``staged`` holds
+    what every :func:`stage_task` returned. Returns the entries per tier ``[63]``.
+
+    A round then reads one contiguous range per block, instead of one per read task and
+    block (read tasks x blocks tiny reads per round on large graphs), and no task reads
+    another block's tiers.
+    """
+    max_tier = K.NUM_TIERS - 2
+    num_blocks = staged[0][0].size if staged else 0
+    segs = _block_segments([s[0] for s in staged], b) if num_blocks else []
+    entries = sum(hi - lo for _, lo, hi in segs)
+    if entries == 0:  # no files: the block's segments are empty
+        return np.zeros(max_tier + 1, np.int64)
+    u, v = (read_segments(root, segs, name, pooled=True) for name in ("su", "sv"))
+    tier = pooled_array("tier", entries, np.int64)  # int64: bincount's own type, no copy
+    np.bitwise_and(u, K.LOCAL_MASK, out=tier)
+    np.take(read_block(root, b, "tier").astype(np.int64), tier, out=tier)  # >= 0: entries have an edge
+    key = pooled_array("key", entries, np.uint8)
+    np.subtract(max_tier, tier, out=key, casting="unsafe")
+    order = np.argsort(key, kind="stable")  # a radix sort
+    save(root, edges_file(root, b, "u"), np.take(u, order, out=pooled_array("u_out", entries, u.dtype)))
+    save(root, edges_file(root, b, "v"), np.take(v, order, out=pooled_array("v_out", entries, v.dtype)))
+    return np.bincount(tier, minlength=max_tier + 1).astype(np.int64)
+
+
+def _block_segments(counts: list[IdArray], b: int) -> Segments:
+    """Block ``b``'s ``(file, start, stop)`` ranges in files whose entries are block-major."""
+    starts = [int(c[:b].sum()) for c in counts]
+    return [(c, lo, lo + int(n[b])) for c, (lo, n) in enumerate(zip(starts, counts, strict=True)) if n[b]]
 
 
 def _span_nodes(root: ScratchRoot, b: int, rows: int, span: Span) -> npt.NDArray[Any]:
@@ -154,14 +161,14 @@ def _span_nodes(root: ScratchRoot, b: int, rows: int, span: Span) -> npt.NDArray
 
 
 def _parts_table(
-    root: ScratchRoot, blocks: range, block_rows: int, num_nodes: int, num_parts: int
+    root: ScratchRoot, blocks: range, block_rows: int, num_nodes: int, num_parts: int, *, pooled: bool = True
 ) -> npt.NDArray[np.integer[Any]]:
-    """The assignment of ``blocks`` (a :func:`pooled_array` array); int8 when the parts fit
-    (a 4x smaller table stays in cache for the random gather)."""
+    """The assignment of ``blocks`` (a :func:`pooled_array` array with ``pooled``); int8
+    when the parts fit (a 4x smaller table stays in cache for the random gather)."""
     lo = blocks.start * block_rows
-    table = pooled_array(
-        "table", min(blocks.stop * block_rows, num_nodes) - lo, np.int8 if num_parts <= 127 else np.int32
-    )
+    size = min(blocks.stop * block_rows, num_nodes) - lo
+    dtype: type[np.integer[Any]] = np.int8 if num_parts <= 127 else np.int32
+    table: npt.NDArray[np.integer[Any]] = pooled_array("table", size, dtype) if pooled else np.empty(size, dtype)
     for b in blocks:
         part = read_block(root, b, "part", pooled=True)
         np.copyto(table[b * block_rows - lo : b * block_rows - lo + part.size], part, casting="unsafe")
@@ -169,24 +176,50 @@ def _parts_table(
 
 
 def _neighbour_parts(
-    root: ScratchRoot, v: npt.NDArray[Any], *, block_rows: int, num_nodes: int, num_parts: int
+    root: ScratchRoot,
+    v: npt.NDArray[Any],
+    *,
+    block_rows: int,
+    num_nodes: int,
+    num_parts: int,
+    round_key: str | None = None,
 ) -> npt.NDArray[np.integer[Any]]:
     """The current partition of every ``v`` (a :func:`pooled_array` array): from the whole
-    assignment when small, else block by block (one block in memory at a time)."""
+    assignment when small, else block by block (one block in memory at a time).
+
+    With ``round_key`` (one per round's computation, whose moves all run before its
+    histogram tasks, so the assignment does not change during them) the whole
+    assignment is read once per worker thread and round (:func:`.store.kept_array`),
+    not once per task: per round the reads cost workers x nodes, not tasks x nodes.
+    """
     num_blocks = -(-num_nodes // block_rows)
     if num_nodes * 4 <= FULL_READ_BYTES:
-        table = _parts_table(root, range(num_blocks), block_rows, num_nodes, num_parts)
+        whole = range(num_blocks)
+        if round_key is None:
+            table = _parts_table(root, whole, block_rows, num_nodes, num_parts)
+        else:
+            table = kept_array(
+                ("assignment", root.path, round_key),
+                lambda: _parts_table(root, whole, block_rows, num_nodes, num_parts, pooled=False),
+            )
         return np.take(table, v, out=pooled_array("v_part", v.size, table.dtype))
     out = pooled_array("v_part", v.size, np.int32)
-    block = v // block_rows
-    for b in np.unique(block).tolist():
-        sel = np.flatnonzero(block == b)
+    for b, sel in K.rows_by_block(v // block_rows, num_blocks):
         out[sel] = _parts_table(root, range(b, b + 1), block_rows, num_nodes, num_parts)[v[sel] - b * block_rows]
     return out
 
 
 def _histogram(
-    root: ScratchRoot, b: int, rows: int, segs: Segments, span: Span, *, num_parts: int, block_rows: int, num_nodes: int
+    root: ScratchRoot,
+    b: int,
+    rows: int,
+    segs: Segments,
+    span: Span,
+    *,
+    num_parts: int,
+    block_rows: int,
+    num_nodes: int,
+    round_key: str | None,
 ) -> IdArray:
     """Neighbours per partition of ``span``'s nodes over the listed entries, ``[nodes, P]``."""
     row_of = (
@@ -204,17 +237,28 @@ def _histogram(
         block_rows=block_rows,
         num_nodes=num_nodes,
         num_parts=num_parts,
+        round_key=round_key,
     )
     keys = pooled_array("keys", u.size, np.int64)
     return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, keys=keys)
 
 
 def hist_task(
-    *, root: ScratchRoot, b: int, block_rows: int, rows: int, num_nodes: int, segs: Segments, span: Span, num_parts: int
+    *,
+    root: ScratchRoot,
+    b: int,
+    block_rows: int,
+    rows: int,
+    num_nodes: int,
+    segs: Segments,
+    span: Span,
+    num_parts: int,
+    round_key: str | None = None,
 ) -> npt.NDArray[np.int32]:
-    """One group of entries' neighbour histogram of block ``b``'s span."""
+    """One group of entries' neighbour histogram of block ``b``'s span (``round_key``:
+    see :func:`_neighbour_parts`)."""
     return _histogram(
-        root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes
+        root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes, round_key=round_key
     ).astype(np.int32)
 
 
@@ -255,12 +299,14 @@ def propose_task(
     penalties: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
     open_parts: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
     num_parts: int,
+    round_key: str | None = None,
 ) -> tuple[IdArray, IdArray, IdArray, int]:
     """Propose targets for block ``b``'s candidates; return them summarised per group
     (:data:`.schedule.Groups`) and, when refining, the candidates' neighbours in other parts
     (their share of the current cut, counted from both ends of an edge).
 
-    The histogram is the sum of ``hists``, or computed here over ``segs`` when given.
+    The histogram is the sum of ``hists``, or computed here over ``segs`` when given
+    (``round_key``: see :func:`_neighbour_parts`).
     ``penalties`` are Fennel's per-node and per-unit-of-weight penalties per part;
     ``open_parts`` whether parts have node room ``[S, P]`` and weight room ``[P]``.
     The proposals wait in the block's ``moves`` file for :func:`apply_task` (moving
@@ -269,7 +315,17 @@ def propose_task(
     hist = (
         sum_task(*hists)
         if segs is None
-        else _histogram(root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes)
+        else _histogram(
+            root,
+            b,
+            rows,
+            segs,
+            span,
+            num_parts=num_parts,
+            block_rows=block_rows,
+            num_nodes=num_nodes,
+            round_key=round_key,
+        )
     )
     part = read_block(root, b, "part", pooled=True)
     row, local = _candidates(root, b, part, span, mode)

@@ -336,12 +336,13 @@ def test_round_spans_and_segments_select_the_round_tiers() -> None:
     per_tier[1, [2]] = [4]  # block 1: tier 1
     assert schedule.round_spans(per_tier, 3, 1) == [(0, 5), (0, 4)]
     assert schedule.round_spans(per_tier, 0, 0) == [(5, 10), (4, 4)]
-    # one edge file: block 0 has 6 entries (tiers 3, 3, 1, 0, 0, 0), block 1 has 2 (tier 1)
+    # block 0 has 6 entries (tiers 3, 3, 1, 0, 0, 0), block 1 has 2 (tier 1)
     tier_counts = np.zeros((2, 63), np.int64)
     tier_counts[0, [0, 1, 3]] = [3, 1, 2]
     tier_counts[1, 1] = 2
-    segs = schedule.round_segments([np.array([6, 2])], [tier_counts], 1, 1)
-    assert segs == [[(0, 2, 3)], [(0, 6, 8)]]
+    assert schedule.round_segments(tier_counts, 1, 1) == [[(0, 2, 3)], [(1, 0, 2)]]
+    assert schedule.round_segments(tier_counts, 3, 0) == [[(0, 0, 6)], [(1, 0, 2)]]
+    assert schedule.round_segments(tier_counts, 3, 3) == [[(0, 0, 2)], []]
 
 
 def test_planned_gain_is_a_lower_bound() -> None:
@@ -396,3 +397,13 @@ def test_config_per_call_equals_a_registered_config(small: ChunkedGraph, small_b
         assign_partitions(small, 3, method="lp", seed=2, options=options)
     with pytest.raises(AssignmentError, match="lp expects an LPConfig, found dict"):
         assign_partitions(small, 3, method="lp", method_config={"eps": 0.1})
+
+
+def test_rows_by_block_lists_each_blocks_rows_in_order() -> None:
+    block = np.array([2, 0, 2, 5, 0, 2], np.int64)
+    got = [(b, rows.tolist()) for b, rows in K.rows_by_block(block, 6)]
+    assert got == [(0, [1, 4]), (2, [0, 2, 5]), (5, [3])]
+    many = np.array([300, 7, 300, 299], np.int64)  # over 256 blocks: 16-bit keys
+    assert [(b, rows.tolist()) for b, rows in K.rows_by_block(many, 301)] == [(7, [1]), (299, [3]), (300, [0, 2])]
+    assert [(b, rows.tolist()) for b, rows in K.rows_by_block(np.zeros(3, np.int64), 1)] == [(0, [0, 1, 2])]
+    assert K.rows_by_block(np.empty(0, np.int64), 4) == []

@@ -16,8 +16,8 @@ def _state() -> State:
         plan=None,  # type: ignore[arg-type]
         root=None,  # type: ignore[arg-type]
         num_nodes=0,
-        block_counts=[],
-        tier_counts=[],
+        block_counts=z,
+        tier_counts=np.zeros((0, 63), np.int64),
         segs=[],
         table=z,
         tier_weight=z,
@@ -68,3 +68,21 @@ def test_salts_keep_their_values_and_never_collide() -> None:
         drawn += [salts.coarse_refine(level, r) + k for k in range(2)]
     drawn += [salts.purify(r) + k for r in range(16) for k in range(2)]
     assert len(set(drawn)) == len(drawn)
+
+
+def test_kept_array_is_built_once_per_key_and_released() -> None:
+    from dgl_chunked.partition.lp import store
+
+    builds: list[int] = []
+
+    def build() -> np.ndarray:
+        builds.append(1)
+        return np.arange(len(builds) * 3)
+
+    first = store.kept_array(("assignment", "r1"), build)
+    assert store.kept_array(("assignment", "r1"), build) is first and len(builds) == 1
+    second = store.kept_array(("assignment", "r2"), build)  # a new round: read again
+    assert second.tolist() == list(range(6)) and len(builds) == 2
+    store.release_pools()
+    assert store.kept_array(("assignment", "r2"), build).tolist() == list(range(9)) and len(builds) == 3
+    store.release_pools()
