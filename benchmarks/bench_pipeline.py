@@ -16,6 +16,7 @@ Usage::
                                         [--performance-report report.html] [--plot scaling.png]
                                         [--use-graphbolt | --compare-graphbolt] [--plan]
                                         [--edge-format {csv,parquet}]
+                                        [--dgl-pipeline DGL_SRC] [--cli] [--cli-workers N ...]
 
 ``--memory-limit`` is the LocalCluster's per-worker limit and also dispatch's
 ``memory_limit`` (it sizes the node-ID cache and HALO tables); the run records
