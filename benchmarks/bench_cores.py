@@ -28,6 +28,12 @@ prints the prediction beside the measurement for every ``P`` it ran (and for 4, 
 when not run). Cluster start is not in the wall (it is printed apart: the CLI starts its
 cluster while it reads the input).
 
+It prints the longest stretches in which no task runs, named by the tasks before and
+after them, and (with a run at 1 worker) the projection of :mod:`cores_projection`: the
+measured work per kind of task scaled linearly to ``--project-nodes`` /
+``--project-edges`` (default 1B / 5B) on ``--project-hosts`` of ``--project-cores``
+worker processes with ``--project-bandwidth`` bytes/s per host.
+
 ``--modes default threads`` also times the CLI as a user types it (``dgl-chunked run``
 with no cluster flag, and ``--workers 1 --threads-per-worker <cores>``), wall only, in a
 subprocess. ``--profile FILE`` writes a cProfile of the client during the largest
@@ -91,10 +97,12 @@ def step_table(
 ) -> dict[str, Any]:
     """Per step: tasks, work, longest task and idle seconds; and the run's client (no task) seconds."""
     spans: list[tuple[float, float]] = []
+    named: list[tuple[float, float, str]] = []
     for rec in records:
         for ss in rec.get("startstops", ()):
             if ss.get("action") == "compute":
                 spans.append((float(ss["start"]), float(ss["stop"])))
+                named.append((float(ss["start"]), float(ss["stop"]), _key_name(rec.get("key", "?"))))
     steps: dict[str, dict[str, Any]] = {}
 
     def step_of(start: float) -> str:
@@ -103,27 +111,56 @@ def step_table(
                 return name
         return BEFORE
 
-    for start, stop in spans:
+    for start, stop, kind in named:
         name = step_of(start)
-        row = steps.setdefault(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
+        row = steps.setdefault(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": [], "kinds": {}})
         row["work"] += stop - start
         row["longest"] = max(row["longest"], stop - start)
         row["spans"].append((start, stop))
         if name == BEFORE:
             row["tasks"] += 1
+        k = row["kinds"].setdefault(kind, {"tasks": 0, "work": 0.0, "longest": 0.0})
+        k["tasks"] += 1
+        k["work"] += stop - start
+        k["longest"] = max(k["longest"], stop - start)
     out: dict[str, Any] = {}
     for name, lo, hi in [(BEFORE, t0, windows[0][1] if windows else t1), *windows]:
-        row = steps.get(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": []})
+        row = steps.get(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": [], "kinds": {}})
         out[name] = {
             "tasks": tasks.get(name, row["tasks"]),
             "seconds": hi - lo,
             "work": row["work"],
             "longest": row["longest"],
             "idle": (hi - lo) - _union_seconds(spans, lo, hi),
+            "kinds": row["kinds"],
         }
     client = (t1 - t0) - _union_seconds(spans, t0, t1)
     between = client - sum(row["idle"] for row in out.values())  # the client's work after and between steps
     return {"steps": out, "wall": t1 - t0, "client": client, "between": between}
+
+
+def _key_name(key: Any) -> str:
+    """A task key without its run token and indices: ``dglc-write-edges``."""
+    name = str(key[0] if isinstance(key, (tuple, list)) else key).strip("('\"")
+    return re.sub(r"-[0-9a-f]{16}.*$", "", name)
+
+
+def idle_gaps(records: list[dict[str, Any]], t0: float, t1: float, top: int = 8) -> list[dict[str, Any]]:
+    """The ``top`` longest stretches of ``[t0, t1]`` in which no task runs, with the tasks around them."""
+    spans = sorted(
+        (float(ss["start"]), float(ss["stop"]), _key_name(rec.get("key", "?")))
+        for rec in records
+        for ss in rec.get("startstops", ())
+        if ss.get("action") == "compute"
+    )
+    gaps: list[dict[str, Any]] = []
+    end, last = t0, "(start of the run)"
+    for start, stop, name in [*spans, (t1, t1, "(end of the run)")]:
+        if start > end:
+            gaps.append({"at": end - t0, "seconds": start - end, "after": last, "before": name})
+        if stop >= end:
+            end, last = stop, name
+    return sorted(gaps, key=lambda g: -g["seconds"])[:top]
 
 
 def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, report: str | None) -> dict[str, Any]:
@@ -139,6 +176,8 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
     api_log.addHandler(handler)
     old_level = api_log.level
     api_log.setLevel(logging.INFO)
+    import dgl_chunked.pipeline  # noqa: F401  - imported before the clock, as the CLI imports it at start
+
     started = time.perf_counter()
     try:
         with dask_client(cluster=ClusterOptions(workers=workers, threads_per_worker=1)) as client:
@@ -172,6 +211,7 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
         api_log.setLevel(old_level)
     windows = [(name, start, start + result.step_seconds.get(name, 0.0)) for name, start in handler.starts]
     table = step_table(records, windows, dict(result.step_tasks), t0, t1)
+    table["gaps"] = idle_gaps(records, t0, t1)
     table["workers"] = workers
     table["cluster_start"] = cluster_s
     shutil.rmtree(out, ignore_errors=True)
@@ -230,6 +270,9 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
                 f"  {name:<28} {row['tasks']:>6} {row['seconds']:>9.2f} {row['work']:>8.2f} "
                 f"{row['longest']:>10.2f} {row['idle']:>7.2f}"
             )
+        print("  longest stretches in which no task runs:")
+        for gap in run.get("gaps", []):
+            print(f"    at {gap['at']:7.2f} s: {gap['seconds']:.3f} s after {gap['after']}, before {gap['before']}")
     print(f"\n  {'workers':>8} {'measured s':>11} {'predicted s':>12} {'speed-up (pred.)':>17}")
     one = predict(runs, 1)
     for p in sorted(set(PREDICTED_AT) | set(runs)):
@@ -240,6 +283,42 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
         print(f"  {p:>8} {measured:>11} {shown:>12} {ratio:>17}")
     for row in cli:
         print(f"  CLI {row['mode']:<10} wall {row['wall']:.2f} s  {' | '.join(row['chose'])}")
+
+
+def _projections(runs: dict[int, dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The measured work scaled to ``--project-nodes`` / ``--project-edges`` (:mod:`cores_projection`)."""
+    from cores_projection import print_projection, project
+
+    import dgl_chunked as dglc
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
+
+    meta = open_chunked_graph(args.graph).metadata
+    measured = (sum(meta.num_nodes(t) for t in meta.node_types), sum(meta.num_edges(e.name) for e in meta.edge_types))
+    rows = []
+    for h in args.project_hosts:  # the bytes per step of the measured graph on h hosts of --project-cores processes
+        forecast = dglc.forecast_run(
+            args.graph,
+            Path(args.work_dir) / "out-forecast",
+            num_parts=args.num_parts,
+            method=args.method,
+            workers=args.project_cores,
+            hosts=h,
+        )
+        network = forecast.network.stages if forecast.network else ()
+        rows.append(
+            project(
+                runs[1],
+                runs.get(2),
+                measured,
+                (args.project_nodes, args.project_edges),
+                hosts=h,
+                cores=args.project_cores,
+                bandwidth=args.project_bandwidth,
+                step_bytes={s.name: (s.down_bytes, s.up_bytes) for s in network},
+            )
+        )
+    print_projection(rows)
+    return rows
 
 
 def main() -> None:
@@ -253,6 +332,11 @@ def main() -> None:
     parser.add_argument("--profile", default=None, help="cProfile of the client, largest --workers run")
     parser.add_argument("--performance-report", default=None, help="Dask report, largest --workers run")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--project-nodes", type=int, default=10**9, help="projection: nodes (default 1B)")
+    parser.add_argument("--project-edges", type=int, default=5 * 10**9, help="projection: edges (default 5B)")
+    parser.add_argument("--project-hosts", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--project-cores", type=int, default=16, help="projection: worker processes per host")
+    parser.add_argument("--project-bandwidth", type=float, default=1.25e9, help="bytes/s per host each way")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dglc-bench-cores-") if args.work_dir is None else nullcontext() as tmp:
         if args.work_dir is None:
@@ -266,6 +350,7 @@ def main() -> None:
             print(f"{w} worker(s): {runs[w]['wall']:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
         cli = [_run_cli(args, mode) for mode in args.modes]
     _print(runs, cli, args)
+    projections = _projections(runs, args) if 1 in runs else []
     if args.json:
         figures = {
             "graph": args.graph,
@@ -274,6 +359,7 @@ def main() -> None:
             "runs": {str(w): r for w, r in runs.items()},
             "predicted": {str(p): predict(runs, p) for p in sorted(set(PREDICTED_AT) | set(runs))},
             "cli": cli,
+            "projection": projections,
         }
         Path(args.json).write_text(json.dumps(figures, indent=2))
 

@@ -38,10 +38,12 @@ def _executing(dask_worker: Any) -> list[str]:
     ]
 
 
-def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS) -> None:
+def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS, also: Sequence[Any] = ()) -> None:
     """After a task of a step failed: cancel the others and wait (up to ``timeout``) until no worker
-    still runs one, so that the caller's cleanup of its staging does not race their writes."""
-    keys = {str(f.key) for f in futures}
+    still runs one, so that the caller's cleanup of its staging does not race their writes.
+
+    ``also``: keys of the step's other tasks (those the futures depend on), waited for too."""
+    keys = {str(f.key) for f in futures} | {str(k) for k in also}
     deadline = time.monotonic() + timeout
     try:
         client.cancel(list(futures))
@@ -78,12 +80,21 @@ class StepRunner:
         self.seconds: dict[str, float] = {}
         self.tasks: dict[str, int] = {}
 
-    def compute(self, tasks: Sequence[Any], step: str) -> tuple[Any, ...]:
+    def compute(self, tasks: Sequence[Any], step: str, *, keep: Sequence[int] | None = None) -> tuple[Any, ...]:
+        """Compute the step's tasks; their results in task order.
+
+        With ``keep`` (indexes into ``tasks``), only those tasks are computed as the step's
+        results, and only their values come back to this process (the others' are None);
+        every other task must be one they depend on, which runs as their dependency. A step
+        whose inner tasks return large intermediate values (the HALO bitmaps that a graph
+        file's later tasks consume) then neither moves them to the client nor keeps them in
+        the workers' memory after their consumers ran. Any task's error is raised.
+        """
         self.log.info("%s step: %s (%d tasks)", self.command, step, len(tasks))
         self.tasks[step] = len(tasks)
         start = time.perf_counter()
         try:
-            return self._compute(tasks, step)
+            return self._compute(tasks, step, keep)
         finally:
             self.seconds[step] = time.perf_counter() - start
 
@@ -104,8 +115,8 @@ class StepRunner:
             elif isinstance(result, BaseException):
                 raise result
 
-    def _compute(self, tasks: Sequence[Any], step: str) -> tuple[Any, ...]:
-        """Results in the order of ``tasks``, matched to them by task key."""
+    def _compute(self, tasks: Sequence[Any], step: str, keep: Sequence[int] | None) -> tuple[Any, ...]:
+        """Results in the order of ``tasks``, matched to them by task key (None where not kept)."""
         if not tasks:
             return ()
         by_key = {task.key: task for task in tasks}
@@ -113,7 +124,8 @@ class StepRunner:
             raise RuntimeError(f"{self.command} step {step!r}: {len(tasks) - len(by_key)} task key(s) repeat")
         client = current_client(self.client)
         if client is not None:
-            futures = client.compute(list(by_key.values()))  # a future's key is its task's
+            chosen = list(by_key.values()) if keep is None else [tasks[i] for i in sorted(set(keep))]
+            futures = client.compute(chosen)  # a future's key is its task's
             try:
                 if self.progress:
                     from distributed import progress
@@ -123,11 +135,13 @@ class StepRunner:
                     print()
                 results = {f.key: value for f, value in zip(futures, client.gather(futures), strict=True)}
             except BaseException:
-                settle(client, futures)
+                settle(client, futures, also=list(by_key))
                 raise
         else:
             from dask.diagnostics import ProgressBar
 
+            chosen_keys = by_key if keep is None else {tasks[i].key: tasks[i] for i in set(keep)}
             with ProgressBar() if self.progress else nullcontext():
-                (results,) = dask.compute(by_key)
-        return tuple(results[task.key] for task in tasks)
+                (results,) = dask.compute(chosen_keys)
+        kept = range(len(tasks)) if keep is None else set(keep)
+        return tuple(results.get(task.key) if i in kept else None for i, task in enumerate(tasks))

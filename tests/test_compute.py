@@ -61,3 +61,37 @@ def test_a_repeated_task_key_names_the_command() -> None:
     tasks = [delayed(abs, pure=False)(-1, dask_key_name="dglc-test-same") for _ in range(2)]
     with pytest.raises(RuntimeError, match=r"^lookup step 'twice': 1 task key\(s\) repeat$"):
         StepRunner(client=None, progress=False, command="lookup").compute(tasks, "twice")
+
+
+def _chain(token: str) -> list[Any]:
+    """Two inner tasks and the one that consumes them: the inner results are large lists."""
+    from dask.delayed import delayed
+
+    inner = [
+        delayed(lambda n: list(range(n)), pure=False)(1000 + i, dask_key_name=f"dglc-{token}-in-{i}") for i in range(2)
+    ]
+    last = delayed(lambda a, b: len(a) + len(b), pure=False)(*inner, dask_key_name=f"dglc-{token}-sum")
+    return [*inner, last]
+
+
+@pytest.mark.parametrize("where", ["local", "client"])
+def test_keep_brings_back_only_the_kept_results(where: str, request: pytest.FixtureRequest) -> None:
+    client = request.getfixturevalue("client") if where == "client" else None
+    runner = StepRunner(client=client, progress=False, command="dispatch")
+    assert runner.compute(_chain(f"keep-{where}"), "chain", keep=[2]) == (None, None, 2001)
+    assert runner.tasks == {"chain": 3}  # the step still counts every task
+    assert runner.compute(_chain(f"all-{where}"), "chain") == (list(range(1000)), list(range(1001)), 2001)
+    if client is not None:  # nothing of the step is left in the cluster: the inner results were released
+        assert not [k for k in client.who_has() if "keep-" in str(k)]
+
+
+def test_an_inner_task_error_is_raised_with_keep(client: Any) -> None:
+    from dask.delayed import delayed
+
+    def fail() -> int:
+        raise ValueError("inner task failed")
+
+    inner = delayed(fail, pure=False)(dask_key_name="dglc-test-fail-inner")
+    last = delayed(lambda x: x, pure=False)(inner, dask_key_name="dglc-test-fail-last")
+    with pytest.raises(ValueError, match="inner task failed"):
+        StepRunner(client=client, progress=False, command="dispatch").compute([inner, last], "fail", keep=[1])

@@ -201,7 +201,7 @@ def _dispatch(
         kinds = partition_files(plan)
         for p in range(num_parts):  # a partition none of whose files a resumed run finished starts empty
             prepare_partition(plan, p, fresh=not any(_done(plan, p, k, every_file) for k in kinds))
-        writes, graph_at = write_step_tasks(  # a large graph file is written by several tasks
+        writes, graph_at, ends = write_step_tasks(  # a large graph file is written by several tasks
             plan,
             kinds,
             every_file,
@@ -209,7 +209,7 @@ def _dispatch(
             _write_file_once,
             lambda p, k: _done(plan, p, k, every_file) is not MISSING,
         )
-        written = runner.compute(writes, "write partitions")
+        written = runner.compute(writes, "write partitions", keep=ends)  # the HALO bitmaps stay in the workers
         summaries = [written[i] for i in graph_at]  # each partition's graph file
         lease.check()  # never publish over a run that took this output over
         for p in range(num_parts):  # only now: a failed run leaves no part<i>/ that looks complete

@@ -32,8 +32,12 @@ The staging directory carries the ownership marker of :mod:`dgl_chunked.storage.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -60,6 +64,7 @@ __all__ = [
     "STAGING_FORMAT",
     "STAGING_KIND",
     "STAGING_ENTRIES",
+    "WIPE_THREADS",
 ]
 
 STAGING_FORMAT = 7
@@ -79,6 +84,32 @@ STAGING_ENTRIES = (
     "edge_feat",
 )
 """Everything the staging holds at its top level (besides the marker); anything else is refused."""
+
+WIPE_THREADS = 8
+"""Threads that remove a local staging's entries at once (:meth:`Staging.wipe`)."""
+
+
+def _inner_entries(root: str) -> list[str]:
+    """The entries two levels below ``root`` that are files, and those three levels below."""
+    out: list[str] = []
+    for a in os.scandir(root):
+        if not a.is_dir(follow_symlinks=False):
+            continue
+        for b in os.scandir(a.path):
+            if b.is_dir(follow_symlinks=False):
+                out += [c.path for c in os.scandir(b.path)]
+            else:
+                out.append(b.path)
+    return out
+
+
+def _remove_path(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
 
 MISSING = object()
 """What :meth:`Staging.done_value` returns for a task that has not finished."""
@@ -220,8 +251,25 @@ class Staging:
         return False
 
     def wipe(self) -> None:
-        """Remove the staging directory (only if it is ours and holds only staging entries)."""
-        owned.remove_owned(self.root, expected=STAGING_ENTRIES, storage_options=self.storage_options)
+        """Remove the staging directory (only if it is ours and holds only staging entries).
+
+        On a local file system, once the directory is checked, its fingerprint goes first
+        (an interrupted removal leaves a staging that no run resumes), then the entries two
+        and three levels down (staged arrays, completion records) are removed by
+        :data:`WIPE_THREADS` threads at once: one after the other, the 515 files and 342
+        directories of a 10M / 100M staging took 0.9-1.6 s of unlinking on a busy disk,
+        each call waiting on the file system's journal. The rest, and the ownership
+        marker last, as :func:`~dgl_chunked.storage.owned.remove_owned` removes them.
+        """
+        so = self.storage_options
+        if not fs.is_url(self.root) and owned.require_owned(
+            self.root, expected=STAGING_ENTRIES, verb="removed", storage_options=so
+        ):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.root, "fingerprint.json"))
+            with ThreadPoolExecutor(WIPE_THREADS) as pool:
+                list(pool.map(_remove_path, _inner_entries(self.root)))
+        owned.remove_owned(self.root, expected=STAGING_ENTRIES, storage_options=so)
 
     # --- reading -----------------------------------------------------------
 

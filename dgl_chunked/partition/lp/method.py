@@ -123,7 +123,9 @@ streaming 3.5, coarsen 54.0, initial 0.5, uncoarsen 9.3, purify 6.1, refine 3.5)
 0.2054, 953 / 1019 MB per worker; METIS 25.1 s, cut 0.1991; KaMinPar 19.5 s, cut
 0.2609: ``lp`` takes 3.1x METIS's time for 1.03x its cut. The code before them, in
 the runs of the same hour: ``lp`` 196.8 s (coarsen 149.8; load 5-7, METIS 27.3 s) and
-248.7 s (coarsen 197.4; load 4-6, METIS 30.0 s), same cut. The kernels, profiled in
+248.7 s (coarsen 197.4; load 4-6, METIS 30.0 s), same cut. Back to back at load 4-5:
+``lp`` 126.3 s (coarsen 84.5; 933 / 956 MB per worker; METIS 19.3 s) against 193.4 s
+before (coarsen 140.9; 922 / 963 MB; METIS 23.5 s). The kernels, profiled in
 one process at 250k nodes / 2.5M edges (load 5-6): 47.9 s before, 28.6-31.4 s after;
 then the contraction's group-by takes 6.0 s (its counting sorts' scattered writes),
 the proposals' 4.0 s, file reads and writes, renames and removals about 5 s.

@@ -118,6 +118,69 @@ def _mapped(u: Any, v: Any, w: Any, umap: Any, vmap: Any, lo: int, extent: int) 
     return _grouped(a[:m], b[:m], ws[:m], lo, extent)
 
 
+def _mapped_radix(
+    u: Any, v: Any, w: Any, umap: Any, vmap: Any, lo: int, extent: int, b_lo: int, b_extent: int
+) -> Any:  # pragma: no cover - compiled
+    """:func:`_mapped` for a small range of ``vmap``: the pairs are mapped twice instead of
+    kept, and counting-sorted by b, then by a (three arrays of the entries' size less)."""
+    n = u.size
+    count_b = np.zeros(b_extent + 1, np.int64)
+    start = np.zeros(extent + 1, np.int64)
+    m = 0
+    for i in range(n):
+        x = umap[u[i]]
+        y = vmap[v[i]]
+        if x != y and x >= 0 and y >= 0:
+            count_b[y - b_lo + 1] += 1
+            start[x - lo + 1] += 1
+            m += 1
+    for k in range(b_extent):
+        count_b[k + 1] += count_b[k]
+    for k in range(extent):
+        start[k + 1] += start[k]
+    a1 = np.empty(m, np.int64)
+    b1 = np.empty(m, np.int64)
+    w1 = np.empty(m, np.int64)
+    for i in range(n):
+        x = umap[u[i]]
+        y = vmap[v[i]]
+        if x != y and x >= 0 and y >= 0:
+            p = count_b[y - b_lo]
+            a1[p] = x
+            b1[p] = y
+            w1[p] = w[i]
+            count_b[y - b_lo] = p + 1
+    pos = start[:-1].copy()
+    bs = np.empty(m, np.int64)
+    ws = np.empty(m, np.int64)
+    for i in range(m):
+        k = a1[i] - lo
+        p = pos[k]
+        bs[p] = b1[i]
+        ws[p] = w1[i]
+        pos[k] = p + 1
+    a1 = b1 = w1 = np.empty(0, np.int64)
+    out_a = np.empty(m, np.int64)
+    j = 0  # merged in place, as in _grouped
+    for k in range(extent):
+        s, e = start[k], start[k + 1]
+        if e == s:
+            continue
+        out_a[j] = k + lo
+        bs[j] = bs[s]
+        ws[j] = ws[s]
+        for i in range(s + 1, e):
+            if bs[i] == bs[j]:
+                ws[j] += ws[i]
+            else:
+                j += 1
+                out_a[j] = k + lo
+                bs[j] = bs[i]
+                ws[j] = ws[i]
+        j += 1
+    return out_a[:j], bs[:j], ws[:j]
+
+
 _LOCK = threading.Lock()
 
 
@@ -131,7 +194,7 @@ def _kernel(name: str = "grouped") -> Any:
     with _LOCK:
         if not isinstance(globals()["_grouped"], numba.core.dispatcher.Dispatcher):
             globals()["_grouped"] = jit(globals()["_grouped"])
-        return globals()["_grouped"] if name == "grouped" else jit(_mapped)
+        return {"grouped": globals()["_grouped"], "mapped": jit(_mapped), "radix": jit(_mapped_radix)}[name]
 
 
 def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
@@ -187,5 +250,11 @@ def mapped_pair_sums(
         a, b = umap[u], vmap[v]
         keep = (a != b) & (a >= 0) & (b >= 0)
         return pair_sums(a[keep], b[keep], w[keep])
-    out: tuple[IdArray, IdArray, IdArray] = _kernel("mapped")(u, v, w, umap, vmap, lo, hi - lo + 1)
+    targets = vmap[vmap >= 0]
+    b_lo, b_hi = (int(targets.min()), int(targets.max())) if targets.size else (0, 0)
+    out: tuple[IdArray, IdArray, IdArray]
+    if b_hi - b_lo + 1 <= _SPAN_FACTOR * u.size + 1024:
+        out = _kernel("radix")(u, v, w, umap, vmap, lo, hi - lo + 1, b_lo, b_hi - b_lo + 1)
+    else:
+        out = _kernel("mapped")(u, v, w, umap, vmap, lo, hi - lo + 1)
     return out
