@@ -16,6 +16,7 @@ Usage::
                                         [--performance-report report.html] [--plot scaling.png]
                                         [--use-graphbolt | --compare-graphbolt] [--plan]
                                         [--edge-format {csv,parquet}]
+                                        [--dgl-pipeline DGL_SRC] [--cli] [--cli-workers N ...]
 
 ``--memory-limit`` is the LocalCluster's per-worker limit and also dispatch's
 ``memory_limit`` (it sizes the node-ID cache and HALO tables); the run records
@@ -37,7 +38,9 @@ source checkout, 2 ranks (``--dgl-ranks``) over gloo on the loopback interface, 
 real-DGL interpreter (``--dgl-python``, default ``$DGL_VENV_PYTHON``, else the one
 ``scripts/setup-real-dgl.sh`` makes). Alternately with it (``--repeat`` times, fastest
 kept) it runs the ``dgl-chunked dispatch`` command end to end, as a user types it (no
-cluster flag) and with ``--workers 2``, and prints how many times faster each is.
+cluster flag) and with ``--workers N`` for each N of ``--cli-workers`` (default 2), and
+prints how many times faster each is, and each against the fastest of them. ``--cli``
+times the same commands without DGL's pipeline.
 """
 
 from __future__ import annotations
@@ -240,14 +243,22 @@ def _versus_dgl(work: Path, scale: int, chunked: Path, args: argparse.Namespace)
     if not (assign / "partition_meta.json").exists():
         graph = dglc.open_chunked_graph(chunked)
         dglc.write_assignment(assign, dglc.assign_partitions(graph, 2, seed=0), num_parts=2, algo_name="random")
-    runs: dict[str, list[float]] = {"dgl": [], "ours": [], "ours --workers 2": []}
+    variants: dict[str, list[str]] = {
+        "ours": [],
+        **{f"ours --workers {n}": ["--workers", str(n)] for n in args.cli_workers},
+    }
+    runs: dict[str, list[float]] = {"dgl": []} if args.dgl_pipeline else {}
+    runs.update({name: [] for name in variants})
     for _ in range(args.repeat):
         out = work / f"dgl-out-{scale}x"
-        runs["dgl"].append(
-            _dgl_pipeline(Path(args.dgl_pipeline), _dgl_python(args.dgl_python), chunked, assign, out, args.dgl_ranks)
-        )
-        runs["ours"].append(_cli_dispatch(chunked, assign, out, []))
-        runs["ours --workers 2"].append(_cli_dispatch(chunked, assign, out, ["--workers", "2"]))
+        if args.dgl_pipeline:
+            runs["dgl"].append(
+                _dgl_pipeline(
+                    Path(args.dgl_pipeline), _dgl_python(args.dgl_python), chunked, assign, out, args.dgl_ranks
+                )
+            )
+        for name, extra in variants.items():
+            runs[name].append(_cli_dispatch(chunked, assign, out, extra))
     shutil.rmtree(work / f"dgl-out-{scale}x", ignore_errors=True)
     return {k: min(v) for k, v in runs.items()}
 
@@ -322,6 +333,17 @@ def main() -> None:
     parser.add_argument("--dgl-pipeline", default=None, metavar="DGL_SRC", help="DGL v2.1.0 source checkout")
     parser.add_argument("--dgl-python", default=None, help="interpreter with DGL 2.1.0 and torch")
     parser.add_argument("--dgl-ranks", type=int, default=2)
+    parser.add_argument(
+        "--cli", action="store_true", help="time `dgl-chunked dispatch` as typed and with --cli-workers, without DGL"
+    )
+    parser.add_argument(
+        "--cli-workers",
+        type=int,
+        nargs="*",
+        default=[2],
+        metavar="N",
+        help="with --dgl-pipeline or --cli: also time `dgl-chunked dispatch --workers N` for each N (default 2)",
+    )
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--use-graphbolt", action="store_true", help="write GraphBolt .pt partitions")
     fmt.add_argument("--compare-graphbolt", action="store_true", help="run DGL format and GraphBolt alternately")
@@ -377,16 +399,20 @@ def main() -> None:
         print(f"{dgl_row['graph']}: GraphBolt dispatch / DGL-format dispatch = {ratio:.2f}x")
     for r in rows:
         print(f"  {r['graph']}: workers seen paused: {len(r['workers_paused'])}, restarted: {r['workers_restarted']}")
-    for scale in args.scales if args.dgl_pipeline else []:
+    for scale in args.scales if args.dgl_pipeline or args.cli else []:
         suffix = "" if args.edge_format == "csv" else f"-{args.edge_format}"
         versus = _versus_dgl(work, scale, work / f"graph-{scale}x{suffix}", args)
         row = next(r for r in rows if r["graph"].startswith(f"{SCALES[scale][0] // 10**6}M/"))
         row["versus_dgl_s"] = versus
-        dgl = versus["dgl"]
+        best = min(v for k, v in versus.items() if k != "dgl")
         print(
-            f"{row['graph']}: DGL's pipeline ({args.dgl_ranks} ranks) {dgl:.2f} s; `dgl-chunked dispatch` "
+            f"{row['graph']}: "
+            + (f"DGL's pipeline ({args.dgl_ranks} ranks) {versus['dgl']:.2f} s; " if "dgl" in versus else "")
+            + "`dgl-chunked dispatch` "
             + ", ".join(
-                f"{k.removeprefix('ours').strip() or 'as typed'} {v:.2f} s ({dgl / v:.1f}x faster)"
+                f"{k.removeprefix('ours').strip() or 'as typed'} {v:.2f} s ("
+                + (f"{versus['dgl'] / v:.1f}x faster than DGL, " if "dgl" in versus else "")
+                + f"{v / best:.2f}x the best)"
                 for k, v in versus.items()
                 if k != "dgl"
             )
