@@ -199,7 +199,8 @@ integer type of its values (:func:`.coarsen_tasks.save_split`): 12 bytes per ent
 (uint32), 6 (uint16) once a level's IDs and weights stay under 65,536, 24 (int64) from
 2**32 on. At 1M / 10M (sbm-skewed, 8 parts): 18.7M entries at level 1, 224 MB (448 MB
 as int64), the levels of a coarsening 0.97 GB in all (2.06 GB as int64); the whole
-scratch peaked at 1.25 GB.
+scratch peaked at 1.25 GB. At 10M / 100M: level 1 2.26 GB (4.53 GB as int64), the 16 levels of
+the first coarsening about 14 GB (28 GB), the scratch's peak 18.9 GB.
 
 **Determinism**: the output is a function of the graph, ``num_parts``, the seed and
 :class:`LPConfig`. Histograms are exact integer sums, blocks are fixed ID ranges
