@@ -18,7 +18,9 @@ For ``lp``, a line after each run gives its time per phase (the driver's ``lp: p
 log lines, summed per name over the run): ``stage`` (staging, degrees, tiers),
 ``streaming`` (placement), ``coarsen``, ``initial`` (METIS on the coarsest level),
 ``uncoarsen``, ``purify`` (summed over the cluster weights), ``refine`` (settling and
-refining the finalists) and ``fill``.
+refining the finalists) and ``fill``; then a line per coarse level (every cluster weight's
+coarsening in turn): its nodes and entries, the clustering rounds run, the joins accepted
+in them and its seconds.
 
 With ``BENCH_LP_LIVE=1`` in the environment each phase is also printed on stderr as it
 ends (long runs). Planted-community graphs above 20M edges are drawn in pieces of 10M
@@ -140,8 +142,13 @@ def _record_phases() -> None:
 
     class Keep(logging.Handler):
         phases: list[tuple[str, float]]
+        levels: list[str]
 
         def emit(self, record: logging.LogRecord) -> None:
+            if isinstance(record.msg, str) and record.msg.startswith("lp: level ") and "rounds" in record.msg:
+                self.levels.append(record.getMessage()[4:])  # the per-level shrinkage line
+                if os.environ.get("BENCH_LP_LIVE"):
+                    print(f"  {time.strftime('%H:%M:%S')} {record.getMessage()}", file=sys.stderr, flush=True)
             if isinstance(record.msg, str) and record.msg.startswith("lp: phase ") and record.args:
                 self.phases.append((str(record.args[0]), float(record.args[1])))  # type: ignore[index]
                 if os.environ.get("BENCH_LP_LIVE"):  # long runs: each phase on stderr as it ends
@@ -151,6 +158,7 @@ def _record_phases() -> None:
     log.setLevel(logging.INFO)
     keep = Keep()
     keep.phases = []
+    keep.levels = []
     log.addHandler(keep)
 
 
@@ -158,6 +166,13 @@ def _phases() -> list[tuple[str, float]]:
     import logging
 
     return [p for h in logging.getLogger("dgl_chunked.partition.lp").handlers for p in getattr(h, "phases", [])]
+
+
+def _levels() -> list[str]:
+    """In a worker: the kept per-level lines (``lp: level L: N nodes, E entries, ...``)."""
+    import logging
+
+    return [p for h in logging.getLogger("dgl_chunked.partition.lp").handlers for p in getattr(h, "levels", [])]
 
 
 def _real_graphs(work_dir: str) -> dict[str, ChunkedGraph]:
@@ -213,6 +228,7 @@ def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> di
         for lines in client.run(_phases).values():
             for name, s in lines:
                 phases[name] = phases.get(name, 0.0) + s
+        levels = [line for lines in client.run(_levels).values() for line in lines]
         lazy = {t: da.from_array(a, chunks=(graph.node_chunks(t),)) for t, a in computed.items()}
         report = compute_partition_report(graph, lazy, parts)
     finally:
@@ -228,6 +244,7 @@ def _partition(graph: ChunkedGraph, parts: int, method: str, workers: int) -> di
         "masks": max(masks) if masks else None,
         "owned": bal["owned_edges/total"],
         "phases": phases,
+        "levels": levels,
     }
 
 
@@ -298,6 +315,9 @@ def _bench_graph(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> l
             if r.get("phases"):
                 phases = ", ".join(f"{k} {v:.1f}" for k, v in r["phases"].items())
                 rows.append(f"{'':<28} {parts:>2} {method} phases (s): {phases}")
+                print(rows[-1], flush=True)
+            for line in r.get("levels") or []:  # each coarsening's levels, in order
+                rows.append(f"{'':<28} {parts:>2} {method} {line}")
                 print(rows[-1], flush=True)
         if all(results.get(m, {}).get("dispatch") for m in ("random", "lp")):
             ratio = results["lp"]["dispatch"] / results["random"]["dispatch"]

@@ -32,6 +32,7 @@ Example (2 cores; ~20 minutes)::
 from __future__ import annotations
 
 import argparse
+import ast
 import functools
 import json
 import os
@@ -219,6 +220,14 @@ def main(argv: list[str] | None = None) -> None:
         "budget coarsen too, so the multilevel path itself is measured",
     )
     parser.add_argument(
+        "--lp",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="an LPConfig field for lp (a Python literal), e.g. --lp cluster_rounds=2 --lp cluster_min_share=1.0 "
+        "for the coarsening before issue #38's shrinkage change",
+    )
+    parser.add_argument(
         "--max-memory",
         type=int,
         default=None,
@@ -232,10 +241,13 @@ def main(argv: list[str] | None = None) -> None:
     args.parts = args.parts or [4, 8, 16, 64]
     args.mu = args.mu or [0.1, 0.3, 0.5]
     os.makedirs(args.work_dir, exist_ok=True)
+    fields: dict[str, Any] = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.lp)}
     if args.coarse_nodes is not None:
+        fields["coarse_nodes"] = args.coarse_nodes
+    if fields:
         from dgl_chunked.partition import LPConfig, LPMethod, register_method
 
-        register_method("lp", LPMethod(LPConfig(coarse_nodes=args.coarse_nodes)), overwrite=True)
+        register_method("lp", LPMethod(LPConfig(**fields)), overwrite=True)
     print(B.HEADER, flush=True)
     rows = [row for label, graph in _graphs(args).items() for row in _run(label, graph, args)]
     print("\n" + B.HEADER)

@@ -28,6 +28,7 @@ from dgl_chunked.partition.lp.node_kernels import hash_key, joins_kernel, strong
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 __all__ = [
+    "accept_in_passes",
     "accept_joins",
     "active_bit",
     "cluster_caps",
@@ -236,3 +237,32 @@ def strongest_clusters(u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, se
         hash_key(seed, salt + 1),
     )
     return out
+
+
+def accept_in_passes(
+    c: IdArray,
+    conn: IdArray,
+    rank: npt.NDArray[np.uint64],
+    node_weight: IdArray,
+    cluster_weight: IdArray,
+    caps: IdArray,
+    *,
+    passes: int,
+) -> npt.NDArray[np.bool_]:
+    """:func:`accept_joins` in up to ``passes`` passes, adding the accepted weights to
+    ``cluster_weight`` (indexed by ``c``, updated in place): after a pass, the
+    proposals that no longer fit alone are dropped and the next pass takes the rest in
+    the same order, so a heavy proposal does not turn away the lighter ones after it
+    (one pass: :func:`accept_joins` alone). Issue #38: at 1M nodes / 10M edges the
+    second coarse level kept 80k clusters with one pass, 74k with eight."""
+    accept = np.zeros(c.size, bool)
+    todo = np.arange(c.size)
+    for _ in range(passes):
+        got = todo[accept_joins(c[todo], conn[todo], rank[todo], node_weight[todo], cluster_weight[c[todo]], caps)]
+        accept[got] = True
+        np.add.at(cluster_weight, c[got], node_weight[got])
+        todo = todo[~accept[todo]]
+        todo = todo[np.all(cluster_weight[c[todo]] + node_weight[todo] <= caps[None, :], axis=1)]
+        if todo.size == 0:
+            break
+    return accept

@@ -235,7 +235,14 @@ def init_task(level: Level, b: int) -> tuple[int, IdArray]:
 
 
 def propose_task(
-    level: Level, b: int, *, seed: int, salt: int, caps: IdArray, min_share: float = 0.0, two_hop: bool = False
+    level: Level,
+    b: int,
+    *,
+    seed: int,
+    salt: int,
+    caps: IdArray,
+    min_share: float = 0.0,
+    two_hop: bool = False,
 ) -> int:
     """Movers of block ``b`` (a seeded half of its nodes) propose to join the cluster
     they are most connected to when it beats their own and has room; proposals go to
@@ -297,10 +304,14 @@ def two_hop_task(level: Level, t: int, *, seed: int, salt: int) -> int:
     return int(member.size)
 
 
-def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray, two_hop: bool = False) -> tuple[int, int]:
+def accept_task(
+    level: Level, t: int, *, seed: int, salt: int, caps: IdArray, two_hop: bool = False, fit_passes: int = 1
+) -> tuple[int, int]:
     """Accept the joins to block ``t``'s clusters within the caps (highest gain first;
     with ``two_hop`` the two-hop ones too, file ``hop``); add their weights and tell
-    each mover's block. Returns the numbers accepted: all, two-hop."""
+    each mover's block, in up to ``fit_passes`` passes
+    (:func:`.coarsen_kernels.accept_in_passes`). Returns the numbers accepted: all,
+    two-hop."""
     names = ("prop", "hop") if two_hop else ("prop",)
     pieces = [load_piece(level.url(f"{n}-{b}", "bin"), t) for n in names for b in range(level.num_blocks)]
     hops = sum(p.shape[1] for p in pieces[level.num_blocks :])  # the two-hop joins come last
@@ -308,8 +319,8 @@ def accept_task(level: Level, t: int, *, seed: int, salt: int, caps: IdArray, tw
     cw = load(level.url(f"cw-{t}"))
     u, c, gain, nw = props[0], props[1], props[2], props[3:].T
     local = c - level.offsets[t]
-    accept = CK.accept_joins(c, gain, node_order(u, seed=seed, salt=salt + 2), nw, cw[local], caps)
-    np.add.at(cw, local[accept], nw[accept])
+    rank = node_order(u, seed=seed, salt=salt + 2)
+    accept = CK.accept_in_passes(local, gain, rank, nw, cw, caps, passes=fit_passes)  # adds to cw
     save(level.url(f"cw-{t}"), cw)
     block = np.searchsorted(np.asarray(level.offsets, np.int64), u, side="right") - 1
     save_split(level.url(f"acc-{t}", "bin"), np.vstack([u[accept], c[accept]]), block[accept], level.num_blocks)

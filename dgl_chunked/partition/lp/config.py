@@ -158,15 +158,16 @@ class LPConfig:
     scratch_dir: str | None = None
     coarse_nodes: int = 1 << 15
     coarse_entries: int = 1 << 21
-    cluster_rounds: int = 2
+    cluster_rounds: int = 4
     cluster_weight: float = 0.005
-    min_shrink: float = 0.05
+    min_shrink: float = 0.3
     max_levels: int = 16
     coarse_refine_rounds: int = 2
     purify_rounds: int = 2
     multilevel_above: float = 0.6
-    cluster_min_share: float = 1.0
+    cluster_min_share: float = 0.5
     two_hop_above: float = 1.0
+    fit_passes: int = 8
     extra_cluster_weights: tuple[float, ...] = (0.015,)
 
     def __post_init__(self) -> None:
@@ -180,10 +181,11 @@ class LPConfig:
             )
         if self.purify_rounds < 0:
             problems.append(f"purify_rounds: expected >= 0, found {self.purify_rounds!r}")
-        if min(self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels) < 1:
+        if min(self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels, self.fit_passes) < 1:
             problems.append(
-                "coarse_nodes, coarse_entries, cluster_rounds, max_levels: expected >= 1, found "
-                f"{self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, {self.max_levels!r}"
+                "coarse_nodes, coarse_entries, cluster_rounds, max_levels, fit_passes: expected >= 1, found "
+                f"{self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, {self.max_levels!r}, "
+                f"{self.fit_passes!r}"
             )
         if not 0 <= self.cluster_min_share <= 1:
             problems.append(

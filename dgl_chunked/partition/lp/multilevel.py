@@ -184,10 +184,18 @@ def _coarsen_levels(state: D.State, level: C.Level, fraction: float) -> list[C.L
         if level.index >= cfg.max_levels:
             logger.warning("lp: %d nodes left after %d levels; streaming placement only", nodes, level.index)
             return None
-        coarse, coarse_nodes, coarse_entries, between = _coarsen(level, plan, fraction)
-        logger.debug(
-            "lp: level %d: %d nodes, %d entries of weight %d", coarse.index, coarse_nodes, coarse_entries, between
+        start = time.perf_counter()
+        coarse, coarse_nodes, coarse_entries, between, rounds, moved = _coarsen(level, plan, fraction)
+        logger.info(
+            "lp: level %d: %d nodes, %d entries, %d rounds, %d moved, %.3f s",
+            coarse.index,
+            coarse_nodes,
+            coarse_entries,
+            rounds,
+            moved,
+            time.perf_counter() - start,
         )
+        logger.debug("lp: level %d: entries of weight %d", coarse.index, between)
         if coarse_nodes > (1 - cfg.min_shrink) * nodes:  # the cluster caps hold it back: relax them
             if fraction >= _MAX_FRACTION:
                 logger.warning(
@@ -257,20 +265,24 @@ def _refine_level(level: C.Level, plan: LPPlan, weights: IdArray, caps: IdArray,
     return src
 
 
-def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, int, int, int]:
+def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, int, int, int, int, int]:
     """Size-constrained clustering of ``level``, then its contraction: the coarse level,
-    its node and entry counts and its entries' weight (the weight between clusters)."""
+    its node and entry counts, its entries' weight (the weight between clusters), the
+    clustering rounds run and the joins accepted in them."""
     cfg, blocks = plan.config, range(level.num_blocks)
     level.create()
     tasks = TaskGraph()
     init = tasks.compute([tasks.add(C.init_task, level, b) for b in blocks])
     caps = CK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
+    moved = rounds = 0
     for r in range(cfg.cluster_rounds):
-        _cluster_round(level, plan, caps, r, two_hop=False)
+        moved += _cluster_round(level, plan, caps, r, two_hop=False)
+        rounds += 1
     tasks = TaskGraph()
     leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
     if sum(leaders) > cfg.two_hop_above * sum(r[0] for r in init):  # shrinking slowly: the caps are full
-        _cluster_round(level, plan, caps, cfg.cluster_rounds, two_hop=True)
+        moved += _cluster_round(level, plan, caps, cfg.cluster_rounds, two_hop=True)
+        rounds += 1
         tasks = TaskGraph()
         leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
     offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(leaders)]))
@@ -288,24 +300,36 @@ def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, in
     mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
     out = tasks.compute([tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks])
     level.remove(*C.CLUSTERING_FILES)  # the cluster maps (cid) stay for the projection
-    return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out))
+    return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out)), rounds, moved
 
 
-def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_hop: bool) -> None:
+def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_hop: bool) -> int:
     """Clustering round ``r`` of ``level`` (one computation): proposals, with ``two_hop``
     the two-hop groups of the nodes left alone (:func:`.coarsen_tasks.two_hop_task`),
-    acceptance within ``caps`` at the clusters' blocks, the moves, the weight releases."""
+    acceptance within ``caps`` at the clusters' blocks, the moves, the weight releases.
+    Returns the joins accepted."""
     cfg, blocks = plan.config, range(level.num_blocks)
     kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.coarsen(level.index, r), "caps": caps}
     tasks = TaskGraph()
     propose = [
-        tasks.add(C.propose_task, level, b, min_share=cfg.cluster_min_share, two_hop=two_hop, **kw) for b in blocks
+        tasks.add(
+            C.propose_task,
+            level,
+            b,
+            min_share=cfg.cluster_min_share,
+            two_hop=two_hop,
+            **kw,
+        )
+        for b in blocks
     ]
     hops = []
     if two_hop:
         hop_kw = {"seed": plan.seed, "salt": kw["salt"] + 3}
         hops = [tasks.add(C.two_hop_task, level, t, after=propose, **hop_kw) for t in blocks]
-    accept = [tasks.add(C.accept_task, level, t, after=propose + hops, two_hop=two_hop, **kw) for t in blocks]
+    accept = [
+        tasks.add(C.accept_task, level, t, after=propose + hops, two_hop=two_hop, fit_passes=cfg.fit_passes, **kw)
+        for t in blocks
+    ]
     apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
     release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
     out = tasks.compute(propose + hops + accept + release)
@@ -319,6 +343,7 @@ def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_h
         sum(a[0] for a in accepted),
         sum(a[1] for a in accepted),
     )
+    return int(sum(a[0] for a in accepted))
 
 
 def _initial(level: C.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:
