@@ -57,16 +57,17 @@ def _levels(tmp_path: Path, config: LPConfig, caplog: pytest.LogCaptureFixture) 
     """The per-level lines of one lp run on a planted graph of 8000 nodes (skewed groups)."""
     n = 8000
     src, dst = planted_partition_edges(n, 60_000, 16, skewed=True, p_in=0.9, seed=0)
-    truth = GraphTruth(graph_name="planted", num_nodes={"_N": n}, edges={"_N:_E:_N": (src, dst)}, node_data={}, edge_data={})
+    truth = GraphTruth(
+        graph_name="planted", num_nodes={"_N": n}, edges={"_N:_E:_N": (src, dst)}, node_data={}, edge_data={}
+    )
     write_graph_from_truth(tmp_path, truth, edge_chunks=3, feature_chunks=2)
     graph = open_chunked_graph(tmp_path / "metadata.json")
     register_method("lp", LPMethod(config), overwrite=True)
     lp_module._RESULTS.clear()
     try:
-        with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
-            with dask.config.set(scheduler="synchronous"):
-                parts = assign_partitions(graph, 4, method="lp")
-                dask.compute(*parts.values())
+        with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"), dask.config.set(scheduler="synchronous"):
+            parts = assign_partitions(graph, 4, method="lp")
+            dask.compute(*parts.values())
     finally:
         register_method("lp", LPMethod(), overwrite=True)
     return [tuple(int(x) for x in m.groups()) for m in LEVEL.finditer(caplog.text)]
