@@ -28,12 +28,12 @@ from dgl_chunked.partition.lp.node_kernels import hash_key, joins_kernel, strong
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 __all__ = [
-    "accept_in_passes",
     "accept_joins",
     "active_bit",
     "cluster_caps",
     "contract_entries",
     "joins_and_favourites",
+    "accept_in_passes",
     "strongest_clusters",
     "two_hop_joins",
     "weighted_csr",
