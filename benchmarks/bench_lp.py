@@ -48,6 +48,7 @@ Example (2 cores)::
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import shutil
 import statistics
@@ -346,7 +347,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dispatch-min", type=int, default=1_000_000, help="only for graphs with this many nodes")
     parser.add_argument("--real", action="store_true", help="also the small real graphs from networkx")
     parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-lp"))
+    parser.add_argument(
+        "--lp",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="an LPConfig field for lp (a Python literal), e.g. --lp cluster_rounds=4",
+    )
     args = parser.parse_args(argv)
+    if args.lp:
+        from dgl_chunked.partition import LPConfig, LPMethod, register_method
+
+        fields = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.lp)}
+        register_method("lp", LPMethod(LPConfig(**fields)), overwrite=True)
     args.methods = args.methods.split(",")
     args.parts = args.parts or [4, 8]
     os.makedirs(args.work_dir, exist_ok=True)

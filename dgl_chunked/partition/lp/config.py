@@ -68,12 +68,16 @@ class LPConfig:
         at the defaults), whatever the graph size.
     cluster_rounds
         Clustering rounds per coarsening level (each lets a seeded half of the
-        nodes join a neighbouring cluster). 4 since issue #38's shrinkage change
-        (with ``cluster_min_share`` 0.5, ``min_shrink`` 0.3, ``fit_passes`` 8; in one
-        process, sbm-skewed 1M nodes / 10M edges, 8 parts, one cluster weight): the
-        first level keeps 217k nodes instead of 374k, the coarsening takes 6 levels
-        and 50M entries written instead of 10 and 94M, cut 0.2033 against 0.2058;
-        250k / 2.5M: 3 levels instead of 7, cut 0.1959 against 0.2075. Before, measured
+        nodes join a neighbouring cluster). Issue #38's faster shrinkage (4 rounds,
+        ``cluster_min_share`` 0.5, ``min_shrink`` 0.3, ``fit_passes`` 8; options, not
+        the defaults), in one process, sbm-skewed 1M nodes / 10M edges, 8 parts, one
+        cluster weight: the first level keeps 217k nodes instead of 374k, the
+        coarsening takes 6 levels and 50M entries written instead of 10 and 94M, cut
+        0.2033 against 0.2058; 250k / 2.5M: 3 levels instead of 7, cut 0.1959 against
+        0.2075; but on the 50k planted graphs of ``bench_partition_quality.py`` (one
+        level there) skewed groups cut 0.7%, 0.8% and 1.6% more at 4, 16 and 64 parts
+        (0.0969, 0.2451, 0.3882 against 0.0962, 0.2432, 0.3819), uniform ones
+        0-0.4% less, so the defaults stay. Measured
         (issue #38, skewed planted communities, edge cut with 4 rounds -> 2 rounds
         and ``coarse_refine_rounds`` 4 -> 2): 250k nodes / 2.5M edges at 8 parts
         0.2006 -> 0.1953 with 25% less CPU (32.9 s -> 24.6 s in one process);
@@ -102,9 +106,9 @@ class LPConfig:
         communities beside the largest one, which label propagation cannot undo (cut
         0.202; with 1.0, 0.170 at the same cluster weight). But with 1.0 a level stalls
         once the largest clusters fill (at 1M / 10M, 8 parts: 4 levels in a row shrank
-        by 3-12%, their proposals to full clusters refused); 0.5 (the default since
-        issue #38) lets such nodes take a cluster with at least half that connection
-        (cut in the ``cluster_rounds`` measurements; 0.25: 0.2113 at 250k).
+        by 3-12%, their proposals to full clusters refused); 0.5 lets such nodes take
+        a cluster with at least half that connection (cut in the ``cluster_rounds``
+        measurements; 0.25: 0.2113 at 250k).
     two_hop_above
         Two-hop clustering (as KaMinPar and Mt-KaHyPar do for power-law graphs): when
         the clustering rounds of a level leave more than this fraction of its nodes as
@@ -120,15 +124,16 @@ class LPConfig:
     min_shrink
         A level must have at most ``1 - min_shrink`` times the nodes of the level
         before, else the cluster caps grow 4x for the next levels (up to half a part's
-        share); stalled at that, the streaming placement alone is used. 0.3 since
-        issue #38 (0.05 before: at 1M / 10M the levels shrinking 3-23% went on until
-        one shrank under 5%).
+        share); stalled at that, the streaming placement alone is used. With 0.05
+        the levels of 1M / 10M shrinking 3-23% go on until one shrinks under 5%
+        (issue #38; 0.3 is part of its faster shrinkage, see ``cluster_rounds``).
     fit_passes
         Passes of the acceptance of the joins to a cluster (:func:`.coarsen_kernels.accept_in_passes`):
         each accepts, highest gain first, the proposals up to the first that would
         overflow the cap; the next pass drops those that no longer fit alone and
-        goes on with the rest. 1 (before issue #38): a heavy proposal turns away
-        every lighter one after it.
+        goes on with the rest. With 1 (the default) a heavy proposal turns away every
+        lighter one after it; 8 (issue #38) kept 74k clusters at the second level of
+        1M / 10M instead of 80k.
     max_levels
         Most coarsening levels (then, too, the streaming placement).
     coarse_refine_rounds
@@ -175,16 +180,16 @@ class LPConfig:
     scratch_dir: str | None = None
     coarse_nodes: int = 1 << 15
     coarse_entries: int = 1 << 21
-    cluster_rounds: int = 4
+    cluster_rounds: int = 2
     cluster_weight: float = 0.005
-    min_shrink: float = 0.3
+    min_shrink: float = 0.05
     max_levels: int = 16
     coarse_refine_rounds: int = 2
     purify_rounds: int = 2
     multilevel_above: float = 0.6
-    cluster_min_share: float = 0.5
+    cluster_min_share: float = 1.0
     two_hop_above: float = 1.0
-    fit_passes: int = 8
+    fit_passes: int = 1
     extra_cluster_weights: tuple[float, ...] = (0.015,)
 
     def __post_init__(self) -> None:

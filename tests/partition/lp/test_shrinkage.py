@@ -23,8 +23,9 @@ pytest.importorskip("pymetis")
 
 # several blocks, a tiny in-memory budget: the coarsening runs many levels on a small graph
 BASE = LPConfig(block_rows=2048, coarse_nodes=50, coarse_entries=1 << 30, purify_rounds=0, extra_cluster_weights=())
-# the coarsening before issue #38's shrinkage change
-OLD = replace(BASE, cluster_rounds=2, cluster_min_share=1.0, min_shrink=0.05, fit_passes=1)
+# the faster-shrinking coarsening of issue #38 (options; the defaults keep the old rules)
+NEW = replace(BASE, cluster_rounds=4, cluster_min_share=0.5, min_shrink=0.3, fit_passes=8)
+OLD = BASE
 LEVEL = re.compile(r"lp: level (\d+): (\d+) nodes, (\d+) entries, (\d+) rounds, (\d+) moved, [\d.]+ s")
 
 
@@ -76,15 +77,15 @@ def _levels(tmp_path: Path, config: LPConfig, caplog: pytest.LogCaptureFixture) 
 def test_levels_shrink_at_least_2x_in_nodes_on_a_planted_graph(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The defaults halve the nodes at least on the first two levels; the old rules
-    (two rounds, the best cluster only, one acceptance pass) shrink less and need more
-    levels to reach the same budget."""
-    new = _levels(tmp_path / "new", BASE, caplog)
+    """The issue #38 options halve the nodes at least on the first two levels; the
+    defaults (two rounds, the best cluster only, one acceptance pass) shrink less and
+    need more levels to reach the same budget."""
+    new = _levels(tmp_path / "new", NEW, caplog)
     caplog.clear()
     old = _levels(tmp_path / "old", OLD, caplog)
     assert [lv[0] for lv in new] == list(range(1, len(new) + 1)), new
-    assert all(lv[3] == BASE.cluster_rounds for lv in new), new  # rounds per level
+    assert all(lv[3] == NEW.cluster_rounds for lv in new), new  # rounds per level
     assert all(lv[3] == 2 for lv in old), old
     assert new[0][1] <= 8000 // 2 and new[1][1] <= new[0][1] // 2, new
     assert new[0][1] < old[0][1] and len(new) < len(old), (new, old)
-    assert new[-1][1] <= BASE.coarse_nodes < new[-2][1], new
+    assert new[-1][1] <= NEW.coarse_nodes < new[-2][1], new
