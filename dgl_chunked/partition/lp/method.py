@@ -172,6 +172,25 @@ level's entries (3 x int64 each, 4.4 GB at level 1) stay until the uncoarsening,
 10M (equal edge files): linear but for the random gathers, slower per entry as the
 tables outgrow the caches.
 
+**Levels** (issue #38; ``bench_lp.py`` prints a line per level: nodes, entries,
+clustering rounds, joins accepted, seconds). At the defaults the first levels halve the
+nodes (sbm-skewed 1M / 10M, 8 parts: 1M -> 374k -> 147k) but the entries fall only 7-17%
+per level (clusters of a few nodes of 10k-100k-node communities keep nearly every edge to
+a distinct cluster), and from the third level on the clustering stalls: the joins go to
+each community's largest clusters, which are full, a node whose best cluster is full
+waits (``cluster_min_share`` 1.0), and a cluster's acceptance turns away every proposal
+after the first that overflows its cap (level 2: 34k proposals, 7.8k accepted). Levels
+3-6 shrink 40%, 22%, 11%, 5% until one shrinks under 5% and the caps grow 4x: 10 levels,
+94M entries written, for 1M -> 9k nodes (250k / 2.5M: 7 levels, 20M). The stall sets in
+at a mean cluster size of 15-17 nodes at both sizes, so its levels hold about ``n / 16``
+nodes and as many entries as the input's half: levels and entries written per input
+entry grow with the graph (at 10M / 100M level 2 still held 180M of level 1's 189M
+entries). The options ``cluster_rounds=4, cluster_min_share=0.5, min_shrink=0.3,
+fit_passes=8`` shrink 4.6x, 3.1x, 1.8x, 1.3x, 2.7x at 1M (6 levels, 50M entries; the
+second cluster weight 4 levels), lp 103.1 s (coarsen 64.2) and cut 0.2029 against METIS's
+19.5 s and 0.1991 in one run at load 3-8; but they cut 0.7-1.6% more on the 50k skewed
+planted graph (``LPConfig.cluster_rounds``), so they are not the defaults.
+
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
 bytes per entry with its temporaries (``group_entries``: 2**21), one block's
