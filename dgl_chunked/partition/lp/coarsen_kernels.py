@@ -17,7 +17,6 @@ Vocabulary (see :mod:`dgl_chunked.partition.lp`):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -50,40 +49,6 @@ def cluster_caps(totals: IdArray, num_parts: int, fraction: float) -> IdArray:
     return np.maximum(1, np.floor(totals * fraction / num_parts)).astype(np.int64)
 
 
-@overload
-def joins_and_favourites(
-    u: IdArray,
-    c: IdArray,
-    w: IdArray,
-    *,
-    own: IdArray,
-    node_weight: IdArray,
-    cluster_weight: IdArray | Callable[[IdArray], IdArray],
-    caps: IdArray,
-    seed: int,
-    salt: int,
-    min_share: float = ...,
-    favourites: Literal[True] = ...,
-) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray]: ...
-
-
-@overload
-def joins_and_favourites(
-    u: IdArray,
-    c: IdArray,
-    w: IdArray,
-    *,
-    own: IdArray,
-    node_weight: IdArray,
-    cluster_weight: IdArray | Callable[[IdArray], IdArray],
-    caps: IdArray,
-    seed: int,
-    salt: int,
-    min_share: float = ...,
-    favourites: Literal[False],
-) -> tuple[IdArray, IdArray, IdArray]: ...
-
-
 def joins_and_favourites(
     u: IdArray,
     c: IdArray,
@@ -96,8 +61,7 @@ def joins_and_favourites(
     seed: int,
     salt: int,
     min_share: float = 0.0,
-    favourites: bool = True,
-) -> tuple[IdArray, ...]:
+) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray]:
     """The cluster each node would join: the one it is most connected to among the
     other clusters that still have room for it, when that beats its own cluster; and
     every node's *favourite* cluster (one compiled pass over the entries,
@@ -123,14 +87,12 @@ def joins_and_favourites(
         its best connection to any other cluster, full or not (0: any with room).
     seed, salt
         Ties go to the cluster of lowest seeded hash (:func:`.kernels.node_order`).
-    favourites
-        Also return the favourites.
 
     Returns
     -------
     (node, cluster, gain) per proposing node, sorted by node; the gain is the
-    connection to the new cluster minus the connection to the own one (> 0). With
-    ``favourites``, then ``(node, cluster, connection)`` of the other cluster each node
+    connection to the new cluster minus the connection to the own one (> 0); then
+    ``(node, cluster, connection)`` of the other cluster each node
     is most connected to, full or not (ties: lowest seeded hash, as the joins), sorted
     by node; the two-hop clustering (:func:`two_hop_joins`) groups the nodes that
     could not join it.
@@ -142,7 +104,7 @@ def joins_and_favourites(
     else:
         table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, np.int64)
     caps = np.ascontiguousarray(caps, np.int64)
-    got: tuple[IdArray, ...] = joins_kernel(
+    got: tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray] = joins_kernel(
         u,
         c,
         crow,
@@ -154,7 +116,7 @@ def joins_and_favourites(
         caps,
         float(min_share),
     )
-    return got if favourites else got[:3]
+    return got
 
 
 def two_hop_joins(node: IdArray, favourite: IdArray, *, seed: int, salt: int) -> tuple[IdArray, IdArray]:

@@ -67,6 +67,28 @@ def _sort_merge(bc: Any, brow: Any, bw: Any, s: int, e: int) -> int:  # pragma: 
     return m + 1
 
 
+def _top(bc: Any, bw: Any, s: int, e: int, key: Any, node_hash: Any, own: int) -> Any:  # pragma: no cover - compiled
+    """Of the merged clusters ``bc[s:e]`` (weights ``bw``): the highest weight, the index
+    of the tied cluster of lowest hash ``_mix(cluster + key) ^ node_hash``, and whether
+    ``own`` is among the tied."""
+    best = bw[s]
+    for i in range(s + 1, e):
+        if bw[i] > best:
+            best = bw[i]
+    pick = -1
+    pick_rank = np.uint64(0)
+    own_top = False
+    for i in range(s, e):
+        if bw[i] != best:
+            continue
+        if bc[i] == own:
+            own_top = True
+        r = _mix(np.uint64(bc[i]) + key) ^ node_hash
+        if pick < 0 or r < pick_rank:
+            pick, pick_rank = i, r
+    return best, pick, own_top
+
+
 def _joins(
     u: Any, c: Any, crow: Any, w: Any, own: Any, key: Any, cw: Any, nw: Any, caps: Any, min_share: float
 ) -> Any:  # pragma: no cover - compiled
@@ -74,15 +96,12 @@ def _joins(
     width = caps.size
     start = np.zeros(rows + 1, np.int64)
     conn_own = np.zeros(rows, np.int64)
-    for i in range(u.size):
-        ci = c[i]
-        if ci < 0:
-            continue
-        k = u[i]
-        if ci == own[k]:
-            conn_own[k] += w[i]
-        else:
-            start[k + 1] += 1
+    for i in range(u.size):  # entries to the own cluster summed, to other ones counted
+        if c[i] >= 0:
+            if c[i] == own[u[i]]:
+                conn_own[u[i]] += w[i]
+            else:
+                start[u[i] + 1] += 1
     for k in range(rows):
         start[k + 1] += start[k]
     pos = start[:-1].copy()
@@ -118,17 +137,7 @@ def _joins(
             continue
         e = _sort_merge(bc, brow, bw, s, e)
         # the favourite: most connected other cluster, full or not; ties: lowest hash
-        best_all = bw[s]
-        for i in range(s + 1, e):
-            if bw[i] > best_all:
-                best_all = bw[i]
-        fav = -1
-        fav_rank = np.uint64(0)
-        for i in range(s, e):
-            if bw[i] == best_all:
-                r = _mix(np.uint64(bc[i]) + key)
-                if fav < 0 or r < fav_rank:
-                    fav, fav_rank = i, r
+        best_all, fav, _ = _top(bc, bw, s, e, key, np.uint64(0), -1)
         fn[nf] = k
         fc[nf] = bc[fav]
         fconn[nf] = best_all
@@ -184,22 +193,7 @@ def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any: 
         if e == s:
             continue
         e = _sort_merge(bc, brow, bw, s, e)
-        best = bw[s]
-        for i in range(s + 1, e):
-            if bw[i] > best:
-                best = bw[i]
-        node_hash = _mix(np.uint64(ids[k]) + key2)
-        pick = -1
-        pick_rank = np.uint64(0)
-        own_top = False
-        for i in range(s, e):
-            if bw[i] != best:
-                continue
-            if bc[i] == own[k]:
-                own_top = True
-            r = _mix(np.uint64(bc[i]) + key) ^ node_hash
-            if pick < 0 or r < pick_rank:
-                pick, pick_rank = i, r
+        _, pick, own_top = _top(bc, bw, s, e, key, _mix(np.uint64(ids[k]) + key2), own[k])
         if not own_top:
             out[k] = bc[pick]
     return out
@@ -232,7 +226,7 @@ def _compiled(name: str) -> Any:
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        for helper in ("_mix", "_sort_merge"):
+        for helper in ("_mix", "_sort_merge", "_top"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         return jit({"joins": _joins, "strongest": _strongest, "movers": _movers}[name])
