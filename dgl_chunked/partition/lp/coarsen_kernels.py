@@ -17,25 +17,37 @@ Vocabulary (see :mod:`dgl_chunked.partition.lp`):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp.kernels import node_order
-from dgl_chunked.partition.lp.node_kernels import hash_key, joins_kernel, strongest_kernel
+from dgl_chunked.partition.lp.node_kernels import hash_key, ints, joins_kernel, strongest_kernel
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 __all__ = [
+    "ID_LIMIT",
     "accept_joins",
     "active_bit",
     "cluster_caps",
+    "id_dtype",
     "contract_entries",
     "joins_and_favourites",
     "strongest_clusters",
     "two_hop_joins",
     "weighted_csr",
 ]
+
+
+ID_LIMIT = 1 << 31
+"""IDs and weight sums below this are held as int32 (entries, labels, cluster maps)."""
+
+
+def id_dtype(limit: int) -> type[np.integer[Any]]:
+    """int32 for values below ``limit`` < :data:`ID_LIMIT`, else int64."""
+    return np.int32 if limit < ID_LIMIT else np.int64
 
 
 def active_bit(ids: IdArray, *, seed: int, salt: int) -> npt.NDArray[np.bool_]:
@@ -97,12 +109,12 @@ def joins_and_favourites(
     by node; the two-hop clustering (:func:`two_hop_joins`) groups the nodes that
     could not join it.
     """
-    u, c, w = (np.ascontiguousarray(x, np.int64) for x in (u, c, w))
+    u, c, w = (ints(x) for x in (u, c, w))
     if callable(cluster_weight):  # one row per entry (entries without a cluster read row 0)
         table = np.ascontiguousarray(cluster_weight(np.maximum(c, 0)), np.int64)
-        crow = np.arange(c.size, dtype=np.int64)
+        crow = np.arange(c.size, dtype=c.dtype)
     else:
-        table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, np.int64)
+        table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, c.dtype)
     caps = np.ascontiguousarray(caps, np.int64)
     got: tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray] = joins_kernel(
         u,
@@ -190,9 +202,9 @@ def strongest_clusters(u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, se
     of the pair (node ``ids``, cluster), so that tied nodes do not all pick one
     cluster; ``own`` when it has no entry (:func:`.node_kernels.strongest_kernel`)."""
     out: IdArray = strongest_kernel(
-        np.ascontiguousarray(u, np.int64),
-        np.ascontiguousarray(c, np.int64),
-        np.array(own, np.int64),
+        ints(u),
+        ints(c),
+        ints(own),
         np.ascontiguousarray(ids, np.int64),
         hash_key(seed, salt),
         hash_key(seed, salt + 1),

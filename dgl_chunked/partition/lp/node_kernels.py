@@ -23,7 +23,13 @@ import numpy as np
 
 from dgl_chunked.partition.random import splitmix64
 
-__all__ = ["hash_key", "joins_kernel", "mover_entries", "strongest_kernel"]
+__all__ = ["hash_key", "ints", "joins_kernel", "mover_entries", "strongest_kernel"]
+
+
+def ints(x: Any) -> Any:
+    """``x`` as a contiguous int32 array when it is one, else int64: the two integer types
+    the kernels are compiled for (int32 halves the entries' memory, issue #38)."""
+    return np.ascontiguousarray(x, np.int32 if np.asarray(x).dtype == np.int32 else np.int64)
 
 
 def hash_key(seed: int, salt: int) -> np.uint64:
@@ -107,9 +113,9 @@ def _joins(
     pos = start[:-1].copy()
     m = start[rows]
     rows_given = crow.size > 0  # else the cluster ID is the row of cw
-    bc = np.empty(m, np.int64)
-    brow = np.empty(m, np.int64) if rows_given else bc  # an alias is sorted along harmlessly
-    bw = np.empty(m, np.int64)
+    bc = np.empty(m, c.dtype)  # the entries' types (int32 where the IDs and sums allow)
+    brow = np.empty(m, crow.dtype) if rows_given else bc  # an alias is sorted along harmlessly
+    bw = np.empty(m, w.dtype)
     for i in range(u.size):
         ci = c[i]
         if ci < 0:
@@ -178,9 +184,9 @@ def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any: 
     for k in range(rows):
         start[k + 1] += start[k]
     pos = start[:-1].copy()
-    bc = np.empty(u.size, np.int64)
+    bc = np.empty(u.size, c.dtype)
     brow = bc  # no rows here (an alias is sorted along harmlessly)
-    bw = np.ones(u.size, np.int64)
+    bw = np.ones(u.size, np.int32)  # entries per node: fewer than 2**31
     for i in range(u.size):
         k = u[i]
         p = pos[k]
@@ -204,9 +210,9 @@ _LOCK = threading.Lock()
 
 def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: no cover - compiled
     n = u.size
-    ou = np.empty(n, np.int64)
-    oc = np.empty(n, np.int64)
-    ow = np.empty(n, np.int64)
+    ou = np.empty(n, u.dtype)
+    oc = np.empty(n, label.dtype)
+    ow = np.empty(n, w.dtype)
     m = 0
     for i in range(n):
         k = u[i]
@@ -239,8 +245,8 @@ def joins_kernel(*args: Any) -> Any:
 
 def mover_entries(u: Any, v: Any, w: Any, movers: Any, label: Any) -> tuple[Any, Any, Any]:
     """The entries ``(u, label[v], w)`` of the nodes ``u`` with ``movers[u]``, in one
-    compiled pass (instead of a mask, three copies and a gather)."""
-    u, v, w, label = (np.ascontiguousarray(x, np.int64) for x in (u, v, w, label))
+    compiled pass (instead of a mask, three copies and a gather); int32 arrays stay int32."""
+    u, v, w, label = (ints(x) for x in (u, v, w, label))
     out: tuple[Any, Any, Any] = _compiled("movers")(u, v, w, np.ascontiguousarray(movers, np.bool_), label)
     return out
 

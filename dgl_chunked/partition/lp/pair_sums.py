@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dgl_chunked._typing import IdArray
+from dgl_chunked.partition.lp.node_kernels import ints
 
 __all__ = ["mapped_pair_sums", "pair_sums"]
 
@@ -176,7 +177,7 @@ def _kernel(name: str = "grouped") -> Any:
 
 def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
     """Distinct ``(a, b)`` pairs sorted by ``(a, b)``, with the sum of their integer
-    ``w``; ``a, b >= 0``.
+    ``w``; ``a, b >= 0``. int32 inputs give int32 results (the sums must fit ``w``'s type).
 
     Examples
     --------
@@ -187,13 +188,14 @@ def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdA
     if a.size == 0:
         empty = np.empty(0, np.int64)
         return empty, empty, empty
+    a, b, w = (ints(x) for x in (a, b, w))
     lo, hi = int(a.min()), int(a.max())
     if hi - lo + 1 > _SPAN_FACTOR * a.size + 1024:
         return _argsort_sums(a, b, w)
     out: tuple[IdArray, IdArray, IdArray] = _kernel()(
-        np.ascontiguousarray(a, np.int64),
-        np.ascontiguousarray(b, np.int64),
-        np.ascontiguousarray(w, np.int64),
+        a,
+        b,
+        w,
         lo,
         hi - lo + 1,
         False,
@@ -217,8 +219,9 @@ def mapped_pair_sums(
 ) -> tuple[IdArray, IdArray, IdArray]:
     """:func:`pair_sums` of ``(umap[u], vmap[v], w)`` without the pairs where
     ``umap[u] == vmap[v]``, in one compiled pass (the contraction: ``u`` block-local,
-    ``v`` global; entries whose node maps to -1 are dropped)."""
-    u, v, w, umap, vmap = (np.ascontiguousarray(x, np.int64) for x in (u, v, w, umap, vmap))
+    ``v`` global; entries whose node maps to -1 are dropped). The results have the types
+    of ``umap``, ``vmap`` and ``w`` (int32 or int64: the sums must fit ``w``'s)."""
+    u, v, w, umap, vmap = (ints(x) for x in (u, v, w, umap, vmap))
     if u.size == 0:
         empty = np.empty(0, np.int64)
         return empty, empty, empty

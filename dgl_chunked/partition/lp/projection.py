@@ -134,7 +134,9 @@ def refine_task(
     delta = np.zeros((num_parts, level.width), np.int64)
     pv = C.lookup(level, src, v).astype(np.int64)
     rows = part.size
-    hist = np.bincount(u * num_parts + pv, weights=ew, minlength=rows * num_parts).reshape(rows, num_parts)
+    hist = np.bincount(u.astype(np.int64) * num_parts + pv, weights=ew, minlength=rows * num_parts).reshape(
+        rows, num_parts
+    )
     idx = np.arange(rows)
     best = np.argmax(hist, axis=1)
     gain = hist[idx, best] - hist[idx, part]

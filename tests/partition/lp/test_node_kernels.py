@@ -126,6 +126,9 @@ def test_joins_and_favourites_equal_the_numpy_version(case: dict[str, object]) -
         got = CK.joins_and_favourites(u, c, w, cluster_weight=cluster_weight, **case)  # type: ignore[arg-type]
         assert [x.tolist() for x in got] == [x.tolist() for x in want]
         assert all(x.dtype == np.int64 for x in got)
+    narrow = {k: v.astype(np.int32) if k == "own" else v for k, v in case.items()}  # the scratch files' int32
+    got = CK.joins_and_favourites(*(x.astype(np.int32) for x in (u, c, w)), cluster_weight=table, **narrow)  # type: ignore[arg-type, union-attr]
+    assert [x.tolist() for x in got] == [x.tolist() for x in want]
 
 
 @settings(max_examples=300, deadline=None)
@@ -140,6 +143,8 @@ def test_strongest_clusters_equal_the_numpy_version(case: dict[str, object]) -> 
     got = CK.strongest_clusters(u[ok], c[ok], own, **kw)  # type: ignore[arg-type]
     assert got.tolist() == want.tolist()
     assert got is not own
+    narrow = CK.strongest_clusters(u[ok].astype(np.int32), c[ok].astype(np.int32), own.astype(np.int32), **kw)  # type: ignore[arg-type, union-attr]
+    assert narrow.dtype == np.int32 and narrow.tolist() == want.tolist()
 
 
 @settings(max_examples=100, deadline=None)
@@ -155,3 +160,6 @@ def test_mover_entries_equal_the_numpy_selection(case: dict[str, object]) -> Non
     keep = movers[u]
     got = mover_entries(u, v, u * 3 + 1, movers, label)
     assert [x.tolist() for x in got] == [u[keep].tolist(), label[v[keep]].tolist(), (u * 3 + 1)[keep].tolist()]
+    narrow = mover_entries(*(x.astype(np.int32) for x in (u, v, u * 3 + 1)), movers, label.astype(np.int32))
+    assert [x.dtype for x in narrow] == [np.dtype(np.int32)] * 3
+    assert [x.tolist() for x in narrow] == [x.tolist() for x in got]
