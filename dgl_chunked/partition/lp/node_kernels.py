@@ -23,7 +23,7 @@ import numpy as np
 
 from dgl_chunked.partition.random import splitmix64
 
-__all__ = ["hash_key", "ints", "joins_kernel", "mover_entries", "strongest_kernel"]
+__all__ = ["hash_key", "ints", "joins_kernel", "mover_entries", "part_gains", "strongest_kernel"]
 
 
 def ints(x: Any) -> Any:
@@ -42,6 +42,16 @@ def _mix(x: Any) -> Any:  # pragma: no cover - compiled; SplitMix64, as splitmix
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def _offsets(key: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
+    """Start of each key's run in a counting sort of ``key`` (``lo`` to ``lo + extent - 1``)."""
+    start = np.zeros(extent + 1, np.int64)
+    for i in range(key.size):
+        start[key[i] - lo + 1] += 1
+    for k in range(extent):
+        start[k + 1] += start[k]
+    return start
 
 
 def _sort_merge(bc: Any, brow: Any, bw: Any, s: int, e: int) -> int:  # pragma: no cover - compiled
@@ -177,31 +187,71 @@ def _joins(
 
 
 def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any:  # pragma: no cover - compiled
+    """Per node, the cluster it has the most entries to: counted in one array indexed by
+    cluster (the coarsest level's IDs: as many as its nodes, which METIS holds in memory
+    anyway), not sorted per node; ties as :func:`_top` (equal hashes: the lowest ID)."""
     rows = own.size
-    start = np.zeros(rows + 1, np.int64)
-    for i in range(u.size):
-        start[u[i] + 1] += 1
-    for k in range(rows):
-        start[k + 1] += start[k]
+    start = _offsets(u, 0, rows)
     pos = start[:-1].copy()
     bc = np.empty(u.size, c.dtype)
-    brow = bc  # no rows here (an alias is sorted along harmlessly)
-    bw = np.ones(u.size, np.int32)  # entries per node: fewer than 2**31
     for i in range(u.size):
         k = u[i]
         p = pos[k]
         bc[p] = c[i]
         pos[k] = p + 1
+    count = np.zeros(bc.max() + 1 if bc.size else 0, np.int32)  # entries per node: fewer than 2**31
     out = own.copy()
     for k in range(rows):
         s = start[k]
         e = start[k + 1]
-        if e == s:
-            continue
-        e = _sort_merge(bc, brow, bw, s, e)
-        _, pick, own_top = _top(bc, bw, s, e, key, _mix(np.uint64(ids[k]) + key2), own[k])
-        if not own_top:
-            out[k] = bc[pick]
+        best = 0
+        for i in range(s, e):
+            count[bc[i]] += 1
+            if count[bc[i]] > best:
+                best = count[bc[i]]
+        node_hash = _mix(np.uint64(ids[k]) + key2)
+        pick = -1
+        pick_rank = np.uint64(0)
+        own_top = False
+        for i in range(s, e):
+            if count[bc[i]] != best:
+                continue
+            if bc[i] == own[k]:
+                own_top = True
+            r = _mix(np.uint64(bc[i]) + key) ^ node_hash
+            if pick < 0 or r < pick_rank or (r == pick_rank and bc[i] < pick):
+                pick, pick_rank = bc[i], r
+        for i in range(s, e):
+            count[bc[i]] = 0
+        if e > s and not own_top:
+            out[k] = pick
+    return out
+
+
+def _part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) -> Any:  # pragma: no cover - compiled
+    rows = part.size
+    hist = np.zeros((rows, num_parts), np.int64)
+    for i in range(u.size):
+        hist[u[i], table[v[i]]] += w[i]
+    best = np.zeros(rows, np.int64)
+    gain = np.empty(rows, np.int64)
+    for k in range(rows):
+        top = hist[k, 0]
+        for p in range(1, num_parts):
+            if hist[k, p] > top:  # ties: the lowest part (as numpy's argmax)
+                top = hist[k, p]
+                best[k] = p
+        own = part[k] if part[k] >= 0 else part[k] + num_parts  # -1 reads the last column (as numpy)
+        gain[k] = top - hist[k, own]
+    return best, gain
+
+
+def part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) -> tuple[Any, Any]:
+    """Per node ``k`` of ``part`` (its partitions): the part ``best`` its entries
+    ``(u, v, w)`` weigh most to, by the partitions ``table[v]`` (ties: the lowest part),
+    and the gain of moving there (that weight minus the weight to its own part); in one
+    compiled pass (instead of a per-entry gather, a bincount of floats, an argmax)."""
+    out: tuple[Any, Any] = _compiled("gains")(ints(u), ints(v), ints(w), ints(table), ints(part), num_parts)
     return out
 
 
@@ -232,10 +282,10 @@ def _compiled(name: str) -> Any:
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        for helper in ("_mix", "_sort_merge", "_top"):
+        for helper in ("_mix", "_sort_merge", "_top", "_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
-        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers}[name])
+        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}[name])
 
 
 def joins_kernel(*args: Any) -> Any:

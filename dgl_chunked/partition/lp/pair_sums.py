@@ -21,21 +21,11 @@ from typing import Any
 import numpy as np
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition.lp.node_kernels import ints
+from dgl_chunked.partition.lp.node_kernels import _offsets, ints
 
 __all__ = ["mapped_pair_sums", "pair_sums"]
 
 _SPAN_FACTOR = 4
-
-
-def _offsets(key: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
-    """Start of each key's run in a counting sort of ``key`` (``lo`` to ``lo + extent - 1``)."""
-    start = np.zeros(extent + 1, np.int64)
-    for i in range(key.size):
-        start[key[i] - lo + 1] += 1
-    for k in range(extent):
-        start[k + 1] += start[k]
-    return start
 
 
 def _by_key(key: Any, lo: int, extent: int, x: Any, y: Any) -> Any:  # pragma: no cover - compiled
