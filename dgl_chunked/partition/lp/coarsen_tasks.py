@@ -207,8 +207,10 @@ def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
         v = S.read_segments(level.lp_root, segs, "v").astype(ids)
         return u, v, np.ones(u.size, CK.id_dtype(u.size))
     parts = [load_piece(level.url(f"e-{s}", "bin"), b) for s in range(level.num_blocks)]
+    fits = all(np.can_cast(p.dtype, np.int32) or p.size == 0 or int(p.max()) < CK.ID_LIMIT for p in parts)
     total = sum(int(p[2].sum()) for p in parts)  # every sum of the block's weights fits this
-    e = np.empty((3, sum(p.shape[1] for p in parts)), np.promote_types(ids, CK.id_dtype(total)))  # widened
+    wide = np.promote_types(ids, CK.id_dtype(total)) if fits else np.dtype(np.int64)
+    e = np.empty((3, sum(p.shape[1] for p in parts)), wide)  # each writer's narrow type, widened
     pos = 0
     for p in parts:
         e[:, pos : pos + p.shape[1]] = p
