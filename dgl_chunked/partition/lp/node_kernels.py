@@ -11,6 +11,12 @@ gathering the cluster weights of every pair: 18 s of numpy and most of the 50 s 
 grouping in issue #38's profile at 1M nodes / 10M edges) and give the same results,
 bit for bit (integer sums; ``tests/partition/lp/test_node_kernels.py`` compares them with
 the numpy versions on random inputs).
+
+The purification's kernel (:func:`_strongest`) counts a node's entries per cluster in
+one array indexed by cluster instead (the coarsest level's IDs: few), and the coarse
+refinement's (:func:`_part_gains`) sums them in a ``[rows, parts]`` table. Every kernel
+keeps int32 inputs in int32 buffers (:func:`ints`): the scratch files' entries, labels and
+cluster maps are int32 below 2**31 IDs (:mod:`.coarsen_tasks`).
 """
 
 from __future__ import annotations
