@@ -29,7 +29,7 @@ import numpy as np
 
 from dgl_chunked.partition.random import splitmix64
 
-__all__ = ["hash_key", "ints", "joins_kernel", "mover_entries", "part_gains", "strongest_kernel"]
+__all__ = ["counting_offsets", "hash_key", "ints", "joins_kernel", "mover_entries", "part_gains", "strongest_kernel"]
 
 
 def ints(x: Any) -> Any:
@@ -50,7 +50,7 @@ def _mix(x: Any) -> Any:  # pragma: no cover - compiled; SplitMix64, as splitmix
     return z ^ (z >> np.uint64(31))
 
 
-def _offsets(key: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
+def counting_offsets(key: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
     """Start of each key's run in a counting sort of ``key`` (``lo`` to ``lo + extent - 1``)."""
     start = np.zeros(extent + 1, np.int64)
     for i in range(key.size):
@@ -197,7 +197,7 @@ def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any: 
     cluster (the coarsest level's IDs: as many as its nodes, which METIS holds in memory
     anyway), not sorted per node; ties as :func:`_top` (equal hashes: the lowest ID)."""
     rows = own.size
-    start = _offsets(u, 0, rows)
+    start = counting_offsets(u, 0, rows)
     pos = start[:-1].copy()
     bc = np.empty(u.size, c.dtype)
     for i in range(u.size):
@@ -288,7 +288,7 @@ def _compiled(name: str) -> Any:
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        for helper in ("_mix", "_sort_merge", "_top", "_offsets"):
+        for helper in ("_mix", "_sort_merge", "_top", "counting_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         return jit({"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}[name])

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition.lp.node_kernels import _offsets, ints
+from dgl_chunked.partition.lp.node_kernels import counting_offsets, ints
 
 __all__ = ["mapped_pair_sums", "pair_sums"]
 
@@ -30,8 +30,8 @@ _SPAN_FACTOR = 4
 
 def _by_key(key: Any, lo: int, extent: int, x: Any, y: Any) -> Any:  # pragma: no cover - compiled
     """A stable counting sort of ``x`` and ``y`` by ``key``: the start of each key's run
-    (:func:`_offsets`) and the sorted copies."""
-    start = _offsets(key, lo, extent)
+    (:func:`.node_kernels.counting_offsets`) and the sorted copies."""
+    start = counting_offsets(key, lo, extent)
     pos = start[:-1].copy()
     ox = np.empty(x.size, x.dtype)
     oy = np.empty(y.size, y.dtype)
@@ -159,7 +159,7 @@ def _kernel(name: str = "grouped") -> Any:
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        for helper in ("_offsets", "_by_key", "_merged", "_grouped"):
+        for helper in ("counting_offsets", "_by_key", "_merged", "_grouped"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         return {"grouped": globals()["_grouped"], "mapped": jit(_mapped), "radix": jit(_mapped_radix)}[name]
