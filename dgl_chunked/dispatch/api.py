@@ -200,15 +200,16 @@ def _dispatch(
         )
         every_file = stamps.everything()
         kinds = partition_files(plan)
+        finished = {(p, k) for p in range(num_parts) for k in kinds if _done(plan, p, k, every_file) is not MISSING}
         for p in range(num_parts):  # a partition none of whose files a resumed run finished starts empty
-            prepare_partition(plan, p, fresh=not any(_done(plan, p, k, every_file) for k in kinds))
+            prepare_partition(plan, p, fresh=not any((p, k) in finished for k in kinds))
         writes, graph_at, ends = write_step_tasks(  # a large file by several tasks where threads would idle
             plan,
             kinds,
             every_file,
             staging.token,
             _write_file_once,
-            lambda p, k: _done(plan, p, k, every_file) is not MISSING,
+            lambda p, k: (p, k) in finished,
             cluster_threads(client),
         )
         written = runner.compute(writes, "write partitions", keep=ends)  # the HALO bitmaps stay in the workers
