@@ -25,12 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from peak_memory import worker_peaks_mb
+from peak_memory import peak_rss_mb, worker_peaks_mb
+from synth_parts import process_client, run_two_parts, synth_homogeneous
 
 IN_ONE_PROCESS = (
     "import sys, numpy as np, pyarrow.parquet as pq\n"
@@ -38,17 +38,6 @@ IN_ONE_PROCESS = (
     "ids = ids[np.argsort(t.column('new').to_numpy())]\n"
     "print(next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM')) / 1024)\n"
 )
-
-
-def _vmhwm_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
-
-
-def _cluster(workers: int) -> Any:
-    from dgl_chunked.cluster import dask_client
-
-    return dask_client(None, workers=workers, threads_per_worker=1)
 
 
 def _mapping(root: Path, nodes: int, files: int) -> np.ndarray:
@@ -70,25 +59,10 @@ def _mapping(root: Path, nodes: int, files: int) -> np.ndarray:
 
 
 def _graph(work: Path, nodes: int, files: int) -> tuple[Path, np.ndarray]:
-    import dask
-
-    import dgl_chunked as dglc
-
     chunked, out = work / "chunked", work / "parts"
-    chunks = max(1, nodes // 2_500_000)
-    spec = dglc.SynthSpec(
-        node_types={"_N": nodes},
-        edge_types={"_N:_E:_N": nodes // 10},
-        num_node_chunks=chunks,
-        num_edge_chunks=chunks,
-        edge_format="parquet",
-    )
-    with dask.config.set(scheduler="threads"):
-        dglc.write_synthetic_graph(chunked, spec)
+    synth_homogeneous(chunked, nodes)
     user = _mapping(chunked / "raw_id_mappings", nodes, files)
-    with warnings.catch_warnings(), _cluster(2) as client:
-        warnings.simplefilter("ignore")
-        dglc.run(chunked, out, num_parts=2, client=client, options=dglc.DispatchOptions(save_orig_nids=True))
+    run_two_parts(chunked, out)
     return out, user
 
 
@@ -115,7 +89,7 @@ def main() -> None:
             "graph_s": round(time.perf_counter() - t0, 1),
         }
         queries = str(parts / "raw_id_mappings" / "_N" / "parquet" / "*")
-        with _cluster(args.workers) as client:
+        with process_client(args.workers) as client:
             start = time.perf_counter()
             found = dglc.lookup_ids(parts, queries, work / "seeds", column="orig", client=client)
             report["lookup_s"] = round(time.perf_counter() - start, 2)
@@ -127,7 +101,7 @@ def main() -> None:
             f.write(npy_header_bytes(np.dtype(np.float32), (args.nodes, args.dim)))
             for lo in range(0, args.nodes, 1 << 20):
                 f.write(rng.random((min(1 << 20, args.nodes - lo), args.dim), dtype=np.float32).tobytes())
-        with _cluster(args.workers) as client:
+        with process_client(args.workers) as client:
             start = time.perf_counter()
             dglc.remap_results(parts, {"_N": str(src)}, work / "remapped", format="parquet", client=client)
             report["remap_s"] = round(time.perf_counter() - start, 2)
@@ -143,7 +117,7 @@ def main() -> None:
             text=True,
         )
         report["whole_mapping_one_process_peak_rss_mb"] = round(float(proc.stdout.strip()), 1)
-        report["client_peak_rss_mb"] = round(_vmhwm_mb(), 1)
+        report["client_peak_rss_mb"] = round(peak_rss_mb(), 1)
     print(json.dumps(report, indent=2))
 
 

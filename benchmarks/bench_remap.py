@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 from peak_memory import worker_peaks_mb
+from synth_parts import process_client, run_two_parts, synth_homogeneous
 
 FLOOR = "import numpy as np, sys; np.save(sys.argv[2], np.load(sys.argv[1]))"
 
@@ -53,33 +54,12 @@ def _status(client: Any, field: str) -> list[float]:
     return [round(v, 1) for v in worker_peaks_mb(client, field)]
 
 
-def _cluster(workers: int) -> Any:
-    from dgl_chunked.cluster import dask_client
-
-    return dask_client(None, workers=workers, threads_per_worker=1)
-
-
 def _graph(work: Path, nodes: int) -> Path:
-    import dask
-
-    import dgl_chunked as dglc
-
     chunked, out = work / "chunked", work / "parts"
     if (out / "metadata.json").exists():  # kept by an earlier --keep run
         return out
-    chunks = max(1, nodes // 2_500_000)
-    spec = dglc.SynthSpec(
-        node_types={"_N": nodes},
-        edge_types={"_N:_E:_N": nodes // 10},
-        num_node_chunks=chunks,
-        num_edge_chunks=chunks,
-        edge_format="parquet",
-    )
-    with dask.config.set(scheduler="threads"):
-        dglc.write_synthetic_graph(chunked, spec)
-    with warnings.catch_warnings(), _cluster(2) as client:
-        warnings.simplefilter("ignore")
-        dglc.run(chunked, out, num_parts=2, client=client, options=dglc.DispatchOptions(save_orig_nids=True))
+    synth_homogeneous(chunked, nodes)
+    run_two_parts(chunked, out)
     return out
 
 
@@ -153,7 +133,7 @@ def bench_remap(work: Path, scale: int, dim: int, workers: int, shuffled: bool =
     src = work / "pred.npy"
     nbytes = _results(src, nodes, dim)
     before = _floor(src, work / "floor.npy")
-    with _cluster(workers) as client:
+    with process_client(workers) as client:
         idle = _status(client, "VmRSS")
         os.sync()
         start = time.perf_counter()
@@ -208,9 +188,9 @@ def _keyed(work: Path, nodes: int) -> tuple[Path, Path, np.ndarray]:
         "edge_types": {"account:links:account": {"source": {"path": "edges.parquet", "columns": ["src", "dst"]}}},
     }
     (raw / "spec.json").write_text(json.dumps(spec))
-    with _cluster(2):
+    with process_client(2):
         chunk_graph(raw / "spec.json", work / "chunked", num_chunks=max(1, nodes // 2_500_000))
-    with warnings.catch_warnings(), _cluster(2) as client, dask.config.set(scheduler="threads"):
+    with warnings.catch_warnings(), process_client(2) as client, dask.config.set(scheduler="threads"):
         warnings.simplefilter("ignore")
         dglc.run(work / "chunked", work / "parts", num_parts=2, client=client,
                  options=dglc.DispatchOptions(save_orig_nids=True))  # fmt: skip
@@ -231,7 +211,7 @@ def bench_lookup(work: Path, nodes: int, keys: int, workers: int) -> dict[str, A
         for lo in range(0, keys, 1 << 21):
             part = chosen[lo : lo + (1 << 21)]
             w.write_table(pa.table({"key": [f"acct-{v:09d}" for v in part], "label": part % 47}))
-    with _cluster(workers) as client:
+    with process_client(workers) as client:
         idle = _status(client, "VmRSS")
         start = time.perf_counter()
         result = dglc.lookup_ids(parts, work / "queries.parquet", work / "seeds", graph=chunked, column="key",

@@ -24,6 +24,7 @@ collect_ignore = [
     "realdgl/dgl_side.py",
     "realdgl/gnn_side.py",
     "realdgl/dgl_side_gb24.py",
+    "realdgl/dgl_side_common.py",
     "realdgl/dgl240_converter.py",
 ]
 collect_ignore_glob = ["data/*"]

@@ -18,6 +18,7 @@ from dgl_chunked.cli.flags import (
     GraphLocation,
     cluster_flags,
     graph_flags,
+    split_lists,
 )
 from dgl_chunked.cli.options import scratch_option, storage_option
 from dgl_chunked.cluster import ClusterOptions
@@ -84,7 +85,7 @@ def verify_command(
             out_dir,
             storage_options=storage_options,
             scratch_dir=scratch_dir or out_dir,
-            node_id_features=[s for v in node_id_features for s in v.split(",") if s.strip()],
+            node_id_features=list(split_lists(node_id_features)),
         )
     if not report.ok:
         for problem in report.problems:

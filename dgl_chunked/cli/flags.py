@@ -29,7 +29,7 @@ the command.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -56,6 +56,7 @@ __all__ = [
     "graph_flags",
     "partition_flags",
     "split_list",
+    "split_lists",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,6 +94,12 @@ def flag_group(target: str, options: Sequence[Option], build: Build, *, passed: 
 def split_list(text: str | None) -> tuple[str, ...] | None:
     """``"a, b,,c"`` -> ``("a", "b", "c")``; None or ``""`` (the flag not given) -> None."""
     return tuple(s.strip() for s in text.split(",") if s.strip()) if text else None
+
+
+def split_lists(texts: Iterable[str]) -> tuple[str, ...]:
+    """The names of a repeatable ``A,B`` flag: ``("a,b", "c,")`` -> ``("a", "b", "c")`` (an
+    empty or blank name is dropped; the others are kept as written)."""
+    return tuple(s for v in texts for s in v.split(",") if s.strip())
 
 
 # --- the graph ---------------------------------------------------------------------
@@ -401,7 +408,7 @@ def _dispatch_options(flags: dict[str, Any], rest: Mapping[str, Any]) -> Dispatc
         keep_halo_edges=flags["keep_halo_edges"],
         lookup_cache_bytes=parse_size(flags["lookup_cache"], "--lookup-cache"),
         memory_limit=cluster.memory_limit,
-        node_id_features=tuple(s for v in flags["node_id_features"] for s in v.split(",") if s.strip()),
+        node_id_features=split_lists(flags["node_id_features"]),
         graphbolt=_graphbolt_options(flags),
     )
 

@@ -10,7 +10,7 @@ import click
 from dgl_chunked import ChunkedGraph
 from dgl_chunked.cli.context import optional_client
 from dgl_chunked.cli.errors import user_errors
-from dgl_chunked.cli.flags import NUM_PARTS, cluster_flags, graph_flags
+from dgl_chunked.cli.flags import NUM_PARTS, cluster_flags, graph_flags, split_list
 from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.parmetis import export_parmetis, import_parmetis
 
@@ -48,7 +48,7 @@ def parmetis_export_command(
     storage_options: dict[str, Any] | None,
 ) -> None:
     """Write ParMETIS input files (pm_dglpart) without self loops or duplicate edges."""
-    masks = [m.strip() for m in balance_masks.split(",") if m.strip()] if balance_masks else []
+    masks = list(split_list(balance_masks) or ())
     with optional_client(cluster):
         files = export_parmetis(
             graph,

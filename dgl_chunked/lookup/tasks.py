@@ -20,7 +20,7 @@ from all of them, so no task holds more than one piece, bucket or block:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +162,24 @@ def _piece_path(root: str, part: int, name: str, k: int) -> str:
     return fs.join(root, f"p{part}/{name}/{k:06d}")
 
 
+def _write_pieces(
+    root: str,
+    part: int,
+    k: int,
+    arrays: Sequence[ArraySpec],
+    found: Mapping[str, npt.NDArray[Any]],
+    rows: npt.NDArray[Any],
+    so: StorageOptions,
+) -> None:
+    """Piece ``k`` of partition ``part``: the ``rows`` (a mask or an index) of each answer array
+    in ``found``, as raw bytes of its dtype."""
+    for name, dtype, _ in arrays:
+        target = _piece_path(root, part, name, k)
+        makedirs_for(target, so)
+        with fs.open_file(target, "wb", so) as f:
+            f.write(raw_bytes(found[name][rows].astype(dtype, copy=False)))
+
+
 @dataclass(frozen=True)
 class Shuffle:
     """The shuffle route of a lookup (``orig_*.dgl`` not ascending, :mod:`~dgl_chunked.remap.shuffled`).
@@ -221,12 +239,7 @@ def place_block(
         write_buckets(shuffle.regroup_path(k), columns, slab, shuffle.grid.num_blocks, so)
         return counts
     for p in np.flatnonzero(counts).tolist():
-        sel = part == p
-        for name, dtype, _ in arrays:
-            target = _piece_path(root, p, name, k)
-            makedirs_for(target, so)
-            with fs.open_file(target, "wb", so) as f:
-                f.write(raw_bytes(found[name][sel].astype(dtype, copy=False)))
+        _write_pieces(root, p, k, arrays, found, part == p, so)
     return counts
 
 
@@ -241,11 +254,7 @@ def sort_slab(
     counts = np.zeros(job.space.num_parts, np.int64)
     counts[p] = order.shape[0]
     if order.size:
-        for name, dtype, _ in arrays:
-            target = _piece_path(root, p, name, s)
-            makedirs_for(target, so)
-            with fs.open_file(target, "wb", so) as f:
-                f.write(raw_bytes(found[name][order].astype(dtype, copy=False)))
+        _write_pieces(root, p, s, arrays, found, order, so)
     return counts
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -30,6 +30,7 @@ __all__ = [
     "import_partitioner",
     "input_stamp",
     "mask_features",
+    "node_type_blocks",
     "trivial_parts",
 ]
 
@@ -106,6 +107,33 @@ def mask_features(graph: ChunkedGraph, names: tuple[str, ...] | None) -> list[tu
             if name in graph.metadata.node_data.get(ntype, {}):
                 out.append((t, name))
     return out
+
+
+def node_type_blocks(
+    graph: ChunkedGraph,
+    kernel: Callable[..., PartArray],
+    token: str,
+    type_kwargs: Callable[[str], dict[str, Any]],
+) -> dict[str, da.Array]:
+    """Per node type a lazy int32 array chunked like ``graph.node_chunks(ntype)``; never computes.
+
+    Block by block it is ``kernel(**type_kwargs(ntype), block_info=...)``: a method that
+    assigns each node from its ``type_nid`` alone (:mod:`.random`, :mod:`.range`) finds
+    the block's ID range in ``block_info[None]["array-location"]``.
+    """
+    import dask.array as da
+
+    return {
+        ntype: da.map_blocks(
+            kernel,
+            chunks=(tuple(graph.node_chunks(ntype)),),
+            dtype=np.int32,
+            meta=np.empty(0, np.int32),
+            token=token,
+            **type_kwargs(ntype),
+        )
+        for ntype in graph.metadata.node_types
+    }
 
 
 def input_stamp(graph: ChunkedGraph, masks: Sequence[tuple[int, str]]) -> list[tuple[Any, ...]]:

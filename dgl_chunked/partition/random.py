@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import PartArray
-from dgl_chunked.partition._base import check_seed
+from dgl_chunked.partition._base import check_seed, node_type_blocks
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -89,19 +89,10 @@ class RandomMethod:
         ``balance_ntypes`` and ``balance_edges`` are not used: hashing balances every
         node type and mask in expectation only.
         """
-        import dask.array as da
-
         seed = check_seed(options.seed)
-        out: dict[str, da.Array] = {}
-        for ntype in graph.metadata.node_types:
-            out[ntype] = da.map_blocks(
-                random_assignment_block,
-                chunks=(tuple(graph.node_chunks(ntype)),),
-                dtype=np.int32,
-                meta=np.empty(0, np.int32),
-                token="dglc-assign-random",
-                type_id=graph.metadata.ntype_id(ntype),
-                seed=seed,
-                num_parts=num_parts,
-            )
-        return out
+        return node_type_blocks(
+            graph,
+            random_assignment_block,
+            "dglc-assign-random",
+            lambda ntype: {"type_id": graph.metadata.ntype_id(ntype), "seed": seed, "num_parts": num_parts},
+        )

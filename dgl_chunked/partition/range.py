@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import PartArray
+from dgl_chunked.partition._base import node_type_blocks
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -90,17 +91,9 @@ class RangeMethod:
         ``seed``, ``balance_ntypes`` and ``balance_edges`` are not used: every node
         type is balanced exactly, and the ranges are fixed by the counts alone.
         """
-        import dask.array as da
-
-        out: dict[str, da.Array] = {}
-        for ntype in graph.metadata.node_types:
-            out[ntype] = da.map_blocks(
-                range_assignment_block,
-                chunks=(tuple(graph.node_chunks(ntype)),),
-                dtype=np.int32,
-                meta=np.empty(0, np.int32),
-                token="dglc-assign-range",
-                num_nodes=graph.metadata.num_nodes(ntype),
-                num_parts=num_parts,
-            )
-        return out
+        return node_type_blocks(
+            graph,
+            range_assignment_block,
+            "dglc-assign-range",
+            lambda ntype: {"num_nodes": graph.metadata.num_nodes(ntype), "num_parts": num_parts},
+        )

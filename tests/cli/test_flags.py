@@ -12,6 +12,7 @@ import pytest
 import dgl_chunked
 from dgl_chunked import ChunkedGraph, DispatchOptions
 from dgl_chunked.cli import COMMANDS, cli, main
+from dgl_chunked.cli.flags import split_list, split_lists
 from dgl_chunked.cluster import ClusterOptions
 from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.partition import PartitionOptions
@@ -137,3 +138,21 @@ def test_store_flags_without_graphbolt_are_a_usage_error(
     argv = ["dispatch", "--in-dir", str(tiny_chunked), "--partitions-dir", "A", "--out-dir", "o", "--no-store-eids"]
     assert main(argv) == 2
     assert "--no-store-eids only apply with --use-graphbolt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("texts", "names"),
+    [
+        (("a,b", "c"), ("a", "b", "c")),
+        (("a,,b,", " "), ("a", "b")),  # empty and blank names dropped
+        ((" a , b",), (" a ", " b")),  # the others kept as written
+        ((), ()),
+    ],
+)
+def test_split_lists_reads_a_repeatable_comma_flag(texts: tuple[str, ...], names: tuple[str, ...]) -> None:
+    assert split_lists(texts) == names
+
+
+def test_split_list_strips_and_reads_no_flag_as_none() -> None:
+    assert split_list(" a, b,,c ") == ("a", "b", "c")
+    assert split_list("") is None and split_list(None) is None

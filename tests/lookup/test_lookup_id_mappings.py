@@ -10,25 +10,12 @@ import pytest
 
 from dgl_chunked.cli import main
 from dgl_chunked.lookup import lookup_ids
-from dgl_chunked.verify import load_partition_output
-from tests.remap.gsp_mappings import Gsp, write_mapping
-
-
-def _orig_in_new_order(out: Path, ntype: str) -> list[np.ndarray]:
-    _, parts = load_partition_output(out)
-    return [p.orig_nids[ntype] for p in parts]
-
-
-def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert "Traceback" not in err and len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
+from tests.remap.gsp_mappings import Gsp, one_error_line, orig_in_new_order, write_mapping
 
 
 def _check_lookup(out: Path, seeds: Path, ntype: str, expect_orig: np.ndarray) -> None:
     """Every partition: its own nodes, ascending new IDs, original IDs and the ``new`` label aligned."""
-    orig = _orig_in_new_order(out, ntype)
+    orig = orig_in_new_order(out, ntype)
     offsets = np.concatenate([[0], np.cumsum([len(o) for o in orig])])
     found = []
     for p, owned in enumerate(orig):
@@ -84,7 +71,7 @@ def test_lookup_of_an_unknown_user_id_is_one_line(gsp: Gsp, tmp_path: Path, caps
     pd.DataFrame({"id": [gsp.paper[3], "p-nobody"]}).to_csv(tmp_path / "q.csv", index=False)
     args = ["lookup", "--partitions", str(gsp.out), "--queries", str(tmp_path / "q.csv"), "--type", "paper"]
     assert main([*args, "--out-dir", str(tmp_path / "o")]) != 0
-    line = _error_line(capsys)
+    line = one_error_line(capsys)
     assert "q.csv line 3" in line and "'p-nobody'" in line and "raw_id_mappings" in line
 
 

@@ -1,7 +1,8 @@
 """Load files with real DGL and dump what DGL sees to an .npz (runs in the DGL venv).
 
 Runs under the side virtualenv with dgl 2.1.0 / torch 2.2 / numpy 1.x, never in the
-package's environment. It imports only dgl, torch, numpy, json, sys and os. The
+package's environment. It imports only dgl, torch, numpy, json, sys, os and its sibling
+``dgl_side_common.py`` (what it shares with ``dgl_side_gb24.py``). The
 last argument is always the output ``.npz``; string facts go into the JSON blob
 stored under the key ``__json__`` (a 0-d unicode array, no pickle needed).
 
@@ -53,6 +54,7 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 import dgl
 import numpy as np
 import torch
+from dgl_side_common import dist_graph, etype_str, one_server, save_npz, serve
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -60,10 +62,6 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(np.uint16)
     return t.detach().cpu().numpy()
-
-
-def etype_str(etype: tuple[str, str, str]) -> str:
-    return ":".join(etype)
 
 
 def mode_tensors(files: list[str], out: dict[str, np.ndarray], info: dict) -> None:
@@ -243,62 +241,22 @@ def mode_distgraph(config: str, out: dict[str, np.ndarray], info: dict) -> None:
 def mode_distgraph_server(config: str, out: dict[str, np.ndarray], info: dict) -> None:
     """A real DistGraphServer on 127.0.0.1 (child process) and one DistGraph client (1 partition).
 
-    The server reports through a pipe once it has loaded the partition (or the pipe
-    closes because it died), so a server that cannot start fails fast instead of
-    leaving the client retrying its connection forever. If the client fails, the
-    server is killed before the error propagates.
+    See :func:`dgl_side_common.one_server` for how a server that fails to start, or a client
+    that fails, ends.
     """
-    ip_config = os.path.abspath("ip_config.txt")
     port = int(os.environ.get("DGLC_DIST_PORT", 20000 + os.getpid() % 20000))
-    with open(ip_config, "w") as f:
-        f.write(f"127.0.0.1 {port}\n")
-    os.environ.update(DGL_DIST_MODE="distributed", DGL_NUM_SERVER="1")
-    ready_r, ready_w = os.pipe()
-    os.set_inheritable(ready_w, True)
-    args = [sys.executable, os.path.abspath(__file__), "distserver", config, ip_config, str(ready_w), "unused.npz"]
-    server = os.posix_spawn(sys.executable, args, dict(os.environ))
-    os.close(ready_w)
-    try:
-        if os.read(ready_r, 16) != b"ready":
-            _, status = os.waitpid(server, 0)
-            server = 0
-            raise RuntimeError(
-                f"DistGraphServer failed while loading {config} (wait status {status}); see its stderr above"
-            )
+    with one_server(__file__, "distserver", config, port, info) as ip_config:
         use_graphbolt = os.environ.get("DGLC_USE_GRAPHBOLT") == "1"
         dgl.distributed.initialize(ip_config, use_graphbolt=use_graphbolt)
-        with open(config) as f:
-            graph_name = json.load(f)["graph_name"]
-        gpb = dgl.distributed.load_partition_book(config, 0)[0]
         read = read_distgraph_graphbolt if use_graphbolt else read_distgraph
-        read(dgl.distributed.DistGraph(graph_name, gpb=gpb), out, info)
-        dgl.distributed.exit_client()  # shuts the server down
-    except BaseException:
-        if server:
-            os.kill(server, 9)
-            os.waitpid(server, 0)
-        raise
-    finally:
-        os.close(ready_r)
-    _, info["server_exit_status"] = os.waitpid(server, 0)
+        read(dist_graph(config), out, info)
 
 
 def mode_distserver(config: str, ip_config: str, ready_fd: str) -> None:
     """Child of distgraph-server: load partition 0, report "ready", serve until the client exits."""
     if os.environ.get("DGLC_USE_GRAPHBOLT") == "1":
         os.environ.pop("DGL_DIST_DEBUG", None)  # DGL's check needs edge _ID, which is optional here
-    server = dgl.distributed.DistGraphServer(
-        0,
-        ip_config,
-        1,
-        1,
-        config,
-        graph_format=["csc", "coo"],
-        use_graphbolt=os.environ.get("DGLC_USE_GRAPHBOLT") == "1",
-    )
-    os.write(int(ready_fd), b"ready")
-    os.close(int(ready_fd))
-    server.start()
+    serve(config, ip_config, ready_fd, use_graphbolt=os.environ.get("DGLC_USE_GRAPHBOLT") == "1")
 
 
 def load_graphbolt(config: str, part: int, prefix: str, out: dict[str, np.ndarray]) -> dict:
@@ -553,8 +511,7 @@ def main(argv: list[str]) -> int:
     else:
         print(f"unknown mode {mode!r}; expected tensors, graphs, partition or distgraph", file=sys.stderr)
         return 2
-    out["__json__"] = np.array(json.dumps(info))
-    np.savez(target, **out)
+    save_npz(target, out, info)
     return 0
 
 

@@ -33,10 +33,7 @@ import dgl  # noqa: E402
 import dgl240_converter as v24  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-
-def etype_str(etype: tuple[str, str, str]) -> str:
-    return ":".join(etype)
+from dgl_side_common import dist_graph, etype_str, one_server, save_npz, serve  # noqa: E402
 
 
 def mode_convert24(config: str, args: list[str], info: dict) -> None:
@@ -79,37 +76,11 @@ def _dgl21_find_edges(config: str) -> str:
 
 def mode_linkpred(config: str, out: dict[str, np.ndarray], info: dict) -> None:
     info["dgl21_find_edges"] = _dgl21_find_edges(config)
-    ip_config = os.path.abspath("ip_config.txt")
     port = int(os.environ.get("DGLC_DIST_PORT", 20000 + (os.getpid() + 7) % 20000))
-    with open(ip_config, "w") as f:
-        f.write(f"127.0.0.1 {port}\n")
-    os.environ.update(DGL_DIST_MODE="distributed", DGL_NUM_SERVER="1")
-    ready_r, ready_w = os.pipe()
-    os.set_inheritable(ready_w, True)
-    args = [sys.executable, os.path.abspath(__file__), "server24", config, ip_config, str(ready_w), "unused.npz"]
-    server = os.posix_spawn(sys.executable, args, dict(os.environ))
-    os.close(ready_w)
-    try:
-        if os.read(ready_r, 16) != b"ready":
-            _, status = os.waitpid(server, 0)
-            server = 0
-            raise RuntimeError(f"DistGraphServer failed while loading {config} (wait status {status})")
+    with one_server(__file__, "server24", config, port, info) as ip_config:
         _use_v24_find_edges()
         dgl.distributed.initialize(ip_config, use_graphbolt=True)
-        with open(config) as f:
-            graph_name = json.load(f)["graph_name"]
-        gpb = dgl.distributed.load_partition_book(config, 0)[0]
-        g = dgl.distributed.DistGraph(graph_name, gpb=gpb)
-        _read_link_prediction(g, out, info)
-        dgl.distributed.exit_client()  # shuts the server down
-    except BaseException:
-        if server:
-            os.kill(server, 9)
-            os.waitpid(server, 0)
-        raise
-    finally:
-        os.close(ready_r)
-    _, info["server_exit_status"] = os.waitpid(server, 0)
+        _read_link_prediction(dist_graph(config), out, info)
 
 
 def _read_link_prediction(g: object, out: dict[str, np.ndarray], info: dict) -> None:
@@ -155,12 +126,7 @@ def mode_server24(config: str, ip_config: str, ready_fd: str) -> None:
     """Child of linkpred: DGL 2.1's check of the partition on load, v2.4.0's _find_edges."""
     os.environ["DGL_DIST_DEBUG"] = "1"  # load_partition runs _verify_graphbolt_partition (needs edge _ID)
     _use_v24_find_edges()
-    server = dgl.distributed.DistGraphServer(
-        0, ip_config, 1, 1, config, graph_format=["csc", "coo"], use_graphbolt=True
-    )
-    os.write(int(ready_fd), b"ready")
-    os.close(int(ready_fd))
-    server.start()
+    serve(config, ip_config, ready_fd, use_graphbolt=True)
 
 
 def main(argv: list[str]) -> int:
@@ -177,8 +143,7 @@ def main(argv: list[str]) -> int:
     else:
         print(f"unknown mode {mode!r}; expected convert24 or linkpred", file=sys.stderr)
         return 2
-    out["__json__"] = np.array(json.dumps(info))
-    np.savez(target, **out)
+    save_npz(target, out, info)
     return 0
 
 

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dgl_chunked as dglc
+from dgl_chunked.verify import load_partition_output
 
 
 def string_ids(n: int, seed: int) -> np.ndarray:
@@ -60,6 +61,20 @@ def write_mapping(root: Path, ntype: str, orig: np.ndarray, *, files: int = 5, s
 def read_mapping(root: Path, ntype: str) -> pd.DataFrame:
     """``orig``, ``new`` of every row, as GraphStorm's ``IdReverseMap`` reads them (pyarrow's dataset reader)."""
     return pq.read_table(root / ntype).to_pandas().sort_values("new", kind="stable").reset_index(drop=True)
+
+
+def orig_in_new_order(out: Path, ntype: str) -> list[np.ndarray]:
+    """Per partition of ``out``, the original IDs of its ``ntype`` nodes in new-ID order."""
+    _, parts = load_partition_output(out)
+    return [p.orig_nids[ntype] for p in parts]
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The CLI's one ``error:`` line on stderr (no traceback, nothing else)."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err and len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
 
 
 @dataclass(frozen=True)

@@ -20,20 +20,7 @@ from dgl_chunked.lookup import lookup_ids
 from dgl_chunked.remap import RemapError, ResultSource, remap_results
 from dgl_chunked.verify import load_partition_output
 
-from .gsp_mappings import Gsp, read_mapping
-
-
-def _orig_in_new_order(out: Path, ntype: str) -> list[np.ndarray]:
-    _, parts = load_partition_output(out)
-    return [p.orig_nids[ntype] for p in parts]
-
-
-def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert "Traceback" not in err and len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
-
+from .gsp_mappings import Gsp, one_error_line, orig_in_new_order, read_mapping
 
 # --- carried next to the partitions ------------------------------------------------------
 
@@ -87,12 +74,12 @@ def test_a_repeated_user_id_is_one_line_naming_it(gsp: Gsp, tmp_path: Path, caps
     pd.DataFrame({"id": gsp.paper[:3]}).to_csv(tmp_path / "q.csv", index=False)
     args = ["lookup", "--partitions", str(parts), "--queries", str(tmp_path / "q.csv"), "--type", "paper"]
     assert main([*args, "--out-dir", str(tmp_path / "o")]) != 0
-    line = _error_line(capsys)
+    line = one_error_line(capsys)
     assert f"user ID {gsp.paper[0]!r}" in line and "is given again" in line and "part-00001" in line
     np.save(tmp_path / "r.npy", np.zeros(len(gsp.paper), np.float32))
     args = ["remap", "--partitions", str(parts), "--result", f"paper={tmp_path / 'r.npy'}", "--format", "parquet"]
     assert main([*args, "--out-dir", str(tmp_path / "r")]) != 0
-    assert f"user ID {gsp.paper[0]!r}" in _error_line(capsys)
+    assert f"user ID {gsp.paper[0]!r}" in one_error_line(capsys)
     assert not (tmp_path / "r" / "remap.json").exists()
 
 
@@ -101,14 +88,14 @@ def test_a_node_without_user_id_stops_remap(gsp: Gsp, tmp_path: Path, capsys: py
     np.save(tmp_path / "r.npy", np.zeros(len(gsp.paper), np.float32))
     args = ["remap", "--partitions", str(parts), "--result", f"paper={tmp_path / 'r.npy'}", "--format", "csv"]
     assert main([*args, "--out-dir", str(tmp_path / "r")]) != 0
-    line = _error_line(capsys)
+    line = one_error_line(capsys)
     assert "new 0 of node type 'paper' is given again" in line or "no row has new" in line, line
     assert not (tmp_path / "r" / "remap.json").exists()
     # one row fewer than the partitions' nodes: refused before any task, naming both counts
     path = sorted((parts / "raw_id_mappings" / "paper" / "parquet").glob("part-*.parquet"))[0]
     pq.write_table(pq.read_table(path).slice(1), path)
     assert main([*args, "--out-dir", str(tmp_path / "r2")]) != 0
-    line = _error_line(capsys)
+    line = one_error_line(capsys)
     assert f"holds {len(gsp.paper) - 1} user IDs" in line and f"hold {len(gsp.paper)} nodes" in line
 
 
@@ -170,7 +157,7 @@ def test_remap_writes_user_ids_beside_values_in_parquet_and_csv(gsp: Gsp, tmp_pa
 
 def test_remap_pairs_keep_only_rows_with_a_result(gsp: Gsp, tmp_path: Path) -> None:
     year = _new_order(gsp, "paper", "year")
-    orig = np.concatenate(_orig_in_new_order(gsp.out, "paper"))
+    orig = np.concatenate(orig_in_new_order(gsp.out, "paper"))
     rng = np.random.default_rng(9)
     ids = rng.choice(len(year), size=300, replace=False)
     np.save(tmp_path / "ids.npy", ids)
@@ -237,5 +224,5 @@ def test_graphstorm_prediction_files_by_original_id(
         tmp_path / "predict_nids-00002.pt", {"n": np.full(len(np.array_split(chosen, 3)[2]), chosen[0])}
     )
     assert main([*args, "--id-space", "original", "--out-dir", str(tmp_path / "bad")]) != 0
-    line = _error_line(capsys)
+    line = one_error_line(capsys)
     assert "predict_nids-00002.pt" in line and f"original ID {chosen[0]}" in line

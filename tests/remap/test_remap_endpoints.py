@@ -18,7 +18,7 @@ import pytest
 
 import dgl_chunked as dglc
 from dgl_chunked.io.chunked.chunks import ChunkGroup, read_edge_group
-from dgl_chunked.remap import RemapError, ResultSource, remap_results
+from dgl_chunked.remap import RemapError, RemapResult, ResultSource, remap_results
 from dgl_chunked.remap import endpoints as endpoints_module
 from dgl_chunked.remap.tables import write_table
 
@@ -47,6 +47,20 @@ def _result(out: Path, tmp: Path, etype: str) -> Path:
     return path
 
 
+def _remap_to_parquet(hetero: Parts, tmp: Path, etype: str) -> RemapResult:
+    """remap of the results of ``etype`` (:func:`_result`, key "writes") to Parquet under
+    ``tmp/out``, user IDs from ``tmp/maps``, in blocks of 3000 bytes."""
+    return remap_results(
+        hetero.out,
+        {"writes": str(_result(hetero.out, tmp, etype))},
+        tmp / "out",
+        graph=hetero.chunked,
+        id_mappings=tmp / "maps",
+        format="parquet",
+        block_bytes=3000,
+    )
+
+
 @pytest.fixture(autouse=True)
 def small_node_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Many node blocks, so that the join crosses blocks."""
@@ -56,15 +70,7 @@ def small_node_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_parquet_edges_carry_string_and_integer_user_ids(hetero: Parts, tmp_path: Path) -> None:
     ids = _mappings(hetero, tmp_path / "maps")
     etype = "author:writes:paper"
-    result = remap_results(
-        hetero.out,
-        {"writes": str(_result(hetero.out, tmp_path, etype))},
-        tmp_path / "out",
-        graph=hetero.chunked,
-        id_mappings=tmp_path / "maps",
-        format="parquet",
-        block_bytes=3000,
-    )
+    result = _remap_to_parquet(hetero, tmp_path, etype)
     files = sorted((tmp_path / "out" / "edges" / etype).glob("part-*.parquet"))
     assert len(files) > 2
     table = pq.read_table(tmp_path / "out" / "edges" / etype)
@@ -121,15 +127,7 @@ def test_orig_eids_in_any_order_same_type_ends_and_a_subset_in_csv(hetero: Parts
 def test_an_end_type_without_user_ids_gets_original_ids(hetero: Parts, tmp_path: Path) -> None:
     ids = _mappings(hetero, tmp_path / "maps", types=("author",))
     etype = "author:writes:paper"
-    result = remap_results(
-        hetero.out,
-        {"writes": str(_result(hetero.out, tmp_path, etype))},
-        tmp_path / "out",
-        graph=hetero.chunked,
-        id_mappings=tmp_path / "maps",
-        format="parquet",
-        block_bytes=3000,
-    )
+    result = _remap_to_parquet(hetero, tmp_path, etype)
     table = pq.read_table(tmp_path / "out" / "edges" / etype)
     src, dst = _edges(hetero.chunked, etype)
     assert table.column("src_nid").to_pylist() == ids["author"][src].tolist()

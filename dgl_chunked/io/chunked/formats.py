@@ -18,8 +18,9 @@ metadata key ``b"shape"`` reshapes the array (``(rows,)``: 1-D).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import IO, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +28,7 @@ import pyarrow as pa
 
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.errors import UnsupportedFormatError
-from dgl_chunked.io.formats import formats_with, get_format
+from dgl_chunked.io.formats import FileFormat, formats_with, get_format
 from dgl_chunked.io.formats.files import file_size, makedirs_for, read_errors
 from dgl_chunked.io.formats.npy import read_npy_header
 from dgl_chunked.storage import fs
@@ -128,6 +129,23 @@ def normalize_options(
     return out
 
 
+@contextmanager
+def _reading(path: str, fmt: str, options: Mapping[str, Any], role: Role) -> Iterator[FileFormat]:
+    """The format that reads a ``role`` file, its options checked; a read error in the
+    block names ``path`` (:func:`~dgl_chunked.io.formats.files.read_errors`)."""
+    normalize_options(fmt, options, role=role, where=path)
+    with read_errors(path, "edge file" if role == "edges" else "feature file"):
+        yield get_format(fmt)
+
+
+@contextmanager
+def _writing(path: str, fmt: str, storage_options: StorageOptions) -> Iterator[tuple[FileFormat, IO[bytes]]]:
+    """The format and the open binary file that write ``path``, its folder made."""
+    makedirs_for(path, storage_options)
+    with fs.open_file(path, "wb", storage_options) as f:
+        yield get_format(fmt), f
+
+
 # --- edges ---------------------------------------------------------------------
 
 
@@ -160,9 +178,8 @@ def read_edge_chunk(
         Non-integer or missing values, rows with a wrong number of columns, a header
         row; the message names the file and the 1-based row.
     """
-    normalize_options(fmt, options, role="edges", where=path)
-    with read_errors(path, "edge file"):
-        return get_format(fmt).read_edges(path, options, storage_options, allow_empty)
+    with _reading(path, fmt, options, "edges") as reader:
+        return reader.read_edges(path, options, storage_options, allow_empty)
 
 
 def count_edge_rows(
@@ -173,9 +190,8 @@ def count_edge_rows(
     storage_options: StorageOptions = None,
 ) -> int:
     """Number of edges in one edge file: a table's footer, or the non-empty CSV lines."""
-    normalize_options(fmt, options, role="edges", where=path)
-    with read_errors(path, "edge file"):
-        return get_format(fmt).count_edges(path, options, storage_options)
+    with _reading(path, fmt, options, "edges") as reader:
+        return reader.count_edges(path, options, storage_options)
 
 
 def write_edge_chunk(
@@ -190,9 +206,8 @@ def write_edge_chunk(
     """Write one edge file (CSV without header, or a two-column Parquet file)."""
     options = normalize_options(fmt, options or {}, role="edges", where=path)
     table = pa.table({"src": np.asarray(src, np.int64), "dst": np.asarray(dst, np.int64)})
-    makedirs_for(path, storage_options)
-    with fs.open_file(path, "wb", storage_options) as f:
-        get_format(fmt).write_edges(f, table, options)
+    with _writing(path, fmt, storage_options) as (writer, f):
+        writer.write_edges(f, table, options)
 
 
 # --- features ------------------------------------------------------------------
@@ -218,9 +233,8 @@ def read_feature_chunk(
     ChunkMismatchError
         Parquet content that is not a numeric array (strings, nulls, ragged lists).
     """
-    normalize_options(fmt, options, role="features", where=path)
-    with read_errors(path, "feature file"):
-        return get_format(fmt).read_feature(path, options, storage_options, mmap)
+    with _reading(path, fmt, options, "features") as reader:
+        return reader.read_feature(path, options, storage_options, mmap)
 
 
 def feature_chunk_info(
@@ -236,9 +250,8 @@ def feature_chunk_info(
     For a Parquet list column of variable size, the first row is read to learn the
     vector length (``row_shape`` is ``(0,)`` for a zero-row file).
     """
-    normalize_options(fmt, options, role="features", where=path)
-    with read_errors(path, "feature file"):
-        return get_format(fmt).feature_info(path, options, storage_options)
+    with _reading(path, fmt, options, "features") as reader:
+        return reader.feature_info(path, options, storage_options)
 
 
 def write_feature_chunk(
@@ -257,6 +270,5 @@ def write_feature_chunk(
     """
     normalize_options(fmt, {}, role="features", where=path)
     array = np.asarray(array)
-    makedirs_for(path, storage_options)
-    with fs.open_file(path, "wb", storage_options) as f:
-        get_format(fmt).write_feature(f, array, parquet_layout, path)
+    with _writing(path, fmt, storage_options) as (writer, f):
+        writer.write_feature(f, array, parquet_layout, path)

@@ -38,8 +38,7 @@ from dgl_chunked.io.formats.arrow_tables import (
 )
 from dgl_chunked.io.formats.files import source
 from dgl_chunked.io.formats.pieces import FileInfo, Piece, raw_file_size
-from dgl_chunked.io.formats.registry import FileFormat, register_format
-from dgl_chunked.io.formats.rows import RowFile, table_row_file, table_rows
+from dgl_chunked.io.formats.registry import TableFormat, register_format
 from dgl_chunked.storage import fs
 
 __all__ = [
@@ -59,7 +58,7 @@ TAIL_READ = 16 << 10
 
 
 @register_format
-class OrcFormat(FileFormat):
+class OrcFormat(TableFormat):
     """ORC tables: edges and features of a Chunked Graph Format input, ``chunk``'s raw input,
     ``remap``'s result files and ``lookup``'s queries."""
 
@@ -67,7 +66,6 @@ class OrcFormat(FileFormat):
     title = "ORC"
     extensions = (".orc",)
     roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys", "results", "queries"})
-    kind = "table"
     options = {"columns": list}
     raw_options = frozenset({"columns", "column"})
     header_bytes = TAIL_READ
@@ -119,13 +117,6 @@ class OrcFormat(FileFormat):
         self, piece: Piece, info: FileInfo, columns: Sequence[str], storage_options: StorageOptions
     ) -> pa.Table:
         return read_orc_piece(piece, info, columns, storage_options)
-
-    def open_result(self, path: str, key: str | None, storage_options: StorageOptions) -> RowFile:
-        info = self.inspect(path, "result file", delimiter=",", header=False, storage_options=storage_options)
-        return table_row_file(self, self.name, info, key, storage_options)
-
-    def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
-        return table_rows(self, file, lo, hi)
 
 
 def open_orc(src: str | IO[bytes], path: str, *, where: str | None = None) -> orc.ORCFile:

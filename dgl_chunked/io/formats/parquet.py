@@ -41,8 +41,7 @@ from dgl_chunked.io.formats.arrow_tables import (
 )
 from dgl_chunked.io.formats.files import file_size, local_path, source
 from dgl_chunked.io.formats.pieces import FileInfo, Piece, raw_file_size
-from dgl_chunked.io.formats.registry import FileFormat, register_format
-from dgl_chunked.io.formats.rows import RowFile, table_row_file, table_rows
+from dgl_chunked.io.formats.registry import TableFormat, register_format
 from dgl_chunked.storage import fs
 
 __all__ = [
@@ -75,7 +74,7 @@ below it, starting the threads cost more than they saved (a 4k-row mask file of 
 
 
 @register_format
-class ParquetFormat(FileFormat):
+class ParquetFormat(TableFormat):
     """Parquet tables: edges and features of a Chunked Graph Format input, ``chunk``'s raw input,
     ``remap``'s result files and output tables, ``lookup``'s queries."""
 
@@ -83,7 +82,6 @@ class ParquetFormat(FileFormat):
     title = "Parquet"
     extensions = (".parquet", ".pq")
     roles = frozenset({"edges", "features", "raw_edges", "raw_features", "raw_keys", "results", "queries", "outputs"})
-    kind = "table"
     options = {"columns": list}
     raw_options = frozenset({"columns", "column"})
     header_bytes = FOOTER_READ
@@ -132,13 +130,6 @@ class ParquetFormat(FileFormat):
         self, piece: Piece, info: FileInfo, columns: Sequence[str], storage_options: StorageOptions
     ) -> pa.Table:
         return read_parquet_piece(piece, info, columns, storage_options)
-
-    def open_result(self, path: str, key: str | None, storage_options: StorageOptions) -> RowFile:
-        info = self.inspect(path, "result file", delimiter=",", header=False, storage_options=storage_options)
-        return table_row_file(self, self.name, info, key, storage_options)
-
-    def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
-        return table_rows(self, file, lo, hi)
 
     def write_result_table(
         self,

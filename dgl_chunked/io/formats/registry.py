@@ -41,12 +41,13 @@ import pyarrow as pa
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.errors import UnsupportedFormatError
 from dgl_chunked.io.formats.pieces import FileInfo, Piece
-from dgl_chunked.io.formats.rows import RowFile
+from dgl_chunked.io.formats.rows import RowFile, table_row_file, table_rows
 
 __all__ = [
     "FileFormat",
     "Kind",
     "Role",
+    "TableFormat",
     "format_of_path",
     "formats_with",
     "get_format",
@@ -203,6 +204,21 @@ class FileFormat:
     def line_number(self, path: str, offset: int, row: int, storage_options: StorageOptions) -> int:
         """1-based line of data row ``row`` of a text piece starting at byte ``offset`` (kind ``"text"``)."""
         raise self._unsupported("number the lines of text")
+
+
+class TableFormat(FileFormat):
+    """A format of kind ``"table"`` (Parquet, ORC): its result files are read through its
+    own :meth:`inspect` and :meth:`read_piece` (:func:`.rows.table_row_file`,
+    :func:`.rows.table_rows`)."""
+
+    kind = "table"
+
+    def open_result(self, path: str, key: str | None, storage_options: StorageOptions) -> RowFile:
+        info = self.inspect(path, "result file", delimiter=",", header=False, storage_options=storage_options)
+        return table_row_file(self, self.name, info, key, storage_options)
+
+    def read_result_rows(self, file: RowFile, lo: int, hi: int) -> npt.NDArray[Any]:
+        return table_rows(self, file, lo, hi)
 
 
 _F = TypeVar("_F", bound=type[FileFormat])
