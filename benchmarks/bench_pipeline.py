@@ -104,6 +104,7 @@ def _run_once(
     report: str | None,
     use_graphbolt: bool = False,
     lookup_cache: str | None = None,
+    num_parts: int = 2,
 ) -> dict[str, Any]:
     from contextlib import nullcontext
 
@@ -133,8 +134,8 @@ def _run_once(
         pids = client.run(os.getpid)
         start = time.perf_counter()
         graph = dglc.open_chunked_graph(chunked)
-        parts = dglc.assign_partitions(graph, 2, method="random", seed=0)
-        dglc.write_assignment(assign, parts, num_parts=2, algo_name="random")
+        parts = dglc.assign_partitions(graph, num_parts, method="random", seed=0)
+        dglc.write_assignment(assign, parts, num_parts=num_parts, algo_name="random")
         t_partition = time.perf_counter() - start
         start = time.perf_counter()
         options = dglc.DispatchOptions(

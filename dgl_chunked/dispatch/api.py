@@ -31,6 +31,7 @@ from dgl_chunked.dispatch.out_dir import OUTPUT_ENTRIES, OUTPUT_KIND, prepare_ou
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
 from dgl_chunked.dispatch.staging import MISSING, Staging
 from dgl_chunked.dispatch.tasks import stage_edges_and_features, stage_nodes, staged_assignment
+from dgl_chunked.dispatch.write_pieces import cluster_threads
 from dgl_chunked.dispatch.write_tasks import write_step_tasks
 from dgl_chunked.errors import DglChunkedError, EmptyPartitionWarning, OptionError
 from dgl_chunked.io.assignment import open_assignment
@@ -199,15 +200,17 @@ def _dispatch(
         )
         every_file = stamps.everything()
         kinds = partition_files(plan)
+        finished = {(p, k) for p in range(num_parts) for k in kinds if _done(plan, p, k, every_file) is not MISSING}
         for p in range(num_parts):  # a partition none of whose files a resumed run finished starts empty
-            prepare_partition(plan, p, fresh=not any(_done(plan, p, k, every_file) for k in kinds))
-        writes, graph_at, ends = write_step_tasks(  # a large graph file is written by several tasks
+            prepare_partition(plan, p, fresh=not any((p, k) in finished for k in kinds))
+        writes, graph_at, ends = write_step_tasks(  # a large file by several tasks where threads would idle
             plan,
             kinds,
             every_file,
             staging.token,
             _write_file_once,
-            lambda p, k: _done(plan, p, k, every_file) is not MISSING,
+            lambda p, k: (p, k) in finished,
+            cluster_threads(client),
         )
         written = runner.compute(writes, "write partitions", keep=ends)  # the HALO bitmaps stay in the workers
         summaries = [written[i] for i in graph_at]  # each partition's graph file

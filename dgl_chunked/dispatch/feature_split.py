@@ -3,13 +3,15 @@ and row range, as :mod:`~dgl_chunked.dispatch.graph_split` writes ``graph.dgl``.
 
 A skeleton task writes the tensor dict with every payload left as a hole
 (:func:`~dgl_chunked.io.dgl.binary.write_tensor_dict_skeleton`) and returns the offsets;
-one task per feature and range of :data:`FEATURE_TASK_BYTES` copies the partition's
-staged rows of that feature into its hole (``os.pwrite``); a last task renames
-``<kind>.dgl.parts-dglc`` to ``<kind>.dgl`` and records it in the staging as the one-task
-writer does. The bytes are the one-task writer's. It applies to files of more than
-:data:`FEATURE_TASK_BYTES` on a local or shared file system whose features are plain
-numbers (integers, floats, bool stored as uint8, as the one-task writer stores them);
-other files keep one task.
+the file's payloads, feature after feature, are cut into pieces of about equal bytes (at
+most one per :data:`FEATURE_TASK_BYTES`, and only as many as
+:mod:`~dgl_chunked.dispatch.write_pieces` gives the file), and one task per piece copies
+the partition's staged rows of its features into their holes (``os.pwrite``); a last
+task renames ``<kind>.dgl.parts-dglc`` to ``<kind>.dgl`` and records it in the staging
+as the one-task writer does. The bytes are the one-task writer's. It applies to files of
+more than :data:`FEATURE_TASK_BYTES` on a local or shared file system whose features are
+plain numbers (integers, floats, bool stored as uint8, as the one-task writer stores
+them), where the step has idle threads for them; other files keep one task.
 """
 
 from __future__ import annotations
@@ -31,20 +33,26 @@ from dgl_chunked.storage.zarr_rows import read_rows
 __all__ = [
     "FEATURE_TASK_BYTES",
     "FeatureSkeleton",
+    "Piece",
+    "feature_bytes",
+    "feature_pieces",
     "feature_ranges",
-    "feature_splits",
     "finish_features",
     "write_feature_rows",
     "write_feature_skeleton",
 ]
 
 FEATURE_TASK_BYTES = 32 << 20
-"""Bytes of one feature's rows per task of a split feature file (about the read task size)."""
+"""Bytes per task of a feature file split as far as it goes (about the read task size); a
+file split into fewer pieces has larger ones, a file of at most this many bytes has one task."""
 
 _BLOCK_BYTES = 8 << 20
 
 FeatureSkeleton = tuple[str, dict[str, int], bool]
 """The partial file's path, each feature's payload offset, and whether the file was already finished."""
+
+Piece = tuple[tuple[int, int, int], ...]
+"""What one row-range task copies: ``(feature index, first row, end row)`` of each feature it covers."""
 
 
 def _features(plan: PartitionPlan, kind: str) -> tuple[tuple[StagedFeature, ...], Any]:
@@ -67,25 +75,43 @@ def _plain(dtype: np.dtype[Any]) -> bool:
     return dtype.kind in "ifb" or (dtype.kind == "u" and dtype.itemsize == 1)
 
 
-def feature_splits(plan: PartitionPlan, kind: str, part: int) -> bool:
-    """Whether file ``kind`` (``node_feat`` / ``edge_feat``) of partition ``part`` is written by several tasks."""
+def feature_bytes(plan: PartitionPlan, kind: str, part: int) -> int:
+    """The payload bytes of file ``kind`` (``node_feat`` / ``edge_feat``) of partition ``part``."""
+    if kind not in ("node_feat", "edge_feat"):
+        return 0
+    return sum(_rows(plan, kind, part, f) * _row_bytes(f) for f in _features(plan, kind)[0])
+
+
+def feature_pieces(plan: PartitionPlan, kind: str, part: int) -> int:
+    """The most pieces file ``kind`` of partition ``part`` may be cut into: one per
+    :data:`FEATURE_TASK_BYTES`, rounded up; 1 for a file that is never split (see the module)."""
     if kind not in ("node_feat", "edge_feat") or fs.is_url(plan.out_dir):
-        return False
+        return 1
     features = _features(plan, kind)[0]
     if not features or not all(_plain(np.dtype(f.dtype)) for f in features):
-        return False
-    total = sum(_rows(plan, kind, part, f) * _row_bytes(f) for f in features)
-    return total > FEATURE_TASK_BYTES
+        return 1
+    return max(1, -(-feature_bytes(plan, kind, part) // FEATURE_TASK_BYTES))
 
 
-def feature_ranges(plan: PartitionPlan, kind: str, part: int) -> list[tuple[int, int, int]]:
-    """``(feature index, first row, end row)`` of every row-range task of the file."""
-    out = []
-    for i, feat in enumerate(_features(plan, kind)[0]):
-        rows = _rows(plan, kind, part, feat)
-        step = max(1, FEATURE_TASK_BYTES // max(1, _row_bytes(feat)))
-        out += [(i, a, min(a + step, rows)) for a in range(0, rows, step)]
-    return out
+def feature_ranges(plan: PartitionPlan, kind: str, part: int, pieces: int) -> list[Piece]:
+    """The file's payloads, feature after feature, cut at row boundaries into at most ``pieces``
+    pieces of about equal bytes (a feature with no bytes goes with the first piece)."""
+    sizes = [(_rows(plan, kind, part, f), _row_bytes(f)) for f in _features(plan, kind)[0]]
+    total = sum(rows * size for rows, size in sizes)
+    k = max(1, pieces)
+    cuts = [total * i // k for i in range(k + 1)]
+    out: list[list[tuple[int, int, int]]] = [[] for _ in range(k)]
+    offset = 0
+    for i, (rows, size) in enumerate(sizes):
+        if rows and not size:
+            out[0].append((i, 0, rows))
+            continue
+        at = [min(rows, max(0, -(-(cut - offset) // size))) for cut in cuts]  # first row at or after each cut
+        for j in range(k):
+            if at[j] < at[j + 1]:
+                out[j].append((i, at[j], at[j + 1]))
+        offset += rows * size
+    return [tuple(piece) for piece in out if piece]
 
 
 def _path(plan: PartitionPlan, kind: str, part: int) -> str:
@@ -126,27 +152,26 @@ def _feature_blocks(plan: PartitionPlan, part: int, feat: StagedFeature, a: int,
             return
 
 
-def write_feature_rows(
-    plan: PartitionPlan, kind: str, part: int, skeleton: FeatureSkeleton, index: int, a: int, b: int
-) -> int:
-    """Copy rows ``[a, b)`` of feature ``index`` into its hole; return the rows."""
+def write_feature_rows(plan: PartitionPlan, kind: str, part: int, skeleton: FeatureSkeleton, piece: Piece) -> int:
+    """Copy each ``(feature index, first row, end row)`` of ``piece`` into its hole; return the rows."""
     path, offsets, done = skeleton
     if done:
-        return b - a
-    feat = _features(plan, kind)[0][index]
-    disk, row_bytes = _disk(feat), _row_bytes(feat)
+        return sum(b - a for _, a, b in piece)
     fd = os.open(path, os.O_WRONLY)
     try:
-        row = a
-        for block in _feature_blocks(plan, part, feat, a, b):
-            data = np.ascontiguousarray(block, dtype=disk)
-            os.pwrite(fd, data.reshape(-1).view(np.uint8).data, offsets[feat.key] + row * row_bytes)
-            row += block.shape[0]
+        for index, a, b in piece:
+            feat = _features(plan, kind)[0][index]
+            disk, row_bytes = _disk(feat), _row_bytes(feat)
+            row = a
+            for block in _feature_blocks(plan, part, feat, a, b):
+                data = np.ascontiguousarray(block, dtype=disk)
+                os.pwrite(fd, data.reshape(-1).view(np.uint8).data, offsets[feat.key] + row * row_bytes)
+                row += block.shape[0]
+            if row != b:  # pragma: no cover - the staged counts are the layout's sizes
+                raise RuntimeError(f"{path}: {feat.key}: wrote rows [{a}, {row}) of [{a}, {b})")
     finally:
         os.close(fd)
-    if row != b:  # pragma: no cover - the staged counts are the layout's sizes
-        raise RuntimeError(f"{path}: {feat.key}: wrote rows [{a}, {row}) of [{a}, {b})")
-    return b - a
+    return sum(b - a for _, a, b in piece)
 
 
 def finish_features(

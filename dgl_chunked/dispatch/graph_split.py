@@ -6,8 +6,9 @@ set, a second for the local sources, destinations and edge arrays. With fewer
 partitions than cores most cores then idle in the write step. Here the partition's
 edges, in the order the file lists them (edge type by edge type, staged chunk by
 chunk: :meth:`~dgl_chunked.dispatch.plan.PartitionPlan.edge_segments`), are cut
-into row ranges of :data:`GRAPH_TASK_EDGES`, and three kinds of task write the
-file:
+into row ranges of about equal size, at most one per :data:`GRAPH_TASK_EDGES` edges
+(as many as :mod:`~dgl_chunked.dispatch.write_pieces` gives the file: only threads the
+step's other files leave idle), and three kinds of task write the file:
 
 1. per group of consecutive ranges (at most :data:`HALO_TASKS` groups), the HALO nodes
    among the sources (a :class:`~dgl_chunked.dispatch.halo.bitmap.HaloBitmap`, not frozen);
@@ -31,8 +32,9 @@ once the file is recorded as finished the tasks of the partition write nothing.
 
 It applies to COO-only graph files of 1-hop partitions (``graph_formats=("coo",)``,
 no HALO edges, no GraphBolt) written to a local or shared file system, whose HALO
-bitmap fits the writer's budget and which have more edges than one range; every
-other graph file keeps the one-task writer. Memory per task: one block of
+bitmap fits the writer's budget and which have more than :data:`GRAPH_TASK_EDGES` edges
+(:func:`graph_pieces`), and only where the step has idle threads for them; every other
+graph file keeps the one-task writer. Memory per task: one block of
 :data:`BLOCK_ROWS` rows of each column, plus the bitmap (0.19 byte per node ID).
 """
 
@@ -65,17 +67,19 @@ __all__ = [
     "Skeleton",
     "edge_ranges",
     "finish_graph",
+    "graph_bytes",
+    "graph_pieces",
     "halo_ranges",
     "range_halo",
-    "splits",
     "write_edge_rows",
     "write_skeleton",
 ]
 
 GRAPH_TASK_EDGES = 1 << 20
-"""Edges per row-range task of a split graph file (1M: 29 MB of the file's edge arrays
-per task, read from 16 MB of staged endpoints); a partition with at most this many edges
-is written by one task."""
+"""Edges per row-range task of a graph file split as far as it goes (1M: 29 MB of the
+file's edge arrays per task, read from 16 MB of staged endpoints); a file split into
+fewer ranges has longer ones. A partition with at most this many edges is written by
+one task."""
 
 HALO_TASKS = 8
 """HALO tasks per split graph file at most (each covers consecutive row ranges): the skeleton
@@ -112,22 +116,32 @@ def _bounds(plan: PartitionPlan, part: int) -> tuple[int, int]:
     return lo, hi
 
 
-def splits(plan: PartitionPlan, part: int) -> bool:
-    """Whether partition ``part``'s graph file is written by several tasks (see the module)."""
+def graph_pieces(plan: PartitionPlan, part: int) -> int:
+    """The most row ranges partition ``part``'s graph file may be cut into: one per
+    :data:`GRAPH_TASK_EDGES` edges, rounded up; 1 for a file that is never split (see the module)."""
     if plan.graphbolt is not None or plan.keep_halo_edges or plan.graph_formats != ("coo",):
-        return False
+        return 1
     if fs.is_url(plan.out_dir):  # holes need a seekable local or shared file
-        return False
+        return 1
     total = int(plan.node_layout.part_starts[-1])
     if HaloBitmap.nbytes(total) > plan.halo_table_bytes:
-        return False
-    return int(plan.edge_layout.sizes()[part].sum()) > GRAPH_TASK_EDGES
+        return 1
+    return max(1, -(-int(plan.edge_layout.sizes()[part].sum()) // GRAPH_TASK_EDGES))
 
 
-def edge_ranges(plan: PartitionPlan, part: int) -> list[tuple[int, int]]:
-    """Partition ``part``'s edge rows cut into ranges of at most :data:`GRAPH_TASK_EDGES`."""
+def graph_bytes(plan: PartitionPlan, part: int) -> int:
+    """About the bytes of partition ``part``'s graph file: 29 per edge (``src``, ``dst``, ``_ID``,
+    ``_TYPE``, ``inner_edge``) and 13 per inner node (``_ID``, ``_TYPE``, ``inner_node``)."""
+    return 29 * int(plan.edge_layout.sizes()[part].sum()) + 13 * int(plan.node_layout.sizes()[part].sum())
+
+
+def edge_ranges(plan: PartitionPlan, part: int, pieces: int) -> list[tuple[int, int]]:
+    """Partition ``part``'s edge rows cut into ``pieces`` ranges of about equal size (fewer where
+    the partition has fewer edges)."""
     n = int(plan.edge_layout.sizes()[part].sum())
-    return [(lo, min(lo + GRAPH_TASK_EDGES, n)) for lo in range(0, n, GRAPH_TASK_EDGES)]
+    k = max(1, min(pieces, n))
+    cuts = [n * i // k for i in range(k + 1)]
+    return list(zip(cuts, cuts[1:], strict=False))
 
 
 def halo_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:

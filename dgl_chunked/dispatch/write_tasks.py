@@ -1,6 +1,8 @@
 """The tasks of dispatch's write step: one per file of a partition, and several for a
 graph file that :mod:`~dgl_chunked.dispatch.graph_split` cuts into row ranges and for a
-feature file that :mod:`~dgl_chunked.dispatch.feature_split` cuts by feature and row range."""
+feature file that :mod:`~dgl_chunked.dispatch.feature_split` cuts by feature and row range,
+where the cluster has threads the one-task writers leave idle
+(:mod:`~dgl_chunked.dispatch.write_pieces`)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from typing import Any
 import dask
 
 from dgl_chunked.dispatch.feature_split import (
+    feature_bytes,
+    feature_pieces,
     feature_ranges,
-    feature_splits,
     finish_features,
     write_feature_rows,
     write_feature_skeleton,
@@ -20,13 +23,15 @@ from dgl_chunked.dispatch.feature_split import (
 from dgl_chunked.dispatch.graph_split import (
     edge_ranges,
     finish_graph,
+    graph_bytes,
+    graph_pieces,
     halo_ranges,
     range_halo,
-    splits,
     write_edge_rows,
     write_skeleton,
 )
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary
+from dgl_chunked.dispatch.write_pieces import file_pieces
 
 __all__ = ["write_step_tasks"]
 
@@ -43,9 +48,9 @@ def _task(func: Callable[..., Any], plan: PartitionPlan) -> Any:
     return dask.delayed(partial(func, plan), pure=False, traverse=False)
 
 
-def _split_graph(plan: PartitionPlan, part: int, stamp: str, token: str) -> list[Any]:
-    """The tasks of one split graph file; the last one returns the partition's summary."""
-    ranges = edge_ranges(plan, part)
+def _split_graph(plan: PartitionPlan, part: int, stamp: str, token: str, pieces: int) -> list[Any]:
+    """The tasks of one graph file split into ``pieces`` row ranges; the last one returns the partition's summary."""
+    ranges = edge_ranges(plan, part, pieces)
     halos = [
         _task(range_halo, plan)(part, e0, e1, dask_key_name=(f"dglc-write-halo-{token}", part, k))
         for k, (e0, e1) in enumerate(halo_ranges(ranges))
@@ -61,21 +66,37 @@ def _split_graph(plan: PartitionPlan, part: int, stamp: str, token: str) -> list
     return [*halos, skeleton, *rows, finish]
 
 
-def _split_features(plan: PartitionPlan, kind: str, part: int, stamp: str, token: str) -> list[Any]:
-    """The tasks of one split feature file."""
+def _split_features(plan: PartitionPlan, kind: str, part: int, stamp: str, token: str, pieces: int) -> list[Any]:
+    """The tasks of one feature file split into ``pieces``."""
     skeleton = _task(write_feature_skeleton, plan)(
         kind, part, stamp, dask_key_name=(f"dglc-write-{kind}-skeleton-{token}", part)
     )
     rows = [
         _task(write_feature_rows, plan)(
-            kind, part, skeleton, i, a, b, dask_key_name=(f"dglc-write-{kind}-rows-{token}", part, k)
+            kind, part, skeleton, piece, dask_key_name=(f"dglc-write-{kind}-rows-{token}", part, k)
         )
-        for k, (i, a, b) in enumerate(feature_ranges(plan, kind, part))
+        for k, piece in enumerate(feature_ranges(plan, kind, part, pieces))
     ]
     finish = _task(finish_features, plan)(
         kind, part, stamp, skeleton, *rows, dask_key_name=(f"dglc-write-{kind}-{token}", part)
     )
     return [skeleton, *rows, finish]
+
+
+def _pieces(
+    plan: PartitionPlan, kinds: Sequence[str], threads: int, finished: Callable[[int, str], bool]
+) -> dict[tuple[int, str], int]:
+    """Tasks (pieces) per file still to write, from the cluster's ``threads`` (:func:`file_pieces`)."""
+    files: dict[tuple[int, str], tuple[int, int]] = {}
+    for p in range(plan.node_layout.num_parts):
+        for kind in kinds:
+            if finished(p, kind):
+                continue
+            if kind == "graph":
+                files[p, kind] = (graph_bytes(plan, p), graph_pieces(plan, p))
+            else:
+                files[p, kind] = (feature_bytes(plan, kind, p), feature_pieces(plan, kind, p))
+    return dict(zip(files, file_pieces(list(files.values()), threads), strict=True))
 
 
 def write_step_tasks(
@@ -85,6 +106,7 @@ def write_step_tasks(
     token: str,
     write_once: Callable[[PartitionPlan, int, str, str], PartitionSummary | None],
     finished: Callable[[int, str], bool],
+    threads: int,
 ) -> tuple[list[Any], list[int], list[int]]:
     """Every task of the write step, where among them each partition's summary is, and each file's last task.
 
@@ -98,25 +120,31 @@ def write_step_tasks(
         Writes one whole file unless a resumed run finished it: ``(plan, part, kind, stamp)``.
     finished
         Whether a resumed run already finished file ``kind`` of partition ``part``.
+    threads
+        The cluster's worker threads (:func:`~dgl_chunked.dispatch.write_pieces.cluster_threads`):
+        files are split only where they exceed the files to write.
 
     Returns
     -------
     tuple
-        The tasks (each graph file split into row ranges where
-        :func:`~dgl_chunked.dispatch.graph_split.splits` says so, its own tasks listed so the
-        step's task count shows them), the index of each partition's graph summary, and the
-        index of each file's last task (every other task is one of their dependencies: the
-        step's results, :meth:`~dgl_chunked.compute.StepRunner.compute`'s ``keep``).
+        The tasks (a file split into as many pieces as
+        :func:`~dgl_chunked.dispatch.write_pieces.file_pieces` gives it, its own tasks listed
+        so the step's task count shows them), the index of each partition's graph summary,
+        and the index of each file's last task (every other task is one of their
+        dependencies: the step's results, :meth:`~dgl_chunked.compute.StepRunner.compute`'s
+        ``keep``).
     """
+    pieces = _pieces(plan, kinds, threads, finished)
     tasks: list[Any] = []
     graph_at: list[int] = []
     ends: list[int] = []
     for p in range(plan.node_layout.num_parts):
         for i, kind in enumerate(kinds):
-            if kind == "graph" and splits(plan, p) and not finished(p, kind):
-                tasks += _split_graph(plan, p, stamp, token)
-            elif feature_splits(plan, kind, p) and not finished(p, kind):
-                tasks += _split_features(plan, kind, p, stamp, token)
+            n = pieces.get((p, kind), 1)
+            if kind == "graph" and n > 1:
+                tasks += _split_graph(plan, p, stamp, token, n)
+            elif n > 1:
+                tasks += _split_features(plan, kind, p, stamp, token, n)
             else:
                 key = (f"dglc-write-partition-{token}", p, i)
                 tasks.append(_task(write_once, plan)(p, kind, stamp, dask_key_name=key))

@@ -136,6 +136,22 @@ def test_killed_client_resumes_from_staging(graph, tmp_path, moment):
     assert output_files(out) == output_files(clean)
 
 
+def test_a_partition_with_no_finished_file_starts_empty(graph, tmp_path):
+    """A partial file an earlier run left in ``_tmp_part0/`` (a split writer killed before its
+    rename, from a run on more threads) is removed when none of the partition's files finished,
+    and never published into ``part0/``."""
+    chunked, assign, clean = graph
+    out = tmp_path / "out"
+    _crash_client_after(graph, out, "edges/", 3)
+    (out / "_tmp_part0").mkdir()
+    (out / "_tmp_part0" / "node_feat.dgl.parts-dglc").write_bytes(b"partial")
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        dispatch(chunked, assign, out, options=OPTIONS)
+    assert output_files(out) == output_files(clean)
+
+
 def test_changed_assignment_invalidates_staging(graph, tmp_path):
     chunked, assign, _ = graph
     out = tmp_path / "out"

@@ -1,5 +1,6 @@
 """A partition's graph.dgl written by several tasks, by row range of its edges (issue 37):
-more tasks in the write step, the same bytes as the one-task writer."""
+more tasks in the write step where the cluster has threads to spare, the same bytes as the
+one-task writer."""
 
 from __future__ import annotations
 
@@ -12,12 +13,19 @@ import dask
 import numpy as np
 import pytest
 
-from dgl_chunked.dispatch import DispatchOptions, dispatch, graph_split
+from dgl_chunked.dispatch import DispatchOptions, api, dispatch, graph_split
+from dgl_chunked.dispatch.write_pieces import cluster_threads
 from dgl_chunked.io.dgl.binary import read_graphs
 
 from .helpers import output_files
 
 KINDS = 5  # graph, node_feat, edge_feat, orig_nids, orig_eids
+
+
+@pytest.fixture
+def many_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write step sees a cluster of 1024 threads: every file that may split does, as far as it goes."""
+    monkeypatch.setattr(api, "cluster_threads", lambda client: 1024)
 
 
 def _dispatch(golden_dir: Path, out: Path, caplog: pytest.LogCaptureFixture, client: Any = None, **kw: Any) -> int:
@@ -43,7 +51,11 @@ def _edges_per_part(out: Path) -> list[int]:
 
 
 def test_split_graph_files_are_the_one_task_files_byte_for_byte(
-    golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    golden_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    many_threads: None,
 ) -> None:
     one = tmp_path / "one"
     assert _dispatch(golden_dir, one, caplog) == 2 * KINDS  # two partitions: a task per file
@@ -74,6 +86,8 @@ def test_split_graph_files_written_by_worker_processes(
     process_client: Any,
 ) -> None:
     """Ranges written by two worker processes into one file at their offsets."""
+    assert cluster_threads(process_client) == 2  # two worker processes of one thread
+    monkeypatch.setattr(api, "cluster_threads", lambda client: 64)
     with dask.config.set(scheduler="synchronous"):
         _dispatch(golden_dir, tmp_path / "one", caplog)
     monkeypatch.setattr(graph_split, "GRAPH_TASK_EDGES", 5)
@@ -83,7 +97,11 @@ def test_split_graph_files_written_by_worker_processes(
 
 
 def test_only_coo_one_hop_local_graph_files_split(
-    golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    golden_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    many_threads: None,
 ) -> None:
     monkeypatch.setattr(graph_split, "GRAPH_TASK_EDGES", 3)
     assert _dispatch(golden_dir, tmp_path / "csc", caplog, graph_formats=("csc",)) == 2 * KINDS
@@ -120,6 +138,7 @@ def test_split_feature_files_are_the_one_task_files_byte_for_byte(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
+    many_threads: None,
 ) -> None:
     from dgl_chunked.dispatch import feature_split
 
@@ -132,7 +151,56 @@ def test_split_feature_files_are_the_one_task_files_byte_for_byte(
     feature_files = [k for k in files if k.endswith(("node_feat.dgl", "edge_feat.dgl"))]
     assert len(feature_files) == 4 and all(len(files[k]) > 100 for k in feature_files)
     # each of the 4 files (bool, float32[4], int64 and float64 features) split: a skeleton, a task
-    # per feature and row range, the rename
+    # per piece of at most per_task bytes of its payloads, the rename
     assert tasks > 2 * KINDS + 4 * 3 and all(len(files[k]) > 2 * per_task for k in feature_files)
     assert output_files(split) == files
     assert not list(split.rglob("*.parts-dglc"))
+
+
+@pytest.mark.parametrize(
+    ("threads", "tasks"),
+    [
+        (2, 2 * KINDS),  # fewer threads than the step's 10 files: a task per file
+        (10, 2 * KINDS),  # as many: every thread is busy already
+        (11, 2 * KINDS + 5),  # one spare thread: one graph file in 2 ranges (2 HALO, skeleton, 2 ranges, rename)
+        (16, 2 * KINDS - 2 + 2 * (2 * 4 + 2)),  # six spare: both graph files in 4 ranges
+    ],
+)
+def test_files_split_only_into_the_threads_they_would_leave_idle(
+    threads: int,
+    tasks: int,
+    golden_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """2 partitions x 5 files on Dask's threaded scheduler of ``threads`` threads: a file is split
+    only into the threads the other files leave idle, the larger files first."""
+    with dask.config.set(scheduler="synchronous"):
+        one = tmp_path / "one"
+        _dispatch(golden_dir, one, caplog)
+    edges = _edges_per_part(one)
+    monkeypatch.setattr(graph_split, "GRAPH_TASK_EDGES", 3)
+    assert min(edges) >= 4 * 3  # each graph file may take 4 ranges or more; the feature files stay whole
+    with dask.config.set(scheduler="threads", num_workers=threads):
+        assert cluster_threads() == threads
+        assert _dispatch(golden_dir, tmp_path / "out", caplog) == tasks
+    assert output_files(tmp_path / "out") == output_files(one)
+
+
+def test_a_feature_file_split_in_two_pieces_across_its_features(
+    golden_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One spare thread: the largest feature file in two pieces of about equal bytes, each
+    covering rows of several features where the cut falls so."""
+    from dgl_chunked.dispatch import feature_split
+
+    with dask.config.set(scheduler="synchronous"):
+        one = tmp_path / "one"
+        _dispatch(golden_dir, one, caplog)
+    monkeypatch.setattr(feature_split, "FEATURE_TASK_BYTES", 8)
+    monkeypatch.setattr(api, "cluster_threads", lambda client: 2 * KINDS + 1)
+    # the graph files stay whole (GRAPH_TASK_EDGES is 1M); one feature file: skeleton, 2 pieces, rename
+    assert _dispatch(golden_dir, tmp_path / "out", caplog) == 2 * KINDS - 1 + 4
+    assert output_files(tmp_path / "out") == output_files(one)
+    assert not list((tmp_path / "out").rglob("*.parts-dglc"))

@@ -17,20 +17,22 @@ Vocabulary (see :mod:`dgl_chunked.partition.lp`):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, overload
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp.kernels import node_order
-from dgl_chunked.partition.lp.node_kernels import hash_key, joins_kernel, strongest_kernel
+from dgl_chunked.partition.lp.node_kernels import hash_key, ints, joins_kernel, strongest_kernel
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 __all__ = [
+    "ID_LIMIT",
     "accept_joins",
     "active_bit",
     "cluster_caps",
+    "id_dtype",
     "contract_entries",
     "joins_and_favourites",
     "accept_in_passes",
@@ -38,6 +40,15 @@ __all__ = [
     "two_hop_joins",
     "weighted_csr",
 ]
+
+
+ID_LIMIT = 1 << 31
+"""IDs and weight sums below this are held as int32 (entries, labels, cluster maps)."""
+
+
+def id_dtype(limit: int) -> type[np.integer[Any]]:
+    """int32 for values below ``limit`` < :data:`ID_LIMIT`, else int64."""
+    return np.int32 if limit < ID_LIMIT else np.int64
 
 
 def active_bit(ids: IdArray, *, seed: int, salt: int) -> npt.NDArray[np.bool_]:
@@ -49,40 +60,6 @@ def cluster_caps(totals: IdArray, num_parts: int, fraction: float) -> IdArray:
     """Most weight one cluster may hold per column: ``fraction`` of a part's even share (>= 1)."""
     totals = np.asarray(totals, np.int64)
     return np.maximum(1, np.floor(totals * fraction / num_parts)).astype(np.int64)
-
-
-@overload
-def joins_and_favourites(
-    u: IdArray,
-    c: IdArray,
-    w: IdArray,
-    *,
-    own: IdArray,
-    node_weight: IdArray,
-    cluster_weight: IdArray | Callable[[IdArray], IdArray],
-    caps: IdArray,
-    seed: int,
-    salt: int,
-    min_share: float = ...,
-    favourites: Literal[True] = ...,
-) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray]: ...
-
-
-@overload
-def joins_and_favourites(
-    u: IdArray,
-    c: IdArray,
-    w: IdArray,
-    *,
-    own: IdArray,
-    node_weight: IdArray,
-    cluster_weight: IdArray | Callable[[IdArray], IdArray],
-    caps: IdArray,
-    seed: int,
-    salt: int,
-    min_share: float = ...,
-    favourites: Literal[False],
-) -> tuple[IdArray, IdArray, IdArray]: ...
 
 
 def joins_and_favourites(
@@ -97,8 +74,7 @@ def joins_and_favourites(
     seed: int,
     salt: int,
     min_share: float = 0.0,
-    favourites: bool = True,
-) -> tuple[IdArray, ...]:
+) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray]:
     """The cluster each node would join: the one it is most connected to among the
     other clusters that still have room for it, when that beats its own cluster; and
     every node's *favourite* cluster (one compiled pass over the entries,
@@ -124,26 +100,24 @@ def joins_and_favourites(
         its best connection to any other cluster, full or not (0: any with room).
     seed, salt
         Ties go to the cluster of lowest seeded hash (:func:`.kernels.node_order`).
-    favourites
-        Also return the favourites.
 
     Returns
     -------
     (node, cluster, gain) per proposing node, sorted by node; the gain is the
-    connection to the new cluster minus the connection to the own one (> 0). With
-    ``favourites``, then ``(node, cluster, connection)`` of the other cluster each node
+    connection to the new cluster minus the connection to the own one (> 0); then
+    ``(node, cluster, connection)`` of the other cluster each node
     is most connected to, full or not (ties: lowest seeded hash, as the joins), sorted
     by node; the two-hop clustering (:func:`two_hop_joins`) groups the nodes that
     could not join it.
     """
-    u, c, w = (np.ascontiguousarray(x, np.int64) for x in (u, c, w))
+    u, c, w = (ints(x) for x in (u, c, w))
     if callable(cluster_weight):  # one row per entry (entries without a cluster read row 0)
         table = np.ascontiguousarray(cluster_weight(np.maximum(c, 0)), np.int64)
-        crow = np.arange(c.size, dtype=np.int64)
+        crow = np.arange(c.size, dtype=c.dtype)
     else:
-        table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, np.int64)
+        table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, c.dtype)
     caps = np.ascontiguousarray(caps, np.int64)
-    got: tuple[IdArray, ...] = joins_kernel(
+    got: tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray] = joins_kernel(
         u,
         c,
         crow,
@@ -155,7 +129,7 @@ def joins_and_favourites(
         caps,
         float(min_share),
     )
-    return got if favourites else got[:3]
+    return got
 
 
 def two_hop_joins(node: IdArray, favourite: IdArray, *, seed: int, salt: int) -> tuple[IdArray, IdArray]:
@@ -229,9 +203,9 @@ def strongest_clusters(u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, se
     of the pair (node ``ids``, cluster), so that tied nodes do not all pick one
     cluster; ``own`` when it has no entry (:func:`.node_kernels.strongest_kernel`)."""
     out: IdArray = strongest_kernel(
-        np.ascontiguousarray(u, np.int64),
-        np.ascontiguousarray(c, np.int64),
-        np.array(own, np.int64),
+        ints(u),
+        ints(c),
+        ints(own),
         np.ascontiguousarray(ids, np.int64),
         hash_key(seed, salt),
         hash_key(seed, salt + 1),

@@ -11,9 +11,10 @@ by one task; "pieces" are the per-destination parts of one writer's file
 
     ML/<L>/e-<s>.bin         [k, 3]  piece b: entries of block b (u local, v, w) from block s of L-1,
                              in the narrowest integer type holding the file's values (its
-                             header's dtype: uint16 or uint32 mostly), read back as int64
+                             header's dtype: uint16 or uint32 mostly), read back as int32*
+                             (int64 also when the block's weights sum to 2**31 or more)
     ML/<L>/w-<b>.bin         int64 [rows, C]  node weights of block b (L >= 1)
-    ML/<L>/label-<b>.bin     int64  cluster (a node's global ID) of every node; -1: not in the graph
+    ML/<L>/label-<b>.bin     int32*  cluster (a node's global ID) of every node; -1: not in the graph
     ML/<L>/cw-<b>.bin        int64 [rows, C]  weight of the cluster named by each row's node
     ML/<L>/prop-<b>.bin      int64 [k, 3 + C]  piece t: joins proposed by block b to clusters of block t
     ML/<L>/want-<b>.bin      int64 [k, 3 + C]  piece t: block b's nodes left alone, their favourite
@@ -21,10 +22,10 @@ by one task; "pieces" are the per-destination parts of one writer's file
     ML/<L>/hop-<t>.bin       int64 [k, 3 + C]  piece s: two-hop joins to clusters of block s, as prop
     ML/<L>/acc-<t>.bin       int64 [k, 2]  piece b: joins of block b's nodes accepted by block t
     ML/<L>/left-<b>.bin      int64 [k, 1 + C]  piece t: clusters of block t left by block b's nodes
-    ML/<L>/lcid-<b>.bin      int64  coarse ID of the clusters named by block b's nodes (-1: none)
-    ML/<L>/cid-<b>.bin       int64  coarse ID (level L + 1) of every node; -1: not in the graph
+    ML/<L>/lcid-<b>.bin      int32*  coarse ID of the clusters named by block b's nodes (-1: none)
+    ML/<L>/cid-<b>.bin       int32*  coarse ID (level L + 1) of every node; -1: not in the graph
                              (level 0, after the purification: its ID at the coarsest level)
-    ML/0/top*-<b>.bin        int64  coarsest-level cluster of every input node (purification rounds)
+    ML/0/top*-<b>.bin        int32*  coarsest-level cluster of every input node (purification rounds)
     ML/<C>/wp-<b>.bin        int64 [k, 1 + C]  piece t: input weights of block b per cluster of block t
     ML/<L>/part-<b>.bin      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
     ML/<L>/part0-<b>.bin ... the alternate files of the coarse-level refinement
@@ -33,7 +34,9 @@ by one task; "pieces" are the per-destination parts of one writer's file
     ML/0/pure<i>-<b>.bin     int32  ... and its purified one
     ML/0/final<k>-<b>.bin    int32  the k-th finalist after settling and refining, kept for the choice
 
-Memory per task: one block's entries (24 bytes each; the contraction adds about 56 per
+(*: int64 from 2**31 IDs, :func:`.coarsen_kernels.id_dtype`)
+
+Memory per task: one block's entries (12 bytes each, 24 in int64; the contraction adds about 56 per
 entry for its sorted pairs: 80 in all, measured on a 5.2M-entry block, against 117 with
 the numpy steps before issue #38), its node arrays, and the label, weight or map
 tables it looks up: whole under :data:`WHOLE_TABLE_BYTES`, else one block's at a time.
@@ -192,17 +195,22 @@ def whole_table(level: Level, name: str) -> npt.NDArray[Any] | None:
 
 
 def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
-    """Entries ``(u local, v global, w)`` of block ``b``."""
+    """Entries ``(u local, v global, w)`` of block ``b``: int32 when the IDs and the
+    block's weight sum fit (:func:`.coarsen_kernels.id_dtype`), else int64."""
+    ids = CK.id_dtype(level.offsets[-1])
     if level.index == 0:
         segs = list(level.segs[b])
         if not segs:
-            empty = np.empty(0, np.int64)
+            empty = np.empty(0, ids)
             return empty, empty, empty
-        u = (S.read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(np.int64)
-        v = S.read_segments(level.lp_root, segs, "v").astype(np.int64)
-        return u, v, np.ones(u.size, np.int64)
+        u = (S.read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(ids)
+        v = S.read_segments(level.lp_root, segs, "v").astype(ids)
+        return u, v, np.ones(u.size, CK.id_dtype(u.size))
     parts = [load_piece(level.url(f"e-{s}", "bin"), b) for s in range(level.num_blocks)]
-    e = np.empty((3, sum(p.shape[1] for p in parts)), np.int64)  # each writer's narrow type, widened
+    fits = all(np.can_cast(p.dtype, np.int32) or p.size == 0 or int(p.max()) < CK.ID_LIMIT for p in parts)
+    total = sum(int(p[2].sum()) for p in parts)  # every sum of the block's weights fits this
+    wide = np.promote_types(ids, CK.id_dtype(total)) if fits else np.dtype(np.int64)
+    e = np.empty((3, sum(p.shape[1] for p in parts)), wide)  # each writer's narrow type, widened
     pos = 0
     for p in parts:
         e[:, pos : pos + p.shape[1]] = p
@@ -228,7 +236,8 @@ def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
 def init_task(level: Level, b: int) -> tuple[int, IdArray]:
     """Every node its own cluster; return the nodes in the graph and their weight sums."""
     w, active = node_weights(level, b)
-    label = np.where(active, np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64), -1)
+    ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=CK.id_dtype(level.offsets[-1]))
+    label = np.where(active, ids, -1)
     save(level.url(f"label-{b}"), label)
     save(level.url(f"cw-{b}"), w)
     return int(active.sum()), w.sum(axis=0)
@@ -362,7 +371,7 @@ def number_task(level: Level, b: int, coarse: Level) -> None:
     coarse node weights."""
     cw = load(level.url(f"cw-{b}"))
     lead = cw.any(axis=1)
-    lcid = np.full(lead.size, -1, np.int64)
+    lcid = np.full(lead.size, -1, CK.id_dtype(coarse.offsets[-1]))
     lcid[lead] = coarse.offsets[b] + np.arange(int(lead.sum()))
     save(level.url(f"lcid-{b}"), lcid)
     save(coarse.url(f"w-{b}"), cw[lead])
@@ -371,7 +380,7 @@ def number_task(level: Level, b: int, coarse: Level) -> None:
 def map_task(level: Level, b: int) -> None:
     """Coarse ID of every node of block ``b``: its cluster's."""
     label = load(level.url(f"label-{b}"))
-    cid = np.full(label.size, -1, np.int64)
+    cid = np.full(label.size, -1, CK.id_dtype(level.offsets[-1]))  # coarse IDs are fewer
     pos = label >= 0
     cid[pos] = lookup(level, "lcid", label[pos])
     save(level.url(f"cid-{b}"), cid)

@@ -11,6 +11,12 @@ gathering the cluster weights of every pair: 18 s of numpy and most of the 50 s 
 grouping in issue #38's profile at 1M nodes / 10M edges) and give the same results,
 bit for bit (integer sums; ``tests/partition/lp/test_node_kernels.py`` compares them with
 the numpy versions on random inputs).
+
+The purification's kernel (:func:`_strongest`) counts a node's entries per cluster in
+one array indexed by cluster instead (the coarsest level's IDs: few), and the coarse
+refinement's (:func:`_part_gains`) sums them in a ``[rows, parts]`` table. Every kernel
+keeps int32 inputs in int32 buffers (:func:`ints`): the scratch files' entries, labels and
+cluster maps are int32 below 2**31 IDs (:mod:`.coarsen_tasks`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,13 @@ import numpy as np
 
 from dgl_chunked.partition.random import splitmix64
 
-__all__ = ["hash_key", "joins_kernel", "mover_entries", "strongest_kernel"]
+__all__ = ["counting_offsets", "hash_key", "ints", "joins_kernel", "mover_entries", "part_gains", "strongest_kernel"]
+
+
+def ints(x: Any) -> Any:
+    """``x`` as a contiguous int32 array when it is one, else int64: the two integer types
+    the kernels are compiled for (int32 halves the entries' memory, issue #38)."""
+    return np.ascontiguousarray(x, np.int32 if np.asarray(x).dtype == np.int32 else np.int64)
 
 
 def hash_key(seed: int, salt: int) -> np.uint64:
@@ -36,6 +48,16 @@ def _mix(x: Any) -> Any:  # pragma: no cover - compiled; SplitMix64, as splitmix
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def counting_offsets(key: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
+    """Start of each key's run in a counting sort of ``key`` (``lo`` to ``lo + extent - 1``)."""
+    start = np.zeros(extent + 1, np.int64)
+    for i in range(key.size):
+        start[key[i] - lo + 1] += 1
+    for k in range(extent):
+        start[k + 1] += start[k]
+    return start
 
 
 def _sort_merge(bc: Any, brow: Any, bw: Any, s: int, e: int) -> int:  # pragma: no cover - compiled
@@ -67,6 +89,28 @@ def _sort_merge(bc: Any, brow: Any, bw: Any, s: int, e: int) -> int:  # pragma: 
     return m + 1
 
 
+def _top(bc: Any, bw: Any, s: int, e: int, key: Any, node_hash: Any, own: int) -> Any:  # pragma: no cover - compiled
+    """Of the merged clusters ``bc[s:e]`` (weights ``bw``): the highest weight, the index
+    of the tied cluster of lowest hash ``_mix(cluster + key) ^ node_hash``, and whether
+    ``own`` is among the tied."""
+    best = bw[s]
+    for i in range(s + 1, e):
+        if bw[i] > best:
+            best = bw[i]
+    pick = -1
+    pick_rank = np.uint64(0)
+    own_top = False
+    for i in range(s, e):
+        if bw[i] != best:
+            continue
+        if bc[i] == own:
+            own_top = True
+        r = _mix(np.uint64(bc[i]) + key) ^ node_hash
+        if pick < 0 or r < pick_rank:
+            pick, pick_rank = i, r
+    return best, pick, own_top
+
+
 def _joins(
     u: Any, c: Any, crow: Any, w: Any, own: Any, key: Any, cw: Any, nw: Any, caps: Any, min_share: float
 ) -> Any:  # pragma: no cover - compiled
@@ -74,23 +118,20 @@ def _joins(
     width = caps.size
     start = np.zeros(rows + 1, np.int64)
     conn_own = np.zeros(rows, np.int64)
-    for i in range(u.size):
-        ci = c[i]
-        if ci < 0:
-            continue
-        k = u[i]
-        if ci == own[k]:
-            conn_own[k] += w[i]
-        else:
-            start[k + 1] += 1
+    for i in range(u.size):  # entries to the own cluster summed, to other ones counted
+        if c[i] >= 0:
+            if c[i] == own[u[i]]:
+                conn_own[u[i]] += w[i]
+            else:
+                start[u[i] + 1] += 1
     for k in range(rows):
         start[k + 1] += start[k]
     pos = start[:-1].copy()
     m = start[rows]
     rows_given = crow.size > 0  # else the cluster ID is the row of cw
-    bc = np.empty(m, np.int64)
-    brow = np.empty(m, np.int64) if rows_given else bc  # an alias is sorted along harmlessly
-    bw = np.empty(m, np.int64)
+    bc = np.empty(m, c.dtype)  # the entries' types (int32 where the IDs and sums allow)
+    brow = np.empty(m, crow.dtype) if rows_given else bc  # an alias is sorted along harmlessly
+    bw = np.empty(m, w.dtype)
     for i in range(u.size):
         ci = c[i]
         if ci < 0:
@@ -118,17 +159,7 @@ def _joins(
             continue
         e = _sort_merge(bc, brow, bw, s, e)
         # the favourite: most connected other cluster, full or not; ties: lowest hash
-        best_all = bw[s]
-        for i in range(s + 1, e):
-            if bw[i] > best_all:
-                best_all = bw[i]
-        fav = -1
-        fav_rank = np.uint64(0)
-        for i in range(s, e):
-            if bw[i] == best_all:
-                r = _mix(np.uint64(bc[i]) + key)
-                if fav < 0 or r < fav_rank:
-                    fav, fav_rank = i, r
+        best_all, fav, _ = _top(bc, bw, s, e, key, np.uint64(0), -1)
         fn[nf] = k
         fc[nf] = bc[fav]
         fconn[nf] = best_all
@@ -162,46 +193,71 @@ def _joins(
 
 
 def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any:  # pragma: no cover - compiled
+    """Per node, the cluster it has the most entries to: counted in one array indexed by
+    cluster (the coarsest level's IDs: as many as its nodes, which METIS holds in memory
+    anyway), not sorted per node; ties as :func:`_top` (equal hashes: the lowest ID)."""
     rows = own.size
-    start = np.zeros(rows + 1, np.int64)
-    for i in range(u.size):
-        start[u[i] + 1] += 1
-    for k in range(rows):
-        start[k + 1] += start[k]
+    start = counting_offsets(u, 0, rows)
     pos = start[:-1].copy()
-    bc = np.empty(u.size, np.int64)
-    brow = bc  # no rows here (an alias is sorted along harmlessly)
-    bw = np.ones(u.size, np.int64)
+    bc = np.empty(u.size, c.dtype)
     for i in range(u.size):
         k = u[i]
         p = pos[k]
         bc[p] = c[i]
         pos[k] = p + 1
+    count = np.zeros(bc.max() + 1 if bc.size else 0, np.int32)  # entries per node: fewer than 2**31
     out = own.copy()
     for k in range(rows):
         s = start[k]
         e = start[k + 1]
-        if e == s:
-            continue
-        e = _sort_merge(bc, brow, bw, s, e)
-        best = bw[s]
-        for i in range(s + 1, e):
-            if bw[i] > best:
-                best = bw[i]
+        best = 0
+        for i in range(s, e):
+            count[bc[i]] += 1
+            if count[bc[i]] > best:
+                best = count[bc[i]]
         node_hash = _mix(np.uint64(ids[k]) + key2)
         pick = -1
         pick_rank = np.uint64(0)
         own_top = False
         for i in range(s, e):
-            if bw[i] != best:
+            if count[bc[i]] != best:
                 continue
             if bc[i] == own[k]:
                 own_top = True
             r = _mix(np.uint64(bc[i]) + key) ^ node_hash
-            if pick < 0 or r < pick_rank:
-                pick, pick_rank = i, r
-        if not own_top:
-            out[k] = bc[pick]
+            if pick < 0 or r < pick_rank or (r == pick_rank and bc[i] < pick):
+                pick, pick_rank = bc[i], r
+        for i in range(s, e):
+            count[bc[i]] = 0
+        if e > s and not own_top:
+            out[k] = pick
+    return out
+
+
+def _part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) -> Any:  # pragma: no cover - compiled
+    rows = part.size
+    hist = np.zeros((rows, num_parts), np.int64)
+    for i in range(u.size):
+        hist[u[i], table[v[i]]] += w[i]
+    best = np.zeros(rows, np.int64)
+    gain = np.empty(rows, np.int64)
+    for k in range(rows):
+        top = hist[k, 0]
+        for p in range(1, num_parts):
+            if hist[k, p] > top:  # ties: the lowest part (as numpy's argmax)
+                top = hist[k, p]
+                best[k] = p
+        own = part[k] if part[k] >= 0 else part[k] + num_parts  # -1 reads the last column (as numpy)
+        gain[k] = top - hist[k, own]
+    return best, gain
+
+
+def part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) -> tuple[Any, Any]:
+    """Per node ``k`` of ``part`` (its partitions): the part ``best`` its entries
+    ``(u, v, w)`` weigh most to, by the partitions ``table[v]`` (ties: the lowest part),
+    and the gain of moving there (that weight minus the weight to its own part); in one
+    compiled pass (instead of a per-entry gather, a bincount of floats, an argmax)."""
+    out: tuple[Any, Any] = _compiled("gains")(ints(u), ints(v), ints(w), ints(table), ints(part), num_parts)
     return out
 
 
@@ -210,9 +266,9 @@ _LOCK = threading.Lock()
 
 def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: no cover - compiled
     n = u.size
-    ou = np.empty(n, np.int64)
-    oc = np.empty(n, np.int64)
-    ow = np.empty(n, np.int64)
+    ou = np.empty(n, u.dtype)
+    oc = np.empty(n, label.dtype)
+    ow = np.empty(n, w.dtype)
     m = 0
     for i in range(n):
         k = u[i]
@@ -232,10 +288,10 @@ def _compiled(name: str) -> Any:
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        for helper in ("_mix", "_sort_merge"):
+        for helper in ("_mix", "_sort_merge", "_top", "counting_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
-        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers}[name])
+        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}[name])
 
 
 def joins_kernel(*args: Any) -> Any:
@@ -245,8 +301,8 @@ def joins_kernel(*args: Any) -> Any:
 
 def mover_entries(u: Any, v: Any, w: Any, movers: Any, label: Any) -> tuple[Any, Any, Any]:
     """The entries ``(u, label[v], w)`` of the nodes ``u`` with ``movers[u]``, in one
-    compiled pass (instead of a mask, three copies and a gather)."""
-    u, v, w, label = (np.ascontiguousarray(x, np.int64) for x in (u, v, w, label))
+    compiled pass (instead of a mask, three copies and a gather); int32 arrays stay int32."""
+    u, v, w, label = (ints(x) for x in (u, v, w, label))
     out: tuple[Any, Any, Any] = _compiled("movers")(u, v, w, np.ascontiguousarray(movers, np.bool_), label)
     return out
 

@@ -21,54 +21,38 @@ from typing import Any
 import numpy as np
 
 from dgl_chunked._typing import IdArray
+from dgl_chunked.partition.lp.node_kernels import counting_offsets, ints
 
 __all__ = ["mapped_pair_sums", "pair_sums"]
 
 _SPAN_FACTOR = 4
 
 
-def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
-    n = a.size
-    presorted = False
-    if n > 0:  # b's range small enough: a counting sort by b first, so that the stable one by a sorts by (a, b)
-        b_lo = b.min()
-        b_extent = b.max() - b_lo + 1
-        if b_extent <= 4 * n + 1024:
-            count = np.zeros(b_extent + 1, np.int64)
-            for i in range(n):
-                count[b[i] - b_lo + 1] += 1
-            for k in range(b_extent):
-                count[k + 1] += count[k]
-            a1 = np.empty(n, np.int64)
-            b1 = np.empty(n, np.int64)
-            w1 = np.empty(n, np.int64)
-            for i in range(n):
-                p = count[b[i] - b_lo]
-                a1[p] = a[i]
-                b1[p] = b[i]
-                w1[p] = w[i]
-                count[b[i] - b_lo] = p + 1
-            a, b, w = a1, b1, w1
-            presorted = True
-    start = np.zeros(extent + 1, np.int64)
-    for i in range(n):
-        start[a[i] - lo + 1] += 1
-    for k in range(extent):
-        start[k + 1] += start[k]
+def _by_key(key: Any, lo: int, extent: int, x: Any, y: Any) -> Any:  # pragma: no cover - compiled
+    """A stable counting sort of ``x`` and ``y`` by ``key``: the start of each key's run
+    (:func:`.node_kernels.counting_offsets`) and the sorted copies."""
+    start = counting_offsets(key, lo, extent)
     pos = start[:-1].copy()
-    bs = np.empty(n, np.int64)
-    ws = np.empty(n, np.int64)
-    for i in range(n):
-        k = a[i] - lo
+    ox = np.empty(x.size, x.dtype)
+    oy = np.empty(y.size, y.dtype)
+    for i in range(key.size):
+        k = key[i] - lo
         p = pos[k]
-        bs[p] = b[i]
-        ws[p] = w[i]
+        ox[p] = x[i]
+        oy[p] = y[i]
         pos[k] = p + 1
-    if presorted:  # free the copies sorted by b
-        a = b = w = np.empty(0, np.int64)
-    out_a = np.empty(n, np.int64)
-    out_b = bs  # merged in place: the m-th distinct pair is written at m <= the entries read so far
-    out_w = ws
+    return start, ox, oy
+
+
+def _merged(
+    a: Any, b: Any, w: Any, lo: int, extent: int, presorted: bool, own: bool
+) -> Any:  # pragma: no cover - compiled
+    """The distinct ``(a, b)`` pairs with summed ``w``: a stable counting sort by ``a``,
+    a shell sort by ``b`` within each ``a`` (none when ``presorted`` by ``b``), equal runs
+    merged in place. ``own``: ``a`` is this module's copy, reused for the result."""
+    start, bs, ws = _by_key(a, lo, extent, b, w)
+    n = a.size
+    out_a = a if own else np.empty(n, a.dtype)  # written at m <= the entries read so far
     m = 0
     for k in range(extent):
         s, e = start[k], start[k + 1]
@@ -87,25 +71,41 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int) -> Any:  # pragma: no
                 bs[j] = kb
                 ws[j] = kw
         out_a[m] = k + lo
-        out_b[m] = bs[s]
-        out_w[m] = ws[s]
+        bs[m] = bs[s]  # merged in place: the m-th distinct pair is written at m <= s
+        ws[m] = ws[s]
         for i in range(s + 1, e):
-            if bs[i] == out_b[m]:
-                out_w[m] += ws[i]
+            if bs[i] == bs[m]:
+                ws[m] += ws[i]
             else:
                 m += 1
                 out_a[m] = k + lo
-                out_b[m] = bs[i]
-                out_w[m] = ws[i]
+                bs[m] = bs[i]
+                ws[m] = ws[i]
         m += 1
-    return out_a[:m], out_b[:m], out_w[:m]
+    return out_a[:m], bs[:m], ws[:m]
+
+
+def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int, own: bool) -> Any:  # pragma: no cover - compiled
+    """:func:`_merged`, after a counting sort by ``b`` when ``b``'s range is small (then
+    the stable one by ``a`` sorts by ``(a, b)``)."""
+    n = a.size
+    if n > 0:
+        b_lo = b.min()
+        b_extent = b.max() - b_lo + 1
+        if b_extent <= 4 * n + 1024:
+            start, a1, w1 = _by_key(b, b_lo, b_extent, a, w)
+            b1 = np.empty(n, b.dtype)
+            for k in range(b_extent):
+                b1[start[k] : start[k + 1]] = k + b_lo
+            return _merged(a1, b1, w1, lo, extent, True, True)
+    return _merged(a, b, w, lo, extent, False, own)
 
 
 def _mapped(u: Any, v: Any, w: Any, umap: Any, vmap: Any, lo: int, extent: int) -> Any:  # pragma: no cover - compiled
     n = u.size
-    a = np.empty(n, np.int64)
-    b = np.empty(n, np.int64)
-    ws = np.empty(n, np.int64)
+    a = np.empty(n, umap.dtype)
+    b = np.empty(n, vmap.dtype)
+    ws = np.empty(n, w.dtype)
     m = 0
     for i in range(n):
         x = umap[u[i]]
@@ -115,7 +115,7 @@ def _mapped(u: Any, v: Any, w: Any, umap: Any, vmap: Any, lo: int, extent: int) 
             b[m] = y
             ws[m] = w[i]
             m += 1
-    return _grouped(a[:m], b[:m], ws[:m], lo, extent)
+    return _grouped(a[:m], b[:m], ws[:m], lo, extent, True)
 
 
 def _mapped_radix(
@@ -124,61 +124,28 @@ def _mapped_radix(
     """:func:`_mapped` for a small range of ``vmap``: the pairs are mapped twice instead of
     kept, and counting-sorted by b, then by a (three arrays of the entries' size less)."""
     n = u.size
-    count_b = np.zeros(b_extent + 1, np.int64)
-    start = np.zeros(extent + 1, np.int64)
-    m = 0
+    pos = np.zeros(b_extent + 1, np.int64)
     for i in range(n):
         x = umap[u[i]]
         y = vmap[v[i]]
         if x != y and x >= 0 and y >= 0:
-            count_b[y - b_lo + 1] += 1
-            start[x - lo + 1] += 1
-            m += 1
+            pos[y - b_lo + 1] += 1
     for k in range(b_extent):
-        count_b[k + 1] += count_b[k]
-    for k in range(extent):
-        start[k + 1] += start[k]
-    a1 = np.empty(m, np.int64)
-    b1 = np.empty(m, np.int64)
-    w1 = np.empty(m, np.int64)
+        pos[k + 1] += pos[k]
+    m = pos[b_extent]
+    a1 = np.empty(m, umap.dtype)
+    b1 = np.empty(m, vmap.dtype)
+    w1 = np.empty(m, w.dtype)
     for i in range(n):
         x = umap[u[i]]
         y = vmap[v[i]]
         if x != y and x >= 0 and y >= 0:
-            p = count_b[y - b_lo]
+            p = pos[y - b_lo]
             a1[p] = x
             b1[p] = y
             w1[p] = w[i]
-            count_b[y - b_lo] = p + 1
-    pos = start[:-1].copy()
-    bs = np.empty(m, np.int64)
-    ws = np.empty(m, np.int64)
-    for i in range(m):
-        k = a1[i] - lo
-        p = pos[k]
-        bs[p] = b1[i]
-        ws[p] = w1[i]
-        pos[k] = p + 1
-    a1 = b1 = w1 = np.empty(0, np.int64)
-    out_a = np.empty(m, np.int64)
-    j = 0  # merged in place, as in _grouped
-    for k in range(extent):
-        s, e = start[k], start[k + 1]
-        if e == s:
-            continue
-        out_a[j] = k + lo
-        bs[j] = bs[s]
-        ws[j] = ws[s]
-        for i in range(s + 1, e):
-            if bs[i] == bs[j]:
-                ws[j] += ws[i]
-            else:
-                j += 1
-                out_a[j] = k + lo
-                bs[j] = bs[i]
-                ws[j] = ws[i]
-        j += 1
-    return out_a[:j], bs[:j], ws[:j]
+            pos[y - b_lo] = p + 1
+    return _merged(a1, b1, w1, lo, extent, True, True)
 
 
 _LOCK = threading.Lock()
@@ -186,20 +153,21 @@ _LOCK = threading.Lock()
 
 @functools.cache
 def _kernel(name: str = "grouped") -> Any:
-    """The compiled kernel ``name`` (``_grouped`` first, in this module's namespace,
-    where ``_mapped`` looks it up)."""
+    """The compiled kernel ``name``; its helpers first, in this module's namespace, where
+    the kernels look them up."""
     import numba
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        if not isinstance(globals()["_grouped"], numba.core.dispatcher.Dispatcher):
-            globals()["_grouped"] = jit(globals()["_grouped"])
+        for helper in ("counting_offsets", "_by_key", "_merged", "_grouped"):
+            if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
+                globals()[helper] = jit(globals()[helper])
         return {"grouped": globals()["_grouped"], "mapped": jit(_mapped), "radix": jit(_mapped_radix)}[name]
 
 
 def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
     """Distinct ``(a, b)`` pairs sorted by ``(a, b)``, with the sum of their integer
-    ``w``; ``a, b >= 0``.
+    ``w``; ``a, b >= 0``. int32 inputs give int32 results (the sums must fit ``w``'s type).
 
     Examples
     --------
@@ -210,15 +178,17 @@ def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdA
     if a.size == 0:
         empty = np.empty(0, np.int64)
         return empty, empty, empty
+    a, b, w = (ints(x) for x in (a, b, w))
     lo, hi = int(a.min()), int(a.max())
     if hi - lo + 1 > _SPAN_FACTOR * a.size + 1024:
         return _argsort_sums(a, b, w)
     out: tuple[IdArray, IdArray, IdArray] = _kernel()(
-        np.ascontiguousarray(a, np.int64),
-        np.ascontiguousarray(b, np.int64),
-        np.ascontiguousarray(w, np.int64),
+        a,
+        b,
+        w,
         lo,
         hi - lo + 1,
+        False,
     )
     return out
 
@@ -239,8 +209,9 @@ def mapped_pair_sums(
 ) -> tuple[IdArray, IdArray, IdArray]:
     """:func:`pair_sums` of ``(umap[u], vmap[v], w)`` without the pairs where
     ``umap[u] == vmap[v]``, in one compiled pass (the contraction: ``u`` block-local,
-    ``v`` global; entries whose node maps to -1 are dropped)."""
-    u, v, w, umap, vmap = (np.ascontiguousarray(x, np.int64) for x in (u, v, w, umap, vmap))
+    ``v`` global; entries whose node maps to -1 are dropped). The results have the types
+    of ``umap``, ``vmap`` and ``w`` (int32 or int64: the sums must fit ``w``'s)."""
+    u, v, w, umap, vmap = (ints(x) for x in (u, v, w, umap, vmap))
     if u.size == 0:
         empty = np.empty(0, np.int64)
         return empty, empty, empty

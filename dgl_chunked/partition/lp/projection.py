@@ -15,6 +15,7 @@ from dgl_chunked.partition.lp import schedule
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.coarsen_tasks import Level
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
+from dgl_chunked.partition.lp.node_kernels import part_gains
 from dgl_chunked.partition.lp.taskgraph import TaskGraph
 
 __all__ = ["run_blocks"]
@@ -132,12 +133,10 @@ def refine_task(
     w, _ = C.node_weights(level, b)
     u, v, ew = C.read_entries(level, b)
     delta = np.zeros((num_parts, level.width), np.int64)
-    pv = C.lookup(level, src, v).astype(np.int64)
-    rows = part.size
-    hist = np.bincount(u * num_parts + pv, weights=ew, minlength=rows * num_parts).reshape(rows, num_parts)
-    idx = np.arange(rows)
-    best = np.argmax(hist, axis=1)
-    gain = hist[idx, best] - hist[idx, part]
+    table = C.whole_table(level, src)  # indexed in the kernel, instead of gathered per entry
+    if table is None:
+        v, table = np.arange(v.size), C.lookup(level, src, v)
+    best, gain = part_gains(u, v, ew, table, part, num_parts)
     ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
     cand = np.flatnonzero((gain > 0) & (best != part) & CK.active_bit(ids, seed=seed, salt=salt))
     target = best[cand]

@@ -60,9 +60,10 @@ def test_narrow_split_round_trips_every_piece(tmp_path: Path) -> None:
         np.testing.assert_array_equal(got, rows[:, cols])
 
 
-def test_read_entries_widens_every_writer_to_int64(tmp_path: Path) -> None:
+def test_read_entries_widens_every_writer_to_int32_or_int64(tmp_path: Path) -> None:
     """Writers of one level pick their own types (here uint8, uint16, int64); a block's
-    entries come back as int64, in writer order."""
+    entries come back in writer order, as int32 when every value and the weights' sum fit
+    it, else int64 (block 0 has an ID over 2**32)."""
     root = S.ScratchRoot(tmp_path.as_posix())
     # three blocks: three writers, each with entries for blocks 0 and 1 and none for block 2
     level = ml_tasks.Level(index=1, offsets=(0, 4, 8, 12), lp_root=root, ml=posixpath.join(root.path, "ml"))
@@ -76,10 +77,10 @@ def test_read_entries_widens_every_writer_to_int64(tmp_path: Path) -> None:
         ml_tasks.save_split(level.url(f"e-{s}"), r, np.array([0, 1]), 3, narrow=True)
     for b in (0, 1):
         u, v, w = ml_tasks.read_entries(level, b)
-        assert u.dtype == v.dtype == w.dtype == np.dtype(np.int64)
+        assert u.dtype == v.dtype == w.dtype == np.dtype(np.int64 if b == 0 else np.int32)
         want = np.concatenate([r[:, [b]] for r in rows], axis=1)
         np.testing.assert_array_equal(np.vstack([u, v, w]), want)
-    assert ml_tasks.read_entries(level, 2)[0].dtype == np.dtype(np.int64)  # no entries: int64 still
+    assert ml_tasks.read_entries(level, 2)[0].dtype == np.dtype(np.int32)  # no entries: the IDs' type
 
 
 def _graph(tmp: Path) -> ChunkedGraph:

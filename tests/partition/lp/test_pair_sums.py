@@ -35,6 +35,8 @@ def test_pair_sums_matches_a_dict_group_by(n: int, span: int, width: int, offset
     got = pair_sums(a, b, w)
     assert [x.dtype for x in got] == [np.dtype(np.int64)] * 3
     assert [x.tolist() for x in got] == list(_reference(a, b, w))
+    narrow = pair_sums(a.astype(np.int32), b.astype(np.int32), w.astype(np.int32))  # lp's scratch types
+    assert [x.tolist() for x in narrow] == [x.tolist() for x in got]
 
 
 def test_pair_sums_of_nothing() -> None:
@@ -63,5 +65,9 @@ def test_mapped_pair_sums_equal_the_numpy_contraction(n: int, rows: int, span: i
     want = pair_sums(cu[keep], cv[keep], w[keep])
     got = mapped_pair_sums(u, v, w, umap, vmap)
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    narrow = mapped_pair_sums(*(x.astype(np.int32) for x in (u, v, w, umap, vmap)))
+    assert [x.tolist() for x in narrow] == [x.tolist() for x in want]
+    if n and span < 10**6:  # the compiled paths keep int32 (the argsort one widens)
+        assert [x.dtype for x in narrow] == [np.dtype(np.int32)] * 3
     if n:
         assert got[0].size < n  # some pairs summed or dropped: the test sees both
