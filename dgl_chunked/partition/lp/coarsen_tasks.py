@@ -244,14 +244,7 @@ def init_task(level: Level, b: int) -> tuple[int, IdArray]:
 
 
 def propose_task(
-    level: Level,
-    b: int,
-    *,
-    seed: int,
-    salt: int,
-    caps: IdArray,
-    min_share: float = 0.0,
-    two_hop: bool = False,
+    level: Level, b: int, *, seed: int, salt: int, caps: IdArray, min_share: float = 0.0, two_hop: bool = False
 ) -> int:
     """Movers of block ``b`` (a seeded half of its nodes) propose to join the cluster
     they are most connected to when it beats their own and has room; proposals go to

@@ -189,8 +189,9 @@ entries). The options ``cluster_rounds=4, cluster_min_share=0.5, min_shrink=0.3,
 fit_passes=8`` shrink 4.6x, 3.1x, 1.8x, 1.3x, 2.7x at 1M (6 levels, 50M entries; the
 second cluster weight 4 levels), lp 103.1 s (coarsen 64.2) and cut 0.2029 against METIS's
 19.5 s and 0.1991 in one run at load 3-8 (main: 148.4 s, coarsen 100.6, cut 0.2054); at
-3M / 30M 412.6 s (coarsen 346.8: 7 and 6 levels, level 1 139.6 s), cut 0.2069; but they cut 0.7-1.6% more on the 50k skewed
-planted graph (``LPConfig.cluster_rounds``), so they are not the defaults.
+3M / 30M 412.6 s (coarsen 346.8: 7 and 6 levels, level 1 139.6 s), cut 0.2069; but they
+cut 0.7-1.6% more on the 50k skewed planted graph (``LPConfig.cluster_rounds``), so they
+are not the defaults.
 
 **Memory** per task: a staging task holds one read task's edges, about 60 bytes per edge
 (plus the reader's). A histogram task holds one group of staged entries, about 30
