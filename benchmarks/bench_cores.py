@@ -25,7 +25,12 @@ From the runs at 1 and 2 workers it predicts the wall at ``P`` workers::
 with ``work`` and ``longest`` from the run at 1 worker (no two tasks contend for the
 cores there) and ``client`` from the run at 2 (a cluster of several workers), and
 prints the prediction beside the measurement for every ``P`` it ran (and for 4, 8, 16
-when not run). Cluster start is not in the wall (it is printed apart: the CLI starts its
+when not run). The write step splits a file into several tasks only into threads the
+cluster leaves idle (:mod:`dgl_chunked.dispatch.write_pieces`), so runs at 1 and 2
+workers write one task per file, and their ``longest`` would bound the prediction by a
+task graph that ``P`` workers never run: ``--plan-threads P`` plans the write step of
+every run for ``P`` threads (as a ``P``-worker cluster would), so the prediction at
+``P`` is made from the tasks ``P`` workers get. Cluster start is not in the wall (it is printed apart: the CLI starts its
 cluster while it reads the input).
 
 It prints the longest stretches in which no task runs, named by the tasks before and
@@ -43,7 +48,8 @@ Dask's performance report of it. ``--json`` writes every figure.
 Usage::
 
     python benchmarks/bench_cores.py --graph /tmp/g10m [--workers 1 2] [--num-parts 8]
-        [--method random] [--work-dir DIR] [--modes default threads] [--profile F] [--json F]
+        [--method random] [--work-dir DIR] [--plan-threads P] [--modes default threads] [--profile F]
+        [--json F]
 """
 
 from __future__ import annotations
@@ -177,6 +183,11 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
     old_level = api_log.level
     api_log.setLevel(logging.INFO)
     import dgl_chunked.pipeline  # noqa: F401  - imported before the clock, as the CLI imports it at start
+    from dgl_chunked.dispatch import api as dispatch_api
+
+    real_threads = dispatch_api.cluster_threads
+    if args.plan_threads:  # the write step's tasks as a cluster of that many threads gets them
+        dispatch_api.cluster_threads = lambda client=None: args.plan_threads  # type: ignore[assignment]
 
     started = time.perf_counter()
     try:
@@ -207,6 +218,7 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
                 prof.dump_stats(profile)
             records = list(stream.data)
     finally:
+        dispatch_api.cluster_threads = real_threads  # type: ignore[assignment]
         api_log.removeHandler(handler)
         api_log.setLevel(old_level)
     windows = [(name, start, start + result.step_seconds.get(name, 0.0)) for name, start in handler.starts]
@@ -327,6 +339,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--num-parts", type=int, default=8)
     parser.add_argument("--method", default="random")
+    parser.add_argument(
+        "--plan-threads", type=int, default=None, help="plan the write step for P threads (predict P workers)"
+    )
     parser.add_argument("--modes", nargs="*", default=[], choices=["default", "threads"])
     parser.add_argument("--work-dir", default=None, help="output parent (default: a temporary folder)")
     parser.add_argument("--profile", default=None, help="cProfile of the client, largest --workers run")
@@ -354,6 +369,7 @@ def main() -> None:
     if args.json:
         figures = {
             "graph": args.graph,
+            "plan_threads": args.plan_threads,
             "cores": os.cpu_count(),
             "load": os.getloadavg()[0],
             "runs": {str(w): r for w, r in runs.items()},
