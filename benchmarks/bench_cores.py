@@ -30,8 +30,8 @@ cluster leaves idle (:mod:`dgl_chunked.dispatch.write_pieces`), so runs at 1 and
 workers write one task per file, and their ``longest`` would bound the prediction by a
 task graph that ``P`` workers never run: ``--plan-threads P`` plans the write step of
 every run for ``P`` threads (as a ``P``-worker cluster would), so the prediction at
-``P`` is made from the tasks ``P`` workers get. Cluster start is not in the wall (it is printed apart: the CLI starts its
-cluster while it reads the input).
+``P`` is made from the tasks ``P`` workers get. Cluster start is not in the wall (it is
+printed apart: the CLI starts its cluster while it reads the input).
 
 It prints the longest stretches in which no task runs, named by the tasks before and
 after them, and (with a run at 1 worker) the projection of :mod:`cores_projection`: the
