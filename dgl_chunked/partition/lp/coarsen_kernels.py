@@ -29,13 +29,13 @@ from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 __all__ = [
     "ID_LIMIT",
+    "accept_in_passes",
     "accept_joins",
     "active_bit",
     "cluster_caps",
-    "id_dtype",
     "contract_entries",
+    "id_dtype",
     "joins_and_favourites",
-    "accept_in_passes",
     "strongest_clusters",
     "two_hop_joins",
     "weighted_csr",
@@ -231,10 +231,12 @@ def accept_in_passes(
     second coarse level kept 80k clusters with one pass, 74k with eight."""
     accept = np.zeros(c.size, bool)
     todo = np.arange(c.size)
-    for _ in range(passes):
+    for left in range(passes - 1, -1, -1):
         got = todo[accept_joins(c[todo], conn[todo], rank[todo], node_weight[todo], cluster_weight[c[todo]], caps)]
         accept[got] = True
         np.add.at(cluster_weight, c[got], node_weight[got])
+        if left == 0:  # the last pass: no next one to prune for
+            break
         todo = todo[~accept[todo]]
         todo = todo[np.all(cluster_weight[c[todo]] + node_weight[todo] <= caps[None, :], axis=1)]
         if todo.size == 0:
