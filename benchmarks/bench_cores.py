@@ -358,26 +358,38 @@ def main() -> None:
             args.work_dir = tmp
         Path(args.work_dir).mkdir(parents=True, exist_ok=True)
         runs: dict[int, dict[str, Any]] = {}
+        cli: list[dict[str, Any]] = []
         last = max(args.workers)
-        for w in args.workers:
+        for w in args.workers:  # figures saved after every run: a run cut short keeps the ones before
             keep = w == last
             runs[w] = _run_workers(args, w, args.profile if keep else None, args.performance_report if keep else None)
             print(f"{w} worker(s): {runs[w]['wall']:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
-        cli = [_run_cli(args, mode) for mode in args.modes]
+            _save(args, runs, cli, [])
+        for mode in args.modes:
+            cli.append(_run_cli(args, mode))
+            print(f"CLI {mode}: {cli[-1]['wall']:.2f} s, {' | '.join(cli[-1]['chose'])}", flush=True)
+            _save(args, runs, cli, [])
     _print(runs, cli, args)
-    projections = _projections(runs, args) if 1 in runs else []
-    if args.json:
-        figures = {
-            "graph": args.graph,
-            "plan_threads": args.plan_threads,
-            "cores": os.cpu_count(),
-            "load": os.getloadavg()[0],
-            "runs": {str(w): r for w, r in runs.items()},
-            "predicted": {str(p): predict(runs, p) for p in sorted(set(PREDICTED_AT) | set(runs))},
-            "cli": cli,
-            "projection": projections,
-        }
-        Path(args.json).write_text(json.dumps(figures, indent=2))
+    _save(args, runs, cli, _projections(runs, args) if 1 in runs else [])
+
+
+def _save(
+    args: argparse.Namespace, runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], projections: list[Any]
+) -> None:
+    """Every figure so far to ``--json`` (when given)."""
+    if not args.json:
+        return
+    figures = {
+        "graph": args.graph,
+        "plan_threads": args.plan_threads,
+        "cores": os.cpu_count(),
+        "load": os.getloadavg()[0],
+        "runs": {str(w): r for w, r in runs.items()},
+        "predicted": {str(p): predict(runs, p) for p in sorted(set(PREDICTED_AT) | set(runs))},
+        "cli": cli,
+        "projection": projections,
+    }
+    Path(args.json).write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

@@ -30,8 +30,8 @@ if [[ "${1:-}" == fetch ]]; then
 fi
 OUT_DIR=${OUT:-/tmp/dglc-cores}
 mkdir -p "$OUT_DIR"
-if [[ -d .whl ]]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+if [[ -d .whl ]]; then  # the carried wheels, installed once per machine
+    [[ -d /tmp/site/dask ]] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site:$PWD
 else
     export PYTHONPATH=$PWD

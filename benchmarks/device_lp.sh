@@ -14,7 +14,8 @@
 # One call has at most 10 minutes: with 2 workers the 10M/100M run may not fit, so give
 # WORKERS=16 in one call and WORKERS=2 (with a TIMEOUT under the call's) in the next, on
 # the same warm machine (the graph stays in /dev/shm between calls). Set NODES, EDGES,
-# PARTS, METHODS (default lp) to change the run.
+# PARTS, METHODS (default lp) to change the run, LABEL to name its logs (lp-LABEL-W.log),
+# and DEADLINE (seconds since the epoch) to stop every run by then (benchmarks/device_session.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == fetch ]]; then
@@ -27,8 +28,8 @@ if [[ "${1:-}" == fetch ]]; then
 fi
 OUT_DIR=${OUT:-/tmp/dglc-device-lp}
 mkdir -p "$OUT_DIR"
-if [[ -d .whl ]]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+if [[ -d .whl ]]; then  # the carried wheels, installed once per machine
+    [[ -d /tmp/site/dask ]] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks
 else
     export PYTHONPATH=$PWD:$PWD/benchmarks
@@ -40,7 +41,12 @@ WORK=/dev/shm/dglc-device-lp
 mkdir -p "$WORK"
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -m); load $(cut -d' ' -f1-3 /proc/loadavg)"
 for workers in ${WORKERS:-16 2}; do
-    echo "== lp, $workers workers"
-    timeout "${TIMEOUT:-540}" $PY benchmarks/bench_lp.py --sbm "$NODES:$EDGES" --parts "$PARTS" \
-        --methods "${METHODS:-lp}" --workers "$workers" --work-dir "$WORK" 2>&1 | tee "$OUT_DIR/lp-$workers.log" || true
+    limit=${TIMEOUT:-540}
+    if [[ -n "${DEADLINE:-}" ]]; then
+        limit=$((DEADLINE - $(date +%s) < limit ? DEADLINE - $(date +%s) : limit))
+        if ((limit < 20)); then echo "== lp, $workers workers: skipped, ${limit} s left before the deadline"; continue; fi
+    fi
+    echo "== lp, $workers workers, $NODES nodes / $EDGES edges, ${METHODS:-lp}; at most ${limit} s"
+    timeout "$limit" $PY benchmarks/bench_lp.py --sbm "$NODES:$EDGES" --parts "$PARTS" \
+        --methods "${METHODS:-lp}" --workers "$workers" --work-dir "$WORK" 2>&1 | tee "$OUT_DIR/lp-${LABEL:+$LABEL-}$workers.log" || true
 done
