@@ -3,9 +3,9 @@
 Runs ``lp`` in this process (Dask threads) on an SBM graph (``planted_partition_edges``,
 64 groups) and prints, per coarsening level: nodes, entries, the purity of its clusters
 with respect to the planted groups (share of level-0 nodes in their cluster's
-majority group), and while uncoarsening the cut (fraction of level-0 entries) after
-METIS on the coarsest level, after each projection and after each level's refinement;
-then the final cut and METIS's cut on the same graph, and how the planted groups lie
+majority group), and the cut (fraction of level-0 entries) after METIS on the coarsest
+level (the uncoarsening is one computation, :func:`dgl_chunked.partition.lp.projection.uncoarsen`:
+no hook between its levels); then the final cut and METIS's cut on the same graph, and how the planted groups lie
 across the parts (which groups share a part, which are split). A diagnostic, not a
 benchmark (no timings are comparable: the hooks read every level's scratch).
 
@@ -64,7 +64,7 @@ class Probe:
 
     def coarsen(self, orig: Any, level: M.Level, *a: Any) -> Any:
         out = orig(level, *a)
-        coarse, nodes, entries, between = out
+        coarse, nodes, entries, between = out[:4]
         if level.index == 0:  # a new multilevel assignment starts from the input
             self.map = np.arange(self.comm.size)
         cid = np.concatenate([M.load(level.url(f"cid-{b}")) for b in range(level.num_blocks)])
@@ -81,20 +81,14 @@ class Probe:
         )
         return out
 
-    def initial(self, orig: Any, level: M.Level, plan: Any) -> Any:
-        out = orig(level, plan)
-        print(f"coarsest level {level.index}: METIS cut {level_cut(level, 'part') / self.entries:.4f}", flush=True)
-        return out
-
-    def refine(self, orig: Any, level: M.Level, *a: Any) -> Any:
-        before = level_cut(level, "part")
-        name = orig(level, *a)
-        after = level_cut(level, name)
-        print(
-            f"level {level.index}: projected cut {before / self.entries:.4f}, refined {after / self.entries:.4f}",
-            flush=True,
-        )
-        return name
+    def initial(self, orig: Any, level: M.Level, plan: Any, *a: Any) -> Any:
+        part = orig(level, plan, *a)
+        cut = 0
+        for b in range(level.num_blocks):
+            u, v, w = M.read_entries(level, b)
+            cut += int(w[part[u + level.offsets[b]] != part[v]].sum())
+        print(f"coarsest level {level.index}: METIS cut {cut / self.entries:.4f}", flush=True)
+        return part
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -130,7 +124,6 @@ def main(argv: list[str] | None = None) -> None:
     probe = Probe(comm, 2 * args.edges)
     D._coarsen = functools.partial(probe.coarsen, D._coarsen)
     D._initial = functools.partial(probe.initial, D._initial)
-    D._refine_level = functools.partial(probe.refine, D._refine_level)
     logging.basicConfig(format="%(asctime)s %(message)s")
     logging.getLogger("dgl_chunked.partition.lp").setLevel(logging.DEBUG)
     methods = ["lp"] + (["metis"] if args.metis else [])

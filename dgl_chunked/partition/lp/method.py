@@ -37,7 +37,8 @@ entries then is kept:
      ``balance_edges``);
   c. *uncoarsening*: the parts are projected level by level, with
      ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
-     every intermediate level, down to the input;
+     every intermediate level, down to the input (one Dask computation, each round's
+     tasks after the round before);
   d. *purification* (``purify_rounds`` rounds, per input block), for a second
      assignment per cluster weight: every input node moves to the coarsest-level
      cluster it has the most edges to (the first levels' clusters are picked from

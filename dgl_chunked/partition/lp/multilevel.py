@@ -14,10 +14,11 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import coarsen_kernels as CK
@@ -28,7 +29,7 @@ from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import streaming as D
 from dgl_chunked.partition.lp.config import LPPlan
-from dgl_chunked.partition.lp.taskgraph import TaskGraph
+from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 from dgl_chunked.partition.metis import metis_parts
 
 if TYPE_CHECKING:
@@ -147,24 +148,15 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list
     if levels is None:
         return []
     with phase("initial"):
-        counts = _initial(levels[-1], plan)  # pymetis, a dependency: LPMethod.assign refuses without it
-    name = "part"  # the coarser level's partition files
+        part = _initial(levels[-1], plan)  # pymetis, a dependency: LPMethod.assign refuses without it
+    limit = np.concatenate([state.caps, [state.wcap if state.wcap is not None else 0]])  # [: width] per level
     with phase("uncoarsen"):
-        for fine, coarser in reversed(list(itertools.pairwise(levels))):
-            counts = P.run_blocks(TaskGraph(), P.project_task, fine, coarser, plan.num_parts, name)
-            # the purification reads the cluster maps (cid) only; it rebuilds the coarsest level
-            coarser.remove("e", "w", "part", "part0", "part1")
-            name = "part"
-            if fine.index > 0:
-                name = _refine_level(fine, plan, np.sum([c[0] for c in counts], axis=0), state.caps, state.wcap)
-        label = f"multilevel assignment of cluster weight {fraction}"
-        out = [F.Candidate(f"ml{i}", label, sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"ml{i}")), counts)]
+        counts, cut = P.uncoarsen(levels, part, plan, limit, f"ml{i}")
+        out = [F.Candidate(f"ml{i}", f"multilevel assignment of cluster weight {fraction}", cut, counts)]
     if len(levels) > 1 and plan.config.purify_rounds:
         with phase("purify"):
-            _purify(levels, plan)
-            _initial(levels[-1], plan)
-            counts = P.run_blocks(TaskGraph(), P.project_task, level, levels[-1], plan.num_parts, "part")
-            cut = sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"pure{i}"))
+            part = _initial(levels[-1], plan, *_purify(levels, plan))
+            counts, cut = P.uncoarsen([level, levels[-1]], part, plan, limit, f"pure{i}")
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
         logger.info("lp: cut entries at the input: level by level %d, purified %d", out[0].cut, cut)
     for lv in levels[1:]:
@@ -209,10 +201,10 @@ def _coarsen_levels(state: D.State, level: C.Level, fraction: float) -> list[C.L
     return levels
 
 
-def _purify(levels: list[C.Level], plan: LPPlan) -> None:
-    """Move every input node to the coarsest-level cluster it has the most edges to,
-    ``rounds`` times, then rebuild the coarsest level (node weights, entries) from the
-    input under that map.
+def _purify(levels: list[C.Level], plan: LPPlan) -> tuple[TaskGraph, list[str]]:
+    """The task graph (not computed) that moves every input node to the coarsest-level
+    cluster it has the most edges to, ``rounds`` times, then rebuilds the coarsest
+    level (node weights, entries) from the input under that map; and its last tasks.
 
     Clusters are built from the finest level up, where a node's neighbours are mostly
     singleton or tiny clusters: it picks among them by a coin (about one pick in ten
@@ -226,43 +218,20 @@ def _purify(levels: list[C.Level], plan: LPPlan) -> None:
     fine, coarse = levels[0], levels[-1]
     blocks = range(fine.num_blocks)
     tasks = TaskGraph()
-    tasks.compute([tasks.add(C.top_task, fine, b, tuple(levels)) for b in blocks])
+    after = [tasks.add(C.top_task, fine, b, tuple(levels)) for b in blocks]
     names = ["top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)), "cid"]
+    moved = []
     for r, (src, dst) in enumerate(itertools.pairwise(names)):
-        tasks = TaskGraph()
-        moved = tasks.compute(
-            [tasks.add(C.purify_task, fine, b, src, dst, seed=plan.seed, salt=salts.purify(r)) for b in blocks]
-        )
-        logger.debug("lp: purification moved %d nodes to another coarsest cluster", sum(moved))
-    tasks = TaskGraph()
-    pieces = [tasks.add(C.weight_pieces_task, fine, b, coarse) for b in blocks]
+        kw = {"seed": plan.seed, "salt": salts.purify(r)}
+        after = [tasks.add(C.purify_task, fine, b, src, dst, after=after, **kw) for b in blocks]
+        moved.append(tasks.add(_log_purified, *map(Ref, after)))
+    pieces = [tasks.add(C.weight_pieces_task, fine, b, coarse, after=after) for b in blocks]
     sums = [tasks.add(C.coarse_weights_task, coarse, t, after=pieces) for t in blocks]
-    tasks.compute(sums + [tasks.add(C.contract_task, fine, b, coarse) for b in blocks])
+    return tasks, moved + sums + [tasks.add(C.contract_task, fine, b, coarse, after=after) for b in blocks]
 
 
-def _refine_level(level: C.Level, plan: LPPlan, weights: IdArray, caps: IdArray, wcap: int | None) -> str:
-    """``LPConfig.coarse_refine_rounds`` label-propagation rounds on a coarse level
-    under the caps (per stratum, and owned edges with ``balance_edges``): each block may
-    fill ``1 / B`` of a part's room per round. The rounds read and write alternate
-    files (every block reads every block's); returns the name of the last."""
-    src = "part"
-    limit = np.concatenate([caps, [wcap if wcap is not None else 0]])[: level.width] if level.owned else caps
-    for r in range(plan.config.coarse_refine_rounds):
-        room = np.clip(limit[None, :] - weights, 0, None) // level.num_blocks
-        kw: dict[str, Any] = {
-            "num_parts": plan.num_parts,
-            "seed": plan.seed,
-            "salt": salts.coarse_refine(level.index, r),
-        }
-        tasks = TaskGraph()
-        dst = f"part{r % 2}"
-        deltas = tasks.compute(
-            [tasks.add(P.refine_task, level, b, src=src, dst=dst, room=room, **kw) for b in range(level.num_blocks)]
-        )
-        moved = np.sum(deltas, axis=0)
-        weights, src = weights + moved, dst
-        logger.debug("lp: level %d refinement round %d moved weight %d", level.index, r, int(np.abs(moved).sum()) // 2)
-    return src
+def _log_purified(*moved: int) -> None:
+    logger.debug("lp: purification moved %d nodes to another coarsest cluster", sum(moved))
 
 
 def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, int, int, int, int, int]:
@@ -346,11 +315,16 @@ def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_h
     return int(sum(a[0] for a in accepted))
 
 
-def _initial(level: C.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:
-    """Partition the coarsest level in memory with METIS (node and edge weights); store
-    its parts. Returns what :func:`.projection.write_parts` returns per block."""
-    tasks = TaskGraph()
-    got = tasks.compute([tasks.add(C.gather_task, level, b) for b in range(level.num_blocks)])
+def _initial(
+    level: C.Level, plan: LPPlan, tasks: TaskGraph | None = None, after: Sequence[str] = ()
+) -> npt.NDArray[np.int32]:
+    """Partition the coarsest level in memory with METIS (node and edge weights), read
+    by the computation of ``tasks`` after its tasks ``after`` (those writing the level).
+    Returns the part of every node of the level (-1: not in the graph), for
+    :func:`.projection.uncoarsen` to store."""
+    tasks = tasks or TaskGraph()
+    gather = [tasks.add(C.gather_task, level, b, after=after) for b in range(level.num_blocks)]
+    got = tasks.compute(list(after) + gather)[len(after) :]
     u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
     node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])
     index = np.cumsum(active) - 1
@@ -364,8 +338,4 @@ def _initial(level: C.Level, plan: LPPlan) -> list[tuple[IdArray, IdArray]]:
     coarse = part[active]
     cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
     logger.debug("lp: initial partition of %d nodes, %d entries: %d cut", int(active.sum()), adjncy.size, cut)
-    tasks = TaskGraph()
-    off = level.offsets
-    return tasks.compute(
-        [tasks.add(P.write_parts, level, b, part[off[b] : off[b + 1]], plan.num_parts) for b in range(level.num_blocks)]
-    )
+    return part

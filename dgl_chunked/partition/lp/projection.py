@@ -1,8 +1,12 @@
 """Uncoarsening tasks of the multilevel ``lp`` method: store and project partitions,
-refine coarse levels, settle level 0 (scratch layout: :mod:`.coarsen_tasks`)."""
+refine coarse levels, settle level 0 (scratch layout: :mod:`.coarsen_tasks`); the
+whole uncoarsening as one computation (:func:`uncoarsen`)."""
 
 from __future__ import annotations
 
+import itertools
+import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,14 +15,17 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import coarsen_tasks as C
-from dgl_chunked.partition.lp import schedule
+from dgl_chunked.partition.lp import salts, schedule
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.coarsen_tasks import Level
+from dgl_chunked.partition.lp.config import LPPlan
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
 from dgl_chunked.partition.lp.node_kernels import part_gains
-from dgl_chunked.partition.lp.taskgraph import TaskGraph
+from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
-__all__ = ["run_blocks"]
+__all__ = ["run_blocks", "uncoarsen"]
+
+logger = logging.getLogger("dgl_chunked.partition.lp")
 
 GROUP_ENTRIES = 1 << 21
 """Staged entries the cut count reads at once (as ``LPConfig.group_entries``)."""
@@ -122,13 +129,24 @@ def part_weights(part: npt.NDArray[np.integer[Any]], w: IdArray, num_parts: int)
 
 
 def refine_task(
-    level: Level, b: int, *, src: str, dst: str, num_parts: int, seed: int, salt: int, room: IdArray
+    level: Level,
+    b: int,
+    weights: IdArray,
+    *,
+    src: str,
+    dst: str,
+    num_parts: int,
+    seed: int,
+    salt: int,
+    limit: IdArray,
 ) -> IdArray:
     """One label-propagation pass over block ``b`` of a coarse level: a seeded half of
     the nodes may move to the part they are most connected to (by edge weight) when
     that beats their own, best gain first, within this block's share of every part's
-    room ``[P, C]``. Reads the partitions ``src-<b>`` (every block's), writes ``dst-<b>``.
+    room ``[P, C]`` (``limit`` ``[C]`` less the level's ``weights`` per part ``[P, C]``).
+    Reads the partitions ``src-<b>`` (every block's), writes ``dst-<b>``.
     Returns the weight moved ``[P, C]`` (+ into, - out of a part)."""
+    room = np.clip(limit[None, :] - weights, 0, None) // level.num_blocks
     part = C.load(level.url(f"{src}-{b}"))
     w, _ = C.node_weights(level, b)
     u, v, ew = C.read_entries(level, b)
@@ -154,6 +172,66 @@ def refine_task(
     part[moved] = target[accept]
     C.save(level.url(f"{dst}-{b}"), part)
     return delta
+
+
+def weights_task(*counts: tuple[IdArray, IdArray]) -> IdArray:
+    """The weight per part ``[P, C]`` of a coarse level from its blocks' :func:`write_parts`."""
+    return np.asarray(np.sum([c[0] for c in counts], axis=0), np.int64)
+
+
+def moved_task(level: Level, r: int, weights: IdArray, *deltas: IdArray) -> IdArray:
+    """The weight per part ``[P, C]`` after refinement round ``r`` moved ``deltas`` (per block)."""
+    moved = np.sum(deltas, axis=0)
+    logger.debug("lp: level %d refinement round %d moved weight %d", level.index, r, int(np.abs(moved).sum()) // 2)
+    return np.asarray(weights + moved, np.int64)
+
+
+def remove_task(level: Level, *names: str) -> None:
+    """Delete the level's files ``names`` (:meth:`.coarsen_tasks.Level.remove`)."""
+    level.remove(*names)
+
+
+def uncoarsen(
+    levels: Sequence[Level],
+    part: npt.NDArray[np.int32],
+    plan: LPPlan,
+    limit: IdArray,
+    save: str,
+) -> tuple[list[tuple[IdArray, IdArray]], int]:
+    """Store the partition ``part`` of the coarsest level (``levels[-1]``), project it
+    level by level to ``levels[0]`` (level 0), refining every coarse level but the
+    coarsest (``LPConfig.coarse_refine_rounds`` rounds under the caps ``limit`` ``[C]``:
+    :func:`refine_task`), and count the entries cut at level 0, keeping its
+    assignment as ``save``: one computation, its rounds chained by their scratch files
+    (every task of a round after every task of the one before).
+
+    Returns what :func:`write_parts` returns per block of level 0, and the cut entries.
+    """
+    tasks = TaskGraph()
+    top = levels[-1]
+    off = top.offsets
+    after = [tasks.add(write_parts, top, b, part[off[b] : off[b + 1]], plan.num_parts) for b in range(top.num_blocks)]
+    keys: list[str] = []
+    name = "part"  # the coarser level's partition files
+    for fine, coarser in reversed(list(itertools.pairwise(levels))):
+        after = [
+            tasks.add(project_task, fine, b, coarser, plan.num_parts, name, after=after) for b in range(fine.num_blocks)
+        ]
+        # the purification reads the cluster maps (cid) only; it rebuilds the coarsest level
+        keys.append(tasks.add(remove_task, coarser, "e", "w", "part", "part0", "part1", after=after))
+        name = "part"
+        if fine.index == 0:
+            break
+        weights = tasks.add(weights_task, *map(Ref, after))
+        for r in range(plan.config.coarse_refine_rounds):
+            kw: dict[str, Any] = {"num_parts": plan.num_parts, "seed": plan.seed, "limit": limit[: fine.width]}
+            kw.update(src=name, dst=f"part{r % 2}", salt=salts.coarse_refine(fine.index, r))
+            after = [tasks.add(refine_task, fine, b, Ref(weights), **kw) for b in range(fine.num_blocks)]
+            weights, name = tasks.add(moved_task, fine, r, Ref(weights), *map(Ref, after)), kw["dst"]
+            keys.append(weights)
+    cuts = [tasks.add(cut_task, levels[0], b, save, after=after) for b in range(levels[0].num_blocks)]
+    got = tasks.compute(after + cuts + keys)
+    return got[: len(after)], int(sum(got[len(after) : len(after) + len(cuts)]))
 
 
 def run_blocks(tasks: TaskGraph, func: Any, level: Level, *args: Any) -> list[Any]:

@@ -10,6 +10,7 @@ between rounds, no tokenizing of arguments).
 from __future__ import annotations
 
 import itertools
+import logging
 import uuid
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any
 from dgl_chunked._dask import on_worker
 
 __all__ = ["Ref", "TaskGraph"]
+
+logger = logging.getLogger("dgl_chunked.partition.lp")
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class TaskGraph:
         calling task secedes, so it holds no worker thread), else on the current scheduler."""
         if not keys:
             return []
+        logger.debug("lp: computation of %d tasks", len(self.dsk))
         if not on_worker():
             import dask.threaded
             from dask.base import get_scheduler
