@@ -13,7 +13,9 @@ bit for bit (integer sums; ``tests/partition/lp/test_node_kernels.py`` compares 
 the numpy versions on random inputs).
 
 The purification's kernel (:func:`_strongest`) counts a node's entries per cluster in
-one array indexed by cluster instead (the coarsest level's IDs: few), and the coarse
+one array indexed by cluster instead (the coarsest level's IDs: few), and so do the
+join proposals (:func:`_joins`) when the level's cluster table is whole in memory
+(:func:`_count_merge`: an array of as many rows; else sorted per node), and the coarse
 refinement's (:func:`_part_gains`) sums them in a ``[rows, parts]`` table. Every kernel
 keeps int32 inputs in int32 buffers (:func:`ints`): the scratch files' entries, labels and
 cluster maps are int32 below 2**31 IDs (:mod:`.coarsen_tasks`).
@@ -89,6 +91,25 @@ def _sort_merge(bc: Any, brow: Any, bw: Any, s: int, e: int) -> int:  # pragma: 
     return m + 1
 
 
+def _count_merge(bc: Any, bw: Any, s: int, e: int, acc: Any, stamp: Any, tag: int) -> int:  # pragma: no cover
+    """As :func:`_sort_merge` without the sort: sum ``bw[s:e]`` per cluster ``bc`` in
+    ``acc`` (indexed by cluster; ``stamp[c] == tag`` once ``c`` is seen for this node),
+    the distinct clusters in order of first sight; return their end. Linear in the
+    node's entries (the shell sort is not: the coarse levels' nodes have hundreds)."""
+    nd = s
+    for i in range(s, e):
+        ci = bc[i]
+        if stamp[ci] != tag:
+            stamp[ci] = tag
+            acc[ci] = 0
+            bc[nd] = ci
+            nd += 1
+        acc[ci] += bw[i]
+    for i in range(s, nd):
+        bw[i] = acc[bc[i]]
+    return nd
+
+
 def _top(bc: Any, bw: Any, s: int, e: int, key: Any, node_hash: Any, own: int) -> Any:  # pragma: no cover - compiled
     """Of the merged clusters ``bc[s:e]`` (weights ``bw``): the highest weight, the index
     of the tied cluster of lowest hash ``_mix(cluster + key) ^ node_hash``, and whether
@@ -144,6 +165,11 @@ def _joins(
                 brow[p] = crow[i]
             bw[p] = w[i]
             pos[k] = p + 1
+    # the cluster table whole (indexed by cluster ID): sums per cluster in an array as
+    # long as it (one column's size), else sorted per node (the order of the merged
+    # clusters does not matter: picks go by weight, then by distinct hashes)
+    acc = np.zeros(0 if rows_given else cw.shape[0], bw.dtype)
+    stamp = np.zeros(0 if rows_given else cw.shape[0], np.int32)
     jn = np.empty(rows, np.int64)
     jc = np.empty(rows, np.int64)
     jg = np.empty(rows, np.int64)
@@ -157,7 +183,7 @@ def _joins(
         e = start[k + 1]
         if e == s:
             continue
-        e = _sort_merge(bc, brow, bw, s, e)
+        e = _sort_merge(bc, brow, bw, s, e) if rows_given else _count_merge(bc, bw, s, e, acc, stamp, k + 1)
         # the favourite: most connected other cluster, full or not; ties: lowest hash
         best_all, fav, _ = _top(bc, bw, s, e, key, np.uint64(0), -1)
         fn[nf] = k
@@ -288,7 +314,7 @@ def _compiled(name: str) -> Any:
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        for helper in ("_mix", "_sort_merge", "_top", "counting_offsets"):
+        for helper in ("_mix", "_sort_merge", "_count_merge", "_top", "counting_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         return jit({"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}[name])
