@@ -174,16 +174,23 @@ def refine_task(
     return delta
 
 
-def weights_task(*counts: tuple[IdArray, IdArray]) -> IdArray:
-    """The weight per part ``[P, C]`` of a coarse level from its blocks' :func:`write_parts`."""
-    return np.asarray(np.sum([c[0] for c in counts], axis=0), np.int64)
+def refine_round_task(level: Level, b: int, *got: Any, **kw: Any) -> IdArray:
+    """:func:`refine_task` of block ``b`` after the level's projection and refinement
+    rounds so far: ``got`` are their results for every block (:func:`write_parts`' per
+    block first, then each round's moves), summed into the level's weight per part.
+    Every task of a round takes them all, so that no single task's result pins the
+    round to one worker (Dask runs a task where its inputs are)."""
+    blocks = level.num_blocks
+    weights = np.sum([c[0] for c in got[:blocks]], axis=0).astype(np.int64)
+    for r in range(blocks, len(got), blocks):
+        weights = weights + np.sum(got[r : r + blocks], axis=0)
+    return refine_task(level, b, weights, **kw)
 
 
-def moved_task(level: Level, r: int, weights: IdArray, *deltas: IdArray) -> IdArray:
-    """The weight per part ``[P, C]`` after refinement round ``r`` moved ``deltas`` (per block)."""
+def moved_task(level: Level, r: int, *deltas: IdArray) -> None:
+    """Log the weight refinement round ``r`` moved (``deltas`` per block)."""
     moved = np.sum(deltas, axis=0)
     logger.debug("lp: level %d refinement round %d moved weight %d", level.index, r, int(np.abs(moved).sum()) // 2)
-    return np.asarray(weights + moved, np.int64)
 
 
 def remove_task(level: Level, *names: str) -> None:
@@ -222,13 +229,13 @@ def uncoarsen(
         name = "part"
         if fine.index == 0:
             break
-        weights = tasks.add(weights_task, *map(Ref, after))
+        inputs = list(after)  # the level's projection, then each round's moves: every block's
         for r in range(plan.config.coarse_refine_rounds):
             kw: dict[str, Any] = {"num_parts": plan.num_parts, "seed": plan.seed, "limit": limit[: fine.width]}
             kw.update(src=name, dst=f"part{r % 2}", salt=salts.coarse_refine(fine.index, r))
-            after = [tasks.add(refine_task, fine, b, Ref(weights), **kw) for b in range(fine.num_blocks)]
-            weights, name = tasks.add(moved_task, fine, r, Ref(weights), *map(Ref, after)), kw["dst"]
-            keys.append(weights)
+            after = [tasks.add(refine_round_task, fine, b, *map(Ref, inputs), **kw) for b in range(fine.num_blocks)]
+            keys.append(tasks.add(moved_task, fine, r, *map(Ref, after)))
+            inputs, name = inputs + after, kw["dst"]
     cuts = [tasks.add(cut_task, levels[0], b, save, after=after) for b in range(levels[0].num_blocks)]
     got = tasks.compute(after + cuts + keys)
     return got[: len(after)], int(sum(got[len(after) : len(after) + len(cuts)]))
