@@ -127,6 +127,12 @@ class LPConfig:
         share); stalled at that, the streaming placement alone is used. With 0.05
         the levels of 1M / 10M shrinking 3-23% go on until one shrinks under 5%
         (issue #38; 0.3 is part of its faster shrinkage, see ``cluster_rounds``).
+    stall_shrink, stall_nodes, stall_entries
+        The stop rule of a stalled level: coarsening stops at the first level that
+        shrinks (in nodes) by less than ``stall_shrink`` and has at most ``stall_nodes``
+        nodes and ``stall_entries`` entries (the stall budget, above ``coarse_nodes``
+        and ``coarse_entries``), and METIS partitions that level (0: never; a shrinkage
+        under ``min_shrink`` then still grows the cluster caps for the next levels).
     fit_passes
         Passes of the acceptance of the joins to a cluster (:func:`.coarsen_kernels.accept_in_passes`):
         each accepts, highest gain first, the proposals up to the first that would
@@ -183,6 +189,9 @@ class LPConfig:
     cluster_rounds: int = 2
     cluster_weight: float = 0.005
     min_shrink: float = 0.05
+    stall_shrink: float = 0.0
+    stall_nodes: int = 0
+    stall_entries: int = 0
     max_levels: int = 16
     coarse_refine_rounds: int = 2
     purify_rounds: int = 2
@@ -200,6 +209,10 @@ class LPConfig:
             problems.append(
                 f"refine_passes, group_entries: expected >= 0 and >= 1, found "
                 f"{self.refine_passes!r}, {self.group_entries!r}"
+            )
+        if min(self.stall_nodes, self.stall_entries) < 0:
+            problems.append(
+                f"stall_nodes, stall_entries: expected >= 0, found {self.stall_nodes!r}, {self.stall_entries!r}"
             )
         if self.purify_rounds < 0:
             problems.append(f"purify_rounds: expected >= 0, found {self.purify_rounds!r}")
@@ -222,6 +235,7 @@ class LPConfig:
             "refine_min_gain": self.refine_min_gain,
             "round_nodes": self.round_nodes,
             "min_shrink": self.min_shrink,
+            "stall_shrink": self.stall_shrink,
             "multilevel_above": self.multilevel_above,
             "two_hop_above": self.two_hop_above,
         }

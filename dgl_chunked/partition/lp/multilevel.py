@@ -27,7 +27,7 @@ from dgl_chunked.partition.lp import projection as P
 from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import streaming as D
-from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.partition.metis import metis_parts
 
@@ -196,6 +196,15 @@ def _coarsen_levels(state: D.State, level: C.Level, fraction: float) -> list[C.L
             time.perf_counter() - start,
         )
         logger.debug("lp: level %d: entries of weight %d", coarse.index, between)
+        if _stop_stalled(cfg, nodes, coarse_nodes, coarse_entries):  # METIS takes it from here
+            logger.info(
+                "lp: level %d shrank %d -> %d nodes: within the stall budget, to METIS",
+                coarse.index,
+                nodes,
+                coarse_nodes,
+            )
+            levels.append(coarse)
+            return levels
         if coarse_nodes > (1 - cfg.min_shrink) * nodes:  # the cluster caps hold it back: relax them
             if fraction >= _MAX_FRACTION:
                 logger.warning(
@@ -207,6 +216,14 @@ def _coarsen_levels(state: D.State, level: C.Level, fraction: float) -> list[C.L
             level, nodes, entries = coarse, coarse_nodes, coarse_entries
             levels.append(level)
     return levels
+
+
+def _stop_stalled(cfg: LPConfig, nodes: int, coarse_nodes: int, coarse_entries: int) -> bool:
+    """Whether coarsening stops at a level of ``coarse_nodes`` nodes and ``coarse_entries``
+    entries made from ``nodes``: it shrank by less than ``LPConfig.stall_shrink`` but
+    by something, and it fits the stall budget (``stall_nodes``, ``stall_entries``)."""
+    shrank = coarse_nodes < nodes and coarse_nodes > (1 - cfg.stall_shrink) * nodes
+    return shrank and coarse_nodes <= cfg.stall_nodes and coarse_entries <= cfg.stall_entries
 
 
 def _purify(levels: list[C.Level], plan: LPPlan) -> None:

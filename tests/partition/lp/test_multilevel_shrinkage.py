@@ -89,3 +89,42 @@ def test_levels_shrink_at_least_2x_in_nodes_on_a_planted_graph(
     assert new[0][1] <= 8000 // 2 and new[1][1] <= new[0][1] // 2, new
     assert new[0][1] < old[0][1] and len(new) < len(old), (new, old)
     assert new[-1][1] <= NEW.coarse_nodes < new[-2][1], new
+
+
+def test_a_stalled_level_within_the_stall_budget_goes_to_metis(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Coarsening stops at the first level that shrinks by less than ``stall_shrink`` and
+    fits the stall budget, though above ``coarse_nodes``: that level is METIS's. Levels
+    of the planted graph at BASE: 3557, 2112, 1576, 1384, 1314, 1296, 675, 510, ... 66
+    nodes (16 levels: ``max_levels``, so the streaming placement alone). Within 1000
+    nodes, level 7 shrinks 48% (1296 -> 675), level 8 24% (675 -> 510): under 30%."""
+    stall = replace(BASE, stall_shrink=0.3, stall_nodes=1000, stall_entries=1 << 20)
+    got = _levels(tmp_path / "stall", stall, caplog)
+    assert [lv[:2] for lv in got] == [
+        (1, 3557),
+        (2, 2112),
+        (3, 1576),
+        (4, 1384),
+        (5, 1314),
+        (6, 1296),
+        (7, 675),
+        (8, 510),
+    ], got
+    assert "lp: level 8 shrank 675 -> 510 nodes: within the stall budget, to METIS" in caplog.text
+    assert "multilevel [41594]: keeping the multilevel assignment" in caplog.text  # METIS's, not streaming
+    caplog.clear()
+    # within 500 nodes level 8 does not fit: level 9 (510 -> 462, 9%) is METIS's
+    smaller = _levels(tmp_path / "small", replace(stall, stall_nodes=500), caplog)
+    assert [lv[:2] for lv in smaller] == [lv[:2] for lv in got] + [(9, 462)], smaller
+    assert "lp: level 9 shrank 510 -> 462 nodes: within the stall budget, to METIS" in caplog.text
+    caplog.clear()
+    base = _levels(tmp_path / "base", BASE, caplog)
+    assert [lv[:2] for lv in base[:8]] == [lv[:2] for lv in got] and len(base) == 16, base
+    assert "multilevel [None]: keeping the streaming assignment" in caplog.text  # max_levels reached
+
+
+@pytest.mark.parametrize("field", [{"stall_nodes": -1}, {"stall_entries": -1}, {"stall_shrink": 1.5}])
+def test_stall_budget_validated(field: dict[str, float]) -> None:
+    with pytest.raises(AssignmentError, match=next(iter(field))):
+        LPConfig(**field)  # type: ignore[arg-type]
