@@ -22,7 +22,16 @@ from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph
 pytest.importorskip("pymetis")
 
 # several blocks, a tiny in-memory budget: the coarsening runs many levels on a small graph
-BASE = LPConfig(block_rows=2048, coarse_nodes=50, coarse_entries=1 << 30, purify_rounds=0, extra_cluster_weights=())
+# (the caps grow after a level shrinking under 5%, no stall budget: the rules before h-38m)
+BASE = LPConfig(
+    block_rows=2048,
+    coarse_nodes=50,
+    coarse_entries=1 << 30,
+    purify_rounds=0,
+    extra_cluster_weights=(),
+    min_shrink=0.05,
+    stall_nodes=0,
+)
 # the faster-shrinking coarsening of issue #38 (options; the defaults keep the old rules)
 NEW = replace(BASE, cluster_rounds=4, cluster_min_share=0.5, min_shrink=0.3, fit_passes=8)
 OLD = BASE
@@ -99,7 +108,7 @@ def test_a_stalled_level_within_the_stall_budget_goes_to_metis(
     of the planted graph at BASE: 3557, 2112, 1576, 1384, 1314, 1296, 675, 510, ... 66
     nodes (16 levels: ``max_levels``, so the streaming placement alone). Within 1000
     nodes, level 7 shrinks 48% (1296 -> 675), level 8 24% (675 -> 510): under 30%."""
-    stall = replace(BASE, stall_shrink=0.3, stall_nodes=1000, stall_entries=1 << 20)
+    stall = replace(BASE, stall_shrink=0.3, stall_nodes=1000)
     got = _levels(tmp_path / "stall", stall, caplog)
     assert [lv[:2] for lv in got] == [
         (1, 3557),
@@ -128,3 +137,22 @@ def test_a_stalled_level_within_the_stall_budget_goes_to_metis(
 def test_stall_budget_validated(field: dict[str, float]) -> None:
     with pytest.raises(AssignmentError, match=next(iter(field))):
         LPConfig(**field)  # type: ignore[arg-type]
+
+
+def test_a_coarsening_stalled_at_the_largest_clusters_hands_its_level_to_metis(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``min_shrink`` 0.3 the caps grow after level 4 (1576 -> 795 nodes: level 3,
+    1576, shrank 25%), and level 10 (106 -> 79, 25%) stalls at the largest caps: within
+    the stall budget it is METIS's; without one the streaming placement alone is used."""
+    stall = replace(BASE, min_shrink=0.3, stall_nodes=1000)
+    got = _levels(tmp_path / "stall", stall, caplog)
+    want = [(1, 3557), (2, 2112), (3, 1576), (4, 795), (5, 567), (6, 272), (7, 191), (8, 120), (9, 106), (10, 79)]
+    assert [lv[:2] for lv in got] == want, got
+    assert "coarsening stopped by the largest clusters at level 10: within the stall budget, to METIS" in caplog.text
+    assert "multilevel [None]" not in caplog.text
+    caplog.clear()
+    none = _levels(tmp_path / "none", replace(stall, stall_nodes=78), caplog)
+    assert [lv[:2] for lv in none] == want, none
+    assert "coarsening stopped by the largest clusters at 79 nodes (level 10); streaming placement only" in caplog.text
+    assert "multilevel [None]: keeping the streaming assignment" in caplog.text
