@@ -82,7 +82,7 @@ class LPConfig:
         Clustering rounds per coarsening level (each lets a seeded half of the
         nodes join a neighbouring cluster). Issue #38's faster shrinkage (4 rounds,
         ``cluster_min_share`` 0.5, ``min_shrink`` 0.3, ``fit_passes`` 8; options, not
-        the defaults), in one process, sbm-skewed 1M nodes / 10M edges, 8 parts, one
+        the defaults, but ``min_shrink`` 0.3 since h-38m), in one process, sbm-skewed 1M nodes / 10M edges, 8 parts, one
         cluster weight: the first level keeps 217k nodes instead of 374k, the
         coarsening takes 6 levels and 50M entries written instead of 10 and 94M, cut
         0.2033 against 0.2058; 250k / 2.5M: 3 levels instead of 7, cut 0.1959 against

@@ -151,7 +151,9 @@ table lookups (random gathers of labels, cluster weights and maps) 23 s, the
 proposal kernel's numpy 18 s, entry reads 11 s, file reads and writes 18 s.
 Two-hop clustering (``LPConfig.two_hop_above``) halves the level count at 250k nodes
 but cuts 7-8% more (0.2211 against 0.2054 at 1M for 10% less CPU), so it is off; caps
-that grow sooner (``min_shrink`` 0.3) cost 5% of the cut at 250k for 25% less CPU.
+that grow sooner (``min_shrink`` 0.3) cost 5% of the cut at 250k for 25% less CPU with
+4 clustering rounds and ``cluster_min_share`` 0.5 (alone, the default since h-38m, they
+cut 1% less at 1M: see **Levels**).
 Since this profile a level's clustering files are deleted once it is contracted and
 its entries once it is projected (before: every level kept to the end, 2.8 GB in the
 multilevel scratch at 1M). The second cluster weight
