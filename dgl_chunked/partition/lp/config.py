@@ -144,8 +144,11 @@ class LPConfig:
         purified assignment, cut 0.2031 against 0.2054 (``bench_lp.py --sbm
         1000000:10000000 --parts 8``, same run hour, load 6-7; coarsening 105.0 s
         against 90.8 s at load 7 there, so time figures from quiet runs only:
-        ``benchmarks/results/lp.json``). The 50k planted graphs of
-        ``bench_partition_quality.py`` coarsen one level only (unchanged).
+        ``benchmarks/results/lp.json``): in the same run levels 5-7 took 12.7 s
+        against 26.5 s for levels 5-12 before. But at 250k / 2.5M it cuts 4.8% more
+        (0.2047 against 0.1953; coarsening 19.3 s against 24.5 s, one lock hold at load
+        4-7). The 50k planted graphs of ``bench_partition_quality.py`` coarsen one
+        level only (unchanged).
     stall_shrink, stall_nodes, stall_entries
         The stall budget (``stall_nodes`` nodes and ``stall_entries`` entries, at least
         the in-memory budget; the driver's peak as estimated there): a coarsening that
