@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dgl_chunked._dask import ClusterOptions, parse_cluster_options
-from dgl_chunked.errors import SchedulerError
+from dgl_chunked.errors import OptionError, SchedulerError
 
 __all__ = [
     "IN_PROCESS_BYTES",
     "SchedulerChoice",
+    "START_METHOD_KEY",
     "THREADS_MAX_CORES",
     "TRIM_THRESHOLD_BYTES",
     "WORKER_ENVIRONMENT",
@@ -27,6 +28,7 @@ __all__ = [
     "dask_client",
     "parse_cluster_options",
     "worker_environment",
+    "worker_start_method",
 ]
 
 logger = logging.getLogger(__name__)
@@ -189,6 +191,7 @@ def dask_client(
     processes: bool = True,
     local_directory: str | None = None,
     cluster: ClusterOptions | None = None,
+    preload: tuple[str, ...] = (),
 ) -> Iterator[Any]:
     """Yield a ``distributed.Client``: to ``scheduler`` if given, else to a new LocalCluster.
 
@@ -202,6 +205,9 @@ def dask_client(
     cluster
         ``scheduler``, ``workers``, ``threads_per_worker`` and ``memory_limit`` as one
         :class:`ClusterOptions` (those keywords then keep their defaults).
+    preload
+        Modules the workers of a new LocalCluster import besides :data:`PREIMPORTED`
+        (once, in the forkserver: :func:`worker_start_method`).
     """
     from distributed import Client, LocalCluster
 
@@ -233,7 +239,12 @@ def dask_client(
         cluster_kwargs["memory_limit"] = memory_limit
     if local_directory:
         cluster_kwargs["local_directory"] = local_directory
-    with worker_environment(), LocalCluster(**cluster_kwargs) as cluster, Client(cluster) as client:
+    with (
+        worker_environment(),
+        _start_method(processes, ("dgl_chunked.cluster", *PREIMPORTED, *preload)),
+        LocalCluster(**cluster_kwargs) as cluster,
+        Client(cluster) as client,
+    ):
         _warn_about_allocators(client)
         _preimport(client)
         yield client
@@ -252,6 +263,112 @@ LocalCluster as it starts (which the CLI overlaps with reading the input's metad
 Otherwise the first task of a run imported them in every worker, while no task ran:
 ``benchmarks/bench_cores.py`` counted 1.5 s of the 1.7 s of the first dispatch step
 (1M / 10M, 2 workers) as time in which no task runs."""
+
+
+START_METHOD_KEY = "dgl_chunked.multiprocessing-method"
+"""Dask config key: how the LocalClusters of :func:`dask_client` start their worker
+processes, ``forkserver`` (the default where the platform has it) or ``spawn`` (Dask's
+default; ``DASK_DGL_CHUNKED__MULTIPROCESSING_METHOD=spawn`` in the environment). A value
+of Dask's own ``distributed.worker.multiprocessing-method`` other than its default
+``spawn`` wins over this key (see :func:`worker_start_method`)."""
+
+
+def worker_start_method() -> str:
+    """How :func:`dask_client` starts the worker processes of a LocalCluster.
+
+    ``forkserver``: one server process imports :data:`PREIMPORTED` once, and every
+    worker (and every worker a nanny restarts) is a fork of it, with those modules
+    already loaded. With ``spawn`` each worker started a fresh interpreter and imported
+    them on its own, all workers at once: 2 workers on 2 cores took 4-10 s from the
+    client connecting to the first task done (the CLI's first dispatch step), most of it
+    importing ``dgl_chunked`` in every worker (docs/scaling.md).
+
+    :func:`dask_client` starts the forkserver with Dask's pre-spawn environment
+    (``distributed.nanny.pre-spawn-environ``, with :data:`WORKER_ENVIRONMENT`), so glibc
+    and Arrow read those variables when it starts and every fork inherits what they
+    set. A process has one forkserver: a later cluster asked under other values of
+    those variables spawns its workers instead.
+
+    Returns
+    -------
+    str
+        Dask's ``distributed.worker.multiprocessing-method`` when set to anything but
+        its default ``spawn``; else :data:`START_METHOD_KEY` (default ``forkserver``);
+        ``spawn`` where the platform has no ``forkserver`` (Windows).
+
+    Raises
+    ------
+    OptionError
+        :data:`START_METHOD_KEY` is neither ``forkserver``, ``spawn`` nor ``fork``.
+    """
+    import multiprocessing
+
+    import dask
+
+    dasks = str(dask.config.get("distributed.worker.multiprocessing-method", default="spawn"))
+    if dasks != "spawn":
+        return dasks
+    method = str(dask.config.get(START_METHOD_KEY, default="forkserver"))
+    if method not in ("forkserver", "spawn", "fork"):
+        raise OptionError(f"Dask config {START_METHOD_KEY}: {method!r} is not forkserver, spawn or fork; set one of them")
+    return method if method in multiprocessing.get_all_start_methods() else "spawn"
+
+
+_FORKSERVER_ENV: dict[str, str] | None = None
+"""The pre-spawn environment this process's forkserver started with (None: not started here)."""
+
+
+def _pre_spawn_env() -> dict[str, str]:
+    """The variables a nanny sets in this process before it starts a worker: Dask's
+    ``distributed.nanny.pre-spawn-environ`` (a value already in the environment wins)
+    and ``PYTHONHASHSEED=6640`` where unset or 0 (``distributed/nanny.py`` 2026.8.0,
+    ``Nanny.__init__``)."""
+    import dask
+
+    configured = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    env = {k: os.environ.get(k, str(v)) for k, v in configured.items() if v is not None}
+    if env.get("PYTHONHASHSEED") in (None, "0"):
+        env["PYTHONHASHSEED"] = "6640"
+    return env
+
+
+def _forkserver_ready(modules: tuple[str, ...]) -> bool:
+    """Start this process's forkserver with the workers' pre-spawn environment and
+    ``modules`` preloaded; False when it already runs with another environment (a
+    cluster before this one was started under other variables: glibc and Arrow read
+    them once, so its forks would not get this cluster's)."""
+    global _FORKSERVER_ENV
+    import multiprocessing.forkserver
+
+    from distributed.utils import get_mp_context
+
+    env = _pre_spawn_env()
+    if _FORKSERVER_ENV is not None:
+        return _FORKSERVER_ENV == env
+    # distributed sets its own preload list on its first call; after it, ours stays
+    get_mp_context().set_forkserver_preload(["distributed", *modules])
+    os.environ.update(env)  # what the nanny does before it starts a worker
+    multiprocessing.forkserver.ensure_running()
+    _FORKSERVER_ENV = env
+    return True
+
+
+@contextmanager
+def _start_method(processes: bool, modules: tuple[str, ...]) -> Iterator[None]:
+    """Within the block, worker processes start by :func:`worker_start_method`; a
+    forkserver that this process has not started yet preloads ``modules``.
+    Call within :func:`worker_environment`."""
+    import dask
+
+    method = worker_start_method() if processes else "spawn"
+    if method == "forkserver":
+        with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+            ready = _forkserver_ready(modules)
+        if not ready:
+            logger.debug("forkserver runs with another worker environment: spawning this cluster's workers")
+            method = "spawn"
+    with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+        yield
 
 
 def _import_modules() -> None:

@@ -91,7 +91,7 @@ def cli_client(cluster: ClusterOptions) -> Iterator[Any]:
     """
     level = _honour_log_level()
     quiet = not cluster.scheduler and level >= logging.WARNING  # our workers share our stderr
-    with dask_client(cluster=cluster) as client:
+    with dask_client(cluster=cluster, preload=("dgl_chunked.cli.quiet",)) as client:
         if quiet:
             from dgl_chunked.cli.quiet import QuietTaskErrors, quiet_shutdown_kills  # imports distributed
 
