@@ -310,7 +310,9 @@ def worker_start_method() -> str:
         return dasks
     method = str(dask.config.get(START_METHOD_KEY, default="forkserver"))
     if method not in ("forkserver", "spawn", "fork"):
-        raise OptionError(f"Dask config {START_METHOD_KEY}: {method!r} is not forkserver, spawn or fork; set one of them")
+        raise OptionError(
+            f"Dask config {START_METHOD_KEY}: {method!r} is not forkserver, spawn or fork; set one of them"
+        )
     return method if method in multiprocessing.get_all_start_methods() else "spawn"
 
 
@@ -344,7 +346,7 @@ def _forkserver_ready(modules: tuple[str, ...]) -> bool:
 
     env = _pre_spawn_env()
     if _FORKSERVER_ENV is not None:
-        return _FORKSERVER_ENV == env
+        return env == _FORKSERVER_ENV
     # distributed sets its own preload list on its first call; after it, ours stays
     get_mp_context().set_forkserver_preload(["distributed", *modules])
     os.environ.update(env)  # what the nanny does before it starts a worker
