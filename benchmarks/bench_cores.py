@@ -48,7 +48,8 @@ worker processes with ``--project-bandwidth`` bytes/s per host.
 run`` with no cluster flag, ``--workers 1 --threads-per-worker <cores>``, and ``--workers
 W`` for the largest ``W`` of ``--workers``) in a subprocess: the wall, and the second at
 which each of its INFO lines came (where the time before the first step goes).
-``--profile FILE`` writes a cProfile of the client during the largest ``--workers`` run
+Each run also records the peak resident size of every worker (``worker_peak_mb``,
+:mod:`peak_memory`). ``--profile FILE`` writes a cProfile of the client during the largest ``--workers`` run
 (``python -m pstats FILE``), ``--performance-report FILE.html`` Dask's performance
 report of it. ``--json`` writes every figure.
 
@@ -181,6 +182,7 @@ def idle_gaps(records: list[dict[str, Any]], t0: float, t1: float, top: int = 8)
 
 def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, report: str | None) -> dict[str, Any]:
     from distributed import get_task_stream, performance_report
+    from peak_memory import worker_peaks_mb
 
     import dgl_chunked as dglc
     from dgl_chunked.cluster import ClusterOptions, dask_client
@@ -224,6 +226,7 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
                 if prof:
                     prof.disable()
                 t1 = time.time()
+            peaks = worker_peaks_mb(client)
             if prof and profile:
                 prof.dump_stats(profile)
             records = list(stream.data)
@@ -236,6 +239,7 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
     table["gaps"] = idle_gaps(records, t0, t1)
     table["workers"] = workers
     table["cluster_start"] = cluster_s
+    table["worker_peak_mb"] = peaks
     shutil.rmtree(out, ignore_errors=True)
     return table
 
@@ -410,7 +414,12 @@ def main() -> None:
         for w in args.workers:  # figures saved after every run: a run cut short keeps the ones before
             keep = w == last
             runs[w] = _run_workers(args, w, args.profile if keep else None, args.performance_report if keep else None)
-            print(f"{w} worker(s): {runs[w]['wall']:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+            peaks = ", ".join(f"{mb:.0f}" for mb in runs[w]["worker_peak_mb"])
+            print(
+                f"{w} worker(s): {runs[w]['wall']:.2f} s, load {os.getloadavg()[0]:.2f}, "
+                f"peak RSS per worker {peaks} MiB",
+                flush=True,
+            )
             _save(args, runs, cli, [])
         for mode in args.modes:
             cli.append(_run_cli(args, mode))
