@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,10 +24,12 @@ __all__ = [
     "THREADS_MAX_CORES",
     "TRIM_THRESHOLD_BYTES",
     "WORKER_ENVIRONMENT",
+    "WORKER_PRELOAD",
     "ClusterOptions",
     "choose_scheduler",
     "dask_client",
     "parse_cluster_options",
+    "start_forkserver",
     "worker_environment",
     "worker_start_method",
 ]
@@ -206,8 +209,8 @@ def dask_client(
         ``scheduler``, ``workers``, ``threads_per_worker`` and ``memory_limit`` as one
         :class:`ClusterOptions` (those keywords then keep their defaults).
     preload
-        Modules the workers of a new LocalCluster import besides :data:`PREIMPORTED`
-        (once, in the forkserver: :func:`worker_start_method`).
+        Modules the workers of a new LocalCluster import besides :data:`WORKER_PRELOAD`
+        (once, in the forkserver: :func:`start_forkserver`).
     """
     from distributed import Client, LocalCluster
 
@@ -241,7 +244,7 @@ def dask_client(
         cluster_kwargs["local_directory"] = local_directory
     with (
         worker_environment(),
-        _start_method(processes, ("dgl_chunked.cluster", *PREIMPORTED, *preload)),
+        _start_method(processes, preload),
         LocalCluster(**cluster_kwargs) as cluster,
         Client(cluster) as client,
     ):
@@ -334,21 +337,51 @@ def _pre_spawn_env() -> dict[str, str]:
     return env
 
 
-def _forkserver_ready(modules: tuple[str, ...]) -> bool:
-    """Start this process's forkserver with the workers' pre-spawn environment and
-    ``modules`` preloaded; False when it already runs with another environment (a
-    cluster before this one was started under other variables: glibc and Arrow read
-    them once, so its forks would not get this cluster's)."""
+def _distributed_defaults() -> None:
+    """Put ``distributed``'s configuration defaults (its ``distributed.yaml``) into Dask's
+    config as importing it would (``distributed/config.py`` 2026.8.0), without the import
+    (0.3-0.7 s): :func:`start_forkserver` needs its pre-spawn environment before it."""
+    import importlib.util
+
+    import dask
+    import yaml
+
+    spec = importlib.util.find_spec("distributed")
+    if "distributed" in sys.modules or spec is None or not spec.submodule_search_locations:
+        return
+    with open(os.path.join(list(spec.submodule_search_locations)[0], "distributed.yaml")) as f:
+        dask.config.update_defaults(yaml.safe_load(f))
+
+
+def start_forkserver(preload: tuple[str, ...] = ()) -> bool:
+    """Start this process's forkserver for the workers of the LocalClusters to come, when
+    :func:`worker_start_method` says ``forkserver``, with their pre-spawn environment
+    (Dask's ``distributed.nanny.pre-spawn-environ`` with :data:`WORKER_ENVIRONMENT`) and
+    :data:`WORKER_PRELOAD` and ``preload`` imported once in it.
+
+    :func:`dask_client` calls it; the CLI calls it earlier, as it decides to start a
+    cluster, so that the server imports the modules while the command reads its input.
+
+    Returns
+    -------
+    bool
+        True when workers started now can be forks of the server: it runs, started here
+        under the environment a nanny would set now. False for another start method, or
+        a server started under other values (glibc and Arrow read them once, at its start).
+    """
     global _FORKSERVER_ENV
+    import multiprocessing
     import multiprocessing.forkserver
 
-    from distributed.utils import get_mp_context
-
-    env = _pre_spawn_env()
+    if worker_start_method() != "forkserver":
+        return False
+    _distributed_defaults()
+    with worker_environment():
+        env = _pre_spawn_env()
     if _FORKSERVER_ENV is not None:
         return env == _FORKSERVER_ENV
-    # distributed sets its own preload list on its first call; after it, ours stays
-    get_mp_context().set_forkserver_preload(["distributed", *modules])
+    # a later first call of distributed's get_mp_context sets its own list: the server runs by then
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", *WORKER_PRELOAD, *preload])
     os.environ.update(env)  # what the nanny does before it starts a worker
     multiprocessing.forkserver.ensure_running()
     _FORKSERVER_ENV = env
@@ -358,19 +391,21 @@ def _forkserver_ready(modules: tuple[str, ...]) -> bool:
 @contextmanager
 def _start_method(processes: bool, modules: tuple[str, ...]) -> Iterator[None]:
     """Within the block, worker processes start by :func:`worker_start_method`; a
-    forkserver that this process has not started yet preloads ``modules``.
-    Call within :func:`worker_environment`."""
+    forkserver that this process has not started yet preloads ``modules``
+    (:func:`start_forkserver`)."""
     import dask
 
     method = worker_start_method() if processes else "spawn"
-    if method == "forkserver":
-        with dask.config.set({"distributed.worker.multiprocessing-method": method}):
-            ready = _forkserver_ready(modules)
-        if not ready:
-            logger.debug("forkserver runs with another worker environment: spawning this cluster's workers")
-            method = "spawn"
+    if method == "forkserver" and not start_forkserver(modules):
+        logger.debug("forkserver runs with another worker environment: spawning this cluster's workers")
+        method = "spawn"
     with dask.config.set({"distributed.worker.multiprocessing-method": method}):
         yield
+
+
+WORKER_PRELOAD = ("dgl_chunked.cluster", *PREIMPORTED)
+"""What the forkserver of :func:`start_forkserver` imports: :data:`PREIMPORTED` and this
+module (whose functions :func:`dask_client` runs on the workers)."""
 
 
 def _import_modules() -> None:

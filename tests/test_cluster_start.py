@@ -65,12 +65,16 @@ def main():
     from dgl_chunked.cluster import dask_client
 
     out = {"pid": os.getpid()}
+    if "early" in sys.argv[1:]:  # as the CLI does, before anything imports distributed
+        from dgl_chunked.cluster import start_forkserver
+
+        out["early"] = [start_forkserver(), "distributed" in sys.modules]
     with dask_client(workers=2) as client:
         out["first"] = sorted(client.run(facts).values(), key=str)
         out["faults"] = sorted(client.run(faults).values())
         client.restart()
         out["restarted"] = sorted(client.run(facts).values(), key=str)
-    if sys.argv[1:] == ["other-env"]:
+    if "other-env" in sys.argv[1:]:
         os.environ["MALLOC_TRIM_THRESHOLD_"] = "4096"
         with dask_client(workers=1) as client:
             out["other_env"] = list(client.run(facts).values())
@@ -113,6 +117,17 @@ def test_workers_are_forks_of_one_preloaded_forkserver_with_the_worker_environme
     ] * 2
     # the forkserver started with 1 MiB: a cluster asked under another value spawns its workers
     assert [(w["ppid"], w["trim"]) for w in got["other_env"]] == [(got["pid"], "4096")]
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="forkserver")
+def test_a_forkserver_started_before_distributed_is_imported_gets_the_worker_environment(tmp_path: Path) -> None:
+    # start_forkserver reads distributed's pre-spawn defaults without importing it
+    got = _run_script(tmp_path, "early")
+    assert got["early"] == [True, False]
+    assert len({w["ppid"] for w in got["first"] + got["restarted"]}) == 1
+    assert got["first"][0]["ppid"] != got["pid"]
+    assert [(w["parent_trim"], w["trim"], w["pool"]) for w in got["first"]] == [("1048576", "1048576", "system")] * 2
+    assert [w["preloaded"] for w in got["restarted"]] == [True, True]
 
 
 @pytest.mark.skipif(platform.system() != "Linux", reason="forkserver")
