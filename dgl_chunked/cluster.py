@@ -279,18 +279,11 @@ of Dask's own ``distributed.worker.multiprocessing-method`` other than its defau
 def worker_start_method() -> str:
     """How :func:`dask_client` starts the worker processes of a LocalCluster.
 
-    ``forkserver``: one server process imports :data:`PREIMPORTED` once, and every
-    worker (and every worker a nanny restarts) is a fork of it, with those modules
-    already loaded. With ``spawn`` each worker started a fresh interpreter and imported
-    them on its own, all workers at once: 2 workers on 2 cores took 4-10 s from the
-    client connecting to the first task done (the CLI's first dispatch step), most of it
-    importing ``dgl_chunked`` in every worker (docs/scaling.md).
-
-    :func:`dask_client` starts the forkserver with Dask's pre-spawn environment
-    (``distributed.nanny.pre-spawn-environ``, with :data:`WORKER_ENVIRONMENT`), so glibc
-    and Arrow read those variables when it starts and every fork inherits what they
-    set. A process has one forkserver: a later cluster asked under other values of
-    those variables spawns its workers instead.
+    ``forkserver``: every worker (and every worker a nanny restarts) is a fork of one
+    server process that imported :data:`WORKER_PRELOAD` once (:func:`start_forkserver`).
+    With ``spawn`` each worker is a fresh interpreter that imports them on its own, all
+    workers at once: on 2 cores, 4-12 s from the client connecting to a first task done
+    at 2-4 workers, against 0.1 s forked (docs/scaling.md).
 
     Returns
     -------
@@ -319,8 +312,7 @@ def worker_start_method() -> str:
     return method if method in multiprocessing.get_all_start_methods() else "spawn"
 
 
-_FORKSERVER_ENV: dict[str, str] | None = None
-"""The pre-spawn environment this process's forkserver started with (None: not started here)."""
+_FORKSERVER_ENV: dict[str, str] | None = None  # the environment this process's forkserver started with
 
 
 def _pre_spawn_env() -> dict[str, str]:
@@ -338,9 +330,8 @@ def _pre_spawn_env() -> dict[str, str]:
 
 
 def _distributed_defaults() -> None:
-    """Put ``distributed``'s configuration defaults (its ``distributed.yaml``) into Dask's
-    config as importing it would (``distributed/config.py`` 2026.8.0), without the import
-    (0.3-0.7 s): :func:`start_forkserver` needs its pre-spawn environment before it."""
+    """``distributed``'s config defaults (its pre-spawn environment) as ``distributed/config.py``
+    2026.8.0 loads them, without importing ``distributed`` (0.3-0.7 s)."""
     import importlib.util
 
     import dask
@@ -359,8 +350,8 @@ def start_forkserver(preload: tuple[str, ...] = ()) -> bool:
     (Dask's ``distributed.nanny.pre-spawn-environ`` with :data:`WORKER_ENVIRONMENT`) and
     :data:`WORKER_PRELOAD` and ``preload`` imported once in it.
 
-    :func:`dask_client` calls it; the CLI calls it earlier, as it decides to start a
-    cluster, so that the server imports the modules while the command reads its input.
+    :func:`dask_client` calls it; the CLI earlier, so that the server imports while the
+    command reads its input.
 
     Returns
     -------
@@ -390,9 +381,8 @@ def start_forkserver(preload: tuple[str, ...] = ()) -> bool:
 
 @contextmanager
 def _start_method(processes: bool, modules: tuple[str, ...]) -> Iterator[None]:
-    """Within the block, worker processes start by :func:`worker_start_method`; a
-    forkserver that this process has not started yet preloads ``modules``
-    (:func:`start_forkserver`)."""
+    """Within the block, worker processes start by :func:`worker_start_method` (forked:
+    :func:`start_forkserver` with ``modules``)."""
     import dask
 
     method = worker_start_method() if processes else "spawn"
