@@ -162,6 +162,9 @@ def plan_command(
     """Forecast `run` (tasks, peak memory per worker, disk, time) from metadata.json and
     file headers alone, and refuse when the output or staging filesystem lacks the space.
     Takes `run`'s options, so `run` can be replaced by `plan` in a command line."""
+    chosen = resolve_scheduler(cluster, "plan", lambda: InputSize(input_bytes(_input_files(graph)))).choice
+    if chosen is not None:  # the forecast is of the cluster run would choose: its threads split the write step
+        cluster = dataclasses.replace(cluster, workers=chosen.workers, threads_per_worker=chosen.threads)
     forecast = dgl_chunked.forecast_run(  # run's flags are taken and only those that change the forecast read
         graph,
         out_dir,
@@ -176,7 +179,6 @@ def plan_command(
         bandwidth=bandwidth,
         partitions_dir=partitions_dir,
     )
-    chosen = resolve_scheduler(cluster, "plan", lambda: InputSize(input_bytes(_input_files(graph)))).choice
     if chosen is not None:  # what run would run on, and why
         click.echo(f"scheduler: {chosen.describe()}")
     click.echo(forecast.table())

@@ -48,6 +48,12 @@ class Calibration:
     """Peak working set of an edge-staging task, per edge of its chunk (CSV parse included)."""
     writer_bytes_per_segment_edge: float
     """Peak working set of a writer per edge of its largest staged segment (int64 copies)."""
+    split_halo_s_per_edge: float = 4.2e-08
+    """A graph file written in row ranges (``graph_split``): a HALO task, per edge it reads."""
+    split_skeleton_s_per_id: float = 3.9e-08
+    """A split graph file's skeleton task, per node ID of the graph (it joins the HALO bitmaps)."""
+    split_rows_s_per_edge: float = 1.12e-07
+    """A split graph file's row-range task, per edge it writes."""
 
 
 CALIBRATION = Calibration(
