@@ -17,6 +17,7 @@ from dgl_chunked.cli.flags import NUM_PARTS, NUM_TRAINERS, cluster_flags, dispat
 from dgl_chunked.cli.options import scratch_option
 from dgl_chunked.cli.sizing import InputSize, input_bytes, resolve_scheduler
 from dgl_chunked.cluster import ClusterOptions
+from dgl_chunked.dispatch import wait_for_staging_removal
 
 if TYPE_CHECKING:
     from dgl_chunked.partition import PartitionOptions  # loaded by run and plan only
@@ -73,6 +74,7 @@ def dispatch_command(
             graph, partitions_dir, out_dir, options=options, client=client, storage_options=storage_options
         )
     _print_result(result)
+    wait_for_staging_removal()  # removed in the background while the cluster closed (DispatchOptions)
 
 
 @click.command("run")
@@ -115,6 +117,7 @@ def run_command(
             scratch_dir=scratch_dir,
         )
     _print_result(result)
+    wait_for_staging_removal()  # removed in the background while the cluster closed (DispatchOptions)
 
 
 @click.command("plan")

@@ -301,7 +301,9 @@ def _write_step(
     )
     step = _Step("write partitions")
     for p in range(num_parts):  # files split into pieces (forecast.writes) read a few segments again
-        split = sum(split_file_requests(f.kind, f.pieces[p]) for f in (forecast.writes.files if forecast.writes else ()))
+        split = sum(
+            split_file_requests(f.kind, f.pieces[p]) for f in (forecast.writes.files if forecast.writes else ())
+        )
         step.add(int(per_part_down), int(out_per_part), requests + split)
     files = num_parts * (3 + opts.save_orig_nids + opts.save_orig_eids)
     step.client = (0, 4096, write_client_requests(files))  # metadata.json, marks, the staging's records
