@@ -166,7 +166,9 @@ def plan_command(
     file headers alone, and refuse when the output or staging filesystem lacks the space.
     Takes `run`'s options, so `run` can be replaced by `plan` in a command line."""
     chosen = resolve_scheduler(cluster, "plan", lambda: InputSize(input_bytes(_input_files(graph)))).choice
-    if chosen is not None:  # the forecast is of the cluster run would choose: its threads split the write step
+    if (
+        chosen is not None and hosts is None
+    ):  # forecast the cluster run would choose here: its threads split the write step
         cluster = dataclasses.replace(cluster, workers=chosen.workers, threads_per_worker=chosen.threads)
     forecast = dgl_chunked.forecast_run(  # run's flags are taken and only those that change the forecast read
         graph,
