@@ -18,14 +18,19 @@ runs, so the wall is ``client`` plus the time some task runs; of it, what falls 
 every step's window (the client's work between steps and after the last: layouts,
 publishing the partitions, removing the staging) is printed apart.
 
-From the runs at 1 and 2 workers it predicts the wall at ``P`` workers::
+From the runs at 1 and 2 workers it predicts the wall at ``P`` workers in two ways:
+the bound ::
 
     client + sum over steps of max(work / P, longest)
 
-with ``work`` and ``longest`` from the run at 1 worker (no two tasks contend for the
-cores there) and ``client`` from the run at 2 (a cluster of several workers), and
-prints the prediction beside the measurement for every ``P`` it ran (and for 4, 8, 16
-when not run). The write step splits a file into several tasks only into threads the
+and the schedule: ``client`` plus, per step, the makespan of the 1-worker run's tasks
+(in the order they started) each given to the first of ``P`` workers free, which counts
+the tail of a step whose last tasks start late (on 16 cores the bound was 26% under
+the measured wall: benchmarks/results/cores.json). ``work``, ``longest`` and the task
+seconds come from the run at 1 worker (no two tasks contend for the cores there),
+``client`` from the run at 2 (a cluster of several workers); both predictions are
+printed beside the measurement for every ``P`` it ran (and for 4, 8, 16 when not run),
+with measured / scheduled. The write step splits a file into several tasks only into threads the
 cluster leaves idle (:mod:`dgl_chunked.dispatch.write_pieces`), so runs at 1 and 2
 workers write one task per file, and their ``longest`` would bound the prediction by a
 task graph that ``P`` workers never run: ``--plan-threads P`` plans the write step of
@@ -42,16 +47,18 @@ measured work per kind of task scaled linearly to ``--project-nodes`` /
 ``--project-edges`` (default 1B / 5B) on ``--project-hosts`` of ``--project-cores``
 worker processes with ``--project-bandwidth`` bytes/s per host.
 
-``--modes default threads`` also times the CLI as a user types it (``dgl-chunked run``
-with no cluster flag, and ``--workers 1 --threads-per-worker <cores>``), wall only, in a
-subprocess. ``--profile FILE`` writes a cProfile of the client during the largest
-``--workers`` run (``python -m pstats FILE``), ``--performance-report FILE.html``
-Dask's performance report of it. ``--json`` writes every figure.
+``--modes default threads workers`` also times the CLI as a user types it (``dgl-chunked
+run`` with no cluster flag, ``--workers 1 --threads-per-worker <cores>``, and ``--workers
+W`` for the largest ``W`` of ``--workers``) in a subprocess: the wall, and the second at
+which each of its INFO lines came (where the time before the first step goes).
+``--profile FILE`` writes a cProfile of the client during the largest ``--workers`` run
+(``python -m pstats FILE``), ``--performance-report FILE.html`` Dask's performance
+report of it. ``--json`` writes every figure.
 
 Usage::
 
     python benchmarks/bench_cores.py --graph /tmp/g10m [--workers 1 2] [--num-parts 8]
-        [--method random] [--work-dir DIR] [--plan-threads P] [--modes default threads] [--profile F]
+        [--method random] [--work-dir DIR] [--plan-threads P] [--modes default threads workers] [--profile F]
         [--json F]
 """
 
@@ -74,6 +81,8 @@ from typing import Any
 
 BEFORE = "(before dispatch)"
 PREDICTED_AT = (1, 2, 4, 8, 16)
+CLI_LINES = ("INFO dgl_chunked", "scheduler:", "cluster:", "wrote ")
+CLUSTER_LINES = ("Register worker", "Receive client connection")  # distributed's INFO lines: the cluster's start
 STAGE_LINE = re.compile(r"dispatch step: (.+) \((\d+) tasks\)")
 
 
@@ -137,6 +146,7 @@ def step_table(
         row = steps.get(name, {"tasks": 0, "work": 0.0, "longest": 0.0, "spans": [], "kinds": {}})
         out[name] = {
             "tasks": tasks.get(name, row["tasks"]),
+            "durations": [round(b - a, 4) for a, b in sorted(row["spans"])],  # in start order
             "seconds": hi - lo,
             "work": row["work"],
             "longest": row["longest"],
@@ -241,12 +251,15 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
 
 
 def _run_cli(args: argparse.Namespace, mode: str) -> dict[str, Any]:
+    """The CLI as typed, in a subprocess: its wall, its scheduler choice, and when each INFO line came."""
     out = Path(args.work_dir) / f"out-{mode}"
     shutil.rmtree(out, ignore_errors=True)
     cmd = [  # python -m: runs where the package is on PYTHONPATH only (benchmarks/device_cores.sh)
         sys.executable,
         "-m",
         "dgl_chunked",
+        "--log-level",
+        "INFO",
         "run",
         "--in-dir",
         args.graph,
@@ -259,12 +272,22 @@ def _run_cli(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     ]
     if mode == "threads":
         cmd += ["--workers", "1", "--threads-per-worker", str(os.cpu_count() or 1)]
+    elif mode == "workers":  # the largest --workers, as a user would type it
+        cmd += ["--workers", str(max(args.workers))]
     start = time.perf_counter()
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    lines: list[tuple[float, str]] = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # progress bars end in \r: keep the log lines, stamped on arrival
+            for part in line.split("\r"):
+                if part.startswith(CLI_LINES) or any(mark in part for mark in CLUSTER_LINES):
+                    lines.append((round(time.perf_counter() - start, 2), part.strip()[:160]))
     wall = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(f"error: {' '.join(cmd)} exited {proc.returncode}")
     shutil.rmtree(out, ignore_errors=True)
-    chose = [line for line in done.stdout.splitlines() if line.startswith(("scheduler:", "cluster:"))]
-    return {"mode": mode, "wall": wall, "chose": chose}
+    chose = [text for _, text in lines if text.startswith(("scheduler:", "cluster:"))]
+    return {"mode": mode, "wall": wall, "chose": chose, "lines": lines}
 
 
 def predict(runs: dict[int, dict[str, Any]], p: int) -> float | None:
@@ -276,6 +299,24 @@ def predict(runs: dict[int, dict[str, Any]], p: int) -> float | None:
     for row in one["steps"].values():
         total += max(row["work"] / p, row["longest"])
     return float(total)
+
+
+def list_schedule(durations: list[float], p: int) -> float:
+    """Makespan of ``durations`` run in their order, each task on the first worker free (greedy)."""
+    free = [0.0] * max(1, p)
+    for d in durations:
+        i = free.index(min(free))
+        free[i] += d
+    return max(free)
+
+
+def predict_scheduled(runs: dict[int, dict[str, Any]], p: int) -> float | None:
+    """client + sum over steps of the greedy schedule of the 1-worker run's tasks on P workers."""
+    one = runs.get(1)
+    if one is None or any("durations" not in row for row in one["steps"].values()):
+        return None
+    total = runs[2]["client"] if 2 in runs else one["client"]
+    return float(total + sum(list_schedule(row["durations"], p) for row in one["steps"].values()))
 
 
 def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: argparse.Namespace) -> None:
@@ -300,16 +341,22 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
         print("  longest stretches in which no task runs:")
         for gap in run.get("gaps", []):
             print(f"    at {gap['at']:7.2f} s: {gap['seconds']:.3f} s after {gap['after']}, before {gap['before']}")
-    print(f"\n  {'workers':>8} {'measured s':>11} {'predicted s':>12} {'speed-up (pred.)':>17}")
-    one = predict(runs, 1)
+    print(
+        f"\n  {'workers':>8} {'measured s':>11} {'bound s':>8} {'scheduled s':>12} {'speed-up (sched.)':>18} "
+        f"{'meas./sched.':>13}"
+    )
+    one = predict_scheduled(runs, 1)
     for p in sorted(set(PREDICTED_AT) | set(runs)):
-        pred = predict(runs, p)
+        bound, sched = predict(runs, p), predict_scheduled(runs, p)
         measured = f"{runs[p]['wall']:.2f}" if p in runs else "-"
-        ratio = f"{one / pred:.1f}x" if pred and one else "-"
-        shown = "-" if pred is None else f"{pred:.2f}"  # no run at 1 worker: no prediction
-        print(f"  {p:>8} {measured:>11} {shown:>12} {ratio:>17}")
+        ratio = f"{one / sched:.1f}x" if sched and one else "-"
+        error = f"{runs[p]['wall'] / sched:.2f}" if sched and p in runs else "-"
+        shown = ["-" if v is None else f"{v:.2f}" for v in (bound, sched)]  # no run at 1 worker: no prediction
+        print(f"  {p:>8} {measured:>11} {shown[0]:>8} {shown[1]:>12} {ratio:>18} {error:>13}")
     for row in cli:
         print(f"  CLI {row['mode']:<10} wall {row['wall']:.2f} s  {' | '.join(row['chose'])}")
+        for at, text in row.get("lines", ()):
+            print(f"      {at:7.2f} s  {text}")
 
 
 def _projections(runs: dict[int, dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -357,7 +404,7 @@ def main() -> None:
     parser.add_argument(
         "--plan-threads", type=int, default=None, help="plan the write step for P threads (predict P workers)"
     )
-    parser.add_argument("--modes", nargs="*", default=[], choices=["default", "threads"])
+    parser.add_argument("--modes", nargs="*", default=[], choices=["default", "threads", "workers"])
     parser.add_argument("--work-dir", default=None, help="output parent (default: a temporary folder)")
     parser.add_argument("--profile", default=None, help="cProfile of the client, largest --workers run")
     parser.add_argument("--performance-report", default=None, help="Dask report, largest --workers run")
@@ -401,6 +448,7 @@ def _save(
         "load": os.getloadavg()[0],
         "runs": {str(w): r for w, r in runs.items()},
         "predicted": {str(p): predict(runs, p) for p in sorted(set(PREDICTED_AT) | set(runs))},
+        "predicted_scheduled": {str(p): predict_scheduled(runs, p) for p in sorted(set(PREDICTED_AT) | set(runs))},
         "cli": cli,
         "projection": projections,
     }

@@ -14,8 +14,9 @@
 # device run carries .whl and runs this script with no argument:
 #     run(command="bash benchmarks/device_cores.sh", carry=[".whl"], timeout_s=600)
 # It writes bench_cores.json and the logs to $OUT (or /tmp/dglc-cores) and takes about
-# 5 minutes on 16 cores (synth about 1 minute; the runs 1 to 2 minutes at 1 worker down
-# to 20 s at 16). Set WORKERS, NODES, EDGES, PARTS to change the run.
+# 4 minutes on 16 cores (2026-11-27: synth 8 s; the runs 59 s at 1 worker down to 7 s at
+# 16, the CLI 18 s as typed, 42 s on threads). Set WORKERS, NODES, EDGES, PARTS and
+# MODES (bench_cores.py --modes: default threads workers) to change the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHEELS=(dask==2026.8.0 distributed==2026.8.0 zarr==3.1.6 numcodecs==0.16.6 donfig==0.8.1.post1
@@ -52,4 +53,4 @@ if [[ ! -f $GRAPH/metadata.json ]]; then
 fi
 # shellcheck disable=SC2086
 $PY benchmarks/bench_cores.py --graph "$GRAPH" --num-parts "$PARTS" --workers ${WORKERS:-1 2 4 8 16} \
-    --modes default threads --work-dir "$WORK/runs" --json "$OUT_DIR/bench_cores.json" 2>&1 | tee "$OUT_DIR/bench_cores.log"
+    --modes ${MODES:-default threads workers} --work-dir "$WORK/runs" --json "$OUT_DIR/bench_cores.json" 2>&1 | tee "$OUT_DIR/bench_cores.log"
