@@ -81,11 +81,11 @@ class WritePlan:
         each = []
         for f in self.files:
             split = sorted({p for p in f.pieces if p > 1})
-            how = "1 task each"
+            how = "1 per file"
             if split:
                 ranges = "row ranges" if f.kind == "graph" else "pieces"
-                how = f"{'/'.join(map(str, split))} {ranges} in {sum(p > 1 for p in f.pieces)} of them"
-            each.append(f"{names.get(f.kind, f.kind)} {f.tasks} ({how})")
+                how = f"{sum(p > 1 for p in f.pieces)} file(s) in {'/'.join(map(str, split))} {ranges}"
+            each.append(f"{names.get(f.kind, f.kind)}: {f.tasks} ({how})")
         return (
             f"write partitions: {self.tasks} tasks for {parts} x {len(self.files)} files on {self.threads} "
             f"thread(s): " + ", ".join(each)
