@@ -36,7 +36,10 @@ workers write one task per file, and their ``longest`` would bound the predictio
 task graph that ``P`` workers never run: ``--plan-threads P`` plans the write step of
 every run for ``P`` threads (as a ``P``-worker cluster would), so the prediction at
 ``P`` is made from the tasks ``P`` workers get. Cluster start is not in the wall (it is
-printed apart: the CLI starts its cluster while it reads the input).
+printed apart: the CLI starts its cluster while it reads the input). As the CLI, the run
+removes its staging in the background (``DispatchOptions.background_removal``) and the
+benchmark waits for it after closing the cluster: printed apart, the time the cluster
+took to close and how much longer the removal ran.
 
 It prints the longest stretches in which no task runs, named by the tasks before and
 after them, and (with a run at 1 worker) the projection of :mod:`cores_projection`: the
@@ -186,6 +189,7 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
 
     import dgl_chunked as dglc
     from dgl_chunked.cluster import ClusterOptions, dask_client
+    from dgl_chunked.dispatch import wait_for_staging_removal
 
     out = Path(args.work_dir) / f"out-{workers}"
     shutil.rmtree(out, ignore_errors=True)
@@ -220,7 +224,7 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
                     num_parts=args.num_parts,
                     method=args.method,
                     seed=0,
-                    options=dglc.DispatchOptions(overwrite=True),
+                    options=dglc.DispatchOptions(overwrite=True, background_removal=True),  # as the CLI
                     client=client,
                 )
                 if prof:
@@ -230,6 +234,10 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
             if prof and profile:
                 prof.dump_stats(profile)
             records = list(stream.data)
+            closing = time.perf_counter()
+        closed = time.perf_counter()
+        wait_for_staging_removal()  # the CLI waits here too: the staging went while the cluster closed
+        waited = time.perf_counter() - closed
     finally:
         dispatch_api.cluster_threads = real_threads  # type: ignore[assignment]
         api_log.removeHandler(handler)
@@ -240,6 +248,8 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
     table["workers"] = workers
     table["cluster_start"] = cluster_s
     table["worker_peak_mb"] = peaks
+    table["cluster_close"] = closed - closing
+    table["removal_wait"] = waited
     shutil.rmtree(out, ignore_errors=True)
     return table
 
@@ -321,6 +331,11 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
             f"\n{w} worker(s): wall {run['wall']:.2f} s (cluster start {run['cluster_start']:.2f} s apart), "
             f"client (no task runs) {run['client']:.2f} s, of it {run['between']:.2f} s between and after steps"
         )
+        if "removal_wait" in run:
+            print(
+                f"  after the run: cluster closed in {run['cluster_close']:.2f} s, then "
+                f"{run['removal_wait']:.2f} s more until the staging's background removal ended"
+            )
         print(f"  {'step':<28} {'tasks':>6} {'window s':>9} {'work s':>8} {'longest s':>10} {'idle s':>7}")
         for name, row in run["steps"].items():
             print(
