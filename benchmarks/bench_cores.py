@@ -36,7 +36,10 @@ workers write one task per file, and their ``longest`` would bound the predictio
 task graph that ``P`` workers never run: ``--plan-threads P`` plans the write step of
 every run for ``P`` threads (as a ``P``-worker cluster would), so the prediction at
 ``P`` is made from the tasks ``P`` workers get. Cluster start is not in the wall (it is
-printed apart: the CLI starts its cluster while it reads the input).
+printed apart: the CLI starts its cluster while it reads the input). As the CLI, the run
+removes its staging in the background (``DispatchOptions.background_removal``) and the
+benchmark waits for it after closing the cluster: printed apart, the time the cluster
+took to close and how much longer the removal ran.
 
 It prints the longest stretches in which no task runs, named by the tasks before and
 after them, and (with a run at 1 worker) the projection of :mod:`cores_projection`: the
@@ -48,7 +51,8 @@ worker processes with ``--project-bandwidth`` bytes/s per host.
 run`` with no cluster flag, ``--workers 1 --threads-per-worker <cores>``, and ``--workers
 W`` for the largest ``W`` of ``--workers``) in a subprocess: the wall, and the second at
 which each of its INFO lines came (where the time before the first step goes).
-``--profile FILE`` writes a cProfile of the client during the largest ``--workers`` run
+Each run also records the peak resident size of every worker (``worker_peak_mb``,
+:mod:`peak_memory`). ``--profile FILE`` writes a cProfile of the client during the largest ``--workers`` run
 (``python -m pstats FILE``), ``--performance-report FILE.html`` Dask's performance
 report of it. ``--json`` writes every figure.
 
@@ -181,9 +185,11 @@ def idle_gaps(records: list[dict[str, Any]], t0: float, t1: float, top: int = 8)
 
 def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, report: str | None) -> dict[str, Any]:
     from distributed import get_task_stream, performance_report
+    from peak_memory import worker_peaks_mb
 
     import dgl_chunked as dglc
     from dgl_chunked.cluster import ClusterOptions, dask_client
+    from dgl_chunked.dispatch import wait_for_staging_removal
 
     out = Path(args.work_dir) / f"out-{workers}"
     shutil.rmtree(out, ignore_errors=True)
@@ -218,15 +224,20 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
                     num_parts=args.num_parts,
                     method=args.method,
                     seed=0,
-                    options=dglc.DispatchOptions(overwrite=True),
+                    options=dglc.DispatchOptions(overwrite=True, background_removal=True),  # as the CLI
                     client=client,
                 )
                 if prof:
                     prof.disable()
                 t1 = time.time()
+            peaks = worker_peaks_mb(client)
             if prof and profile:
                 prof.dump_stats(profile)
             records = list(stream.data)
+            closing = time.perf_counter()
+        closed = time.perf_counter()
+        wait_for_staging_removal()  # the CLI waits here too: the staging went while the cluster closed
+        waited = time.perf_counter() - closed
     finally:
         dispatch_api.cluster_threads = real_threads  # type: ignore[assignment]
         api_log.removeHandler(handler)
@@ -236,6 +247,9 @@ def _run_workers(args: argparse.Namespace, workers: int, profile: str | None, re
     table["gaps"] = idle_gaps(records, t0, t1)
     table["workers"] = workers
     table["cluster_start"] = cluster_s
+    table["worker_peak_mb"] = peaks
+    table["cluster_close"] = closed - closing
+    table["removal_wait"] = waited
     shutil.rmtree(out, ignore_errors=True)
     return table
 
@@ -317,6 +331,11 @@ def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: arg
             f"\n{w} worker(s): wall {run['wall']:.2f} s (cluster start {run['cluster_start']:.2f} s apart), "
             f"client (no task runs) {run['client']:.2f} s, of it {run['between']:.2f} s between and after steps"
         )
+        if "removal_wait" in run:
+            print(
+                f"  after the run: cluster closed in {run['cluster_close']:.2f} s, then "
+                f"{run['removal_wait']:.2f} s more until the staging's background removal ended"
+            )
         print(f"  {'step':<28} {'tasks':>6} {'window s':>9} {'work s':>8} {'longest s':>10} {'idle s':>7}")
         for name, row in run["steps"].items():
             print(
@@ -410,7 +429,12 @@ def main() -> None:
         for w in args.workers:  # figures saved after every run: a run cut short keeps the ones before
             keep = w == last
             runs[w] = _run_workers(args, w, args.profile if keep else None, args.performance_report if keep else None)
-            print(f"{w} worker(s): {runs[w]['wall']:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+            peaks = ", ".join(f"{mb:.0f}" for mb in runs[w]["worker_peak_mb"])
+            print(
+                f"{w} worker(s): {runs[w]['wall']:.2f} s, load {os.getloadavg()[0]:.2f}, "
+                f"peak RSS per worker {peaks} MiB",
+                flush=True,
+            )
             _save(args, runs, cli, [])
         for mode in args.modes:
             cli.append(_run_cli(args, mode))

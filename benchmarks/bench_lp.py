@@ -20,7 +20,9 @@ log lines, summed per name over the run): ``stage`` (staging, degrees, tiers),
 ``uncoarsen``, ``purify`` (summed over the cluster weights), ``refine`` (settling and
 refining the finalists) and ``fill``; then a line per coarse level (every cluster weight's
 coarsening in turn): its nodes and entries, the clustering rounds run, the joins accepted
-in them and its seconds.
+in them and its seconds; and the driver's lines on the candidates' cut entries (each
+initial assignment, the level-by-level and purified ones at the input, the finalists
+after the refinement).
 
 With ``BENCH_LP_LIVE=1`` in the environment each phase is also printed on stderr as it
 ends (long runs). Planted-community graphs above 20M edges are drawn in pieces of 10M
@@ -146,8 +148,10 @@ def _record_phases() -> None:
         levels: list[str]
 
         def emit(self, record: logging.LogRecord) -> None:
-            if isinstance(record.msg, str) and record.msg.startswith("lp: level ") and "rounds" in record.msg:
-                self.levels.append(record.getMessage()[4:])  # the per-level shrinkage line
+            msg = record.msg if isinstance(record.msg, str) else ""
+            level_line = msg.startswith("lp: level ") and "rounds" in msg
+            if level_line or msg.startswith(("lp: initial cut entries", "lp: cut entries")):
+                self.levels.append(record.getMessage()[4:])  # the per-level line, the candidates' cuts
                 if os.environ.get("BENCH_LP_LIVE"):
                     print(f"  {time.strftime('%H:%M:%S')} {record.getMessage()}", file=sys.stderr, flush=True)
             if isinstance(record.msg, str) and record.msg.startswith("lp: phase ") and record.args:

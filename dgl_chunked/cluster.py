@@ -8,25 +8,30 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from dgl_chunked._dask import ClusterOptions, parse_cluster_options
-from dgl_chunked.errors import SchedulerError
+from dgl_chunked.errors import OptionError, SchedulerError
 
 __all__ = [
     "IN_PROCESS_BYTES",
     "SchedulerChoice",
+    "START_METHOD_KEY",
     "THREADS_MAX_CORES",
     "TRIM_THRESHOLD_BYTES",
     "WORKER_ENVIRONMENT",
+    "WORKER_PRELOAD",
     "ClusterOptions",
     "choose_scheduler",
     "dask_client",
     "parse_cluster_options",
+    "start_forkserver",
     "worker_environment",
+    "worker_start_method",
 ]
 
 logger = logging.getLogger(__name__)
@@ -189,6 +194,7 @@ def dask_client(
     processes: bool = True,
     local_directory: str | None = None,
     cluster: ClusterOptions | None = None,
+    preload: tuple[str, ...] = (),
 ) -> Iterator[Any]:
     """Yield a ``distributed.Client``: to ``scheduler`` if given, else to a new LocalCluster.
 
@@ -202,6 +208,9 @@ def dask_client(
     cluster
         ``scheduler``, ``workers``, ``threads_per_worker`` and ``memory_limit`` as one
         :class:`ClusterOptions` (those keywords then keep their defaults).
+    preload
+        Modules the workers of a new LocalCluster import besides :data:`WORKER_PRELOAD`
+        (once, in the forkserver: :func:`start_forkserver`).
     """
     from distributed import Client, LocalCluster
 
@@ -233,7 +242,12 @@ def dask_client(
         cluster_kwargs["memory_limit"] = memory_limit
     if local_directory:
         cluster_kwargs["local_directory"] = local_directory
-    with worker_environment(), LocalCluster(**cluster_kwargs) as cluster, Client(cluster) as client:
+    with (
+        worker_environment(),
+        _start_method(processes, preload),
+        LocalCluster(**cluster_kwargs) as cluster,
+        Client(cluster) as client,
+    ):
         _warn_about_allocators(client)
         _preimport(client)
         yield client
@@ -252,6 +266,136 @@ LocalCluster as it starts (which the CLI overlaps with reading the input's metad
 Otherwise the first task of a run imported them in every worker, while no task ran:
 ``benchmarks/bench_cores.py`` counted 1.5 s of the 1.7 s of the first dispatch step
 (1M / 10M, 2 workers) as time in which no task runs."""
+
+
+START_METHOD_KEY = "dgl_chunked.multiprocessing-method"
+"""Dask config key: how the LocalClusters of :func:`dask_client` start their worker
+processes, ``forkserver`` (the default where the platform has it) or ``spawn`` (Dask's
+default; ``DASK_DGL_CHUNKED__MULTIPROCESSING_METHOD=spawn`` in the environment). A value
+of Dask's own ``distributed.worker.multiprocessing-method`` other than its default
+``spawn`` wins over this key (see :func:`worker_start_method`)."""
+
+
+def worker_start_method() -> str:
+    """How :func:`dask_client` starts the worker processes of a LocalCluster.
+
+    ``forkserver``: every worker (and every worker a nanny restarts) is a fork of one
+    server process that imported :data:`WORKER_PRELOAD` once (:func:`start_forkserver`).
+    With ``spawn`` each worker is a fresh interpreter that imports them on its own, all
+    workers at once: on 2 cores, 4-12 s from the client connecting to a first task done
+    at 2-4 workers, against 0.1 s forked (docs/scaling.md).
+
+    Returns
+    -------
+    str
+        Dask's ``distributed.worker.multiprocessing-method`` when set to anything but
+        its default ``spawn``; else :data:`START_METHOD_KEY` (default ``forkserver``);
+        ``spawn`` where the platform has no ``forkserver`` (Windows).
+
+    Raises
+    ------
+    OptionError
+        :data:`START_METHOD_KEY` is neither ``forkserver``, ``spawn`` nor ``fork``.
+    """
+    import multiprocessing
+
+    import dask
+
+    dasks = str(dask.config.get("distributed.worker.multiprocessing-method", default="spawn"))
+    if dasks != "spawn":
+        return dasks
+    method = str(dask.config.get(START_METHOD_KEY, default="forkserver"))
+    if method not in ("forkserver", "spawn", "fork"):
+        raise OptionError(
+            f"Dask config {START_METHOD_KEY}: {method!r} is not forkserver, spawn or fork; set one of them"
+        )
+    return method if method in multiprocessing.get_all_start_methods() else "spawn"
+
+
+_FORKSERVER_ENV: dict[str, str] | None = None  # the environment this process's forkserver started with
+
+
+def _pre_spawn_env() -> dict[str, str]:
+    """The variables a nanny sets in this process before it starts a worker: Dask's
+    ``distributed.nanny.pre-spawn-environ`` (a value already in the environment wins)
+    and ``PYTHONHASHSEED=6640`` where unset or 0 (``distributed/nanny.py`` 2026.8.0,
+    ``Nanny.__init__``)."""
+    import dask
+
+    configured = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    env = {k: os.environ.get(k, str(v)) for k, v in configured.items() if v is not None}
+    if env.get("PYTHONHASHSEED") in (None, "0"):
+        env["PYTHONHASHSEED"] = "6640"
+    return env
+
+
+def _distributed_defaults() -> None:
+    """``distributed``'s config defaults (its pre-spawn environment) as ``distributed/config.py``
+    2026.8.0 loads them, without importing ``distributed`` (0.3-0.7 s)."""
+    import importlib.util
+
+    import dask
+    import yaml
+
+    spec = importlib.util.find_spec("distributed")
+    if "distributed" in sys.modules or spec is None or not spec.submodule_search_locations:
+        return
+    with open(os.path.join(list(spec.submodule_search_locations)[0], "distributed.yaml")) as f:
+        dask.config.update_defaults(yaml.safe_load(f))
+
+
+def start_forkserver(preload: tuple[str, ...] = ()) -> bool:
+    """Start this process's forkserver for the workers of the LocalClusters to come, when
+    :func:`worker_start_method` says ``forkserver``, with their pre-spawn environment
+    (Dask's ``distributed.nanny.pre-spawn-environ`` with :data:`WORKER_ENVIRONMENT`) and
+    :data:`WORKER_PRELOAD` and ``preload`` imported once in it.
+
+    :func:`dask_client` calls it; the CLI earlier, so that the server imports while the
+    command reads its input.
+
+    Returns
+    -------
+    bool
+        True when workers started now can be forks of the server: it runs, started here
+        under the environment a nanny would set now. False for another start method, or
+        a server started under other values (glibc and Arrow read them once, at its start).
+    """
+    global _FORKSERVER_ENV
+    import multiprocessing
+    import multiprocessing.forkserver
+
+    if worker_start_method() != "forkserver":
+        return False
+    _distributed_defaults()
+    with worker_environment():
+        env = _pre_spawn_env()
+    if _FORKSERVER_ENV is not None:
+        return env == _FORKSERVER_ENV
+    # a later first call of distributed's get_mp_context sets its own list: the server runs by then
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", *WORKER_PRELOAD, *preload])
+    os.environ.update(env)  # what the nanny does before it starts a worker
+    multiprocessing.forkserver.ensure_running()
+    _FORKSERVER_ENV = env
+    return True
+
+
+@contextmanager
+def _start_method(processes: bool, modules: tuple[str, ...]) -> Iterator[None]:
+    """Within the block, worker processes start by :func:`worker_start_method` (forked:
+    :func:`start_forkserver` with ``modules``)."""
+    import dask
+
+    method = worker_start_method() if processes else "spawn"
+    if method == "forkserver" and not start_forkserver(modules):
+        logger.debug("forkserver runs with another worker environment: spawning this cluster's workers")
+        method = "spawn"
+    with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+        yield
+
+
+WORKER_PRELOAD = ("dgl_chunked.cluster", *PREIMPORTED)
+"""What the forkserver of :func:`start_forkserver` imports: :data:`PREIMPORTED` and this
+module (whose functions :func:`dask_client` runs on the workers)."""
 
 
 def _import_modules() -> None:

@@ -4,10 +4,12 @@ Without ``--scheduler``, ``--workers`` or ``--memory-limit``, ``run``, ``dispatc
 ``partition``, ``remap``, ``lookup`` and ``chunk`` run on local threads only where
 :func:`~dgl_chunked.cluster.choose_scheduler` says so for their input's size
 (:mod:`~dgl_chunked.cli.sizing`; a machine of a few cores, a local input of at most
-:data:`IN_PROCESS_BYTES`): a LocalCluster's worker processes take about 1 s of CPU each
-to start and import, and a round trip per task. Otherwise they get a LocalCluster of the
-worker processes it chose; ``dispatch`` and ``run`` start it in a thread while they
-inspect their input (metadata, footers, file stamps), so the two overlap. The other
+:data:`IN_PROCESS_BYTES`): a LocalCluster's worker processes take CPU to start and
+import, and a round trip per task. Otherwise they get a LocalCluster of the worker
+processes it chose; ``dispatch`` and ``run`` start it in a thread while they inspect
+their input (metadata, footers, file stamps), so the two overlap. The forkserver its
+workers are forked from (:func:`~dgl_chunked.cluster.start_forkserver`) starts before
+that thread imports ``distributed``, and imports the task modules meanwhile. The other
 commands run on local threads unless given a cluster flag.
 """
 
@@ -25,7 +27,7 @@ import dask
 import dask.threaded
 
 from dgl_chunked.cli.sizing import InputSize, input_bytes, resolve_scheduler
-from dgl_chunked.cluster import IN_PROCESS_BYTES, ClusterOptions, dask_client
+from dgl_chunked.cluster import IN_PROCESS_BYTES, ClusterOptions, dask_client, start_forkserver
 
 __all__ = [
     "IN_PROCESS_BYTES",
@@ -36,6 +38,10 @@ __all__ = [
     "optional_client",
     "settled_threaded_get",
 ]
+
+CLI_PRELOAD = ("dgl_chunked.cli.quiet",)
+"""What the workers of the CLI's own LocalClusters import besides
+:data:`~dgl_chunked.cluster.WORKER_PRELOAD` (the plugin :func:`cli_client` registers)."""
 
 
 def settled_threaded_get(dsk: Any, keys: Any, **kwargs: Any) -> Any:
@@ -91,7 +97,7 @@ def cli_client(cluster: ClusterOptions) -> Iterator[Any]:
     """
     level = _honour_log_level()
     quiet = not cluster.scheduler and level >= logging.WARNING  # our workers share our stderr
-    with dask_client(cluster=cluster) as client:
+    with dask_client(cluster=cluster, preload=CLI_PRELOAD) as client:
         if quiet:
             from dgl_chunked.cli.quiet import QuietTaskErrors, quiet_shutdown_kills  # imports distributed
 
@@ -136,6 +142,9 @@ def command_client(cluster: ClusterOptions, input_paths: Callable[[], list[str]]
             yield None
         return
     cluster = resolved.cluster
+    if not cluster.scheduler:
+        # before the cluster thread imports distributed: the forkserver's imports overlap it
+        start_forkserver(CLI_PRELOAD)
     stack = contextlib.ExitStack()
 
     def start() -> Any:

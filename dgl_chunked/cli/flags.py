@@ -401,6 +401,7 @@ def _dispatch_options(flags: dict[str, Any], rest: Mapping[str, Any]) -> Dispatc
         graph_formats=_formats(flags["graph_formats"]),
         staging_dir=flags["staging_dir"],
         keep_staging=flags["keep_staging"],
+        background_removal=True,  # the command waits for it after closing its cluster (cli.running)
         overwrite=flags["overwrite"],
         progress=not flags["no_progress"],
         part_method=rest.get("method"),

@@ -17,6 +17,7 @@ from dgl_chunked.cli.flags import NUM_PARTS, NUM_TRAINERS, cluster_flags, dispat
 from dgl_chunked.cli.options import scratch_option
 from dgl_chunked.cli.sizing import InputSize, input_bytes, resolve_scheduler
 from dgl_chunked.cluster import ClusterOptions
+from dgl_chunked.dispatch import wait_for_staging_removal
 
 if TYPE_CHECKING:
     from dgl_chunked.partition import PartitionOptions  # loaded by run and plan only
@@ -73,6 +74,7 @@ def dispatch_command(
             graph, partitions_dir, out_dir, options=options, client=client, storage_options=storage_options
         )
     _print_result(result)
+    wait_for_staging_removal()  # removed in the background while the cluster closed (DispatchOptions)
 
 
 @click.command("run")
@@ -115,6 +117,7 @@ def run_command(
             scratch_dir=scratch_dir,
         )
     _print_result(result)
+    wait_for_staging_removal()  # removed in the background while the cluster closed (DispatchOptions)
 
 
 @click.command("plan")
@@ -162,6 +165,11 @@ def plan_command(
     """Forecast `run` (tasks, peak memory per worker, disk, time) from metadata.json and
     file headers alone, and refuse when the output or staging filesystem lacks the space.
     Takes `run`'s options, so `run` can be replaced by `plan` in a command line."""
+    chosen = resolve_scheduler(cluster, "plan", lambda: InputSize(input_bytes(_input_files(graph)))).choice
+    if (
+        chosen is not None and hosts is None
+    ):  # forecast the cluster run would choose here: its threads split the write step
+        cluster = dataclasses.replace(cluster, workers=chosen.workers, threads_per_worker=chosen.threads)
     forecast = dgl_chunked.forecast_run(  # run's flags are taken and only those that change the forecast read
         graph,
         out_dir,
@@ -176,7 +184,6 @@ def plan_command(
         bandwidth=bandwidth,
         partitions_dir=partitions_dir,
     )
-    chosen = resolve_scheduler(cluster, "plan", lambda: InputSize(input_bytes(_input_files(graph)))).choice
     if chosen is not None:  # what run would run on, and why
         click.echo(f"scheduler: {chosen.describe()}")
     click.echo(forecast.table())

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from dgl_chunked.dispatch.api import DispatchOptions, DispatchResult, PartitionSummary, dispatch
+from dgl_chunked.dispatch.api import (
+    DispatchOptions,
+    DispatchResult,
+    PartitionSummary,
+    dispatch,
+    wait_for_staging_removal,
+)
 from dgl_chunked.dispatch.options import parse_memory_limit
 from dgl_chunked.io.graphbolt.csc import GraphBoltOptions
 
@@ -13,4 +19,5 @@ __all__ = [
     "PartitionSummary",
     "dispatch",
     "parse_memory_limit",
+    "wait_for_staging_removal",
 ]

@@ -41,6 +41,7 @@ from dgl_chunked.io.dgl.partition_config import PartitionConfig, write_partition
 from dgl_chunked.io.graphbolt.csc import DGL_DEBUG_ENV, GraphBoltOptions, dgl_debug_mode
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import acquire_lease, check_no_overlap
+from dgl_chunked.storage.trash import wait_for_removals
 from dgl_chunked.storage.zarr_lookup import clear_lookup_cache
 
 __all__ = [
@@ -49,11 +50,18 @@ __all__ = [
     "PartitionSummary",
     "dispatch",
     "staging_location",
+    "wait_for_staging_removal",
     "OUTPUT_KIND",
     "OUTPUT_ENTRIES",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+def wait_for_staging_removal() -> None:
+    """Wait until the stagings this process's runs remove in the background are gone
+    (:attr:`DispatchOptions.background_removal`)."""
+    wait_for_removals()
 
 
 @dataclass(frozen=True)
@@ -181,6 +189,7 @@ def _dispatch(
             lookup_cache_bytes=opts.lookup_budget(),
             wide_ids=opts.wide_ids,
         )
+        staging.remove_leftovers()  # trash directories of stagings whose removal a killed run left
         if staging.start(fingerprint):
             logger.info("resuming from the staging in %s", staging.root)
         runner = StepRunner(client=client, progress=opts.progress, command="dispatch", log=logger)
@@ -232,7 +241,7 @@ def _dispatch(
         )
         path = write_partition_config(out, config, storage_options=storage_options)
         if not opts.keep_staging:
-            staging.wipe()
+            staging.wipe(background=opts.background_removal)
     return DispatchResult(
         config_path=path,
         config=config,

@@ -17,7 +17,7 @@ them), where the step has idle threads for them; other files keep one task.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,10 @@ __all__ = [
     "feature_bytes",
     "feature_pieces",
     "feature_ranges",
+    "features_splittable",
     "finish_features",
+    "most_feature_pieces",
+    "split_feature_tasks",
     "write_feature_rows",
     "write_feature_skeleton",
 ]
@@ -85,12 +88,27 @@ def feature_bytes(plan: PartitionPlan, kind: str, part: int) -> int:
 def feature_pieces(plan: PartitionPlan, kind: str, part: int) -> int:
     """The most pieces file ``kind`` of partition ``part`` may be cut into: one per
     :data:`FEATURE_TASK_BYTES`, rounded up; 1 for a file that is never split (see the module)."""
-    if kind not in ("node_feat", "edge_feat") or fs.is_url(plan.out_dir):
+    if kind not in ("node_feat", "edge_feat"):
         return 1
-    features = _features(plan, kind)[0]
-    if not features or not all(_plain(np.dtype(f.dtype)) for f in features):
-        return 1
-    return max(1, -(-feature_bytes(plan, kind, part) // FEATURE_TASK_BYTES))
+    dtypes = [np.dtype(f.dtype) for f in _features(plan, kind)[0]]
+    return most_feature_pieces(feature_bytes(plan, kind, part), features_splittable(dtypes, plan.out_dir))
+
+
+def features_splittable(dtypes: Sequence[np.dtype[Any]], out_dir: str) -> bool:
+    """Whether a feature file of features of these ``dtypes`` may be split at all: some features,
+    all plain numbers, a local or shared output (the run's plan and the forecast ask the same)."""
+    return bool(dtypes) and all(_plain(d) for d in dtypes) and not fs.is_url(out_dir)
+
+
+def most_feature_pieces(nbytes: int, splittable: bool) -> int:
+    """Pieces at most of a feature file of ``nbytes`` payload bytes: one per :data:`FEATURE_TASK_BYTES`."""
+    return max(1, -(-nbytes // FEATURE_TASK_BYTES)) if splittable else 1
+
+
+def split_feature_tasks(pieces: int) -> int:
+    """Tasks of a feature file written in ``pieces`` pieces: the skeleton, a task per piece and
+    the rename; 1 when not split."""
+    return 1 if pieces <= 1 else pieces + 2
 
 
 def feature_ranges(plan: PartitionPlan, kind: str, part: int, pieces: int) -> list[Piece]:

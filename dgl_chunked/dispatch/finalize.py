@@ -24,6 +24,7 @@ from dgl_chunked.dispatch.ids import IdLayout, owner_of, type_of
 from dgl_chunked.dispatch.kernels import edge_array, node_array
 from dgl_chunked.dispatch.plan import PartitionPlan, PartitionSummary, StagedFeature
 from dgl_chunked.dispatch.staging import segment_bounds
+from dgl_chunked.dispatch.write_pieces import file_kinds
 from dgl_chunked.io.dgl.binary import ArraySpans, HomogeneousGraph, write_graph, write_tensor_dict
 from dgl_chunked.io.graphbolt.csc import write_graphbolt_partition
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE
@@ -272,10 +273,7 @@ def partition_files(plan: PartitionPlan) -> tuple[str, ...]:
     ``<name>.dgl`` tensor dicts. Each file depends only on the staging, so a partition's
     files are written side by side: ``2 partitions`` give 6 tasks, not 2.
     """
-    kinds = ["graph", "node_feat", "edge_feat"]
-    kinds += ["orig_nids"] if plan.save_orig_nids else []
-    kinds += ["orig_eids"] if plan.save_orig_eids else []
-    return tuple(kinds)
+    return file_kinds(plan.save_orig_nids, plan.save_orig_eids)
 
 
 def prepare_partition(plan: PartitionPlan, part: int, *, fresh: bool) -> None:

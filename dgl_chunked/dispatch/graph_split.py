@@ -69,8 +69,11 @@ __all__ = [
     "finish_graph",
     "graph_bytes",
     "graph_pieces",
+    "graph_splittable",
     "halo_ranges",
+    "most_graph_pieces",
     "range_halo",
+    "split_graph_tasks",
     "write_edge_rows",
     "write_skeleton",
 ]
@@ -119,14 +122,45 @@ def _bounds(plan: PartitionPlan, part: int) -> tuple[int, int]:
 def graph_pieces(plan: PartitionPlan, part: int) -> int:
     """The most row ranges partition ``part``'s graph file may be cut into: one per
     :data:`GRAPH_TASK_EDGES` edges, rounded up; 1 for a file that is never split (see the module)."""
-    if plan.graphbolt is not None or plan.keep_halo_edges or plan.graph_formats != ("coo",):
-        return 1
-    if fs.is_url(plan.out_dir):  # holes need a seekable local or shared file
-        return 1
-    total = int(plan.node_layout.part_starts[-1])
-    if HaloBitmap.nbytes(total) > plan.halo_table_bytes:
-        return 1
-    return max(1, -(-int(plan.edge_layout.sizes()[part].sum()) // GRAPH_TASK_EDGES))
+    splittable = graph_splittable(
+        plan.graph_formats,
+        graphbolt=plan.graphbolt is not None,
+        keep_halo_edges=plan.keep_halo_edges,
+        out_dir=plan.out_dir,
+        id_space=int(plan.node_layout.part_starts[-1]),
+        halo_table_bytes=plan.halo_table_bytes,
+    )
+    return most_graph_pieces(int(plan.edge_layout.sizes()[part].sum()), splittable)
+
+
+def graph_splittable(
+    graph_formats: tuple[str, ...],
+    *,
+    graphbolt: bool,
+    keep_halo_edges: bool,
+    out_dir: str,
+    id_space: int,
+    halo_table_bytes: int,
+) -> bool:
+    """Whether a graph file of these options may be split at all: COO only, 1 hop, no GraphBolt,
+    a local or shared output, a HALO bitmap of the ``id_space`` node IDs within the budget
+    (the run's plan and the forecast, :mod:`~dgl_chunked.dispatch.forecast`, ask the same)."""
+    if graphbolt or keep_halo_edges or tuple(graph_formats) != ("coo",):
+        return False
+    if fs.is_url(out_dir):  # holes need a seekable local or shared file
+        return False
+    return HaloBitmap.nbytes(id_space) <= halo_table_bytes
+
+
+def most_graph_pieces(edges: int, splittable: bool) -> int:
+    """Row ranges at most of a graph file of ``edges`` edges: one per :data:`GRAPH_TASK_EDGES`."""
+    return max(1, -(-edges // GRAPH_TASK_EDGES)) if splittable else 1
+
+
+def split_graph_tasks(pieces: int) -> int:
+    """Tasks of a graph file written in ``pieces`` row ranges: its HALO tasks (at most
+    :data:`HALO_TASKS`), the skeleton, a task per range and the rename; 1 when not split."""
+    return 1 if pieces <= 1 else min(HALO_TASKS, pieces) + pieces + 2
 
 
 def graph_bytes(plan: PartitionPlan, part: int) -> int:

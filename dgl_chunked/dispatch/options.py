@@ -52,6 +52,14 @@ class DispatchOptions:
         ``OUT/_staging``. Nothing else in ``staging_dir`` is touched.
     keep_staging
         Keep the staging after success (it is removed by default).
+    background_removal
+        Remove the staging after success off the run's path: renamed at once to a trash
+        name beside it (``_staging.trash-dglc-<random>``), then removed by a background
+        thread while ``dispatch`` returns (local stagings; an object store's is removed
+        before). :func:`~dgl_chunked.dispatch.wait_for_staging_removal` waits for it, and so
+        does the end of the process; a trash directory a killed process left is removed by
+        the next run into the same output. The command line sets it and waits after closing
+        its cluster.
     overwrite
         Replace an existing output directory instead of refusing.
     block_rows
@@ -129,6 +137,7 @@ class DispatchOptions:
     graph_formats: tuple[str, ...] = ("coo",)
     staging_dir: str | None = None
     keep_staging: bool = False
+    background_removal: bool = False
     overwrite: bool = False
     block_rows: int = 1 << 21
     lookup_cache_bytes: int = 256 << 20

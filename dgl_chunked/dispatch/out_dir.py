@@ -10,6 +10,7 @@ from dgl_chunked.errors import OutputExistsError
 from dgl_chunked.io.dgl.partition_config import CONFIG_NAME, ID_MAPPINGS_DIR, OUTPUT_KIND
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import location_token, require_owned
+from dgl_chunked.storage.trash import TRASH_MARK
 
 __all__ = ["OUTPUT_KIND", "OUTPUT_ENTRIES", "STAGING_NAME", "staging_location", "prepare_out_dir"]
 
@@ -20,6 +21,7 @@ OUTPUT_ENTRIES = (
     "part[0-9]*",
     "_tmp_part[0-9]*",
     STAGING_NAME,
+    f"{STAGING_NAME}{TRASH_MARK}*",
     ID_MAPPINGS_DIR,
     ID_MAPPINGS_TMP,
 )

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +51,7 @@ import zarr.storage
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.storage import fs, owned
 from dgl_chunked.storage.arrays import zarr_store
+from dgl_chunked.storage.trash import leftover_trash, move_to_trash, remove_later, wait_for_removals
 from dgl_chunked.storage.zarr_lookup import cached_lookup
 from dgl_chunked.storage.zarr_rows import read_rows
 
@@ -66,6 +68,8 @@ __all__ = [
     "STAGING_ENTRIES",
     "WIPE_THREADS",
 ]
+
+logger = logging.getLogger(__name__)
 
 STAGING_FORMAT = 7
 """Bumped whenever the staging layout changes, so an old staging is never resumed."""
@@ -101,6 +105,17 @@ def _inner_entries(root: str) -> list[str]:
             else:
                 out.append(b.path)
     return out
+
+
+def _wipe_local(root: str) -> None:
+    """Remove the local staging (or trash) directory ``root``: checked, its fingerprint first,
+    its inner entries by :data:`WIPE_THREADS` threads, the rest and the marker last."""
+    if owned.require_owned(root, expected=STAGING_ENTRIES, verb="removed"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(root, "fingerprint.json"))
+        with ThreadPoolExecutor(WIPE_THREADS) as pool:
+            list(pool.map(_remove_path, _inner_entries(root)))
+    owned.remove_owned(root, expected=STAGING_ENTRIES)
 
 
 def _remove_path(path: str) -> None:
@@ -250,7 +265,7 @@ class Staging:
         )
         return False
 
-    def wipe(self) -> None:
+    def wipe(self, *, background: bool = False) -> None:
         """Remove the staging directory (only if it is ours and holds only staging entries).
 
         On a local file system, once the directory is checked, its fingerprint goes first
@@ -260,16 +275,41 @@ class Staging:
         directories of a 10M / 100M staging took 0.9-1.6 s of unlinking on a busy disk,
         each call waiting on the file system's journal. The rest, and the ownership
         marker last, as :func:`~dgl_chunked.storage.owned.remove_owned` removes them.
+
+        With ``background`` (a local staging), the checked directory is renamed to a
+        trash name beside it (:func:`~dgl_chunked.storage.trash.move_to_trash`) and
+        removed so by a background thread: the call returns at once
+        (:func:`~dgl_chunked.storage.trash.wait_for_removals` waits for it), and a trash
+        directory a killed process leaves behind is removed by the next run
+        (:meth:`remove_leftovers`).
         """
         so = self.storage_options
-        if not fs.is_url(self.root) and owned.require_owned(
-            self.root, expected=STAGING_ENTRIES, verb="removed", storage_options=so
-        ):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(self.root, "fingerprint.json"))
-            with ThreadPoolExecutor(WIPE_THREADS) as pool:
-                list(pool.map(_remove_path, _inner_entries(self.root)))
-        owned.remove_owned(self.root, expected=STAGING_ENTRIES, storage_options=so)
+        if fs.is_url(self.root):
+            owned.remove_owned(self.root, expected=STAGING_ENTRIES, storage_options=so)
+            return
+        if not owned.require_owned(self.root, expected=STAGING_ENTRIES, verb="removed", storage_options=so):
+            return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(self.root, "fingerprint.json"))
+        if background:
+            trash = move_to_trash(self.root)
+            remove_later(lambda: _wipe_local(trash), f"the staging's trash directory {trash}")
+            return
+        _wipe_local(self.root)
+
+    def remove_leftovers(self) -> None:
+        """Remove the trash directories of this staging that killed runs left (local only; those
+        that are not ours, or hold other entries, are kept with a warning)."""
+        if fs.is_url(self.root):
+            return
+        wait_for_removals()  # this process's own are not left over: let them end
+        for trash in leftover_trash(self.root):
+            try:
+                _wipe_local(trash)
+            except owned.ForeignDataError as err:
+                logger.warning("kept %s: %s", trash, err)
+            except FileNotFoundError:  # another process's removal of it, still under way
+                logger.debug("%s went away while being removed", trash)
 
     # --- reading -----------------------------------------------------------
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from dgl_chunked._dask import current_client
 
-__all__ = ["cluster_threads", "file_pieces"]
+__all__ = ["cluster_threads", "file_kinds", "file_pieces"]
 
 
 def cluster_threads(client: Any = None) -> int:
@@ -74,3 +74,10 @@ def file_pieces(files: Sequence[tuple[int, int]], threads: int) -> list[int]:
         if pieces[i] < most:
             heapq.heappush(heap, (-(size / pieces[i]), i))
     return pieces
+
+
+def file_kinds(orig_nids: bool, orig_eids: bool) -> tuple[str, ...]:
+    """The files of a partition, in the write step's order (the graph first): ``graph``,
+    ``node_feat``, ``edge_feat``, then ``orig_nids`` / ``orig_eids`` where they are kept
+    (:func:`~dgl_chunked.dispatch.finalize.partition_files` of a run's plan)."""
+    return ("graph", "node_feat", "edge_feat") + ("orig_nids",) * orig_nids + ("orig_eids",) * orig_eids

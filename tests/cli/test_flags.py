@@ -103,6 +103,7 @@ def test_dispatch_flags_become_one_dispatch_options(
         memory_limit=1 << 30,  # the cluster's, parsed once
         graphbolt=GraphBoltOptions(store_eids=False, store_inner_edge=True, sort_bytes=2 << 20),
         node_id_features=("a/b", "c/d=e"),
+        background_removal=True,  # the command waits for the staging's removal after its cluster closed
     )
 
 
@@ -128,7 +129,7 @@ def test_run_flags_become_partition_cluster_and_dispatch_options(
         seed=2**64 - 1, balance_ntypes=("paper", "train_mask"), balance_edges=True, max_memory=1 << 20
     )
     assert got["method"] == "metis" and got["num_parts"] == 3
-    assert got["options"] == DispatchOptions(part_method="metis", progress=True)
+    assert got["options"] == DispatchOptions(part_method="metis", progress=True, background_removal=True)
     assert _no_client.cluster == ClusterOptions(scheduler="tcp://h:1", threads_per_worker=2)  # type: ignore[attr-defined]
 
 

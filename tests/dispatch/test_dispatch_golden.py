@@ -19,7 +19,7 @@ import pytest
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.verify import load_partition_output, verify_partitions
 
-from .helpers import read_assignment_txt
+from .helpers import output_files, read_assignment_txt
 
 NTYPES = ["author", "institution", "paper"]
 
@@ -184,3 +184,32 @@ def test_existing_output_is_refused_then_overwritten(tmp_path, golden_dir):
     assert not (out / "_staging").exists()
     assert sorted(p.name for p in out.iterdir()) == [".dglc-owned.json", "metadata.json", "part0", "part1"]
     shutil.rmtree(out)
+
+
+def test_staging_removed_in_the_background_and_a_killed_runs_trash_by_the_next_run(
+    tmp_path: Path, golden_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``background_removal``: the same partitions; the staging gone from its place when dispatch
+    returns and from the disk once waited for; a trash a killed process left removed by a rerun."""
+    from dgl_chunked.dispatch import staging as staging_module
+    from dgl_chunked.dispatch import wait_for_staging_removal
+    from dgl_chunked.storage.trash import TRASH_MARK
+
+    tiny = golden_dir / "tiny-pipeline"
+    args = (tiny / "chunked", tiny / "partition_assignment")
+    dispatch(*args, tmp_path / "wait")
+    out = tmp_path / "out"
+    dispatch(*args, out, options=DispatchOptions(background_removal=True))
+    assert not (out / "_staging").exists()
+    wait_for_staging_removal()
+    assert sorted(p.name for p in out.iterdir()) == [".dglc-owned.json", "metadata.json", "part0", "part1"]
+    assert output_files(out) == output_files(tmp_path / "wait")
+
+    monkeypatch.setattr(staging_module, "remove_later", lambda remove, what: None)  # killed before it ran
+    dispatch(*args, out, options=DispatchOptions(background_removal=True, overwrite=True))
+    [trash] = [p.name for p in out.iterdir() if TRASH_MARK in p.name]
+    assert trash.startswith("_staging" + TRASH_MARK)
+    monkeypatch.undo()
+    dispatch(*args, out, options=DispatchOptions(overwrite=True))  # the next run removes it
+    assert sorted(p.name for p in out.iterdir()) == [".dglc-owned.json", "metadata.json", "part0", "part1"]
+    assert output_files(out) == output_files(tmp_path / "wait")

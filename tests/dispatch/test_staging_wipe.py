@@ -10,6 +10,7 @@ import pytest
 from dgl_chunked.dispatch import staging as staging_module
 from dgl_chunked.dispatch.staging import Staging
 from dgl_chunked.storage.owned import MARKER_NAME, ForeignDataError
+from dgl_chunked.storage.trash import TRASH_MARK, leftover_trash, remove_later, wait_for_removals
 
 
 def _filled(root: Path) -> Staging:
@@ -53,3 +54,38 @@ def test_an_interrupted_wipe_leaves_a_staging_no_run_resumes(tmp_path: Path, mon
     assert staging.fingerprint() is None
     assert staging.start("fp-1") is False  # the same run starts afresh: nothing half-removed is reused
     assert staging.done_value("edges/e/0") is staging_module.MISSING
+
+
+def test_a_background_wipe_takes_the_staging_away_at_once_and_removes_it_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renamed to a trash name first (no run resumes it), then removed by a thread the caller waits for."""
+    staging = _filled(tmp_path / "staging")
+    started: list[tuple[object, str]] = []
+    monkeypatch.setattr(staging_module, "remove_later", lambda remove, what: started.append((remove, what)))
+    staging.wipe(background=True)
+    assert not (tmp_path / "staging").exists()  # gone from its place before the removal ran
+    [trash] = leftover_trash(str(tmp_path / "staging"))
+    assert Path(trash).name.startswith("staging" + TRASH_MARK)
+    assert (Path(trash) / MARKER_NAME).exists() and not (Path(trash) / "fingerprint.json").exists()
+    assert Staging(trash).fingerprint() is None  # nothing resumes a trash directory
+    [(remove, _)] = started
+    remove_later(remove, "test")  # type: ignore[arg-type]  # the real thread this time
+    wait_for_removals()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_killed_runs_trash_is_removed_by_the_next_run_and_a_foreign_one_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "staging"
+    monkeypatch.setattr(staging_module, "remove_later", lambda remove, what: None)  # killed before it ran
+    _filled(root).wipe(background=True)
+    _filled(root).wipe(background=True)
+    left = leftover_trash(str(root))
+    assert len(left) == 2
+    (Path(left[1]) / "notes.txt").write_text("mine")  # an entry the tool never writes: not ours to delete
+    (tmp_path / ("other" + TRASH_MARK + "x")).mkdir()  # another directory's trash name: not this staging's
+    Staging(str(root)).remove_leftovers()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([Path(left[1]).name, "other" + TRASH_MARK + "x"])
+    assert (Path(left[1]) / "notes.txt").read_text() == "mine"

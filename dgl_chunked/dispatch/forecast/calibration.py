@@ -48,6 +48,17 @@ class Calibration:
     """Peak working set of an edge-staging task, per edge of its chunk (CSV parse included)."""
     writer_bytes_per_segment_edge: float
     """Peak working set of a writer per edge of its largest staged segment (int64 copies)."""
+    # The split writers' terms (graph_split; a split feature file costs write_s_per_byte per byte,
+    # as its one-task writer): benchmarks/bench_cores.py --plan-threads 16 at 10M / 100M, 2 parts,
+    # 1 worker (benchmarks/results/cores.json "runs_plan_threads", load 3.8): HALO tasks 4.21 s,
+    # skeletons 0.78 s, ranges 11.16 s for 100M edges and 2 x 10M node IDs; not refitted by
+    # fit_calibration.py (its runs split nothing: 2 workers, 6 files).
+    split_halo_s_per_edge: float = 4.2e-08
+    """A graph file written in row ranges (``graph_split``): a HALO task, per edge it reads."""
+    split_skeleton_s_per_id: float = 3.9e-08
+    """A split graph file's skeleton task, per node ID of the graph (it joins the HALO bitmaps)."""
+    split_rows_s_per_edge: float = 1.12e-07
+    """A split graph file's row-range task, per edge it writes."""
 
 
 CALIBRATION = Calibration(

@@ -14,10 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
+from dgl_chunked.dispatch.forecast.writes import PartSizes, WritePlan, plan_writes
 from dgl_chunked.dispatch.halo.bitmap import HaloBitmap
 from dgl_chunked.dispatch.halo.ranges import range_width
 from dgl_chunked.dispatch.ids import compact_owner_dtype, staged_id_dtype
@@ -60,6 +62,8 @@ class DispatchForecast:
     output_bytes: int
     halo_nodes_per_part: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    writes: WritePlan | None = None
+    """The write step's files and the pieces each is written in on ``workers`` threads."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,14 @@ def _features(graph: ChunkedGraph, kind: str) -> list[tuple[list[int], int, int]
             refs = graph.feature_groups(kind, type_name, feat)  # type: ignore[arg-type]
             out.append(([r.rows for r in refs], int(np.prod(shape, dtype=np.int64)) * itemsize, itemsize))
     return out
+
+
+def _dtypes(graph: ChunkedGraph, kind: str, extra_row_bytes: int) -> list[np.dtype[Any]]:
+    """The dtype of every feature of a partition's node or edge feature file (int64 computed node data)."""
+    meta = graph.metadata
+    data = meta.node_data if kind == "node" else meta.edge_data
+    out = [np.dtype(graph.feature_info(kind, t, f)[0]) for t, feats in data.items() for f in feats]  # type: ignore[arg-type]
+    return out + [np.dtype(np.int64)] * bool(extra_row_bytes)
 
 
 def _feature_bytes(graph: ChunkedGraph, kind: str) -> tuple[int, list[int]]:
@@ -168,6 +180,7 @@ def forecast_dispatch(
     workers: int = 1,
     extra_node_row_bytes: int = 0,
     calibration: Calibration = CALIBRATION,
+    out_dir: str = "",
 ) -> DispatchForecast:
     """Forecast :func:`~dgl_chunked.dispatch.dispatch` of ``graph`` into ``num_parts`` parts.
 
@@ -180,11 +193,14 @@ def forecast_dispatch(
     options
         The dispatch options of the run (block rows, formats, budgets, ...).
     workers
-        Worker threads of the cluster (processes x threads).
+        Worker threads of the cluster (processes x threads): the write step splits files
+        into the threads its files would leave idle (:mod:`.writes`).
     extra_node_row_bytes
         Bytes per node of computed node data (``trainer_id``: 8 with trainers > 1).
     calibration
         The cost model's constants.
+    out_dir
+        The run's output directory (files of a URL's partitions are never split); default local.
 
     Returns
     -------
@@ -235,18 +251,29 @@ def forecast_dispatch(
         ),
         cal.edge_overhead_s + _task_seconds(edge_work, workers),
     )
-    # every file of a partition is a task of its own (dispatch.finalize.partition_files):
-    # the graph, node_feat.dgl, edge_feat.dgl, and orig_nids / orig_eids when asked for
-    write_files = [
-        per_part.edges * cal.write_s_per_edge + (per_part.nodes + per_part.halo) * cal.write_s_per_node,
-        per_part.node_feat_bytes * cal.write_s_per_byte,
-        per_part.edge_feat_bytes * cal.write_s_per_byte,
-    ] + [0.0] * (int(opts.save_orig_nids) + int(opts.save_orig_eids))
+    # every file of a partition is a task of its own (dispatch.finalize.partition_files), split into
+    # several where the cluster's threads outnumber the files (dispatch.write_pieces): forecast.writes
+    writes = plan_writes(
+        PartSizes(
+            per_part.nodes,
+            per_part.edges,
+            per_part.halo,
+            per_part.node_feat_bytes + per_part.nodes * extra_node_row_bytes,
+            per_part.edge_feat_bytes,
+        ),
+        num_parts,
+        n_total,
+        {"node_feat": _dtypes(graph, "node", extra_node_row_bytes), "edge_feat": _dtypes(graph, "edge", 0)},
+        opts,
+        out_dir,
+        workers,
+        cal,
+    )
     write_step = StepForecast(
         "write partitions",
-        num_parts * len(write_files),
+        writes.tasks,
         _writer_bytes(per_part, n_total, max(edge_rows, default=0), num_parts, opts, cal),
-        cal.write_overhead_s + _task_seconds(write_files * num_parts, workers),
+        cal.write_overhead_s + max(_task_seconds(writes.work, workers), writes.chain),
     )
     notes = ["partition sizes assume a balanced assignment; HALO counts a graph without locality"]
     if opts.keep_halo_edges or opts.halo_hops > 1:
@@ -261,6 +288,7 @@ def forecast_dispatch(
         output_bytes=num_parts * _output_bytes(per_part, graph, opts, extra_node_row_bytes) + HEADER_BYTES,
         halo_nodes_per_part=per_part.halo,
         notes=tuple(notes),
+        writes=writes,
     )
 
 

@@ -54,6 +54,7 @@ from dgl_chunked.dispatch.forecast.requests import (
     feature_task_requests,
     number_task_requests,
     open_requests,
+    split_file_requests,
     write_client_requests,
     write_partition_requests,
 )
@@ -299,8 +300,11 @@ def _write_step(
         edge_tasks, feat_tasks, blocks, len(meta.node_types), opts.save_orig_nids, opts.save_orig_eids
     )
     step = _Step("write partitions")
-    for _ in range(num_parts):
-        step.add(int(per_part_down), int(out_per_part), requests)
+    for p in range(num_parts):  # files split into pieces (forecast.writes) read a few segments again
+        split = sum(
+            split_file_requests(f.kind, f.pieces[p]) for f in (forecast.writes.files if forecast.writes else ())
+        )
+        step.add(int(per_part_down), int(out_per_part), requests + split)
     files = num_parts * (3 + opts.save_orig_nids + opts.save_orig_eids)
     step.client = (0, 4096, write_client_requests(files))  # metadata.json, marks, the staging's records
     return step

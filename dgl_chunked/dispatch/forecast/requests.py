@@ -23,6 +23,8 @@ part per input file, per task and per node type.
 
 from __future__ import annotations
 
+from dgl_chunked.dispatch.graph_split import HALO_TASKS
+
 __all__ = [
     "ASSIGN_TASK_REQUESTS",
     "REQUEST_DOWN_BYTES",
@@ -31,6 +33,7 @@ __all__ = [
     "assignment_write_requests",
     "edge_task_requests",
     "feature_task_requests",
+    "split_file_requests",
     "number_task_requests",
     "open_requests",
     "write_client_requests",
@@ -85,6 +88,20 @@ def write_partition_requests(
     if orig_eids:
         requests += 5 + 4 * edge_tasks
     return requests
+
+
+def split_file_requests(kind: str, pieces: int) -> int:
+    """What a file written in ``pieces`` (``dispatch.write_pieces``) adds to its one-task
+    writer's requests: its partial file made and renamed (2), and per cut between two
+    pieces the staged segment it falls in read again by the next piece (3 per array: the
+    sources of a graph file's HALO tasks (at most ``graph_split.HALO_TASKS``), sources and destinations of its
+    row ranges; a feature file's rows). A model of the code, not measured against a
+    relay: only files on a local or shared file system are split."""
+    if pieces <= 1:
+        return 0
+    if kind == "graph":
+        return 2 + 3 * ((min(HALO_TASKS, pieces) - 1) + 2 * (pieces - 1))
+    return 2 + 3 * (pieces - 1)
 
 
 def write_client_requests(files: int) -> int:

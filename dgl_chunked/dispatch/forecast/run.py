@@ -18,6 +18,7 @@ from dgl_chunked.dispatch.forecast.calibration import CALIBRATION, Calibration
 from dgl_chunked.dispatch.forecast.estimates import StepForecast, forecast_dispatch
 from dgl_chunked.dispatch.forecast.network import NetworkForecast, assignment_file_bytes, forecast_network
 from dgl_chunked.dispatch.forecast.space import DiskNeed, check_space, disk_needs, format_bytes
+from dgl_chunked.dispatch.forecast.writes import WritePlan
 from dgl_chunked.dispatch.options import DispatchOptions
 from dgl_chunked.dispatch.out_dir import staging_location
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
@@ -55,6 +56,8 @@ class RunForecast:
     network: NetworkForecast | None = None
     """Bytes over the network per step (and time at a bandwidth) when the storage is
     remote or ``hosts`` was given."""
+    writes: WritePlan | None = None
+    """The write step's files and the tasks that write them on ``workers`` threads."""
 
     def check_space(self) -> None:
         """Raise :class:`~dgl_chunked.errors.InsufficientSpaceError` when a filesystem lacks the space."""
@@ -71,6 +74,8 @@ class RunForecast:
         for s in self.stages:
             lines.append(f"{s.name:<28}{s.tasks:>7}{(base + s.task_bytes) / 1e6:>16.0f}{s.seconds:>10.1f}")
         lines.append(f"{'total':<28}{'':>7}{self.peak_worker_bytes / 1e6:>16.0f}{self.seconds:>10.1f}")
+        if self.writes is not None:
+            lines.append(self.writes.describe())
         lines.append(f"staging: {format_bytes(self.staging_bytes)}; output: {format_bytes(self.output_bytes)}")
         for d in self.disks:
             free = "unknown (not a local filesystem)" if d.free is None else format_bytes(d.free)
@@ -162,6 +167,7 @@ def forecast_run(
         workers=threads,
         extra_node_row_bytes=8 if num_trainers_per_machine > 1 else 0,
         calibration=calibration,
+        out_dir=str(out_dir),
     )
     stages = forecast.stages
     notes = list(forecast.notes)
@@ -205,6 +211,7 @@ def forecast_run(
         notes=tuple(notes),
         worker_base_bytes=calibration.worker_base_bytes,
         network=network,
+        writes=forecast.writes,
     )
 
 

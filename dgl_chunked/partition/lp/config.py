@@ -63,14 +63,26 @@ class LPConfig:
     coarse_nodes, coarse_entries
         The in-memory budget: coarsening stops at the first level with at most this
         many nodes and entries (both directions of every weighted edge), which the
-        driver task then partitions with METIS. The driver's peak for it is
-        estimated at ``100 * coarse_entries + 200 * coarse_nodes`` bytes (about 0.2 GB
-        at the defaults), whatever the graph size.
+        driver task then partitions with METIS. At the coarsest level the driver's
+        worker holds that graph: the gathered entries, their CSR (int64) and METIS's
+        copy and working graphs, estimated at ``100 * coarse_entries + 200 *
+        coarse_nodes`` bytes (about 0.2 GB at the defaults), whatever the graph size.
+        Measured (issue #38, h-38m, ``bench_lp.py --sbm 1000000:10000000 --parts 8``,
+        2 workers, load 5-8): a level of 148k nodes and 15.9M entries (budget
+        ``2**24``) took the driver's worker to 2096 MB (the other 899 MB: about 75 bytes
+        per entry) and METIS 15-19 s per call (``initial`` 74.9 s, ``purify`` 75.4 s for
+        the four calls); and a larger budget cuts more there: the coarsening stops
+        before the cluster caps grow, and METIS's partition of a level of many small
+        clusters cuts more than its partition of the coarser one: cut 0.2146 at
+        ``2**22`` and ``2**23`` entries (coarsest 23.5k / 27.4k nodes), 0.2116 at
+        ``2**24``, against 0.2054 at the default (7.5k / 5.4k nodes). The budget is a
+        fixed default, not derived from the workers' memory: the output must not
+        depend on the cluster it runs on.
     cluster_rounds
         Clustering rounds per coarsening level (each lets a seeded half of the
         nodes join a neighbouring cluster). Issue #38's faster shrinkage (4 rounds,
         ``cluster_min_share`` 0.5, ``min_shrink`` 0.3, ``fit_passes`` 8; options, not
-        the defaults), in one process, sbm-skewed 1M nodes / 10M edges, 8 parts, one
+        the defaults, but ``min_shrink`` 0.3 since h-38m), in one process, sbm-skewed 1M nodes / 10M edges, 8 parts, one
         cluster weight: the first level keeps 217k nodes instead of 374k, the
         coarsening takes 6 levels and 50M entries written instead of 10 and 94M, cut
         0.2033 against 0.2058; 250k / 2.5M: 3 levels instead of 7, cut 0.1959 against
@@ -124,9 +136,30 @@ class LPConfig:
     min_shrink
         A level must have at most ``1 - min_shrink`` times the nodes of the level
         before, else the cluster caps grow 4x for the next levels (up to half a part's
-        share); stalled at that, the streaming placement alone is used. With 0.05
-        the levels of 1M / 10M shrinking 3-23% go on until one shrinks under 5%
-        (issue #38; 0.3 is part of its faster shrinkage, see ``cluster_rounds``).
+        share; stalled at that, see ``stall_nodes``). With 0.05 (the default before
+        issue #38's h-38m) the levels of 1M / 10M shrinking 3-23% went on until one
+        shrank under 5%: 12 and 11 levels per cluster weight, the entries of levels 3-7
+        only 3-17% fewer each. With 0.3 the caps grow after level 4 (23%): 7 and 7
+        levels, and the coarsest clusters (11.3k and 8.6k nodes) are purer for the
+        purified assignment, cut 0.2031 against 0.2054 (``bench_lp.py --sbm
+        1000000:10000000 --parts 8``, same run hour, load 6-7; coarsening 105.0 s
+        against 90.8 s at load 7 there, so time figures from quiet runs only:
+        ``benchmarks/results/lp.json``): in the same run levels 5-7 took 12.7 s
+        against 26.5 s for levels 5-12 before. But at 250k / 2.5M it cuts 4.8% more
+        (0.2047 against 0.1953; coarsening 19.3 s against 24.5 s, one lock hold at load
+        4-7). The 50k planted graphs of ``bench_partition_quality.py`` coarsen one
+        level only (unchanged).
+    stall_shrink, stall_nodes, stall_entries
+        The stall budget (``stall_nodes`` nodes and ``stall_entries`` entries, at least
+        the in-memory budget; the driver's peak as estimated there): a coarsening that
+        ends above the in-memory budget, because a level stalls at the largest clusters
+        (caps of half a part) or ``max_levels`` is reached, hands its last level to
+        METIS when it fits the stall budget (before issue #38's h-38m: the streaming
+        placement alone); the defaults add nodes only (``2**17``: 26 MB more, the
+        entries' ``2**21`` kept), so that one worker stays within the coarse budget's
+        memory. With ``stall_shrink`` above 0, coarsening also stops at the first level
+        that shrinks (in nodes) by less than that fraction and fits the stall budget
+        (0, the default: never, since stopping early cuts more; see ``coarse_nodes``).
     fit_passes
         Passes of the acceptance of the joins to a cluster (:func:`.coarsen_kernels.accept_in_passes`):
         each accepts, highest gain first, the proposals up to the first that would
@@ -182,7 +215,10 @@ class LPConfig:
     coarse_entries: int = 1 << 21
     cluster_rounds: int = 2
     cluster_weight: float = 0.005
-    min_shrink: float = 0.05
+    min_shrink: float = 0.3
+    stall_shrink: float = 0.0
+    stall_nodes: int = 1 << 17
+    stall_entries: int = 1 << 21
     max_levels: int = 16
     coarse_refine_rounds: int = 2
     purify_rounds: int = 2
@@ -200,6 +236,10 @@ class LPConfig:
             problems.append(
                 f"refine_passes, group_entries: expected >= 0 and >= 1, found "
                 f"{self.refine_passes!r}, {self.group_entries!r}"
+            )
+        if min(self.stall_nodes, self.stall_entries) < 0:
+            problems.append(
+                f"stall_nodes, stall_entries: expected >= 0, found {self.stall_nodes!r}, {self.stall_entries!r}"
             )
         if self.purify_rounds < 0:
             problems.append(f"purify_rounds: expected >= 0, found {self.purify_rounds!r}")
@@ -222,6 +262,7 @@ class LPConfig:
             "refine_min_gain": self.refine_min_gain,
             "round_nodes": self.round_nodes,
             "min_shrink": self.min_shrink,
+            "stall_shrink": self.stall_shrink,
             "multilevel_above": self.multilevel_above,
             "two_hop_above": self.two_hop_above,
         }

@@ -27,11 +27,13 @@ entries then is kept:
      cluster weights summed as node weights, both in array files
      (:mod:`dgl_chunked.storage.arrays`) in the scratch directory, through fsspec.
      Repeated until the graph fits the in-memory budget (``coarse_nodes`` nodes and
-     ``coarse_entries`` entries); a level that barely shrinks relaxes the cluster caps
-     4x (up to half a part). A level's clustering files are deleted once it is
-     contracted, its entries and weights once it is projected to the finer level (the
-     cluster maps stay for the purification), every coarse level after its cluster
-     weight's assignments are made;
+     ``coarse_entries`` entries); a level that shrinks by under ``min_shrink`` (30%)
+     relaxes the cluster caps 4x (up to half a part); a coarsening stopped above the
+     budget (stalled at those caps, or ``max_levels``) hands its last level to METIS
+     when it fits the stall budget (``stall_nodes``, ``stall_entries``). A level's
+     clustering files are deleted once it is contracted, its entries and weights once
+     it is projected to the finer level (the cluster maps stay for the purification),
+     every coarse level after its cluster weight's assignments are made;
   b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
      ``balance_edges``);
@@ -150,7 +152,9 @@ table lookups (random gathers of labels, cluster weights and maps) 23 s, the
 proposal kernel's numpy 18 s, entry reads 11 s, file reads and writes 18 s.
 Two-hop clustering (``LPConfig.two_hop_above``) halves the level count at 250k nodes
 but cuts 7-8% more (0.2211 against 0.2054 at 1M for 10% less CPU), so it is off; caps
-that grow sooner (``min_shrink`` 0.3) cost 5% of the cut at 250k for 25% less CPU.
+that grow sooner (``min_shrink`` 0.3) cost 5% of the cut at 250k for 25% less CPU with
+4 clustering rounds and ``cluster_min_share`` 0.5 (alone, the default since h-38m, they
+cut 1% less at 1M: see **Levels**).
 Since this profile a level's clustering files are deleted once it is contracted and
 its entries once it is projected (before: every level kept to the end, 2.8 GB in the
 multilevel scratch at 1M). The second cluster weight
@@ -174,7 +178,12 @@ level's entries (3 x int64 each, 4.4 GB at level 1) stay until the uncoarsening,
 tables outgrow the caches.
 
 **Levels** (issue #38; ``bench_lp.py`` prints a line per level: nodes, entries,
-clustering rounds, joins accepted, seconds). At the defaults the first levels halve the
+clustering rounds, joins accepted, seconds). Since h-38m the caps grow after a level
+shrinking under 30% (``min_shrink``): at 1M / 10M 7 and 7 levels per cluster weight
+(1M -> 374k -> 148k -> 87k -> 67k -> 37k -> 31k -> 11k nodes), cut 0.2031; a larger
+in-memory budget, or stopping at the first stalled level that fits one, cuts more
+(0.2116-0.2146: METIS on a level of many small clusters) and METIS's time and memory
+grow with it (``LPConfig.coarse_nodes``). Before (``min_shrink`` 0.05) the first levels halve the
 nodes (sbm-skewed 1M / 10M, 8 parts: 1M -> 374k -> 147k) but the entries fall only 7-17%
 per level (clusters of a few nodes of 10k-100k-node communities keep nearly every edge to
 a distinct cluster), and from the third level on the clustering stalls: the joins go to
@@ -216,7 +225,9 @@ The multilevel tasks each hold one block's staged entries (about 60 bytes per en
 of the moving half with their temporaries: ``block_rows`` times the mean degree),
 label and weight tables read whole under 64 MiB (else one block at a time) and
 per-node arrays of the block; the driver holds the coarsest graph (at most
-``coarse_nodes`` and ``coarse_entries``; estimated 0.2 GB at the defaults). Their scratch
+``coarse_nodes`` and ``coarse_entries``, or the stall budget's ``stall_nodes``: estimated
+0.2 GB at the defaults, 100 bytes per entry and 200 per node, whatever the graph; 148k
+nodes and 15.9M entries took its worker to 2.1 GB). Their scratch
 keeps every coarse level's entries until the uncoarsening, each file in the narrowest
 integer type of its values (:func:`.coarsen_tasks.save_split`): 12 bytes per entry
 (uint32), 6 (uint16) once a level's IDs and weights stay under 65,536, 24 (int64) from

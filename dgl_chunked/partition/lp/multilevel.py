@@ -28,7 +28,7 @@ from dgl_chunked.partition.lp import projection as P
 from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import streaming as D
-from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 from dgl_chunked.partition.metis import metis_parts
 
@@ -170,15 +170,19 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list
 
 def _coarsen_levels(state: D.State, level: C.Level, fraction: float) -> list[C.Level] | None:
     """Coarsen until the graph fits the budget (clusters within ``fraction`` of a part's
-    share, relaxed when a level stalls): every level from ``level`` to the coarsest, or
-    None when a level stalls at the largest clusters or ``max_levels`` is reached."""
+    share, relaxed when a level stalls): every level from ``level`` to the coarsest.
+
+    A level that shrinks by less than ``stall_shrink`` and fits the stall budget
+    (``stall_nodes``, ``stall_entries``) is the coarsest; so is
+    the last one when the clustering stalls at the largest clusters or ``max_levels``
+    is reached, if it fits the stall budget; else None (the streaming placement only).
+    """
     plan, cfg = state.plan, state.plan.config
     levels = [level]
     nodes, entries = int(state.linked.sum()), int(sum(int(c.sum()) for c in state.block_counts))
     while nodes > cfg.coarse_nodes or entries > cfg.coarse_entries:
         if level.index >= cfg.max_levels:
-            logger.warning("lp: %d nodes left after %d levels; streaming placement only", nodes, level.index)
-            return None
+            return _stalled_end(cfg, levels, nodes, entries, f"max_levels ({cfg.max_levels})")
         start = time.perf_counter()
         coarse, coarse_nodes, coarse_entries, between, rounds, moved = _coarsen(level, plan, fraction)
         logger.info(
@@ -191,17 +195,46 @@ def _coarsen_levels(state: D.State, level: C.Level, fraction: float) -> list[C.L
             time.perf_counter() - start,
         )
         logger.debug("lp: level %d: entries of weight %d", coarse.index, between)
-        if coarse_nodes > (1 - cfg.min_shrink) * nodes:  # the cluster caps hold it back: relax them
-            if fraction >= _MAX_FRACTION:
-                logger.warning(
-                    "lp: clustering stalled at %d nodes (level %d); streaming placement only", nodes, level.index
-                )
-                return None
-            fraction = min(_MAX_FRACTION, 4 * fraction)
+        stalled = coarse_nodes > (1 - cfg.min_shrink) * nodes  # the cluster caps hold it back
+        slow = coarse_nodes > (1 - cfg.stall_shrink) * nodes
         if coarse_nodes < nodes:
+            if slow and _fits_stall(cfg, coarse_nodes, coarse_entries):  # METIS takes it from here
+                logger.info(
+                    "lp: level %d shrank %d -> %d nodes: within the stall budget, to METIS",
+                    coarse.index,
+                    nodes,
+                    coarse_nodes,
+                )
+                return [*levels, coarse]
             level, nodes, entries = coarse, coarse_nodes, coarse_entries
             levels.append(level)
+        else:  # not a level: the next try rewrites it
+            coarse.remove()
+        if stalled:  # relax the caps
+            if fraction >= _MAX_FRACTION:
+                return _stalled_end(cfg, levels, nodes, entries, "the largest clusters")
+            fraction = min(_MAX_FRACTION, 4 * fraction)
     return levels
+
+
+def _fits_stall(cfg: LPConfig, nodes: int, entries: int) -> bool:
+    """Whether a level of ``nodes`` nodes and ``entries`` entries fits the stall budget
+    (``LPConfig.stall_nodes``, ``stall_entries``)."""
+    return nodes <= cfg.stall_nodes and entries <= cfg.stall_entries
+
+
+def _stalled_end(cfg: LPConfig, levels: list[C.Level], nodes: int, entries: int, why: str) -> list[C.Level] | None:
+    """The levels of a coarsening stopped above the budget (by ``why``): kept, the last
+    one for METIS, when it fits the stall budget; else None (streaming placement only)."""
+    if _fits_stall(cfg, nodes, entries):
+        logger.info(
+            "lp: coarsening stopped by %s at level %d: within the stall budget, to METIS", why, levels[-1].index
+        )
+        return levels
+    logger.warning(
+        "lp: coarsening stopped by %s at %d nodes (level %d); streaming placement only", why, nodes, levels[-1].index
+    )
+    return None
 
 
 def _purify(levels: list[C.Level], plan: LPPlan) -> tuple[TaskGraph, list[str]]:

@@ -139,5 +139,7 @@ def test_plan_says_which_scheduler_run_would_choose_and_why(graph_dir: Path, tmp
     line = next(x for x in res.output.splitlines() if x.startswith("scheduler: "))
     assert line.startswith("scheduler: 8 worker process(es) x 1 thread (")
     assert "8 GiB of memory hold 8 at 1 GiB each" in line
+    assert "partition(s) (random) on 8 worker thread(s)" in res.output  # the forecast is of that cluster
+    assert "write partitions: 6 tasks for 2 x 3 files on 8 thread(s)" in res.output
     res = CliRunner().invoke(cli, [*args, "--workers", "3"])  # a cluster flag: no choice to print
     assert "scheduler: " not in res.output

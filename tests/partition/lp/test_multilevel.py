@@ -268,13 +268,24 @@ def test_seed_changes_the_result(
 def test_stalled_coarsening_falls_back_to_streaming(planted: tuple[GraphTruth, ChunkedGraph], caplog: object) -> None:
     import logging
 
-    register_method("lp", LPMethod(LPConfig(block_rows=2048, coarse_nodes=10, max_levels=1)), overwrite=True)
+    # no stall budget: a coarsening stopped above the budget leaves the streaming placement
+    config = LPConfig(block_rows=2048, coarse_nodes=10, max_levels=1, stall_nodes=0)
+    register_method("lp", LPMethod(config), overwrite=True)
     try:
-        with caplog.at_level(logging.WARNING, logger="dgl_chunked.partition.lp"):  # type: ignore[attr-defined]
+        with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):  # type: ignore[attr-defined]
+            got = _parts(planted[1], 4)["_N"]
+            assert "streaming placement only" in caplog.text  # type: ignore[attr-defined]
+            assert "multilevel [None, None]: keeping the streaming" in caplog.text  # type: ignore[attr-defined]
+            _check_caps(planted[1], got, 4)
+            caplog.clear()  # type: ignore[attr-defined]
+            # within the default stall budget the level reached is METIS's
+            register_method("lp", LPMethod(LPConfig(block_rows=2048, coarse_nodes=10, max_levels=1)), overwrite=True)
             got = _parts(planted[1], 4)["_N"]
     finally:
         register_method("lp", LPMethod(), overwrite=True)
-    assert "streaming placement only" in caplog.text  # type: ignore[attr-defined]
+    text = caplog.text  # type: ignore[attr-defined]
+    assert "coarsening stopped by max_levels (1) at level 1: within the stall budget, to METIS" in text
+    assert "streaming placement only" not in text and "multilevel [None]" not in text
     _check_caps(planted[1], got, 4)
 
 
