@@ -76,6 +76,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
@@ -294,15 +295,19 @@ def _run_cli(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     return {"mode": mode, "wall": wall, "chose": chose, "lines": lines}
 
 
-def predict(runs: dict[int, dict[str, Any]], p: int) -> float | None:
-    """client + sum over steps of max(work / P, longest), from the runs at 1 and 2 workers."""
+def _predicted(runs: dict[int, dict[str, Any]], step_seconds: Callable[[dict[str, Any]], float]) -> float | None:
+    """The client's time (the run at 2 workers', else at 1) plus ``step_seconds`` of each step
+    of the run at 1 worker; None without a run at 1 worker."""
     one = runs.get(1)
     if one is None:
         return None
-    total = runs[2]["client"] if 2 in runs else one["client"]
-    for row in one["steps"].values():
-        total += max(row["work"] / p, row["longest"])
-    return float(total)
+    client = runs[2]["client"] if 2 in runs else one["client"]
+    return float(client + sum(step_seconds(row) for row in one["steps"].values()))
+
+
+def predict(runs: dict[int, dict[str, Any]], p: int) -> float | None:
+    """client + sum over steps of max(work / P, longest), from the runs at 1 and 2 workers."""
+    return _predicted(runs, lambda row: max(row["work"] / p, row["longest"]))
 
 
 def list_schedule(durations: list[float], p: int) -> float:
@@ -316,11 +321,9 @@ def list_schedule(durations: list[float], p: int) -> float:
 
 def predict_scheduled(runs: dict[int, dict[str, Any]], p: int) -> float | None:
     """client + sum over steps of the greedy schedule of the 1-worker run's tasks on P workers."""
-    one = runs.get(1)
-    if one is None or any("durations" not in row for row in one["steps"].values()):
-        return None
-    total = runs[2]["client"] if 2 in runs else one["client"]
-    return float(total + sum(list_schedule(row["durations"], p) for row in one["steps"].values()))
+    if 1 in runs and any("durations" not in row for row in runs[1]["steps"].values()):
+        return None  # figures from before the task seconds were kept
+    return _predicted(runs, lambda row: list_schedule(row["durations"], p))
 
 
 def _print(runs: dict[int, dict[str, Any]], cli: list[dict[str, Any]], args: argparse.Namespace) -> None:
