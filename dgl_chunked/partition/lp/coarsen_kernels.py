@@ -74,7 +74,7 @@ def joins_and_favourites(
     seed: int,
     salt: int,
     min_share: float = 0.0,
-) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray]:
+) -> tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray, int]:
     """The cluster each node would join: the one it is most connected to among the
     other clusters that still have room for it, when that beats its own cluster; and
     every node's *favourite* cluster (one compiled pass over the entries,
@@ -108,7 +108,9 @@ def joins_and_favourites(
     ``(node, cluster, connection)`` of the other cluster each node
     is most connected to, full or not (ties: lowest seeded hash, as the joins), sorted
     by node; the two-hop clustering (:func:`two_hop_joins`) groups the nodes that
-    could not join it.
+    could not join it; last, how many of the clusters a node weighed joining had no
+    room for it: 0 means that any larger ``caps`` give the same joins (a cluster weight
+    shares such levels with the larger ones, :mod:`.shared_levels`).
     """
     u, c, w = (ints(x) for x in (u, c, w))
     if callable(cluster_weight):  # one row per entry (entries without a cluster read row 0)
@@ -117,7 +119,7 @@ def joins_and_favourites(
     else:
         table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, c.dtype)
     caps = np.ascontiguousarray(caps, np.int64)
-    got: tuple[IdArray, IdArray, IdArray, IdArray, IdArray, IdArray] = joins_kernel(
+    *got, blocked = joins_kernel(
         u,
         c,
         crow,
@@ -129,7 +131,8 @@ def joins_and_favourites(
         caps,
         float(min_share),
     )
-    return got
+    node, cluster, gain, fnode, fcluster, fconn = got
+    return node, cluster, gain, fnode, fcluster, fconn, int(blocked)
 
 
 def two_hop_joins(node: IdArray, favourite: IdArray, *, seed: int, salt: int) -> tuple[IdArray, IdArray]:

@@ -24,8 +24,8 @@ by one task; "pieces" are the per-destination parts of one writer's file
     ML/<L>/left-<b>.bin      int64 [k, 1 + C]  piece t: clusters of block t left by block b's nodes
     ML/<L>/lcid-<b>.bin      int32*  coarse ID of the clusters named by block b's nodes (-1: none)
     ML/<L>/cid-<b>.bin       int32*  coarse ID (level L + 1) of every node; -1: not in the graph
-                             (level 0, after the purification: its ID at the coarsest level)
     ML/0/top*-<b>.bin        int32*  coarsest-level cluster of every input node (purification rounds)
+    ML/0/pcid-<b>.bin        int32*  ... after the last round: the purified coarsest level's IDs
     ML/<C>/wp-<b>.bin        int64 [k, 1 + C]  piece t: input weights of block b per cluster of block t
     ML/<L>/part-<b>.bin      int32  partition of every node (L >= 1; level 0 writes ``lp``'s)
     ML/<L>/part0-<b>.bin ... the alternate files of the coarse-level refinement
@@ -245,12 +245,13 @@ def init_task(level: Level, b: int) -> tuple[int, IdArray]:
 
 def propose_task(
     level: Level, b: int, *, seed: int, salt: int, caps: IdArray, min_share: float = 0.0, two_hop: bool = False
-) -> int:
+) -> tuple[int, int]:
     """Movers of block ``b`` (a seeded half of its nodes) propose to join the cluster
     they are most connected to when it beats their own and has room; proposals go to
     the cluster's block. With ``two_hop``, the movers still alone in their cluster that
     propose nothing (their best clusters are full) send their favourite cluster to its
-    block (file ``want``, :func:`two_hop_task`). Returns the number of proposals."""
+    block (file ``want``, :func:`two_hop_task`). Returns the number of proposals, and
+    of the clusters the movers weighed that had no room (0: larger caps propose the same)."""
     lo = level.offsets[b]
     label = load(level.url(f"label-{b}"))
     w, _ = node_weights(level, b)
@@ -266,7 +267,7 @@ def propose_task(
         c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
     del v
     table = whole_table(level, "cw")  # indexed in the kernel, instead of gathered per entry
-    node, cluster, gain, fnode, fcluster, fconn = CK.joins_and_favourites(
+    node, cluster, gain, fnode, fcluster, fconn, blocked = CK.joins_and_favourites(
         u,
         c,
         ew,
@@ -288,7 +289,7 @@ def propose_task(
         fnode, fcluster, fconn = fnode[stuck], fcluster[stuck], fconn[stuck]
         rows = np.vstack([fnode + lo, fcluster, fconn, w[fnode].T])
         save_split(level.url(f"want-{b}"), rows, np.searchsorted(offsets, fcluster, side="right") - 1, level.num_blocks)
-    return int(node.size)
+    return int(node.size), blocked
 
 
 def two_hop_task(level: Level, t: int, *, seed: int, salt: int) -> int:
@@ -379,16 +380,17 @@ def map_task(level: Level, b: int) -> None:
     save(level.url(f"cid-{b}"), cid)
 
 
-def contract_task(level: Level, b: int, coarse: Level) -> tuple[int, int]:
-    """Block ``b``'s entries between clusters, summed per cluster pair, written to the
-    blocks of the coarse level. Returns their number and weight."""
+def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") -> tuple[int, int]:
+    """Block ``b``'s entries between clusters (the coarse IDs in files ``cid_name``),
+    summed per cluster pair, written to the blocks of the coarse level. Returns their
+    number and weight."""
     u, v, w = read_entries(level, b)
-    cid = load(level.url(f"cid-{b}"))
-    table = whole_table(level, "cid")
+    cid = load(level.url(f"{cid_name}-{b}"))
+    table = whole_table(level, cid_name)
     if table is not None:  # mapped in the compiled group-by, without temporaries
         cu, cv, w = mapped_pair_sums(u, v, w, cid, table)
     else:
-        cv = lookup(level, "cid", v) if v.size else np.empty(0, np.int64)
+        cv = lookup(level, cid_name, v) if v.size else np.empty(0, np.int64)
         cu, cv, w = CK.contract_entries(cid[u], cv, w)
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
     local = cu - np.asarray(coarse.offsets, np.int64)[block]
@@ -427,10 +429,10 @@ def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: in
     return int((out != own).sum())
 
 
-def weight_pieces_task(level: Level, b: int, coarse: Level) -> None:
+def weight_pieces_task(level: Level, b: int, coarse: Level, cid_name: str) -> None:
     """Send the weights of block ``b``'s level-0 nodes to the blocks of their coarsest
-    clusters (file ``cid``)."""
-    cid = load(level.url(f"cid-{b}"))
+    clusters (files ``cid_name``)."""
+    cid = load(level.url(f"{cid_name}-{b}"))
     w, _ = node_weights(level, b)
     pos = cid >= 0
     block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cid[pos], side="right") - 1

@@ -33,7 +33,10 @@ entries then is kept:
      when it fits the stall budget (``stall_nodes``, ``stall_entries``). A level's
      clustering files are deleted once it is contracted, its entries and weights once
      it is projected to the finer level (the cluster maps stay for the purification),
-     every coarse level after its cluster weight's assignments are made;
+     every coarse level after its cluster weight's assignments are made. A later
+     cluster weight takes the first one's levels while no cap turned a join away
+     in them and its caps are at least theirs: the same levels, not coarsened again
+     (:mod:`.shared_levels`; at 1M nodes / 10M edges the first level);
   b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
      ``balance_edges``);

@@ -11,8 +11,10 @@ counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
+import posixpath
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,6 +28,7 @@ from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import finalists as F
 from dgl_chunked.partition.lp import projection as P
 from dgl_chunked.partition.lp import salts
+from dgl_chunked.partition.lp import shared_levels as SL
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import streaming as D
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
@@ -108,13 +111,15 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     plain = [F.Candidate("stream", "streaming assignment", stream_cut, None)]
     pure: list[F.Candidate] = []
     cuts: list[int | None] = []
+    shared = SL.SharedLevels(level)
     # one multilevel assignment per cluster weight (within the budget: one, METIS alone)
     for i, fraction in enumerate((cfg.cluster_weight,) + (() if fits else cfg.extra_cluster_weights)):
         P.run_blocks(TaskGraph(), P.restore_task, level, None)
-        got = _multilevel(state, level, fraction, i)
+        got = _multilevel(state, level, fraction, i, shared)
         cuts.append(got[0].cut if got else None)
         plain += got[:1]
         pure += got[1:]
+    shared.remove()
     best = min(plain, key=lambda c: c.cut)  # ties: the first (streaming, then lower cluster weight)
     logger.info("lp: initial cut entries: streaming %d, multilevel %s: keeping the %s", stream_cut, cuts, best.label)
     finalists = [best] + ([min(pure, key=lambda c: c.cut)] if pure else [])
@@ -136,85 +141,109 @@ def _level0(state: D.State, root: S.ScratchRoot) -> C.Level:
     )
 
 
-def _multilevel(state: D.State, level: C.Level, fraction: float, i: int) -> list[F.Candidate]:
+def _multilevel(state: D.State, level: C.Level, fraction: float, i: int, shared: SL.SharedLevels) -> list[F.Candidate]:
     """The multilevel assignment of cluster weight ``fraction`` (the ``i``-th), saved as
-    ``ml<i>``: coarsen, partition the coarsest level, project it level by level to level
+    ``ml<i>``: coarsen (taking the levels ``shared`` with the first cluster weight while
+    they are the same), partition the coarsest level, project it level by level to level
     0; with ``purify_rounds`` and at least one coarse level, then the purified one too,
     saved as ``pure<i>`` (:func:`_purify`, METIS, projected to level 0 in one step).
 
     Returns these candidates (the level-by-level one first), or none when the method
-    falls back to the streaming placement (nothing written then).
+    falls back to the streaming placement (nothing written then); the first cluster
+    weight's when this one took all of its levels.
     """
     plan = state.plan
     with phase("coarsen"):
-        levels = _coarsen_levels(state, level, fraction)
+        levels, steps, computed = _coarsen_levels(state, level, fraction, shared)
+    shared.record(steps)
+    same = None if computed else shared.same_as_first(steps)
+    if same is not None:
+        logger.info("lp: cluster weight %s took every level of the first one: its assignments too", fraction)
+        return same
     if levels is None:
         return []
     with phase("initial"):
         part = _initial(levels[-1], plan)  # pymetis, a dependency: LPMethod.assign refuses without it
     limit = np.concatenate([state.caps, [state.wcap if state.wcap is not None else 0]])  # [: width] per level
     with phase("uncoarsen"):
-        counts, cut = P.uncoarsen(levels, part, plan, limit, f"ml{i}")
+        counts, cut = P.uncoarsen(levels, part, plan, limit, f"ml{i}", keep_to=shared.deepest)
         out = [F.Candidate(f"ml{i}", f"multilevel assignment of cluster weight {fraction}", cut, counts)]
     if len(levels) > 1 and plan.config.purify_rounds:
         with phase("purify"):
-            part = _initial(levels[-1], plan, *_purify(levels, plan))
-            counts, cut = P.uncoarsen([level, levels[-1]], part, plan, limit, f"pure{i}")
+            pure = _purified_level(levels[-1])
+            part = _initial(pure, plan, *_purify(levels, pure, plan))
+            counts, cut = P.uncoarsen([level, pure], part, plan, limit, f"pure{i}", cid_name="pcid")
+            pure.lp_root.remove(pure.ml)
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
         logger.info("lp: cut entries at the input: level by level %d, purified %d", out[0].cut, cut)
+    if i == 0:
+        shared.first_candidates = out
     for lv in levels[1:]:
-        lv.remove()
-    level.remove("cid", "top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)))
+        if lv.index > shared.deepest:
+            lv.remove()
+    level.remove("pcid", "top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)))
+    if not shared.steps:
+        level.remove("cid")
     return out
 
 
-def _coarsen_levels(state: D.State, level: C.Level, fraction: float) -> list[C.Level] | None:
+def _coarsen_levels(
+    state: D.State, level: C.Level, fraction: float, shared: SL.SharedLevels
+) -> tuple[list[C.Level] | None, list[SL.Step], int]:
     """Coarsen until the graph fits the budget (clusters within ``fraction`` of a part's
-    share, relaxed when a level stalls): every level from ``level`` to the coarsest.
+    share, relaxed when a level stalls): every level from ``level`` to the coarsest,
+    taking the ``shared`` steps while they give the same levels.
 
     A level that shrinks by less than ``stall_shrink`` and fits the stall budget
     (``stall_nodes``, ``stall_entries``) is the coarsest; so is
     the last one when the clustering stalls at the largest clusters or ``max_levels``
     is reached, if it fits the stall budget; else None (the streaming placement only).
+    Also returns the steps to every level (taken or made) and how many were made.
     """
     plan, cfg = state.plan, state.plan.config
-    levels = [level]
+    levels, made = [level], 0
+    steps: list[SL.Step] = []
     nodes, entries = int(state.linked.sum()), int(sum(int(c.sum()) for c in state.block_counts))
     while nodes > cfg.coarse_nodes or entries > cfg.coarse_entries:
         if level.index >= cfg.max_levels:
-            return _stalled_end(cfg, levels, nodes, entries, f"max_levels ({cfg.max_levels})")
+            return _stalled_end(cfg, levels, nodes, entries, f"max_levels ({cfg.max_levels})"), steps, made
         start = time.perf_counter()
-        coarse, coarse_nodes, coarse_entries, between, rounds, moved = _coarsen(level, plan, fraction)
+        step = None if made else shared.take(level, fraction, plan.num_parts)
+        if step is None:
+            step, made = _coarsen(level, plan, fraction), made + 1
+        coarse = step.coarse
         logger.info(
-            "lp: level %d: %d nodes, %d entries, %d rounds, %d moved, %.3f s",
+            "lp: level %d: %d nodes, %d entries, %d rounds, %d moved, %.3f s%s",
             coarse.index,
-            coarse_nodes,
-            coarse_entries,
-            rounds,
-            moved,
+            step.nodes,
+            step.entries,
+            step.rounds,
+            step.moved,
             time.perf_counter() - start,
+            "" if made else " (the first cluster weight's: no cap turned a join away)",
         )
-        logger.debug("lp: level %d: entries of weight %d", coarse.index, between)
-        stalled = coarse_nodes > (1 - cfg.min_shrink) * nodes  # the cluster caps hold it back
-        slow = coarse_nodes > (1 - cfg.stall_shrink) * nodes
-        if coarse_nodes < nodes:
-            if slow and _fits_stall(cfg, coarse_nodes, coarse_entries):  # METIS takes it from here
+        logger.debug("lp: level %d: entries of weight %d", coarse.index, step.between)
+        stalled = step.nodes > (1 - cfg.min_shrink) * nodes  # the cluster caps hold it back
+        slow = step.nodes > (1 - cfg.stall_shrink) * nodes
+        if step.nodes < nodes:
+            steps.append(step)
+            if slow and _fits_stall(cfg, step.nodes, step.entries):  # METIS takes it from here
                 logger.info(
                     "lp: level %d shrank %d -> %d nodes: within the stall budget, to METIS",
                     coarse.index,
                     nodes,
-                    coarse_nodes,
+                    step.nodes,
                 )
-                return [*levels, coarse]
-            level, nodes, entries = coarse, coarse_nodes, coarse_entries
+                return [*levels, coarse], steps, made
+            level, nodes, entries = coarse, step.nodes, step.entries
             levels.append(level)
         else:  # not a level: the next try rewrites it
             coarse.remove()
         if stalled:  # relax the caps
             if fraction >= _MAX_FRACTION:
-                return _stalled_end(cfg, levels, nodes, entries, "the largest clusters")
+                return _stalled_end(cfg, levels, nodes, entries, "the largest clusters"), steps, made
             fraction = min(_MAX_FRACTION, 4 * fraction)
-    return levels
+    return levels, steps, made
 
 
 def _fits_stall(cfg: LPConfig, nodes: int, entries: int) -> bool:
@@ -237,10 +266,19 @@ def _stalled_end(cfg: LPConfig, levels: list[C.Level], nodes: int, entries: int,
     return None
 
 
-def _purify(levels: list[C.Level], plan: LPPlan) -> tuple[TaskGraph, list[str]]:
+def _purified_level(coarsest: C.Level) -> C.Level:
+    """Where :func:`_purify` rebuilds the coarsest level (beside it, not over it: the
+    level may be shared with the next cluster weight, :mod:`.shared_levels`)."""
+    pure = dataclasses.replace(coarsest, ml=posixpath.join(coarsest.ml, "pure"))
+    pure.create()
+    return pure
+
+
+def _purify(levels: list[C.Level], pure: C.Level, plan: LPPlan) -> tuple[TaskGraph, list[str]]:
     """The task graph (not computed) that moves every input node to the coarsest-level
     cluster it has the most edges to, ``rounds`` times, then rebuilds the coarsest
-    level (node weights, entries) from the input under that map; and its last tasks.
+    level (node weights, entries) from the input under that map as ``pure``; and its
+    last tasks.
 
     Clusters are built from the finest level up, where a node's neighbours are mostly
     singleton or tiny clusters: it picks among them by a coin (about one pick in ten
@@ -251,43 +289,46 @@ def _purify(levels: list[C.Level], plan: LPPlan) -> tuple[TaskGraph, list[str]]:
     after one round, 0.969 after two; METIS's cut projected to the input 0.308, 0.166,
     0.130 (METIS on the whole graph 0.124).
     """
-    fine, coarse = levels[0], levels[-1]
+    fine = levels[0]
     blocks = range(fine.num_blocks)
     tasks = TaskGraph()
     after = [tasks.add(C.top_task, fine, b, tuple(levels)) for b in blocks]
-    names = ["top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)), "cid"]
+    names = ["top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)), "pcid"]
     moved = []
     for r, (src, dst) in enumerate(itertools.pairwise(names)):
         kw = {"seed": plan.seed, "salt": salts.purify(r)}
         after = [tasks.add(C.purify_task, fine, b, src, dst, after=after, **kw) for b in blocks]
         moved.append(tasks.add(_log_purified, *map(Ref, after)))
-    pieces = [tasks.add(C.weight_pieces_task, fine, b, coarse, after=after) for b in blocks]
-    sums = [tasks.add(C.coarse_weights_task, coarse, t, after=pieces) for t in blocks]
-    return tasks, moved + sums + [tasks.add(C.contract_task, fine, b, coarse, after=after) for b in blocks]
+    pieces = [tasks.add(C.weight_pieces_task, fine, b, pure, "pcid", after=after) for b in blocks]
+    sums = [tasks.add(C.coarse_weights_task, pure, t, after=pieces) for t in blocks]
+    return tasks, moved + sums + [tasks.add(C.contract_task, fine, b, pure, "pcid", after=after) for b in blocks]
 
 
 def _log_purified(*moved: int) -> None:
     logger.debug("lp: purification moved %d nodes to another coarsest cluster", sum(moved))
 
 
-def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, int, int, int, int, int]:
+def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> SL.Step:
     """Size-constrained clustering of ``level``, then its contraction: the coarse level,
     its node and entry counts, its entries' weight (the weight between clusters), the
-    clustering rounds run and the joins accepted in them."""
+    clustering rounds run and the joins accepted in them, and whether the caps turned
+    a join away."""
     cfg, blocks = plan.config, range(level.num_blocks)
     level.create()
     tasks = TaskGraph()
     init = tasks.compute([tasks.add(C.init_task, level, b) for b in blocks])
-    caps = CK.cluster_caps(np.sum([r[1] for r in init], axis=0), plan.num_parts, fraction)
+    totals = np.sum([r[1] for r in init], axis=0)
+    caps = CK.cluster_caps(totals, plan.num_parts, fraction)
     moved = rounds = 0
+    capped = False
     for r in range(cfg.cluster_rounds):
-        moved += _cluster_round(level, plan, caps, r, two_hop=False)
-        rounds += 1
+        joins, turned_away = _cluster_round(level, plan, caps, r, two_hop=False)
+        moved, rounds, capped = moved + joins, rounds + 1, capped or turned_away
     tasks = TaskGraph()
     leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
     if sum(leaders) > cfg.two_hop_above * sum(r[0] for r in init):  # shrinking slowly: the caps are full
-        moved += _cluster_round(level, plan, caps, cfg.cluster_rounds, two_hop=True)
-        rounds += 1
+        joins, turned_away = _cluster_round(level, plan, caps, cfg.cluster_rounds, two_hop=True)
+        moved, rounds, capped = moved + joins, rounds + 1, capped or turned_away
         tasks = TaskGraph()
         leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
     offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(leaders)]))
@@ -305,14 +346,25 @@ def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> tuple[C.Level, in
     mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
     out = tasks.compute([tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks])
     level.remove(*C.CLUSTERING_FILES)  # the cluster maps (cid) stay for the projection
-    return coarse, offsets[-1], int(sum(o[0] for o in out)), int(sum(o[1] for o in out)), rounds, moved
+    return SL.Step(
+        coarse=coarse,
+        nodes=offsets[-1],
+        entries=int(sum(o[0] for o in out)),
+        between=int(sum(o[1] for o in out)),
+        rounds=rounds,
+        moved=moved,
+        totals=totals,
+        caps=caps,
+        capped=capped,
+    )
 
 
-def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_hop: bool) -> int:
+def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_hop: bool) -> tuple[int, bool]:
     """Clustering round ``r`` of ``level`` (one computation): proposals, with ``two_hop``
     the two-hop groups of the nodes left alone (:func:`.coarsen_tasks.two_hop_task`),
     acceptance within ``caps`` at the clusters' blocks, the moves, the weight releases.
-    Returns the joins accepted."""
+    Returns the joins accepted, and whether the caps turned any away (a cluster with
+    no room for a mover, a proposal refused)."""
     cfg, blocks = plan.config, range(level.num_blocks)
     kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.coarsen(level.index, r), "caps": caps}
     tasks = TaskGraph()
@@ -338,17 +390,20 @@ def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_h
     apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
     release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
     out = tasks.compute(propose + hops + accept + release)
+    proposed = out[: len(propose)]
+    offered = sum(p[0] for p in proposed) + sum(out[len(propose) : len(propose) + len(hops)])
     accepted = out[len(propose) + len(hops) : len(propose) + len(hops) + len(accept)]
     logger.debug(
         "lp: level %d round %d: %d joins proposed, %d two-hop; %d accepted, %d two-hop",
         level.index,
         r,
-        sum(out[: len(propose)]),
+        sum(p[0] for p in proposed),
         sum(out[len(propose) : len(propose) + len(hops)]),
         sum(a[0] for a in accepted),
         sum(a[1] for a in accepted),
     )
-    return int(sum(a[0] for a in accepted))
+    joins = int(sum(a[0] for a in accepted))
+    return joins, joins < offered or any(p[1] for p in proposed)
 
 
 def _initial(

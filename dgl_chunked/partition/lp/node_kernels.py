@@ -178,6 +178,7 @@ def _joins(
     fconn = np.empty(rows, np.int64)
     nj = 0
     nf = 0
+    blocked = 0  # fit checks the caps failed: with larger caps the joins could differ
     for k in range(rows):
         s = start[k]
         e = start[k + 1]
@@ -206,6 +207,7 @@ def _joins(
                     fits = False
                     break
             if not fits:
+                blocked += 1
                 continue
             r = _mix(np.uint64(bc[i]) + key)
             if pick < 0 or bw[i] > bw[pick] or r < pick_rank:
@@ -215,7 +217,7 @@ def _joins(
             jc[nj] = bc[pick]
             jg[nj] = bw[pick] - conn_own[k]
             nj += 1
-    return jn[:nj], jc[:nj], jg[:nj], fn[:nf], fc[:nf], fconn[:nf]
+    return jn[:nj], jc[:nj], jg[:nj], fn[:nf], fc[:nf], fconn[:nf], blocked
 
 
 def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any:  # pragma: no cover - compiled

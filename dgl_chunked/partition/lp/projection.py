@@ -47,9 +47,12 @@ def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: in
     return sizes.reshape(level.num_strata, num_parts).astype(np.int64), np.rint(wsizes).astype(np.int64)
 
 
-def project_task(level: Level, b: int, coarse: Level, num_parts: int, name: str) -> tuple[IdArray, IdArray]:
-    """Partitions of block ``b``: those of their clusters at the coarse level (files ``name``)."""
-    cid = C.load(level.url(f"cid-{b}"))
+def project_task(
+    level: Level, b: int, coarse: Level, num_parts: int, name: str, cid_name: str = "cid"
+) -> tuple[IdArray, IdArray]:
+    """Partitions of block ``b``: those of their clusters (files ``cid_name``) at the
+    coarse level (files ``name``)."""
+    cid = C.load(level.url(f"{cid_name}-{b}"))
     part = np.full(cid.size, -1, np.int32)
     pos = cid >= 0
     part[pos] = C.lookup(coarse, name, cid[pos])
@@ -204,13 +207,19 @@ def uncoarsen(
     plan: LPPlan,
     limit: IdArray,
     save: str,
+    *,
+    keep_to: int = 0,
+    cid_name: str = "cid",
 ) -> tuple[list[tuple[IdArray, IdArray]], int]:
     """Store the partition ``part`` of the coarsest level (``levels[-1]``), project it
     level by level to ``levels[0]`` (level 0), refining every coarse level but the
     coarsest (``LPConfig.coarse_refine_rounds`` rounds under the caps ``limit`` ``[C]``:
     :func:`refine_task`), and count the entries cut at level 0, keeping its
     assignment as ``save``: one computation, its rounds chained by their scratch files
-    (every task of a round after every task of the one before).
+    (every task of a round after every task of the one before). The levels up to
+    index ``keep_to`` keep their entries and node weights (for the next cluster weight,
+    :mod:`.shared_levels`); the coarser ones lose them once projected. ``cid_name``:
+    the cluster maps of ``levels[0]`` (``pcid``: to the purified coarsest level).
 
     Returns what :func:`write_parts` returns per block of level 0, and the cut entries.
     """
@@ -221,11 +230,14 @@ def uncoarsen(
     keys: list[str] = []
     name = "part"  # the coarser level's partition files
     for fine, coarser in reversed(list(itertools.pairwise(levels))):
+        maps = cid_name if fine is levels[0] else "cid"
         after = [
-            tasks.add(project_task, fine, b, coarser, plan.num_parts, name, after=after) for b in range(fine.num_blocks)
+            tasks.add(project_task, fine, b, coarser, plan.num_parts, name, maps, after=after)
+            for b in range(fine.num_blocks)
         ]
         # the purification reads the cluster maps (cid) only; it rebuilds the coarsest level
-        keys.append(tasks.add(remove_task, coarser, "e", "w", "part", "part0", "part1", after=after))
+        gone = ("part", "part0", "part1") if coarser.index <= keep_to else ("e", "w", "part", "part0", "part1")
+        keys.append(tasks.add(remove_task, coarser, *gone, after=after))
         name = "part"
         if fine.index == 0:
             break

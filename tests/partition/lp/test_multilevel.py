@@ -388,7 +388,8 @@ def test_favourites_are_the_best_clusters_full_or_not() -> None:
         min_share=1.0,
     )
     np.testing.assert_array_equal(np.stack(got[:3]), [[1], [10], [3]])  # node 0 waits
-    np.testing.assert_array_equal(np.stack(got[3:]), [[0, 1], [11, 10], [2, 3]])
+    np.testing.assert_array_equal(np.stack(got[3:6]), [[0, 1], [11, 10], [2, 3]])
+    assert got[6] == 1  # node 0's best cluster had no room
 
 
 def test_two_hop_joins_groups_nodes_by_favourite_around_one_leader() -> None:

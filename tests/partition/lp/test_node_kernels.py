@@ -124,11 +124,35 @@ def test_joins_and_favourites_equal_the_numpy_version(case: dict[str, object]) -
     u, c, w = case.pop("u"), case.pop("c"), case.pop("w")
     want = _old_joins_and_favourites(u, c, w, cluster_weight=lambda ids: table[ids], **case)  # type: ignore[arg-type]
     for cluster_weight in (table, lambda ids: table[ids]):  # the whole table, or a lookup
-        got = CK.joins_and_favourites(u, c, w, cluster_weight=cluster_weight, **case)  # type: ignore[arg-type]
+        *got, _ = CK.joins_and_favourites(u, c, w, cluster_weight=cluster_weight, **case)  # type: ignore[arg-type]
         assert [x.tolist() for x in got] == [x.tolist() for x in want]
         assert all(x.dtype == np.int64 for x in got)
     narrow = {k: v.astype(np.int32) if k == "own" else v for k, v in case.items()}  # the scratch files' int32
-    got = CK.joins_and_favourites(*(x.astype(np.int32) for x in (u, c, w)), cluster_weight=table, **narrow)  # type: ignore[arg-type, union-attr]
+    *got, _ = CK.joins_and_favourites(*(x.astype(np.int32) for x in (u, c, w)), cluster_weight=table, **narrow)  # type: ignore[arg-type, union-attr]
+    assert [x.tolist() for x in got] == [x.tolist() for x in want]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_clustering(), st.integers(0, 3))
+def test_joins_turned_away_by_no_cap_stay_the_same_under_larger_caps(case: dict[str, object], more: int) -> None:
+    """The count of clusters without room decides whether a coarsening step is the same
+    for a larger cluster weight (:mod:`.shared_levels`): 0 means any larger caps give
+    the same joins and favourites; larger caps never turn away more."""
+    table = case.pop("table")
+    assert isinstance(table, np.ndarray)
+    u, c, w = case.pop("u"), case.pop("c"), case.pop("w")
+    *got, blocked = CK.joins_and_favourites(u, c, w, cluster_weight=table, **case)  # type: ignore[arg-type]
+    caps = case.pop("caps")
+    assert isinstance(caps, np.ndarray)
+    larger = caps + more
+    *wider, blocked_wider = CK.joins_and_favourites(u, c, w, cluster_weight=table, caps=larger, **case)  # type: ignore[arg-type]
+    free = {**case, "caps": np.full_like(caps, 1 << 40)}
+    *unlimited, none = CK.joins_and_favourites(u, c, w, cluster_weight=table, **free)  # type: ignore[arg-type]
+    assert none == 0 and blocked >= blocked_wider >= 0
+    if blocked == 0:
+        assert [x.tolist() for x in wider] == [x.tolist() for x in got]
+        assert [x.tolist() for x in unlimited] == [x.tolist() for x in got]
+    want = _old_joins_and_favourites(u, c, w, cluster_weight=lambda ids: table[ids], caps=caps, **case)  # type: ignore[arg-type]
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
 
 
