@@ -28,6 +28,11 @@ With ``BENCH_LP_LIVE=1`` in the environment each phase is also printed on stderr
 ends (long runs). Planted-community graphs above 20M edges are drawn in pieces of 10M
 edges (same model), so generating 10M nodes / 100M edges peaks at about 2.3 GB.
 
+With ``--as-typed``, each method also runs as a user types it, ``dgl-chunked partition
+--method M`` on the CLI's default scheduler (local threads on 2 cores, where the
+methods' cluster runs above use worker processes), and a line gives its wall time,
+cut and the CLI process's peak RSS (with threads: all the work's).
+
 With ``--dispatch`` and both ``random`` and ``lp``, a line per graph and partition count
 gives ``lp +disp / random +disp`` (issue #8 asks for at most 3 on 2 workers).
 
@@ -271,6 +276,37 @@ def _dispatch(graph: ChunkedGraph, parts: int, method: str, workers: int, work_d
         shutil.rmtree(out, ignore_errors=True)
 
 
+def _as_typed(graph: ChunkedGraph, parts: int, method: str, work_dir: str) -> dict[str, Any]:
+    """``dgl-chunked partition`` as a user types it (the CLI's default scheduler, no
+    ``--workers``): its wall time and the largest resident size of the one process
+    (``wait4``'s ``ru_maxrss``; the CLI runs the default on local threads or starts a
+    cluster, whose workers it does not count), and the cut from its ``report.json``."""
+    import json
+    import subprocess
+    import sys
+
+    out = tempfile.mkdtemp(prefix="bench-lp-typed-", dir=work_dir)
+    shutil.rmtree(out)
+    command = [sys.executable, "-m", "dgl_chunked", "partition", "--in-dir", graph.metadata.base_dir, "--out-dir", out]
+    command += ["--num-parts", str(parts), "--method", method]
+    balance = _balance_kw(graph)
+    if balance:
+        command += ["--balance-ntypes", ",".join(["_N", *balance])]
+    try:
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{err}")
+        with open(os.path.join(out, "report.json")) as f:
+            cut = json.load(f)["edge_cut_fraction"]
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return {"seconds": seconds, "cut": cut, "rss_mb": usage.ru_maxrss / 1024}
+
+
 def _load() -> str:
     """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
@@ -324,6 +360,13 @@ def _bench_graph(label: str, graph: ChunkedGraph, args: argparse.Namespace) -> l
             for line in r.get("levels") or []:  # each coarsening's levels, in order
                 rows.append(f"{'':<28} {parts:>2} {method} {line}")
                 print(rows[-1], flush=True)
+        for method in args.methods if args.as_typed else ():
+            typed = _as_typed(graph, parts, method, args.work_dir)
+            rows.append(
+                f"{label:<28} {parts:>2} {method:<7} as typed: {typed['seconds']:.1f} s, cut {typed['cut']:.4f}, "
+                f"{typed['rss_mb']:.0f} MB in the CLI's process  load {_load()}"
+            )
+            print(rows[-1], flush=True)
         if all(results.get(m, {}).get("dispatch") for m in ("random", "lp")):
             ratio = results["lp"]["dispatch"] / results["random"]["dispatch"]
             rows.append(f"{label:<28} {parts:>2} lp +disp / random +disp = {ratio:.2f}")
@@ -350,6 +393,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dispatch", action="store_true", help="also time partition + dispatch")
     parser.add_argument("--dispatch-min", type=int, default=1_000_000, help="only for graphs with this many nodes")
     parser.add_argument("--real", action="store_true", help="also the small real graphs from networkx")
+    parser.add_argument(
+        "--as-typed",
+        action="store_true",
+        help="also run each method as `dgl-chunked partition` on the CLI's default scheduler",
+    )
     parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-lp"))
     parser.add_argument(
         "--lp",
