@@ -263,6 +263,7 @@ import numpy as np
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import AssignmentError, DglChunkedError
 from dgl_chunked.partition._base import check_seed, import_partitioner, input_stamp, mask_features
+from dgl_chunked.partition.lp import heap
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.multilevel import run_multilevel
@@ -404,7 +405,8 @@ def run_lp(graph: ChunkedGraph, plan: LPPlan) -> S.ScratchRoot:
     so = root.storage_options
     try:
         work = create_owned_dir(root.join("work"), "lp-work", storage_options=so)
-        run_multilevel(graph, plan, root)
+        with heap.on_the_workers():  # its tasks' arrays reuse heap pages, not fresh maps
+            run_multilevel(graph, plan, root)
     except BaseException:
         _remove_quietly(root.path, so)
         raise

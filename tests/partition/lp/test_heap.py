@@ -1,0 +1,95 @@
+"""glibc's mmap threshold while ``lp`` runs on workers (:mod:`dgl_chunked.partition.lp.heap`):
+raised where the environment fixed it (its effect on page faults is measured in
+``benchmarks/results/lp.json``, ``heap_session7``), and put back after the driver's run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import dask
+import numpy as np
+import pytest
+
+from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.partition import assign_partitions
+from dgl_chunked.partition.lp import heap
+from dgl_chunked.partition.lp import method as lp_module
+from dgl_chunked.synth import SynthSpec, write_synthetic_graph
+
+glibc = pytest.mark.skipif(heap._libc() is None, reason="glibc's mallopt only")
+
+_SET = textwrap.dedent(
+    """
+    import json, sys
+    from dgl_chunked.partition.lp import heap
+    print(json.dumps([heap.set_mmap_threshold(int(sys.argv[1])), heap.set_mmap_threshold(None)]))
+    """
+)
+
+
+def _set_and_put_back(env: dict[str, str]) -> list[int | None]:
+    """In a fresh process with ``env`` (and no other ``MALLOC_`` variable): what
+    raising the threshold and putting it back return."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    command = [sys.executable, "-c", _SET, str(heap.LP_MMAP_THRESHOLD)]
+    out = subprocess.run(command, env={**clean, **env}, capture_output=True, text=True, check=True)
+    got: list[int | None] = json.loads(out.stdout)
+    return got
+
+
+@glibc
+def test_a_fixed_threshold_is_raised_and_put_back() -> None:
+    """``MALLOC_TRIM_THRESHOLD_`` (as on Dask's workers) fixes the threshold at glibc's
+    128 KiB: raised to 32 MiB, then back to 128 KiB; ``MALLOC_MMAP_THRESHOLD_``'s value
+    comes back where it is set."""
+    assert _set_and_put_back({"MALLOC_TRIM_THRESHOLD_": "1048576"}) == [heap.LP_MMAP_THRESHOLD, 128 << 10]
+    assert _set_and_put_back({"MALLOC_MMAP_THRESHOLD_": "262144"}) == [heap.LP_MMAP_THRESHOLD, 262144]
+
+
+@glibc
+def test_a_threshold_glibc_adjusts_is_left_alone() -> None:
+    """No fixing variable: glibc raises the threshold itself (to 32 MiB as arrays are
+    freed), and setting one would stop that: nothing is set."""
+    assert _set_and_put_back({}) == [None, None]
+
+
+@glibc
+def test_putting_back_restores_the_environments_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", str(256 << 10))
+    try:
+        assert heap.set_mmap_threshold(heap.LP_MMAP_THRESHOLD) == heap.LP_MMAP_THRESHOLD
+    finally:
+        assert heap.set_mmap_threshold(None) == 256 << 10
+
+
+_CALLS: list[int | None] = []
+
+
+def _record(nbytes: int | None) -> int | None:
+    """Stands for :func:`heap.set_mmap_threshold` on the in-process workers (pickled by
+    reference, so their calls land in this module's list)."""
+    _CALLS.append(nbytes)
+    return nbytes
+
+
+def test_the_driver_raises_it_on_every_worker_and_puts_it_back(
+    tmp_path: Path, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``lp`` on a distributed cluster: each worker gets the threshold before the
+    driver's rounds and the value back after them, once each."""
+    _CALLS.clear()
+    monkeypatch.setattr(heap, "set_mmap_threshold", _record)
+    spec = SynthSpec.homogeneous(3000, 20_000, feat_dim=None, num_chunks=2, seed=0)
+    graph = open_chunked_graph(write_synthetic_graph(tmp_path / "g", spec).base_dir)
+    lp_module._RESULTS.clear()
+    part = dask.compute(assign_partitions(graph, 2, method="lp")["_N"])[0]
+    assert np.bincount(part).size == 2
+    workers = len(client.scheduler_info()["workers"])
+    want = [heap.LP_MMAP_THRESHOLD] * workers + [None] * workers
+    assert list(_CALLS) == want
