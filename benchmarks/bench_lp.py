@@ -294,7 +294,7 @@ def _as_typed(graph: ChunkedGraph, parts: int, method: str, work_dir: str) -> di
         command += ["--balance-ntypes", ",".join(["_N", *balance])]
     try:
         start = time.perf_counter()
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_as_a_user_has_it())
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         err = proc.stderr.read().decode() if proc.stderr else ""
@@ -305,6 +305,15 @@ def _as_typed(graph: ChunkedGraph, parts: int, method: str, work_dir: str) -> di
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return {"seconds": seconds, "cut": cut, "rss_mb": usage.ru_maxrss / 1024}
+
+
+def _as_a_user_has_it() -> dict[str, str]:
+    """This process's environment without what Dask's nannies left in it: each copies
+    its pre-spawn variables (``MALLOC_TRIM_THRESHOLD_=65536``...) into its parent's
+    environment, and a CLI started with them would run its local threads with glibc's
+    mmap threshold fixed at 128 KiB (lp as typed: 49.4 s against 37 s, 2026-11-27)."""
+    dasks = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    return {k: v for k, v in os.environ.items() if not (k in dasks and v == str(dasks[k]))}
 
 
 def _load() -> str:
