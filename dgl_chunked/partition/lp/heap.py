@@ -8,8 +8,13 @@ each (a block's entries, their sorted pairs, cluster tables), so on worker proce
 they fault far more than on local threads, where glibc raises the threshold up to
 32 MiB as arrays are freed. Measured (issue #38, ``bench_lp.py``'s planted 1M nodes /
 10M edges, 8 parts, 2-core VM, ``perf stat -a``, 2026-11-27): ``dgl-chunked partition
---method lp`` on 2 local threads 0.66M page faults; with ``--workers 2``, 6.6M and
-57.6 s; with the workers' threshold at 32 MiB, 1.27M and 50.0 s, the same assignment.
+--method lp`` on 2 local threads 0.74M page faults; with ``--workers 2``, 6.5M and
+59.0 s; with the workers' mmap and trim thresholds at 32 and 64 MiB, 0.78M and 51.6 s,
+the same assignment. The kept pages cost memory: ``bench_lp.py`` on the same graph
+(2 workers, one run each, load 2.0-2.4, times within about 4 s run to run) took 57.8 s
+and peaked at 685/720 MB per worker without, 43.8 s and 876/1008 MB at 32/64 MiB,
+43.0 s and 849/1058 MB at 32/32 MiB, 45.5 s and 789/851 MB at 16/16 MiB: the
+thresholds are 16 MiB, within issue #38's 1 GB per worker.
 
 Dispatch keeps the 128 KiB: with 32 MiB its workers' peak RSS on ``bench_pipeline.py``
 1x went from 232/235 to 329/361 MB (2.40 -> 2.02 s). So the driver raises the threshold
@@ -34,9 +39,9 @@ from dgl_chunked._dask import on_worker
 
 __all__ = ["LP_MMAP_THRESHOLD", "large_arrays_on_heap", "on_the_workers", "set_mmap_threshold"]
 
-LP_MMAP_THRESHOLD = 32 << 20
-"""The threshold during ``lp``: glibc's largest dynamic one (``DEFAULT_MMAP_THRESHOLD_MAX``
-on 64-bit), as local threads get it."""
+LP_MMAP_THRESHOLD = 16 << 20
+"""The mmap and trim thresholds during ``lp`` (local threads get up to 32 MiB and 64 MiB
+from glibc: more memory per worker for little more speed, see above)."""
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 _GLIBC_DEFAULT = 128 << 10  # both thresholds' defaults
@@ -59,12 +64,11 @@ def _libc() -> Any:
 
 
 def set_mmap_threshold(nbytes: int | None) -> int | None:
-    """In this process, set glibc's mmap threshold to ``nbytes`` and its trim threshold
-    to twice that (glibc's own rule when it raises the threshold: freed top-of-heap
-    pages are kept for the next arrays), when glibc's adjustment is off (one of its
-    fixing variables is in the environment); None puts back the values the environment
-    gave and hands the kept pages back. Returns the mmap threshold now, or None when
-    nothing was changed."""
+    """In this process, set glibc's mmap threshold and its trim threshold to ``nbytes``
+    (arrays below it come from the heap, and up to that much freed top-of-heap is kept
+    for the next ones), when glibc's adjustment is off (one of its fixing variables is
+    in the environment); None puts back the values the environment gave and hands the
+    kept pages back. Returns the mmap threshold now, or None when nothing was changed."""
     libc = _libc()
     if libc is None or not any(v in os.environ for v in _FIXING):
         return None
@@ -72,7 +76,7 @@ def set_mmap_threshold(nbytes: int | None) -> int | None:
         mmap = int(os.environ.get("MALLOC_MMAP_THRESHOLD_", _GLIBC_DEFAULT))
         trim = int(os.environ.get("MALLOC_TRIM_THRESHOLD_", _GLIBC_DEFAULT))
     else:
-        mmap, trim = nbytes, 2 * nbytes
+        mmap, trim = nbytes, nbytes
     if libc.mallopt(_M_MMAP_THRESHOLD, mmap) != 1 or libc.mallopt(_M_TRIM_THRESHOLD, trim) != 1:
         return None
     if nbytes is None:

@@ -46,7 +46,7 @@ def _set_and_put_back(env: dict[str, str]) -> list[int | None]:
 @glibc
 def test_a_fixed_threshold_is_raised_and_put_back() -> None:
     """``MALLOC_TRIM_THRESHOLD_`` (as on Dask's workers) fixes the threshold at glibc's
-    128 KiB: raised to 32 MiB, then back to 128 KiB; ``MALLOC_MMAP_THRESHOLD_``'s value
+    128 KiB: raised to 16 MiB, then back to 128 KiB; ``MALLOC_MMAP_THRESHOLD_``'s value
     comes back where it is set."""
     assert _set_and_put_back({"MALLOC_TRIM_THRESHOLD_": "1048576"}) == [heap.LP_MMAP_THRESHOLD, 128 << 10]
     assert _set_and_put_back({"MALLOC_MMAP_THRESHOLD_": "262144"}) == [heap.LP_MMAP_THRESHOLD, 262144]
