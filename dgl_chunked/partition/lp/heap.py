@@ -31,11 +31,14 @@ import contextlib
 import ctypes
 import ctypes.util
 import functools
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
 
 from dgl_chunked._dask import on_worker
+
+logger = logging.getLogger("dgl_chunked.partition.lp")
 
 __all__ = ["LP_MMAP_THRESHOLD", "large_arrays_on_heap", "on_the_workers", "set_mmap_threshold"]
 
@@ -91,11 +94,20 @@ def large_arrays_on_heap(client: Any | None) -> Iterator[None]:
     if client is None:
         yield
         return
-    client.run(set_mmap_threshold, LP_MMAP_THRESHOLD)
+    _run_everywhere(client, LP_MMAP_THRESHOLD)
     try:
         yield
     finally:
-        client.run(set_mmap_threshold, None)
+        _run_everywhere(client, None)
+
+
+def _run_everywhere(client: Any, nbytes: int | None) -> None:
+    """:func:`set_mmap_threshold` on every worker, best effort: a worker that cannot (it
+    left, it answers late) keeps its threshold, and the partitioning goes on."""
+    try:
+        client.run(set_mmap_threshold, nbytes, on_error="return")
+    except Exception as err:  # an allocator setting never fails the method
+        logger.debug("lp: glibc's mmap threshold not set on the workers: %s", err)
 
 
 @contextlib.contextmanager
