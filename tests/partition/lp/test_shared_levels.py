@@ -39,7 +39,9 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> ChunkedGraph:
     return open_chunked_graph(tmp / "metadata.json")
 
 
-def _run(graph: ChunkedGraph, config: LPConfig, caplog: pytest.LogCaptureFixture) -> tuple[np.ndarray, list[str]]:
+def _run(
+    graph: ChunkedGraph, config: LPConfig, caplog: pytest.LogCaptureFixture, balance_edges: bool = False
+) -> tuple[np.ndarray, list[str]]:
     """The ``lp`` assignment of ``graph`` at 4 parts under ``config``, and the driver's
     per-level log lines."""
     register_method("lp", LPMethod(config), overwrite=True)
@@ -47,7 +49,7 @@ def _run(graph: ChunkedGraph, config: LPConfig, caplog: pytest.LogCaptureFixture
     caplog.clear()
     try:
         with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
-            parts = assign_partitions(graph, 4, method="lp", balance_ntypes=["train_mask"])
+            parts = assign_partitions(graph, 4, method="lp", balance_ntypes=["train_mask"], balance_edges=balance_edges)
             (part,) = dask.compute(parts["_N"])
     finally:
         register_method("lp", LPMethod(), overwrite=True)
@@ -101,4 +103,27 @@ def test_a_cluster_weight_taking_every_level_takes_the_assignments_too(
     _coarsened_again(monkeypatch)
     alone, lines_alone = _run(planted, config, caplog)
     assert not any(SAME in line for line in lines_alone)
+    np.testing.assert_array_equal(shared, alone)
+
+
+def test_two_hop_rounds_owned_edges_and_fit_passes_share_levels_too(
+    planted: ChunkedGraph, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The options that add joins or columns (two-hop rounds, the owned-edges column of
+    ``balance_edges``, acceptance in passes, joins below the best connection): level 1
+    is still taken, and the assignment is the one coarsened again."""
+    config = LPConfig(
+        block_rows=2048,
+        coarse_nodes=200,
+        coarse_entries=1 << 30,
+        cluster_weight=0.05,
+        extra_cluster_weights=(0.15,),
+        two_hop_above=0.5,
+        fit_passes=4,
+        cluster_min_share=0.5,
+    )
+    shared, lines = _run(planted, config, caplog, balance_edges=True)
+    assert any(line.startswith("lp: level 1:") and TAKEN in line for line in lines), lines
+    _coarsened_again(monkeypatch)
+    alone, _ = _run(planted, config, caplog, balance_edges=True)
     np.testing.assert_array_equal(shared, alone)
