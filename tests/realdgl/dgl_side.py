@@ -244,8 +244,7 @@ def mode_distgraph_server(config: str, out: dict[str, np.ndarray], info: dict) -
     See :func:`dgl_side_common.one_server` for how a server that fails to start, or a client
     that fails, ends.
     """
-    port = int(os.environ.get("DGLC_DIST_PORT", 20000 + os.getpid() % 20000))
-    with one_server(__file__, "distserver", config, port, info) as ip_config:
+    with one_server(__file__, "distserver", config, info) as ip_config:
         use_graphbolt = os.environ.get("DGLC_USE_GRAPHBOLT") == "1"
         dgl.distributed.initialize(ip_config, use_graphbolt=use_graphbolt)
         read = read_distgraph_graphbolt if use_graphbolt else read_distgraph

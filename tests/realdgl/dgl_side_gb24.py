@@ -76,8 +76,7 @@ def _dgl21_find_edges(config: str) -> str:
 
 def mode_linkpred(config: str, out: dict[str, np.ndarray], info: dict) -> None:
     info["dgl21_find_edges"] = _dgl21_find_edges(config)
-    port = int(os.environ.get("DGLC_DIST_PORT", 20000 + (os.getpid() + 7) % 20000))
-    with one_server(__file__, "server24", config, port, info) as ip_config:
+    with one_server(__file__, "server24", config, info, salt=7) as ip_config:
         _use_v24_find_edges()
         dgl.distributed.initialize(ip_config, use_graphbolt=True)
         _read_link_prediction(dist_graph(config), out, info)
