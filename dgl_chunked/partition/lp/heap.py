@@ -33,6 +33,7 @@ import ctypes.util
 import functools
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,25 +67,37 @@ def _libc() -> Any:
     return libc
 
 
+_HOLDERS = [0]  # lp runs in this process that raised the threshold and have not put it back
+_HOLDERS_LOCK = threading.Lock()
+_current = [_GLIBC_DEFAULT]  # the mmap threshold last set here
+
+
 def set_mmap_threshold(nbytes: int | None) -> int | None:
     """In this process, set glibc's mmap threshold and its trim threshold to ``nbytes``
     (arrays below it come from the heap, and up to that much freed top-of-heap is kept
     for the next ones), when glibc's adjustment is off (one of its fixing variables is
     in the environment); None puts back the values the environment gave and hands the
-    kept pages back. Returns the mmap threshold now, or None when nothing was changed."""
+    kept pages back, once every run that raised it has called it (two ``lp`` jobs on one
+    cluster: the first to end does not lower it under the other). Returns the mmap
+    threshold in force after the call, or None when it is not this module's to set."""
     libc = _libc()
     if libc is None or not any(v in os.environ for v in _FIXING):
         return None
-    if nbytes is None:
-        mmap = int(os.environ.get("MALLOC_MMAP_THRESHOLD_", _GLIBC_DEFAULT))
-        trim = int(os.environ.get("MALLOC_TRIM_THRESHOLD_", _GLIBC_DEFAULT))
-    else:
-        mmap, trim = nbytes, nbytes
-    if libc.mallopt(_M_MMAP_THRESHOLD, mmap) != 1 or libc.mallopt(_M_TRIM_THRESHOLD, trim) != 1:
-        return None
-    if nbytes is None:
-        libc.malloc_trim(0)
-    return mmap
+    with _HOLDERS_LOCK:
+        _HOLDERS[0] = _HOLDERS[0] + 1 if nbytes is not None else max(0, _HOLDERS[0] - 1)
+        if nbytes is None and _HOLDERS[0]:
+            return _current[0]
+        if nbytes is None:
+            mmap = int(os.environ.get("MALLOC_MMAP_THRESHOLD_", _GLIBC_DEFAULT))
+            trim = int(os.environ.get("MALLOC_TRIM_THRESHOLD_", _GLIBC_DEFAULT))
+        else:
+            mmap, trim = nbytes, nbytes
+        if libc.mallopt(_M_MMAP_THRESHOLD, mmap) != 1 or libc.mallopt(_M_TRIM_THRESHOLD, trim) != 1:
+            return None
+        if nbytes is None:
+            libc.malloc_trim(0)
+        _current[0] = mmap
+        return mmap
 
 
 @contextlib.contextmanager

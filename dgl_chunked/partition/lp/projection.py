@@ -236,6 +236,7 @@ def uncoarsen(
             for b in range(fine.num_blocks)
         ]
         # the purification reads the cluster maps (cid) only; it rebuilds the coarsest level
+        # beside it; the levels a later cluster weight takes keep their entries and weights
         gone = ("part", "part0", "part1") if coarser.index <= keep_to else ("e", "w", "part", "part0", "part1")
         keys.append(tasks.add(remove_task, coarser, *gone, after=after))
         name = "part"

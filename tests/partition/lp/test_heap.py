@@ -52,6 +52,28 @@ def test_a_fixed_threshold_is_raised_and_put_back() -> None:
     assert _set_and_put_back({"MALLOC_MMAP_THRESHOLD_": "262144"}) == [heap.LP_MMAP_THRESHOLD, 262144]
 
 
+_NESTED = textwrap.dedent(
+    """
+    import json, sys
+    from dgl_chunked.partition.lp import heap
+    t = int(sys.argv[1])
+    print(json.dumps([heap.set_mmap_threshold(x) for x in (t, t, None, None)]))
+    """
+)
+
+
+@glibc
+def test_two_runs_raising_it_put_it_back_when_both_end() -> None:
+    """Two ``lp`` jobs on one cluster: the first to end leaves the threshold raised for
+    the other; the second puts the environment's value back."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    command = [sys.executable, "-c", _NESTED, str(heap.LP_MMAP_THRESHOLD)]
+    env = {**clean, "MALLOC_TRIM_THRESHOLD_": "1048576"}
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    t = heap.LP_MMAP_THRESHOLD
+    assert json.loads(out.stdout) == [t, t, t, 128 << 10]
+
+
 @glibc
 def test_a_threshold_glibc_adjusts_is_left_alone() -> None:
     """No fixing variable: glibc raises the threshold itself (to 32 MiB as arrays are
