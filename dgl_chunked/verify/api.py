@@ -217,6 +217,8 @@ def _check_tasks(
         type_name, name = feat.key.rsplit("/", 1)
         refs = graph.feature_groups(feat.kind, type_name, name)  # type: ignore[arg-type]
         deps = nodes[type_name] if feat.kind == "node" else edges[type_name]
+        if feat.id_ntype >= 0:  # its values are looked up in that type's staged node map (orig2new)
+            deps = deps + nodes[plan.ntypes[feat.id_ntype]]
         files = {p: part.features[feat.key] for p, part in enumerate(facts) if feat.key in part.features}
         feats[feat.kind][feat.key] = [
             dask.delayed(feature_chunk_task, pure=False)(
