@@ -117,7 +117,7 @@ def joins_and_favourites(
         table = np.ascontiguousarray(cluster_weight(np.maximum(c, 0)), np.int64)
         crow = np.arange(c.size, dtype=c.dtype)
     else:
-        table, crow = np.ascontiguousarray(cluster_weight, np.int64), np.empty(0, c.dtype)
+        table, crow = ints(cluster_weight), np.empty(0, c.dtype)  # int32 stays int32 (whole tables)
     caps = np.ascontiguousarray(caps, np.int64)
     *got, blocked = joins_kernel(
         u,
