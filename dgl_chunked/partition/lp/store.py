@@ -10,10 +10,11 @@ Scratch layout of one run (``ROOT`` is a fresh directory under ``LPConfig.scratc
     ROOT/work/blocks/<b>-order.bin   int32   local node IDs by falling degree tier
     ROOT/work/blocks/<b>-moves.bin   int64 [4, k]  the round's proposals: local ID,
                                              target, group key, weight
-    ROOT/work/edges/<c>-su.bin       uint32  staged entries of read task c, block-major:
+    ROOT/work/edges/<c>-su.bin       uint32  staged entries of staged file c (a slice of at
+                                             most 2**21 edges of a read task), block-major:
                                              block-local u
     ROOT/work/edges/<c>-sv.bin       int32/64  ... and the neighbour's orig_nid
-    ROOT/work/edges/<c>-loops.bin    int64   self-loop nodes of read task c, sorted
+    ROOT/work/edges/<c>-loops.bin    int64   self-loop nodes of staged file c, sorted
                                              (the three deleted once every block has
                                              gathered its entries)
     ROOT/work/edges/<b>-u.bin        uint32  block b's staged entries by falling tier of u
@@ -127,9 +128,9 @@ def edges_file(root: ScratchRoot, c: int, name: str) -> str:
     return root.join("work", "edges", f"{c}-{name}.bin")
 
 
-def remove_staged(root: ScratchRoot, num_tasks: int) -> None:
-    """Delete the staging tasks' files (``<c>-su``, ``-sv``, ``-loops`` of each read task)."""
-    for c in range(num_tasks):
+def remove_staged(root: ScratchRoot, num_files: int) -> None:
+    """Delete the staging tasks' files (``<c>-su``, ``-sv``, ``-loops`` of each staged file)."""
+    for c in range(num_files):
         for name in ("su", "sv", "loops"):
             root.remove(edges_file(root, c, name))
 

@@ -148,11 +148,15 @@ def _strata(graph: ChunkedGraph, plan: LPPlan) -> tuple[da.Array, int]:
     return da.concatenate(pieces).rechunk(plan.block_rows), base
 
 
-def _stage(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: int, tasks: TaskGraph) -> list[str]:
-    """Staging tasks, one per read task of edge files (each returns its entries and self-loops per block)."""
+def _stage(
+    graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: int, tasks: TaskGraph
+) -> tuple[list[str], int]:
+    """Staging tasks, one per read task of edge files (each returns its staged files'
+    entries and self-loops per block), and the number of staged files they write."""
     md = graph.metadata
     v_dtype = "int32" if md.node_type_offsets[-1] <= np.iinfo(np.int32).max else "int64"
     keys: list[str] = []
+    files = 0
     for spec in md.edge_types:
         si, di = md.ntype_id(spec.src_type), md.ntype_id(spec.dst_type)
         kw: dict[str, Any] = {
@@ -163,10 +167,10 @@ def _stage(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot, num_blocks: i
             "num_blocks": num_blocks,
             "v_dtype": v_dtype,
         }
-        keys += [
-            tasks.add(T.stage_task, ref, c=len(keys) + i, **kw) for i, ref in enumerate(graph.edge_groups(spec.name))
-        ]
-    return keys
+        for ref in graph.edge_groups(spec.name):
+            keys.append(tasks.add(T.stage_task, ref, c=files, **kw))
+            files += T.stage_pieces(ref.rows)
+    return keys, files
 
 
 def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
@@ -178,7 +182,7 @@ def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
     num_blocks = -(-n // plan.block_rows)
     S.create_dirs(root)
     tasks = TaskGraph()
-    stage = _stage(graph, plan, root, num_blocks, tasks)
+    stage, staged_files = _stage(graph, plan, root, num_blocks, tasks)
     strata, num_strata = _strata(graph, plan)
     tasks.merge(strata.__dask_graph__())
     prepared = [
@@ -198,7 +202,7 @@ def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
         tasks.add(T.restage_task, *map(Ref, stage), root=root, b=b, after=[prepared[b]]) for b in range(num_blocks)
     ]
     results = tasks.compute(stage + prepared + restage)
-    S.remove_staged(root, len(stage))  # every block has its own copy of its entries now
+    S.remove_staged(root, staged_files)  # every block has its own copy of its entries now
     out = results[len(stage) : len(stage) + len(prepared)]
     tier_counts = np.stack(results[len(stage) + len(prepared) :]).reshape(num_blocks, -1)
     block_counts = tier_counts.sum(axis=1)

@@ -48,6 +48,16 @@ _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 Span = tuple[int, int] | None
 
 
+STAGE_EDGES = 1 << 21
+"""Edges oriented and staged at once by a staging task: a read task of more edges (a
+large edge file) writes one set of staged files per slice of this many, in order."""
+
+
+def stage_pieces(rows: int) -> int:
+    """The staged files (slices of :data:`STAGE_EDGES` edges) of a read task of ``rows`` edges."""
+    return max(1, -(-rows // STAGE_EDGES))
+
+
 def stage_task(
     ref: Any,
     *,
@@ -58,13 +68,44 @@ def stage_task(
     block_rows: int,
     num_blocks: int,
     v_dtype: str,
-) -> tuple[IdArray, IdArray]:
-    """Stage read task ``c`` (a group of edge files); return its entries and its self-loops per node block."""
-    from dgl_chunked.io.chunked.graph import read_edges_partition
+) -> list[tuple[IdArray, IdArray]]:
+    """Stage read task ``ref`` (a group of edge files) as the staged files ``c``,
+    ``c + 1``, ... (one per slice of :data:`STAGE_EDGES` edges, :func:`stage_pieces`);
+    return each one's entries and self-loops per node block.
 
-    df = read_edges_partition(ref, num_src=bounds[0], num_dst=bounds[1])
-    src, dst = (df[k].to_numpy(np.int64) for k in ("src", "dst"))
-    del df
+    The slices are the files a finer chunking of the same edges would give, so the
+    output does not change (it does not depend on the chunking); a task holds the
+    group's edges (16 bytes per edge) and one slice's entries with their sort, not
+    the whole group's: issue #38 measured a staging task of one 12.5M-edge file (10M
+    nodes / 100M edges in 8 files) at 1.3 GB above the worker's base before the slices
+    (read as a DataFrame, oriented whole), most of the workers' peak.
+    """
+    from dgl_chunked.errors import ChunkMismatchError
+    from dgl_chunked.io.chunked.chunks import group_id_problems, read_edge_group
+
+    src, dst = read_edge_group(ref)
+    problems = group_id_problems(ref, src, dst, num_src=bounds[0], num_dst=bounds[1])
+    if problems:
+        raise ChunkMismatchError("; ".join(problems))
+    out = []
+    for i in range(stage_pieces(src.size)):
+        lo, hi = i * STAGE_EDGES, min((i + 1) * STAGE_EDGES, src.size)
+        out.append(_stage_slice(src[lo:hi], dst[lo:hi], root, c + i, offsets, block_rows, num_blocks, v_dtype))
+    return out
+
+
+def _stage_slice(
+    src: IdArray,
+    dst: IdArray,
+    root: ScratchRoot,
+    c: int,
+    offsets: tuple[int, int],
+    block_rows: int,
+    num_blocks: int,
+    v_dtype: str,
+) -> tuple[IdArray, IdArray]:
+    """Orient and write one slice of edges as staged file ``c``; its entries and
+    self-loops per node block."""
     src, dst = (x + off if off else x for x, off in ((src, offsets[0]), (dst, offsets[1])))
     u, v, counts, loops = K.orient_edges(
         src, dst, block_rows=block_rows, num_blocks=num_blocks, v_dtype=np.dtype(v_dtype).type
@@ -76,9 +117,15 @@ def stage_task(
     return counts, np.bincount(loops // block_rows, minlength=num_blocks).astype(np.int64)
 
 
+def staged_files(staged: tuple[list[tuple[IdArray, IdArray]], ...]) -> list[tuple[IdArray, IdArray]]:
+    """What every staged file holds per block (entries, self-loops), in file order,
+    from what the :func:`stage_task` s returned."""
+    return [piece for task in staged for piece in task]
+
+
 def prepare_task(
     stratum: npt.NDArray[Any],
-    *staged: tuple[IdArray, IdArray],
+    *staged: list[tuple[IdArray, IdArray]],
     root: ScratchRoot,
     b: int,
     block_rows: int,
@@ -86,16 +133,17 @@ def prepare_task(
     owned: bool,
 ) -> tuple[IdArray, IdArray]:
     """Degree, tier, stratum, owned edges (with ``owned``), tier order and empty
-    assignment of block ``b``; ``staged`` holds every edge file's entries and
-    self-loops per block (what :func:`stage_task` returns).
+    assignment of block ``b``; ``staged`` holds every staged file's entries and
+    self-loops per block (what the :func:`stage_task` s return).
 
     Returns the nodes per (tier + 1, stratum) ``[64, S]`` and the owned edges per
     tier + 1 ``[64]``.
     """
     rows, lo = stratum.size, b * block_rows
-    num_blocks = staged[0][0].size if staged else 0
-    segs = _block_segments([s[0] for s in staged], b) if num_blocks else []
-    loop_segs = _block_segments([s[1] for s in staged], b) if num_blocks else []
+    files = staged_files(staged)
+    num_blocks = files[0][0].size if files else 0
+    segs = _block_segments([f[0] for f in files], b) if num_blocks else []
+    loop_segs = _block_segments([f[1] for f in files], b) if num_blocks else []
     stratum = stratum.astype(np.int32)
     degree, weight = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
     for seg in schedule.group_segments(segs, _PREPARE_ENTRIES):
@@ -119,10 +167,10 @@ def prepare_task(
     return table.reshape(K.NUM_TIERS, num_strata).astype(np.int64), np.rint(weights).astype(np.int64)
 
 
-def restage_task(*staged: tuple[IdArray, IdArray], root: ScratchRoot, b: int) -> IdArray:
+def restage_task(*staged: list[tuple[IdArray, IdArray]], root: ScratchRoot, b: int) -> IdArray:
     """Gather block ``b``'s staged entries from every read task's files into the block's
     own files (``edges/<b>-u.bin``, ``-v.bin``), ordered by falling tier of ``u`` (read
-    task order within a tier), once the block's tiers are written; ``staged`` holds
+    file order within a tier), once the block's tiers are written; ``staged`` holds
     what every :func:`stage_task` returned. Returns the entries per tier ``[63]``.
 
     A round then reads one contiguous range per block, instead of one per read task and
@@ -130,8 +178,9 @@ def restage_task(*staged: tuple[IdArray, IdArray], root: ScratchRoot, b: int) ->
     another block's tiers.
     """
     max_tier = K.NUM_TIERS - 2
-    num_blocks = staged[0][0].size if staged else 0
-    segs = _block_segments([s[0] for s in staged], b) if num_blocks else []
+    files = staged_files(staged)
+    num_blocks = files[0][0].size if files else 0
+    segs = _block_segments([f[0] for f in files], b) if num_blocks else []
     entries = sum(hi - lo for _, lo, hi in segs)
     if entries == 0:  # no files: the block's segments are empty
         return np.zeros(max_tier + 1, np.int64)
