@@ -92,7 +92,7 @@ def joins_and_favourites(
     cluster_weight
         Weights ``[k, C]`` of the clusters at the start of the round: the whole table,
         indexed by cluster ID, or a function returning the rows of given cluster IDs
-        (called once, with the cluster of every entry).
+        (called once, with the distinct clusters of the entries, ascending).
     caps
         ``[C]`` most weight per cluster.
     min_share
@@ -113,18 +113,20 @@ def joins_and_favourites(
     shares such levels with the larger ones, :mod:`.shared_levels`).
     """
     u, c, w = (ints(x) for x in (u, c, w))
-    if callable(cluster_weight):  # one row per entry (entries without a cluster read row 0)
-        table = np.ascontiguousarray(cluster_weight(np.maximum(c, 0)), np.int64)
-        crow = np.arange(c.size, dtype=c.dtype)
+    own = np.ascontiguousarray(own, np.int64)
+    hid = np.empty(0, np.int64)
+    if callable(cluster_weight):  # the rows of the clusters named, in ID order
+        hid, c, own = _cluster_rows(c, own)
+        table = ints(cluster_weight(hid))
     else:
-        table, crow = ints(cluster_weight), np.empty(0, c.dtype)  # int32 stays int32 (whole tables)
+        table = ints(cluster_weight)  # int32 stays int32 (whole tables)
     caps = np.ascontiguousarray(caps, np.int64)
     *got, blocked = joins_kernel(
         u,
         c,
-        crow,
+        hid,
         w,
-        np.ascontiguousarray(own, np.int64),
+        own,
         hash_key(seed, salt),
         table.reshape(-1, caps.size),
         np.ascontiguousarray(node_weight, np.int64).reshape(-1, caps.size),
@@ -132,7 +134,28 @@ def joins_and_favourites(
         float(min_share),
     )
     node, cluster, gain, fnode, fcluster, fconn = got
+    if hid.size:
+        cluster, fcluster = hid[cluster], hid[fcluster]
     return node, cluster, gain, fnode, fcluster, fconn, int(blocked)
+
+
+def _cluster_rows(c: IdArray, own: IdArray) -> tuple[IdArray, IdArray, IdArray]:
+    """The distinct clusters ``c`` names (>= 0, ascending) and ``c`` and ``own`` as rows
+    of them (-1: none; an own cluster no entry names is none).
+
+    Issue #38 (h-10m): the cluster weights of a level too large to hold whole (10M nodes
+    x 4 columns) were gathered once per entry, and the kernel sorted every node's
+    entries by cluster: at 10M nodes / 100M edges the gather (random reads across the
+    table's blocks) and the sorts took 49% and 30% of the first level's clustering. The
+    distinct clusters are read one block after another, and the kernel sums per row.
+    """
+    ids, rows = np.unique(c, return_inverse=True)
+    rows = rows.reshape(-1)
+    if ids.size and ids[0] < 0:  # entries without a cluster stay -1
+        ids, rows = ids[1:], rows - 1
+    at = np.minimum(np.searchsorted(ids, own), max(ids.size - 1, 0))
+    named = (own >= 0) & (ids[at] == own) if ids.size else np.zeros(own.size, bool)
+    return ids.astype(np.int64), ints(rows.astype(c.dtype, copy=False)), np.where(named, at, -1).astype(np.int64)
 
 
 def two_hop_joins(node: IdArray, favourite: IdArray, *, seed: int, salt: int) -> tuple[IdArray, IdArray]:

@@ -2,9 +2,8 @@
 
 Each kernel groups its entries by node with one counting sort (linear: the nodes are
 one block's local IDs) and then walks every node's entries once: the weights per
-neighbouring cluster are summed in the node's stretch of one buffer (sorted by cluster
-with a shell sort, as in :mod:`.pair_sums`), and the best, favourite and fitting
-clusters are picked in the same loop, ties by the seeded hash of
+neighbouring cluster are summed (in an array indexed by cluster), and the best,
+favourite and fitting clusters are picked in the same loop, ties by the seeded hash of
 :func:`.kernels.node_order` (SplitMix64 of ``id + key``). They replace chains of numpy
 passes over the ``(node, cluster)`` pairs (grouping, ``reduceat``, ``repeat``, hashing,
 gathering the cluster weights of every pair: 18 s of numpy and most of the 50 s of
@@ -13,9 +12,10 @@ bit for bit (integer sums; ``tests/partition/lp/test_node_kernels.py`` compares 
 the numpy versions on random inputs).
 
 The purification's kernel (:func:`_strongest`) counts a node's entries per cluster in
-one array indexed by cluster instead (the coarsest level's IDs: few), and so do the
-join proposals (:func:`_joins`) when the level's cluster table is whole in memory
-(:func:`_count_merge`: an array of as many rows; else sorted per node), and the coarse
+one array indexed by cluster (the coarsest level's IDs: few); the join proposals
+(:func:`_joins`) sum them in an array of as many rows as the cluster table they get
+(:func:`_count_merge`): the level's whole table, or the rows of the clusters the block's
+entries name (:func:`.coarsen_kernels.joins_and_favourites`); the coarse
 refinement's (:func:`_part_gains`) sums them in a ``[rows, parts]`` table. Every kernel
 keeps int32 inputs in int32 buffers (:func:`ints`): the scratch files' entries, labels and
 cluster maps are int32 below 2**31 IDs (:mod:`.coarsen_tasks`).
@@ -62,40 +62,12 @@ def counting_offsets(key: Any, lo: int, extent: int) -> Any:  # pragma: no cover
     return start
 
 
-def _sort_merge(bc: Any, brow: Any, bw: Any, s: int, e: int) -> int:  # pragma: no cover - compiled
-    """Sort ``bc[s:e]`` (with ``brow``, ``bw``) by cluster, sum equal clusters in place;
-    return the end of the distinct ones."""
-    gap = e - s
-    while gap > 1:  # shell sort (gaps n/2.2...; the last pass is an insertion sort)
-        gap = 1 if gap == 2 else int(gap / 2.2)
-        for i in range(s + gap, e):
-            kc, kr, kw = bc[i], brow[i], bw[i]
-            j = i
-            while j - gap >= s and bc[j - gap] > kc:
-                bc[j] = bc[j - gap]
-                brow[j] = brow[j - gap]
-                bw[j] = bw[j - gap]
-                j -= gap
-            bc[j] = kc
-            brow[j] = kr
-            bw[j] = kw
-    m = s
-    for i in range(s + 1, e):
-        if bc[i] == bc[m]:
-            bw[m] += bw[i]
-        else:
-            m += 1
-            bc[m] = bc[i]
-            brow[m] = brow[i]
-            bw[m] = bw[i]
-    return m + 1
-
-
 def _count_merge(bc: Any, bw: Any, s: int, e: int, acc: Any, stamp: Any, tag: int) -> int:  # pragma: no cover
-    """As :func:`_sort_merge` without the sort: sum ``bw[s:e]`` per cluster ``bc`` in
-    ``acc`` (indexed by cluster; ``stamp[c] == tag`` once ``c`` is seen for this node),
-    the distinct clusters in order of first sight; return their end. Linear in the
-    node's entries (the shell sort is not: the coarse levels' nodes have hundreds)."""
+    """Sum ``bw[s:e]`` per cluster ``bc`` in place (the distinct clusters in order of
+    first sight), through ``acc`` (indexed by cluster; ``stamp[c] == tag`` once ``c`` is
+    seen for this node); return the end of the distinct ones. Linear in the node's
+    entries (a shell sort per node, as before issue #38's h-10m, was not: the coarse
+    levels' nodes have hundreds)."""
     nd = s
     for i in range(s, e):
         ci = bc[i]
@@ -110,10 +82,11 @@ def _count_merge(bc: Any, bw: Any, s: int, e: int, acc: Any, stamp: Any, tag: in
     return nd
 
 
-def _top(bc: Any, bw: Any, s: int, e: int, key: Any, node_hash: Any, own: int) -> Any:  # pragma: no cover - compiled
+def _top(bc: Any, bw: Any, s: int, e: int, key: Any, node_hash: Any, own: int, hid: Any) -> Any:  # pragma: no cover
     """Of the merged clusters ``bc[s:e]`` (weights ``bw``): the highest weight, the index
-    of the tied cluster of lowest hash ``_mix(cluster + key) ^ node_hash``, and whether
-    ``own`` is among the tied."""
+    of the tied cluster of lowest hash ``_mix(ID + key) ^ node_hash`` (``ID``: the
+    cluster's, ``hid[cluster]`` when ``hid`` is not empty), and whether ``own`` is
+    among the tied."""
     best = bw[s]
     for i in range(s + 1, e):
         if bw[i] > best:
@@ -126,15 +99,18 @@ def _top(bc: Any, bw: Any, s: int, e: int, key: Any, node_hash: Any, own: int) -
             continue
         if bc[i] == own:
             own_top = True
-        r = _mix(np.uint64(bc[i]) + key) ^ node_hash
+        r = _mix(np.uint64(hid[bc[i]] if hid.size else bc[i]) + key) ^ node_hash
         if pick < 0 or r < pick_rank:
             pick, pick_rank = i, r
     return best, pick, own_top
 
 
 def _joins(
-    u: Any, c: Any, crow: Any, w: Any, own: Any, key: Any, cw: Any, nw: Any, caps: Any, min_share: float
+    u: Any, c: Any, hid: Any, w: Any, own: Any, key: Any, cw: Any, nw: Any, caps: Any, min_share: float
 ) -> Any:  # pragma: no cover - compiled
+    """See :func:`.coarsen_kernels.joins_and_favourites`: the clusters ``c`` index the
+    rows of ``cw``; their IDs (hashed for ties) are ``hid[c]``, or ``c`` when ``hid`` is
+    empty. The weights per neighbouring cluster are summed in an array of ``cw``'s rows."""
     rows = own.size
     width = caps.size
     start = np.zeros(rows + 1, np.int64)
@@ -149,9 +125,7 @@ def _joins(
         start[k + 1] += start[k]
     pos = start[:-1].copy()
     m = start[rows]
-    rows_given = crow.size > 0  # else the cluster ID is the row of cw
     bc = np.empty(m, c.dtype)  # the entries' types (int32 where the IDs and sums allow)
-    brow = np.empty(m, crow.dtype) if rows_given else bc  # an alias is sorted along harmlessly
     bw = np.empty(m, w.dtype)
     for i in range(u.size):
         ci = c[i]
@@ -161,15 +135,12 @@ def _joins(
         if ci != own[k]:
             p = pos[k]
             bc[p] = ci
-            if rows_given:
-                brow[p] = crow[i]
             bw[p] = w[i]
             pos[k] = p + 1
-    # the cluster table whole (indexed by cluster ID): sums per cluster in an array as
-    # long as it (one column's size), else sorted per node (the order of the merged
+    # sums per cluster in an array as long as the table (the order of the merged
     # clusters does not matter: picks go by weight, then by distinct hashes)
-    acc = np.zeros(0 if rows_given else cw.shape[0], bw.dtype)
-    stamp = np.zeros(0 if rows_given else cw.shape[0], np.int32)
+    acc = np.zeros(cw.shape[0], bw.dtype)
+    stamp = np.zeros(cw.shape[0], np.int32)
     jn = np.empty(rows, np.int64)
     jc = np.empty(rows, np.int64)
     jg = np.empty(rows, np.int64)
@@ -184,9 +155,9 @@ def _joins(
         e = start[k + 1]
         if e == s:
             continue
-        e = _sort_merge(bc, brow, bw, s, e) if rows_given else _count_merge(bc, bw, s, e, acc, stamp, k + 1)
+        e = _count_merge(bc, bw, s, e, acc, stamp, k + 1)
         # the favourite: most connected other cluster, full or not; ties: lowest hash
-        best_all, fav, _ = _top(bc, bw, s, e, key, np.uint64(0), -1)
+        best_all, fav, _ = _top(bc, bw, s, e, key, np.uint64(0), -1, hid)
         fn[nf] = k
         fc[nf] = bc[fav]
         fconn[nf] = best_all
@@ -201,7 +172,7 @@ def _joins(
             if pick >= 0 and bw[i] < bw[pick]:
                 continue
             fits = True
-            row = brow[i]
+            row = bc[i]
             for col in range(width):
                 if cw[row, col] + nw[k, col] > caps[col]:
                     fits = False
@@ -209,7 +180,7 @@ def _joins(
             if not fits:
                 blocked += 1
                 continue
-            r = _mix(np.uint64(bc[i]) + key)
+            r = _mix(np.uint64(hid[row] if hid.size else row) + key)
             if pick < 0 or bw[i] > bw[pick] or r < pick_rank:
                 pick, pick_rank = i, r
         if pick >= 0 and bw[pick] - conn_own[k] > 0:
@@ -316,7 +287,7 @@ def _compiled(name: str) -> Any:
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        for helper in ("_mix", "_sort_merge", "_count_merge", "_top", "counting_offsets"):
+        for helper in ("_mix", "_count_merge", "_top", "counting_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         return jit({"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}[name])
