@@ -428,12 +428,27 @@ def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") ->
     return int(cu.size), int(w.sum())
 
 
-def gather_task(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray, IdArray, npt.NDArray[np.bool_]]:
+def gather_task(
+    level: Level, b: int, min_weight: int = 0
+) -> tuple[IdArray, IdArray, IdArray, IdArray, npt.NDArray[np.bool_]]:
     """Block ``b`` of the coarsest level for the in-memory partitioner: global ``u``,
-    ``v``, ``w`` of its entries, its node weights and which nodes are in the graph."""
+    ``v``, ``w`` of its entries (those of weight ``min_weight`` or more), its node
+    weights and which nodes are in the graph."""
     u, v, w = read_entries(level, b)
+    u = u + level.offsets[b]
+    if min_weight > 0:  # by the pairs' weights (a pair's pieces come from several writers)
+        u, v, w = CK.contract_entries(u, v, w)
+        keep = w >= min_weight
+        u, v, w = u[keep], v[keep], w[keep]
     nw, active = node_weights(level, b)
-    return u + level.offsets[b], v, w, nw, active
+    return u, v, w, nw, active
+
+
+def weight_counts_task(level: Level, b: int) -> tuple[IdArray, IdArray]:
+    """The distinct weights of block ``b``'s entries (the sums of equal pairs: one entry
+    per neighbour of a node) and how many entries weigh each."""
+    u, v, w = read_entries(level, b)
+    return np.unique(CK.contract_entries(u + level.offsets[b], v, w)[2], return_counts=True)
 
 
 def top_task(level: Level, b: int, levels: tuple[Level, ...]) -> None:

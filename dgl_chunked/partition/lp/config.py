@@ -157,7 +157,12 @@ class LPConfig:
         METIS when it fits the stall budget (before issue #38's h-38m: the streaming
         placement alone); the defaults add nodes only (``2**17``: 26 MB more, the
         entries' ``2**21`` kept), so that one worker stays within the coarse budget's
-        memory. With ``stall_shrink`` above 0, coarsening also stops at the first level
+        memory. A last level whose nodes fit but whose entries do not gives METIS its
+        heaviest ``stall_entries`` entries (both directions of the heaviest pairs; the
+        purified level's too; before issue #38's h-10m: the streaming placement alone,
+        which at 10M nodes / 100M edges threw away the second cluster weight's 179 s of
+        coarsening, stopped at 14,111 nodes and 2.26M entries). With ``stall_shrink``
+        above 0, coarsening also stops at the first level
         that shrinks (in nodes) by less than that fraction and fits the stall budget
         (0, the default: never, since stopping early cuts more; see ``coarse_nodes``).
     fit_passes
@@ -168,7 +173,7 @@ class LPConfig:
         lighter one after it; 8 (issue #38) kept 74k clusters at the second level of
         1M / 10M instead of 80k.
     max_levels
-        Most coarsening levels (then, too, the streaming placement).
+        Most coarsening levels (then, too, the stall budget decides).
     coarse_refine_rounds
         Label-propagation rounds on every coarse level but the coarsest while
         uncoarsening level by level (each moves a seeded half of the nodes at most;

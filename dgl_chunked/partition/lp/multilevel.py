@@ -162,8 +162,9 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int, shared:
         return same
     if levels is None:
         return []
+    cap = _entries_cap(plan.config, steps[-1] if len(levels) > 1 else None)
     with phase("initial"):
-        part = _initial(levels[-1], plan)  # pymetis, a dependency: LPMethod.assign refuses without it
+        part = _initial(levels[-1], plan, max_entries=cap)  # pymetis, a dependency: LPMethod.assign refuses
     limit = np.concatenate([state.caps, [state.wcap if state.wcap is not None else 0]])  # [: width] per level
     with phase("uncoarsen"):
         counts, cut = P.uncoarsen(levels, part, plan, limit, f"ml{i}", keep_to=shared.deepest)
@@ -171,7 +172,7 @@ def _multilevel(state: D.State, level: C.Level, fraction: float, i: int, shared:
     if len(levels) > 1 and plan.config.purify_rounds:
         with phase("purify"):
             pure = _purified_level(levels[-1])
-            part = _initial(pure, plan, *_purify(levels, pure, plan))
+            part = _initial(pure, plan, *_purify(levels, pure, plan), max_entries=cap)
             counts, cut = P.uncoarsen([level, pure], part, plan, limit, f"pure{i}", cid_name="pcid")
             pure.lp_root.remove(pure.ml)
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
@@ -246,6 +247,17 @@ def _coarsen_levels(
     return levels, steps, made
 
 
+def _entries_cap(cfg: LPConfig, last: SL.Step | None) -> int | None:
+    """``stall_entries`` when the coarsest level (made by the step ``last``) fits neither
+    the in-memory nor the stall budget (:func:`_stalled_end` kept it for its nodes):
+    METIS gets its heaviest entries, as many as the budget holds, and the purified
+    level's too; else None (every entry)."""
+    if last is None or _fits_stall(cfg, last.nodes, last.entries):
+        return None
+    fits = last.nodes <= cfg.coarse_nodes and last.entries <= cfg.coarse_entries
+    return None if fits else cfg.stall_entries
+
+
 def _fits_stall(cfg: LPConfig, nodes: int, entries: int) -> bool:
     """Whether a level of ``nodes`` nodes and ``entries`` entries fits the stall budget
     (``LPConfig.stall_nodes``, ``stall_entries``)."""
@@ -254,10 +266,29 @@ def _fits_stall(cfg: LPConfig, nodes: int, entries: int) -> bool:
 
 def _stalled_end(cfg: LPConfig, levels: list[C.Level], nodes: int, entries: int, why: str) -> list[C.Level] | None:
     """The levels of a coarsening stopped above the budget (by ``why``): kept, the last
-    one for METIS, when it fits the stall budget; else None (streaming placement only)."""
+    one for METIS, when its nodes fit the stall budget (METIS gets its heaviest
+    ``stall_entries`` entries when it holds more: :func:`_initial`); else None
+    (streaming placement only).
+
+    Issue #38 (h-10m): at 10M nodes / 100M edges the second cluster weight coarsened
+    levels 2-11 (179 s of 493 s of coarsening) and stopped at the largest clusters at
+    14,111 nodes and 2.26M entries, 8% above the stall budget's 2**21 entries, which
+    left the streaming placement alone; nothing in its levels could tell before: the
+    caps reached their largest at level 9, after 173 s of the 179.
+    """
     if _fits_stall(cfg, nodes, entries):
         logger.info(
             "lp: coarsening stopped by %s at level %d: within the stall budget, to METIS", why, levels[-1].index
+        )
+        return levels
+    if nodes <= cfg.stall_nodes and len(levels) > 1:
+        logger.info(
+            "lp: coarsening stopped by %s at level %d: %d entries, above the stall budget's %d: "
+            "to METIS with its heaviest entries",
+            why,
+            levels[-1].index,
+            entries,
+            cfg.stall_entries,
         )
         return levels
     logger.warning(
@@ -302,6 +333,26 @@ def _purify(levels: list[C.Level], pure: C.Level, plan: LPPlan) -> tuple[TaskGra
     pieces = [tasks.add(C.weight_pieces_task, fine, b, pure, "pcid", after=after) for b in blocks]
     sums = [tasks.add(C.coarse_weights_task, pure, t, after=pieces) for t in blocks]
     return tasks, moved + sums + [tasks.add(C.contract_task, fine, b, pure, "pcid", after=after) for b in blocks]
+
+
+def _weight_floor(counts: Sequence[tuple[IdArray, IdArray]], max_entries: int) -> int:
+    """The lowest entry weight ``t`` such that at most ``max_entries`` entries weigh
+    ``t`` or more (``counts``: per block, its distinct entry weights and their numbers):
+    METIS gets those entries, every pair's two directions alike (equal weights)."""
+    weights, inverse = np.unique(np.concatenate([c[0] for c in counts]).astype(np.int64), return_inverse=True)
+    number = np.bincount(inverse.reshape(-1), weights=np.concatenate([c[1] for c in counts])).astype(np.int64)
+    heavier = np.cumsum(number[::-1])[::-1]  # entries weighing weights[i] or more
+    fits = np.flatnonzero(heavier <= max_entries)
+    floor = int(weights[fits[0]]) if fits.size else int(weights[-1]) + 1 if weights.size else 0
+    total = max(int((number * weights).sum()), 1)
+    logger.info(
+        "lp: METIS gets the %d entries of weight %d or more of %d (%.1f%% of the weight)",
+        int(heavier[fits[0]]) if fits.size else 0,
+        floor,
+        int(number.sum()),
+        100 * int((number * weights)[weights >= floor].sum()) / total,
+    )
+    return floor
 
 
 def _log_purified(*moved: int) -> None:
@@ -407,14 +458,25 @@ def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_h
 
 
 def _initial(
-    level: C.Level, plan: LPPlan, tasks: TaskGraph | None = None, after: Sequence[str] = ()
+    level: C.Level,
+    plan: LPPlan,
+    tasks: TaskGraph | None = None,
+    after: Sequence[str] = (),
+    *,
+    max_entries: int | None = None,
 ) -> npt.NDArray[np.int32]:
     """Partition the coarsest level in memory with METIS (node and edge weights), read
-    by the computation of ``tasks`` after its tasks ``after`` (those writing the level).
+    by the computation of ``tasks`` after its tasks ``after`` (those writing the level);
+    with ``max_entries``, of its entries only the heaviest (:func:`_weight_floor`).
     Returns the part of every node of the level (-1: not in the graph), for
     :func:`.projection.uncoarsen` to store."""
     tasks = tasks or TaskGraph()
-    gather = [tasks.add(C.gather_task, level, b, after=after) for b in range(level.num_blocks)]
+    floor = 0
+    if max_entries is not None:
+        counts = [tasks.add(C.weight_counts_task, level, b, after=after) for b in range(level.num_blocks)]
+        floor = _weight_floor(tasks.compute(list(after) + counts)[len(after) :], max_entries)
+        tasks, after = TaskGraph(), ()
+    gather = [tasks.add(C.gather_task, level, b, min_weight=floor, after=after) for b in range(level.num_blocks)]
     got = tasks.compute(list(after) + gather)[len(after) :]
     u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
     node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])

@@ -1,0 +1,110 @@
+"""A coarsening that stops above the stall budget's entries, its nodes within it: METIS
+gets the level's heaviest entries (as many as ``stall_entries``) instead of the
+streaming placement alone (issue #38, h-10m)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import dask
+import numpy as np
+import pytest
+
+from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
+from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, compute_partition_report, register_method
+from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp import coarsen_tasks as C
+from dgl_chunked.partition.lp import method as lp_module
+from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp.multilevel import _weight_floor
+from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
+
+pytest.importorskip("pymetis")
+
+MASKS = ["train_mask", "val_mask", "test_mask"]
+# two coarse levels at most: level 2 (about 1k nodes, 50k entries) is above 5000 entries
+STOPPED = LPConfig(block_rows=1024, coarse_nodes=10, coarse_entries=1000, max_levels=2, stall_entries=5000)
+
+
+def test_weight_floor_keeps_the_heaviest_entries_within_the_budget() -> None:
+    counts = [(np.array([1, 2, 5]), np.array([10, 4, 2])), (np.array([2, 3]), np.array([2, 4]))]
+    # weights 5: 2 entries, 3: 4, 2: 6, 1: 10 -> 2, 6, 12, 22 entries of that weight or more
+    assert _weight_floor(counts, 12) == 2
+    assert _weight_floor(counts, 11) == 3
+    assert _weight_floor(counts, 6) == 3
+    assert _weight_floor(counts, 22) == 1
+    assert _weight_floor(counts, 1) == 6  # none fits: no entry
+    assert _weight_floor([(np.empty(0, np.int64), np.empty(0, np.int64))], 5) == 0  # no entries
+
+
+def test_gathered_entries_above_the_floor_are_whole_pairs(tmp_path: Path) -> None:
+    level = C.Level(
+        index=1, offsets=(0, 2, 4), lp_root=S.ScratchRoot(tmp_path.as_posix()), ml=(tmp_path / "ml").as_posix()
+    )
+    level.create()
+    # the pair (1, 2) weighs 3 + 1 = 4 in pieces from two writers (blocks 0 and 1): kept whole
+    # by a floor of 4, though each piece alone weighs less; (0, 3) weighs 2: dropped
+    pieces = {  # writer -> reader -> (local u, v, w)
+        0: {0: [[1, 0], [2, 3], [3, 2]], 1: [[0, 1], [1, 0], [3, 2]]},
+        1: {0: [[1], [2], [1]], 1: [[0], [1], [1]]},
+    }
+    for s, readers in pieces.items():
+        rows = [np.asarray(readers[t], np.int64).reshape(3, -1) for t in (0, 1)]
+        C.save_split(level.url(f"e-{s}"), np.hstack(rows), np.repeat([0, 1], [r.shape[1] for r in rows]), 2)
+    for b in (0, 1):
+        C.save(level.url(f"w-{b}"), np.ones((2, 1), np.int64))
+    counts = [C.weight_counts_task(level, b) for b in (0, 1)]
+    assert [c[0].tolist() for c in counts] == [[2, 4], [2, 4]]
+    got = [C.gather_task(level, b, min_weight=4) for b in (0, 1)]
+    pairs = sorted((int(a), int(b), int(c)) for g in got for a, b, c in zip(g[0], g[1], g[2], strict=True))
+    assert pairs == [(1, 2, 4), (2, 1, 4)]
+    whole = sorted((int(a), int(b), int(c)) for g in (C.gather_task(level, 0),) for a, b, c in zip(*g[:3], strict=True))
+    assert whole == [(0, 3, 2), (1, 2, 1), (1, 2, 3)]  # without a floor: the pieces as written
+    assert CK.contract_entries(*map(np.asarray, zip(*whole, strict=True)))[2].tolist() == [2, 4]
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory: pytest.TempPathFactory) -> ChunkedGraph:
+    n = 4000
+    src, dst = planted_partition_edges(n, 40_000, 8, skewed=True, p_in=0.9, seed=6)
+    r = np.random.default_rng(7).random(n)
+    truth = GraphTruth(
+        graph_name="g",
+        num_nodes={"_N": n},
+        edges={"_N:_E:_N": (src, dst)},
+        node_data={"_N": {"train_mask": r < 0.6, "val_mask": (r >= 0.6) & (r < 0.8), "test_mask": r >= 0.8}},
+        edge_data={},
+    )
+    path = write_graph_from_truth(tmp_path_factory.mktemp("g") / "g", truth, edge_chunks=2).base_dir
+    return open_chunked_graph(path)
+
+
+def _run(graph: ChunkedGraph, config: LPConfig) -> float:
+    lp_module._RESULTS.clear()
+    register_method("lp", LPMethod(config), overwrite=True)
+    try:
+        with dask.config.set(scheduler="threads", num_workers=2):
+            parts = assign_partitions(graph, 4, method="lp", balance_ntypes=MASKS)
+            return compute_partition_report(graph, parts, 4).edge_cut_fraction
+    finally:
+        register_method("lp", LPMethod(), overwrite=True)
+
+
+def test_a_level_above_the_stall_entries_goes_to_metis_with_its_heaviest_entries(
+    graph: ChunkedGraph, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
+        cut = _run(graph, STOPPED)
+    text = caplog.text
+    stops = re.findall(r"stopped by max_levels \(2\) at level 2: (\d+) entries, above the stall budget's 5000", text)
+    assert len(stops) == 2 and all(int(e) > 5000 for e in stops), text  # both cluster weights
+    kept = [int(k) for k in re.findall(r"METIS gets the (\d+) entries of weight \d+ or more of \d+", text)]
+    assert len(kept) == 4 and all(0 < k <= 5000 for k in kept), text  # level by level and purified, twice
+    assert "streaming placement only" not in text and "multilevel [None" not in text
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="dgl_chunked.partition.lp"):
+        streaming = _run(graph, LPConfig(**{**STOPPED.__dict__, "stall_nodes": 0}))  # before: no METIS
+    assert "multilevel [None, None]: keeping the streaming assignment" in caplog.text
+    assert cut < 0.8 * streaming, (cut, streaming)
