@@ -159,9 +159,11 @@ class LPConfig:
         entries' ``2**21`` kept), so that one worker stays within the coarse budget's
         memory. A last level whose nodes fit but whose entries do not gives METIS its
         heaviest ``stall_entries`` entries (both directions of the heaviest pairs; the
-        purified level's too; before issue #38's h-10m: the streaming placement alone,
-        which at 10M nodes / 100M edges threw away the second cluster weight's 179 s of
-        coarsening, stopped at 14,111 nodes and 2.26M entries). With ``stall_shrink``
+        purified level's too) when no earlier cluster weight gave a multilevel
+        assignment (issue #38's h-10m; before: the streaming placement alone; a later
+        weight keeps that: at 10M nodes / 100M edges the second weight's, stopped at
+        14,111 nodes and 2.26M entries, became a finalist and cut more after the
+        refinement than the first weight's, 0.2304 against 0.2060). With ``stall_shrink``
         above 0, coarsening also stops at the first level
         that shrinks (in nodes) by less than that fraction and fits the stall budget
         (0, the default: never, since stopping early cuts more; see ``coarse_nodes``).
