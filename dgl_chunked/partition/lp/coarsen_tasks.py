@@ -187,13 +187,20 @@ def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
     table = whole_table(level, name)
     if table is not None:
         return table[ids]
-    block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1
+    offsets = np.asarray(level.offsets, np.int64)
+    runs: list[tuple[int, slice | IdArray]]
+    if bool(np.all(ids[1:] >= ids[:-1])):  # sorted (distinct clusters): each block's rows are one run
+        bounds = np.searchsorted(ids, offsets)
+        runs = [(b, slice(bounds[b], bounds[b + 1])) for b in range(level.num_blocks) if bounds[b + 1] > bounds[b]]
+    else:
+        block = np.searchsorted(offsets, ids, side="right") - 1
+        runs = list(rows_by_block(block, level.num_blocks))  # one sort, not a pass per block
     out: npt.NDArray[Any] | None = None
-    for b, sel in rows_by_block(block, level.num_blocks):  # one sort, not a pass per block
+    for b, sel in runs:
         arr = load(level.url(f"{name}-{b}"))
         if out is None:
             out = np.empty((ids.size, *arr.shape[1:]), arr.dtype)
-        out[sel] = arr[ids[sel] - level.offsets[b]]
+        out[sel] = arr[ids[sel] - offsets[b]]
     assert out is not None
     return out
 

@@ -62,6 +62,8 @@ def test_whole_tables_within_the_budget_match_the_blockwise_lookup(
     blockwise = C.lookup(level, "cw", ids)
     assert blockwise.dtype == np.int64
     np.testing.assert_array_equal(blockwise, cw[ids])
+    ascending = np.array([0, 3, 3, 4, 9])  # one run per block
+    np.testing.assert_array_equal(C.lookup(level, "cw", ascending), cw[ascending])
     assert C.whole_table(level, "label") is not None
     monkeypatch.setattr(C, "WHOLE_TABLE_BYTES", 39)
     assert C.whole_table(level, "label") is None
