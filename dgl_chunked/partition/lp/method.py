@@ -30,7 +30,9 @@ entries then is kept:
      ``coarse_entries`` entries); a level that shrinks by under ``min_shrink`` (30%)
      relaxes the cluster caps 4x (up to half a part); a coarsening stopped above the
      budget (stalled at those caps, or ``max_levels``) hands its last level to METIS
-     when it fits the stall budget (``stall_nodes``, ``stall_entries``). A level's
+     when it fits the stall budget (``stall_nodes``, ``stall_entries``), or, for the
+     first cluster weight to get there, when its nodes do (METIS then gets its
+     heaviest ``stall_entries`` entries; ``LPConfig.stall_entries``). A level's
      clustering files are deleted once it is contracted, its entries and weights once
      it is projected to the finer level (the cluster maps stay for the purification),
      every coarse level after its cluster weight's assignments are made. A later
