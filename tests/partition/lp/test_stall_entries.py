@@ -15,7 +15,6 @@ import pytest
 
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, compute_partition_report, register_method
-from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import method as lp_module
 from dgl_chunked.partition.lp import store as S
@@ -40,30 +39,29 @@ def test_weight_floor_keeps_the_heaviest_entries_within_the_budget() -> None:
     assert _weight_floor([(np.empty(0, np.int64), np.empty(0, np.int64))], 5) == 0  # no entries
 
 
-def test_gathered_entries_above_the_floor_are_whole_pairs(tmp_path: Path) -> None:
+def test_gathered_entries_above_the_floor_are_whole_pairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     level = C.Level(
         index=1, offsets=(0, 2, 4), lp_root=S.ScratchRoot(tmp_path.as_posix()), ml=(tmp_path / "ml").as_posix()
     )
     level.create()
-    # the pair (1, 2) weighs 3 + 1 = 4 in pieces from two writers (blocks 0 and 1): kept whole
-    # by a floor of 4, though each piece alone weighs less; (0, 3) weighs 2: dropped
-    pieces = {  # writer -> reader -> (local u, v, w)
-        0: {0: [[1, 0], [2, 3], [3, 2]], 1: [[0, 1], [1, 0], [3, 2]]},
-        1: {0: [[1], [2], [1]], 1: [[0], [1], [1]]},
+    # block entries (local u, v, w) as read from the writers' pieces: the pair (1, 2)
+    # weighs 3 + 1 = 4 in pieces from two writers, kept whole by a floor of 4 though each
+    # piece alone weighs less; (0, 3) weighs 2: dropped
+    entries = {
+        0: ([1, 0, 1], [2, 3, 2], [3, 2, 1]),
+        1: ([0, 1, 0], [1, 0, 1], [3, 2, 1]),
     }
-    for s, readers in pieces.items():
-        rows = [np.asarray(readers[t], np.int64).reshape(3, -1) for t in (0, 1)]
-        C.save_split(level.url(f"e-{s}"), np.hstack(rows), np.repeat([0, 1], [r.shape[1] for r in rows]), 2)
+    monkeypatch.setattr(C, "read_entries", lambda lv, b: tuple(np.asarray(x, np.int32) for x in entries[b]))
     for b in (0, 1):
         C.save(level.url(f"w-{b}"), np.ones((2, 1), np.int64))
     counts = [C.weight_counts_task(level, b) for b in (0, 1)]
     assert [c[0].tolist() for c in counts] == [[2, 4], [2, 4]]
+    assert [c[1].tolist() for c in counts] == [[1, 1], [1, 1]]
     got = [C.gather_task(level, b, min_weight=4) for b in (0, 1)]
     pairs = sorted((int(a), int(b), int(c)) for g in got for a, b, c in zip(g[0], g[1], g[2], strict=True))
     assert pairs == [(1, 2, 4), (2, 1, 4)]
-    whole = sorted((int(a), int(b), int(c)) for g in (C.gather_task(level, 0),) for a, b, c in zip(*g[:3], strict=True))
-    assert whole == [(0, 3, 2), (1, 2, 1), (1, 2, 3)]  # without a floor: the pieces as written
-    assert CK.contract_entries(*map(np.asarray, zip(*whole, strict=True)))[2].tolist() == [2, 4]
+    whole = sorted((int(a), int(b), int(c)) for a, b, c in zip(*C.gather_task(level, 0)[:3], strict=True))
+    assert whole == [(0, 3, 2), (1, 2, 1), (1, 2, 3)]  # without a floor: the pieces as read
 
 
 @pytest.fixture(scope="module")
