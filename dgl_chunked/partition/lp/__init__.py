@@ -3,12 +3,14 @@
 - :mod:`.config`: the tuning (:class:`LPConfig`) and one run's fixed inputs.
 - :mod:`.store`: the scratch store (where a run's files live, how tasks read them).
 - :mod:`.taskgraph`: the small task graph every round submits.
+- :mod:`.staging`: the edge files staged as entries (both directions, block-major).
 - :mod:`.streaming`, :mod:`.tasks`, :mod:`.kernels`, :mod:`.schedule`: streaming
   placement and label-propagation refinement (driver, Dask tasks, numpy kernels, the
   driver's move schedule).
 - :mod:`.multilevel`, :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels` (with
   :mod:`.pair_sums`, its compiled group-by, and :mod:`.node_kernels`, its compiled
-  per-node proposal and purification passes),
+  per-node proposal and purification passes), :mod:`.tables` (the levels' tables
+  looked up by ID), :mod:`.coarsest` (METIS on the coarsest level),
   :mod:`.projection`: multilevel coarsening, initial partition and projection.
 - :mod:`.finalists`: the choice between the initial assignments kept for the refinement.
 - :mod:`.salts`: every random-seed salt of a run.

@@ -39,8 +39,8 @@ by one task; "pieces" are the per-destination parts of one writer's file
 Memory per task: one block's entries (12 bytes each, 24 in int64; the contraction adds about 56 per
 entry for its sorted pairs: 80 in all, measured on a 5.2M-entry block, against 117 with
 the numpy steps before issue #38), its node arrays, and the label, weight or map
-tables it looks up: whole under :data:`WHOLE_TABLE_BYTES` (4 bytes per ID or weight), else one
-block's at a time.
+tables it looks up: whole under :data:`.tables.WHOLE_TABLE_BYTES` (4 bytes per ID or weight),
+else one block's at a time (:mod:`.tables`).
 """
 
 from __future__ import annotations
@@ -55,12 +55,13 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import store as S
-from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
+from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
 from dgl_chunked.partition.lp.node_kernels import mover_entries
 from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums
+from dgl_chunked.partition.lp.tables import WHOLE_TABLE_BYTES, lookup, whole_table
 from dgl_chunked.storage.arrays import read_array, write_array
 
-__all__ = ["CLUSTERING_FILES"]
+__all__ = ["CLUSTERING_FILES", "WHOLE_TABLE_BYTES", "lookup", "whole_table"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,76 +160,6 @@ def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
 
 CLUSTERING_FILES = ("label", "cw", "prop", "want", "hop", "acc", "left", "lcid")
 """A level's files that only its clustering and contraction read (deleted after them)."""
-
-WHOLE_TABLE_BYTES = 1 << 26
-"""A lookup reads every block of a table at once below this size, else one at a time."""
-
-WEIGHT_TABLES = ("cw", "w")
-"""The tables of ``[rows, C]`` weights (int64 files); the others hold one ID per node."""
-
-
-def table_bytes(level: Level, name: str) -> int:
-    """Bytes of the whole table ``name`` in memory: the level's ID type
-    (:func:`.coarsen_kernels.id_dtype`: 4 bytes per node below 2**31 IDs) for the label,
-    map and partition tables, 4 per column per node for the weights (read narrowed to
-    int32, :func:`whole_table`; 8 from 2**31 nodes on)."""
-    per_id = np.dtype(CK.id_dtype(level.offsets[-1])).itemsize
-    return level.offsets[-1] * per_id * (level.width if name in WEIGHT_TABLES else 1)
-
-
-def lookup(level: Level, name: str, ids: IdArray) -> npt.NDArray[Any]:
-    """Rows ``ids`` (global, >= 0) of the per-block arrays ``name-<b>``: the whole table
-    when under :data:`WHOLE_TABLE_BYTES` (:func:`table_bytes`), else one block in
-    memory at a time."""
-    ids = np.asarray(ids, np.int64)
-    width = level.width if name in WEIGHT_TABLES else 1
-    if ids.size == 0:
-        return np.empty((0, level.width) if width > 1 else 0, np.int64)
-    table = whole_table(level, name)
-    if table is not None:
-        return table[ids]
-    offsets = np.asarray(level.offsets, np.int64)
-    runs: list[tuple[int, slice | IdArray]]
-    if bool(np.all(ids[1:] >= ids[:-1])):  # sorted (distinct clusters): each block's rows are one run
-        bounds = np.searchsorted(ids, offsets)
-        runs = [(b, slice(bounds[b], bounds[b + 1])) for b in range(level.num_blocks) if bounds[b + 1] > bounds[b]]
-    else:
-        block = np.searchsorted(offsets, ids, side="right") - 1
-        runs = list(rows_by_block(block, level.num_blocks))  # one sort, not a pass per block
-    out: npt.NDArray[Any] | None = None
-    for b, sel in runs:
-        arr = load(level.url(f"{name}-{b}"))
-        if out is None:
-            out = np.empty((ids.size, *arr.shape[1:]), arr.dtype)
-        out[sel] = arr[ids[sel] - offsets[b]]
-    assert out is not None
-    return out
-
-
-def whole_table(level: Level, name: str) -> npt.NDArray[Any] | None:
-    """Every block's ``name-<b>`` in one array, indexed by global ID, when under
-    :data:`WHOLE_TABLE_BYTES` (:func:`table_bytes`); else None (:func:`lookup` then
-    reads one block at a time). The weight tables (``cw``, ``w``; int64 files) come as
-    int32 when the level's IDs are int32 and every weight fits (else None: a column of
-    2**31 owned edges or more, or a coarse level of a graph of 2**31 nodes or more).
-
-    Issue #38 (10M nodes / 100M edges, 8 parts, 39 blocks): with 8 bytes per ID and
-    weight, the label and map tables of level 0 (10M nodes) and the cluster weights of
-    level 1 (3.7M nodes, 4 columns) were read block by block and gathered per entry;
-    making level 2 from level 1 took 90.8 s against 27.8 s for level 3 from level 2
-    (1.4M nodes, whole tables), for as many entries (188M and 180M).
-    """
-    if table_bytes(level, name) > WHOLE_TABLE_BYTES:
-        return None
-    blocks = (load(level.url(f"{name}-{b}")) for b in range(level.num_blocks))
-    if name not in WEIGHT_TABLES or CK.id_dtype(level.offsets[-1]) is np.int64:
-        return np.concatenate(list(blocks))
-    out = np.empty((level.offsets[-1], level.width), np.int32)  # filled block by block: no int64 copy
-    for b, arr in enumerate(blocks):
-        if arr.size and int(arr.max()) >= CK.ID_LIMIT:  # weights are >= 0
-            return None  # block by block
-        out[level.offsets[b] : level.offsets[b + 1]] = arr
-    return out
 
 
 def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:

@@ -209,7 +209,7 @@ cut 0.7-1.6% more on the 50k skewed planted graph (``LPConfig.cluster_rounds``),
 are not the defaults.
 
 **Memory** per task: a staging task holds one read task's edges (16 bytes per edge, plus
-the reader's) and one slice of them oriented at a time (``tasks.STAGE_EDGES``, 2**21
+the reader's) and one slice of them oriented at a time (``staging.STAGE_EDGES``, 2**21
 edges: about 60 bytes per edge of the slice; a 12.5M-edge file peaked at 0.40 GB above
 the worker's base, 1.3 GB before the slices). A histogram task holds one group of staged entries, about 30
 bytes per entry with its temporaries (``group_entries``: 2**21), one block's

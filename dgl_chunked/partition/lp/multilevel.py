@@ -16,11 +16,10 @@ import itertools
 import logging
 import posixpath
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import coarsen_kernels as CK
@@ -31,9 +30,9 @@ from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import shared_levels as SL
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import streaming as D
+from dgl_chunked.partition.lp.coarsest import initial_partition
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
-from dgl_chunked.partition.metis import metis_parts
 
 if TYPE_CHECKING:
     from dgl_chunked.io.chunked.graph import ChunkedGraph
@@ -166,7 +165,7 @@ def _multilevel(
         return []
     cap = _entries_cap(plan.config, steps[-1] if len(levels) > 1 else None)
     with phase("initial"):
-        part = _initial(levels[-1], plan, max_entries=cap)  # pymetis, a dependency: LPMethod.assign refuses
+        part = initial_partition(levels[-1], plan, max_entries=cap)  # pymetis, a dependency: LPMethod.assign refuses
     limit = np.concatenate([state.caps, [state.wcap if state.wcap is not None else 0]])  # [: width] per level
     with phase("uncoarsen"):
         counts, cut = P.uncoarsen(levels, part, plan, limit, f"ml{i}", keep_to=shared.deepest)
@@ -174,7 +173,7 @@ def _multilevel(
     if len(levels) > 1 and plan.config.purify_rounds:
         with phase("purify"):
             pure = _purified_level(levels[-1])
-            part = _initial(pure, plan, *_purify(levels, pure, plan), max_entries=cap)
+            part = initial_partition(pure, plan, *_purify(levels, pure, plan), max_entries=cap)
             counts, cut = P.uncoarsen([level, pure], part, plan, limit, f"pure{i}", cid_name="pcid")
             pure.lp_root.remove(pure.ml)
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
@@ -274,7 +273,7 @@ def _stalled_end(
     """The levels of a coarsening stopped above the budget (by ``why``): kept, the last
     one for METIS, when it fits the stall budget, or, with ``heaviest`` (no earlier
     cluster weight gave a multilevel assignment), when its nodes do (METIS gets its
-    heaviest ``stall_entries`` entries: :func:`_initial`); else None (streaming
+    heaviest ``stall_entries`` entries: :func:`.coarsest.initial_partition`); else None (streaming
     placement only).
 
     Issue #38 (h-10m): at 10M nodes / 100M edges the second cluster weight coarsened
@@ -344,26 +343,6 @@ def _purify(levels: list[C.Level], pure: C.Level, plan: LPPlan) -> tuple[TaskGra
     pieces = [tasks.add(C.weight_pieces_task, fine, b, pure, "pcid", after=after) for b in blocks]
     sums = [tasks.add(C.coarse_weights_task, pure, t, after=pieces) for t in blocks]
     return tasks, moved + sums + [tasks.add(C.contract_task, fine, b, pure, "pcid", after=after) for b in blocks]
-
-
-def _weight_floor(counts: Sequence[tuple[IdArray, IdArray]], max_entries: int) -> int:
-    """The lowest entry weight ``t`` such that at most ``max_entries`` entries weigh
-    ``t`` or more (``counts``: per block, its distinct entry weights and their numbers):
-    METIS gets those entries, every pair's two directions alike (equal weights)."""
-    weights, inverse = np.unique(np.concatenate([c[0] for c in counts]).astype(np.int64), return_inverse=True)
-    number = np.bincount(inverse.reshape(-1), weights=np.concatenate([c[1] for c in counts])).astype(np.int64)
-    heavier = np.cumsum(number[::-1])[::-1]  # entries weighing weights[i] or more
-    fits = np.flatnonzero(heavier <= max_entries)
-    floor = int(weights[fits[0]]) if fits.size else int(weights[-1]) + 1 if weights.size else 0
-    total = max(int((number * weights).sum()), 1)
-    logger.info(
-        "lp: METIS gets the %d entries of weight %d or more of %d (%.1f%% of the weight)",
-        int(heavier[fits[0]]) if fits.size else 0,
-        floor,
-        int(number.sum()),
-        100 * int((number * weights)[weights >= floor].sum()) / total,
-    )
-    return floor
 
 
 def _log_purified(*moved: int) -> None:
@@ -466,40 +445,3 @@ def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_h
     )
     joins = int(sum(a[0] for a in accepted))
     return joins, joins < offered or any(p[1] for p in proposed)
-
-
-def _initial(
-    level: C.Level,
-    plan: LPPlan,
-    tasks: TaskGraph | None = None,
-    after: Sequence[str] = (),
-    *,
-    max_entries: int | None = None,
-) -> npt.NDArray[np.int32]:
-    """Partition the coarsest level in memory with METIS (node and edge weights), read
-    by the computation of ``tasks`` after its tasks ``after`` (those writing the level);
-    with ``max_entries``, of its entries only the heaviest (:func:`_weight_floor`).
-    Returns the part of every node of the level (-1: not in the graph), for
-    :func:`.projection.uncoarsen` to store."""
-    tasks = tasks or TaskGraph()
-    floor = 0
-    if max_entries is not None:
-        counts = [tasks.add(C.weight_counts_task, level, b, after=after) for b in range(level.num_blocks)]
-        floor = _weight_floor(tasks.compute(list(after) + counts)[len(after) :], max_entries)
-        tasks, after = TaskGraph(), ()
-    gather = [tasks.add(C.gather_task, level, b, min_weight=floor, after=after) for b in range(level.num_blocks)]
-    got = tasks.compute(list(after) + gather)[len(after) :]
-    u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
-    node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])
-    index = np.cumsum(active) - 1
-    xadj, adjncy, eweights = CK.weighted_csr(index[u], index[v], w, int(active.sum()))
-    del u, v, w
-    vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
-    part = np.full(active.size, -1, np.int32)
-    part[active] = metis_parts(
-        xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=np.maximum(vweights, 1), eweights=eweights
-    )
-    coarse = part[active]
-    cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
-    logger.debug("lp: initial partition of %d nodes, %d entries: %d cut", int(active.sum()), adjncy.size, cut)
-    return part

@@ -18,7 +18,7 @@ import numpy as np
 
 from dgl_chunked._dask import on_worker
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition.lp import salts, schedule
+from dgl_chunked.partition.lp import salts, schedule, staging
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import tasks as T
 from dgl_chunked.partition.lp.config import LPPlan
@@ -168,8 +168,8 @@ def _stage(
             "v_dtype": v_dtype,
         }
         for ref in graph.edge_groups(spec.name):
-            keys.append(tasks.add(T.stage_task, ref, c=files, **kw))
-            files += T.stage_pieces(ref.rows)
+            keys.append(tasks.add(staging.stage_task, ref, c=files, **kw))
+            files += staging.stage_pieces(ref.rows)
     return keys, files
 
 

@@ -7,7 +7,6 @@ A round's node *span* is either ``(start, stop)``, positions in the block's tier
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,7 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp import schedule
+from dgl_chunked.partition.lp.staging import staged_files
 from dgl_chunked.partition.lp.store import (
     ScratchRoot,
     Segments,
@@ -38,7 +38,6 @@ __all__ = [
     "prepare_task",
     "propose_task",
     "restage_task",
-    "stage_task",
     "sum_task",
 ]
 
@@ -47,99 +46,6 @@ FULL_READ_BYTES = 1 << 26
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
 Span = tuple[int, int] | None
-
-
-STAGE_EDGES = 1 << 21
-"""Edges oriented and staged at once by a staging task: a read task of more edges (a
-large edge file) writes one set of staged files per slice of this many, in order."""
-
-
-def stage_pieces(rows: int) -> int:
-    """The staged files (slices of :data:`STAGE_EDGES` edges) of a read task of ``rows`` edges."""
-    return max(1, -(-rows // STAGE_EDGES))
-
-
-def stage_task(
-    ref: Any,
-    *,
-    root: ScratchRoot,
-    c: int,
-    offsets: tuple[int, int],
-    bounds: tuple[int, int],
-    block_rows: int,
-    num_blocks: int,
-    v_dtype: str,
-) -> list[tuple[IdArray, IdArray]]:
-    """Stage read task ``ref`` (a group of edge files) as the staged files ``c``,
-    ``c + 1``, ... (one per slice of :data:`STAGE_EDGES` edges, :func:`stage_pieces`);
-    return each one's entries and self-loops per node block.
-
-    The slices are the files a finer chunking of the same edges would give, so the
-    output does not change (it does not depend on the chunking); a task holds the
-    group's edges (16 bytes per edge) and one slice's entries with their sort, not
-    the whole group's: issue #38 measured a staging task of one 12.5M-edge file (10M
-    nodes / 100M edges in 8 files) at 1.3 GB above the worker's base before the slices
-    (read as a DataFrame, oriented whole), most of the workers' peak.
-    """
-    from dgl_chunked.errors import ChunkMismatchError
-    from dgl_chunked.io.chunked.chunks import group_id_problems, read_edge_group
-
-    def stage() -> list[tuple[IdArray, IdArray]]:  # the edges (maybe pyarrow's buffers) die with it
-        src, dst = read_edge_group(ref)
-        problems = group_id_problems(ref, src, dst, num_src=bounds[0], num_dst=bounds[1])
-        if problems:
-            raise ChunkMismatchError("; ".join(problems))
-        out = []
-        for i in range(stage_pieces(src.size)):
-            lo, hi = i * STAGE_EDGES, min((i + 1) * STAGE_EDGES, src.size)
-            out.append(_stage_slice(src[lo:hi], dst[lo:hi], root, c + i, offsets, block_rows, num_blocks, v_dtype))
-        return out
-
-    try:
-        return stage()
-    finally:
-        _release_arrow_pool()
-
-
-def _release_arrow_pool() -> None:
-    """Give pyarrow's freed buffers back to the system (when pyarrow read the files).
-
-    Its memory pool (mimalloc) keeps them for later reads: after staging one 12.5M-edge
-    Parquet file (10M nodes / 100M edges in 8 files) a process held 395 MB, 147 MB
-    once they were released, and a worker kept that for the rest of the ``lp`` run
-    (issue #38, h-10m)."""
-    arrow = sys.modules.get("pyarrow")
-    if arrow is not None:
-        arrow.default_memory_pool().release_unused()
-
-
-def _stage_slice(
-    src: IdArray,
-    dst: IdArray,
-    root: ScratchRoot,
-    c: int,
-    offsets: tuple[int, int],
-    block_rows: int,
-    num_blocks: int,
-    v_dtype: str,
-) -> tuple[IdArray, IdArray]:
-    """Orient and write one slice of edges as staged file ``c``; its entries and
-    self-loops per node block."""
-    src, dst = (x + off if off else x for x, off in ((src, offsets[0]), (dst, offsets[1])))
-    u, v, counts, loops = K.orient_edges(
-        src, dst, block_rows=block_rows, num_blocks=num_blocks, v_dtype=np.dtype(v_dtype).type
-    )
-    del src, dst
-    loops = np.sort(loops)
-    for name, arr in (("su", u), ("sv", v), ("loops", loops)):
-        save(root, edges_file(root, c, name), arr)
-    return counts, np.bincount(loops // block_rows, minlength=num_blocks).astype(np.int64)
-
-
-def staged_files(staged: tuple[list[tuple[IdArray, IdArray]], ...]) -> list[tuple[IdArray, IdArray]]:
-    """What every staged file holds per block (entries, self-loops), in file order,
-    from what the :func:`stage_task` s returned."""
-    return [piece for task in staged for piece in task]
 
 
 def prepare_task(

@@ -19,6 +19,7 @@ from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, registe
 from dgl_chunked.partition.lp import coarsen_kernels as MK
 from dgl_chunked.partition.lp import coarsen_tasks as ml_tasks
 from dgl_chunked.partition.lp import method as lp_module
+from dgl_chunked.partition.lp import tables as lp_tables
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 pytest.importorskip("pymetis")
@@ -253,7 +254,7 @@ def test_independent_of_chunking(
 ) -> None:
     truth, _ = planted
     other = _open(tmp_path, truth, edge_chunks=5, feature_chunks=3)
-    monkeypatch.setattr(ml_tasks, "WHOLE_TABLE_BYTES", 0)  # and lookups one block at a time
+    monkeypatch.setattr(lp_tables, "WHOLE_TABLE_BYTES", 0)  # and lookups one block at a time
     np.testing.assert_array_equal(_parts(other, 4)["_N"], runs["lp4"])
 
 

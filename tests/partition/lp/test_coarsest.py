@@ -18,7 +18,7 @@ from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, compute
 from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import method as lp_module
 from dgl_chunked.partition.lp import store as S
-from dgl_chunked.partition.lp.multilevel import _weight_floor
+from dgl_chunked.partition.lp.coarsest import weight_floor
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 pytest.importorskip("pymetis")
@@ -31,12 +31,12 @@ STOPPED = LPConfig(block_rows=1024, coarse_nodes=10, coarse_entries=1000, max_le
 def test_weight_floor_keeps_the_heaviest_entries_within_the_budget() -> None:
     counts = [(np.array([1, 2, 5]), np.array([10, 4, 2])), (np.array([2, 3]), np.array([2, 4]))]
     # weights 5: 2 entries, 3: 4, 2: 6, 1: 10 -> 2, 6, 12, 22 entries of that weight or more
-    assert _weight_floor(counts, 12) == 2
-    assert _weight_floor(counts, 11) == 3
-    assert _weight_floor(counts, 6) == 3
-    assert _weight_floor(counts, 22) == 1
-    assert _weight_floor(counts, 1) == 6  # none fits: no entry
-    assert _weight_floor([(np.empty(0, np.int64), np.empty(0, np.int64))], 5) == 0  # no entries
+    assert weight_floor(counts, 12) == 2
+    assert weight_floor(counts, 11) == 3
+    assert weight_floor(counts, 6) == 3
+    assert weight_floor(counts, 22) == 1
+    assert weight_floor(counts, 1) == 6  # none fits: no entry
+    assert weight_floor([(np.empty(0, np.int64), np.empty(0, np.int64))], 5) == 0  # no entries
 
 
 def test_gathered_entries_above_the_floor_are_whole_pairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ import pytest
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import store as S
+from dgl_chunked.partition.lp import tables
 
 
 def _level(tmp_path: Path, offsets: tuple[int, ...], num_strata: int = 2) -> C.Level:
@@ -33,12 +34,12 @@ def _write(level: C.Level, name: str, table: np.ndarray) -> None:
 
 def test_table_bytes_count_the_id_type_not_eight_bytes(tmp_path: Path) -> None:
     level = _level(tmp_path, (0, 4, 10))
-    assert C.table_bytes(level, "label") == 10 * 4
-    assert C.table_bytes(level, "cid") == 10 * 4
-    assert C.table_bytes(level, "cw") == 10 * 4 * 2
+    assert tables.table_bytes(level, "label") == 10 * 4
+    assert tables.table_bytes(level, "cid") == 10 * 4
+    assert tables.table_bytes(level, "cw") == 10 * 4 * 2
     wide = C.Level(index=1, offsets=(0, 1 << 31), lp_root=level.lp_root, ml=level.ml, num_strata=3)
-    assert C.table_bytes(wide, "label") == (1 << 31) * 8
-    assert C.table_bytes(wide, "cw") == (1 << 31) * 8 * 3
+    assert tables.table_bytes(wide, "label") == (1 << 31) * 8
+    assert tables.table_bytes(wide, "cw") == (1 << 31) * 8 * 3
 
 
 def test_whole_tables_within_the_budget_match_the_blockwise_lookup(
@@ -51,31 +52,31 @@ def test_whole_tables_within_the_budget_match_the_blockwise_lookup(
     _write(level, "label", label)
     _write(level, "cw", cw)
     ids = np.array([9, 0, 4, 3, 3, 7])
-    monkeypatch.setattr(C, "WHOLE_TABLE_BYTES", 80)  # cw's 80 bytes as int32 fit, its 160 as int64 would not
-    got = C.whole_table(level, "cw")
+    monkeypatch.setattr(tables, "WHOLE_TABLE_BYTES", 80)  # cw's 80 bytes as int32 fit, its 160 as int64 would not
+    got = tables.whole_table(level, "cw")
     assert got is not None and got.dtype == np.int32
     np.testing.assert_array_equal(got, cw)
-    np.testing.assert_array_equal(C.whole_table(level, "label"), label)
-    np.testing.assert_array_equal(C.lookup(level, "cw", ids), cw[ids])
-    monkeypatch.setattr(C, "WHOLE_TABLE_BYTES", 79)  # cw block by block, int64 as stored; label whole
-    assert C.whole_table(level, "cw") is None
-    blockwise = C.lookup(level, "cw", ids)
+    np.testing.assert_array_equal(tables.whole_table(level, "label"), label)
+    np.testing.assert_array_equal(tables.lookup(level, "cw", ids), cw[ids])
+    monkeypatch.setattr(tables, "WHOLE_TABLE_BYTES", 79)  # cw block by block, int64 as stored; label whole
+    assert tables.whole_table(level, "cw") is None
+    blockwise = tables.lookup(level, "cw", ids)
     assert blockwise.dtype == np.int64
     np.testing.assert_array_equal(blockwise, cw[ids])
     ascending = np.array([0, 3, 3, 4, 9])  # one run per block
-    np.testing.assert_array_equal(C.lookup(level, "cw", ascending), cw[ascending])
-    assert C.whole_table(level, "label") is not None
-    monkeypatch.setattr(C, "WHOLE_TABLE_BYTES", 39)
-    assert C.whole_table(level, "label") is None
-    np.testing.assert_array_equal(C.lookup(level, "label", ids), label[ids])
+    np.testing.assert_array_equal(tables.lookup(level, "cw", ascending), cw[ascending])
+    assert tables.whole_table(level, "label") is not None
+    monkeypatch.setattr(tables, "WHOLE_TABLE_BYTES", 39)
+    assert tables.whole_table(level, "label") is None
+    np.testing.assert_array_equal(tables.lookup(level, "label", ids), label[ids])
 
 
 def test_weights_beyond_int32_are_looked_up_block_by_block(tmp_path: Path) -> None:
     level = _level(tmp_path, (0, 2, 3))
     cw = np.array([[1, 2], [3, 1 << 31], [5, 6]], np.int64)  # a column of 2**31 owned edges
     _write(level, "cw", cw)
-    assert C.whole_table(level, "cw") is None
-    np.testing.assert_array_equal(C.lookup(level, "cw", np.array([1, 2, 0])), cw[[1, 2, 0]])
+    assert tables.whole_table(level, "cw") is None
+    np.testing.assert_array_equal(tables.lookup(level, "cw", np.array([1, 2, 0])), cw[[1, 2, 0]])
 
 
 def test_joins_with_an_int32_weight_table_are_the_int64_ones() -> None:

@@ -13,8 +13,8 @@ import pytest
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, register_method
 from dgl_chunked.partition.lp import method as lp_module
+from dgl_chunked.partition.lp import staging as T
 from dgl_chunked.partition.lp import store as S
-from dgl_chunked.partition.lp import tasks as T
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 MASKS = ["train_mask", "val_mask", "test_mask"]

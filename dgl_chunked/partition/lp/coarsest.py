@@ -1,0 +1,81 @@
+"""The coarsest level of the multilevel ``lp`` method partitioned in memory with METIS,
+in the driver task: gathered from its blocks (:func:`.coarsen_tasks.gather_task`),
+whole, or only its heaviest entries when it holds more than the stall budget's
+(:func:`weight_floor`; :func:`.multilevel._stalled_end` keeps such a level).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from dgl_chunked._typing import IdArray
+from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp import coarsen_tasks as C
+from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.taskgraph import TaskGraph
+from dgl_chunked.partition.metis import metis_parts
+
+__all__ = ["initial_partition", "weight_floor"]
+
+logger = logging.getLogger("dgl_chunked.partition.lp")
+
+
+def initial_partition(
+    level: C.Level,
+    plan: LPPlan,
+    tasks: TaskGraph | None = None,
+    after: Sequence[str] = (),
+    *,
+    max_entries: int | None = None,
+) -> npt.NDArray[np.int32]:
+    """Partition the coarsest level in memory with METIS (node and edge weights), read
+    by the computation of ``tasks`` after its tasks ``after`` (those writing the level);
+    with ``max_entries``, of its entries only the heaviest (:func:`weight_floor`).
+    Returns the part of every node of the level (-1: not in the graph), for
+    :func:`.projection.uncoarsen` to store."""
+    tasks = tasks or TaskGraph()
+    floor = 0
+    if max_entries is not None:
+        counts = [tasks.add(C.weight_counts_task, level, b, after=after) for b in range(level.num_blocks)]
+        floor = weight_floor(tasks.compute(list(after) + counts)[len(after) :], max_entries)
+        tasks, after = TaskGraph(), ()
+    gather = [tasks.add(C.gather_task, level, b, min_weight=floor, after=after) for b in range(level.num_blocks)]
+    got = tasks.compute(list(after) + gather)[len(after) :]
+    u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
+    node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])
+    index = np.cumsum(active) - 1
+    xadj, adjncy, eweights = CK.weighted_csr(index[u], index[v], w, int(active.sum()))
+    del u, v, w
+    vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
+    part = np.full(active.size, -1, np.int32)
+    part[active] = metis_parts(
+        xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=np.maximum(vweights, 1), eweights=eweights
+    )
+    coarse = part[active]
+    cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
+    logger.debug("lp: initial partition of %d nodes, %d entries: %d cut", int(active.sum()), adjncy.size, cut)
+    return part
+
+
+def weight_floor(counts: Sequence[tuple[IdArray, IdArray]], max_entries: int) -> int:
+    """The lowest entry weight ``t`` such that at most ``max_entries`` entries weigh
+    ``t`` or more (``counts``: per block, its distinct entry weights and their numbers):
+    METIS gets those entries, every pair's two directions alike (equal weights)."""
+    weights, inverse = np.unique(np.concatenate([c[0] for c in counts]).astype(np.int64), return_inverse=True)
+    number = np.bincount(inverse.reshape(-1), weights=np.concatenate([c[1] for c in counts])).astype(np.int64)
+    heavier = np.cumsum(number[::-1])[::-1]  # entries weighing weights[i] or more
+    fits = np.flatnonzero(heavier <= max_entries)
+    floor = int(weights[fits[0]]) if fits.size else int(weights[-1]) + 1 if weights.size else 0
+    total = max(int((number * weights).sum()), 1)
+    logger.info(
+        "lp: METIS gets the %d entries of weight %d or more of %d (%.1f%% of the weight)",
+        int(heavier[fits[0]]) if fits.size else 0,
+        floor,
+        int(number.sum()),
+        100 * int((number * weights)[weights >= floor].sum()) / total,
+    )
+    return floor
