@@ -204,8 +204,11 @@ class LPConfig:
     """
 
     eps: float = 0.05
-    refine_passes: int = 3
-    refine_min_gain: float = 0.05
+    refine_passes: int = 8
+    refine_movers: float = 0.5
+    refine_conflicts: float = 0.5
+    balance_rounds: int = 3
+    refine_min_gain: float = 0.01
     round_nodes: float = 0.5
     gamma: float = 1.5
     block_rows: int | None = None
@@ -241,6 +244,11 @@ class LPConfig:
             problems.append(
                 f"stall_nodes, stall_entries: expected >= 0, found {self.stall_nodes!r}, {self.stall_entries!r}"
             )
+        if not 0 < self.refine_movers <= 1 or self.balance_rounds < 0:
+            problems.append(
+                f"refine_movers, balance_rounds: expected 0 < refine_movers <= 1 and balance_rounds >= 0, found "
+                f"{self.refine_movers!r}, {self.balance_rounds!r}"
+            )
         if self.purify_rounds < 0:
             problems.append(f"purify_rounds: expected >= 0, found {self.purify_rounds!r}")
         if min(self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels, self.fit_passes) < 1:
@@ -260,6 +268,7 @@ class LPConfig:
             )
         fractions = {
             "refine_min_gain": self.refine_min_gain,
+            "refine_conflicts": self.refine_conflicts,
             "round_nodes": self.round_nodes,
             "min_shrink": self.min_shrink,
             "stall_shrink": self.stall_shrink,
