@@ -1,6 +1,8 @@
 """The choice between the ``lp`` method's finalists: the initial assignments kept for
 the refinement (the best streaming or level-by-level one, the best purified one), each
-settled under the caps and refined; the one cutting fewest entries then stays.
+settled under the caps (balance rounds, least loss first, then unplacing what is still
+over) and refined ``LPConfig.refine_compare`` passes; the one cutting fewest entries
+then is refined on and stays.
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ def refined_best(
     stream: D.Sizes,
     linked: int,
 ) -> None:
-    """Settle and refine every finalist; keep the one cutting fewest entries then (ties:
-    the first). One finalist is only settled and refined.
+    """Settle every finalist and refine it ``LPConfig.refine_compare`` passes; keep the
+    one cutting fewest entries then (ties: the first) and refine it on to the end
+    (:func:`.streaming.refine`). One finalist is only settled and refined.
 
     The cut before the refinement misleads here: on SBM uniform 1M nodes at 4 parts
     the purified assignment cut fewer entries at the input than the level-by-level one
@@ -66,22 +69,25 @@ def refined_best(
         take(state, level, finalists[0], stream, linked)
         D.refine(state)
         return
-    cuts, kept = [], []
+    compare = state.plan.config.refine_compare
+    cuts, kept, where = [], [], []
     for k, cand in enumerate(finalists):
         take(state, level, cand, stream, linked)
-        D.refine(state)
-        D.run_planned(state)  # the last pass's moves: the cut below is the final one
+        where.append(D.refine(state, until=compare))
+        D.run_planned(state)  # the last pass's moves: the cut below is the one compared
         cuts.append(sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"final{k}")))
         kept.append(state.snapshot())
     k = int(np.argmin(cuts))
     logger.info(
-        "lp: cut entries after the refinement: %s: keeping the %s",
+        "lp: cut entries after %d refinement passes: %s: keeping the %s",
+        compare,
         ", ".join(f"{c.label} {cut}" for c, cut in zip(finalists, cuts, strict=True)),
         finalists[k].label,
     )
     if k != len(finalists) - 1:
         P.run_blocks(TaskGraph(), P.restore_task, level, f"final{k}")
         state.restore(kept[k])
+    D.refine(state, then=where[k])
 
 
 def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:

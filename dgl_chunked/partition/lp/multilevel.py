@@ -79,7 +79,8 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     """The streaming placement and the multilevel assignments, measured by their cut
     (entries between parts); the best streaming or level-by-level one is settled and
     refined, and so is the best purified one (``LPConfig.purify_rounds``): the one of
-    these two cutting less after the refinement stays in the ``lp`` state."""
+    these two cutting less after ``LPConfig.refine_compare`` passes is refined on and
+    stays in the ``lp`` state (:func:`.finalists.refined_best`)."""
     level = _level0(state, root)
     level.create()
     with phase("streaming"):
@@ -424,7 +425,13 @@ def _initial(
     vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
     part = np.full(active.size, -1, np.int32)
     part[active] = metis_parts(
-        xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=np.maximum(vweights, 1), eweights=eweights
+        xadj,
+        adjncy,
+        plan.num_parts,
+        seed=plan.seed,
+        vweights=np.maximum(vweights, 1),
+        eweights=eweights,
+        ncuts=plan.config.metis_ncuts,
     )
     coarse = part[active]
     cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())

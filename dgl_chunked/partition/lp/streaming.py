@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RETRY_ROUNDS",
+    "Refining",
     "Sizes",
     "State",
     "fill",
@@ -373,32 +374,49 @@ def place(state: State, linked: int) -> None:
         logger.debug("lp: fill placed %d nodes", fill(state, isolated=False))
 
 
-def refine(state: State, *, done: int = 0) -> None:
+@dataclass
+class Refining:
+    """Where a refinement stands between calls of :func:`refine`."""
+
+    passes: int = 0  # passes made (or counted as made)
+    movers: float = 1.0  # the fraction of nodes that may move in the next pass
+    last: tuple[int, int] | None = None  # the last pass's cut and planned saving (edges)
+    converged: bool = False  # a pass planned to save under refine_min_gain: its moves were the last
+
+
+def refine(state: State, *, done: int = 0, until: int | None = None, then: Refining | None = None) -> Refining:
     """Label-propagation passes; the last is the first whose planned moves would save
-    less than ``refine_min_gain`` of the current cut (its moves still run). Every node
-    may move until a pass saves less than ``refine_conflicts`` of its planned saving
-    (its moves undid each other: neighbours moving towards each other at once); from
-    the pass after the one measuring that on, only a seeded ``refine_movers`` of the
-    nodes may (a new coin per pass). ``done``: passes already made, the last of them
-    just before (its cut measured, its moves planned), which count towards
-    ``refine_passes``."""
+    less than ``refine_min_gain`` of the current cut (its moves still run), or pass
+    ``refine_passes`` (``until``: stop before that pass, to go on later with the
+    returned :class:`Refining` as ``then``). Every node may move until a pass saves
+    less than ``refine_conflicts`` of its planned saving (its moves undid each other:
+    neighbours moving towards each other at once); from the pass after the one
+    measuring that on, only a seeded ``refine_movers`` of the nodes may (a new coin per
+    pass). ``done``: passes already made, the last of them just before (its cut
+    measured, its moves planned), which count towards ``refine_passes``."""
     plan = state.plan
-    movers, last = 1.0, None  # the last pass's cut and planned saving
-    for i in range(plan.config.refine_passes):
+    at = then or Refining()
+    stop = plan.config.refine_passes if until is None else min(until, plan.config.refine_passes)
+    while at.passes < stop and not at.converged:
+        i = at.passes
         moved = (
-            run_round(state, mode="refine", tiers=None, salt=salts.refine(i), movers=(movers, salts.movers(i)))
+            run_round(state, mode="refine", tiers=None, salt=salts.refine(i), movers=(at.movers, salts.movers(i)))
             if i >= done
             else -1
         )
         cut, gain = state.cut_entries // 2, schedule.planned_gain(state.planned, num_parts=plan.num_parts)
         logger.debug(
-            "lp: refinement pass %d moves %d nodes (of %.2f), saving >= %d of %d cut edges", i, moved, movers, gain, cut
+            "lp: refinement pass %d moves %d nodes (of %.2f), saving >= %d of %d cut edges",
+            i,
+            moved,
+            at.movers,
+            gain,
+            cut,
         )
-        if last is not None and last[0] - cut < plan.config.refine_conflicts * last[1]:
-            movers = plan.config.refine_movers  # moves undid each other: fewer movers from the next pass on
-        if gain <= plan.config.refine_min_gain * cut:
-            break
-        last = (cut, gain)
+        if at.last is not None and at.last[0] - cut < plan.config.refine_conflicts * at.last[1]:
+            at.movers = plan.config.refine_movers  # moves undid each other: fewer movers from the next pass on
+        at.passes, at.last, at.converged = i + 1, (cut, gain), gain <= plan.config.refine_min_gain * cut
+    return at
 
 
 def release_worker_pools() -> None:
