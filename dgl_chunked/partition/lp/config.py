@@ -136,7 +136,14 @@ class LPConfig:
         coarsening and projection: about 2x the multilevel time with one). Measured
         with ``cluster_min_share`` 1.0, cut at 4 parts: SBM skewed 1M nodes 0.142 at
         0.005 and 0.170 at 0.015, SBM uniform 4M nodes 0.0965 at 0.005 and 0.0750 at
-        0.015 (METIS-like): neither weight suits every graph.
+        0.015 (METIS-like): neither weight suits every graph. Re-measured with the
+        purification, the balance rounds and the refinement of issue #38's h-cut
+        (lpexp.py, 2 threads): sbm-skewed 1M nodes / 10M edges, 8 parts, 0.1955 with
+        both (the 0.015 purified finalist kept), 0.1955 with 0.015 alone, 0.2040 with
+        0.005 alone; sbm-skewed 1M / 8M, 4 parts, 0.1063 with both (the 0.005 purified
+        one kept), 0.1138 with 0.015 alone; 0.015 alone also cut more on 3 of the 50k
+        and 200k planted rows of ``bench_partition_quality.py`` (up to +0.5%), so
+        neither weight suits every graph still.
     cluster_min_share
         A node joins a cluster only when its connection to it is at least this fraction
         of its best connection to any cluster, full or not (0: any cluster with room).
@@ -203,12 +210,17 @@ class LPConfig:
         uncoarsening level by level (each moves a seeded half of the nodes at most;
         rounds 3 and 4 moved under 0.2% of the node weight per level on the 250k graph
         above).
-    metis_ncuts
-        METIS's ``ncuts``: partitions METIS makes of each coarsest graph, keeping the
-        one cutting least (about that many times its time there, small beside the
-        coarsening). With 4 (issue #38, h-cut; 1 before) the 50k-200k planted graphs
-        of ``bench_partition_quality.py`` cut 0-8% less (sbm-skewed-200000-1600000, 4
-        parts: 0.1122 -> 0.1030; sbm-skewed-50000-400000, 16 parts: 0.2409 -> 0.2393).
+    metis_ncuts, metis_max_ncuts, metis_work
+        METIS's ``ncuts`` on each coarsest graph (it makes that many partitions and
+        keeps the one cutting least): ``metis_ncuts``, or more, up to
+        ``metis_max_ncuts``, while ``ncuts`` times the graph's entries stays within
+        ``metis_work`` (small graphs get more tries in about the same time; at most
+        ``metis_max_ncuts`` times METIS's time there, small beside the coarsening).
+        Issue #38 (h-cut; 1 before): 4 made the 50k-200k planted graphs of
+        ``bench_partition_quality.py`` cut 0-8% less (sbm-skewed-200000-1600000, 4
+        parts: 0.1122 -> 0.1030); the work budget took lfr-0.1-10000 at 16 parts
+        (within the in-memory budget: METIS on the whole graph, 240k entries, 16
+        partitions) from 0.1831 to 0.1700 (KaMinPar 0.1737).
     purify_rounds
         Rounds moving every input node to the coarsest-level cluster it has the most
         edges to, for a second assignment per cluster weight: the coarsest level is
@@ -262,6 +274,8 @@ class LPConfig:
     coarse_refine_rounds: int = 2
     purify_rounds: int = 2
     metis_ncuts: int = 4
+    metis_max_ncuts: int = 16
+    metis_work: int = 1 << 22
     multilevel_above: float = 0.6
     cluster_min_share: float = 1.0
     two_hop_above: float = 1.0
@@ -289,7 +303,7 @@ class LPConfig:
         if self.purify_rounds < 0:
             problems.append(f"purify_rounds: expected >= 0, found {self.purify_rounds!r}")
         counts = (self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels, self.fit_passes)
-        if min(*counts, self.metis_ncuts) < 1:
+        if min(*counts, self.metis_ncuts, self.metis_max_ncuts) < 1:
             problems.append(
                 "coarse_nodes, coarse_entries, cluster_rounds, max_levels, fit_passes, metis_ncuts: expected >= 1, "
                 f"found {self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, {self.max_levels!r}, "

@@ -39,7 +39,8 @@ and the one cutting fewer entries then is refined on and kept:
      (:mod:`.shared_levels`; at 1M nodes / 10M edges the first level);
   b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
-     ``balance_edges``; the best of ``metis_ncuts`` partitions);
+     ``balance_edges``; the best of ``metis_ncuts`` partitions, more on small
+     graphs: ``metis_work``);
   c. *uncoarsening*: the parts are projected level by level, with
      ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
      every intermediate level, down to the input (one Dask computation, each round's

@@ -407,6 +407,14 @@ def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_h
     return joins, joins < offered or any(p[1] for p in proposed)
 
 
+def metis_cuts(cfg: LPConfig, entries: int) -> int:
+    """METIS's ``ncuts`` for a coarsest graph of ``entries`` entries: ``metis_ncuts``,
+    or more (up to ``metis_max_ncuts``) while ``ncuts x entries`` stays within
+    ``metis_work``: small graphs get more tries for about the same time."""
+    more = cfg.metis_work // max(entries, 1)
+    return int(max(cfg.metis_ncuts, min(cfg.metis_max_ncuts, more)))
+
+
 def _initial(
     level: C.Level, plan: LPPlan, tasks: TaskGraph | None = None, after: Sequence[str] = ()
 ) -> npt.NDArray[np.int32]:
@@ -431,7 +439,7 @@ def _initial(
         seed=plan.seed,
         vweights=np.maximum(vweights, 1),
         eweights=eweights,
-        ncuts=plan.config.metis_ncuts,
+        ncuts=metis_cuts(plan.config, adjncy.size),
     )
     coarse = part[active]
     cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())

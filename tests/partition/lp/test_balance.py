@@ -187,3 +187,11 @@ def test_refine_movers_is_a_fraction(fraction: float) -> None:
 
     with pytest.raises(AssignmentError, match="refine_movers"):
         LPConfig(refine_movers=fraction)
+
+
+def test_metis_cuts_grow_on_small_coarsest_graphs() -> None:
+    cfg = LPConfig(metis_ncuts=4, metis_max_ncuts=16, metis_work=1 << 22)
+    assert ML.metis_cuts(cfg, 1 << 21) == 4  # budget for 2 only: the floor
+    assert ML.metis_cuts(cfg, 1 << 19) == 8
+    assert ML.metis_cuts(cfg, 1000) == 16 and ML.metis_cuts(cfg, 0) == 16  # the ceiling
+    assert ML.metis_cuts(LPConfig(metis_ncuts=1, metis_max_ncuts=1), 10) == 1
