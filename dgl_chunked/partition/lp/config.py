@@ -138,12 +138,12 @@ class LPConfig:
         0.005 and 0.170 at 0.015, SBM uniform 4M nodes 0.0965 at 0.005 and 0.0750 at
         0.015 (METIS-like): neither weight suits every graph. Re-measured with the
         purification, the balance rounds and the refinement of issue #38's h-cut
-        (lpexp.py, 2 threads): sbm-skewed 1M nodes / 10M edges, 8 parts, 0.1955 with
-        both (the 0.015 purified finalist kept), 0.1955 with 0.015 alone, 0.2040 with
-        0.005 alone; sbm-skewed 1M / 8M, 4 parts, 0.1063 with both (the 0.005 purified
-        one kept), 0.1138 with 0.015 alone; 0.015 alone also cut more on 3 of the 50k
-        and 200k planted rows of ``bench_partition_quality.py`` (up to +0.5%), so
-        neither weight suits every graph still.
+        (``assign_partitions`` on 2 threads): sbm-skewed 1M nodes / 10M edges, 8 parts,
+        0.1955 with both (the 0.015 purified finalist kept), 0.1955 with 0.015 alone,
+        0.1987 with 0.005 alone; sbm-skewed 1M / 8M edges, 4 parts, 0.0966 with both
+        (the 0.005 purified one kept) and with 0.005 alone, 0.1141 with 0.015 alone;
+        8 parts, 0.1893 with both (the 0.015 purified one kept), 0.2189 with 0.005
+        alone: neither weight suits every graph still.
     cluster_min_share
         A node joins a cluster only when its connection to it is at least this fraction
         of its best connection to any cluster, full or not (0: any cluster with room).

@@ -190,7 +190,8 @@ tables outgrow the caches.
 **Levels** (issue #38; ``bench_lp.py`` prints a line per level: nodes, entries,
 clustering rounds, joins accepted, seconds). Since h-38m the caps grow after a level
 shrinking under 30% (``min_shrink``): at 1M / 10M 7 and 7 levels per cluster weight
-(1M -> 374k -> 148k -> 87k -> 67k -> 37k -> 31k -> 11k nodes), cut 0.2031; a larger
+(1M -> 374k -> 148k -> 87k -> 67k -> 37k -> 31k -> 11k nodes), cut 0.2031 (0.1955 since
+h-cut's balance rounds and refinement, the same levels); a larger
 in-memory budget, or stopping at the first stalled level that fits one, cuts more
 (0.2116-0.2146: METIS on a level of many small clusters) and METIS's time and memory
 grow with it (``LPConfig.coarse_nodes``). Before (``min_shrink`` 0.05) the first levels halve the
