@@ -132,29 +132,34 @@ def _graph(tmp_path: Path, n: int, edges: list[tuple[int, int]]) -> object:
     return open_chunked_graph(tmp_path / "g" / "metadata.json")
 
 
-def _settle(tmp_path: Path, graph: object, part: np.ndarray, parts: int, block_rows: int) -> tuple[np.ndarray, int]:
-    """Settle ``part`` as a projected assignment; return the result and the nodes unplaced."""
+def _settle(
+    tmp_path: Path, graph: object, part: np.ndarray, parts: int, block_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[np.ndarray, int]:
+    """Settle ``part`` as a projected assignment; return the result and the number of
+    unplacing tasks run (0: the balance rounds did it all)."""
     config = LPConfig(block_rows=block_rows)
     plan = LPPlan(num_parts=parts, seed=0, balance_edges=False, config=config, block_rows=block_rows, masks=())
     root = S.ScratchRoot(str(tmp_path / "scratch"))
-    unplaced = []
+    unplaced: list[int] = []
+    real = P.unplace_task
+
+    def counted(*args: object, **kw: object) -> object:
+        unplaced.append(1)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(P, "unplace_task", counted)
     with dask.config.set(scheduler="synchronous"):
         state = D.prepare(graph, plan, root)  # type: ignore[arg-type]
         level = ML._level0(state, root)
         level.create()
         off = level.offsets
         counts = [P.write_parts(level, b, part[off[b] : off[b + 1]], parts) for b in range(level.num_blocks)]
-        real = P.unplace_task
-        try:
-            P.unplace_task = lambda *a, **k: unplaced.append(a) or real(*a, **k)  # type: ignore[assignment]
-            F.settle(state, counts, int(state.linked.sum()))
-        finally:
-            P.unplace_task = real  # type: ignore[assignment]
+        F.settle(state, counts, int(state.linked.sum()))
         out = np.concatenate([S.read_block(root, b, "part") for b in range(level.num_blocks)])
     return out, len(unplaced)
 
 
-def test_settle_moves_the_nodes_that_lose_least(tmp_path: Path) -> None:
+def test_settle_moves_the_nodes_that_lose_least(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two parts of 8 nodes (cap 4): part 0 holds 0-5, two over. Nodes 4 and 5 have
     two neighbours in part 1 and one in part 0 (a gain); the clique 0-3 would lose 3-4
     each. Exactly 4 and 5 move, in the balance rounds (nothing unplaced)."""
@@ -162,11 +167,11 @@ def test_settle_moves_the_nodes_that_lose_least(tmp_path: Path) -> None:
     edges = clique + [(4, 0), (4, 6), (4, 7), (5, 1), (5, 6), (5, 7), (6, 7)]
     graph = _graph(tmp_path, 8, edges)
     part = np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int32)
-    got, unplaced = _settle(tmp_path, graph, part, 2, block_rows=4)
+    got, unplaced = _settle(tmp_path, graph, part, 2, 4, monkeypatch)
     assert got.tolist() == [0, 0, 0, 0, 1, 1, 1, 1] and unplaced == 0
 
 
-def test_settle_keeps_every_cap_on_a_planted_graph(tmp_path: Path) -> None:
+def test_settle_keeps_every_cap_on_a_random_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A skewed projected assignment of a random graph (everything in part 0): the
     balance rounds bring every part within its cap, moving exactly the excess."""
     rng = np.random.default_rng(0)
@@ -174,7 +179,7 @@ def test_settle_keeps_every_cap_on_a_planted_graph(tmp_path: Path) -> None:
     src, dst = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
     graph = _graph(tmp_path, n, list(zip(src.tolist(), dst.tolist(), strict=True)))
     part = np.where(rng.random(n) < 0.6, 0, rng.integers(0, parts, n)).astype(np.int32)
-    got, unplaced = _settle(tmp_path, graph, part, parts, block_rows=256)
+    got, unplaced = _settle(tmp_path, graph, part, parts, 256, monkeypatch)
     cap = max(-(-n // parts), int(1.05 * n / parts))
     sizes, before = np.bincount(got, minlength=parts), np.bincount(part, minlength=parts)
     assert sizes.max() <= cap and got.min() >= 0
