@@ -39,7 +39,7 @@ class LPConfig:
         (h-cut): with 0.05 and 3 passes (the defaults before) the refinement of the
         purified assignment of sbm-skewed 1M nodes / 10M edges at 8 parts stopped at
         0.2031 while it was still saving 1.5-2% of the cut per pass; with 0.01 and 8
-        passes (and ``refine_movers``) it ends at 0.1954 after 5 (METIS 0.1991).
+        passes (and ``refine_movers``) it ends at 0.1955 after 5 (METIS 0.1991).
     refine_movers, refine_conflicts
         Every node may move in a pass until one saves less than ``refine_conflicts``
         of its planned saving: its moves undid each other (neighbours moving towards
@@ -305,9 +305,9 @@ class LPConfig:
         counts = (self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels, self.fit_passes)
         if min(*counts, self.metis_ncuts, self.metis_max_ncuts) < 1:
             problems.append(
-                "coarse_nodes, coarse_entries, cluster_rounds, max_levels, fit_passes, metis_ncuts: expected >= 1, "
-                f"found {self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, {self.max_levels!r}, "
-                f"{self.fit_passes!r}, {self.metis_ncuts!r}"
+                "coarse_nodes, coarse_entries, cluster_rounds, max_levels, fit_passes, metis_ncuts, metis_max_ncuts: "
+                f"expected >= 1, found {self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, "
+                f"{self.max_levels!r}, {self.fit_passes!r}, {self.metis_ncuts!r}, {self.metis_max_ncuts!r}"
             )
         if not 0 <= self.cluster_min_share <= 1:
             problems.append(

@@ -255,9 +255,9 @@ def run_round(
     round's histograms, so one computation per round). ``tiers``: ``(high, low)`` for
     the nodes of those degree tiers, None for every node. ``mode``: ``place``,
     ``refine`` (with ``movers`` ``(fraction, salt)``, only that seeded fraction of the
-    nodes proposes) or ``balance`` (the
-    nodes of the (stratum, part) pairs ``over`` marks, planned by
-    :func:`.schedule.plan_excess`). Returns the number of nodes planned to move."""
+    nodes proposes) or ``balance`` (the nodes of the (stratum, part) pairs ``over``
+    marks, planned by :func:`.schedule.plan_excess`). Returns the number of nodes
+    planned to move."""
     plan = state.plan
     if tiers is not None:
         spans: list[T.Span] = list(schedule.round_spans(state.table.sum(axis=2), *tiers))
