@@ -371,7 +371,8 @@ def movers(orig_nids: IdArray, *, seed: int, salt: int, fraction: float) -> npt.
     ``fraction`` of them (all at 1)."""
     if fraction >= 1:
         return np.ones(np.shape(orig_nids), bool)
-    return node_order(orig_nids, seed=seed, salt=salt) < np.uint64(int(fraction * 2.0**64))
+    below = min(int(fraction * 2.0**64), (1 << 64) - 1)  # a fraction just under 1 rounds to 2**64
+    return node_order(orig_nids, seed=seed, salt=salt) < np.uint64(below)
 
 
 def apply_quotas(
