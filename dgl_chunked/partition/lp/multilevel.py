@@ -79,7 +79,8 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     """The streaming placement and the multilevel assignments, measured by their cut
     (entries between parts); the best streaming or level-by-level one is settled and
     refined, and so is the best purified one (``LPConfig.purify_rounds``): the one of
-    these two cutting less after the refinement stays in the ``lp`` state."""
+    these two cutting less after ``LPConfig.refine_compare`` passes is refined on and
+    stays in the ``lp`` state (:func:`.finalists.refined_best`)."""
     level = _level0(state, root)
     level.create()
     with phase("streaming"):
@@ -406,6 +407,14 @@ def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_h
     return joins, joins < offered or any(p[1] for p in proposed)
 
 
+def metis_cuts(cfg: LPConfig, entries: int) -> int:
+    """METIS's ``ncuts`` for a coarsest graph of ``entries`` entries: ``metis_ncuts``,
+    or more (up to ``metis_max_ncuts``) while ``ncuts x entries`` stays within
+    ``metis_work``: small graphs get more tries for about the same time."""
+    more = cfg.metis_work // max(entries, 1)
+    return int(max(cfg.metis_ncuts, min(cfg.metis_max_ncuts, more)))
+
+
 def _initial(
     level: C.Level, plan: LPPlan, tasks: TaskGraph | None = None, after: Sequence[str] = ()
 ) -> npt.NDArray[np.int32]:
@@ -424,7 +433,13 @@ def _initial(
     vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
     part = np.full(active.size, -1, np.int32)
     part[active] = metis_parts(
-        xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=np.maximum(vweights, 1), eweights=eweights
+        xadj,
+        adjncy,
+        plan.num_parts,
+        seed=plan.seed,
+        vweights=np.maximum(vweights, 1),
+        eweights=eweights,
+        ncuts=metis_cuts(plan.config, adjncy.size),
     )
     coarse = part[active]
     cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
