@@ -22,7 +22,7 @@ refining the finalists) and ``fill``; then a line per coarse level (every cluste
 coarsening in turn): its nodes and entries, the clustering rounds run, the joins accepted
 in them and its seconds; and the driver's lines on the candidates' cut entries (each
 initial assignment, the level-by-level and purified ones at the input, the finalists
-after the refinement).
+after their compared refinement passes).
 
 With ``BENCH_LP_LIVE=1`` in the environment each phase is also printed on stderr as it
 ends (long runs). Planted-community graphs above 20M edges are drawn in pieces of 10M

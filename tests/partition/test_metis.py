@@ -156,3 +156,24 @@ def test_strata_labels_first_mask_wins() -> None:
     offsets = np.array([0, 3, 5])
     labels = strata_labels(offsets, [[np.array([1, 1, 0], bool), np.array([0, 1, 1], bool)], []])
     assert labels.tolist() == [1, 1, 2, 3, 3]
+
+
+def test_metis_ncuts_keeps_the_best_of_several_partitions() -> None:
+    """``ncuts`` reaches METIS: the best of 4 partitions never cuts more than the first
+    (the one ``ncuts=1`` returns), and less on some of these random graphs."""
+
+    pytest.importorskip("pymetis")
+    rng = np.random.default_rng(0)
+    cuts = []
+    for n, m, parts in ((2000, 8000, 4), (3000, 20000, 8), (1000, 3000, 16)):
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        keep = src != dst
+        u, v = np.r_[src[keep], dst[keep]], np.r_[dst[keep], src[keep]]
+        v = v[np.argsort(u, kind="stable")]
+        xadj = np.r_[0, np.cumsum(np.bincount(u, minlength=n))]
+        rows = np.repeat(np.arange(n), np.diff(xadj))
+        for ncuts in (1, 4):
+            part = metis_parts(xadj, v, parts, seed=0, ncuts=ncuts)
+            cuts.append(int((part[rows] != part[v]).sum()))
+    one, four = cuts[0::2], cuts[1::2]
+    assert all(b <= a for a, b in zip(one, four, strict=True)) and four != one, cuts

@@ -15,11 +15,11 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import coarsen_tasks as C
-from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.partition.metis import metis_parts
 
-__all__ = ["initial_partition", "weight_floor"]
+__all__ = ["initial_partition", "metis_cuts", "weight_floor"]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
@@ -53,7 +53,13 @@ def initial_partition(
     vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
     part = np.full(active.size, -1, np.int32)
     part[active] = metis_parts(
-        xadj, adjncy, plan.num_parts, seed=plan.seed, vweights=np.maximum(vweights, 1), eweights=eweights
+        xadj,
+        adjncy,
+        plan.num_parts,
+        seed=plan.seed,
+        vweights=np.maximum(vweights, 1),
+        eweights=eweights,
+        ncuts=metis_cuts(plan.config, adjncy.size),
     )
     coarse = part[active]
     cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
@@ -79,3 +85,11 @@ def weight_floor(counts: Sequence[tuple[IdArray, IdArray]], max_entries: int) ->
         100 * int((number * weights)[weights >= floor].sum()) / total,
     )
     return floor
+
+
+def metis_cuts(cfg: LPConfig, entries: int) -> int:
+    """METIS's ``ncuts`` for a coarsest graph of ``entries`` entries: ``metis_ncuts``,
+    or more (up to ``metis_max_ncuts``) while ``ncuts x entries`` stays within
+    ``metis_work``: small graphs get more tries for about the same time."""
+    more = cfg.metis_work // max(entries, 1)
+    return int(max(cfg.metis_ncuts, min(cfg.metis_max_ncuts, more)))

@@ -30,13 +30,42 @@ class LPConfig:
     eps
         Balance tolerance: at most ``(1 + eps)`` times the even share per stratum.
     refine_passes
-        Most label-propagation passes after the streaming placement.
+        Most label-propagation passes of the refinement at the input.
     refine_min_gain
         Refinement stops after the first pass whose planned moves save less than this
         fraction of the current edge cut (0: only when nothing moves). The saving is a
         lower bound per node (its priority bucket) that ignores how simultaneous moves
-        interact, so it overestimates late passes: 0.05 stops R-MAT graphs after one
-        or two passes, the later ones changing the cut by well under 1%.
+        interact, so it overestimates passes whose moves undo each other. Issue #38
+        (h-cut): with 0.05 and 3 passes (the defaults before) the refinement of the
+        purified assignment of sbm-skewed 1M nodes / 10M edges at 8 parts stopped at
+        0.2031 while it was still saving 1.5-2% of the cut per pass; with 0.01 and 8
+        passes (and ``refine_movers``) it ends at 0.1955 after 5 (METIS 0.1991).
+    refine_movers, refine_conflicts
+        Every node may move in a pass until one saves less than ``refine_conflicts``
+        of its planned saving: its moves undid each other (neighbours moving towards
+        each other at once, every pass seeing the assignment of the pass before);
+        from then on a seeded ``refine_movers`` of the nodes may move per pass (a new
+        coin each pass). On sbm-skewed 1M / 10M, 8 parts, the purified finalist: all
+        nodes moving saved 34k, 27k, 16k cut edges in passes 0-2 of 169k, 159k, 130k
+        planned (0.1951 after 10 passes); half of them from pass 2 on 37k, 16k, 9k of
+        65k, 22k, 12k (0.1946 after 10). Halving from the start cut 0.7% more on the
+        50k planted graphs at 4 parts, where passes do not conflict and converge in 2.
+    refine_compare
+        Passes after which the finalists (the best streaming or level-by-level and the
+        best purified assignment) are compared: the one cutting fewer entries then is
+        refined on, the other dropped (before issue #38's h-cut each was refined to the
+        end: one more refinement per run).
+    balance_rounds
+        Balance rounds that bring a projected assignment within the caps before
+        anything is unplaced: the nodes of every (stratum, part) over its cap propose
+        the part with room where most of their neighbours are, and the move step lets
+        exactly the excess leave, least loss first (KaMinPar's greedy balancer, by
+        rounds; :func:`.schedule.plan_excess`). What is still over after them is
+        unplaced by seeded hash and placed again by the placement rounds (the only
+        repair before h-cut). On sbm-skewed 1M / 10M, 8 parts, METIS's partition of
+        the purified level (4,150,922 cut entries at the input) was 8,322 nodes over:
+        2 rounds moved exactly those for 4,154,058 entries, where unplacing and placing
+        them again cost 4.24M.
     round_nodes
         Placement rounds merge consecutive degree tiers, from the top, until a round
         holds at least this fraction of a part's share of the nodes with neighbours
@@ -107,7 +136,14 @@ class LPConfig:
         coarsening and projection: about 2x the multilevel time with one). Measured
         with ``cluster_min_share`` 1.0, cut at 4 parts: SBM skewed 1M nodes 0.142 at
         0.005 and 0.170 at 0.015, SBM uniform 4M nodes 0.0965 at 0.005 and 0.0750 at
-        0.015 (METIS-like): neither weight suits every graph.
+        0.015 (METIS-like): neither weight suits every graph. Re-measured with the
+        purification, the balance rounds and the refinement of issue #38's h-cut
+        (``assign_partitions`` on 2 threads): sbm-skewed 1M nodes / 10M edges, 8 parts,
+        0.1955 with both (the 0.015 purified finalist kept), 0.1955 with 0.015 alone,
+        0.1987 with 0.005 alone; sbm-skewed 1M / 8M edges, 4 parts, 0.0966 with both
+        (the 0.005 purified one kept) and with 0.005 alone, 0.1141 with 0.015 alone;
+        8 parts, 0.1893 with both (the 0.015 purified one kept), 0.2189 with 0.005
+        alone: neither weight suits every graph still.
     cluster_min_share
         A node joins a cluster only when its connection to it is at least this fraction
         of its best connection to any cluster, full or not (0: any cluster with room).
@@ -181,6 +217,17 @@ class LPConfig:
         uncoarsening level by level (each moves a seeded half of the nodes at most;
         rounds 3 and 4 moved under 0.2% of the node weight per level on the 250k graph
         above).
+    metis_ncuts, metis_max_ncuts, metis_work
+        METIS's ``ncuts`` on each coarsest graph (it makes that many partitions and
+        keeps the one cutting least): ``metis_ncuts``, or more, up to
+        ``metis_max_ncuts``, while ``ncuts`` times the graph's entries stays within
+        ``metis_work`` (small graphs get more tries in about the same time; at most
+        ``metis_max_ncuts`` times METIS's time there, small beside the coarsening).
+        Issue #38 (h-cut; 1 before): 4 made the 50k-200k planted graphs of
+        ``bench_partition_quality.py`` cut 0-8% less (sbm-skewed-200000-1600000, 4
+        parts: 0.1122 -> 0.1030); the work budget took lfr-0.1-10000 at 16 parts
+        (within the in-memory budget: METIS on the whole graph, 240k entries, 16
+        partitions) from 0.1831 to 0.1700 (KaMinPar 0.1737).
     purify_rounds
         Rounds moving every input node to the coarsest-level cluster it has the most
         edges to, for a second assignment per cluster weight: the coarsest level is
@@ -211,8 +258,12 @@ class LPConfig:
     """
 
     eps: float = 0.05
-    refine_passes: int = 3
-    refine_min_gain: float = 0.05
+    refine_passes: int = 8
+    refine_movers: float = 0.5
+    refine_conflicts: float = 0.5
+    refine_compare: int = 2
+    balance_rounds: int = 3
+    refine_min_gain: float = 0.01
     round_nodes: float = 0.5
     gamma: float = 1.5
     block_rows: int | None = None
@@ -229,6 +280,9 @@ class LPConfig:
     max_levels: int = 16
     coarse_refine_rounds: int = 2
     purify_rounds: int = 2
+    metis_ncuts: int = 4
+    metis_max_ncuts: int = 16
+    metis_work: int = 1 << 22
     multilevel_above: float = 0.6
     cluster_min_share: float = 1.0
     two_hop_above: float = 1.0
@@ -248,13 +302,19 @@ class LPConfig:
             problems.append(
                 f"stall_nodes, stall_entries: expected >= 0, found {self.stall_nodes!r}, {self.stall_entries!r}"
             )
+        if not 0 < self.refine_movers <= 1 or min(self.balance_rounds, self.refine_compare) < 0:
+            problems.append(
+                "refine_movers, balance_rounds, refine_compare: expected 0 < refine_movers <= 1 and counts >= 0, "
+                f"found {self.refine_movers!r}, {self.balance_rounds!r}, {self.refine_compare!r}"
+            )
         if self.purify_rounds < 0:
             problems.append(f"purify_rounds: expected >= 0, found {self.purify_rounds!r}")
-        if min(self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels, self.fit_passes) < 1:
+        counts = (self.coarse_nodes, self.coarse_entries, self.cluster_rounds, self.max_levels, self.fit_passes)
+        if min(*counts, self.metis_ncuts, self.metis_max_ncuts) < 1:
             problems.append(
-                "coarse_nodes, coarse_entries, cluster_rounds, max_levels, fit_passes: expected >= 1, found "
-                f"{self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, {self.max_levels!r}, "
-                f"{self.fit_passes!r}"
+                "coarse_nodes, coarse_entries, cluster_rounds, max_levels, fit_passes, metis_ncuts, metis_max_ncuts: "
+                f"expected >= 1, found {self.coarse_nodes!r}, {self.coarse_entries!r}, {self.cluster_rounds!r}, "
+                f"{self.max_levels!r}, {self.fit_passes!r}, {self.metis_ncuts!r}, {self.metis_max_ncuts!r}"
             )
         if not 0 <= self.cluster_min_share <= 1:
             problems.append(
@@ -267,6 +327,7 @@ class LPConfig:
             )
         fractions = {
             "refine_min_gain": self.refine_min_gain,
+            "refine_conflicts": self.refine_conflicts,
             "round_nodes": self.round_nodes,
             "min_shrink": self.min_shrink,
             "stall_shrink": self.stall_shrink,

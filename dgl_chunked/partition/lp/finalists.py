@@ -1,6 +1,8 @@
 """The choice between the ``lp`` method's finalists: the initial assignments kept for
 the refinement (the best streaming or level-by-level one, the best purified one), each
-settled under the caps and refined; the one cutting fewest entries then stays.
+settled under the caps (balance rounds, least loss first, then unplacing what is still
+over) and refined ``LPConfig.refine_compare`` passes; the one cutting fewest entries
+then is refined on and stays.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import streaming as D
 from dgl_chunked.partition.lp.taskgraph import TaskGraph
 
-__all__ = ["Candidate", "refined_best", "settle", "take"]
+__all__ = ["Candidate", "rebalance", "refined_best", "settle", "take"]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
@@ -55,8 +57,9 @@ def refined_best(
     stream: D.Sizes,
     linked: int,
 ) -> None:
-    """Settle and refine every finalist; keep the one cutting fewest entries then (ties:
-    the first). One finalist is only settled and refined.
+    """Settle every finalist and refine it ``LPConfig.refine_compare`` passes; keep the
+    one cutting fewest entries then (ties: the first) and refine it on to the end
+    (:func:`.streaming.refine`). One finalist is only settled and refined.
 
     The cut before the refinement misleads here: on SBM uniform 1M nodes at 4 parts
     the purified assignment cut fewer entries at the input than the level-by-level one
@@ -66,22 +69,25 @@ def refined_best(
         take(state, level, finalists[0], stream, linked)
         D.refine(state)
         return
-    cuts, kept = [], []
+    compare = state.plan.config.refine_compare
+    cuts, kept, where = [], [], []
     for k, cand in enumerate(finalists):
         take(state, level, cand, stream, linked)
-        D.refine(state)
-        D.run_planned(state)  # the last pass's moves: the cut below is the final one
+        where.append(D.refine(state, until=compare))
+        D.run_planned(state)  # the last pass's moves: the cut below is the one compared
         cuts.append(sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"final{k}")))
         kept.append(state.snapshot())
     k = int(np.argmin(cuts))
     logger.info(
-        "lp: cut entries after the refinement: %s: keeping the %s",
+        "lp: cut entries after %d refinement passes: %s: keeping the %s",
+        compare,
         ", ".join(f"{c.label} {cut}" for c, cut in zip(finalists, cuts, strict=True)),
         finalists[k].label,
     )
     if k != len(finalists) - 1:
         P.run_blocks(TaskGraph(), P.restore_task, level, f"final{k}")
         state.restore(kept[k])
+    D.refine(state, then=where[k])
 
 
 def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:
@@ -100,27 +106,19 @@ def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:
 
 
 def settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) -> None:
-    """Take the projected assignment into the ``lp`` state; unplace each stratum's
-    excess over its cap, then place the unplaced nodes by the ``lp`` rounds (and fill)."""
-    plan = state.plan
-    per_block = np.stack([c[0] for c in counts])  # [B, S, P]
-    state.sizes = per_block.sum(axis=0)
+    """Take the projected assignment into the ``lp`` state and bring every (stratum,
+    part) within its cap: first by up to ``LPConfig.balance_rounds`` balance rounds
+    (:func:`rebalance`: the nodes that lose least leave, exactly the excess); what is
+    still over then is unplaced (seeded hash order) and placed again by the ``lp``
+    rounds (and fill)."""
+    state.sizes = np.stack([c[0] for c in counts]).sum(axis=0)
     state.wsizes = np.sum([c[1] for c in counts], axis=0).astype(np.int64)
-    state.placed = per_block.sum(axis=2)
+    state.placed = np.stack([c[0] for c in counts]).sum(axis=2)
+    rebalance(state)
+    D.run_planned(state)
     excess = np.clip(state.sizes - state.caps[:, None], 0, None)
     if excess.any():
-        quotas = _excess_quotas(excess, per_block)
-        blocks = [b for b in range(state.num_blocks) if quotas[b].any()]
-        tasks = TaskGraph()
-        kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.settle()}
-        gone = tasks.compute(
-            [tasks.add(P.unplace_task, state.root, b, b * plan.block_rows, quotas[b], **kw) for b in blocks]
-        )
-        for b, (gone_n, gone_w) in zip(blocks, gone, strict=True):
-            state.placed[b] -= gone_n
-            state.wsizes -= gone_w
-        state.sizes = state.sizes - quotas.sum(axis=0)
-        logger.debug("lp: %d nodes over the caps unplaced", int(quotas.sum()))
+        _unplace(state, excess)
     for i in range(D.RETRY_ROUNDS):
         if D.placed_nodes(state) == linked:
             break
@@ -128,3 +126,52 @@ def settle(state: D.State, counts: list[tuple[IdArray, IdArray]], linked: int) -
             break
     if D.placed_nodes(state) < linked:
         logger.debug("lp: fill placed %d nodes", D.fill(state, isolated=False))
+
+
+def rebalance(state: D.State) -> int:
+    """Balance rounds (at most ``LPConfig.balance_rounds``): the nodes of every (stratum,
+    part) over its cap propose the part with room holding most of their neighbours, and
+    the move step lets leave, least loss first, as many as the excess
+    (:func:`.schedule.plan_excess`; KaMinPar's greedy balancer, by rounds). Stops once
+    the planned moves bring every pair within its cap, or a round moves nothing.
+    Returns the nodes planned to move (the last round's moves stay planned)."""
+    total = 0
+    for i in range(state.plan.config.balance_rounds):
+        if state.wcap is not None:  # moves may fall short of their quotas: run them first
+            D.run_planned(state)
+        over = state.projected()[0] > state.caps[:, None]
+        if not over.any():
+            break
+        moved = D.run_round(state, mode="balance", tiers=None, salt=salts.balance(i), over=over)
+        logger.debug("lp: balance round %d moves %d of %d nodes over the caps", i, moved, int(over.sum()))
+        total += moved
+        if moved == 0:
+            break
+    return total
+
+
+def _unplace(state: D.State, excess: IdArray) -> None:
+    """Unplace each (stratum, part)'s ``excess`` (seeded hash order), shared among the
+    blocks by the nodes they hold there."""
+    plan = state.plan
+    tasks = TaskGraph()
+    per_block = np.stack(
+        tasks.compute(
+            [
+                tasks.add(P.block_sizes_task, state.root, b, excess.shape[0], plan.num_parts)
+                for b in range(state.num_blocks)
+            ]
+        )
+    )
+    quotas = _excess_quotas(excess, per_block)
+    blocks = [b for b in range(state.num_blocks) if quotas[b].any()]
+    tasks = TaskGraph()
+    kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.settle()}
+    gone = tasks.compute(
+        [tasks.add(P.unplace_task, state.root, b, b * plan.block_rows, quotas[b], **kw) for b in blocks]
+    )
+    for b, (gone_n, gone_w) in zip(blocks, gone, strict=True):
+        state.placed[b] -= gone_n
+        state.wsizes -= gone_w
+    state.sizes = state.sizes - quotas.sum(axis=0)
+    logger.debug("lp: %d nodes over the caps unplaced", int(quotas.sum()))

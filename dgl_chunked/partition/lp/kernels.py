@@ -40,12 +40,15 @@ __all__ = [
     "neighbour_histogram",
     "node_tier_order",
     "node_order",
+    "movers",
     "orient_edges",
     "priority_of",
+    "propose_balance",
     "propose_placement",
     "propose_refinement",
     "rows_by_block",
     "rows_of",
+    "signed_priority",
     "split_group_key",
     "summarise_groups",
 ]
@@ -218,6 +221,18 @@ def priority_of(score: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int16]:
     return np.minimum(NUM_PRIORITIES - 1, np.floor(8.0 * np.log2(1.0 + s))).astype(np.int16)
 
 
+def signed_priority(gain: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int16]:
+    """Monotone bucket of a signed integer gain, in ``[0, NUM_PRIORITIES)``: gains
+    ``g >= 0`` take the upper half (``64 + min(63, floor(8 log2(1 + g)))``), losses
+    ``g < 0`` the lower (``63 - min(63, floor(8 log2(-g))))``), so a smaller loss always
+    ranks above a larger one."""
+    g = np.asarray(gain, np.float64)
+    half = NUM_PRIORITIES // 2
+    up = np.minimum(half - 1, np.floor(8.0 * np.log2(1.0 + np.maximum(g, 0.0))))
+    down = np.minimum(half - 1, np.floor(8.0 * np.log2(np.maximum(-g, 1.0))))
+    return np.where(g >= 0, half + up, half - 1 - down).astype(np.int16)
+
+
 def group_key(
     stratum: npt.NDArray[np.integer[Any]],
     src_part: npt.NDArray[np.integer[Any]],
@@ -319,11 +334,45 @@ def propose_refinement(
     return np.where(ok, best, _NO_TARGET).astype(np.int64), np.where(ok, priority_of(gain), 0).astype(np.int16)
 
 
+def propose_balance(
+    hist: npt.NDArray[np.integer[Any]],
+    part: npt.NDArray[np.integer[Any]],
+    stratum: npt.NDArray[np.int32],
+    *,
+    open_parts: npt.NDArray[np.bool_],
+) -> tuple[IdArray, npt.NDArray[np.int16]]:
+    """Where the nodes of an over-cap (stratum, part) would leave to: the part with room
+    (``open_parts`` ``[S, P]``) holding most of their neighbours (ties: the lowest), and
+    the priority (:func:`signed_priority` of the gain, neighbours there less neighbours
+    in their own part: the least loss ranks first). All arguments have one row per
+    candidate; target ``-1``: no part with room."""
+    if hist.shape[0] == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int16)
+    idx = np.arange(hist.shape[0])
+    own_part = part.astype(np.int64)
+    allowed = open_parts[stratum].copy()
+    allowed[idx, own_part] = False
+    scores = np.where(allowed, np.asarray(hist, np.int64), -1)
+    best = np.argmax(scores, axis=1)
+    ok = allowed.any(axis=1)
+    gain = scores[idx, best] - np.asarray(hist, np.int64)[idx, own_part]
+    return np.where(ok, best, _NO_TARGET).astype(np.int64), np.where(ok, signed_priority(gain), 0).astype(np.int16)
+
+
 def node_order(orig_nids: IdArray, *, seed: int, salt: int) -> npt.NDArray[np.uint64]:
     """Seeded pseudo-random rank of each node (chunk-invariant: a hash of its ID)."""
     key = splitmix64(np.uint64(seed) ^ splitmix64(np.uint64(salt)))
     with np.errstate(over="ignore"):
         return splitmix64(np.asarray(orig_nids).astype(np.uint64) + key)
+
+
+def movers(orig_nids: IdArray, *, seed: int, salt: int, fraction: float) -> npt.NDArray[np.bool_]:
+    """Whether each node may move this pass: a seeded coin per node ID, true for about
+    ``fraction`` of them (all at 1)."""
+    if fraction >= 1:
+        return np.ones(np.shape(orig_nids), bool)
+    below = min(int(fraction * 2.0**64), (1 << 64) - 1)  # a fraction just under 1 rounds to 2**64
+    return node_order(orig_nids, seed=seed, salt=salt) < np.uint64(below)
 
 
 def apply_quotas(

@@ -5,8 +5,8 @@ Several initial assignments are made (the multilevel ones only when the streamin
 cuts more than ``multilevel_above`` of a random assignment's expected cut, or when the
 graph fits the in-memory budget, where it is METIS alone); the one cutting fewest
 staged entries among the streaming and the level-by-level ones, and the purified one
-cutting fewest, are both settled and refined (step 4 below), and the one cutting fewer
-entries then is kept:
+cutting fewest, are both settled and refined ``refine_compare`` passes (step 4 below),
+and the one cutting fewer entries then is refined on and kept:
 
 - the **multilevel** one (:mod:`.multilevel`, issue #14), for graphs with community
   structure (citation, social, e-commerce graphs; planted-partition and LFR graphs):
@@ -41,7 +41,8 @@ entries then is kept:
      (:mod:`.shared_levels`; at 1M nodes / 10M edges the first level);
   b. *initial partition* of the coarsest graph in the driver task with METIS
      (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
-     ``balance_edges``);
+     ``balance_edges``; the best of ``metis_ncuts`` partitions, more on small
+     graphs: ``metis_work``);
   c. *uncoarsening*: the parts are projected level by level, with
      ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
      every intermediate level, down to the input (one Dask computation, each round's
@@ -55,9 +56,13 @@ entries then is kept:
      map, partitioned with METIS and projected to the input in one step. It wins on
      skewed planted partitions and loses on uniform ones, and only after the
      refinement does the cut tell which (see ``LPConfig.purify_rounds``). A
-     finalist is *settled* first: each stratum's excess over its cap is unplaced
-     (seeded hash order) and placed again by the streaming rounds below
-     (neighbours first, only into parts with room);
+     finalist is *settled* first (:func:`.finalists.settle`): up to
+     ``balance_rounds`` *balance rounds* let exactly each (stratum, part)'s excess
+     over its cap leave, the nodes that lose least first, each to the part with room
+     holding most of its neighbours (KaMinPar's greedy balancer, by rounds, in the
+     move step below); what is still over then is unplaced (seeded hash order) and
+     placed again by the streaming rounds below (neighbours first, only into parts
+     with room);
 - the **streaming** placement (steps 3 below), which wins on R-MAT-like graphs whose
   structure is carried by hubs (METIS, and any matching or clustering coarsening,
   cuts 2-4x more there).
@@ -101,8 +106,10 @@ plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per 
 4. **Refinement** (at most ``refine_passes`` label-propagation passes): every placed
    node's neighbour histogram; a node proposes the part with most neighbours when it
    beats its own (among parts with room, else a full one: reachable only by a swap).
-   The last pass is the first whose planned moves save less than ``refine_min_gain``
-   of the current cut.
+   Once a pass saves less than ``refine_conflicts`` of its planned saving (moves
+   undoing each other), only a seeded ``refine_movers`` of the nodes proposes per
+   pass. The last pass is the first whose planned moves save less than
+   ``refine_min_gain`` of the current cut.
 5. **Isolated nodes** (no edge but self-loops) cut nothing, so they are placed last,
    by the fill: until then their share of every cap is room for the refinement.
 
@@ -185,7 +192,8 @@ tables outgrow the caches.
 **Levels** (issue #38; ``bench_lp.py`` prints a line per level: nodes, entries,
 clustering rounds, joins accepted, seconds). Since h-38m the caps grow after a level
 shrinking under 30% (``min_shrink``): at 1M / 10M 7 and 7 levels per cluster weight
-(1M -> 374k -> 148k -> 87k -> 67k -> 37k -> 31k -> 11k nodes), cut 0.2031; a larger
+(1M -> 374k -> 148k -> 87k -> 67k -> 37k -> 31k -> 11k nodes), cut 0.2031 (0.1955 since
+h-cut's balance rounds and refinement, the same levels); a larger
 in-memory budget, or stopping at the first stalled level that fits one, cuts more
 (0.2116-0.2146: METIS on a level of many small clusters) and METIS's time and memory
 grow with it (``LPConfig.coarse_nodes``). Before (``min_shrink`` 0.05) the first levels halve the

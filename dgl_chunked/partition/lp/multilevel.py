@@ -30,14 +30,14 @@ from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import shared_levels as SL
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import streaming as D
-from dgl_chunked.partition.lp.coarsest import initial_partition
+from dgl_chunked.partition.lp.coarsest import initial_partition, metis_cuts
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
 if TYPE_CHECKING:
     from dgl_chunked.io.chunked.graph import ChunkedGraph
 
-__all__ = ["run_multilevel"]
+__all__ = ["metis_cuts", "run_multilevel"]  # metis_cuts: see .coarsest
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
@@ -78,7 +78,8 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
     """The streaming placement and the multilevel assignments, measured by their cut
     (entries between parts); the best streaming or level-by-level one is settled and
     refined, and so is the best purified one (``LPConfig.purify_rounds``): the one of
-    these two cutting less after the refinement stays in the ``lp`` state."""
+    these two cutting less after ``LPConfig.refine_compare`` passes is refined on and
+    stays in the ``lp`` state (:func:`.finalists.refined_best`)."""
     level = _level0(state, root)
     level.create()
     with phase("streaming"):

@@ -80,6 +80,15 @@ def unplace_task(
     return gone_n, gone_w
 
 
+def block_sizes_task(lp_root: S.ScratchRoot, b: int, num_strata: int, num_parts: int) -> IdArray:
+    """Nodes of block ``b`` per (stratum, part) ``[S, P]`` in the current assignment."""
+    part = S.read_block(lp_root, b, "part")
+    placed = part >= 0
+    stratum = S.read_block(lp_root, b, "stratum").astype(np.int64)[placed]
+    sizes = np.bincount(stratum * num_parts + part[placed], minlength=num_strata * num_parts)
+    return sizes.reshape(num_strata, num_parts).astype(np.int64)
+
+
 def _lp_parts(level: Level, ids: IdArray) -> npt.NDArray[np.int32]:
     """The level-0 assignment (``lp``'s result files) of ``ids``, one block at a time."""
     block = np.searchsorted(np.asarray(level.offsets, np.int64), ids, side="right") - 1

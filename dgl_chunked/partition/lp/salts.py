@@ -11,9 +11,11 @@ assignment of a given seed.
 from __future__ import annotations
 
 __all__ = [
+    "balance",
     "coarse_refine",
     "coarsen",
     "fill",
+    "movers",
     "placement",
     "purify",
     "refine",
@@ -25,7 +27,9 @@ _RETRY = 1 << 19  # placement rounds over all degree tiers, after the tiered one
 _FILL = 1 << 20  # the last fill of nodes no round placed (+1: the isolated nodes)
 _REFINE = 1 << 21  # refinement pass i
 _SETTLE = 1 << 22  # unplacing a projected assignment's excess over the caps
+_BALANCE = 1 << 23  # balance round r of a projected assignment
 _COARSEN = 1 << 24  # clustering round r of coarsening level L
+_MOVERS = 1 << 25  # the nodes that may move in refinement pass i
 _COARSE_REFINE = 1 << 26  # refinement round r on coarsening level L
 _PURIFY = 1 << 27  # purification round r
 _MEASURE_PASS = 63  # the refinement round that measures the streaming cut
@@ -54,6 +58,16 @@ def refine(i: int | None = None) -> int:
 def settle() -> int:
     """Unplacing the excess of a projected assignment."""
     return _SETTLE
+
+
+def balance(r: int) -> int:
+    """Balance round ``r`` of a projected assignment (its moves' ranking)."""
+    return _BALANCE + 2 * r
+
+
+def movers(i: int) -> int:
+    """The seeded fraction of nodes that may move in refinement pass ``i``."""
+    return _MOVERS + i
 
 
 def coarsen(level: int, r: int) -> int:

@@ -26,6 +26,7 @@ __all__ = [
     "group_segments",
     "tier_rounds",
     "open_parts",
+    "plan_excess",
     "plan_moves",
     "planned_gain",
     "round_segments",
@@ -142,6 +143,56 @@ def plan_moves(
                 wroom[p] += w
         if not progress:
             break
+    return acc_n, acc_w
+
+
+def plan_excess(
+    keys: IdArray,
+    counts: IdArray,
+    weights: IdArray,
+    *,
+    sizes: IdArray,
+    caps: IdArray,
+    wsizes: IdArray,
+    wcap: int | None,
+    num_parts: int,
+) -> tuple[IdArray, IdArray]:
+    """How many nodes (and how much weight) of every group leave an over-cap (stratum,
+    part): groups served by priority (highest first: the least loss), then key; a group
+    ``(s, p, q)`` takes ``min(count, what is still over in (s, p), room of (s, q))`` nodes
+    and at most the weight room of ``q``. So no more than the excess leaves, and no part
+    goes over a cap it was within. ``sizes`` is ``[S, P]``, ``wsizes`` ``[P]``.
+
+    Returns
+    -------
+    (accepted count, accepted weight) per group, int64.
+    """
+    strata, src, dst, prio = split_group_key(keys, num_parts=num_parts)
+    sizes = np.asarray(sizes, np.int64)
+    caps_col = np.asarray(caps, np.int64)[:, None]
+    excess = np.clip(sizes - caps_col, 0, None)
+    room = np.clip(caps_col - sizes, 0, None)
+    wroom = (
+        np.full(num_parts, np.iinfo(np.int64).max // 4, np.int64)
+        if wcap is None
+        else int(wcap) - np.asarray(wsizes, np.int64)
+    )
+    acc_n = np.zeros(keys.size, np.int64)
+    acc_w = np.zeros(keys.size, np.int64)
+    for g in np.lexsort((keys, -prio)).tolist():
+        s, p, q = int(strata[g]), int(src[g]), int(dst[g])
+        if p >= num_parts:
+            continue
+        n = min(int(counts[g]), int(excess[s, p]), int(room[s, q]))
+        w = min(int(weights[g]), max(int(wroom[q]), 0))
+        if n == 0 or (w == 0 and weights[g] > 0):
+            continue
+        acc_n[g], acc_w[g] = n, w
+        excess[s, p] -= n
+        room[s, q] -= n
+        wroom[q] -= w
+        if n == counts[g] and w == weights[g]:
+            wroom[p] += w
     return acc_n, acc_w
 
 
@@ -269,15 +320,24 @@ def open_parts(
 
 
 def block_quotas(
-    summaries: list[Groups], *, sizes: IdArray, caps: IdArray, wsizes: IdArray, wcap: int | None, num_parts: int
+    summaries: list[Groups],
+    *,
+    sizes: IdArray,
+    caps: IdArray,
+    wsizes: IdArray,
+    wcap: int | None,
+    num_parts: int,
+    excess: bool = False,
 ) -> list[Groups]:
-    """The move step: from every block's proposal summary, its quota per group (sorted keys)."""
+    """The move step: from every block's proposal summary, its quota per group (sorted
+    keys); planned by :func:`plan_moves`, or with ``excess`` by :func:`plan_excess`."""
     ids = np.concatenate([np.full(s[0].size, i, np.int64) for i, s in enumerate(summaries)])
     keys, counts, weights = (np.concatenate([s[i] for s in summaries]) for i in range(3))
     gkeys, inv = np.unique(keys, return_inverse=True)
     gcounts = np.bincount(inv, weights=counts, minlength=gkeys.size).astype(np.int64)
     gweights = np.bincount(inv, weights=weights, minlength=gkeys.size).astype(np.int64)
-    acc_n, acc_w = plan_moves(
+    planner = plan_excess if excess else plan_moves
+    acc_n, acc_w = planner(
         gkeys, gcounts, gweights, sizes=sizes, caps=caps, wsizes=wsizes, wcap=wcap, num_parts=num_parts
     )
     qn, qw = split_quotas(ids, keys, counts, weights, gkeys, gcounts, gweights, acc_n, acc_w)

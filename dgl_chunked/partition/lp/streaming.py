@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from dgl_chunked._dask import on_worker
 from dgl_chunked._typing import IdArray
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RETRY_ROUNDS",
+    "Refining",
     "Sizes",
     "State",
     "fill",
@@ -244,10 +246,21 @@ def _propose(
     return tasks.add(T.propose_task, *map(Ref, parts), segs=None, **kw)
 
 
-def run_round(state: State, *, mode: str, tiers: tuple[int, int] | None, salt: int) -> int:
+def run_round(
+    state: State,
+    *,
+    mode: str,
+    tiers: tuple[int, int] | None,
+    salt: int,
+    over: npt.NDArray[np.bool_] | None = None,
+    movers: tuple[float, int] | None = None,
+) -> int:
     """Propose and plan one round; its moves run in the next computation (before that
     round's histograms, so one computation per round). ``tiers``: ``(high, low)`` for
-    the nodes of those degree tiers, None for every node. Returns the number of nodes
+    the nodes of those degree tiers, None for every node. ``mode``: ``place``,
+    ``refine`` (with ``movers`` ``(fraction, salt)``, only that seeded fraction of the
+    nodes proposes) or ``balance`` (the nodes of the (stratum, part) pairs ``over``
+    marks, planned by :func:`.schedule.plan_excess`). Returns the number of nodes
     planned to move."""
     plan = state.plan
     if tiers is not None:
@@ -265,6 +278,10 @@ def run_round(state: State, *, mode: str, tiers: tuple[int, int] | None, salt: i
             sizes, wsizes, caps=state.caps, wcap=state.wcap, alpha=state.alpha, gamma=plan.config.gamma
         ),
     }
+    if mode == "refine" and movers is not None and movers[0] < 1:
+        kw["movers"] = (plan.seed, movers[1], movers[0])
+    if mode == "balance":
+        kw["over"] = over
     tasks = TaskGraph()
     moves, moved_blocks = state.add_planned(tasks)
     results = tasks.compute(moves + [_propose(state, tasks, b, segs[b], spans[b], after=moves, **kw) for b in blocks])
@@ -274,7 +291,13 @@ def run_round(state: State, *, mode: str, tiers: tuple[int, int] | None, salt: i
     if not sum(s[0].size for s in summaries):
         return 0
     state.planned = schedule.block_quotas(
-        summaries, sizes=state.sizes, caps=state.caps, wsizes=state.wsizes, wcap=state.wcap, num_parts=plan.num_parts
+        summaries,
+        sizes=state.sizes,
+        caps=state.caps,
+        wsizes=state.wsizes,
+        wcap=state.wcap,
+        num_parts=plan.num_parts,
+        excess=mode == "balance",
     )
     state.planned_blocks, state.planned_salt = blocks, salt
     return int(sum(int(q[1].sum()) for q in state.planned))
@@ -355,18 +378,49 @@ def place(state: State, linked: int) -> None:
         logger.debug("lp: fill placed %d nodes", fill(state, isolated=False))
 
 
-def refine(state: State, *, done: int = 0) -> None:
+@dataclass
+class Refining:
+    """Where a refinement stands between calls of :func:`refine`."""
+
+    passes: int = 0  # passes made (or counted as made)
+    movers: float = 1.0  # the fraction of nodes that may move in the next pass
+    last: tuple[int, int] | None = None  # the last pass's cut and planned saving (edges)
+    converged: bool = False  # a pass planned to save under refine_min_gain: its moves were the last
+
+
+def refine(state: State, *, done: int = 0, until: int | None = None, then: Refining | None = None) -> Refining:
     """Label-propagation passes; the last is the first whose planned moves would save
-    less than ``refine_min_gain`` of the current cut (its moves still run). ``done``:
-    passes already made, the last of them just before (its cut measured, its moves
-    planned), which count towards ``refine_passes``."""
+    less than ``refine_min_gain`` of the current cut (its moves still run), or pass
+    ``refine_passes`` (``until``: stop before that pass, to go on later with the
+    returned :class:`Refining` as ``then``). Every node may move until a pass saves
+    less than ``refine_conflicts`` of its planned saving (its moves undid each other:
+    neighbours moving towards each other at once); from the pass after the one
+    measuring that on, only a seeded ``refine_movers`` of the nodes may (a new coin per
+    pass). ``done``: passes already made, the last of them just before (its cut
+    measured, its moves planned), which count towards ``refine_passes``."""
     plan = state.plan
-    for i in range(plan.config.refine_passes):
-        moved = run_round(state, mode="refine", tiers=None, salt=salts.refine(i)) if i >= done else -1
+    at = then or Refining()
+    stop = plan.config.refine_passes if until is None else min(until, plan.config.refine_passes)
+    while at.passes < stop and not at.converged:
+        i = at.passes
+        moved = (
+            run_round(state, mode="refine", tiers=None, salt=salts.refine(i), movers=(at.movers, salts.movers(i)))
+            if i >= done
+            else -1
+        )
         cut, gain = state.cut_entries // 2, schedule.planned_gain(state.planned, num_parts=plan.num_parts)
-        logger.debug("lp: refinement pass %d moves %d nodes, saving >= %d of %d cut edges", i, moved, gain, cut)
-        if gain <= plan.config.refine_min_gain * cut:
-            break
+        logger.debug(
+            "lp: refinement pass %d moves %d nodes (of %.2f), saving >= %d of %d cut edges",
+            i,
+            moved,
+            at.movers,
+            gain,
+            cut,
+        )
+        if at.last is not None and at.last[0] - cut < plan.config.refine_conflicts * at.last[1]:
+            at.movers = plan.config.refine_movers  # moves undid each other: fewer movers from the next pass on
+        at.passes, at.last, at.converged = i + 1, (cut, gain), gain <= plan.config.refine_min_gain * cut
+    return at
 
 
 def release_worker_pools() -> None:

@@ -248,12 +248,12 @@ def _candidates(
     root: ScratchRoot, b: int, part: npt.NDArray[np.int32], span: Span, mode: str
 ) -> tuple[IdArray, IdArray]:
     """Histogram rows and block-local IDs of the round's candidates (unplaced nodes of
-    the span for ``place``, placed ones for ``refine``)."""
+    the span for ``place``, placed ones for ``refine`` and ``balance``)."""
     if span is not None:
         nodes = _span_nodes(root, b, part.size, span)
         pos = np.flatnonzero(part[nodes] < 0)
         return pos, nodes[pos].astype(np.int64)
-    if mode == "refine":
+    if mode in ("refine", "balance"):
         local = np.flatnonzero(part >= 0)
     else:
         local = np.flatnonzero((part < 0) & (read_block(root, b, "tier") >= 0))
@@ -274,10 +274,18 @@ def propose_task(
     open_parts: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
     num_parts: int,
     round_key: str | None = None,
+    movers: tuple[int, int, float] | None = None,
+    over: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[IdArray, IdArray, IdArray, int]:
     """Propose targets for block ``b``'s candidates; return them summarised per group
     (:data:`.schedule.Groups`) and, when refining, the candidates' neighbours in other parts
     (their share of the current cut, counted from both ends of an edge).
+
+    ``mode``: ``place`` (unplaced nodes: Fennel), ``refine`` (placed nodes: label
+    propagation; with ``movers`` ``(seed, salt, fraction)`` only that seeded fraction
+    of them proposes, after the cut is counted over all) or ``balance`` (placed nodes of
+    the (stratum, part) pairs ``over`` ``[S, P]`` marks: where they would leave to,
+    least loss first, :func:`.kernels.propose_balance`).
 
     The histogram is the sum of ``hists``, or computed here over ``segs`` when given
     (``round_key``: see :func:`_neighbour_parts`).
@@ -318,10 +326,19 @@ def propose_task(
             weight_open=open_parts[1],
         )
         src = np.full(local.size, num_parts, np.int64)
+    elif mode == "balance":
+        src = part[local].astype(np.int64)
+        if over is not None:  # only the nodes of an over-cap (stratum, part)
+            keep = over[stratum, src]
+            hist, src, stratum, weight, local = hist[keep], src[keep], stratum[keep], weight[keep], local[keep]
+        target, prio = K.propose_balance(hist, src, stratum, open_parts=open_parts[0])
     else:
         src = part[local].astype(np.int64)
         target, prio = K.propose_refinement(hist, src, stratum, open_parts=open_parts[0])
         cut = int(hist.sum()) - int(hist[np.arange(src.size), src].sum())
+        if movers is not None:
+            seed, salt, fraction = movers
+            target = np.where(K.movers(b * block_rows + local, seed=seed, salt=salt, fraction=fraction), target, -1)
     ok = target >= 0
     local, target, weight = local[ok], target[ok], weight[ok]
     keys = K.group_key(stratum[ok], src[ok], target, prio[ok], num_parts=num_parts)

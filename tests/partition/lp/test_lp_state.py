@@ -58,11 +58,13 @@ def test_salts_keep_their_values_and_never_collide() -> None:
         (1 << 26) + (3 << 8) + 4,
         (1 << 27) + 8,
     )
+    assert (salts.balance(2), salts.movers(5)) == ((1 << 23) + 4, (1 << 25) + 5)
     # every ranking of a run with up to 32 levels, 16 rounds and 63 passes: a coarsening
     # round draws salt, +1, +2; a coarse refinement and a purification round salt, +1
     drawn = [salts.placement(t) for t in range(64)] + [salts.retry(i) for i in range(3)]
     drawn += [salts.fill(isolated=x) for x in (False, True)] + [salts.refine(i) for i in range(63)]
-    drawn += [salts.refine(), salts.settle()]
+    drawn += [salts.refine(), salts.settle()] + [salts.balance(r) for r in range(16)]
+    drawn += [salts.movers(i) for i in range(63)]
     for level, r in itertools.product(range(32), range(16)):
         drawn += [salts.coarsen(level, r) + k for k in range(3)]
         drawn += [salts.coarse_refine(level, r) + k for k in range(2)]

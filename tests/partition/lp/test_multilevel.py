@@ -26,7 +26,8 @@ pytest.importorskip("pymetis")
 
 MASKS = ["train_mask", "val_mask", "test_mask"]
 # small blocks and a tiny in-memory budget: several blocks and coarsening levels on small graphs
-COARSE = LPConfig(block_rows=2048, coarse_nodes=200, coarse_entries=1 << 30, purify_rounds=2)
+# finalists compared after the whole refinement (refine_compare = refine_passes): the output is the kept one
+COARSE = LPConfig(block_rows=2048, coarse_nodes=200, coarse_entries=1 << 30, purify_rounds=2, refine_compare=8)
 
 
 def planted_truth(n: int, m: int, groups: int, *, p_in: float = 0.9, seed: int = 0) -> GraphTruth:
@@ -165,8 +166,8 @@ def test_the_multilevel_assignment_of_lowest_cut_is_kept(runs: dict[str, Any]) -
 
 
 def _final_choice(log: str) -> list[tuple[dict[str, int], str]]:
-    """Per run, the finalists' cut entries after the refinement and the one kept."""
-    found = re.findall(r"cut entries after the refinement: (.*): keeping the (.*)", log)
+    """Per run, the finalists' cut entries after their compared refinement passes and the one kept."""
+    found = re.findall(r"cut entries after \d+ refinement passes: (.*): keeping the (.*)", log)
     return [({k: int(v) for k, v in re.findall(r"([a-z][a-z ]+ [0-9.]+) (\d+)", cuts)}, kept) for cuts, kept in found]
 
 
@@ -189,6 +190,34 @@ def test_the_lower_cut_after_the_refinement_is_kept(
         assert 2 * int((got[src[edges]] != got[dst[edges]]).sum()) == min(cuts.values())
 
 
+def test_finalists_compared_early_and_the_kept_one_refined_on(
+    planted: tuple[GraphTruth, ChunkedGraph], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``refine_compare=1``: both finalists are refined one pass and compared; the one
+    cutting fewer entries then is refined on from pass 1, starting from that cut (its
+    first pass measures it), and the output is within the caps."""
+    import logging
+    from dataclasses import replace
+
+    truth, graph = planted
+    register_method("lp", LPMethod(replace(COARSE, refine_compare=1)), overwrite=True)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="dgl_chunked.partition.lp"):
+            got = _parts(graph, 4)["_N"]
+    finally:
+        register_method("lp", LPMethod(), overwrite=True)
+    text = caplog.text
+    ((cuts, kept),) = _final_choice(text)
+    assert "after 1 refinement passes" in text and cuts[kept] == min(cuts.values()), (cuts, kept)
+    after = text[text.index("refinement passes: ") :]
+    first = re.search(r"refinement pass (\d+) moves .* of (\d+) cut edges", after)
+    assert first is not None and first.group(1) == "1" and 2 * int(first.group(2)) == cuts[kept], after
+    _check_caps(graph, got, 4)
+    src, dst = truth.edges["_N:_E:_N"]
+    edges = src != dst
+    assert 2 * int((got[src[edges]] != got[dst[edges]]).sum()) <= cuts[kept]
+
+
 def test_purification_off_refines_the_level_by_level_assignment_alone(
     planted: tuple[GraphTruth, ChunkedGraph], runs: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -205,7 +234,7 @@ def test_purification_off_refines_the_level_by_level_assignment_alone(
             got = _parts(graph, 4)["_N"]
     finally:
         register_method("lp", LPMethod(), overwrite=True)
-    assert "purified" not in caplog.text and "after the refinement" not in caplog.text, caplog.text
+    assert "purified" not in caplog.text and "refinement passes:" not in caplog.text, caplog.text
     _check_caps(graph, got, 4)
     src, dst = truth.edges["_N:_E:_N"]
     edges = src != dst
