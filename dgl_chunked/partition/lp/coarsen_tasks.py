@@ -7,12 +7,13 @@ staging (:mod:`.tasks`: entries per block, strata, owned edges, degree tiers);
 the other files are array files (:mod:`dgl_chunked.storage.arrays`; ``.bin``) under
 ``ML = <lp root>/work/ml``, written and read through fsspec (``ml`` is a URL), each
 by one task; "pieces" are the per-destination parts of one writer's file
-(:func:`save_split`), each read alone::
+(:func:`save_split`, :func:`save_entries`), each read alone::
 
-    ML/<L>/e-<s>.bin         [k, 3]  piece b: entries of block b (u local, v, w) from block s of L-1,
-                             in the narrowest integer type holding the file's values (its
-                             header's dtype: uint16 or uint32 mostly), read back as int32*
-                             (int64 also when the block's weights sum to 2**31 or more)
+    ML/<L>/e-<s>.bin         [3k]  piece b: entries of block b from block s of L-1, column by
+                             column (k u local, k v, k w: :mod:`.entry_kernels`), in the
+                             narrowest integer type holding the file's values (its header's
+                             dtype: uint16 or uint32 mostly), read back as int32* (int64 also
+                             when the block's weights sum to 2**31 or more)
     ML/<L>/w-<b>.bin         int64 [rows, C]  node weights of block b (L >= 1)
     ML/<L>/label-<b>.bin     int32*  cluster (a node's global ID) of every node; -1: not in the graph
     ML/<L>/cw-<b>.bin        int64 [rows, C]  weight of the cluster named by each row's node
@@ -53,6 +54,7 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp import entry_kernels as EK
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
 from dgl_chunked.partition.lp.node_kernels import mover_entries
@@ -120,35 +122,23 @@ def load(url: ScratchFile) -> npt.NDArray[Any]:
     return read_array(url.url, storage_options=url.storage_options)
 
 
-def save_split(
-    url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int, *, narrow: bool = False
-) -> None:
+def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int) -> None:
     """Write the columns of ``rows`` (``[r, k]``) grouped by destination ``block`` into one
-    file; a reader reads its own piece only (:func:`load_piece`). With ``narrow``, in the
-    narrowest integer type that holds every value (:func:`narrow_dtype`; the file's header
-    records it)."""
-    if block.size > 1 and not np.all(block[1:] >= block[:-1]):  # sorted already: the contraction's
+    file; a reader reads its own piece only (:func:`load_piece`)."""
+    if block.size > 1 and not np.all(block[1:] >= block[:-1]):
         order = np.argsort(block, kind="stable")
         block, rows = block[order], rows[:, order]
     bounds = np.searchsorted(block, np.arange(num_blocks + 1)).astype(np.int64)
-    data = rows.T.astype(narrow_dtype(rows), copy=False) if narrow else rows.T
-    write_array(url.url, data, bounds=bounds, storage_options=url.storage_options)
+    write_array(url.url, rows.T, bounds=bounds, storage_options=url.storage_options)
 
 
-NARROW_TYPES = tuple(np.dtype(t) for t in ("u1", "u2", "u4", "i1", "i2", "i4"))
-
-
-def narrow_dtype(values: npt.NDArray[Any]) -> np.dtype[Any]:
-    """The narrowest of uint8/16/32 (int8/16/32 with negative values) that holds every
-    integer of ``values``; int64 when none does."""
-    if values.size == 0:
-        return np.dtype("u1")
-    lo, hi = int(values.min()), int(values.max())
-    for dtype in NARROW_TYPES[:3] if lo >= 0 else NARROW_TYPES[3:]:
-        info = np.iinfo(dtype)
-        if info.min <= lo and hi <= info.max:
-            return dtype
-    return np.dtype(np.int64)
+def save_entries(url: ScratchFile, u: IdArray, v: IdArray, w: IdArray, offsets: IdArray) -> None:
+    """Write the entries ``(u, v, w)`` (``u`` global, of the level of block ``offsets``)
+    as an entry file: piece ``t`` holds block ``t``'s, column by column, in the narrowest
+    integer type of every value (:func:`.entry_kernels.split_entries`; the file's header
+    records it), for :func:`read_entries`."""
+    data, bounds = EK.split_entries(u, v, w, offsets)
+    write_array(url.url, data, bounds=3 * bounds, storage_options=url.storage_options)
 
 
 def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
@@ -206,15 +196,22 @@ def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
         u = (S.read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(ids)
         v = S.read_segments(level.lp_root, segs, "v").astype(ids)
         return u, v, np.ones(u.size, CK.id_dtype(u.size))
-    parts = [load_piece(level.url(f"e-{s}", "bin"), b) for s in range(level.num_blocks)]
-    fits = all(np.can_cast(p.dtype, np.int32) or p.size == 0 or int(p.max()) < CK.ID_LIMIT for p in parts)
-    total = sum(int(p[2].sum()) for p in parts)  # every sum of the block's weights fits this
-    wide = np.promote_types(ids, CK.id_dtype(total)) if fits else np.dtype(np.int64)
-    e = np.empty((3, sum(p.shape[1] for p in parts)), wide)  # each writer's narrow type, widened
+    pieces = [
+        read_array(level.url(f"e-{s}").url, piece=b, storage_options=level.lp_root.storage_options)
+        for s in range(level.num_blocks)
+    ]
+    total = sum(
+        int(p[2 * p.size // 3 :].sum(dtype=np.int64)) for p in pieces
+    )  # every sum of the block's weights fits this
+    wide = (
+        np.promote_types(ids, CK.id_dtype(total)) if all(p.dtype.itemsize <= 4 for p in pieces) else np.dtype(np.int64)
+    )
+    e = np.empty((3, sum(p.size for p in pieces) // 3), wide)  # each writer's narrow type, widened
     pos = 0
-    for p in parts:
-        e[:, pos : pos + p.shape[1]] = p
-        pos += p.shape[1]
+    for p in pieces:
+        k = p.size // 3
+        e[:, pos : pos + k] = p.reshape(3, k)
+        pos += k
     return e[0], e[1], e[2]
 
 
@@ -392,9 +389,7 @@ def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") ->
     else:
         cv = lookup(level, cid_name, v) if v.size else np.empty(0, np.int64)
         cu, cv, w = CK.contract_entries(cid[u], cv, w)
-    block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
-    local = cu - np.asarray(coarse.offsets, np.int64)[block]
-    save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks, narrow=True)
+    save_entries(coarse.url(f"e-{b}"), cu, cv, w, np.asarray(coarse.offsets, np.int64))
     return int(cu.size), int(w.sum())
 
 

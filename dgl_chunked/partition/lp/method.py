@@ -232,7 +232,7 @@ per-node arrays of the block; the driver holds the coarsest graph (at most
 0.2 GB at the defaults, 100 bytes per entry and 200 per node, whatever the graph; 148k
 nodes and 15.9M entries took its worker to 2.1 GB). Their scratch
 keeps every coarse level's entries until the uncoarsening, each file in the narrowest
-integer type of its values (:func:`.coarsen_tasks.save_split`): 12 bytes per entry
+integer type of its values (:func:`.coarsen_tasks.save_entries`): 12 bytes per entry
 (uint32), 6 (uint16) once a level's IDs and weights stay under 65,536, 24 (int64) from
 2**32 on. At 1M / 10M (sbm-skewed, 8 parts): 18.7M entries at level 1, 224 MB (448 MB
 as int64), the levels of a coarsening 0.97 GB in all (2.06 GB as int64); the whole
