@@ -59,7 +59,7 @@ from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
 from dgl_chunked.partition.lp.node_kernels import mover_entries
 from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums
-from dgl_chunked.storage.arrays import read_array, write_array
+from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array
 
 __all__ = ["CLUSTERING_FILES"]
 
@@ -184,35 +184,62 @@ def whole_table(level: Level, name: str) -> npt.NDArray[Any] | None:
     return np.concatenate([load(level.url(f"{name}-{b}")) for b in range(level.num_blocks)])
 
 
-def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
+def read_entries(level: Level, b: int, *, pooled: bool = False) -> tuple[IdArray, IdArray, IdArray]:
     """Entries ``(u local, v global, w)`` of block ``b``: int32 when the IDs and the
-    block's weight sum fit (:func:`.coarsen_kernels.id_dtype`), else int64."""
+    block's weight sum fit (:func:`.coarsen_kernels.id_dtype`), else int64 (in
+    :func:`.store.pooled_array` arrays with ``pooled``: the caller's task must not let
+    them outlive it)."""
     ids = CK.id_dtype(level.offsets[-1])
     if level.index == 0:
-        segs = list(level.segs[b])
-        if not segs:
-            empty = np.empty(0, ids)
-            return empty, empty, empty
-        u = (S.read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(ids)
-        v = S.read_segments(level.lp_root, segs, "v").astype(ids)
-        return u, v, np.ones(u.size, CK.id_dtype(u.size))
-    pieces = [
-        read_array(level.url(f"e-{s}").url, piece=b, storage_options=level.lp_root.storage_options)
-        for s in range(level.num_blocks)
-    ]
-    total = sum(
-        int(p[2 * p.size // 3 :].sum(dtype=np.int64)) for p in pieces
-    )  # every sum of the block's weights fits this
-    wide = (
-        np.promote_types(ids, CK.id_dtype(total)) if all(p.dtype.itemsize <= 4 for p in pieces) else np.dtype(np.int64)
-    )
-    e = np.empty((3, sum(p.size for p in pieces) // 3), wide)  # each writer's narrow type, widened
-    pos = 0
-    for p in pieces:
-        k = p.size // 3
-        e[:, pos : pos + k] = p.reshape(3, k)
-        pos += k
+        return _staged_entries(level, b, ids, pooled)
+    heads = []  # each writer's piece of block b: file, type, rows (3 per entry)
+    for s in range(level.num_blocks):
+        with ArrayFile(level.url(f"e-{s}").url, level.lp_root.storage_options) as f:
+            heads.append((f.path, f.header.dtype, int(f.header.bounds[b]), int(f.header.bounds[b + 1])))
+    n = sum(hi - lo for _, _, lo, hi in heads) // 3
+    wide = ids if all(d.itemsize <= 4 for _, d, _, _ in heads) else np.dtype(np.int64)
+    e = _read_pieces(level, heads, n, np.dtype(wide), pooled)
+    total = int(e[2].view(np.uint32).sum(dtype=np.int64)) if e.dtype == np.int32 else 0
+    if total >= CK.ID_LIMIT:  # every sum of the block's weights must fit the type: int64
+        e = _read_pieces(level, heads, n, np.dtype(np.int64), pooled)
     return e[0], e[1], e[2]
+
+
+def _read_pieces(
+    level: Level, heads: list[tuple[str, np.dtype[Any], int, int]], n: int, wide: np.dtype[Any], pooled: bool
+) -> npt.NDArray[Any]:
+    """The pieces ``heads`` of entry files (column by column, each writer's narrow type)
+    as one ``[3, n]`` array of type ``wide``: read straight into it where the file's
+    type has ``wide``'s size (uint32 holds int32's values here: IDs and weights below
+    2**31), else through a buffer and widened."""
+    e = (S.pooled_array("entries", 3 * n, wide) if pooled else np.empty(3 * n, wide)).reshape(3, n)
+    pos = 0
+    for path, dtype, lo, hi in heads:
+        k = (hi - lo) // 3
+        if k == 0:
+            continue
+        with ArrayFile(path, level.lp_root.storage_options) as f:
+            if dtype.itemsize == wide.itemsize:
+                f.read_parts(lo, hi, [e[0, pos : pos + k], e[1, pos : pos + k], e[2, pos : pos + k]])
+            else:
+                raw = f.read(lo, hi, out=S.pooled_array("entry-piece", 3 * k, dtype) if pooled else None)
+                e[:, pos : pos + k] = raw.reshape(3, k)
+        pos += k
+    return e
+
+
+def _staged_entries(level: Level, b: int, ids: type[np.integer[Any]], pooled: bool) -> tuple[IdArray, IdArray, IdArray]:
+    """Level 0's entries of block ``b``: the ``lp`` staging's, weight 1."""
+    segs = list(level.segs[b])
+    if not segs:
+        empty = np.empty(0, ids)
+        return empty, empty, empty
+    u = S.read_segments(level.lp_root, segs, "u", pooled=pooled)  # uint32, bit 31 the edge's direction
+    np.bitwise_and(u, LOCAL_MASK, out=u)
+    v = S.read_segments(level.lp_root, segs, "v", pooled=pooled).astype(ids, copy=False)
+    w = S.pooled_array("ones", u.size, CK.id_dtype(u.size)) if pooled else np.empty(u.size, CK.id_dtype(u.size))
+    w.fill(1)
+    return (u.view(np.int32) if ids == np.int32 else u.astype(ids)), v, w
 
 
 def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
@@ -254,7 +281,7 @@ def propose_task(
     w, _ = node_weights(level, b)
     ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
     movers = (label >= 0) & CK.active_bit(ids, seed=seed, salt=salt)
-    u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
+    u, v, ew = read_entries(level, b, pooled=True) if movers.any() else (np.empty(0, np.int64),) * 3
     labels = whole_table(level, "label") if v.size else None
     if labels is not None:  # select and look up in one compiled pass
         u, c, ew = mover_entries(u, v, ew, movers, labels)
@@ -381,7 +408,7 @@ def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") ->
     """Block ``b``'s entries between clusters (the coarse IDs in files ``cid_name``),
     summed per cluster pair, written to the blocks of the coarse level. Returns their
     number and weight."""
-    u, v, w = read_entries(level, b)
+    u, v, w = read_entries(level, b, pooled=True)
     cid = load(level.url(f"{cid_name}-{b}"))
     table = whole_table(level, cid_name)
     if table is not None:  # mapped in the compiled group-by, without temporaries
@@ -415,7 +442,7 @@ def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: in
     """Move every node of block ``b`` of level 0 to the coarsest cluster it has the most
     edges to (files ``src`` of every block, written to ``dst``). Returns the nodes moved."""
     own = load(level.url(f"{src}-{b}"))
-    u, v, _ = read_entries(level, b)
+    u, v, _ = read_entries(level, b, pooled=True)
     c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
     ok = c >= 0
     ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)

@@ -152,7 +152,7 @@ def refine_task(
     room = np.clip(limit[None, :] - weights, 0, None) // level.num_blocks
     part = C.load(level.url(f"{src}-{b}"))
     w, _ = C.node_weights(level, b)
-    u, v, ew = C.read_entries(level, b)
+    u, v, ew = C.read_entries(level, b, pooled=True)
     delta = np.zeros((num_parts, level.width), np.int64)
     table = C.whole_table(level, src)  # indexed in the kernel, instead of gathered per entry
     if table is None:
