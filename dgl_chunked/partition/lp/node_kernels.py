@@ -31,7 +31,16 @@ import numpy as np
 
 from dgl_chunked.partition.random import splitmix64
 
-__all__ = ["counting_offsets", "hash_key", "ints", "joins_kernel", "mover_entries", "part_gains", "strongest_kernel"]
+__all__ = [
+    "counting_offsets",
+    "hash_key",
+    "ints",
+    "joins_kernel",
+    "mover_entries",
+    "neighbour_counts",
+    "part_gains",
+    "strongest_kernel",
+]
 
 
 def ints(x: Any) -> Any:
@@ -289,6 +298,30 @@ def part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) ->
     return out
 
 
+def _neighbour_counts(u: Any, v_part: Any, row_of: Any, out: Any) -> None:  # pragma: no cover - compiled
+    """Add one to ``out[row, v_part[i]]`` for every entry ``i`` with a placed neighbour
+    (``v_part >= 0``), ``row`` its node's row (``row_of`` of the block-local node, or the
+    node itself when ``row_of`` is empty); rows past ``out`` are not counted."""
+    rows = out.shape[0]
+    mapped = row_of.size > 0
+    for i in range(u.size):
+        p = v_part[i]
+        if p < 0:
+            continue
+        k = np.int64(u[i] & np.uint32(0x7FFFFFFF))  # the block-local node (bit 31: the edge's direction)
+        r = row_of[k] if mapped else k
+        if r < rows:
+            out[r, p] += 1
+
+
+def neighbour_counts(u: Any, v_part: Any, row_of: Any, out: Any) -> Any:
+    """The compiled neighbour histogram (:func:`.kernels.neighbour_histogram`): counts
+    added to ``out`` (``[rows, P]``, int32 or int64), which is returned."""
+    empty = np.empty(0, np.int64)
+    _compiled("hist")(u, v_part, empty if row_of is None else row_of, out)
+    return out
+
+
 _LOCK = threading.Lock()
 
 
@@ -319,7 +352,8 @@ def _compiled(name: str) -> Any:
         for helper in ("_mix", "_sort_merge", "_count_merge", "_top", "counting_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
-        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}[name])
+        kernels = {"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}
+        return jit({**kernels, "hist": _neighbour_counts}[name])
 
 
 def joins_kernel(*args: Any) -> Any:
