@@ -443,10 +443,14 @@ def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: in
     edges to (files ``src`` of every block, written to ``dst``). Returns the nodes moved."""
     own = load(level.url(f"{src}-{b}"))
     u, v, _ = read_entries(level, b, pooled=True)
-    c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
-    ok = c >= 0
     ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
-    out = CK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
+    table = whole_table(level, src) if v.size else None
+    if table is not None:  # looked up in the kernel, without arrays per entry
+        out = CK.strongest_clusters(u, v, own, ids=ids, seed=seed, salt=salt, table=table)
+    else:
+        c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
+        ok = c >= 0
+        out = CK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
     save(level.url(f"{dst}-{b}"), out)
     return int((out != own).sum())
 

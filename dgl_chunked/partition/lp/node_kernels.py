@@ -229,18 +229,30 @@ def _joins(
     return jn[:nj], jc[:nj], jg[:nj], fn[:nf], fc[:nf], fconn[:nf], blocked
 
 
-def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any) -> Any:  # pragma: no cover - compiled
+def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any, table: Any) -> Any:  # pragma: no cover
     """Per node, the cluster it has the most entries to: counted in one array indexed by
     cluster (the coarsest level's IDs: as many as its nodes, which METIS holds in memory
-    anyway), not sorted per node; ties as :func:`_top` (equal hashes: the lowest ID)."""
+    anyway), not sorted per node; ties as :func:`_top` (equal hashes: the lowest ID).
+    With ``table`` (not empty), ``c`` holds the neighbours and ``table`` their
+    clusters; entries without a cluster (-1) are left out."""
     rows = own.size
-    start = counting_offsets(u, 0, rows)
-    pos = start[:-1].copy()
-    bc = np.empty(u.size, c.dtype)
+    looked_up = table.size > 0
+    start = np.zeros(rows + 1, np.int64)
     for i in range(u.size):
+        ci = table[c[i]] if looked_up else c[i]
+        if ci >= 0:
+            start[u[i] + 1] += 1
+    for k in range(rows):
+        start[k + 1] += start[k]
+    pos = start[:-1].copy()
+    bc = np.empty(start[rows], table.dtype)
+    for i in range(u.size):
+        ci = table[c[i]] if looked_up else c[i]
+        if ci < 0:
+            continue
         k = u[i]
         p = pos[k]
-        bc[p] = c[i]
+        bc[p] = ci
         pos[k] = p + 1
     count = np.zeros(bc.max() + 1 if bc.size else 0, np.int32)  # entries per node: fewer than 2**31
     out = own.copy()

@@ -171,6 +171,16 @@ def test_strongest_clusters_equal_the_numpy_version(case: dict[str, object]) -> 
     assert got is not own
     narrow = CK.strongest_clusters(u[ok].astype(np.int32), c[ok].astype(np.int32), own.astype(np.int32), **kw)  # type: ignore[arg-type, union-attr]
     assert narrow.dtype == np.int32 and narrow.tolist() == want.tolist()
+    # the clusters looked up in the kernel: entry i's neighbour is a node whose cluster is c[i]
+    rng = np.random.default_rng(u.size)
+    v = rng.permutation(u.size) + 5
+    table = np.full(u.size + 5, -1, np.int64)
+    table[v] = c
+    for dtype in (np.int64, np.int32):
+        got = CK.strongest_clusters(
+            u.astype(dtype), v.astype(dtype), own.astype(dtype), table=table.astype(dtype), **kw
+        )  # type: ignore[arg-type]
+        assert got.dtype == np.dtype(dtype) and got.tolist() == want.tolist()
 
 
 @settings(max_examples=100, deadline=None)
