@@ -58,7 +58,7 @@ from dgl_chunked.partition.lp import entry_kernels as EK
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
 from dgl_chunked.partition.lp.node_kernels import mover_entries
-from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums
+from dgl_chunked.partition.lp.pair_sums import sorted_pairs
 from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array
 
 __all__ = ["CLUSTERING_FILES"]
@@ -411,12 +411,14 @@ def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") ->
     u, v, w = read_entries(level, b, pooled=True)
     cid = load(level.url(f"{cid_name}-{b}"))
     table = whole_table(level, cid_name)
-    if table is not None:  # mapped in the compiled group-by, without temporaries
-        cu, cv, w = mapped_pair_sums(u, v, w, cid, table)
-    else:
-        cv = lookup(level, cid_name, v) if v.size else np.empty(0, np.int64)
-        cu, cv, w = CK.contract_entries(cid[u], cv, w)
-    save_entries(coarse.url(f"e-{b}"), cu, cv, w, np.asarray(coarse.offsets, np.int64))
+    offsets = np.asarray(coarse.offsets, np.int64)
+    if table is not None:  # mapped in the compiled group-by, written from its sorted keys
+        data, bounds, weight = EK.split_pairs(sorted_pairs(u, v, w, cid, table), offsets)
+        write_array(coarse.url(f"e-{b}").url, data, bounds=3 * bounds, storage_options=level.lp_root.storage_options)
+        return int(bounds[-1]), weight
+    cv = lookup(level, cid_name, v) if v.size else np.empty(0, np.int64)
+    cu, cv, w = CK.contract_entries(cid[u], cv, w)
+    save_entries(coarse.url(f"e-{b}"), cu, cv, w, offsets)
     return int(cu.size), int(w.sum())
 
 

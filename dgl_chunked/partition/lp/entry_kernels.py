@@ -22,8 +22,9 @@ import numpy as np
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp.node_kernels import ints
+from dgl_chunked.partition.lp.pair_sums import SortedPairs
 
-__all__ = ["NARROW_TYPES", "narrow_dtype", "split_entries"]
+__all__ = ["NARROW_TYPES", "narrow_dtype", "split_entries", "split_pairs"]
 
 NARROW_TYPES = tuple(np.dtype(t) for t in ("u1", "u2", "u4", "i1", "i2", "i4"))
 
@@ -93,6 +94,52 @@ def _fill(u: Any, v: Any, w: Any, offsets: Any, bounds: Any, out: Any) -> None: 
         out[base + 2 * k + j] = w[i]
 
 
+def _pair_sizes(keys: Any, ws: Any, a_lo: int, b_lo: int, b_bits: int, offsets: Any) -> Any:  # pragma: no cover
+    """:func:`_sizes` of the pairs ``(a, b)`` of sorted keys (:func:`.pair_sums.sorted_pairs`),
+    and their weight."""
+    counts = np.zeros(offsets.size - 1, np.int64)
+    b_mask = np.uint64((1 << b_bits) - 1)
+    lo = np.int64(0)
+    hi = np.int64(0)
+    weight = np.int64(0)
+    t = 0
+    for i in range(keys.size):
+        a = np.int64(keys[i] >> np.uint64(b_bits)) + a_lo
+        x = _block_of(a, offsets, t)
+        if x < 0:
+            continue
+        t = x
+        counts[t] += 1
+        b = np.int64(keys[i] & b_mask) + b_lo
+        local = a - offsets[t]
+        lo = min(lo, local, b, np.int64(ws[i]))
+        hi = max(hi, local, b, np.int64(ws[i]))
+        weight += ws[i]
+    return counts, lo, hi, weight
+
+
+def _pair_fill(
+    keys: Any, ws: Any, a_lo: int, b_lo: int, b_bits: int, offsets: Any, bounds: Any, out: Any
+) -> None:  # pragma: no cover - compiled
+    """:func:`_fill` of the pairs of sorted keys."""
+    b_mask = np.uint64((1 << b_bits) - 1)
+    pos = bounds[:-1].copy()
+    t = 0
+    for i in range(keys.size):
+        a = np.int64(keys[i] >> np.uint64(b_bits)) + a_lo
+        x = _block_of(a, offsets, t)
+        if x < 0:
+            continue
+        t = x
+        base = 3 * bounds[t]
+        k = bounds[t + 1] - bounds[t]
+        j = pos[t] - bounds[t]
+        pos[t] += 1
+        out[base + j] = a - offsets[t]
+        out[base + k + j] = np.int64(keys[i] & b_mask) + b_lo
+        out[base + 2 * k + j] = ws[i]
+
+
 _LOCK = threading.Lock()
 
 
@@ -105,7 +152,8 @@ def _kernel(name: str) -> Any:
     with _LOCK:
         if not isinstance(globals()["_block_of"], numba.core.dispatcher.Dispatcher):
             globals()["_block_of"] = jit(globals()["_block_of"])
-        return {"sizes": jit(_sizes), "fill": jit(_fill)}[name]
+        kernels = {"sizes": _sizes, "fill": _fill, "pair_sizes": _pair_sizes, "pair_fill": _pair_fill}
+        return jit(kernels[name])
 
 
 def split_entries(
@@ -131,3 +179,27 @@ def split_entries(
     if out.size:
         _kernel("fill")(u, v, w, offsets, bounds, out)
     return out, bounds
+
+
+def split_pairs(pairs: SortedPairs, offsets: IdArray) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], int]:
+    """:func:`split_entries` of the contraction's sorted pairs (``a`` global, of the
+    level of block ``offsets``), decoded from their keys on the way (no ``a``, ``b``
+    arrays); and the weight written.
+
+    Examples
+    --------
+    >>> from dgl_chunked.partition.lp.pair_sums import sorted_pairs
+    >>> u, v, w = np.array([0, 1, 2, 2]), np.array([3, 0, 1, 1]), np.ones(4, np.int64)
+    >>> pairs = sorted_pairs(u, v, w, np.array([5, 1, 6]), np.array([0, 2, 9, 1]))
+    >>> data, bounds, weight = split_pairs(pairs, np.array([0, 4, 8]))
+    >>> data.tolist(), bounds.tolist(), weight
+    ([1, 0, 1, 1, 2, 1, 2, 1, 2], [0, 1, 3], 4)
+    """
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    args = (pairs.keys, pairs.weights, pairs.a_lo, pairs.b_lo, pairs.b_bits, offsets)
+    counts, lo, hi, weight = _kernel("pair_sizes")(*args)
+    bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    out = np.empty(3 * int(bounds[-1]), narrow_dtype(int(lo), int(hi)))
+    if out.size:
+        _kernel("pair_fill")(*args, bounds, out)
+    return out, bounds, int(weight)

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp.node_kernels import counting_offsets, ints
 
-__all__ = ["mapped_pair_sums", "pair_sums"]
+__all__ = ["SortedPairs", "mapped_pair_sums", "pair_sums", "sorted_pairs"]
 
 _SPAN_FACTOR = 4
 
@@ -162,10 +163,9 @@ def _sort_low_bits(
 def _mapped_sorted(
     u: Any, v: Any, w: Any, umap: Any, vmap: Any, a_lo: int, b_lo: int, b_bits: int, bits: int, top: int
 ) -> Any:  # pragma: no cover - compiled
-    """:func:`mapped_pair_sums` by the key ``(a - a_lo) << b_bits | (b - b_lo)`` (``bits``
-    bits): a counting sort by its ``top`` high bits into buckets of a few thousand
-    pairs, each then sorted by the rest in cache (:func:`_sort_low_bits`); equal keys
-    merged."""
+    """:func:`sorted_pairs`: a counting sort of the keys by their ``top`` high bits into
+    buckets of a few thousand pairs, each then sorted by the rest in cache
+    (:func:`_sort_low_bits`); equal keys merged."""
     n = u.size
     shift = np.uint64(bits - top)
     nb = 1 << top
@@ -200,22 +200,23 @@ def _mapped_sorted(
     hist = np.empty((1 << _DIGIT_BITS) + 1, np.int64)
     for d in range(nb):
         _sort_low_bits(keys, ws, tk, tw, start[d], start[d + 1], bits - top, hist)
-    out_a = np.empty(m, umap.dtype)
-    out_b = np.empty(m, vmap.dtype)
-    b_mask = np.uint64((1 << b_bits) - 1)
     j = -1
-    last = np.uint64(0)
-    for i in range(m):  # merged in place in ws: the j-th distinct pair is written at j <= i
-        k = keys[i]
-        if j >= 0 and k == last:
+    for i in range(m):  # equal keys merged in place: the j-th distinct one is written at j <= i
+        if j >= 0 and keys[i] == keys[j]:
             ws[j] += ws[i]
         else:
             j += 1
-            last = k
-            out_a[j] = (k >> np.uint64(b_bits)) + a_lo
-            out_b[j] = (k & b_mask) + b_lo
+            keys[j] = keys[i]
             ws[j] = ws[i]
-    return out_a[: j + 1], out_b[: j + 1], ws[: j + 1]
+    return keys[: j + 1], ws[: j + 1]
+
+
+def _decoded(keys: Any, a_lo: int, b_lo: int, b_bits: int, a: Any, b: Any) -> None:  # pragma: no cover - compiled
+    """``a`` and ``b`` of every key of :func:`_mapped_sorted`."""
+    b_mask = np.uint64((1 << b_bits) - 1)
+    for i in range(keys.size):
+        a[i] = (keys[i] >> np.uint64(b_bits)) + a_lo
+        b[i] = (keys[i] & b_mask) + b_lo
 
 
 def _used_range(x: Any) -> Any:  # pragma: no cover - compiled
@@ -249,9 +250,8 @@ def _kernel(name: str = "grouped") -> Any:
         for helper in ("counting_offsets", "_by_key", "_merged", "_grouped", "_sort_low_bits", "_used_range"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
-        return {"grouped": globals()["_grouped"], "range": globals()["_used_range"], "sorted": jit(_mapped_sorted)}[
-            name
-        ]
+        kernels = {"grouped": globals()["_grouped"], "range": globals()["_used_range"]}
+        return {**kernels, "sorted": jit(_mapped_sorted), "decoded": jit(_decoded)}[name]
 
 
 def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
@@ -293,31 +293,54 @@ def _argsort_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray,
     return key // width, key % width, np.add.reduceat(w, starts)
 
 
+class SortedPairs(NamedTuple):
+    """Distinct pairs ``(a, b)`` as sorted keys ``(a - a_lo) << b_bits | (b - b_lo)``
+    (uint64) with their summed weights (:func:`sorted_pairs`)."""
+
+    keys: npt.NDArray[np.uint64]
+    weights: IdArray
+    a_lo: int
+    b_lo: int
+    b_bits: int
+
+
+def sorted_pairs(u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArray) -> SortedPairs:
+    """The pairs of :func:`mapped_pair_sums` as sorted keys (``a`` high, ``b`` low), for
+    a caller that writes them out itself (:func:`.entry_kernels.split_pairs`: no
+    ``a`` and ``b`` arrays). The weights have ``w``'s type (int32 or int64).
+
+    The pairs are sorted as one integer key: first by its high bits into buckets of
+    about :data:`_BUCKET_PAIRS`, then each bucket by the rest while it is in the CPU's
+    cache. The counting sorts by ``b`` then ``a`` over their whole ranges that this
+    replaced (issue #38) wrote every pair to a random place of arrays far larger than
+    the cache, twice: 8.4 s of thread time at 1M nodes / 10M edges; this sort takes
+    about half as long on the same blocks (a level-0 block of that graph, 5.2M entries:
+    465 -> 240 ms of CPU)."""
+    u, v, w, umap, vmap = (ints(x) for x in (u, v, w, umap, vmap))
+    if u.size == 0:
+        return SortedPairs(np.empty(0, np.uint64), np.empty(0, w.dtype), 0, 0, 1)
+    a_lo, a_hi = _kernel("range")(umap)
+    b_lo, b_hi = _kernel("range")(vmap)
+    b_bits = max(1, int(b_hi - b_lo).bit_length())
+    bits = max(1, int(a_hi - a_lo).bit_length()) + b_bits
+    top = min(_TOP_BITS, bits, max(0, (u.size // _BUCKET_PAIRS).bit_length()))
+    keys, ws = _kernel("sorted")(u, v, w, umap, vmap, int(a_lo), int(b_lo), b_bits, bits, top)
+    return SortedPairs(keys, ws, int(a_lo), int(b_lo), b_bits)
+
+
 def mapped_pair_sums(
     u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArray
 ) -> tuple[IdArray, IdArray, IdArray]:
     """:func:`pair_sums` of ``(umap[u], vmap[v], w)`` without the pairs where
     ``umap[u] == vmap[v]``, in one compiled pass (the contraction: ``u`` block-local,
     ``v`` global; entries whose node maps to -1 are dropped). The results have the types
-    of ``umap``, ``vmap`` and ``w`` (int32 or int64: the sums must fit ``w``'s).
-
-    The pairs are sorted as one integer key (``a`` high, ``b`` low): first by its high
-    bits into buckets of about :data:`_BUCKET_PAIRS`, then each bucket by the rest while
-    it is in the CPU's cache. The counting sorts by ``b`` then ``a`` over their whole
-    ranges that this replaced (issue #38) wrote every pair to a random place of arrays
-    far larger than the cache, twice: 8.4 s of thread time at 1M nodes / 10M edges;
-    this sort takes about half as long on the same blocks (a level-0 block of that
-    graph, 5.2M entries: 465 -> 240 ms of CPU)."""
+    of ``umap``, ``vmap`` and ``w`` (int32 or int64: the sums must fit ``w``'s); see
+    :func:`sorted_pairs`."""
     u, v, w, umap, vmap = (ints(x) for x in (u, v, w, umap, vmap))
     if u.size == 0:
         empty = np.empty(0, np.int64)
         return empty, empty, empty
-    a_lo, a_hi = _kernel("range")(umap)
-    b_lo, b_hi = _kernel("range")(vmap)
-    b_bits = max(1, int(b_hi - b_lo).bit_length())
-    bits = max(1, int(a_hi - a_lo).bit_length()) + b_bits
-    top = min(_TOP_BITS, bits, max(0, (u.size // _BUCKET_PAIRS).bit_length()))
-    out: tuple[IdArray, IdArray, IdArray] = _kernel("sorted")(
-        u, v, w, umap, vmap, int(a_lo), int(b_lo), b_bits, bits, top
-    )
-    return out
+    got = sorted_pairs(u, v, w, umap, vmap)
+    a, b = np.empty(got.keys.size, umap.dtype), np.empty(got.keys.size, vmap.dtype)
+    _kernel("decoded")(got.keys, got.a_lo, got.b_lo, got.b_bits, a, b)
+    return a, b, got.weights

@@ -9,7 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_chunked.partition.lp.entry_kernels import NARROW_TYPES, narrow_dtype, split_entries
+from dgl_chunked.partition.lp.entry_kernels import NARROW_TYPES, narrow_dtype, split_entries, split_pairs
+from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums, sorted_pairs
 
 
 def _old_narrow_dtype(values: np.ndarray) -> np.dtype:
@@ -71,3 +72,31 @@ def test_split_entries_equals_the_numpy_split(
 
 def test_narrow_dtype_of_an_empty_range_is_uint8() -> None:
     assert narrow_dtype(0, 0) == np.dtype("u1")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(0, 400),
+    rows=st.integers(1, 60),
+    sizes=st.lists(st.integers(0, 300), min_size=1, max_size=5),
+    top=st.sampled_from([2, 300, 70_000]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_split_pairs_equals_splitting_the_mapped_pair_sums(
+    n: int, rows: int, sizes: list[int], top: int, seed: int
+) -> None:
+    """The contraction writes its entry file from the sorted keys: the same data, type,
+    bounds and weight as :func:`mapped_pair_sums` then :func:`split_entries`."""
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    span = max(int(offsets[-1]), 1)
+    u, v = rng.integers(0, rows, n), rng.integers(0, 3 * rows, n)
+    w = rng.integers(1, top, n)
+    umap, vmap = rng.integers(-1, span, rows), rng.integers(-1, span, 3 * rows)
+    for dtype in (np.int64, np.int32):
+        args = [x.astype(dtype) for x in (u, v, w, umap, vmap)]
+        a, b, s = mapped_pair_sums(*args)
+        want, want_bounds = split_entries(a, b, s, offsets)
+        data, bounds, weight = split_pairs(sorted_pairs(*args), offsets)
+        assert data.dtype == want.dtype and data.tolist() == want.tolist()
+        assert bounds.tolist() == want_bounds.tolist() and weight == int(s.sum())
