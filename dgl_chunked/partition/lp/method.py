@@ -216,7 +216,9 @@ parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
 work here; :func:`.store.pooled_array`), freed before the multilevel assignments (whose
-tasks do not use them) and at the end of the run. Peak RSS per
+tasks pool their block's entries instead: 12 bytes per entry of the largest input block
+and 12 per entry of the largest coarse one, int32 IDs; issue #38) and at the end of the
+run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
 A gathering task (step 2) holds one block's staged entries (about 33 bytes per
 entry with its sort: ``block_rows`` times the block's mean degree).
