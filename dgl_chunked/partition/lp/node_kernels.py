@@ -33,6 +33,7 @@ from dgl_chunked.partition.random import splitmix64
 
 __all__ = [
     "counting_offsets",
+    "cut_entries",
     "hash_key",
     "ints",
     "joins_kernel",
@@ -326,6 +327,23 @@ def _neighbour_counts(u: Any, v_part: Any, row_of: Any, out: Any) -> None:  # pr
             out[r, p] += 1
 
 
+def _cut_entries(u: Any, v: Any, part: Any, table: Any) -> int:  # pragma: no cover - compiled
+    """Entries ``(u, v)`` whose node ``u`` (block-local, bit 31 the edge's direction) is
+    unplaced (``part`` < 0) or in another part than ``table[v]``."""
+    cut = 0
+    for i in range(u.size):
+        p = part[np.int64(u[i] & np.uint32(0x7FFFFFFF))]
+        if p < 0 or p != table[v[i]]:
+            cut += 1
+    return cut
+
+
+def cut_entries(u: Any, v: Any, part: Any, table: Any) -> int:
+    """The cut entries of one group of staged entries (:func:`.projection.cut_task`) in
+    one compiled pass, instead of five arrays per entry."""
+    return int(_compiled("cut")(u, v, part, table))
+
+
 def neighbour_counts(u: Any, v_part: Any, row_of: Any, out: Any) -> Any:
     """The compiled neighbour histogram (:func:`.kernels.neighbour_histogram`): counts
     added to ``out`` (``[rows, P]``, int32 or int64), which is returned."""
@@ -365,7 +383,7 @@ def _compiled(name: str) -> Any:
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         kernels = {"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}
-        return jit({**kernels, "hist": _neighbour_counts}[name])
+        return jit({**kernels, "hist": _neighbour_counts, "cut": _cut_entries}[name])
 
 
 def joins_kernel(*args: Any) -> Any:
