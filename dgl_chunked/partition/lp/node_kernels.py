@@ -357,9 +357,13 @@ _LOCK = threading.Lock()
 
 def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: no cover - compiled
     n = u.size
-    ou = np.empty(n, u.dtype)
-    oc = np.empty(n, label.dtype)
-    ow = np.empty(n, w.dtype)
+    m = 0
+    for i in range(n):  # counted first: the arrays hold the movers' entries only (about half)
+        if movers[u[i]]:
+            m += 1
+    ou = np.empty(m, u.dtype)
+    oc = np.empty(m, label.dtype)
+    ow = np.empty(m, w.dtype)
     m = 0
     for i in range(n):
         k = u[i]
@@ -368,7 +372,7 @@ def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: 
             oc[m] = label[v[i]]
             ow[m] = w[i]
             m += 1
-    return ou[:m], oc[:m], ow[:m]
+    return ou, oc, ow
 
 
 @functools.cache
