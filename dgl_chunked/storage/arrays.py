@@ -133,6 +133,22 @@ class ArrayFile:
         if out is None:
             out = np.empty(head.shape(hi - lo), head.dtype)
         self._f.seek(head.offset + lo * head.row_bytes)
+        self._fill(out)
+        return out
+
+    def read_parts(self, lo: int, hi: int, outs: list[npt.NDArray[Any]]) -> None:
+        """The bytes of rows ``[lo, hi)`` into the contiguous arrays ``outs``, one after
+        the other (their bytes add up to the range's): a piece stored column by column
+        read straight into one array per column."""
+        head = self.header
+        if not 0 <= lo <= hi <= head.rows or sum(o.nbytes for o in outs) != (hi - lo) * head.row_bytes:
+            raise ValueError(f"{self.path}: rows [{lo}, {hi}) do not fill {[o.nbytes for o in outs]} bytes")
+        self._f.seek(head.offset + lo * head.row_bytes)
+        for out in outs:
+            self._fill(out)
+
+    def _fill(self, out: npt.NDArray[Any]) -> None:
+        """Read ``out``'s bytes (contiguous) from the current position."""
         data = out.data.cast("B") if out.size else memoryview(b"")
         got = 0
         while got < data.nbytes:
@@ -140,7 +156,6 @@ class ArrayFile:
             if not n:
                 raise ValueError(f"{self.path}: truncated")
             got += n
-        return out
 
     def piece(self, t: int) -> npt.NDArray[Any]:
         """The rows of piece ``t``."""

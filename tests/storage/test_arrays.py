@@ -53,6 +53,21 @@ def test_pieces_and_reading_into_a_given_array(base: str) -> None:
     np.testing.assert_array_equal(read_array(path, piece=2), arr[3:])
 
 
+def test_read_parts_fills_several_arrays_in_turn(base: str) -> None:
+    """A piece stored column by column (``lp``'s entry files) read straight into one
+    array per column, of another type of the same size; sizes that do not add up refused."""
+    path = f"{base}/c.bin"
+    arr = np.arange(12, dtype=np.uint32) * 7
+    write_array(path, arr, bounds=np.array([0, 3, 12]))
+    with ArrayFile(path) as f:
+        outs = [np.full(3, -1, np.int32) for _ in range(3)]
+        f.read_parts(3, 12, outs)
+        assert [o.tolist() for o in outs] == [arr[3:6].tolist(), arr[6:9].tolist(), arr[9:12].tolist()]
+        f.read_parts(3, 3, [])
+        with pytest.raises(ValueError, match=r"c\.bin: rows \[3, 12\) do not fill"):
+            f.read_parts(3, 12, outs[:2])
+
+
 def test_rewrite_replaces_the_file_whole(tmp_path: Path) -> None:
     path = (tmp_path / "r.bin").as_posix()
     write_array(path, np.arange(100, dtype=np.int64))

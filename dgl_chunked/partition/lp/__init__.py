@@ -8,8 +8,9 @@
   placement and label-propagation refinement (driver, Dask tasks, numpy kernels, the
   driver's move schedule).
 - :mod:`.multilevel`, :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels` (with
-  :mod:`.pair_sums`, its compiled group-by, and :mod:`.node_kernels`, its compiled
-  per-node proposal and purification passes), :mod:`.tables` (the levels' tables
+  :mod:`.pair_sums`, its compiled group-by, :mod:`.node_kernels`, its compiled
+  per-node proposal and purification passes, and :mod:`.entry_kernels`, the compiled
+  writer of the coarse levels' entry files), :mod:`.tables` (the levels' tables
   looked up by ID), :mod:`.coarsest` (METIS on the coarsest level),
   :mod:`.projection`: multilevel coarsening, initial partition and projection.
 - :mod:`.finalists`: the choice between the initial assignments kept for the refinement.

@@ -223,18 +223,24 @@ def weighted_csr(u: IdArray, v: IdArray, w: IdArray, num_nodes: int) -> tuple[Id
     return xadj, cv, cw
 
 
-def strongest_clusters(u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, seed: int, salt: int) -> IdArray:
-    """Per node, the cluster it has the most entries to (``u`` block-local, ``c`` >= 0 the
-    neighbour's cluster): its own ``own`` on a tie, else the one of lowest seeded hash
-    of the pair (node ``ids``, cluster), so that tied nodes do not all pick one
-    cluster; ``own`` when it has no entry (:func:`.node_kernels.strongest_kernel`)."""
+def strongest_clusters(
+    u: IdArray, c: IdArray, own: IdArray, *, ids: IdArray, seed: int, salt: int, table: IdArray | None = None
+) -> IdArray:
+    """Per node, the cluster it has the most entries to (``u`` block-local, ``c`` the
+    neighbour's cluster, -1: none, left out): its own ``own`` on a tie, else the one of
+    lowest seeded hash of the pair (node ``ids``, cluster), so that tied nodes do not all
+    pick one cluster; ``own`` when it has no entry (:func:`.node_kernels.strongest_kernel`).
+    With ``table`` (every node's cluster, by global ID), ``c`` holds the neighbours
+    and the kernel looks their clusters up (no array per entry)."""
+    c = ints(c)
     out: IdArray = strongest_kernel(
         ints(u),
-        ints(c),
+        c,
         ints(own),
         np.ascontiguousarray(ids, np.int64),
         hash_key(seed, salt),
         hash_key(seed, salt + 1),
+        np.empty(0, c.dtype) if table is None else ints(table),
     )
     return out
 

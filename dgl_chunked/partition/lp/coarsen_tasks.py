@@ -7,12 +7,13 @@ staging (:mod:`.tasks`: entries per block, strata, owned edges, degree tiers);
 the other files are array files (:mod:`dgl_chunked.storage.arrays`; ``.bin``) under
 ``ML = <lp root>/work/ml``, written and read through fsspec (``ml`` is a URL), each
 by one task; "pieces" are the per-destination parts of one writer's file
-(:func:`save_split`), each read alone::
+(:func:`save_split`, :func:`save_entries`), each read alone::
 
-    ML/<L>/e-<s>.bin         [k, 3]  piece b: entries of block b (u local, v, w) from block s of L-1,
-                             in the narrowest integer type holding the file's values (its
-                             header's dtype: uint16 or uint32 mostly), read back as int32*
-                             (int64 also when the block's weights sum to 2**31 or more)
+    ML/<L>/e-<s>.bin         [3k]  piece b: entries of block b from block s of L-1, column by
+                             column (k u local, k v, k w: :mod:`.entry_kernels`), in the
+                             narrowest integer type holding the file's values (its header's
+                             dtype: uint16 or uint32 mostly), read back as int32* (int64 also
+                             when the block's weights sum to 2**31 or more)
     ML/<L>/w-<b>.bin         int64 [rows, C]  node weights of block b (L >= 1)
     ML/<L>/label-<b>.bin     int32*  cluster (a node's global ID) of every node; -1: not in the graph
     ML/<L>/cw-<b>.bin        int64 [rows, C]  weight of the cluster named by each row's node
@@ -36,11 +37,14 @@ by one task; "pieces" are the per-destination parts of one writer's file
 
 (*: int64 from 2**31 IDs, :func:`.coarsen_kernels.id_dtype`)
 
-Memory per task: one block's entries (12 bytes each, 24 in int64; the contraction adds about 56 per
-entry for its sorted pairs: 80 in all, measured on a 5.2M-entry block, against 117 with
-the numpy steps before issue #38), its node arrays, and the label, weight or map
-tables it looks up: whole under :data:`.tables.WHOLE_TABLE_BYTES` (4 bytes per ID or weight),
-else one block's at a time (:mod:`.tables`).
+Memory per task: one block's entries (12 bytes each, 24 in int64; the contraction adds about 23 per
+entry for its sorted keys and the file's data, measured as the peak RSS rise over a
+5.2M-entry block of the 1M-node graph, against 41 for the counting sorts it replaced
+alone and 117 with the numpy steps before issue #38), its node arrays, and the label,
+weight or map tables it looks up: whole under :data:`.tables.WHOLE_TABLE_BYTES` (4 bytes
+per ID or weight), else one block's at a time (:mod:`.tables`). The tasks that drop
+their block's entries at their end read them into :func:`.store.pooled_array` arrays,
+kept per worker thread for the next block.
 """
 
 from __future__ import annotations
@@ -54,12 +58,13 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp import entry_kernels as EK
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
 from dgl_chunked.partition.lp.node_kernels import mover_entries
-from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums
+from dgl_chunked.partition.lp.pair_sums import sorted_pairs
 from dgl_chunked.partition.lp.tables import WHOLE_TABLE_BYTES, lookup, whole_table
-from dgl_chunked.storage.arrays import read_array, write_array
+from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array
 
 __all__ = ["CLUSTERING_FILES", "WHOLE_TABLE_BYTES", "lookup", "whole_table"]
 
@@ -122,35 +127,23 @@ def load(url: ScratchFile) -> npt.NDArray[Any]:
     return read_array(url.url, storage_options=url.storage_options)
 
 
-def save_split(
-    url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int, *, narrow: bool = False
-) -> None:
+def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blocks: int) -> None:
     """Write the columns of ``rows`` (``[r, k]``) grouped by destination ``block`` into one
-    file; a reader reads its own piece only (:func:`load_piece`). With ``narrow``, in the
-    narrowest integer type that holds every value (:func:`narrow_dtype`; the file's header
-    records it)."""
-    if block.size > 1 and not np.all(block[1:] >= block[:-1]):  # sorted already: the contraction's
+    file; a reader reads its own piece only (:func:`load_piece`)."""
+    if block.size > 1 and not np.all(block[1:] >= block[:-1]):
         order = np.argsort(block, kind="stable")
         block, rows = block[order], rows[:, order]
     bounds = np.searchsorted(block, np.arange(num_blocks + 1)).astype(np.int64)
-    data = rows.T.astype(narrow_dtype(rows), copy=False) if narrow else rows.T
-    write_array(url.url, data, bounds=bounds, storage_options=url.storage_options)
+    write_array(url.url, rows.T, bounds=bounds, storage_options=url.storage_options)
 
 
-NARROW_TYPES = tuple(np.dtype(t) for t in ("u1", "u2", "u4", "i1", "i2", "i4"))
-
-
-def narrow_dtype(values: npt.NDArray[Any]) -> np.dtype[Any]:
-    """The narrowest of uint8/16/32 (int8/16/32 with negative values) that holds every
-    integer of ``values``; int64 when none does."""
-    if values.size == 0:
-        return np.dtype("u1")
-    lo, hi = int(values.min()), int(values.max())
-    for dtype in NARROW_TYPES[:3] if lo >= 0 else NARROW_TYPES[3:]:
-        info = np.iinfo(dtype)
-        if info.min <= lo and hi <= info.max:
-            return dtype
-    return np.dtype(np.int64)
+def save_entries(url: ScratchFile, u: IdArray, v: IdArray, w: IdArray, offsets: IdArray) -> None:
+    """Write the entries ``(u, v, w)`` (``u`` global, of the level of block ``offsets``)
+    as an entry file: piece ``t`` holds block ``t``'s, column by column, in the narrowest
+    integer type of every value (:func:`.entry_kernels.split_entries`; the file's header
+    records it), for :func:`read_entries`."""
+    data, bounds = EK.split_entries(u, v, w, offsets)
+    write_array(url.url, data, bounds=3 * bounds, storage_options=url.storage_options)
 
 
 def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
@@ -162,28 +155,62 @@ CLUSTERING_FILES = ("label", "cw", "prop", "want", "hop", "acc", "left", "lcid")
 """A level's files that only its clustering and contraction read (deleted after them)."""
 
 
-def read_entries(level: Level, b: int) -> tuple[IdArray, IdArray, IdArray]:
+def read_entries(level: Level, b: int, *, pooled: bool = False) -> tuple[IdArray, IdArray, IdArray]:
     """Entries ``(u local, v global, w)`` of block ``b``: int32 when the IDs and the
-    block's weight sum fit (:func:`.coarsen_kernels.id_dtype`), else int64."""
+    block's weight sum fit (:func:`.coarsen_kernels.id_dtype`), else int64 (in
+    :func:`.store.pooled_array` arrays with ``pooled``: the caller's task must not let
+    them outlive it)."""
     ids = CK.id_dtype(level.offsets[-1])
     if level.index == 0:
-        segs = list(level.segs[b])
-        if not segs:
-            empty = np.empty(0, ids)
-            return empty, empty, empty
-        u = (S.read_segments(level.lp_root, segs, "u") & LOCAL_MASK).astype(ids)
-        v = S.read_segments(level.lp_root, segs, "v").astype(ids)
-        return u, v, np.ones(u.size, CK.id_dtype(u.size))
-    parts = [load_piece(level.url(f"e-{s}", "bin"), b) for s in range(level.num_blocks)]
-    fits = all(np.can_cast(p.dtype, np.int32) or p.size == 0 or int(p.max()) < CK.ID_LIMIT for p in parts)
-    total = sum(int(p[2].sum()) for p in parts)  # every sum of the block's weights fits this
-    wide = np.promote_types(ids, CK.id_dtype(total)) if fits else np.dtype(np.int64)
-    e = np.empty((3, sum(p.shape[1] for p in parts)), wide)  # each writer's narrow type, widened
-    pos = 0
-    for p in parts:
-        e[:, pos : pos + p.shape[1]] = p
-        pos += p.shape[1]
+        return _staged_entries(level, b, ids, pooled)
+    heads = []  # each writer's piece of block b: file, type, rows (3 per entry)
+    for s in range(level.num_blocks):
+        with ArrayFile(level.url(f"e-{s}").url, level.lp_root.storage_options) as f:
+            heads.append((f.path, f.header.dtype, int(f.header.bounds[b]), int(f.header.bounds[b + 1])))
+    n = sum(hi - lo for _, _, lo, hi in heads) // 3
+    wide = ids if all(d.itemsize <= 4 for _, d, _, _ in heads) else np.dtype(np.int64)
+    e = _read_pieces(level, heads, n, np.dtype(wide), pooled)
+    total = int(e[2].view(np.uint32).sum(dtype=np.int64)) if e.dtype == np.int32 else 0
+    if total >= CK.ID_LIMIT:  # every sum of the block's weights must fit the type: int64
+        e = _read_pieces(level, heads, n, np.dtype(np.int64), pooled)
     return e[0], e[1], e[2]
+
+
+def _read_pieces(
+    level: Level, heads: list[tuple[str, np.dtype[Any], int, int]], n: int, wide: np.dtype[Any], pooled: bool
+) -> npt.NDArray[Any]:
+    """The pieces ``heads`` of entry files (column by column, each writer's narrow type)
+    as one ``[3, n]`` array of type ``wide``: read straight into it where the file's
+    type has ``wide``'s size (uint32 holds int32's values here: IDs and weights below
+    2**31), else through a buffer and widened."""
+    e = (S.pooled_array("entries", 3 * n, wide) if pooled else np.empty(3 * n, wide)).reshape(3, n)
+    pos = 0
+    for path, dtype, lo, hi in heads:
+        k = (hi - lo) // 3
+        if k == 0:
+            continue
+        with ArrayFile(path, level.lp_root.storage_options) as f:
+            if dtype.itemsize == wide.itemsize:
+                f.read_parts(lo, hi, [e[0, pos : pos + k], e[1, pos : pos + k], e[2, pos : pos + k]])
+            else:
+                raw = f.read(lo, hi, out=S.pooled_array("entry-piece", 3 * k, dtype) if pooled else None)
+                e[:, pos : pos + k] = raw.reshape(3, k)
+        pos += k
+    return e
+
+
+def _staged_entries(level: Level, b: int, ids: type[np.integer[Any]], pooled: bool) -> tuple[IdArray, IdArray, IdArray]:
+    """Level 0's entries of block ``b``: the ``lp`` staging's, weight 1."""
+    segs = list(level.segs[b])
+    if not segs:
+        empty = np.empty(0, ids)
+        return empty, empty, empty
+    u = S.read_segments(level.lp_root, segs, "u", pooled=pooled)  # uint32, bit 31 the edge's direction
+    np.bitwise_and(u, LOCAL_MASK, out=u)
+    v = S.read_segments(level.lp_root, segs, "v", pooled=pooled).astype(ids, copy=False)
+    w = S.pooled_array("ones", u.size, CK.id_dtype(u.size)) if pooled else np.empty(u.size, CK.id_dtype(u.size))
+    w.fill(1)
+    return (u.view(np.int32) if ids == np.int32 else u.astype(ids)), v, w
 
 
 def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
@@ -225,7 +252,7 @@ def propose_task(
     w, _ = node_weights(level, b)
     ids = np.arange(lo, level.offsets[b + 1], dtype=np.int64)
     movers = (label >= 0) & CK.active_bit(ids, seed=seed, salt=salt)
-    u, v, ew = read_entries(level, b) if movers.any() else (np.empty(0, np.int64),) * 3
+    u, v, ew = read_entries(level, b, pooled=True) if movers.any() else (np.empty(0, np.int64),) * 3
     labels = whole_table(level, "label") if v.size else None
     if labels is not None:  # select and look up in one compiled pass
         u, c, ew = mover_entries(u, v, ew, movers, labels)
@@ -352,41 +379,18 @@ def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") ->
     """Block ``b``'s entries between clusters (the coarse IDs in files ``cid_name``),
     summed per cluster pair, written to the blocks of the coarse level. Returns their
     number and weight."""
-    u, v, w = read_entries(level, b)
+    u, v, w = read_entries(level, b, pooled=True)
     cid = load(level.url(f"{cid_name}-{b}"))
     table = whole_table(level, cid_name)
-    if table is not None:  # mapped in the compiled group-by, without temporaries
-        cu, cv, w = mapped_pair_sums(u, v, w, cid, table)
-    else:
-        cv = lookup(level, cid_name, v) if v.size else np.empty(0, np.int64)
-        cu, cv, w = CK.contract_entries(cid[u], cv, w)
-    block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cu, side="right") - 1
-    local = cu - np.asarray(coarse.offsets, np.int64)[block]
-    save_split(coarse.url(f"e-{b}", "bin"), np.vstack([local, cv, w]), block, coarse.num_blocks, narrow=True)
+    offsets = np.asarray(coarse.offsets, np.int64)
+    if table is not None:  # mapped in the compiled group-by, written from its sorted keys
+        data, bounds, weight = EK.split_pairs(sorted_pairs(u, v, w, cid, table), offsets)
+        write_array(coarse.url(f"e-{b}").url, data, bounds=3 * bounds, storage_options=level.lp_root.storage_options)
+        return int(bounds[-1]), weight
+    cv = lookup(level, cid_name, v) if v.size else np.empty(0, np.int64)
+    cu, cv, w = CK.contract_entries(cid[u], cv, w)
+    save_entries(coarse.url(f"e-{b}"), cu, cv, w, offsets)
     return int(cu.size), int(w.sum())
-
-
-def gather_task(
-    level: Level, b: int, min_weight: int = 0
-) -> tuple[IdArray, IdArray, IdArray, IdArray, npt.NDArray[np.bool_]]:
-    """Block ``b`` of the coarsest level for the in-memory partitioner: global ``u``,
-    ``v``, ``w`` of its entries (those of weight ``min_weight`` or more), its node
-    weights and which nodes are in the graph."""
-    u, v, w = read_entries(level, b)
-    u = u + level.offsets[b]
-    if min_weight > 0:  # by the pairs' weights (a pair's pieces come from several writers)
-        u, v, w = CK.contract_entries(u, v, w)
-        keep = w >= min_weight
-        u, v, w = u[keep], v[keep], w[keep]
-    nw, active = node_weights(level, b)
-    return u, v, w, nw, active
-
-
-def weight_counts_task(level: Level, b: int) -> tuple[IdArray, IdArray]:
-    """The distinct weights of block ``b``'s entries (the sums of equal pairs: one entry
-    per neighbour of a node) and how many entries weigh each."""
-    u, v, w = read_entries(level, b)
-    return np.unique(CK.contract_entries(u + level.offsets[b], v, w)[2], return_counts=True)
 
 
 def top_task(level: Level, b: int, levels: tuple[Level, ...]) -> None:
@@ -403,11 +407,15 @@ def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: in
     """Move every node of block ``b`` of level 0 to the coarsest cluster it has the most
     edges to (files ``src`` of every block, written to ``dst``). Returns the nodes moved."""
     own = load(level.url(f"{src}-{b}"))
-    u, v, _ = read_entries(level, b)
-    c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
-    ok = c >= 0
+    u, v, _ = read_entries(level, b, pooled=True)
     ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
-    out = CK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
+    table = whole_table(level, src) if v.size else None
+    if table is not None:  # looked up in the kernel, without arrays per entry
+        out = CK.strongest_clusters(u, v, own, ids=ids, seed=seed, salt=salt, table=table)
+    else:
+        c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
+        ok = c >= 0
+        out = CK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
     save(level.url(f"{dst}-{b}"), out)
     return int((out != own).sum())
 

@@ -1,5 +1,5 @@
 """The coarsest level of the multilevel ``lp`` method partitioned in memory with METIS,
-in the driver task: gathered from its blocks (:func:`.coarsen_tasks.gather_task`),
+in the driver task: gathered from its blocks (:func:`gather_task`),
 whole, or only its heaviest entries when it holds more than the stall budget's
 (:func:`weight_floor`; :func:`.multilevel._stalled_end` keeps such a level).
 """
@@ -19,7 +19,7 @@ from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.partition.metis import metis_parts
 
-__all__ = ["initial_partition", "metis_cuts", "weight_floor"]
+__all__ = ["gather_task", "initial_partition", "metis_cuts", "weight_counts_task", "weight_floor"]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
@@ -40,10 +40,10 @@ def initial_partition(
     tasks = tasks or TaskGraph()
     floor = 0
     if max_entries is not None:
-        counts = [tasks.add(C.weight_counts_task, level, b, after=after) for b in range(level.num_blocks)]
+        counts = [tasks.add(weight_counts_task, level, b, after=after) for b in range(level.num_blocks)]
         floor = weight_floor(tasks.compute(list(after) + counts)[len(after) :], max_entries)
         tasks, after = TaskGraph(), ()
-    gather = [tasks.add(C.gather_task, level, b, min_weight=floor, after=after) for b in range(level.num_blocks)]
+    gather = [tasks.add(gather_task, level, b, min_weight=floor, after=after) for b in range(level.num_blocks)]
     got = tasks.compute(list(after) + gather)[len(after) :]
     u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
     node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])
@@ -93,3 +93,26 @@ def metis_cuts(cfg: LPConfig, entries: int) -> int:
     ``metis_work``: small graphs get more tries for about the same time."""
     more = cfg.metis_work // max(entries, 1)
     return int(max(cfg.metis_ncuts, min(cfg.metis_max_ncuts, more)))
+
+
+def gather_task(
+    level: C.Level, b: int, min_weight: int = 0
+) -> tuple[IdArray, IdArray, IdArray, IdArray, npt.NDArray[np.bool_]]:
+    """Block ``b`` of the coarsest level for the in-memory partitioner: global ``u``,
+    ``v``, ``w`` of its entries (those of weight ``min_weight`` or more), its node
+    weights and which nodes are in the graph."""
+    u, v, w = C.read_entries(level, b)
+    u = u + level.offsets[b]
+    if min_weight > 0:  # by the pairs' weights (a pair's pieces come from several writers)
+        u, v, w = CK.contract_entries(u, v, w)
+        keep = w >= min_weight
+        u, v, w = u[keep], v[keep], w[keep]
+    nw, active = C.node_weights(level, b)
+    return u, v, w, nw, active
+
+
+def weight_counts_task(level: C.Level, b: int) -> tuple[IdArray, IdArray]:
+    """The distinct weights of block ``b``'s entries (the sums of equal pairs: one entry
+    per neighbour of a node) and how many entries weigh each."""
+    u, v, w = C.read_entries(level, b)
+    return np.unique(CK.contract_entries(u + level.offsets[b], v, w)[2], return_counts=True)

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
+from dgl_chunked.partition.lp.node_kernels import neighbour_counts
 from dgl_chunked.partition.random import splitmix64
 
 __all__ = [
@@ -193,26 +194,21 @@ def neighbour_histogram(
     *,
     num_rows: int,
     num_parts: int,
-    keys: IdArray | None = None,
-) -> IdArray:
-    """Neighbours per partition of every table row: ``[num_rows, P]`` int64.
+    dtype: type[np.signedinteger[Any]] = np.int64,
+) -> npt.NDArray[np.signedinteger[Any]]:
+    """Neighbours per partition of every table row: ``[num_rows, P]`` of ``dtype``.
 
     ``row_of`` maps a block-local node to its row (``num_rows``: not counted; None:
     the row is the local index); ``v_part`` holds the neighbours' partitions (``-1``:
-    not placed, not counted); ``keys`` is an optional int64 work array (one per
-    entry). One ``bincount`` over ``P + 1`` columns per row, so no entry is filtered
-    out first.
+    not placed, not counted). One compiled pass (:func:`.node_kernels.neighbour_counts`):
+    the numpy version built an int64 key per entry in four passes and counted them with
+    a ``bincount`` into a fresh array of ``(num_rows + 1) * (P + 1)`` counts, 4.1 s of
+    thread time at 1M nodes / 10M edges (issue #38).
     """
-    width = num_parts + 1
-    keys = np.empty(u_local.size, np.int64) if keys is None else keys
-    np.bitwise_and(u_local, LOCAL_MASK, out=keys)
-    if row_of is not None:
-        np.take(row_of, keys, out=keys)  # buffered (mode "raise"), so in place is safe
-    keys *= width
-    keys += v_part  # -1 (not placed) lands in column 0, dropped below
-    keys += 1
-    counts = np.bincount(keys, minlength=(num_rows + 1) * width)
-    return counts[: num_rows * width].reshape(num_rows, width)[:, 1:]
+    out: npt.NDArray[np.signedinteger[Any]] = neighbour_counts(
+        u_local, v_part, row_of, np.zeros((num_rows, num_parts), dtype)
+    )
+    return out
 
 
 def priority_of(score: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int16]:

@@ -228,7 +228,9 @@ parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
 work here; :func:`.store.pooled_array`), freed before the multilevel assignments (whose
-tasks do not use them) and at the end of the run. Peak RSS per
+tasks pool their block's entries instead: 12 bytes per entry of the largest input block
+and 12 per entry of the largest coarse one, int32 IDs; issue #38) and at the end of the
+run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
 A gathering task (step 2) holds one block's staged entries (about 33 bytes per
 entry with its sort: ``block_rows`` times the block's mean degree).
@@ -244,7 +246,7 @@ per-node arrays of the block; the driver holds the coarsest graph (at most
 0.2 GB at the defaults, 100 bytes per entry and 200 per node, whatever the graph; 148k
 nodes and 15.9M entries took its worker to 2.1 GB). Their scratch
 keeps every coarse level's entries until the uncoarsening, each file in the narrowest
-integer type of its values (:func:`.coarsen_tasks.save_split`): 12 bytes per entry
+integer type of its values (:func:`.coarsen_tasks.save_entries`): 12 bytes per entry
 (uint32), 6 (uint16) once a level's IDs and weights stay under 65,536, 24 (int64) from
 2**32 on. At 1M / 10M (sbm-skewed, 8 parts): 18.7M entries at level 1, 224 MB (448 MB
 as int64), the levels of a coarsening 0.97 GB in all (2.06 GB as int64); the whole

@@ -104,7 +104,8 @@ def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
         return
     state.planned, state.planned_blocks = [], []  # dropped: the multilevel one may win
     # the lp rounds' pooled arrays (about 25 bytes per entry of the largest block, kept per
-    # worker thread) are not used by the multilevel tasks: freed until the refinement
+    # worker thread) are mostly not used by the multilevel tasks (they pool their block's
+    # entries): freed until the refinement
     D.release_worker_pools()
     P.run_blocks(TaskGraph(), P.keep_task, level, "stream")
     stream = state.snapshot()

@@ -20,7 +20,7 @@ from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.coarsen_tasks import Level
 from dgl_chunked.partition.lp.config import LPPlan
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
-from dgl_chunked.partition.lp.node_kernels import part_gains
+from dgl_chunked.partition.lp.node_kernels import cut_entries, part_gains
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
 __all__ = ["run_blocks", "uncoarsen"]
@@ -116,11 +116,14 @@ def cut_task(level: Level, b: int, save: str | None) -> int:
         whole = np.concatenate([S.read_block(level.lp_root, t, "part") for t in range(level.num_blocks)])
     cut = 0
     for group in schedule.group_segments(list(level.segs[b]), GROUP_ENTRIES):  # memory: one group
+        if whole is not None:  # one compiled pass over the group, read into pooled arrays
+            u, v = (S.read_segments(level.lp_root, group, name, pooled=True) for name in ("u", "v"))
+            cut += cut_entries(u, v, part, whole)
+            continue
         u = (S.read_segments(level.lp_root, group, "u") & LOCAL_MASK).astype(np.int64)
         v = S.read_segments(level.lp_root, group, "v").astype(np.int64)
         pu = part[u] if u.size else np.empty(0, np.int32)
-        pv = whole[v] if whole is not None else _lp_parts(level, v)
-        cut += int(((pu < 0) | (pu != pv)).sum())
+        cut += int(((pu < 0) | (pu != _lp_parts(level, v))).sum())
     return cut
 
 
@@ -161,7 +164,7 @@ def refine_task(
     room = np.clip(limit[None, :] - weights, 0, None) // level.num_blocks
     part = C.load(level.url(f"{src}-{b}"))
     w, _ = C.node_weights(level, b)
-    u, v, ew = C.read_entries(level, b)
+    u, v, ew = C.read_entries(level, b, pooled=True)
     delta = np.zeros((num_parts, level.width), np.int64)
     table = C.whole_table(level, src)  # indexed in the kernel, instead of gathered per entry
     if table is None:

@@ -194,7 +194,8 @@ def _histogram(
     block_rows: int,
     num_nodes: int,
     round_key: str | None,
-) -> IdArray:
+    dtype: type[np.signedinteger[Any]] = np.int64,
+) -> npt.NDArray[np.signedinteger[Any]]:
     """Neighbours per partition of ``span``'s nodes over the listed entries, ``[nodes, P]``."""
     row_of = (
         None
@@ -203,7 +204,7 @@ def _histogram(
     )
     num_rows = rows if span is None else span[1] - span[0]
     if not segs:
-        return np.zeros((num_rows, num_parts), np.int64)
+        return np.zeros((num_rows, num_parts), dtype)
     u = read_segments(root, segs, "u", pooled=True)
     v_part = _neighbour_parts(
         root,
@@ -213,8 +214,7 @@ def _histogram(
         num_parts=num_parts,
         round_key=round_key,
     )
-    keys = pooled_array("keys", u.size, np.int64)
-    return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, keys=keys)
+    return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, dtype=dtype)
 
 
 def hist_task(
@@ -231,9 +231,19 @@ def hist_task(
 ) -> npt.NDArray[np.int32]:
     """One group of entries' neighbour histogram of block ``b``'s span (``round_key``:
     see :func:`_neighbour_parts`)."""
-    return _histogram(
-        root, b, rows, segs, span, num_parts=num_parts, block_rows=block_rows, num_nodes=num_nodes, round_key=round_key
-    ).astype(np.int32)
+    out: npt.NDArray[np.int32] = _histogram(
+        root,
+        b,
+        rows,
+        segs,
+        span,
+        num_parts=num_parts,
+        block_rows=block_rows,
+        num_nodes=num_nodes,
+        round_key=round_key,
+        dtype=np.int32,
+    )
+    return out
 
 
 def sum_task(*hists: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:

@@ -1,9 +1,10 @@
 """The multilevel ``lp`` scratch: coarse levels' entries are stored in the narrowest
-integer type that holds them, read back as int64, and the assignment is the one the
-wide (int64) files give."""
+integer type that holds them, column by column per destination block, read back as
+int32 or int64, and the assignment is the one the wide (int64) files give."""
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 from pathlib import Path
@@ -16,9 +17,10 @@ import pytest
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, register_method
 from dgl_chunked.partition.lp import coarsen_tasks as ml_tasks
+from dgl_chunked.partition.lp import entry_kernels as EK
 from dgl_chunked.partition.lp import method as lp_module
 from dgl_chunked.partition.lp import store as S
-from dgl_chunked.storage.arrays import ArrayFile
+from dgl_chunked.storage.arrays import ArrayFile, read_array
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 pytest.importorskip("pymetis")
@@ -41,46 +43,56 @@ COARSE = LPConfig(block_rows=2048, coarse_nodes=200, coarse_entries=1 << 30, pur
         ([-129, 5], "i2"),
         ([-1, 2**31 - 1], "i4"),
         ([-1, 2**31], "i8"),
-        ([], "u1"),
     ],
 )
 def test_narrow_dtype_is_the_narrowest_that_holds_every_value(values: list[int], dtype: str) -> None:
-    assert ml_tasks.narrow_dtype(np.array(values, np.int64)) == np.dtype(dtype)
+    assert EK.narrow_dtype(min(values), max(values)) == np.dtype(dtype)
 
 
-def test_narrow_split_round_trips_every_piece(tmp_path: Path) -> None:
+def test_entry_file_pieces_hold_each_block_column_by_column(tmp_path: Path) -> None:
+    """Entries of a writer go to the pieces of their blocks (``u`` made block-local, in
+    their order), each piece its ``u``, then ``v``, then ``w``, in the narrowest type of
+    the file's values; a ``u`` outside every block is dropped."""
     url = ml_tasks.ScratchFile((tmp_path / "e.bin").as_posix(), None)
-    rows = np.array([[5, 0, 7, 1, 2], [70_000, 3, 9, 0, 65_536], [1, 1, 400, 2, 3]], np.int64)
-    ml_tasks.save_split(url, rows, np.array([1, 0, 1, 2, 0]), 3, narrow=True)
+    offsets = np.array([0, 10, 20, 30])
+    u = np.array([15, 3, 12, 29, 0, 30, -1])
+    v = np.array([70_000, 3, 9, 0, 65_536, 1, 1])
+    w = np.array([1, 1, 400, 2, 3, 1, 1])
+    ml_tasks.save_entries(url, u, v, w, offsets)
     with ArrayFile(url.url) as f:
         assert f.header.dtype == np.dtype("u4")  # 70_000 needs 32 bits, nothing needs 64
+        assert f.header.bounds.tolist() == [0, 6, 12, 15]  # 3 values per entry
     for t, cols in enumerate(([1, 4], [0, 2], [3])):
-        got = ml_tasks.load_piece(url, t)
+        got = read_array(url.url, piece=t)
         assert got.dtype == np.dtype("u4")
-        np.testing.assert_array_equal(got, rows[:, cols])
+        want = np.stack([u[cols] - offsets[t], v[cols], w[cols]])
+        np.testing.assert_array_equal(got.reshape(3, len(cols)), want)
 
 
 def test_read_entries_widens_every_writer_to_int32_or_int64(tmp_path: Path) -> None:
-    """Writers of one level pick their own types (here uint8, uint16, int64); a block's
-    entries come back in writer order, as int32 when every value and the weights' sum fit
-    it, else int64 (block 0 has an ID over 2**32)."""
+    """Writers of one level pick their own types (here uint8, uint16, uint32); a block's
+    entries come back in writer order, as int32 when the level's IDs and the weights'
+    sum fit it, else int64 (block 1's weights sum to 2**31)."""
     root = S.ScratchRoot(tmp_path.as_posix())
     # three blocks: three writers, each with entries for blocks 0 and 1 and none for block 2
     level = ml_tasks.Level(index=1, offsets=(0, 4, 8, 12), lp_root=root, ml=posixpath.join(root.path, "ml"))
     level.create()
     rows = [
-        np.array([[0, 3], [1, 6], [2, 1]], np.int64),  # uint8
-        np.array([[1, 2], [7, 5], [300, 4]], np.int64),  # uint16
-        np.array([[2, 0], [2**33, 4], [1, 1]], np.int64),  # int64 (an ID over 2**32)
+        np.array([[0, 7], [1, 6], [2, 1]], np.int64),  # uint8
+        np.array([[1, 6], [7, 5], [300, 2**31 - 2]], np.int64),  # uint16, then uint32 (a heavy entry)
+        np.array([[2, 4], [2, 4], [1, 1]], np.int64),  # uint8
     ]
     for s, r in enumerate(rows):
-        ml_tasks.save_split(level.url(f"e-{s}"), r, np.array([0, 1]), 3, narrow=True)
+        ml_tasks.save_entries(level.url(f"e-{s}"), r[0], r[1], r[2], np.asarray(level.offsets))
     for b in (0, 1):
         u, v, w = ml_tasks.read_entries(level, b)
-        assert u.dtype == v.dtype == w.dtype == np.dtype(np.int64 if b == 0 else np.int32)
+        assert u.dtype == v.dtype == w.dtype == np.dtype(np.int32 if b == 0 else np.int64)
         want = np.concatenate([r[:, [b]] for r in rows], axis=1)
+        want[0] -= level.offsets[b]
         np.testing.assert_array_equal(np.vstack([u, v, w]), want)
     assert ml_tasks.read_entries(level, 2)[0].dtype == np.dtype(np.int32)  # no entries: the IDs' type
+    wide = dataclasses.replace(level, offsets=(0, 4, 8, 2**31))  # IDs from 2**31: int64
+    assert all(x.dtype == np.dtype(np.int64) for x in ml_tasks.read_entries(wide, 0))
 
 
 def _graph(tmp: Path) -> ChunkedGraph:
@@ -129,11 +141,11 @@ def test_coarse_entries_are_written_narrow_and_partition_as_wide_ones(
     assert len(levels) >= 2, levels  # several coarse levels really written
     for path, dtype, top in written:
         assert dtype.itemsize <= 4 and dtype.kind == "u", (path, dtype)
-        assert dtype == ml_tasks.narrow_dtype(np.array([0, top])), (path, dtype, top)
+        assert dtype == EK.narrow_dtype(0, top), (path, dtype, top)
     assert any(dtype.itemsize < 4 for _, dtype, _ in written)  # small coarse levels: uint16 or less
 
     written.clear()
-    monkeypatch.setattr(ml_tasks, "narrow_dtype", lambda values: np.dtype(np.int64))
+    monkeypatch.setattr(EK, "narrow_dtype", lambda lo, hi: np.dtype(np.int64))
     wide = _lp(graph)
     assert written and all(dtype == np.dtype(np.int64) for _, dtype, _ in written)
     np.testing.assert_array_equal(narrow, wide)

@@ -18,7 +18,7 @@ from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, compute
 from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import method as lp_module
 from dgl_chunked.partition.lp import store as S
-from dgl_chunked.partition.lp.coarsest import weight_floor
+from dgl_chunked.partition.lp.coarsest import gather_task, weight_counts_task, weight_floor
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 pytest.importorskip("pymetis")
@@ -54,13 +54,13 @@ def test_gathered_entries_above_the_floor_are_whole_pairs(tmp_path: Path, monkey
     monkeypatch.setattr(C, "read_entries", lambda lv, b: tuple(np.asarray(x, np.int32) for x in entries[b]))
     for b in (0, 1):
         C.save(level.url(f"w-{b}"), np.ones((2, 1), np.int64))
-    counts = [C.weight_counts_task(level, b) for b in (0, 1)]
+    counts = [weight_counts_task(level, b) for b in (0, 1)]
     assert [c[0].tolist() for c in counts] == [[2, 4], [2, 4]]
     assert [c[1].tolist() for c in counts] == [[1, 1], [1, 1]]
-    got = [C.gather_task(level, b, min_weight=4) for b in (0, 1)]
+    got = [gather_task(level, b, min_weight=4) for b in (0, 1)]
     pairs = sorted((int(a), int(b), int(c)) for g in got for a, b, c in zip(g[0], g[1], g[2], strict=True))
     assert pairs == [(1, 2, 4), (2, 1, 4)]
-    whole = sorted((int(a), int(b), int(c)) for a, b, c in zip(*C.gather_task(level, 0)[:3], strict=True))
+    whole = sorted((int(a), int(b), int(c)) for a, b, c in zip(*gather_task(level, 0)[:3], strict=True))
     assert whole == [(0, 3, 2), (1, 2, 1), (1, 2, 3)]  # without a floor: the pieces as read
 
 

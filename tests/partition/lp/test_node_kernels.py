@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgl_chunked.partition.lp import coarsen_kernels as CK
+from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp.kernels import node_order
-from dgl_chunked.partition.lp.node_kernels import mover_entries, part_gains
+from dgl_chunked.partition.lp.node_kernels import cut_entries, mover_entries, part_gains
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 IdArray = np.ndarray
@@ -170,6 +171,16 @@ def test_strongest_clusters_equal_the_numpy_version(case: dict[str, object]) -> 
     assert got is not own
     narrow = CK.strongest_clusters(u[ok].astype(np.int32), c[ok].astype(np.int32), own.astype(np.int32), **kw)  # type: ignore[arg-type, union-attr]
     assert narrow.dtype == np.int32 and narrow.tolist() == want.tolist()
+    # the clusters looked up in the kernel: entry i's neighbour is a node whose cluster is c[i]
+    rng = np.random.default_rng(u.size)
+    v = rng.permutation(u.size) + 5
+    table = np.full(u.size + 5, -1, np.int64)
+    table[v] = c
+    for dtype in (np.int64, np.int32):
+        got = CK.strongest_clusters(
+            u.astype(dtype), v.astype(dtype), own.astype(dtype), table=table.astype(dtype), **kw
+        )  # type: ignore[arg-type]
+        assert got.dtype == np.dtype(dtype) and got.tolist() == want.tolist()
 
 
 @settings(max_examples=100, deadline=None)
@@ -207,3 +218,59 @@ def test_part_gains_equal_the_numpy_version(n: int, rows: int, parts: int) -> No
     for dtype in (np.int64, np.int32):
         got = part_gains(*(x.astype(dtype) for x in (u, v, w, table, part)), parts)
         assert got[0].tolist() == best.tolist() and got[1].tolist() == gain.astype(np.int64).tolist()
+
+
+def _old_neighbour_histogram(
+    u_local: np.ndarray, v_part: np.ndarray, row_of: np.ndarray | None, *, num_rows: int, num_parts: int
+) -> np.ndarray:
+    """kernels.neighbour_histogram before issue #38: an int64 key per entry, one bincount."""
+    width = num_parts + 1
+    keys = (u_local & K.LOCAL_MASK).astype(np.int64)
+    if row_of is not None:
+        keys = row_of[keys]
+    keys = keys * width + v_part + 1
+    counts = np.bincount(keys, minlength=(num_rows + 1) * width)
+    return counts[: num_rows * width].reshape(num_rows, width)[:, 1:]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(0, 3000),
+    rows=st.integers(1, 400),
+    parts=st.integers(1, 70),
+    span=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_neighbour_histogram_equals_the_numpy_bincount(n: int, rows: int, parts: int, span: bool, seed: int) -> None:
+    """Placed and unplaced (-1) neighbours, both edge directions (bit 31), all rows or a
+    span's rows (the others counted nowhere), int8 and int32 partitions."""
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, rows, n).astype(np.uint32) | (rng.integers(0, 2, n).astype(np.uint32) << np.uint32(31))
+    v_part = rng.integers(-1, parts, n)
+    row_of, num_rows = None, rows
+    if span:
+        nodes = np.sort(rng.choice(rows, size=int(rng.integers(0, rows + 1)), replace=False))
+        row_of, num_rows = K.rows_of(nodes, rows), nodes.size
+    want = _old_neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=parts)
+    for part_type, dtype in ((np.int8, np.int64), (np.int32, np.int32)):
+        got = K.neighbour_histogram(
+            u, v_part.astype(part_type), row_of, num_rows=num_rows, num_parts=parts, dtype=dtype
+        )
+        assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+        assert got.tolist() == want.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(0, 2000), rows=st.integers(1, 300), parts=st.integers(1, 9), seed=st.integers(0, 2**32 - 1))
+def test_cut_entries_equal_the_numpy_count(n: int, rows: int, parts: int, seed: int) -> None:
+    """The cut check's compiled count against its numpy steps (unplaced nodes, -1, count
+    as cut; both edge directions, bit 31)."""
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, rows, n).astype(np.uint32) | (rng.integers(0, 2, n).astype(np.uint32) << np.uint32(31))
+    v = rng.integers(0, 3 * rows, n)
+    part = rng.integers(-1, parts, rows).astype(np.int32)
+    whole = rng.integers(-1, parts, 3 * rows).astype(np.int32)
+    pu = part[(u & K.LOCAL_MASK).astype(np.int64)]
+    want = int(((pu < 0) | (pu != whole[v])).sum())
+    for dtype in (np.int32, np.int64):
+        assert cut_entries(u, v.astype(dtype), part, whole) == want

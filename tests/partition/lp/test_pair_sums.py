@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from dgl_chunked.partition.lp import pair_sums as PS
 from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums, pair_sums
 
 
@@ -71,3 +74,38 @@ def test_mapped_pair_sums_equal_the_numpy_contraction(n: int, rows: int, span: i
         assert [x.dtype for x in narrow] == [np.dtype(np.int32)] * 3
     if n:
         assert got[0].size < n  # some pairs summed or dropped: the test sees both
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(0, 2000),
+    rows=st.integers(1, 300),
+    span=st.sampled_from([1, 5, 300, 70_000, 2**31 - 1]),
+    base=st.sampled_from([0, 17, 2**30]),
+    bucket=st.sampled_from([1, 64, 1 << 14]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_mapped_pair_sums_equal_a_dict_group_by(
+    n: int, rows: int, span: int, base: int, bucket: int, seed: int
+) -> None:
+    """Random maps (-1: no cluster), spans up to 2**31 and bucket sizes from one pair up
+    (many buckets of the first sort, each sorted by the radix passes or inserted)
+    against a dict: the pairs sorted by ``(a, b)``, equal ones summed, ``a == b`` dropped."""
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, rows, n)
+    v = rng.integers(0, 2 * rows, n)
+    w = rng.integers(1, 1000, n)
+    umap = np.minimum(rng.integers(0, span, rows) + base, 2**31 - 1)
+    vmap = np.minimum(rng.integers(0, span, 2 * rows) + base, 2**31 - 1)
+    umap[rng.random(rows) < 0.1] = -1
+    vmap[: rows // 3] = umap[: rows // 3]  # entries inside a cluster
+    a, b = umap[u], vmap[v]
+    keep = (a != b) & (a >= 0) & (b >= 0)
+    want = _reference(a[keep], b[keep], w[keep])
+    for dtype in (np.int64, np.int32):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(PS, "_BUCKET_PAIRS", bucket)
+            got = mapped_pair_sums(*(x.astype(dtype) for x in (u, v, w, umap, vmap)))
+        assert [x.tolist() for x in got] == list(want)
+        if n:
+            assert [x.dtype for x in got] == [np.dtype(dtype)] * 3
