@@ -74,8 +74,7 @@ def refined_best(
     for k, cand in enumerate(finalists):
         take(state, level, cand, stream, linked)
         where.append(D.refine(state, until=compare))
-        D.run_planned(state)  # the last pass's moves: the cut below is the one compared
-        cuts.append(sum(P.run_blocks(TaskGraph(), P.cut_task, level, f"final{k}")))
+        cuts.append(_cut_after_moves(state, level, f"final{k}"))
         kept.append(state.snapshot())
     k = int(np.argmin(cuts))
     logger.info(
@@ -88,6 +87,17 @@ def refined_best(
         P.run_blocks(TaskGraph(), P.restore_task, level, f"final{k}")
         state.restore(kept[k])
     D.refine(state, then=where[k])
+
+
+def _cut_after_moves(state: D.State, level: C.Level, save: str) -> int:
+    """Run the planned moves, then count the cut entries (and keep the assignment as
+    ``save``, :func:`.projection.cut_task`): one computation."""
+    tasks = TaskGraph()
+    moves, blocks = state.add_planned(tasks)
+    cuts = [tasks.add(P.cut_task, level, b, save, after=moves) for b in range(level.num_blocks)]
+    done = tasks.compute(moves + cuts)
+    state.absorb(done[: len(moves)], blocks)
+    return int(sum(done[len(moves) :]))
 
 
 def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:
