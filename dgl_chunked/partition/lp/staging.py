@@ -7,6 +7,7 @@ restage tasks (:mod:`.tasks`) then gather every block's entries from them.
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp.store import ScratchRoot, edges_file, save
 
-__all__ = ["STAGE_EDGES", "stage_pieces", "stage_task", "staged_files"]
+__all__ = ["STAGE_EDGES", "release_arrow_pool", "stage_pieces", "stage_task", "staged_files"]
 
 
 STAGE_EDGES = 1 << 21
@@ -67,19 +68,27 @@ def stage_task(
     try:
         return stage()
     finally:
-        _release_arrow_pool()
+        release_arrow_pool()
 
 
-def _release_arrow_pool() -> None:
-    """Give pyarrow's freed buffers back to the system (when pyarrow read the files).
+def release_arrow_pool() -> bool:
+    """Give pyarrow's freed buffers back to the system (when pyarrow read the files);
+    returns whether this ran on the process's main thread.
 
     Its memory pool (mimalloc) keeps them for later reads: after staging one 12.5M-edge
     Parquet file (10M nodes / 100M edges in 8 files) a process held 395 MB, 147 MB
     once they were released, and a worker kept that for the rest of the ``lp`` run
-    (issue #38, h-10m)."""
+    (issue #38, h-10m). A release on a worker thread only gives back the buffers that
+    thread allocated: a file over
+    :data:`dgl_chunked.io.formats.parquet.THREADED_READ_BYTES` is decoded by Arrow's own
+    threads, and only a release on the main thread gives those back (one 12.5M-edge
+    file read on a thread: 226 MB kept after a release there or on another thread,
+    3 MB after one on the main thread). So the driver also calls it on every worker's
+    main thread once the staging is done (:func:`.streaming.release_arrow_pools`)."""
     arrow = sys.modules.get("pyarrow")
     if arrow is not None:
         arrow.default_memory_pool().release_unused()
+    return threading.current_thread() is threading.main_thread()
 
 
 def _stage_slice(

@@ -40,6 +40,7 @@ __all__ = [
     "placed_nodes",
     "prepare",
     "refine",
+    "release_arrow_pools",
     "release_worker_pools",
     "run_planned",
     "run_round",
@@ -205,6 +206,7 @@ def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
     ]
     results = tasks.compute(stage + prepared + restage)
     S.remove_staged(root, staged_files)  # every block has its own copy of its entries now
+    release_arrow_pools()
     out = results[len(stage) : len(stage) + len(prepared)]
     tier_counts = np.stack(results[len(stage) + len(prepared) :]).reshape(num_blocks, -1)
     block_counts = tier_counts.sum(axis=1)
@@ -421,6 +423,23 @@ def refine(state: State, *, done: int = 0, until: int | None = None, then: Refin
             at.movers = plan.config.refine_movers  # moves undid each other: fewer movers from the next pass on
         at.passes, at.last, at.converged = i + 1, (cut, gain), gain <= plan.config.refine_min_gain * cut
     return at
+
+
+def release_arrow_pools() -> list[bool]:
+    """Give pyarrow's freed read buffers back on every worker, from its main thread
+    (:func:`.staging.release_arrow_pool`: there only); returns, per worker, whether it
+    ran there (nothing outside a ``distributed`` worker: local threads have no thread
+    of their own to run it on).
+
+    Issue #38: after the staging of 10M nodes / 100M edges in 8 Parquet files of 12.5M
+    edges, each worker kept 225 MB of freed read buffers for the rest of the run, 3 MB
+    once released here (1M nodes / 10M edges in files of 1.25M edges: 38 MB, 7 MB)."""
+    if not on_worker():
+        return []
+    from distributed import worker_client
+
+    with worker_client() as client:
+        return list(client.run(staging.release_arrow_pool).values())
 
 
 def release_worker_pools() -> None:

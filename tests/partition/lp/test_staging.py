@@ -5,6 +5,7 @@ assignment is the one staging it whole gives (the slices are a finer file chunki
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dask
 import numpy as np
@@ -59,3 +60,18 @@ def test_sliced_staging_gives_the_whole_staging_assignment(
     sliced = run()
     assert written == [2, 6]
     np.testing.assert_array_equal(whole, sliced)
+
+
+def _release_from_a_task() -> list[bool]:
+    from dgl_chunked.partition.lp import streaming as D
+
+    return D.release_arrow_pools()
+
+
+def test_arrow_pools_are_released_on_every_worker_main_thread(process_client: Any) -> None:
+    """pyarrow's pool (mimalloc) gives back the buffers Arrow's threads allocated (a
+    threaded read of a large file) only when released from the process's main thread:
+    the driver's release runs there on every worker, and outside a worker nowhere."""
+    workers = len(process_client.scheduler_info()["workers"])
+    assert process_client.submit(_release_from_a_task, pure=False).result() == [True] * workers
+    assert _release_from_a_task() == []
