@@ -83,7 +83,7 @@ class LPConfig:
         same). The output depends on it (it decides how quotas are shared), not on the
         input chunking.
     group_entries
-        Staged edge entries per histogram task.
+        Staged edge entries a proposal task reads at once for its histogram.
     scratch_dir
         Parent directory of the scratch stores (None: the system temp dir), used when
         the caller passes no ``scratch_dir`` to :func:`assign_partitions`. On a

@@ -1,7 +1,7 @@
 """The driver of the ``lp`` method: the rounds, run from inside one Dask task.
 
 Every round is one computation (a :class:`.taskgraph.TaskGraph`): the previous round's
-planned moves, then per block its histogram tasks and its proposal task, which wait for
+planned moves, then per block its proposal task (which counts its histogram), waiting for
 all the moves. The driver keeps only small tables: sizes per (stratum, part), nodes per
 (block, tier, stratum), placed nodes per (block, stratum) and entries per (block, tier).
 See :mod:`dgl_chunked.partition.lp`.
@@ -49,7 +49,6 @@ __all__ = [
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
 RETRY_ROUNDS = 3
-_FAN_IN = 4  # histogram parts summed per task
 
 
 class Sizes(NamedTuple):
@@ -235,17 +234,11 @@ def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
 def _propose(
     state: State, tasks: TaskGraph, b: int, segs: S.Segments, span: T.Span, *, after: list[str], **kw: Any
 ) -> str:
-    """Proposal task of block ``b``: histogram tasks of about ``group_entries`` entries
-    summed in a tree of fan-in 4, or one task computing it all when one group."""
+    """Proposal task of block ``b``: its histogram counted over groups of about
+    ``group_entries`` entries, one at a time (:func:`.tasks.propose_task`)."""
     groups = schedule.group_segments(segs, state.plan.config.group_entries)
     kw = {**state.block_kw(b), "span": span, "num_parts": state.plan.num_parts, **kw}
-    if len(groups) == 1:
-        return tasks.add(T.propose_task, segs=groups[0], after=after, **kw)
-    hist_kw = {k: kw[k] for k in ("root", "b", "block_rows", "rows", "num_nodes", "span", "num_parts", "round_key")}
-    parts = [tasks.add(T.hist_task, segs=g, after=after, **hist_kw) for g in groups]
-    while len(parts) > _FAN_IN:
-        parts = [tasks.add(T.sum_task, *map(Ref, parts[i : i + _FAN_IN])) for i in range(0, len(parts), _FAN_IN)]
-    return tasks.add(T.propose_task, *map(Ref, parts), segs=None, **kw)
+    return tasks.add(T.propose_task, groups=groups, after=after, **kw)
 
 
 def run_round(

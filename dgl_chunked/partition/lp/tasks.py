@@ -34,15 +34,13 @@ __all__ = [
     "Span",
     "apply_task",
     "fill_task",
-    "hist_task",
     "prepare_task",
     "propose_task",
     "restage_task",
-    "sum_task",
 ]
 
 FULL_READ_BYTES = 1 << 26
-"""A histogram task reads the whole assignment at once below this size, else block by block."""
+"""A proposal task reads the whole assignment at once below this size, else block by block."""
 _PREPARE_ENTRIES = 1 << 22  # staged entries read at once when counting degrees
 
 Span = tuple[int, int] | None
@@ -162,7 +160,7 @@ def _neighbour_parts(
     assignment when small, else block by block (one block in memory at a time).
 
     With ``round_key`` (one per round's computation, whose moves all run before its
-    histogram tasks, so the assignment does not change during them) the whole
+    proposal tasks, so the assignment does not change during them) the whole
     assignment is read once per worker thread and round (:func:`.store.kept_array`),
     not once per task: per round the reads cost workers x nodes, not tasks x nodes.
     """
@@ -187,70 +185,44 @@ def _histogram(
     root: ScratchRoot,
     b: int,
     rows: int,
-    segs: Segments,
+    groups: list[Segments],
     span: Span,
     *,
     num_parts: int,
     block_rows: int,
     num_nodes: int,
     round_key: str | None,
-    dtype: type[np.signedinteger[Any]] = np.int64,
-) -> npt.NDArray[np.signedinteger[Any]]:
-    """Neighbours per partition of ``span``'s nodes over the listed entries, ``[nodes, P]``."""
+) -> npt.NDArray[np.int32]:
+    """Neighbours per partition of ``span``'s nodes over the entries of ``groups``,
+    ``[nodes, P]``: counted one group (about ``LPConfig.group_entries`` entries) at a
+    time into one table.
+
+    One task per block, not one per group: issue #38 measured the groups' own tasks at
+    10M nodes / 100M edges (39 blocks): their histograms (up to ``block_rows x P``
+    int32 each) waited in the workers' memory for their blocks' proposal tasks, 148 MB
+    of them at once in one worker, and the heap they left (freed, not given back)
+    stayed with that worker for the rest of the run.
+    """
     row_of = (
         None
         if span is None
         else K.rows_of(_span_nodes(root, b, rows, span), rows, out=pooled_array("row_of", rows, np.int64))
     )
     num_rows = rows if span is None else span[1] - span[0]
-    if not segs:
-        return np.zeros((num_rows, num_parts), dtype)
-    u = read_segments(root, segs, "u", pooled=True)
-    v_part = _neighbour_parts(
-        root,
-        read_segments(root, segs, "v", pooled=True),
-        block_rows=block_rows,
-        num_nodes=num_nodes,
-        num_parts=num_parts,
-        round_key=round_key,
-    )
-    return K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, dtype=dtype)
-
-
-def hist_task(
-    *,
-    root: ScratchRoot,
-    b: int,
-    block_rows: int,
-    rows: int,
-    num_nodes: int,
-    segs: Segments,
-    span: Span,
-    num_parts: int,
-    round_key: str | None = None,
-) -> npt.NDArray[np.int32]:
-    """One group of entries' neighbour histogram of block ``b``'s span (``round_key``:
-    see :func:`_neighbour_parts`)."""
-    out: npt.NDArray[np.int32] = _histogram(
-        root,
-        b,
-        rows,
-        segs,
-        span,
-        num_parts=num_parts,
-        block_rows=block_rows,
-        num_nodes=num_nodes,
-        round_key=round_key,
-        dtype=np.int32,
-    )
-    return out
-
-
-def sum_task(*hists: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
-    """Element-wise sum of histogram parts."""
-    out = hists[0].copy()
-    for h in hists[1:]:
-        out += h
+    out = np.zeros((num_rows, num_parts), np.int32)
+    for segs in groups:
+        if not segs:
+            continue
+        u = read_segments(root, segs, "u", pooled=True)
+        v_part = _neighbour_parts(
+            root,
+            read_segments(root, segs, "v", pooled=True),
+            block_rows=block_rows,
+            num_nodes=num_nodes,
+            num_parts=num_parts,
+            round_key=round_key,
+        )
+        K.neighbour_histogram(u, v_part, row_of, num_rows=num_rows, num_parts=num_parts, out=out)
     return out
 
 
@@ -271,13 +243,13 @@ def _candidates(
 
 
 def propose_task(
-    *hists: npt.NDArray[np.int32],
+    *,
     root: ScratchRoot,
     b: int,
     block_rows: int,
     rows: int,
     num_nodes: int,
-    segs: Segments | None,
+    groups: list[Segments],
     span: Span,
     mode: str,
     penalties: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
@@ -297,27 +269,24 @@ def propose_task(
     the (stratum, part) pairs ``over`` ``[S, P]`` marks: where they would leave to,
     least loss first, :func:`.kernels.propose_balance`).
 
-    The histogram is the sum of ``hists``, or computed here over ``segs`` when given
-    (``round_key``: see :func:`_neighbour_parts`).
+    The histogram is counted here over the block's entries, ``groups`` of about
+    ``LPConfig.group_entries`` each, one at a time (:func:`_histogram`; ``round_key``:
+    see :func:`_neighbour_parts`).
     ``penalties`` are Fennel's per-node and per-unit-of-weight penalties per part;
     ``open_parts`` whether parts have node room ``[S, P]`` and weight room ``[P]``.
     The proposals wait in the block's ``moves`` file for :func:`apply_task` (moving
     here would change what other blocks' histograms of this round see).
     """
-    hist = (
-        sum_task(*hists)
-        if segs is None
-        else _histogram(
-            root,
-            b,
-            rows,
-            segs,
-            span,
-            num_parts=num_parts,
-            block_rows=block_rows,
-            num_nodes=num_nodes,
-            round_key=round_key,
-        )
+    hist = _histogram(
+        root,
+        b,
+        rows,
+        groups,
+        span,
+        num_parts=num_parts,
+        block_rows=block_rows,
+        num_nodes=num_nodes,
+        round_key=round_key,
     )
     part = read_block(root, b, "part", pooled=True)
     row, local = _candidates(root, b, part, span, mode)

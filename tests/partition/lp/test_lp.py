@@ -31,7 +31,7 @@ from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.testing import load_truth, raise_if_dask_computes, write_graph_from_truth
 
 MASKS = ["train_mask", "val_mask", "test_mask"]
-SMALL_BLOCKS = LPConfig(block_rows=2048, group_entries=30_000)  # several blocks and histogram tasks
+SMALL_BLOCKS = LPConfig(block_rows=2048, group_entries=30_000)  # several blocks and histogram groups
 PER_LEVEL = LPConfig(block_rows=2048, group_entries=30_000, round_nodes=0.0, refine_min_gain=0.0)  # no shortcuts
 
 
