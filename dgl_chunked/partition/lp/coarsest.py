@@ -15,6 +15,7 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import coarsen_tasks as C
+from dgl_chunked.partition.lp import heap
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.partition.metis import metis_parts
@@ -47,6 +48,7 @@ def initial_partition(
     got = tasks.compute(list(after) + gather)[len(after) :]
     u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
     node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])
+    del got
     index = np.cumsum(active) - 1
     xadj, adjncy, eweights = CK.weighted_csr(index[u], index[v], w, int(active.sum()))
     del u, v, w
@@ -64,6 +66,8 @@ def initial_partition(
     coarse = part[active]
     cut = int(eweights[coarse[np.repeat(np.arange(xadj.size - 1), np.diff(xadj))] != coarse[adjncy]].sum())
     logger.debug("lp: initial partition of %d nodes, %d entries: %d cut", int(active.sum()), adjncy.size, cut)
+    del xadj, adjncy, eweights, coarse
+    heap.give_back_free_heap()  # METIS's and the gathered graph's freed pages
     return part
 
 

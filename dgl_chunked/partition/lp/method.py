@@ -219,12 +219,14 @@ are not the defaults.
 **Memory** per task: a staging task holds one read task's edges (16 bytes per edge, plus
 the reader's) and one slice of them oriented at a time (``staging.STAGE_EDGES``, 2**21
 edges: about 60 bytes per edge of the slice; a 12.5M-edge file peaked at 0.40 GB above
-the worker's base, 1.3 GB before the slices). A histogram task holds one group of staged entries, about 30
-bytes per entry with its temporaries (``group_entries``: 2**21), one block's
-histogram (``block_rows x (P + 1)`` int64) and either the whole assignment (1 byte
-per node up to 127 parts, else 4, under 64 MiB: kept by the worker thread for the
-round) or one block of it; a proposal task at most four histogram
-parts and per-node arrays of its block. ``block_rows`` is at most ``2**18`` (and
+the worker's base, 1.3 GB before the slices). A proposal task counts its block's
+histogram (``block_rows x P`` int32) one group of staged entries at a time, about 30
+bytes per entry with its temporaries (``group_entries``: 2**21), and holds either the
+whole assignment (1 byte per node up to 127 parts, else 4, under 64 MiB: kept by the
+worker thread for the round) or one block of it, and per-node arrays of its block (the
+groups' own tasks before, issue #38: their histograms waited in the workers for the
+proposals, 148 MB at once in one worker at 10M nodes / 100M edges, 39 blocks).
+``block_rows`` is at most ``2**18`` (and
 ``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
 arrays are kept per worker thread between tasks (fresh pages cost as much as the
 work here; :func:`.store.pooled_array`), freed before the multilevel assignments (whose
@@ -232,6 +234,18 @@ tasks pool their block's entries instead: 12 bytes per entry of the largest inpu
 and 12 per entry of the largest coarse one, int32 IDs; issue #38) and at the end of the
 run. Peak RSS per
 worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
+At 10M nodes / 100M edges (``bench_lp.py``, 8 Parquet edge files of 12.5M edges, 2
+workers; issue #38) the workers peaked at 946 / 1376 MB against 584 / 870 at 1M / 10M
+(the same code): each kept pyarrow's freed read buffers of the staging (225 MB, now
+given back: :func:`.streaming.release_arrow_pools`), the histograms of a block's
+groups waited in the workers for its proposal task (148 MB at once in one; now the
+proposal task counts them), and the driver's worker kept the free heap its METIS runs
+left (310-380 MB; now handed back after each: :func:`.heap.give_back_free_heap`).
+Since: 698 / 850 MB at 10M, 528 / 678 MB at 1M, the same assignment. What still grows
+with the graph here is the staging task, which holds its read task's edges (the other
+worker's 698 MB peak is there, in a 12.5M-edge file's staging), and the driver's
+worker peaks during the in-memory METIS (the gathered coarsest level and METIS, with
+the pooled arrays of two worker threads, 204 MB).
 A gathering task (step 2) holds one block's staged entries (about 33 bytes per
 entry with its sort: ``block_rows`` times the block's mean degree).
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``

@@ -128,3 +128,8 @@ def test_a_cluster_that_cannot_take_the_setting_does_not_stop_lp() -> None:
     with heap.large_arrays_on_heap(Failing()):
         ran.append(True)
     assert ran == [True]
+
+
+def test_the_free_heap_is_handed_back_where_glibc_runs() -> None:
+    """``malloc_trim(0)`` after the driver's METIS runs: done under glibc, skipped elsewhere."""
+    assert heap.give_back_free_heap() is (heap._libc() is not None)
