@@ -52,6 +52,7 @@ def initial_partition(
     index = np.cumsum(active) - 1
     xadj, adjncy, eweights = CK.weighted_csr(index[u], index[v], w, int(active.sum()))
     del u, v, w
+    heap.give_back_free_heap()  # the coarsening's and the gathering's freed pages: METIS's peak comes next
     vweights = node_w[active].sum(axis=1) if plan.balance_edges else node_w[active][:, : level.num_strata].sum(axis=1)
     part = np.full(active.size, -1, np.int32)
     part[active] = metis_parts(

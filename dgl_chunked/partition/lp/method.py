@@ -237,15 +237,15 @@ worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files
 At 10M nodes / 100M edges (``bench_lp.py``, 8 Parquet edge files of 12.5M edges, 2
 workers; issue #38) the workers peaked at 946 / 1376 MB against 584 / 870 at 1M / 10M
 (the same code): each kept pyarrow's freed read buffers of the staging (225 MB, now
-given back: :func:`.streaming.release_arrow_pools`), the histograms of a block's
+given back: :func:`.staging.release_arrow_pool`), the histograms of a block's
 groups waited in the workers for its proposal task (148 MB at once in one; now the
 proposal task counts them), and the driver's worker kept the free heap its METIS runs
-left (310-380 MB; now handed back after each: :func:`.heap.give_back_free_heap`).
-Since: 698 / 850 MB at 10M, 528 / 678 MB at 1M, the same assignment. What still grows
-with the graph here is the staging task, which holds its read task's edges (the other
-worker's 698 MB peak is there, in a 12.5M-edge file's staging), and the driver's
-worker peaks during the in-memory METIS (the gathered coarsest level and METIS, with
-the pooled arrays of two worker threads, 204 MB).
+left (310-380 MB; now handed back before and after each:
+:func:`.heap.give_back_free_heap`). Since: 647 / 802 MB at 10M, 543 / 806 MB at 1M
+(528 / 678 in another run: the driver's worker peaks during the in-memory METIS, beside
+the pooled arrays of the two worker threads it has used by then, 200-306 MB), the same
+assignment. The staging task still holds its read task's edges (16 bytes per edge: 542
+MB in the other worker's staging of a 12.5M-edge file).
 A gathering task (step 2) holds one block's staged entries (about 33 bytes per
 entry with its sort: ``block_rows`` times the block's mean degree).
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
