@@ -223,29 +223,20 @@ the worker's base, 1.3 GB before the slices). A proposal task counts its block's
 histogram (``block_rows x P`` int32) one group of staged entries at a time, about 30
 bytes per entry with its temporaries (``group_entries``: 2**21), and holds either the
 whole assignment (1 byte per node up to 127 parts, else 4, under 64 MiB: kept by the
-worker thread for the round) or one block of it, and per-node arrays of its block (the
-groups' own tasks before, issue #38: their histograms waited in the workers for the
-proposals, 148 MB at once in one worker at 10M nodes / 100M edges, 39 blocks).
-``block_rows`` is at most ``2**18`` (and
-``2**22 // P``), so every task stays below about 200 MiB whatever the graph size. The largest of these
-arrays are kept per worker thread between tasks (fresh pages cost as much as the
-work here; :func:`.store.pooled_array`), freed before the multilevel assignments (whose
-tasks pool their block's entries instead: 12 bytes per entry of the largest input block
-and 12 per entry of the largest coarse one, int32 IDs; issue #38) and at the end of the
-run. Peak RSS per
-worker measured flat: 1M nodes / 10M edges and twice that, with equal edge files.
-At 10M nodes / 100M edges (``bench_lp.py``, 8 Parquet edge files of 12.5M edges, 2
-workers; issue #38) the workers peaked at 946 / 1376 MB against 584 / 870 at 1M / 10M
-(the same code): each kept pyarrow's freed read buffers of the staging (225 MB, now
-given back: :func:`.staging.release_arrow_pool`), the histograms of a block's
-groups waited in the workers for its proposal task (148 MB at once in one; now the
-proposal task counts them), and the driver's worker kept the free heap its METIS runs
-left (310-380 MB; now handed back before and after each:
-:func:`.heap.give_back_free_heap`). Since: 647 / 802 MB at 10M, 543 / 806 MB at 1M
-(528 / 678 in another run: the driver's worker peaks during the in-memory METIS, beside
-the pooled arrays of the two worker threads it has used by then, 200-306 MB), the same
-assignment. The staging task still holds its read task's edges (16 bytes per edge: 542
-MB in the other worker's staging of a 12.5M-edge file).
+worker thread for the round) or one block of it, and per-node arrays of its block.
+``block_rows`` is at most ``2**18`` (and ``2**22 // P``), so every task stays below
+about 200 MiB whatever the graph size. The largest of these arrays are kept per worker
+thread between tasks (fresh pages cost as much as the work here:
+:func:`.store.pooled_array`), freed before the multilevel assignments (whose tasks pool
+their block's entries instead: 12 bytes per entry of the largest input block and 12 per
+entry of the largest coarse one, int32 IDs; issue #38) and at the end of the run. Peak
+RSS per worker measured flat: 1M nodes / 10M edges and twice that, equal edge files.
+At 10M nodes / 100M edges (``bench_lp.py``, 2 workers; issue #38) the workers peaked at
+946 / 1376 MB (1M / 10M: 584 / 870): pyarrow's freed read buffers (225 MB each, now
+given back: :func:`.staging.release_arrow_pool`), a block's groups' histograms waiting
+for its proposal task (148 MB; now counted by it) and the free heap of the driver's
+METIS runs (310-380 MB; now :func:`.heap.give_back_free_heap`). Since: 647 / 802 MB
+(1M: 528-543 / 678-806). A staging task still holds its read task's edges.
 A gathering task (step 2) holds one block's staged entries (about 33 bytes per
 entry with its sort: ``block_rows`` times the block's mean degree).
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``
