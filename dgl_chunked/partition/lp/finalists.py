@@ -93,11 +93,10 @@ def _cut_after_moves(state: D.State, level: C.Level, save: str) -> int:
     """Run the planned moves, then count the cut entries (and keep the assignment as
     ``save``, :func:`.projection.cut_task`): one computation."""
     tasks = TaskGraph()
-    moves, blocks = state.add_planned(tasks)
-    cuts = [tasks.add(P.cut_task, level, b, save, after=moves) for b in range(level.num_blocks)]
-    done = tasks.compute(moves + cuts)
-    state.absorb(done[: len(moves)], blocks)
-    return int(sum(done[len(moves) :]))
+    cuts = state.compute_after_planned(
+        tasks, lambda moves: [tasks.add(P.cut_task, level, b, save, after=moves) for b in range(level.num_blocks)]
+    )
+    return int(sum(cuts))
 
 
 def _excess_quotas(excess: IdArray, per_block: IdArray) -> IdArray:

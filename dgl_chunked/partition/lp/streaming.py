@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -115,6 +116,16 @@ class State:
         ]
         blocks, self.planned, self.planned_blocks = self.planned_blocks, [], []
         return keys, blocks
+
+    def compute_after_planned(self, tasks: TaskGraph, add: Callable[[list[str]], list[str]]) -> list[Any]:
+        """One computation of ``tasks``: the planned moves (forgotten, their moves added to
+        the sizes), then the tasks ``add`` puts in after them (it gets the moves' keys);
+        returns the results of those."""
+        moves, blocks = self.add_planned(tasks)
+        keys = add(moves)
+        results = tasks.compute(moves + keys)
+        self.absorb(results[: len(moves)], blocks)
+        return results[len(moves) :]
 
     def snapshot(self) -> Sizes:
         """A copy of the balance tables, for :meth:`restore`."""
@@ -278,11 +289,11 @@ def run_round(
     if mode == "balance":
         kw["over"] = over
     tasks = TaskGraph()
-    moves, moved_blocks = state.add_planned(tasks)
-    results = tasks.compute(moves + [_propose(state, tasks, b, segs[b], spans[b], after=moves, **kw) for b in blocks])
-    state.absorb(results[: len(moves)], moved_blocks)
-    summaries = [r[:3] for r in results[len(moves) :]]
-    state.cut_entries = sum(r[3] for r in results[len(moves) :])
+    results = state.compute_after_planned(
+        tasks, lambda moves: [_propose(state, tasks, b, segs[b], spans[b], after=moves, **kw) for b in blocks]
+    )
+    summaries = [r[:3] for r in results]
+    state.cut_entries = sum(r[3] for r in results)
     if not sum(s[0].size for s in summaries):
         return 0
     state.planned = schedule.block_quotas(
@@ -309,25 +320,11 @@ def fill(state: State, *, isolated: bool) -> int:
     fills = schedule.fill_plan(unplaced, sizes, state.caps) if unplaced.sum() else []
     blocks = [b for b in range(state.num_blocks) if unplaced[b].sum()]
     tasks = TaskGraph()
-    moves, moved_blocks = state.add_planned(tasks)
-    results = tasks.compute(
-        moves
-        + [
-            tasks.add(
-                T.fill_task,
-                fills[b],
-                **state.block_kw(b),
-                seed=plan.seed,
-                salt=salts.fill(isolated=isolated),
-                num_parts=plan.num_parts,
-                isolated=isolated,
-                after=moves,
-            )
-            for b in blocks
-        ]
+    kw = {"seed": plan.seed, "salt": salts.fill(isolated=isolated), "num_parts": plan.num_parts, "isolated": isolated}
+    results = state.compute_after_planned(
+        tasks, lambda moves: [tasks.add(T.fill_task, fills[b], **state.block_kw(b), **kw, after=moves) for b in blocks]
     )
-    state.absorb(results[: len(moves)], moved_blocks)
-    return state.absorb(results[len(moves) :], blocks)
+    return state.absorb(results, blocks)
 
 
 def run_planned(state: State) -> int:
