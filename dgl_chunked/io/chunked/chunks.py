@@ -9,14 +9,15 @@ file) naming the file and row. :mod:`.graph` wires them into Dask collections.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
 from dgl_chunked.errors import ChunkMismatchError
-from dgl_chunked.io.chunked.formats import read_edge_chunk, read_feature_chunk
+from dgl_chunked.io.chunked.formats import iter_edge_chunk, read_edge_chunk, read_feature_chunk
 from dgl_chunked.io.chunked.groups import ChunkGroup, ChunkRef, chunk_refs
 
 if TYPE_CHECKING:  # pandas (0.1 s to import) only where the DataFrame views are used
@@ -29,6 +30,7 @@ __all__ = [
     "edge_id_problems",
     "empty_edges",
     "group_id_problems",
+    "iter_edge_slices",
     "read_edge_file",
     "read_edge_group",
     "read_edges_partition",
@@ -94,6 +96,83 @@ def read_edge_group(group: ChunkGroup) -> tuple[IdArray, IdArray]:
     return src, dst
 
 
+def iter_edge_slices(group: ChunkGroup, rows: int, *, num_src: int, num_dst: int) -> Iterator[tuple[IdArray, IdArray]]:
+    """``(src, dst)`` int64 of every file of ``group`` in order, in consecutive slices of
+    ``rows`` edges (the last one shorter): the slices of :func:`read_edge_group`'s
+    arrays, holding one slice and one decoded piece of a file at a time
+    (:func:`~dgl_chunked.io.chunked.formats.iter_edge_chunk`), not the group.
+
+    Each file's row count and node IDs are checked as its pieces come; a bad file is
+    then read whole for the error, which names it and its first bad row as
+    :func:`read_edge_file` and :func:`group_id_problems` do. Slices before it may
+    have been yielded already.
+
+    Raises
+    ------
+    ChunkMismatchError
+        A file's row count differs from the metadata, or a node ID is out of range.
+    ChunkReadError
+        A file is missing or damaged.
+    """
+    pieces = (piece for ref in group.refs for piece in _checked_pieces(ref, rows, num_src=num_src, num_dst=num_dst))
+    yield from _slices(pieces, rows)
+
+
+def _checked_pieces(ref: ChunkRef, rows: int, *, num_src: int, num_dst: int) -> Iterator[tuple[IdArray, IdArray]]:
+    """One file's edges in pieces of at most ``rows``, each checked (see :func:`iter_edge_slices`)."""
+    seen = 0
+    pieces = iter_edge_chunk(
+        ref.path,
+        fmt=ref.fmt,
+        options=ref.options,
+        rows=rows,
+        storage_options=ref.storage_options,
+        allow_empty=ref.rows == 0,
+    )
+    for src, dst in pieces:
+        seen += len(src)
+        if seen > ref.rows or not _ids_in_range(src, dst, num_src=num_src, num_dst=num_dst):
+            _raise_file_problems(ref, num_src=num_src, num_dst=num_dst)
+        yield src, dst
+    if seen != ref.rows:
+        _raise_file_problems(ref, num_src=num_src, num_dst=num_dst)
+
+
+def _raise_file_problems(ref: ChunkRef, *, num_src: int, num_dst: int) -> NoReturn:
+    """Raise the error of a file found bad piece by piece, from the whole file: the
+    message (its row count, or every bad column with its first row and count) is the
+    one a whole read gives."""
+    src, dst = read_edge_file(ref)  # raises on a wrong row count
+    problems = edge_id_problems(src, dst, num_src=num_src, num_dst=num_dst, path=ref.path)
+    raise ChunkMismatchError(
+        "; ".join(problems) or f"edge file {ref.path!r} changed while it was read; run the command again"
+    )
+
+
+def _slices(pieces: Iterator[tuple[IdArray, IdArray]], rows: int) -> Iterator[tuple[IdArray, IdArray]]:
+    """``pieces`` of edges regrouped into consecutive slices of ``rows`` (the last shorter);
+    a piece that is a whole slice is passed on without a copy."""
+    src_parts: list[IdArray] = []
+    dst_parts: list[IdArray] = []
+    pending = 0
+    for src, dst in pieces:
+        lo = 0
+        while lo < len(src):
+            take = min(rows - pending, len(src) - lo)
+            src_parts.append(src[lo : lo + take])
+            dst_parts.append(dst[lo : lo + take])
+            pending, lo = pending + take, lo + take
+            if pending == rows:
+                yield _joined(src_parts), _joined(dst_parts)
+                src_parts, dst_parts, pending = [], [], 0
+    if pending:
+        yield _joined(src_parts), _joined(dst_parts)
+
+
+def _joined(parts: list[IdArray]) -> IdArray:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def read_edges_partition(group: ChunkGroup, *, num_src: int, num_dst: int) -> pd.DataFrame:
     """Read one group of edge files as a DataFrame (``src``, ``dst``; index ``type_eid``).
 
@@ -112,9 +191,14 @@ def read_edges_partition(group: ChunkGroup, *, num_src: int, num_dst: int) -> pd
     return pd.DataFrame({"src": src, "dst": dst}, index=index)
 
 
+def _ids_in_range(src: IdArray, dst: IdArray, *, num_src: int, num_dst: int) -> bool:
+    """Whether every ID is in range: four reductions, no temporary arrays."""
+    return src.size == 0 or bool(min(src.min(), dst.min()) >= 0 and src.max() < num_src and dst.max() < num_dst)
+
+
 def group_id_problems(group: ChunkGroup, src: IdArray, dst: IdArray, *, num_src: int, num_dst: int) -> list[str]:
     """:func:`edge_id_problems` of a group's edges, naming the file and its row."""
-    if src.size == 0 or (min(src.min(), dst.min()) >= 0 and src.max() < num_src and dst.max() < num_dst):
+    if _ids_in_range(src, dst, num_src=num_src, num_dst=num_dst):
         return []  # no temporaries when all is well
     out = []
     for ref in group.refs:

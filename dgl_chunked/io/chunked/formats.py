@@ -40,6 +40,7 @@ __all__ = [
     "read_npy_header",
     "feature_chunk_info",
     "file_size",
+    "iter_edge_chunk",
     "normalize_options",
     "read_edge_chunk",
     "read_feature_chunk",
@@ -180,6 +181,23 @@ def read_edge_chunk(
     """
     with _reading(path, fmt, options, "edges") as reader:
         return reader.read_edges(path, options, storage_options, allow_empty)
+
+
+def iter_edge_chunk(
+    path: str,
+    *,
+    fmt: str,
+    options: Mapping[str, Any],
+    rows: int,
+    storage_options: StorageOptions = None,
+    allow_empty: bool = False,
+) -> Iterator[tuple[IdArray, IdArray]]:
+    """:func:`read_edge_chunk`'s ``(src, dst)`` in order, in pieces of at most ``rows``
+    edges: a Parquet file is decoded batch by batch, so one piece is in memory at a
+    time; other formats are read whole and yielded in pieces. Raises as
+    :func:`read_edge_chunk` does, while iterating."""
+    with _reading(path, fmt, options, "edges") as reader:
+        yield from reader.iter_edges(path, options, storage_options, allow_empty, rows)
 
 
 def count_edge_rows(

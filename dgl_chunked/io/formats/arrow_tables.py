@@ -62,8 +62,9 @@ def is_list(dtype: pa.DataType) -> bool:
     return bool(pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype))
 
 
-def edge_columns(table: pa.Table, columns: Sequence[str], path: str) -> tuple[IdArray, IdArray]:
-    """``(src, dst)`` int64 arrays of the two ``columns`` of an edge file's table."""
+def edge_columns(table: pa.Table, columns: Sequence[str], path: str, *, first_row: int = 0) -> tuple[IdArray, IdArray]:
+    """``(src, dst)`` int64 arrays of the two ``columns`` of an edge file's table (rows
+    ``first_row`` on of the file: the row an error names)."""
     out = []
     for name in columns[:2]:
         column = table.column(name)
@@ -75,7 +76,7 @@ def edge_columns(table: pa.Table, columns: Sequence[str], path: str) -> tuple[Id
         if column.null_count:
             row = pc.index(pc.is_null(column), True).as_py()
             raise ChunkMismatchError(
-                f"edge file {path!r}: row {row + 1}, column {name!r}: expected a node ID, found null"
+                f"edge file {path!r}: row {first_row + row + 1}, column {name!r}: expected a node ID, found null"
             )
         try:
             out.append(np.ascontiguousarray(column.cast(pa.int64()).to_numpy(), dtype=np.int64))

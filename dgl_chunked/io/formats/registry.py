@@ -31,7 +31,7 @@ a header: row ranges), ``"table"`` (named, typed columns with a footer: row rang
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any, ClassVar, Literal, TypeVar
 
 import numpy as np
@@ -108,6 +108,17 @@ class FileFormat:
     ) -> tuple[IdArray, IdArray]:
         """``(src, dst)`` int64 arrays of one edge file (``io.chunked.formats.read_edge_chunk``)."""
         raise self._unsupported("hold edges")
+
+    def iter_edges(
+        self, path: str, options: Mapping[str, Any], storage_options: StorageOptions, allow_empty: bool, rows: int
+    ) -> Iterator[tuple[IdArray, IdArray]]:
+        """``(src, dst)`` int64 arrays of one edge file in order, in pieces of at most
+        ``rows`` edges (``io.chunked.chunks.iter_edge_slices``). A format that can
+        decode part of a file (Parquet: by batches) holds one piece at a time; this
+        default reads the file whole (:meth:`read_edges`) and yields views of it."""
+        src, dst = self.read_edges(path, options, storage_options, allow_empty)
+        for lo in range(0, len(src), rows):
+            yield src[lo : lo + rows], dst[lo : lo + rows]
 
     def count_edges(self, path: str, options: Mapping[str, Any], storage_options: StorageOptions) -> int:
         """Number of edges in one edge file, from as little of it as the format allows."""

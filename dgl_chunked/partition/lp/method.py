@@ -216,11 +216,11 @@ second cluster weight 4 levels), lp 103.1 s (coarsen 64.2) and cut 0.2029 agains
 cut 0.7-1.6% more on the 50k skewed planted graph (``LPConfig.cluster_rounds``), so they
 are not the defaults.
 
-**Memory** per task: a staging task holds one read task's edges (16 bytes per edge, plus
-the reader's) and one slice of them oriented at a time (``staging.STAGE_EDGES``, 2**21
-edges: about 60 bytes per edge of the slice; a 12.5M-edge file peaked at 0.40 GB above
-the worker's base, 1.3 GB before the slices). A proposal task counts its block's
-histogram (``block_rows x P`` int32) one group of staged entries at a time, about 30
+**Memory** per task: a staging task reads and orients one slice of edges at a time
+(``staging.STAGE_EDGES``, 2**21 edges, about 60 bytes per edge; a Parquet file in batches:
+:func:`~dgl_chunked.io.chunked.chunks.iter_edge_slices`): at 10M / 100M its worker's peak
+went 620 / 625 -> 550 / 506 MB (1.3 GB above the base when oriented whole). A proposal
+task counts its block's histogram (``block_rows x P`` int32) one group of staged entries at a time, about 30
 bytes per entry with its temporaries (``group_entries``: 2**21), and holds either the
 whole assignment (1 byte per node up to 127 parts, else 4, under 64 MiB: kept by the
 worker thread for the round) or one block of it, and per-node arrays of its block.
@@ -236,7 +236,8 @@ At 10M nodes / 100M edges (``bench_lp.py``, 2 workers; issue #38) the workers pe
 given back: :func:`.staging.release_arrow_pool`), a block's groups' histograms waiting
 for its proposal task (148 MB; now counted by it) and the free heap of the driver's
 METIS runs (310-380 MB; now :func:`.heap.give_back_free_heap`). Since: 647 / 802 MB
-(1M: 528-543 / 678-806). A staging task still holds its read task's edges.
+(1M: 528-543 / 678-806); 646 / 813 with the sliced staging, the peak now a proposal task
+100 MB over a base of 540 (1M: 425): pools 147 MB, tables read whole under 64 MiB.
 A gathering task (step 2) holds one block's staged entries (about 33 bytes per
 entry with its sort: ``block_rows`` times the block's mean degree).
 The driver task holds per-group tables (at most ``S x (P + 1) x P x 128`` rows, ``S``

@@ -46,28 +46,24 @@ def stage_task(
     return each one's entries and self-loops per node block.
 
     The slices are the files a finer chunking of the same edges would give, so the
-    output does not change (it does not depend on the chunking); a task holds the
-    group's edges (16 bytes per edge) and one slice's entries with their sort, not
-    the whole group's: issue #38 measured a staging task of one 12.5M-edge file (10M
-    nodes / 100M edges in 8 files) at 1.3 GB above the worker's base before the slices
-    (read as a DataFrame, oriented whole), most of the workers' peak.
+    output does not change (it does not depend on the chunking); a task holds one
+    slice's edges and entries with their sort, not the group's: the files are read
+    slice by slice (:func:`~dgl_chunked.io.chunked.chunks.iter_edge_slices`; a
+    Parquet file in batches). Issue #38 measured a staging task of one 12.5M-edge
+    file (10M nodes / 100M edges in 8 files) at 1.3 GB above the worker's base when
+    it was read as a DataFrame and oriented whole, and still 542 MB at the worker's
+    peak with the group's edges (16 bytes per edge) read whole and staged by slices.
     """
-    from dgl_chunked.errors import ChunkMismatchError
-    from dgl_chunked.io.chunked.chunks import group_id_problems, read_edge_group
+    from dgl_chunked.io.chunked.chunks import iter_edge_slices
 
-    def stage() -> list[tuple[IdArray, IdArray]]:  # the edges (maybe pyarrow's buffers) die with it
-        src, dst = read_edge_group(ref)
-        problems = group_id_problems(ref, src, dst, num_src=bounds[0], num_dst=bounds[1])
-        if problems:
-            raise ChunkMismatchError("; ".join(problems))
-        out = []
-        for i in range(stage_pieces(src.size)):
-            lo, hi = i * STAGE_EDGES, min((i + 1) * STAGE_EDGES, src.size)
-            out.append(_stage_slice(src[lo:hi], dst[lo:hi], root, c + i, offsets, block_rows, num_blocks, v_dtype))
-        return out
-
+    slices = iter_edge_slices(ref, STAGE_EDGES, num_src=bounds[0], num_dst=bounds[1])
+    empty = np.empty(0, np.int64)
     try:
-        return stage()
+        out = [
+            _stage_slice(src, dst, root, c + i, offsets, block_rows, num_blocks, v_dtype)
+            for i, (src, dst) in enumerate(slices)
+        ]  # a group of no edges still has its one staged file (stage_pieces)
+        return out or [_stage_slice(empty, empty, root, c, offsets, block_rows, num_blocks, v_dtype)]
     finally:
         release_arrow_pool()
         _release_on_the_main_thread()
