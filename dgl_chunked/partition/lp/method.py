@@ -217,11 +217,10 @@ cut 0.7-1.6% more on the 50k skewed planted graph (``LPConfig.cluster_rounds``),
 are not the defaults.
 
 **Memory** per task: a staging task reads and orients one slice of edges at a time
-(``staging.STAGE_EDGES``, 2**21 edges, about 60 bytes per edge; a Parquet file in batches:
-:func:`~dgl_chunked.io.chunked.chunks.iter_edge_slices`): at 10M / 100M its worker's peak
-went 620 / 625 -> 550 / 506 MB (1.3 GB above the base when oriented whole). A proposal
-task counts its block's histogram (``block_rows x P`` int32) one group of staged entries at a time, about 30
-bytes per entry with its temporaries (``group_entries``: 2**21), and holds either the
+(``staging.STAGE_EDGES``, 2**21 edges, about 60 bytes per edge: ``chunks.iter_edge_slices``;
+at 10M / 100M its worker's peak 620 / 625 -> 550 / 506 MB). A proposal task counts its block's
+histogram (``block_rows x P`` int32) one group of entries at a time, about 30 bytes per
+entry with its temporaries (``group_entries``: 2**21), and holds either the
 whole assignment (1 byte per node up to 127 parts, else 4, under 64 MiB: kept by the
 worker thread for the round) or one block of it, and per-node arrays of its block.
 ``block_rows`` is at most ``2**18`` (and ``2**22 // P``), so every task stays below
