@@ -52,6 +52,7 @@ __all__ = [
     "iter_parquet_edges",
     "open_parquet",
     "parquet_feature_info",
+    "read_batches",
     "read_footer",
     "read_parquet_edges",
     "read_parquet_feature",
@@ -222,12 +223,27 @@ def read_table(pf: pq.ParquetFile, path: str, columns: list[str] | None) -> pa.T
     The footer alone does not prove the pages readable (a damaged page header behind
     an intact footer opens fine and fails here).
     """
-    meta = pf.metadata
-    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    try:  # Arrow's threads cost more than they give on small files (Spark part files)
-        return pf.read(columns=columns, use_threads=size > THREADED_READ_BYTES)
+    try:
+        return pf.read(columns=columns, use_threads=_threaded(pf))
     except (OSError, pa.ArrowException) as err:
         raise _damaged(pf, path, columns, err) from err
+
+
+def read_batches(pf: pq.ParquetFile, path: str, columns: list[str] | None, rows: int) -> Iterator[pa.RecordBatch]:
+    """``columns`` of an open file in batches of at most ``rows`` rows (Arrow's
+    ``iter_batches``: one batch decoded at a time); a damaged row group raises
+    :class:`ChunkReadError` as in :func:`read_table`."""
+    try:
+        yield from pf.iter_batches(batch_size=rows, columns=columns, use_threads=_threaded(pf))
+    except (OSError, pa.ArrowException) as err:
+        raise _damaged(pf, path, columns, err) from err
+
+
+def _threaded(pf: pq.ParquetFile) -> bool:
+    """Whether Arrow's threads decode the file: they cost more than they give on small
+    files (Spark part files), see :data:`THREADED_READ_BYTES`."""
+    meta = pf.metadata
+    return int(sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))) > THREADED_READ_BYTES
 
 
 def _damaged(pf: pq.ParquetFile, path: str, columns: list[str] | None, err: BaseException) -> ChunkReadError:
@@ -288,18 +304,8 @@ def iter_parquet_edges(
     edges ends its staging task with all of it resident)."""
     with whole_source(path, storage_options) as src:
         pf = open_parquet(src, path, memory_map=False)
-        columns = _edge_column_names(pf, options, path)
-        meta, first = pf.metadata, 0
-        threads = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) > THREADED_READ_BYTES
-        batches = None
-        while True:
-            try:
-                batches = batches or pf.iter_batches(batch_size=rows, columns=columns, use_threads=threads)
-                batch = next(batches, None)
-            except (OSError, pa.ArrowException) as err:
-                raise _damaged(pf, path, columns, err) from err
-            if batch is None:
-                return
+        columns, first = _edge_column_names(pf, options, path), 0
+        for batch in read_batches(pf, path, columns, rows):
             yield edge_columns(pa.Table.from_batches([batch]), columns, path, first_row=first)
             first += batch.num_rows
 
