@@ -169,6 +169,7 @@ def test_strongest_clusters_equal_the_numpy_version(case: dict[str, object]) -> 
     got = CK.strongest_clusters(u[ok], c[ok], own, **kw)  # type: ignore[arg-type]
     assert got.tolist() == want.tolist()
     assert got is not own
+    assert CK.strongest_clusters(u, c, own, **kw).tolist() == want.tolist()  # -1 entries: gaps in the kernel
     narrow = CK.strongest_clusters(u[ok].astype(np.int32), c[ok].astype(np.int32), own.astype(np.int32), **kw)  # type: ignore[arg-type, union-attr]
     assert narrow.dtype == np.int32 and narrow.tolist() == want.tolist()
     # the clusters looked up in the kernel: entry i's neighbour is a node whose cluster is c[i]
