@@ -28,9 +28,11 @@ assignment; remap's inputs) open their store here too: :func:`zarr_store`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -41,7 +43,7 @@ import numpy.typing as npt
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.storage import fs
 
-__all__ = ["ArrayFile", "ArrayHeader", "read_array", "write_array", "zarr_store"]
+__all__ = ["ArrayFile", "ArrayHeader", "read_array", "write_array", "write_array_parts", "zarr_store"]
 
 _MAGIC = b"DGLCARR1"
 _HEADER = struct.Struct("<8s8sQQQQ")  # magic, dtype, ndim, rows, columns, pieces
@@ -81,22 +83,68 @@ def write_array(
     if arr.ndim not in (1, 2):
         raise ValueError(f"{path}: an array file holds a 1-D or 2-D array, not {arr.ndim}-D")
     cols = arr.shape[1] if arr.ndim == 2 else 1
-    head = _HEADER.pack(_MAGIC, arr.dtype.str.encode().ljust(8), arr.ndim, arr.shape[0], cols, bounds.size - 1)
-    head += np.asarray(bounds, "<i8").tobytes()
+    _write_file(path, _header(arr.dtype, arr.ndim, arr.shape[0], cols, bounds), [arr], arr.nbytes, storage_options)
+
+
+def write_array_parts(
+    path: str,
+    parts: Iterable[npt.NDArray[Any]],
+    *,
+    dtype: np.dtype[Any],
+    rows: int,
+    bounds: npt.NDArray[np.integer[Any]],
+    storage_options: StorageOptions = None,
+) -> None:
+    """Write a 1-D array of ``rows`` values of ``dtype``, cut into pieces at ``bounds``,
+    from ``parts``: arrays of ``dtype`` whose values follow one another, each written
+    as it comes, so that the writer never holds the whole array (a part may reuse the
+    previous one's memory). Raises ``ValueError`` when they do not add up to ``rows``;
+    nothing is left at ``path`` then."""
+    dtype = np.dtype(dtype)
+    _write_file(path, _header(dtype, 1, rows, 1, bounds), parts, rows * dtype.itemsize, storage_options)
+
+
+def _header(dtype: np.dtype[Any], ndim: int, rows: int, cols: int, bounds: npt.NDArray[np.integer[Any]]) -> bytes:
+    head = _HEADER.pack(_MAGIC, dtype.str.encode().ljust(8), ndim, rows, cols, bounds.size - 1)
+    return head + np.asarray(bounds, "<i8").tobytes()
+
+
+def _write_file(
+    path: str, head: bytes, parts: Iterable[npt.NDArray[Any]], nbytes: int, storage_options: StorageOptions
+) -> None:
+    """Write ``head``, then ``parts`` (``nbytes`` in all, else ``ValueError``): a local
+    file through a temporary name renamed to ``path``, an object in one upload; on an
+    error nothing stays at ``path``."""
     if fs.is_url(path):
-        with fs.open_file(path, "wb", storage_options) as f:
-            _write_all(f, head, arr)
+        try:
+            with fs.open_file(path, "wb", storage_options) as f:
+                _write_all(f, head, parts, nbytes, path)
+        except BaseException:
+            filesystem, inner = fs.filesystem(path, storage_options)
+            if filesystem.exists(inner):  # closing the file uploaded what it had
+                filesystem.rm(inner)
+            raise
         return
     tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
-    with open(tmp, "wb") as f:
-        _write_all(f, head, arr)
+    try:
+        with open(tmp, "wb") as f:
+            _write_all(f, head, parts, nbytes, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+        raise
     os.replace(tmp, path)
 
 
-def _write_all(f: Any, head: bytes, arr: npt.NDArray[Any]) -> None:
+def _write_all(f: Any, head: bytes, parts: Iterable[npt.NDArray[Any]], nbytes: int, path: str) -> None:
     f.write(head)
-    if arr.size:
-        f.write(arr.data.cast("B"))
+    written = 0
+    for part in parts:
+        if part.size:
+            f.write(np.ascontiguousarray(part).data.cast("B"))
+            written += part.nbytes
+    if written != nbytes:
+        raise ValueError(f"{path}: the parts hold {written} bytes, the header {nbytes}")
 
 
 class ArrayFile:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import zarr
 
-from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array, zarr_store
+from dgl_chunked.storage import fs
+from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array, write_array_parts, zarr_store
 
 ARRAYS = [
     np.arange(7, dtype=np.int64),
@@ -66,6 +67,40 @@ def test_read_parts_fills_several_arrays_in_turn(base: str) -> None:
         f.read_parts(3, 3, [])
         with pytest.raises(ValueError, match=r"c\.bin: rows \[3, 12\) do not fill"):
             f.read_parts(3, 12, outs[:2])
+
+
+def test_parts_written_one_after_another_make_the_same_file(base: str) -> None:
+    """``write_array_parts``: the bytes of ``write_array`` of the joined parts, written
+    from one reused buffer (each part is written before the next is made)."""
+    arr = np.arange(12, dtype=np.uint16) * 5
+    bounds = np.array([0, 3, 12])
+    write_array(f"{base}/whole.bin", arr, bounds=bounds)
+
+    def parts():
+        buf = np.empty(4, np.uint16)
+        for lo in range(0, 12, 4):
+            buf[:] = arr[lo : lo + 4]
+            yield buf
+
+    write_array_parts(f"{base}/parts.bin", parts(), dtype=np.dtype(np.uint16), rows=12, bounds=bounds)
+    with fs.open_file(f"{base}/whole.bin") as a, fs.open_file(f"{base}/parts.bin") as b:
+        assert a.read() == b.read()
+    with ArrayFile(f"{base}/parts.bin") as f:
+        assert f.header.bounds.tolist() == [0, 3, 12] and f.piece(1).tolist() == arr[3:].tolist()
+
+
+@pytest.mark.parametrize("rows", [11, 13])
+def test_parts_that_do_not_add_up_leave_no_file(base: str, rows: int) -> None:
+    """Parts short of or past the header's rows: a clear error naming the file, and
+    nothing at its path (no temporary file either)."""
+    path = f"{base}/bad.bin"
+    with pytest.raises(ValueError, match=r"bad\.bin: the parts hold 24 bytes, the header " + str(2 * rows)):
+        write_array_parts(
+            path, iter([np.arange(12, dtype=np.int16)]), dtype=np.dtype(np.int16), rows=rows, bounds=np.array([0, rows])
+        )
+    assert not fs.exists(path)
+    if not fs.is_url(base):
+        assert list(Path(base).iterdir()) == []
 
 
 def test_rewrite_replaces_the_file_whole(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
 from dgl_chunked.partition.lp.node_kernels import mover_entries
 from dgl_chunked.partition.lp.pair_sums import sorted_pairs
 from dgl_chunked.partition.lp.tables import WHOLE_TABLE_BYTES, lookup, whole_table
-from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array
+from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array, write_array_parts
 
 __all__ = ["CLUSTERING_FILES", "WHOLE_TABLE_BYTES", "lookup", "whole_table"]
 
@@ -383,10 +383,13 @@ def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") ->
     cid = load(level.url(f"{cid_name}-{b}"))
     table = whole_table(level, cid_name)
     offsets = np.asarray(coarse.offsets, np.int64)
-    if table is not None:  # mapped in the compiled group-by, written from its sorted keys
-        data, bounds, weight = EK.split_pairs(sorted_pairs(u, v, w, cid, table), offsets)
-        write_array(coarse.url(f"e-{b}").url, data, bounds=3 * bounds, storage_options=level.lp_root.storage_options)
-        return int(bounds[-1]), weight
+    if table is not None:  # mapped in the compiled group-by, written from its sorted keys a column at a time
+        got = EK.pair_pieces(sorted_pairs(u, v, w, cid, table), offsets)
+        url, rows = coarse.url(f"e-{b}"), 3 * int(got.bounds[-1])
+        write_array_parts(
+            url.url, got.parts, dtype=got.dtype, rows=rows, bounds=3 * got.bounds, storage_options=url.storage_options
+        )
+        return int(got.bounds[-1]), got.weight
     cv = lookup(level, cid_name, v) if v.size else np.empty(0, np.int64)
     cu, cv, w = CK.contract_entries(cid[u], cv, w)
     save_entries(coarse.url(f"e-{b}"), cu, cv, w, offsets)

@@ -306,7 +306,7 @@ class SortedPairs(NamedTuple):
 
 def sorted_pairs(u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArray) -> SortedPairs:
     """The pairs of :func:`mapped_pair_sums` as sorted keys (``a`` high, ``b`` low), for
-    a caller that writes them out itself (:func:`.entry_kernels.split_pairs`: no
+    a caller that writes them out itself (:func:`.entry_kernels.pair_pieces`: no
     ``a`` and ``b`` arrays). The weights have ``w``'s type (int32 or int64).
 
     The pairs are sorted as one integer key: first by its high bits into buckets of

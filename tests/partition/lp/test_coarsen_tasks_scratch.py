@@ -135,7 +135,22 @@ def test_coarse_entries_are_written_narrow_and_partition_as_wide_ones(
             written.append((path, arr.dtype, int(arr.max()) if arr.size else 0))
         original(path, arr, **kw)
 
+    def spy_parts(path: str, parts: Any, *, dtype: np.dtype[Any], **kw: Any) -> None:
+        tops: list[int] = []
+
+        def seen() -> Any:
+            for part in parts:
+                assert part.dtype == dtype
+                tops.append(int(part.max()) if part.size else 0)
+                yield part
+
+        original_parts(path, seen(), dtype=dtype, **kw)
+        if re.search(r"/ml/\d+/e-\d+\.bin$", path):
+            written.append((path, np.dtype(dtype), max(tops, default=0)))
+
+    original_parts = ml_tasks.write_array_parts
     monkeypatch.setattr(ml_tasks, "write_array", spy)
+    monkeypatch.setattr(ml_tasks, "write_array_parts", spy_parts)
     narrow = _lp(graph)
     levels = {int(p.split("/")[-2]) for p, _, _ in written}
     assert len(levels) >= 2, levels  # several coarse levels really written

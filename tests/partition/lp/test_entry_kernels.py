@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgl_chunked.partition.lp.entry_kernels import NARROW_TYPES, narrow_dtype, split_entries, split_pairs
+from dgl_chunked.partition.lp.entry_kernels import NARROW_TYPES, narrow_dtype, pair_pieces, split_entries
 from dgl_chunked.partition.lp.pair_sums import mapped_pair_sums, sorted_pairs
 
 
@@ -80,16 +80,19 @@ def test_narrow_dtype_of_an_empty_range_is_uint8() -> None:
     rows=st.integers(1, 60),
     sizes=st.lists(st.integers(0, 300), min_size=1, max_size=5),
     top=st.sampled_from([2, 300, 70_000]),
+    shift=st.sampled_from([0, 3]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_split_pairs_equals_splitting_the_mapped_pair_sums(
-    n: int, rows: int, sizes: list[int], top: int, seed: int
+def test_pair_pieces_equal_splitting_the_mapped_pair_sums(
+    n: int, rows: int, sizes: list[int], top: int, shift: int, seed: int
 ) -> None:
     """The contraction writes its entry file from the sorted keys: the same data, type,
-    bounds and weight as :func:`mapped_pair_sums` then :func:`split_entries`."""
+    bounds and weight as :func:`mapped_pair_sums` then :func:`split_entries`, a column
+    of a piece at a time (:func:`pair_pieces`); with ``shift``, pairs below the first
+    block and past the last are left out."""
     rng = np.random.default_rng(seed)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    span = max(int(offsets[-1]), 1)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]) + shift
+    span = max(int(offsets[-1]) + shift, 1)
     u, v = rng.integers(0, rows, n), rng.integers(0, 3 * rows, n)
     w = rng.integers(1, top, n)
     umap, vmap = rng.integers(-1, span, rows), rng.integers(-1, span, 3 * rows)
@@ -97,6 +100,10 @@ def test_split_pairs_equals_splitting_the_mapped_pair_sums(
         args = [x.astype(dtype) for x in (u, v, w, umap, vmap)]
         a, b, s = mapped_pair_sums(*args)
         want, want_bounds = split_entries(a, b, s, offsets)
-        data, bounds, weight = split_pairs(sorted_pairs(*args), offsets)
-        assert data.dtype == want.dtype and data.tolist() == want.tolist()
-        assert bounds.tolist() == want_bounds.tolist() and weight == int(s.sum())
+        pieces = pair_pieces(sorted_pairs(*args), offsets)
+        parts = [p.copy() for p in pieces.parts]  # each part reuses the buffer
+        assert [p.dtype for p in parts] == [want.dtype] * len(parts) and len(parts) == 3 * len(sizes)
+        assert np.concatenate([want[:0], *parts]).tolist() == want.tolist()
+        kept = (a >= offsets[0]) & (a < offsets[-1])
+        assert (pieces.dtype, pieces.bounds.tolist()) == (want.dtype, want_bounds.tolist())
+        assert pieces.weight == int(s[kept].sum())
