@@ -450,8 +450,8 @@ DISK_FULL = {
     "run-graph.dgl": (4096, R, True, ["graph.dgl", "File too large", "EFBIG"]),
     "partition-report.json": (1000, P, False, ["new-assign/report.json", "EFBIG"]),
     "partition-zarr-sidecar": (300, P, False, ["new-assign/dglc_parts.zarr", "EFBIG"]),
-    # the report's P2P shuffle spills to the worker's local directory, which is full
-    "partition-dask-shuffle-spill": (1000, P, True, ["Dask's local directory", "EFBIG"]),
+    # on a cluster, whose worker writes the HALO bucket files (smaller than the JSON)
+    "partition-report-on-a-worker": (1000, P, True, ["new-assign/report.json", "EFBIG"]),
     "dispatch-staging": (300, D, True, ["_staging/", "EFBIG"]),
     "dispatch-second-partition": (6500, D, True, ["part1/graph.dgl", "EFBIG"]),
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,9 @@ from dgl_chunked.errors import AssignmentError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
+from dgl_chunked.partition import report as report_module
 from dgl_chunked.partition.report import edge_stats_block, part_counts_block
+from dgl_chunked.storage.buckets import write_buckets
 from dgl_chunked.testing import GraphTruth, load_truth, make_chunked_graph
 
 
@@ -66,6 +69,49 @@ def test_report_matches_numpy_oracle(small: tuple[ChunkedGraph, GraphTruth], num
     report = compute_partition_report(graph, lazy, num_parts)
     _check(report, oracle(graph, truth, parts, num_parts))
     assert report.masks and "train_mask" in report.masks["paper"]
+
+
+@pytest.mark.parametrize(("flag_bytes", "num_parts"), [(12, 3), (24, 4), (7, 7)])
+def test_halo_counts_over_many_node_ranges_match_the_oracle(
+    small: tuple[ChunkedGraph, GraphTruth], monkeypatch: pytest.MonkeyPatch, flag_bytes: int, num_parts: int
+) -> None:
+    """The HALO count cut into node ranges of a few nodes each (ranges across node-type
+    boundaries, a last range cut short): the same counts as the oracle's sets."""
+    graph, truth = small
+    monkeypatch.setattr(report_module, "HALO_FLAG_BYTES", flag_bytes)
+    width, num_ranges = report_module.halo_ranges(int(graph.metadata.node_type_offsets[-1]), num_parts)
+    assert width == max(1, flag_bytes // num_parts) and num_ranges > 5
+    lazy = assign_partitions(graph, num_parts, seed=3)
+    parts = {t: a.compute() for t, a in lazy.items()}
+    _check(compute_partition_report(graph, lazy, num_parts), oracle(graph, truth, parts, num_parts))
+
+
+@pytest.mark.parametrize(("num_nodes", "num_parts"), [(0, 1), (5, 8), (10**6, 8), (10**9, 64), (3 * 10**9, 1)])
+def test_halo_ranges_keep_the_flags_within_their_bytes(num_nodes: int, num_parts: int) -> None:
+    width, num_ranges = report_module.halo_ranges(num_nodes, num_parts)
+    assert width * num_parts <= max(report_module.HALO_FLAG_BYTES, num_parts)
+    assert width * num_ranges >= num_nodes and width * (num_ranges - 1) < max(num_nodes, 1)
+
+
+def test_a_failed_halo_write_leaves_no_scratch(
+    small: tuple[ChunkedGraph, GraphTruth], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A HALO bucket file that cannot be written: the error reaches the caller and the
+    report's scratch directory (its Zarr copy, the files written so far) is removed."""
+    graph, _ = small
+    calls: list[str] = []
+
+    def full(path: str, *args: Any, **kwargs: Any) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(errno.EFBIG, "File too large", path)
+        write_buckets(path, *args, **kwargs)
+
+    monkeypatch.setattr(report_module, "write_buckets", full)
+    with dask.config.set(scheduler="synchronous"), pytest.raises(OSError, match="File too large"):
+        compute_partition_report(graph, assign_partitions(graph, 3, seed=1), 3, scratch_dir=tmp_path)
+    assert len(calls) == 2 and "/halo/" in calls[1]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_report_on_dgl_golden_assignment(golden_dir: Path, tiny_chunked: Path) -> None:
@@ -128,11 +174,10 @@ def test_kernels() -> None:
         np.array([0, 1, 1, 0], np.int32),
         np.array([1, 1, 0, 1], np.int32),
         np.array([5, 6, 6, 5]),
-        src_type_id=2,
         num_parts=2,
     )
     assert owned.tolist() == [1, 3] and cut == 3
-    assert sorted(zip(pairs["part_id"], pairs["orig_nid"], pairs["type_id"], strict=True)) == [(0, 6, 2), (1, 5, 2)]
+    assert list(zip(pairs["orig_nid"].tolist(), pairs["part_id"].tolist(), strict=True)) == [(5, 1), (6, 0)]
 
 
 def test_integer_masks_count_their_nonzero_nodes(tmp_path: Path) -> None:
