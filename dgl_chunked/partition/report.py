@@ -43,6 +43,7 @@ import numpy.typing as npt
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
 from dgl_chunked.errors import AssignmentError
+from dgl_chunked.io.chunked.chunks import ChunkGroup, read_checked_edges
 from dgl_chunked.partition.metis import sorted_unique
 from dgl_chunked.storage import fs as _fs
 from dgl_chunked.storage.arrays import zarr_store
@@ -52,7 +53,6 @@ from dgl_chunked.storage.zarr_lookup import lookup
 
 if TYPE_CHECKING:
     import dask.array as da
-    import pandas as pd
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
 
@@ -228,8 +228,10 @@ def halo_flag_counts(
 
 
 def _edge_task(
-    df: pd.DataFrame,
+    group: ChunkGroup,
     *,
+    num_src: int,
+    num_dst: int,
     store: str,
     storage_options: StorageOptions,
     src_type: str,
@@ -244,11 +246,11 @@ def _edge_task(
     bucketed by node range (column ``flag``: the pair's flag in its range)."""
     import zarr
 
-    src = df["src"].to_numpy(np.int64)
-    dst = df["dst"].to_numpy(np.int64)
+    src, dst = read_checked_edges(group, num_src=num_src, num_dst=num_dst)
     opened = zarr_store(store, storage_options)
     src_part = lookup(zarr.open_array(store=opened, path=src_type, mode="r"), src)
     dst_part = lookup(zarr.open_array(store=opened, path=dst_type, mode="r"), dst)
+    del dst
     owned, cut, pairs = edge_stats_block(src_part, dst_part, src + src_offset, num_parts=num_parts)
     orig = pairs["orig_nid"]
     flag = ((orig % width) * num_parts + pairs["part_id"]).astype(np.uint32)  # < HALO_FLAG_BYTES
@@ -334,11 +336,13 @@ def _edge_stats(
             "dst_type": spec.dst_type,
             "num_parts": num_parts,
             "src_offset": int(md.node_type_offsets[md.ntype_id(spec.src_type)]),
+            "num_src": graph.num_nodes(spec.src_type),
+            "num_dst": graph.num_nodes(spec.dst_type),
             "width": width,
             "num_ranges": num_ranges,
         }
-        parts = graph.edges(spec.name).to_delayed()
-        results = [task(df, halo_file=_fs.join(root, f"halo/{e}-{i}.arrow"), **kw) for i, df in enumerate(parts)]
+        groups = [g for g in graph.edge_groups(spec.name) if g.rows]  # tasks read their files by path
+        results = [task(g, halo_file=_fs.join(root, f"halo/{e}-{i}.arrow"), **kw) for i, g in enumerate(groups)]
         stats[spec.name] = ([r[0] for r in results], [r[1] for r in results])
         files += [r[2] for r in results]
     count = dask.delayed(halo_flag_counts, pure=True)

@@ -31,6 +31,7 @@ __all__ = [
     "empty_edges",
     "group_id_problems",
     "iter_edge_slices",
+    "read_checked_edges",
     "read_edge_file",
     "read_edge_group",
     "read_edges_partition",
@@ -173,6 +174,22 @@ def _joined(parts: list[IdArray]) -> IdArray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+def read_checked_edges(group: ChunkGroup, *, num_src: int, num_dst: int) -> tuple[IdArray, IdArray]:
+    """Read one group of edge files as int64 ``src``, ``dst`` arrays (no DataFrame, no
+    index: for tasks that only count), checked as :func:`read_edges_partition` checks them.
+
+    Raises
+    ------
+    ChunkMismatchError
+        Row count differs from the metadata, or a node ID is out of range.
+    """
+    src, dst = read_edge_group(group)
+    problems = group_id_problems(group, src, dst, num_src=num_src, num_dst=num_dst)
+    if problems:
+        raise ChunkMismatchError("; ".join(problems))
+    return src, dst
+
+
 def read_edges_partition(group: ChunkGroup, *, num_src: int, num_dst: int) -> pd.DataFrame:
     """Read one group of edge files as a DataFrame (``src``, ``dst``; index ``type_eid``).
 
@@ -183,10 +200,7 @@ def read_edges_partition(group: ChunkGroup, *, num_src: int, num_dst: int) -> pd
     """
     import pandas as pd
 
-    src, dst = read_edge_group(group)
-    problems = group_id_problems(group, src, dst, num_src=num_src, num_dst=num_dst)
-    if problems:
-        raise ChunkMismatchError("; ".join(problems))
+    src, dst = read_checked_edges(group, num_src=num_src, num_dst=num_dst)
     index = pd.Index(np.arange(group.start, group.stop, dtype=np.int64), name="type_eid")
     return pd.DataFrame({"src": src, "dst": dst}, index=index)
 
