@@ -189,6 +189,10 @@ def edge_stats_block(
     """Owned edges per partition, cut edges, and the distinct HALO pairs
     (``part_id``, ``orig_nid``: the owning partition and the source's homogeneous ID),
     sorted by ``orig_nid`` then ``part_id``."""
+    for part in (src_part, dst_part):  # the node counts check them too: whichever task runs first
+        if part.size and not 0 <= int(part.min()) <= int(part.max()) < num_parts:
+            bad = int(part.min()) if int(part.min()) < 0 else int(part.max())
+            raise AssignmentError(f"assignment: expected partition IDs in [0, {num_parts}), found {bad}")
     owned = np.bincount(dst_part, minlength=num_parts).astype(np.int64)
     cross = src_part != dst_part
     keys = sorted_unique(src_orig[cross] * num_parts + dst_part[cross])
