@@ -56,7 +56,15 @@ if TYPE_CHECKING:
 
     from dgl_chunked.io.chunked.graph import ChunkedGraph
 
-__all__ = ["HALO_FLAG_BYTES", "PartitionReport", "compute_partition_report", "edge_stats_block", "part_counts_block"]
+__all__ = [
+    "HALO_FLAG_BYTES",
+    "PartitionReport",
+    "compute_partition_report",
+    "edge_stats_block",
+    "halo_flag_counts",
+    "halo_ranges",
+    "part_counts_block",
+]
 
 _ZARR_CHUNK = 1 << 20
 
