@@ -168,6 +168,15 @@ class PartitionReport:
 # --- pure kernels -------------------------------------------------------------------
 
 
+def _check_part_ids(part: npt.NDArray[np.integer[Any]], num_parts: int, where: str, row: str) -> None:
+    """Raise :class:`AssignmentError` naming the first partition ID of ``part`` outside
+    ``[0, num_parts)`` and its ``row``; two reductions when all are in range."""
+    if part.size == 0 or 0 <= int(part.min()) <= int(part.max()) < num_parts:
+        return
+    bad = int(np.flatnonzero((part < 0) | (part >= num_parts))[0])
+    raise AssignmentError(f"{where}: expected partition IDs in [0, {num_parts}), found {int(part[bad])} ({row} {bad})")
+
+
 def part_counts_block(
     part: npt.NDArray[np.integer[Any]],
     weights: npt.NDArray[Any] | None = None,
@@ -177,11 +186,7 @@ def part_counts_block(
 ) -> npt.NDArray[np.int64]:
     """Per-partition counts (of nodes, or of nonzero ``weights``) as int64 ``[1, num_parts]``."""
     part = np.asarray(part)
-    bad = np.flatnonzero((part < 0) | (part >= num_parts))
-    if bad.size:
-        raise AssignmentError(
-            f"{where}: expected partition IDs in [0, {num_parts}), found {int(part[bad[0]])} (block row {int(bad[0])})"
-        )
+    _check_part_ids(part, num_parts, where, "block row")
     w = None if weights is None else np.asarray(weights).reshape(-1).astype(bool)
     counts = np.bincount(part, minlength=num_parts) if w is None else np.bincount(part[w], minlength=num_parts)
     return counts.astype(np.int64).reshape(1, num_parts)
@@ -198,9 +203,7 @@ def edge_stats_block(
     (``part_id``, ``orig_nid``: the owning partition and the source's homogeneous ID),
     sorted by ``orig_nid`` then ``part_id``."""
     for part in (src_part, dst_part):  # the node counts check them too: whichever task runs first
-        if part.size and not 0 <= int(part.min()) <= int(part.max()) < num_parts:
-            bad = int(part.min()) if int(part.min()) < 0 else int(part.max())
-            raise AssignmentError(f"assignment: expected partition IDs in [0, {num_parts}), found {bad}")
+        _check_part_ids(part, num_parts, "assignment", "edge row of a read task")
     owned = np.bincount(dst_part, minlength=num_parts).astype(np.int64)
     cross = src_part != dst_part
     keys = sorted_unique(src_orig[cross] * num_parts + dst_part[cross])

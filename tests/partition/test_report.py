@@ -178,7 +178,9 @@ def test_kernels() -> None:
     )
     assert owned.tolist() == [1, 3] and cut == 3
     assert list(zip(pairs["orig_nid"].tolist(), pairs["part_id"].tolist(), strict=True)) == [(5, 1), (6, 0)]
-    with pytest.raises(AssignmentError, match=r"expected partition IDs in \[0, 2\), found 2"):
+    with pytest.raises(
+        AssignmentError, match=r"expected partition IDs in \[0, 2\), found 2 \(edge row of a read task 1\)"
+    ):
         edge_stats_block(np.array([0, 2], np.int32), np.array([1, 1], np.int32), np.array([5, 6]), num_parts=2)
 
 
