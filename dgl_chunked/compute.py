@@ -5,21 +5,25 @@ timed, their results returned in task order (``dispatch``, ``remap`` and ``looku
 run through it). Each command names itself: the runner logs under the command's
 logger (``dgl_chunked.<command>`` unless given one) as ``<command> step: <name> (<n>
 tasks)``, so a line says which command's step it was.
+
+A failed step, and any computation run through :func:`compute_settled`, returns its
+error only when none of its tasks still runs on a worker: callers remove their scratch
+right after, and must not race a task still writing into it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import dask
 
 from dgl_chunked._dask import current_client
 
-__all__ = ["SETTLE_SECONDS", "StepRunner", "settle"]
+__all__ = ["SETTLE_SECONDS", "StepRunner", "compute_settled", "settle", "settling"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +42,28 @@ def _executing(dask_worker: Any) -> list[str]:
     ]
 
 
+def _graph_keys(dask_scheduler: Any, keys: list[Any]) -> list[str]:
+    """On the scheduler: ``keys`` and every task they depend on, transitively."""
+    seen: set[Any] = set()
+    stack = [dask_scheduler.tasks[k] for k in keys if k in dask_scheduler.tasks]
+    while stack:
+        ts = stack.pop()
+        if ts.key not in seen:
+            seen.add(ts.key)
+            stack.extend(ts.dependencies)
+    return [str(k) for k in seen]
+
+
 def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS, also: Sequence[Any] = ()) -> None:
     """After a task of a step failed: cancel the others and wait (up to ``timeout``) until no worker
     still runs one, so that the caller's cleanup of its staging does not race their writes.
 
-    ``also``: keys of the step's other tasks (those the futures depend on), waited for too."""
+    The tasks waited for are the futures', the tasks they depend on (asked of the scheduler
+    before the cancel forgets them) and ``also``'s keys."""
     keys = {str(f.key) for f in futures} | {str(k) for k in also}
     deadline = time.monotonic() + timeout
     try:
+        keys.update(client.run_on_scheduler(_graph_keys, keys=[f.key for f in futures]))
         client.cancel(list(futures))
         while time.monotonic() < deadline:
             running = client.run(_executing, on_error="return")
@@ -54,6 +72,35 @@ def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS,
             time.sleep(0.1)
     except Exception:  # noqa: BLE001 - best effort: the step's own error is what the caller reports
         logger.debug("could not wait for the failed step's running tasks", exc_info=True)
+
+
+@contextmanager
+def settling(client: Any, futures: Sequence[Any], also: Sequence[Any] = ()) -> Iterator[None]:
+    """Whatever the block raises leaves after :func:`settle` of ``futures`` (gather them in it)."""
+    try:
+        yield
+    except BaseException:
+        settle(client, futures, also=also)
+        raise
+
+
+def compute_settled(*args: Any, client: Any = None) -> tuple[Any, ...]:
+    """``dask.compute(*args)`` that returns or raises only when none of its tasks still runs.
+
+    On a ``distributed`` client (``client``, else the current one) a failed task's error
+    otherwise arrives while the computation's other tasks still run, and a caller that then
+    removes its scratch races their writes (it may report the race, not the error, and the
+    writes may outlive the removal). Here the other tasks are cancelled and the running
+    ones waited for (:func:`settle`). The local schedulers are left to Dask: the CLI's
+    threads drain their pool before an error leaves
+    (:func:`dgl_chunked.cli.context.settled_threaded_get`).
+    """
+    client = current_client(client)
+    if client is None:
+        return dask.compute(*args)  # type: ignore[no-any-return]
+    futures = client.compute(list(args))
+    with settling(client, futures):
+        return tuple(client.gather(futures))
 
 
 class StepRunner:
@@ -126,7 +173,7 @@ class StepRunner:
         if client is not None:
             chosen = list(by_key.values()) if keep is None else [tasks[i] for i in sorted(set(keep))]
             futures = client.compute(chosen)  # a future's key is its task's
-            try:
+            with settling(client, futures, also=list(by_key)):
                 if self.progress:
                     from distributed import progress
 
@@ -134,9 +181,6 @@ class StepRunner:
                     progress(futures)
                     print()
                 results = {f.key: value for f, value in zip(futures, client.gather(futures), strict=True)}
-            except BaseException:
-                settle(client, futures, also=list(by_key))
-                raise
         else:
             from dask.diagnostics import ProgressBar
 

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.compute import compute_settled
 from dgl_chunked.errors import DGLFormatError, MetadataError, OutputExistsError, UnsupportedFormatError
 from dgl_chunked.io.dgl.binary import HomogeneousGraph, read_graphs
 from dgl_chunked.io.dgl.partition_config import CONFIG_NAME, types_in_id_order
@@ -237,7 +238,7 @@ def convert_to_graphbolt(
         )
         for p in range(num_parts)
     ]
-    rels = dask.compute(*tasks)
+    rels = compute_settled(*tasks)
     if target_dir is not None:
         doc = _redirected(doc, base, target_dir)
     for p, rel in enumerate(rels):

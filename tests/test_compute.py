@@ -1,14 +1,16 @@
-"""StepRunner (dgl_chunked.compute): step lines name their command; run_everywhere skips a worker that left."""
+"""StepRunner and compute_settled (dgl_chunked.compute): step lines name their command; run_everywhere
+skips a worker that left; a failed computation returns after its running tasks."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
 from distributed.comm.core import CommClosedError
 
-from dgl_chunked.compute import StepRunner
+from dgl_chunked.compute import StepRunner, compute_settled
 
 
 class _Client:
@@ -95,3 +97,47 @@ def test_an_inner_task_error_is_raised_with_keep(client: Any) -> None:
     last = delayed(lambda x: x, pure=False)(inner, dask_key_name="dglc-test-fail-last")
     with pytest.raises(ValueError, match="inner task failed"):
         StepRunner(client=client, progress=False, command="dispatch").compute([inner, last], "fail", keep=[1])
+
+
+# --- compute_settled / settling --------------------------------------------------
+
+
+def _slow_write(path: str) -> int:
+    import time
+
+    time.sleep(1.0)
+    Path(path).write_text("done")
+    return 1
+
+
+def _fail(_: int = 0) -> int:
+    raise ValueError("a task failed")
+
+
+def test_compute_settled_equals_dask_compute(client: Any) -> None:
+    import dask
+    import dask.array as da
+    import numpy as np
+
+    x = da.arange(10, chunks=3)
+    args = ({"sum": x.sum(), "plain": 7}, [x * 2], x.max())
+    with dask.config.set(scheduler="synchronous"):
+        expected = dask.compute(*args)
+    got = compute_settled(*args)  # on the current client
+    assert repr(got) == repr(expected)
+    assert np.array_equal(got[1][0], np.arange(10) * 2)
+
+
+def test_a_failed_computation_returns_after_its_running_dependencies(client: Any, tmp_path: Path) -> None:
+    """The failing task and a slow one both feed the one result: the error leaves only
+    when the slow task (a dependency, not a future of the caller) has finished writing."""
+    from dask.delayed import delayed
+
+    target = tmp_path / "late.txt"
+    slow = delayed(_slow_write, pure=False)(str(target), dask_key_name="dglc-test-settled-slow")
+    bad = delayed(_fail, pure=False)(dask_key_name="dglc-test-settled-fail")
+    total = delayed(sum, pure=False)([slow, bad], dask_key_name="dglc-test-settled-sum")
+    with pytest.raises(ValueError, match="a task failed"):
+        compute_settled({"total": total}, client=client)
+    assert target.read_text() == "done"
+    assert not [k for k in client.who_has() if "settled" in str(k)]  # nothing of it is kept

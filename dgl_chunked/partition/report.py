@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import IdArray, PathLike, StorageOptions
+from dgl_chunked.compute import compute_settled
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.io.chunked.chunks import ChunkGroup, read_checked_edges
 from dgl_chunked.partition.metis import sorted_unique
@@ -279,7 +280,6 @@ def _edge_task(
 def _materialise(parts: Mapping[str, da.Array], store: str, storage_options: StorageOptions) -> dict[str, da.Array]:
     """Store the assignment as Zarr (one compute); return lazy views of the copy,
     so nothing upstream of ``parts`` (e.g. a METIS task) is evaluated twice."""
-    import dask
     import dask.array as da
     import zarr
 
@@ -293,7 +293,7 @@ def _materialise(parts: Mapping[str, da.Array], store: str, storage_options: Sto
         )
         if n:
             writes.append(da.store(arr.astype(np.int32).rechunk(chunk), target, lock=False, compute=False))
-    dask.compute(*writes)
+    compute_settled(*writes)
     return {
         t: da.from_zarr(
             group[t], chunks=parts[t].chunks, name=f"dglc-report-parts-{t}-{run_token(store, parts[t].name)}"
@@ -400,7 +400,6 @@ def compute_partition_report(
     -------
     PartitionReport
     """
-    import dask
 
     for ntype in graph.metadata.node_types:
         arr = parts.get(ntype)
@@ -425,7 +424,7 @@ def compute_partition_report(
         stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store, so)
         nodes = _node_counts(graph, stored, num_parts)
         edges, halo = _edge_stats(graph, store, root, so, num_parts)
-        nodes, edges, halo = dask.compute(nodes, edges, halo)
+        nodes, edges, halo = compute_settled(nodes, edges, halo)
     finally:
         remove_owned(root, storage_options=so)
     halo_nodes = {t: [int(n) for n in halo[:, i]] for i, t in enumerate(graph.metadata.node_types)}

@@ -12,7 +12,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dgl_chunked.errors import AssignmentError
+from dgl_chunked.errors import AssignmentError, ChunkReadError
 from dgl_chunked.io.assignment import open_assignment
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import PartitionReport, assign_partitions, compute_partition_report
@@ -112,6 +112,42 @@ def test_a_failed_halo_write_leaves_no_scratch(
         compute_partition_report(graph, assign_partitions(graph, 3, seed=1), 3, scratch_dir=tmp_path)
     assert len(calls) == 2 and "/halo/" in calls[1]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_edge_file_on_a_cluster_is_reported_and_leaves_no_scratch(
+    client: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One edge task fails at once while another is still writing its HALO buckets: the
+    caller gets the missing file's error only after that write, and no scratch remains
+    (before, the removal raced the write and could report the race instead)."""
+    import time
+
+    meta = make_chunked_graph(tmp_path / "graph")
+    graph = open_chunked_graph(meta.base_dir)
+    first = next(g for g in graph.edge_groups(graph.metadata.edge_types[0].name) if g.rows)
+    missing = first.refs[0].path
+    Path(missing).unlink()
+
+    started: list[str] = []
+    finished: list[str] = []
+
+    def slow(path: str, *args: Any, **kwargs: Any) -> None:
+        started.append(path)
+        time.sleep(0.5)
+        try:
+            write_buckets(path, *args, **kwargs)
+        finally:
+            finished.append(path)
+
+    monkeypatch.setattr(report_module, "write_buckets", slow)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with pytest.raises(ChunkReadError, match="does not exist") as err:
+        compute_partition_report(graph, assign_partitions(graph, 3, seed=1), 3, scratch_dir=scratch)
+    in_flight_at_return = len(started) - len(finished)
+    assert in_flight_at_return == 0
+    assert Path(missing).name in str(err.value)
+    assert list(scratch.iterdir()) == []
 
 
 def test_report_on_dgl_golden_assignment(golden_dir: Path, tiny_chunked: Path) -> None:

@@ -36,6 +36,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.compute import compute_settled
 from dgl_chunked.errors import AssignmentError, OutputExistsError
 from dgl_chunked.io.assignment.layout import (
     ASSIGNMENT_KIND,
@@ -342,7 +343,7 @@ def _write_assignment(
     try:
         for path, size in sizes.items():
             _preallocate(path, size)
-        written = dict(zip(keys, dask.compute(*tasks), strict=True))
+        written = dict(zip(keys, compute_settled(*tasks), strict=True))
         if in_place:
             stamps = {t: _finish_in_place(out, t, bool(pieces[t]), storage_options) for t in parts}
         else:

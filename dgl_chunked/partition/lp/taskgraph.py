@@ -16,7 +16,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dgl_chunked._dask import on_worker
+from dgl_chunked._dask import current_client, on_worker
+from dgl_chunked.compute import settling
 
 __all__ = ["Ref", "TaskGraph"]
 
@@ -70,6 +71,9 @@ class TaskGraph:
             return []
         logger.debug("lp: computation of %d tasks", len(self.dsk))
         if not on_worker():
+            client = current_client()
+            if client is not None:
+                return self._gather(client, keys)
             import dask.threaded
             from dask.base import get_scheduler
 
@@ -78,4 +82,11 @@ class TaskGraph:
         from distributed import worker_client
 
         with worker_client() as client:
-            return list(client.gather(client.get(self.dsk, list(keys), sync=False)))
+            return self._gather(client, keys)
+
+    def _gather(self, client: Any, keys: Sequence[Any]) -> list[Any]:
+        """Results of ``keys`` on ``client``; a failure leaves once no task of it runs (the
+        caller then removes the scratch those tasks write into)."""
+        futures = client.get(self.dsk, list(keys), sync=False)
+        with settling(client, futures):
+            return list(client.gather(futures))

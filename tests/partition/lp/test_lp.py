@@ -3,6 +3,7 @@ chunk invariance, the distributed scheduler, heterogeneous graphs, and its kerne
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import dask
@@ -363,6 +364,29 @@ def test_task_graph_runs_tasks_after_their_dependencies() -> None:
     with dask.config.set(scheduler="synchronous"):
         assert graph.compute([last, total]) == [6, 6]
     assert seen == ["first"]
+
+
+def _late_write(path: str) -> int:
+    time.sleep(1.0)
+    Path(path).write_text("done")
+    return 1
+
+
+def _fails() -> int:
+    raise ValueError("an lp task failed")
+
+
+def test_a_failed_task_graph_returns_after_its_running_tasks(client: object, tmp_path: Path) -> None:
+    """On a client, lp's caller removes its scratch right after an error: the task still
+    writing into it (a dependency of the failed result) must have finished by then."""
+    graph = TaskGraph()
+    target = tmp_path / "late.txt"
+    slow = graph.add(_late_write, str(target))
+    bad = graph.add(_fails)
+    last = graph.add(max, Ref(slow), Ref(bad))
+    with pytest.raises(ValueError, match="an lp task failed"):
+        graph.compute([last])
+    assert target.read_text() == "done"
 
 
 def test_balance_edges_places_every_node_when_moves_fall_short(tmp_path: Path) -> None:
