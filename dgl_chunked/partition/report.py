@@ -199,15 +199,21 @@ def edge_stats_block(
     src_orig: IdArray,
     *,
     num_parts: int,
+    src_offset: int = 0,
 ) -> tuple[npt.NDArray[np.int64], int, dict[str, IdArray]]:
     """Owned edges per partition, cut edges, and the distinct HALO pairs
-    (``part_id``, ``orig_nid``: the owning partition and the source's homogeneous ID),
-    sorted by ``orig_nid`` then ``part_id``."""
+    (``part_id``, ``orig_nid``: the owning partition and the source's homogeneous ID,
+    ``src_orig + src_offset``), sorted by ``orig_nid`` then ``part_id``."""
     for part in (src_part, dst_part):  # the node counts check them too: whichever task runs first
         _check_part_ids(part, num_parts, "assignment", "edge row of a read task")
     owned = np.bincount(dst_part, minlength=num_parts).astype(np.int64)
     cross = src_part != dst_part
-    keys = sorted_unique(src_orig[cross] * num_parts + dst_part[cross])
+    keys = np.add(
+        src_orig[cross], src_offset, dtype=np.int64
+    )  # the offset on the cut edges alone: no copy of every source
+    keys *= num_parts
+    keys += dst_part[cross]
+    keys = sorted_unique(keys)
     return owned, int(np.count_nonzero(cross)), {"part_id": keys % num_parts, "orig_nid": keys // num_parts}
 
 
@@ -267,7 +273,8 @@ def _edge_task(
     src_part = lookup(zarr.open_array(store=opened, path=src_type, mode="r"), src)
     dst_part = lookup(zarr.open_array(store=opened, path=dst_type, mode="r"), dst)
     del dst
-    owned, cut, pairs = edge_stats_block(src_part, dst_part, src + src_offset, num_parts=num_parts)
+    owned, cut, pairs = edge_stats_block(src_part, dst_part, src, num_parts=num_parts, src_offset=src_offset)
+    del src, src_part, dst_part
     orig = pairs["orig_nid"]
     flag = ((orig % width) * num_parts + pairs["part_id"]).astype(np.uint32)  # < HALO_FLAG_BYTES
     write_buckets(halo_file, {"flag": flag}, orig // width, num_ranges, storage_options)

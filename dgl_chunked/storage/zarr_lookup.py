@@ -4,7 +4,10 @@
 of ``array`` in memory at a time: the IDs are grouped by the Zarr chunk they fall in
 and only the touched Zarr chunks are read, one after another. This is how an edge
 read task finds the partition or new ID of its endpoints without loading a whole
-node-level array, whatever the graph size.
+node-level array, whatever the graph size. An array no larger than the IDs (a
+10M-node int32 assignment against one 12.5M-edge file's int64 IDs) is read whole
+instead: no more memory than the task holds already, and one gather instead of a
+pass over the IDs per Zarr chunk.
 
 ``cached_lookup`` trades memory for speed where the caller allows it: a whole
 array that fits a byte budget is read once per process (as int32 when its values
@@ -38,7 +41,8 @@ __all__ = [
 
 
 def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
-    """Gather ``array[ids]`` Zarr chunk by Zarr chunk.
+    """Gather ``array[ids]`` Zarr chunk by Zarr chunk (or from the whole array, read once,
+    when it holds no more bytes than ``ids``).
 
     Parameters
     ----------
@@ -53,14 +57,15 @@ def lookup(array: zarr.Array[Any], ids: npt.NDArray[np.integer[Any]]) -> npt.NDA
         Same length as ``ids``, dtype of ``array``.
     """
     ids = np.asarray(ids)
-    out = np.empty(ids.shape[0], dtype=array.dtype)
     if ids.size == 0:
-        return out
+        return np.empty(0, dtype=array.dtype)
     chunk = int(array.chunks[0])
-    if array.shape[0] <= chunk:  # one Zarr chunk: no grouping needed
+    if array.shape[0] <= chunk or array.nbytes <= ids.nbytes:
+        # one Zarr chunk, or a whole array no larger than the IDs the caller holds already:
+        # one read and one gather, instead of a pass over the IDs per Zarr chunk
         return np.asarray(array[:])[ids]  # type: ignore[no-any-return]
-    zarr_chunk = ids // chunk
-    for b, sel in _groups(zarr_chunk, -(-array.shape[0] // chunk)):
+    out = np.empty(ids.shape[0], dtype=array.dtype)
+    for b, sel in _range_groups(ids, chunk, -(-array.shape[0] // chunk)):
         values = np.asarray(array[b * chunk : min((b + 1) * chunk, array.shape[0])])
         out[sel] = values[ids[sel] - b * chunk]
     return out
@@ -145,7 +150,7 @@ def _range_groups(
     alive at a time (no Zarr chunk number per ID). Many: one sort of the Zarr chunk numbers.
     """
     if num_chunks > 16:
-        yield from _groups(ids // chunk, num_chunks)
+        yield from _groups(_chunk_numbers(ids, chunk, num_chunks), num_chunks)
         return
     for b in range(num_chunks):
         sel = np.flatnonzero((ids >= b * chunk) & (ids < (b + 1) * chunk))
@@ -252,6 +257,13 @@ def _read_compact(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any]
 def _read_native(array: zarr.Array[Any], budget_bytes: int) -> npt.NDArray[Any] | None:
     """The whole array in its own dtype, or None when that exceeds ``budget_bytes``."""
     return np.asarray(array[:]) if array.nbytes <= budget_bytes else None
+
+
+def _chunk_numbers(ids: npt.NDArray[np.integer[Any]], chunk: int, num_chunks: int) -> npt.NDArray[np.integer[Any]]:
+    """The Zarr chunk of every ID in the narrowest type: 2 bytes per ID up to 65536 Zarr
+    chunks (numpy sorts those by radix), not 8."""
+    dtype = np.uint16 if num_chunks <= 1 << 16 else np.int32 if num_chunks < 1 << 31 else np.int64
+    return np.floor_divide(ids, chunk, out=np.empty(ids.shape[0], dtype), casting="unsafe")  # type: ignore[no-any-return]
 
 
 def _groups(zarr_chunk: npt.NDArray[Any], num_chunks: int) -> list[tuple[int, npt.NDArray[np.intp]]]:

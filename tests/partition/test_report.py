@@ -214,6 +214,14 @@ def test_kernels() -> None:
     )
     assert owned.tolist() == [1, 3] and cut == 3
     assert list(zip(pairs["orig_nid"].tolist(), pairs["part_id"].tolist(), strict=True)) == [(5, 1), (6, 0)]
+    _, _, shifted = edge_stats_block(  # int32 sources past 2**31 with their offset: no overflow
+        np.array([0, 1, 1, 0], np.int32),
+        np.array([1, 1, 0, 1], np.int32),
+        np.array([5, 6, 6, 5], np.int32),
+        num_parts=2,
+        src_offset=1 << 31,
+    )
+    assert shifted["orig_nid"].tolist() == [(1 << 31) + 5, (1 << 31) + 6] and shifted["part_id"].tolist() == [1, 0]
     with pytest.raises(
         AssignmentError, match=r"expected partition IDs in \[0, 2\), found 2 \(edge row of a read task 1\)"
     ):

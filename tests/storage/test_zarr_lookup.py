@@ -101,3 +101,27 @@ def test_ranged_cached_lookup_equals_fancy_indexing(tmp_path_factory, length, ch
         assert got.dtype == np.int32
         assert zarr_lookup.cached_bytes() <= budget
     zarr_lookup.clear_lookup_cache()
+
+
+class _Recorded:
+    """A 1-D array with Zarr's ``chunks``/``shape``/``nbytes`` that records the slices read."""
+
+    def __init__(self, values: np.ndarray, chunk: int) -> None:
+        self.values, self.chunks, self.shape = values, (chunk,), values.shape
+        self.dtype, self.nbytes, self.reads = values.dtype, values.nbytes, []
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        self.reads.append((key.start or 0, self.shape[0] if key.stop is None else min(key.stop, self.shape[0])))
+        return self.values[key]
+
+
+def test_lookup_reads_touched_chunks_or_the_whole_array_when_no_larger_than_the_ids() -> None:
+    values = np.arange(1000, dtype=np.int64) * 3
+    few = _Recorded(values, chunk=100)
+    ids = np.array([950, 5, 7, 420], np.int64)  # 32 bytes of IDs against 8000 of array: chunk by chunk
+    np.testing.assert_array_equal(lookup(few, ids), values[ids])
+    assert sorted(few.reads) == [(0, 100), (400, 500), (900, 1000)]
+    many = _Recorded(values, chunk=100)
+    ids = np.random.default_rng(0).integers(0, 1000, 1000)  # as many bytes as the array: one read
+    np.testing.assert_array_equal(lookup(many, ids), values[ids])
+    assert many.reads == [(0, 1000)]
