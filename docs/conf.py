@@ -52,6 +52,11 @@ myst_heading_anchors = 3
 nb_execution_mode = os.environ.get("DGLC_DOCS_EXECUTE", "force")
 nb_execution_in_temp = True
 nb_execution_timeout = 600
+# Their scratch folders (tempfile.mkdtemp: a graph, its partitions) go under _build, which
+# scripts/docs.sh empties, instead of piling up in the system temp folder build after build.
+_NOTEBOOK_TMP = DOCS / "_build" / "notebook-tmp"
+_NOTEBOOK_TMP.mkdir(parents=True, exist_ok=True)
+os.environ["TMPDIR"] = str(_NOTEBOOK_TMP)  # the kernels inherit it
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_merge_streams = True

@@ -10,7 +10,7 @@ if [ -z "${PYTHON:-}" ]; then
     PYTHON=.venv/bin/python
 fi
 out=docs/_build
-rm -rf "$out/html" "$out/doctest" "$out/doctrees" "$out/doctrees-doctest"
+rm -rf "$out/html" "$out/doctest" "$out/doctrees" "$out/doctrees-doctest" "$out/notebook-tmp"
 # Notebooks find the kernel "python3"; register this interpreter's when none is installed.
 "$PYTHON" - <<'PY'
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -23,4 +23,5 @@ PY
 "$PYTHON" -m sphinx -W --keep-going -q -b html -d "$out/doctrees" docs "$out/html"
 DGLC_DOCS_EXECUTE=off "$PYTHON" -m sphinx -W --keep-going -q -b doctest -d "$out/doctrees-doctest" docs "$out/doctest"
 "$PYTHON" docs/_ext/dglc_docs.py "$out/html"
+rm -rf "$out/notebook-tmp"  # the executed notebooks' scratch (docs/conf.py)
 echo "docs: open $out/html/index.html"
