@@ -71,6 +71,24 @@ def test_a_failed_report_retracts_the_assignment(tiny_chunked: Path, tmp_path: P
     assert not [p for p in out.iterdir() if p.name.startswith("dglc-")]
 
 
+def test_the_free_heap_goes_back_between_the_assignment_and_the_report(
+    tiny_chunked: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report starts from the partitioner's live data, not from its free heap too."""
+    from dgl_chunked.partition import workflow
+
+    events: list[str] = []
+    monkeypatch.setattr(workflow, "give_back_free_heap", lambda: events.append("trim") or True)
+    write, report = workflow.write_assignment, workflow.compute_partition_report
+    monkeypatch.setattr(workflow, "write_assignment", lambda *a, **k: (events.append("write"), write(*a, **k))[1])
+    monkeypatch.setattr(
+        workflow, "compute_partition_report", lambda *a, **k: (events.append("report"), report(*a, **k))[1]
+    )
+    with dask.config.set(scheduler="synchronous"):
+        make_assignment(str(tiny_chunked), tmp_path / "a", num_parts=2)
+    assert events == ["write", "trim", "report"]
+
+
 def test_an_output_inside_the_input_is_refused_before_anything_is_created(tiny_chunked: Path, tmp_path: Path) -> None:
     chunked = Path(shutil.copytree(tiny_chunked, tmp_path / "chunked"))
     before = sorted(p.name for p in chunked.rglob("*"))

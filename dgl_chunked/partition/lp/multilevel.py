@@ -71,7 +71,7 @@ def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> No
         with phase("fill"):
             logger.debug("lp: isolated nodes: %d", D.fill(state, isolated=True))
     finally:
-        D.release_worker_pools()
+        D.release_worker_pools(trim=True)
 
 
 def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:

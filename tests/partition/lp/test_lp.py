@@ -389,6 +389,17 @@ def test_a_failed_task_graph_returns_after_its_running_tasks(client: object, tmp
     assert target.read_text() == "done"
 
 
+def test_release_worker_pools_trims_the_heap_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dgl_chunked.partition.lp import heap
+
+    trims: list[int] = []
+    monkeypatch.setattr(heap, "give_back_free_heap", lambda: trims.append(1) or True)
+    lp_driver.release_worker_pools()  # between lp's steps: the pools only
+    assert trims == []
+    lp_driver.release_worker_pools(trim=True)  # at its end (multilevel.run_multilevel)
+    assert trims == [1]
+
+
 def test_balance_edges_places_every_node_when_moves_fall_short(tmp_path: Path) -> None:
     """With ``balance_edges`` a block's moves may fall short of their quotas (it stops at
     a group's owned-edge quota), so the planned count of placed nodes is only an upper
