@@ -62,8 +62,11 @@ def settle(client: Any, futures: Sequence[Any], timeout: float = SETTLE_SECONDS,
     before the cancel forgets them) and ``also``'s keys."""
     keys = {str(f.key) for f in futures} | {str(k) for k in also}
     deadline = time.monotonic() + timeout
-    try:
+    try:  # a scheduler that runs no function of ours (distributed.scheduler.pickle off) still cancels
         keys.update(client.run_on_scheduler(_graph_keys, keys=[f.key for f in futures]))
+    except Exception:  # noqa: BLE001 - then only the futures' and ``also``'s keys are waited for
+        logger.debug("could not ask the scheduler for the failed step's tasks", exc_info=True)
+    try:
         client.cancel(list(futures))
         while time.monotonic() < deadline:
             running = client.run(_executing, on_error="return")
