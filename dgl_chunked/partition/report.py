@@ -2,15 +2,17 @@
 
 How it is computed (:func:`compute_partition_report`, two Dask computes):
 
-1. The assignment is materialised as a Zarr copy (one int32 array per node type,
-   regular chunks) in a marked ``dglc-report-<token>`` directory under ``scratch_dir``.
+1. The assignment is materialised as a Zarr copy (one array per node type, regular
+   chunks, its IDs checked and in the narrowest type: int8 up to 127 partitions) in a
+   marked ``dglc-report-<token>`` directory under ``scratch_dir``.
 2. Nodes: per node block, a bincount of partition IDs (and of every node feature
    whose name contains ``mask``, e.g. ``train_mask``, that is boolean or integer, the
    nodes where it is nonzero: GSProcessing writes int8 masks of 0 and 1), summed.
 3. Edges: per edge read task (consecutive files of about the graph's task size), the
    partitions of both endpoints are gathered with
-   :func:`dgl_chunked.storage.zarr_lookup.lookup` (only the touched Zarr chunks are
-   read, one at a time: bounded memory). An edge is owned by its destination's
+   :func:`dgl_chunked.storage.zarr_lookup.lookup` (the whole copy when it holds no
+   more bytes than the task's IDs, else only the touched Zarr chunks, one at a time:
+   bounded memory). An edge is owned by its destination's
    partition (``docs/spec/partition-config.md``, "ID spaces"); it is cut when the source lives elsewhere.
 4. HALO nodes of partition ``p`` are the distinct sources, not owned by ``p``, of
    edges owned by ``p`` (DGL's chunked pipeline: in-edges, one hop). Each edge task
@@ -41,14 +43,22 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._dask import run_token
-from dgl_chunked._typing import IdArray, PathLike, StorageOptions
+from dgl_chunked._typing import PathLike, StorageOptions
 from dgl_chunked.compute import compute_settled
 from dgl_chunked.errors import AssignmentError
 from dgl_chunked.io.chunked.chunks import ChunkGroup, read_checked_edges
-from dgl_chunked.partition.metis import sorted_unique
+from dgl_chunked.partition.report_kernels import (
+    HALO_FLAG_BYTES,
+    edge_stats_block,
+    halo_flag_counts,
+    halo_ranges,
+    narrowed,
+    part_counts_block,
+    part_dtype,
+)
 from dgl_chunked.storage import fs as _fs
 from dgl_chunked.storage.arrays import zarr_store
-from dgl_chunked.storage.buckets import read_bucket, write_buckets
+from dgl_chunked.storage.buckets import write_buckets
 from dgl_chunked.storage.owned import check_no_overlap, make_scratch_dir, remove_owned
 from dgl_chunked.storage.zarr_lookup import lookup
 
@@ -68,9 +78,6 @@ __all__ = [
 ]
 
 _ZARR_CHUNK = 1 << 20
-
-HALO_FLAG_BYTES = 1 << 25
-"""Most flags one HALO counting task holds: one byte per (node, partition) of its range."""
 
 
 def _ratio(values: list[int]) -> float | None:
@@ -166,89 +173,6 @@ class PartitionReport:
         return "\n".join(lines)
 
 
-# --- pure kernels -------------------------------------------------------------------
-
-
-def _check_part_ids(part: npt.NDArray[np.integer[Any]], num_parts: int, where: str, row: str) -> None:
-    """Raise :class:`AssignmentError` naming the first partition ID of ``part`` outside
-    ``[0, num_parts)`` and its ``row``; two reductions when all are in range."""
-    if part.size == 0 or 0 <= int(part.min()) <= int(part.max()) < num_parts:
-        return
-    bad = int(np.flatnonzero((part < 0) | (part >= num_parts))[0])
-    raise AssignmentError(f"{where}: expected partition IDs in [0, {num_parts}), found {int(part[bad])} ({row} {bad})")
-
-
-def part_counts_block(
-    part: npt.NDArray[np.integer[Any]],
-    weights: npt.NDArray[Any] | None = None,
-    *,
-    num_parts: int,
-    where: str = "assignment",
-) -> npt.NDArray[np.int64]:
-    """Per-partition counts (of nodes, or of nonzero ``weights``) as int64 ``[1, num_parts]``."""
-    part = np.asarray(part)
-    _check_part_ids(part, num_parts, where, "block row")
-    w = None if weights is None else np.asarray(weights).reshape(-1).astype(bool)
-    counts = np.bincount(part, minlength=num_parts) if w is None else np.bincount(part[w], minlength=num_parts)
-    return counts.astype(np.int64).reshape(1, num_parts)
-
-
-def edge_stats_block(
-    src_part: npt.NDArray[np.int32],
-    dst_part: npt.NDArray[np.int32],
-    src_orig: IdArray,
-    *,
-    num_parts: int,
-    src_offset: int = 0,
-) -> tuple[npt.NDArray[np.int64], int, dict[str, IdArray]]:
-    """Owned edges per partition, cut edges, and the distinct HALO pairs
-    (``part_id``, ``orig_nid``: the owning partition and the source's homogeneous ID,
-    ``src_orig + src_offset``), sorted by ``orig_nid`` then ``part_id``."""
-    for part in (src_part, dst_part):  # the node counts check them too: whichever task runs first
-        _check_part_ids(part, num_parts, "assignment", "edge row of a read task")
-    owned = np.bincount(dst_part, minlength=num_parts).astype(np.int64)
-    cross = src_part != dst_part
-    keys = np.add(
-        src_orig[cross], src_offset, dtype=np.int64
-    )  # the offset on the cut edges alone: no copy of every source
-    keys *= num_parts
-    keys += dst_part[cross]
-    keys = sorted_unique(keys)
-    return owned, int(np.count_nonzero(cross)), {"part_id": keys % num_parts, "orig_nid": keys // num_parts}
-
-
-def halo_ranges(num_nodes: int, num_parts: int) -> tuple[int, int]:
-    """Nodes per range of the HALO count and the number of ranges: each range's flags
-    (one byte per node and partition) within :data:`HALO_FLAG_BYTES`."""
-    width = max(1, min(HALO_FLAG_BYTES // num_parts, num_nodes))
-    return width, max(1, -(-num_nodes // width))
-
-
-def halo_flag_counts(
-    files: list[str],
-    r: int,
-    *,
-    width: int,
-    num_parts: int,
-    type_offsets: IdArray,
-    storage_options: StorageOptions = None,
-) -> npt.NDArray[np.int64]:
-    """HALO nodes per partition and node type (``[P, T]``) of the nodes of range ``r``
-    (``[r * width, (r + 1) * width)``): its bucket of every file, flagged one file at a
-    time (a pair flagged twice counts once)."""
-    flags = np.zeros(width * num_parts, np.uint8)
-    for path in files:
-        flags[read_bucket(path, r, storage_options)["flag"]] = 1
-    grid = flags.reshape(width, num_parts)
-    lo = r * width
-    counts = np.zeros((num_parts, len(type_offsets) - 1), np.int64)
-    for t in range(counts.shape[1]):
-        a, b = max(int(type_offsets[t]) - lo, 0), min(int(type_offsets[t + 1]) - lo, width)
-        if b > a:
-            counts[:, t] = grid[a:b].sum(axis=0, dtype=np.int64)
-    return counts
-
-
 def _edge_task(
     group: ChunkGroup,
     *,
@@ -284,22 +208,30 @@ def _edge_task(
 # --- wiring -----------------------------------------------------------------------------
 
 
-def _materialise(parts: Mapping[str, da.Array], store: str, storage_options: StorageOptions) -> dict[str, da.Array]:
-    """Store the assignment as Zarr (one compute); return lazy views of the copy,
-    so nothing upstream of ``parts`` (e.g. a METIS task) is evaluated twice."""
+def _materialise(
+    parts: Mapping[str, da.Array], store: str, storage_options: StorageOptions, num_parts: int
+) -> dict[str, da.Array]:
+    """Store the assignment as Zarr (one compute), checked and narrowed
+    (:func:`~dgl_chunked.partition.report_kernels.part_dtype`); return lazy views of the
+    copy, so nothing upstream of ``parts`` (e.g. a METIS task) is evaluated twice."""
     import dask.array as da
     import zarr
 
     group = zarr.open_group(zarr_store(store, storage_options), mode="w")
+    dtype = part_dtype(num_parts)
     writes = []
     for ntype, arr in parts.items():
         n = int(arr.shape[0])
         chunk = max(1, min(n, _ZARR_CHUNK))
         target: Any = group.create_array(
-            ntype, shape=(n,), chunks=(chunk,), dtype=np.int32, fill_value=0, compressors=None
+            ntype, shape=(n,), chunks=(chunk,), dtype=dtype, fill_value=0, compressors=None
         )
         if n:
-            writes.append(da.store(arr.astype(np.int32).rechunk(chunk), target, lock=False, compute=False))
+            where = f"assignment of {ntype!r}"
+            narrow = da.map_blocks(
+                narrowed, arr, num_parts=num_parts, where=where, dtype=dtype, meta=np.empty(0, dtype)
+            )
+            writes.append(da.store(narrow.rechunk(chunk), target, lock=False, compute=False))
     compute_settled(*writes)
     return {
         t: da.from_zarr(
@@ -428,7 +360,7 @@ def compute_partition_report(
     root = make_scratch_dir(parent, "report", token, storage_options=so)
     store = _fs.join(root, "assignment.zarr")
     try:
-        stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store, so)
+        stored = _materialise({t: parts[t] for t in graph.metadata.node_types}, store, so, num_parts)
         nodes = _node_counts(graph, stored, num_parts)
         edges, halo = _edge_stats(graph, store, root, so, num_parts)
         nodes, edges, halo = compute_settled(nodes, edges, halo)

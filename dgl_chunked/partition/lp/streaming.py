@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from dgl_chunked._dask import on_worker
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition.lp import heap, salts, schedule, staging
+from dgl_chunked.partition.lp import salts, schedule, staging
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import tasks as T
 from dgl_chunked.partition.lp.config import LPPlan
@@ -434,21 +434,11 @@ def release_arrow_pools() -> list[bool]:
 
 def release_worker_pools(*, trim: bool = False) -> None:
     """Free the tasks' pooled arrays in every worker process (or in this one); with
-    ``trim`` also the free pages of their heaps (:func:`.heap.give_back_free_heap`).
-
-    ``lp`` trims at its end: the CLI then runs the quality report in the same process
-    (as typed: local threads), which started from the 0.2-0.4 GB of free heap that the
-    tasks left (1M nodes / 10M edges: 521 -> 343 MB resident after ``malloc_trim``)."""
-    release = _release_and_trim if trim else S.release_pools
-    release()
+    ``trim`` also their free heap (:func:`.store.release_pools`; at lp's end)."""
+    S.release_pools(trim=trim)
     if not on_worker():
         return
     from distributed import worker_client
 
     with worker_client() as client:
-        client.run(release)
-
-
-def _release_and_trim() -> None:
-    S.release_pools()
-    heap.give_back_free_heap()
+        client.run(S.release_pools, trim=trim)

@@ -393,7 +393,7 @@ def test_release_worker_pools_trims_the_heap_only_when_asked(monkeypatch: pytest
     from dgl_chunked.partition.lp import heap
 
     trims: list[int] = []
-    monkeypatch.setattr(heap, "give_back_free_heap", lambda: trims.append(1) or True)
+    monkeypatch.setattr(heap, "give_back_free_heap", lambda: trims.append(1) or True)  # as store.release_pools calls it
     lp_driver.release_worker_pools()  # between lp's steps: the pools only
     assert trims == []
     lp_driver.release_worker_pools(trim=True)  # at its end (multilevel.run_multilevel)
