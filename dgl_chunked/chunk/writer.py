@@ -13,9 +13,11 @@
    masked like their edges, added self loops and their filled features, node
    features), each casting dtypes on the way.
 
-Each step is one ``dask.compute`` on the current scheduler. ``metadata.json``
-(built by :mod:`.documents`) is written last and atomically, so a failed run
-never looks complete; the staging folder is removed in any case.
+Each step is one computation on the current scheduler
+(:func:`~dgl_chunked.compute.compute_settled`: a failed step returns once none of its
+tasks runs). ``metadata.json`` (built by :mod:`.documents`) is written last and
+atomically, so a failed run never looks complete; the staging folder is removed in
+any case.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from dask.base import compute
 from dask.delayed import delayed
 
 from dgl_chunked._dask import run_token
@@ -32,6 +33,7 @@ from dgl_chunked.chunk import tasks
 from dgl_chunked.chunk.kernels import split_counts, starts
 from dgl_chunked.chunk.plan import GraphPlan, RelationPlan, with_counts
 from dgl_chunked.chunk.readers import EdgeEnds, RowLocator
+from dgl_chunked.compute import compute_settled
 from dgl_chunked.storage import fs as _fs
 
 __all__ = ["EDGE_EXTENSIONS", "NODE_KEYS_FILE", "Run"]
@@ -108,7 +110,7 @@ class Run:
                 )
                 for k, pieces in enumerate(rel.read_tasks)
             ]
-        done_keys, done_edges = compute(keys, edges)
+        done_keys, done_edges = compute_settled(keys, edges)
         return done_keys, done_edges
 
     def after_read(self, keys: Mapping[str, list[dict[str, Any]]], edges: Mapping[str, list[dict[str, Any]]]) -> None:
@@ -172,7 +174,7 @@ class Run:
                 for b in range(self.B)
             ]
         resolves = [self._resolve(e, rel, joins) for e, rel in self.plan.relations.items() if any(rel.keyed)]
-        compute(joins, resolves)
+        compute_settled(joins, resolves)
         self.joined = {e for e, rel in self.plan.relations.items() if any(rel.keyed)}
 
     def _resolve(self, e: str, rel: RelationPlan, joins: Mapping[str, list[Any]]) -> list[Any]:
@@ -229,7 +231,7 @@ class Run:
                 )
                 for b in range(self.B)
             ]
-        (done,) = compute(reduces)
+        (done,) = compute_settled(reduces)
         self.drops = {
             e: [(self.staged("dedup", e, "drop", f"{b}.npy"), bounds) for b, bounds in enumerate(res)]
             for e, res in done.items()
@@ -345,5 +347,5 @@ class Run:
     def write(self) -> dict[str, Any]:
         """Step 4: every output chunk; returns the row counts (and masks) per task."""
         edges = {e: self._edge_tasks(e, rel) for e, rel in self.plan.relations.items()}
-        (done,) = compute({"edges": edges, "nodes": self._node_tasks()})
+        (done,) = compute_settled({"edges": edges, "nodes": self._node_tasks()})
         return done  # type: ignore[no-any-return]

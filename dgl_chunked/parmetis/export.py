@@ -31,6 +31,7 @@ import numpy as np
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.compute import compute_settled
 from dgl_chunked.errors import MetadataError, OptionError, OutputExistsError
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.parmetis import format as _pm
@@ -291,7 +292,7 @@ def _export(
     if not compute:
         return finish  # type: ignore[no-any-return]
     try:
-        return finish.compute()  # type: ignore[no-any-return]
+        return compute_settled(finish)[0]  # type: ignore[no-any-return]
     except BaseException:
         remove_owned(tmp, storage_options=storage_options)  # the final files are written only by the last step
         raise

@@ -13,6 +13,7 @@ from dask.base import tokenize
 
 from dgl_chunked._dask import run_token
 from dgl_chunked._typing import PathLike, StorageOptions
+from dgl_chunked.compute import compute_settled
 from dgl_chunked.errors import OptionError
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.io.chunked.node_id_features import parse_node_id_features
@@ -118,7 +119,7 @@ def verify_partitions(
             return report
         token = tokenize(plan.out_dir, plan.scratch)
         shared = dask.delayed(plan, name=f"dglc-verify-plan-{token}")  # one copy, not one per task
-        facts = dask.compute(
+        facts = compute_settled(
             *[
                 dask.delayed(partition_task, pure=False)(shared, p, dask_key_name=(f"dglc-verify-partition-{token}", p))
                 for p in range(plan.num_parts)
@@ -132,7 +133,7 @@ def verify_partitions(
         )
         if any(part.fatal for part in facts):
             return report
-        results = dask.compute(*_check_tasks(graph, plan, shared, list(facts), assignment, token))
+        results = compute_settled(*_check_tasks(graph, plan, shared, list(facts), assignment, token))
     for counts, group in zip(
         (
             report.checked.nodes_per_type,
