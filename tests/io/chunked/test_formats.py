@@ -186,6 +186,24 @@ def test_parquet_edge_errors(tmp_path: Path, table: pa.Table, match: str) -> Non
         read_edge_chunk(path, fmt="parquet", options={})
 
 
+def test_parquet_edges_of_many_row_groups_equal_one_read_and_name_the_file_row(tmp_path: Path) -> None:
+    """Decoded row group by row group (uint16 and int32 columns, a last short group): the
+    same arrays as the whole table, and a null in the third group named by its file row."""
+    path = str(tmp_path / "e.parquet")
+    src = np.arange(23, dtype=np.int32) * 3
+    dst = (np.arange(23) % 7).astype(np.uint16)
+    pq.write_table(pa.table({"s": src, "d": dst}), path, row_group_size=5)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 5
+    got = read_edge_chunk(path, fmt="parquet", options={})
+    assert [a.dtype for a in got] == [np.int64, np.int64]
+    np.testing.assert_array_equal(got[0], src)
+    np.testing.assert_array_equal(got[1], dst)
+    nulls = pa.array([*range(12), None, *range(13, 23)], pa.int64())  # file row 13: group 2, row 2 of it
+    pq.write_table(pa.table({"s": nulls, "d": dst}), path, row_group_size=5)
+    with pytest.raises(ChunkMismatchError, match=r"row 13, column 's': expected a node ID, found null"):
+        read_edge_chunk(path, fmt="parquet", options={})
+
+
 def test_corrupt_parquet(tmp_path: Path) -> None:
     path = tmp_path / "bad.parquet"
     path.write_bytes(b"not parquet at all")
