@@ -64,13 +64,12 @@ def edge_stats_block(
     """Owned edges per partition, cut edges, and the distinct HALO pairs
     (``part_id``, ``orig_nid``: the owning partition and the source's homogeneous ID,
     ``src_orig + src_offset``), sorted by ``orig_nid`` then ``part_id``."""
-    for part in (src_part, dst_part):  # the node counts check them too: whichever task runs first
+    for part in (src_part, dst_part):  # the report's own copy is checked before (narrowed); other callers' not
         _check_part_ids(part, num_parts, "assignment", "edge row of a read task")
     owned = np.bincount(dst_part, minlength=num_parts).astype(np.int64)
     cross = src_part != dst_part
-    keys = np.add(
-        src_orig[cross], src_offset, dtype=np.int64
-    )  # the offset on the cut edges alone: no copy of every source
+    # the offset on the cut edges alone: no copy of every source
+    keys = np.add(src_orig[cross], src_offset, dtype=np.int64)
     keys *= num_parts
     keys += dst_part[cross]
     keys = sorted_unique(keys)

@@ -150,7 +150,7 @@ def _range_groups(
     alive at a time (no Zarr chunk number per ID). Many: one sort of the Zarr chunk numbers.
     """
     if num_chunks > 16:
-        yield from _groups(_chunk_numbers(ids, chunk, num_chunks), num_chunks)
+        yield from _groups(_chunk_numbers(ids, chunk, num_chunks))
         return
     for b in range(num_chunks):
         sel = np.flatnonzero((ids >= b * chunk) & (ids < (b + 1) * chunk))
@@ -266,11 +266,10 @@ def _chunk_numbers(ids: npt.NDArray[np.integer[Any]], chunk: int, num_chunks: in
     return np.floor_divide(ids, chunk, out=np.empty(ids.shape[0], dtype), casting="unsafe")  # type: ignore[no-any-return]
 
 
-def _groups(zarr_chunk: npt.NDArray[Any], num_chunks: int) -> list[tuple[int, npt.NDArray[np.intp]]]:
-    """Positions of the IDs falling in each touched Zarr chunk, one Zarr chunk after another."""
-    if num_chunks <= 16:  # a pass per Zarr chunk beats sorting millions of IDs
-        groups = [(b, np.flatnonzero(zarr_chunk == b)) for b in range(num_chunks)]
-        return [(b, sel) for b, sel in groups if sel.size]
+def _groups(zarr_chunk: npt.NDArray[Any]) -> list[tuple[int, npt.NDArray[np.intp]]]:
+    """Positions of the IDs falling in each touched Zarr chunk, one Zarr chunk after
+    another, by one sort of their chunk numbers (:func:`_range_groups` makes a pass per
+    chunk instead when there are few)."""
     order = np.argsort(zarr_chunk, kind="stable")
     sorted_chunks = zarr_chunk[order]
     bounds = np.flatnonzero(np.diff(sorted_chunks)) + 1

@@ -294,20 +294,21 @@ def read_parquet_edges(
         groups = pf.metadata.num_row_groups
         if groups <= 1 or not isinstance(src, (str, pa.BufferReader)):
             return edge_columns(read_table(pf, path, columns), columns, path)
-        rows = pf.metadata.num_rows
+        rows, threaded = pf.metadata.num_rows, _threaded(pf)
         out, first = (np.empty(rows, np.int64), np.empty(rows, np.int64)), 0
         for i in range(groups):
-            got = edge_columns(_read_group(pf, path, columns, i), columns, path, first_row=first)
+            got = edge_columns(_read_group(pf, path, columns, i, threaded), columns, path, first_row=first)
             for arr, part in zip(out, got, strict=True):
                 arr[first : first + part.size] = part
             first += got[0].size
     return out
 
 
-def _read_group(pf: pq.ParquetFile, path: str, columns: list[str], i: int) -> pa.Table:
-    """Row group ``i`` of an open file; a damaged one raises as in :func:`read_table`."""
+def _read_group(pf: pq.ParquetFile, path: str, columns: list[str], i: int, threaded: bool) -> pa.Table:
+    """Row group ``i`` of an open file (``threaded``: :func:`_threaded` of the file, asked
+    once, not per group); a damaged one raises as in :func:`read_table`."""
     try:
-        return pf.read_row_group(i, columns=columns, use_threads=_threaded(pf))
+        return pf.read_row_group(i, columns=columns, use_threads=threaded)
     except (OSError, pa.ArrowException) as err:
         raise _damaged(pf, path, columns, err) from err
 
