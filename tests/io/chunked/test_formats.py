@@ -202,6 +202,13 @@ def test_parquet_edges_of_many_row_groups_equal_one_read_and_name_the_file_row(t
     pq.write_table(pa.table({"s": nulls, "d": dst}), path, row_group_size=5)
     with pytest.raises(ChunkMismatchError, match=r"row 13, column 's': expected a node ID, found null"):
         read_edge_chunk(path, fmt="parquet", options={})
+    pq.write_table(pa.table({"s": src, "d": dst}), path, row_group_size=5, compression="snappy")
+    column = pq.ParquetFile(path).metadata.row_group(3).column(0)
+    data = bytearray(Path(path).read_bytes())
+    data[column.data_page_offset : column.data_page_offset + 16] = b"\xff" * 16  # row group 3's first page header
+    Path(path).write_bytes(bytes(data))
+    with pytest.raises(ChunkReadError, match=r"e\.parquet': row group 3 \(rows 16-20, .*the file is damaged"):
+        read_edge_chunk(path, fmt="parquet", options={})
 
 
 def test_corrupt_parquet(tmp_path: Path) -> None:
