@@ -5,6 +5,13 @@ from ``dask.delayed`` calls it cost tens of milliseconds per round, as every cal
 merges the graphs of its ``Delayed`` arguments; a dict of legacy tuple tasks costs
 nothing. The tasks read and write scratch files, so every key is fresh (no caching
 between rounds, no tokenizing of arguments).
+
+Dask's distributed client does tokenize every graph it is given (``Client.get`` names
+the computation by a token of the whole graph, distributed 2026.8), which walked every
+task's level, plan and arrays field by field: 62 ms per computation at 39 node blocks,
+most of the driver's time between rounds (issue #38). So a task's arguments travel in
+one :class:`_Packed` object whose token is the task's key (unique already); only the
+keys it depends on stay in the task, where Dask finds them.
 """
 
 from __future__ import annotations
@@ -31,8 +38,26 @@ class Ref:
     key: Any
 
 
-def _call(func: Callable[..., Any], args: list[Any], _after: list[Any], kwargs: dict[str, Any]) -> Any:
-    return func(*args, **kwargs)
+class _Packed:
+    """A task's function and arguments, tokenized by the task's key; :class:`Ref`
+    arguments stand for the results :func:`_call` gets in its ``results``, in order."""
+
+    __slots__ = ("args", "func", "key", "kwargs")
+
+    def __init__(self, key: str, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.key, self.func, self.args, self.kwargs = key, func, args, kwargs
+
+    def __dask_tokenize__(self) -> str:
+        return self.key
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Packed, (self.key, self.func, self.args, self.kwargs))
+
+
+def _call(results: list[Any], _after: list[Any], packed: _Packed) -> Any:
+    given = iter(results)
+    args = [next(given) if isinstance(a, Ref) else a for a in packed.args]
+    return packed.func(*args, **packed.kwargs)
 
 
 class TaskGraph:
@@ -56,8 +81,8 @@ class TaskGraph:
         :class:`Ref` arguments (positional only) are replaced by those tasks' results.
         Returns its key."""
         key = f"dglc-lp-{func.__name__}-{self._prefix}-{next(self._count)}"
-        inputs = [a.key if isinstance(a, Ref) else a for a in args]
-        self.dsk[key] = (_call, func, inputs, list(after), kwargs)
+        refs = [a.key for a in args if isinstance(a, Ref)]
+        self.dsk[key] = (_call, refs, list(after), _Packed(key, func, args, kwargs))
         return key
 
     def merge(self, graph: Any) -> None:
