@@ -123,9 +123,8 @@ next round's computation, before any of its tasks. So these limits are hard: no 
 gets more than ``max(ceil(n / P), floor((1 + eps) n / P))`` of a stratum's ``n``
 nodes (so of every mask when the masks are disjoint, as train/val/test masks are; a
 node type split into ``k`` strata may exceed its own such limit by the rounding of
-its strata's, at most ``k`` nodes). The owned-edge limit holds for every move,
-but the final fill ignores it, so ``balance_edges`` is best effort (the report
-shows the result).
+its strata's, at most ``k`` nodes). The owned-edge limit holds for every move, but
+the final fill ignores it, so ``balance_edges`` is best effort (the report shows it).
 
 **Time** goes to the coarsening. Measured with ``benchmarks/bench_lp.py --sbm
 1000000:10000000 --parts 8`` (skewed planted communities, 2 workers on 2 cores shared
@@ -285,7 +284,7 @@ from dgl_chunked.partition._base import check_seed, import_partitioner, input_st
 from dgl_chunked.partition.lp import heap
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
-from dgl_chunked.partition.lp.multilevel import run_multilevel
+from dgl_chunked.partition.lp.multilevel import phase, run_multilevel
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.owned import create_owned_dir, make_scratch_dir, remove_owned
 
@@ -429,7 +428,8 @@ def run_lp(graph: ChunkedGraph, plan: LPPlan) -> S.ScratchRoot:
     except BaseException:
         _remove_quietly(root.path, so)
         raise
-    remove_owned(work, storage_options=so)
+    with phase("cleanup"):  # the work files: the result stays
+        remove_owned(work, storage_options=so)
     _RESULTS[plan.token] = root
     return root
 

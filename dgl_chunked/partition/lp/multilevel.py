@@ -5,7 +5,7 @@ Runs inside the ``lp`` driver task (:func:`dgl_chunked.partition.lp.run_lp`), af
 (:mod:`.streaming`) for balancing and refinement under the hard caps. Each step is one
 Dask computation of per-block tasks (:mod:`.coarsen_tasks`); the driver keeps per-block
 counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
-``coarse_entries``). See :mod:`dgl_chunked.partition.lp`.
+``coarse_entries``). See :mod:`dgl_chunked.partition.lp`; :func:`phase` logs each phase's time.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 if TYPE_CHECKING:
     from dgl_chunked.io.chunked.graph import ChunkedGraph
 
-__all__ = ["metis_cuts", "run_multilevel"]  # metis_cuts: see .coarsest
+__all__ = ["metis_cuts", "phase", "run_multilevel"]  # metis_cuts: see .coarsest
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
@@ -71,7 +71,8 @@ def run_multilevel(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> No
         with phase("fill"):
             logger.debug("lp: isolated nodes: %d", D.fill(state, isolated=True))
     finally:
-        D.release_worker_pools(trim=True)
+        with phase("release"):  # every worker's pools and free heap
+            D.release_worker_pools(trim=True)
 
 
 def _assign(state: D.State, root: S.ScratchRoot, linked: int) -> None:
@@ -289,9 +290,8 @@ def _stalled_end(
     (lp 0.2304 against 0.2060): a later cluster weight keeps the fallback.
     """
     if _fits_stall(cfg, nodes, entries):
-        logger.info(
-            "lp: coarsening stopped by %s at level %d: within the stall budget, to METIS", why, levels[-1].index
-        )
+        last = levels[-1].index
+        logger.info("lp: coarsening stopped by %s at level %d: within the stall budget, to METIS", why, last)
         return levels
     if heaviest and nodes <= cfg.stall_nodes and len(levels) > 1:
         logger.info(
@@ -352,10 +352,10 @@ def _log_purified(*moved: int) -> None:
 
 
 def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> SL.Step:
-    """Size-constrained clustering of ``level``, then its contraction: the coarse level,
-    its node and entry counts, its entries' weight (the weight between clusters), the
-    clustering rounds run and the joins accepted in them, and whether the caps turned
-    a join away."""
+    """Size-constrained clustering of ``level``, then its contraction (the clustering files
+    deleted after it; ``cid`` stays for the projection): the coarse level, its node and
+    entry counts, its entries' weight (between clusters), the clustering rounds run and
+    the joins accepted in them, and whether the caps turned a join away."""
     cfg, blocks = plan.config, range(level.num_blocks)
     level.create()
     tasks = TaskGraph()
@@ -387,8 +387,8 @@ def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> SL.Step:
     tasks = TaskGraph()
     number = [tasks.add(C.number_task, level, b, coarse) for b in blocks]
     mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
-    out = tasks.compute([tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks])
-    level.remove(*C.CLUSTERING_FILES)  # the cluster maps (cid) stay for the projection
+    contract = [tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks]
+    out = tasks.compute(contract + P.removed_after(tasks, level, C.CLUSTERING_FILES, contract))[: len(contract)]
     return SL.Step(
         coarse=coarse,
         nodes=offsets[-1],

@@ -213,6 +213,18 @@ def remove_task(level: Level, *names: str) -> None:
     level.remove(*names)
 
 
+def remove_block_task(level: Level, b: int, *names: str) -> None:
+    """Delete block ``b``'s files ``names`` of the level."""
+    level.remove(*names, blocks=(b,))
+
+
+def removed_after(tasks: TaskGraph, level: Level, names: Sequence[str], after: Sequence[str]) -> list[str]:
+    """Tasks deleting the level's files ``names``, one per block, after the tasks ``after``:
+    in the computation, in parallel, instead of in the driver between two computations
+    (where no task runs: issue #38's many-core target)."""
+    return [tasks.add(remove_block_task, level, b, *names, after=after) for b in range(level.num_blocks)]
+
+
 def uncoarsen(
     levels: Sequence[Level],
     part: npt.NDArray[np.int32],
