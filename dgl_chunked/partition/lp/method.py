@@ -429,7 +429,7 @@ def run_lp(graph: ChunkedGraph, plan: LPPlan) -> S.ScratchRoot:
         _remove_quietly(root.path, so)
         raise
     with phase("cleanup"):  # the work files: the result stays
-        remove_owned(work, storage_options=so)
+        S.remove_work(root, work, -(-int(graph.metadata.node_type_offsets[-1]) // plan.block_rows))
     _RESULTS[plan.token] = root
     return root
 

@@ -42,8 +42,11 @@ import numpy.typing as npt
 
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.partition.lp import heap
+from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.storage import fs
 from dgl_chunked.storage.arrays import ArrayFile, read_array, write_array
+from dgl_chunked.storage.marker import MARKER_NAME
+from dgl_chunked.storage.owned import remove_owned, require_owned
 
 __all__ = [
     "Segments",
@@ -55,7 +58,9 @@ __all__ = [
     "read_result",
     "read_segments",
     "release_pools",
+    "remove_files_task",
     "remove_staged",
+    "remove_work",
     "save",
     "pooled_array",
     "write_block",
@@ -134,6 +139,28 @@ def remove_staged(root: ScratchRoot, num_files: int) -> None:
     for c in range(num_files):
         for name in ("su", "sv", "loops"):
             root.remove(edges_file(root, c, name))
+
+
+def remove_files_task(root: ScratchRoot, paths: list[str]) -> None:
+    """Delete the files ``paths`` under this run's root."""
+    for path in paths:
+        root.remove(path)
+
+
+def remove_work(root: ScratchRoot, work: str, pieces: int) -> None:
+    """Delete the run's work directory ``work`` (only with our marker, checked first).
+
+    Locally its files go first, split in ``pieces`` tasks, then the rest, the marker last:
+    at 10M nodes / 100M edges the driver alone took 2.3-2.6 s, while no task ran (issue
+    #38); with the blocks' gathered entries deleted in tasks first (0.66 s of task time),
+    2.1 s were still the driver's."""
+    if not require_owned(work, verb="removed", storage_options=root.storage_options):
+        return
+    if root.local:
+        files = sorted(os.path.join(d, f) for d, _, names in os.walk(work) for f in names if f != MARKER_NAME)
+        tasks = TaskGraph()
+        tasks.compute([tasks.add(remove_files_task, root, files[i::pieces]) for i in range(min(pieces, len(files)))])
+    remove_owned(work, storage_options=root.storage_options)
 
 
 def save(root: ScratchRoot, path: str, arr: npt.NDArray[Any]) -> None:
