@@ -50,7 +50,6 @@ kept per worker thread for the next block.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -100,14 +99,14 @@ class Level:
         """Create the level's scratch directory."""
         self.lp_root.makedirs(posixpath.join(self.ml, str(self.index)))
 
-    def remove(self, *names: str, blocks: Sequence[int] | None = None) -> None:
-        """Delete the level's files ``name-<b>.bin`` of every block (or of ``blocks``; no
-        name: the whole level directory), once no later step reads them."""
+    def remove(self, *names: str) -> None:
+        """Delete the level's files ``name-<b>.bin`` of every block (no name: the whole
+        level directory), once no later step reads them."""
         if not names:
             self.lp_root.remove(posixpath.join(self.ml, str(self.index)))
             return
         for name in names:
-            for b in range(self.num_blocks) if blocks is None else blocks:
+            for b in range(self.num_blocks):
                 self.lp_root.remove(self.url(f"{name}-{b}").url)
 
 

@@ -208,21 +208,15 @@ def moved_task(level: Level, r: int, *deltas: IdArray) -> None:
     logger.debug("lp: level %d refinement round %d moved weight %d", level.index, r, int(np.abs(moved).sum()) // 2)
 
 
-def remove_task(level: Level, *names: str) -> None:
-    """Delete the level's files ``names`` (:meth:`.coarsen_tasks.Level.remove`)."""
-    level.remove(*names)
-
-
-def remove_block_task(level: Level, b: int, *names: str) -> None:
-    """Delete block ``b``'s files ``names`` of the level."""
-    level.remove(*names, blocks=(b,))
-
-
 def removed_after(tasks: TaskGraph, level: Level, names: Sequence[str], after: Sequence[str]) -> list[str]:
     """Tasks deleting the level's files ``names``, one per block, after the tasks ``after``:
     in the computation, in parallel, instead of in the driver between two computations
-    (where no task runs: issue #38's many-core target)."""
-    return [tasks.add(remove_block_task, level, b, *names, after=after) for b in range(level.num_blocks)]
+    (where no task runs: issue #38's many-core target) or in one task."""
+    root = level.lp_root
+    return [
+        tasks.add(S.remove_files_task, root, [level.url(f"{name}-{b}").url for name in names], after=after)
+        for b in range(level.num_blocks)
+    ]
 
 
 def uncoarsen(
@@ -262,7 +256,7 @@ def uncoarsen(
         # the purification reads the cluster maps (cid) only; it rebuilds the coarsest level
         # beside it; the levels a later cluster weight takes keep their entries and weights
         gone = ("part", "part0", "part1") if coarser.index <= keep_to else ("e", "w", "part", "part0", "part1")
-        keys.append(tasks.add(remove_task, coarser, *gone, after=after))
+        keys += removed_after(tasks, coarser, gone, after)
         name = "part"
         if fine.index == 0:
             break

@@ -39,11 +39,3 @@ def test_removed_after_deletes_every_blocks_files_once_the_tasks_before_ran(tmp_
         tasks.compute(reads + P.removed_after(tasks, level, ("label", "cw"), reads))
     assert len(seen) == 3 and all(len(files) == 9 for files in seen)  # every reader saw every file
     assert _files(level) == ["cid-0.bin", "cid-1.bin", "cid-2.bin"]
-
-
-def test_a_level_removes_the_files_of_the_blocks_asked(tmp_path: Path) -> None:
-    level = _level(tmp_path)
-    level.remove("label", blocks=(1,))
-    assert "label-1.bin" not in _files(level) and {"label-0.bin", "label-2.bin"} <= set(_files(level))
-    level.remove("label", "cw")  # every block; a missing file is fine
-    assert _files(level) == ["cid-0.bin", "cid-1.bin", "cid-2.bin"]

@@ -43,3 +43,11 @@ def test_remove_work_refuses_a_work_directory_that_is_not_ours(tmp_path: Path) -
         S.remove_work(root, work, 2)
     assert (Path(work) / "keep.txt").read_text() == "a user's file"
     assert sorted(os.listdir(root.join("work", "edges"))) == ["0-u.bin", "0-v.bin", "1-u.bin", "1-v.bin"]
+
+
+def test_remove_files_task_deletes_the_listed_files_only(tmp_path: Path) -> None:
+    root, _ = _run_root(tmp_path, 3)
+    gone = [S.edges_file(root, 1, "u"), S.node_file(root, 2, "tier"), S.edges_file(root, 7, "u")]  # the last: none
+    S.remove_files_task(root, gone)
+    assert sorted(os.listdir(root.join("work", "edges"))) == ["0-u.bin", "0-v.bin", "1-v.bin", "2-u.bin", "2-v.bin"]
+    assert sorted(os.listdir(root.join("work", "blocks"))) == ["0-tier.bin", "1-tier.bin"]
