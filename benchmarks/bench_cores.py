@@ -101,10 +101,10 @@ class _StageStarts(logging.Handler):
             self.starts.append((match.group(1), record.created))
 
 
-def _union_seconds(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
-    """Seconds of ``[lo, hi]`` covered by at least one span."""
+def _union_seconds(spans: list[tuple[Any, ...]], lo: float, hi: float) -> float:
+    """Seconds of ``[lo, hi]`` covered by at least one span ``(start, stop, ...)``."""
     covered, end = 0.0, lo
-    for start, stop in sorted(spans):
+    for start, stop, *_ in sorted(spans):
         start, stop = max(start, end), min(stop, hi)
         if stop > start:
             covered += stop - start

@@ -141,8 +141,8 @@ def _planted(nodes: int, edges: int) -> tuple[Any, Any]:
 
 def _record_phases() -> None:
     """In a worker: keep the ``lp: phase NAME: S s`` log lines (``multilevel.phase``) in
-    a handler of the ``lp`` logger (this function travels by value: a module global here
-    would be a copy per function)."""
+    a handler of the ``lp`` logger, also with the time each ended (``bench_lp_cores.py``;
+    this function travels by value: a module global here would be a copy per function)."""
     import logging
     import os
     import sys
@@ -150,6 +150,7 @@ def _record_phases() -> None:
 
     class Keep(logging.Handler):
         phases: list[tuple[str, float]]
+        ends: list[tuple[float, str, float]]
         levels: list[str]
 
         def emit(self, record: logging.LogRecord) -> None:
@@ -161,6 +162,7 @@ def _record_phases() -> None:
                     print(f"  {time.strftime('%H:%M:%S')} {record.getMessage()}", file=sys.stderr, flush=True)
             if isinstance(record.msg, str) and record.msg.startswith("lp: phase ") and record.args:
                 self.phases.append((str(record.args[0]), float(record.args[1])))  # type: ignore[index]
+                self.ends.append((record.created, *self.phases[-1]))
                 if os.environ.get("BENCH_LP_LIVE"):  # long runs: each phase on stderr as it ends
                     print(f"  {time.strftime('%H:%M:%S')} {record.getMessage()}", file=sys.stderr, flush=True)
 
@@ -168,6 +170,7 @@ def _record_phases() -> None:
     log.setLevel(logging.INFO)
     keep = Keep()
     keep.phases = []
+    keep.ends = []
     keep.levels = []
     log.addHandler(keep)
 

@@ -45,31 +45,16 @@ import time
 from typing import Any
 
 import numpy as np
-from bench_cores import list_schedule
-from bench_lp import MASKS, _sbm
+from bench_cores import _union_seconds, list_schedule
+from bench_lp import MASKS, _record_phases, _sbm
 from peak_memory import worker_peaks_mb
 
 DRIVER = "dglc-assign-lp-driver-"
 _KEY = re.compile(r"dglc-lp-(?P<func>\w+?)-(?P<graph>[0-9a-f]{12})-\d+$")
 
 
-def _record_phase_times() -> None:
-    """In a worker: keep ``(time, phase, seconds)`` of every ``lp: phase`` log line."""
-    import logging
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if isinstance(record.msg, str) and record.msg.startswith("lp: phase ") and record.args:
-                self.ends.append((record.created, str(record.args[0]), float(record.args[1])))  # type: ignore[index]
-
-    log = logging.getLogger("dgl_chunked.partition.lp")
-    log.setLevel(logging.INFO)
-    keep = Keep()
-    keep.ends = []  # type: ignore[attr-defined]
-    log.addHandler(keep)
-
-
 def _phase_times() -> list[tuple[float, str, float]]:
+    """In a worker: ``(time, phase, seconds)`` of every phase :func:`bench_lp._record_phases` kept."""
     import logging
 
     return [e for h in logging.getLogger("dgl_chunked.partition.lp").handlers for e in getattr(h, "ends", [])]
@@ -91,16 +76,6 @@ def _spans(records: list[dict[str, Any]]) -> tuple[list[tuple[float, float, str]
             m = _KEY.search(key)
             spans.append((start, stop, f"{m['func']}@{m['graph']}" if m else re.sub(r"[-_][0-9a-f]{8,}.*$", "", key)))
     return sorted(spans), driver
-
-
-def _covered(spans: list[tuple[float, float, str]], lo: float, hi: float) -> float:
-    covered, end = 0.0, lo
-    for start, stop, _ in spans:
-        start, stop = max(start, end), min(stop, hi)
-        if stop > start:
-            covered += stop - start
-            end = stop
-    return covered
 
 
 def _gaps(spans: list[tuple[float, float, str]], lo: float, hi: float) -> dict[str, float]:
@@ -141,7 +116,7 @@ def analyse(
         layers: dict[str, list[float]] = {}
         for begin, stop, layer in inside:
             layers.setdefault(layer, []).append(stop - begin)
-        serial = (hi - lo) - _covered(spans, lo, hi)
+        serial = (hi - lo) - _union_seconds(spans, lo, hi)
         gaps = _gaps(spans, lo, hi)
         fixed = serial - gaps["in_layer"]  # at P workers: the in-layer waits scale as the work does
         phases.append(
@@ -184,7 +159,7 @@ def run_once(path: str, parts: int, workers: int, predict: list[int], block_rows
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster)
     try:
-        client.run(_record_phase_times)
+        client.run(_record_phases)
         with get_task_stream(client) as stream:
             t0 = time.time()
             config = LPConfig(block_rows=block_rows)
