@@ -13,8 +13,9 @@ it; so the run splits into
 - **serial** seconds: no task but the driver runs (the driver's own work: METIS on the
   coarsest level, the move plans, gathering; plus scheduling latency), which no
   number of workers shortens;
-- **layers**: the tasks of one function in one computation (one task per node block:
-  ``propose_task``, ``contract_task``, ...), which run after the layer before.
+- **layers**: the tasks of one function added one after the other to one computation
+  (one task per node block: ``propose_task``, ``contract_task``, ...; each clustering
+  round's its own), which run after the layer before.
 
 The wall at P workers is predicted as ``serial + sum over layers of the greedy schedule
 of its task durations on P workers`` (each task, in start order, on the first free
@@ -23,7 +24,8 @@ worker). A layer of B tasks never runs faster than its longest task, nor than
 4 blocks at 1M nodes, 39 at 10M), so that bound is what limits it.
 
 Printed per run: the wall, the serial seconds, the work (task seconds), then per
-phase the same three and the prediction for every ``--predict`` P; finally the
+phase the same three and the prediction for every ``--predict`` P, and the largest
+kinds of stretch in which no task runs (which layers they lie between); finally the
 prediction from every run beside every measured wall (the model's check: the 1-worker
 run predicts the 2-worker one), and the predicted speedup of the largest P over 2.
 
@@ -50,7 +52,7 @@ from bench_lp import MASKS, _record_phases, _sbm
 from peak_memory import worker_peaks_mb
 
 DRIVER = "dglc-assign-lp-driver-"
-_KEY = re.compile(r"dglc-lp-(?P<func>\w+?)-(?P<graph>[0-9a-f]{12})-\d+$")
+_KEY = re.compile(r"dglc-lp-(?P<func>\w+?)-(?P<graph>[0-9a-f]{12})-(?P<n>\d+)$")
 
 
 def _phase_times() -> list[tuple[float, str, float]]:
@@ -61,9 +63,14 @@ def _phase_times() -> list[tuple[float, str, float]]:
 
 
 def _spans(records: list[dict[str, Any]]) -> tuple[list[tuple[float, float, str]], tuple[float, float] | None]:
-    """``(start, stop, layer)`` of every task but the driver (layer: ``func@graph``; tasks of
-    merged collections, keyed otherwise, by their key's name), and the driver's span."""
-    spans, driver = [], None
+    """``(start, stop, layer)`` of every task but the driver, and the driver's span.
+
+    A layer is ``func@graph#run``: a run of tasks of one function added one after the
+    other to one graph (their keys' counters consecutive), so the rounds of one
+    computation (the clustering's, :mod:`dgl_chunked.partition.lp.clustering`) are
+    layers of their own. Tasks of merged collections, keyed otherwise, are named by
+    their key's name."""
+    tasks, driver = [], None
     for rec in records:
         key = str(rec.get("key", "?"))
         for ss in rec.get("startstops", ()):
@@ -72,26 +79,52 @@ def _spans(records: list[dict[str, Any]]) -> tuple[list[tuple[float, float, str]
             start, stop = float(ss["start"]), float(ss["stop"])
             if DRIVER in key:
                 driver = (start, stop)
-                continue
-            m = _KEY.search(key)
-            spans.append((start, stop, f"{m['func']}@{m['graph']}" if m else re.sub(r"[-_][0-9a-f]{8,}.*$", "", key)))
-    return sorted(spans), driver
+            else:
+                tasks.append((start, stop, key))
+    runs = _runs([key for _, _, key in tasks])
+    return sorted((start, stop, runs[key]) for start, stop, key in tasks), driver
 
 
-def _gaps(spans: list[tuple[float, float, str]], lo: float, hi: float) -> dict[str, float]:
+def _runs(keys: list[str]) -> dict[str, str]:
+    """The layer of every key (see :func:`_spans`)."""
+    parsed, out = [], {}
+    for key in set(keys):
+        m = _KEY.search(key)
+        if m:
+            parsed.append((m["graph"], int(m["n"]), m["func"], key))
+        else:
+            out[key] = re.sub(r"[-_][0-9a-f]{8,}.*$", "", key)
+    run, last = 0, None
+    for graph, _, func, key in sorted(parsed):
+        if func == "barrier":  # a layer's barrier (taskgraph.TaskGraph): a layer of its own
+            out[key] = f"{func}@{graph}#{key}"
+            continue
+        if (graph, func) != last:
+            run, last = run + 1, (graph, func)
+        out[key] = f"{func}@{graph}#{run}"
+    return out
+
+
+def _gaps(
+    spans: list[tuple[float, float, str]], lo: float, hi: float, pairs: dict[str, list[float]] | None = None
+) -> dict[str, float]:
     """Seconds of ``[lo, hi)`` in which no task runs, by what the stretch lies between:
     two computations (``between``: the driver's own work, sending the next one), two
     layers of one computation (``barrier``: the scheduler starting the next layer), or
-    two tasks of one layer (``in_layer``: every worker waiting for its next task at once)."""
+    two tasks of one layer (``in_layer``: every worker waiting for its next task at once).
+    With ``pairs``, each stretch is also counted under ``kind: func before -> func after``."""
     out = {"between": 0.0, "barrier": 0.0, "in_layer": 0.0}
     end, last = lo, None
     for start, stop, layer in spans:
         if stop <= lo or start >= hi:
             continue
         if start > end and last is not None:
-            same_graph = layer.split("@")[-1] == last.split("@")[-1]
+            same_graph = layer.split("@")[-1].split("#")[0] == last.split("@")[-1].split("#")[0]
             kind = "in_layer" if layer == last else "barrier" if same_graph else "between"
             out[kind] += start - end
+            if pairs is not None:
+                name = f"{kind}: {last.split('@')[0]} -> {layer.split('@')[0]}"
+                pairs.setdefault(name, []).append(start - end)
         if stop > end:
             end, last = stop, layer
     return out
@@ -136,9 +169,12 @@ def analyse(
             }
         )
     head = lp_start - t0
+    pairs: dict[str, list[float]] = {}
+    _gaps(spans, lp_start, t1, pairs)
     return {
         "wall": t1 - t0,
         "head": head,
+        "gap_pairs": {k: [len(v), sum(v)] for k, v in sorted(pairs.items(), key=lambda kv: -sum(kv[1]))},
         "serial": head + sum(ph["serial"] for ph in phases),
         "work": sum(ph["work"] for ph in phases),
         "phases": phases,
@@ -193,6 +229,9 @@ def _print_run(workers: int, r: dict[str, Any], predict: list[int]) -> None:
             f"  {ph['phase']:<12} {ph['wall']:7.2f} {ph['serial']:7.2f} {g['between']:6.2f} {g['barrier']:6.2f} "
             f"{g['in_layer']:6.2f} {ph['work']:7.2f} {ph['tasks']:6d} {pred}"
         )
+    print("  where no task runs, the largest (count, seconds): what ran before -> after")
+    for name, (count, seconds) in list(r["gap_pairs"].items())[:8]:
+        print(f"    {seconds:6.2f} s {count:5d}x  {name}")
 
 
 def main() -> None:

@@ -7,7 +7,8 @@
 - :mod:`.streaming`, :mod:`.tasks`, :mod:`.kernels`, :mod:`.schedule`: streaming
   placement and label-propagation refinement (driver, Dask tasks, numpy kernels, the
   driver's move schedule).
-- :mod:`.multilevel`, :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels` (with
+- :mod:`.multilevel`, :mod:`.clustering` (one coarsening step: a level's clustering
+  rounds in one computation, its contraction), :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels` (with
   :mod:`.pair_sums`, its compiled group-by, :mod:`.node_kernels`, its compiled
   per-node proposal and purification passes, and :mod:`.entry_kernels`, the compiled
   writer of the coarse levels' entry files), :mod:`.tables` (the levels' tables

@@ -340,19 +340,26 @@ def apply_task(level: Level, b: int) -> None:
     save_split(level.url(f"left-{b}", "bin"), np.vstack([old, w[local].T]), block, level.num_blocks)
 
 
-def release_task(level: Level, t: int) -> None:
-    """Take the weight of the nodes that left block ``t``'s clusters off those clusters."""
+def release_task(level: Level, t: int) -> int:
+    """Take the weight of the nodes that left block ``t``'s clusters off those clusters.
+    Returns the clusters then named by block ``t``'s nodes (:func:`leaders_task`'s
+    count, so the last round needs no layer of its own for it)."""
     left = np.concatenate([load_piece(level.url(f"left-{b}", "bin"), t) for b in range(level.num_blocks)], axis=1)
-    if left.shape[1] == 0:
-        return
     cw = load(level.url(f"cw-{t}"))
-    np.subtract.at(cw, left[0] - level.offsets[t], left[1:].T)
-    save(level.url(f"cw-{t}"), cw)
+    if left.shape[1]:
+        np.subtract.at(cw, left[0] - level.offsets[t], left[1:].T)
+        save(level.url(f"cw-{t}"), cw)
+    return _named(cw)
 
 
 def leaders_task(level: Level, b: int) -> int:
     """Number of clusters (labels in use) named by block ``b``'s nodes."""
-    return int(load(level.url(f"cw-{b}")).any(axis=1).sum())
+    return _named(load(level.url(f"cw-{b}")))
+
+
+def _named(cw: IdArray) -> int:
+    """The clusters of a block's cluster weights that hold a node (weight in a column)."""
+    return int(cw.any(axis=1).sum())
 
 
 def number_task(level: Level, b: int, coarse: Level) -> None:

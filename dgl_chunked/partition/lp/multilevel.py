@@ -2,8 +2,9 @@
 
 Runs inside the ``lp`` driver task (:func:`dgl_chunked.partition.lp.run_lp`), after the
 ``lp`` staging, and hands the projected assignment to the ``lp`` rounds
-(:mod:`.streaming`) for balancing and refinement under the hard caps. Each step is one
-Dask computation of per-block tasks (:mod:`.coarsen_tasks`); the driver keeps per-block
+(:mod:`.streaming`) for balancing and refinement under the hard caps. Each step is a
+Dask computation of per-block tasks (:mod:`.coarsen_tasks`; a coarsening step is two,
+:mod:`.clustering`); the driver keeps per-block
 counts only, and, once, the coarsest graph (within ``LPConfig.coarse_nodes`` and
 ``coarse_entries``). See :mod:`dgl_chunked.partition.lp`; :func:`phase` logs each phase's time.
 """
@@ -17,12 +18,10 @@ import logging
 import posixpath
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dgl_chunked._typing import IdArray
-from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import finalists as F
 from dgl_chunked.partition.lp import projection as P
@@ -30,6 +29,7 @@ from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import shared_levels as SL
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import streaming as D
+from dgl_chunked.partition.lp.clustering import coarsen_step
 from dgl_chunked.partition.lp.coarsest import initial_partition, metis_cuts
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
@@ -216,7 +216,7 @@ def _coarsen_levels(
         start = time.perf_counter()
         step = None if made else shared.take(level, fraction, plan.num_parts)
         if step is None:
-            step, made = _coarsen(level, plan, fraction), made + 1
+            step, made = coarsen_step(level, plan, fraction), made + 1
         coarse = step.coarse
         logger.info(
             "lp: level %d: %d nodes, %d entries, %d rounds, %d moved, %.3f s%s",
@@ -349,101 +349,3 @@ def _purify(levels: list[C.Level], pure: C.Level, plan: LPPlan) -> tuple[TaskGra
 
 def _log_purified(*moved: int) -> None:
     logger.debug("lp: purification moved %d nodes to another coarsest cluster", sum(moved))
-
-
-def _coarsen(level: C.Level, plan: LPPlan, fraction: float) -> SL.Step:
-    """Size-constrained clustering of ``level``, then its contraction (the clustering files
-    deleted after it; ``cid`` stays for the projection): the coarse level, its node and
-    entry counts, its entries' weight (between clusters), the clustering rounds run and
-    the joins accepted in them, and whether the caps turned a join away."""
-    cfg, blocks = plan.config, range(level.num_blocks)
-    level.create()
-    tasks = TaskGraph()
-    init = tasks.compute([tasks.add(C.init_task, level, b) for b in blocks])
-    totals = np.sum([r[1] for r in init], axis=0)
-    caps = CK.cluster_caps(totals, plan.num_parts, fraction)
-    moved = rounds = 0
-    capped = False
-    for r in range(cfg.cluster_rounds):
-        joins, turned_away = _cluster_round(level, plan, caps, r, two_hop=False)
-        moved, rounds, capped = moved + joins, rounds + 1, capped or turned_away
-    tasks = TaskGraph()
-    leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
-    if sum(leaders) > cfg.two_hop_above * sum(r[0] for r in init):  # shrinking slowly: the caps are full
-        joins, turned_away = _cluster_round(level, plan, caps, cfg.cluster_rounds, two_hop=True)
-        moved, rounds, capped = moved + joins, rounds + 1, capped or turned_away
-        tasks = TaskGraph()
-        leaders = tasks.compute([tasks.add(C.leaders_task, level, b) for b in blocks])
-    offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(leaders)]))
-    coarse = C.Level(
-        index=level.index + 1,
-        offsets=offsets,
-        lp_root=level.lp_root,
-        ml=level.ml,
-        num_strata=level.num_strata,
-        owned=level.owned,
-    )
-    coarse.create()
-    tasks = TaskGraph()
-    number = [tasks.add(C.number_task, level, b, coarse) for b in blocks]
-    mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
-    contract = [tasks.add(C.contract_task, level, b, coarse, after=mapped) for b in blocks]
-    out = tasks.compute(contract + P.removed_after(tasks, level, C.CLUSTERING_FILES, contract))[: len(contract)]
-    return SL.Step(
-        coarse=coarse,
-        nodes=offsets[-1],
-        entries=int(sum(o[0] for o in out)),
-        between=int(sum(o[1] for o in out)),
-        rounds=rounds,
-        moved=moved,
-        totals=totals,
-        caps=caps,
-        capped=capped,
-    )
-
-
-def _cluster_round(level: C.Level, plan: LPPlan, caps: IdArray, r: int, *, two_hop: bool) -> tuple[int, bool]:
-    """Clustering round ``r`` of ``level`` (one computation): proposals, with ``two_hop``
-    the two-hop groups of the nodes left alone (:func:`.coarsen_tasks.two_hop_task`),
-    acceptance within ``caps`` at the clusters' blocks, the moves, the weight releases.
-    Returns the joins accepted, and whether the caps turned any away (a cluster with
-    no room for a mover, a proposal refused)."""
-    cfg, blocks = plan.config, range(level.num_blocks)
-    kw: dict[str, Any] = {"seed": plan.seed, "salt": salts.coarsen(level.index, r), "caps": caps}
-    tasks = TaskGraph()
-    propose = [
-        tasks.add(
-            C.propose_task,
-            level,
-            b,
-            min_share=cfg.cluster_min_share,
-            two_hop=two_hop,
-            **kw,
-        )
-        for b in blocks
-    ]
-    hops = []
-    if two_hop:
-        hop_kw = {"seed": plan.seed, "salt": kw["salt"] + 3}
-        hops = [tasks.add(C.two_hop_task, level, t, after=propose, **hop_kw) for t in blocks]
-    accept = [
-        tasks.add(C.accept_task, level, t, after=propose + hops, two_hop=two_hop, fit_passes=cfg.fit_passes, **kw)
-        for t in blocks
-    ]
-    apply = [tasks.add(C.apply_task, level, b, after=accept) for b in blocks]
-    release = [tasks.add(C.release_task, level, t, after=apply) for t in blocks]
-    out = tasks.compute(propose + hops + accept + release)
-    proposed = out[: len(propose)]
-    offered = sum(p[0] for p in proposed) + sum(out[len(propose) : len(propose) + len(hops)])
-    accepted = out[len(propose) + len(hops) : len(propose) + len(hops) + len(accept)]
-    logger.debug(
-        "lp: level %d round %d: %d joins proposed, %d two-hop; %d accepted, %d two-hop",
-        level.index,
-        r,
-        sum(p[0] for p in proposed),
-        sum(out[len(propose) : len(propose) + len(hops)]),
-        sum(a[0] for a in accepted),
-        sum(a[1] for a in accepted),
-    )
-    joins = int(sum(a[0] for a in accepted))
-    return joins, joins < offered or any(p[1] for p in proposed)

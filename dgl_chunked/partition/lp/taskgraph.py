@@ -12,10 +12,24 @@ task's level, plan and arrays field by field: 62 ms per computation at 39 node b
 most of the driver's time between rounds (issue #38). So a task's arguments travel in
 one :class:`_Packed` object whose token is the task's key (unique already); only the
 keys it depends on stay in the task, where Dask finds them.
+
+A layer of tasks that runs after every task of the layer before (``after``: each
+clustering round's acceptance after all proposals, ...) is ``n * m`` dependencies: at
+39 blocks, 1,521 per layer, which the scheduler walks when it takes the graph and as
+each task ends; the first task of a 391-task clustering computation started 150 ms after
+it was sent, 25 ms with one barrier task per layer (``benchmarks/bench_lp_cores.py``,
+issue #38). A barrier alone makes the scheduler send the whole next layer to the one
+worker holding the barrier's result, so the tasks behind a barrier are marked as
+reading their input from storage (Dask's *data producer* tasks, which the distributed
+scheduler queues and hands to whichever worker is free), as they do: a layer's tasks
+exchange their data through scratch files, the results they wait for are counts.
+Where this Dask cannot mark them, the long after-lists stay as they were.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import logging
 import uuid
@@ -29,6 +43,27 @@ from dgl_chunked.compute import settling
 __all__ = ["Ref", "TaskGraph"]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
+
+_BARRIER_FROM = 8  # an after-list this long goes through a barrier task (n + m dependencies, not n * m)
+
+
+@functools.cache
+def _marks_producers() -> bool:
+    """Whether Dask's task spec can mark a task as a data producer and the distributed
+    scheduler reads the mark (``SchedulerState.is_rootish``: dask and distributed 2025+)."""
+    try:
+        from dask._task_spec import Task
+        from distributed.scheduler import SchedulerState
+    except ImportError:  # pragma: no cover - dask[distributed] is a dependency
+        return False
+    return (
+        "_data_producer" in inspect.signature(Task.__init__).parameters
+        and "data_producer" in SchedulerState.is_rootish.__code__.co_names
+    )
+
+
+def _barrier(_done: list[Any]) -> None:
+    """Nothing: the task that a layer runs after (its dependencies are the layer before)."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +90,10 @@ class _Packed:
 
 
 def _call(results: list[Any], _after: list[Any], packed: _Packed) -> Any:
-    given = iter(results)
+    given = iter(results)  # the positional Refs' results, then the keyword ones'
     args = [next(given) if isinstance(a, Ref) else a for a in packed.args]
-    return packed.func(*args, **packed.kwargs)
+    kwargs = {k: next(given) if isinstance(v, Ref) else v for k, v in packed.kwargs.items()}
+    return packed.func(*args, **kwargs)
 
 
 class TaskGraph:
@@ -75,15 +111,34 @@ class TaskGraph:
         self.dsk: dict[Hashable, Any] = {}
         self._prefix = uuid.uuid4().hex[:12]
         self._count = itertools.count()
+        self._barriers: dict[tuple[Hashable, ...], str] = {}
 
     def add(self, func: Callable[..., Any], *args: Any, after: Sequence[Hashable] = (), **kwargs: Any) -> str:
         """Add the task ``func(*args, **kwargs)``, run once the ``after`` tasks are done;
-        :class:`Ref` arguments (positional only) are replaced by those tasks' results.
-        Returns its key."""
-        key = f"dglc-lp-{func.__name__}-{self._prefix}-{next(self._count)}"
-        refs = [a.key for a in args if isinstance(a, Ref)]
-        self.dsk[key] = (_call, refs, list(after), _Packed(key, func, args, kwargs))
+        :class:`Ref` arguments (positional or keyword) are replaced by those tasks'
+        results. Returns its key."""
+        barrier = self._barrier(after) if len(after) >= _BARRIER_FROM and _marks_producers() else None
+        key = self._key(func.__name__)  # after its barrier's: a layer's keys stay consecutive
+        refs = [a.key for a in (*args, *kwargs.values()) if isinstance(a, Ref)]
+        packed = _Packed(key, func, args, kwargs)
+        if barrier is None:
+            self.dsk[key] = (_call, refs, list(after), packed)
+            return key
+        from dask._task_spec import List, Task, TaskRef
+
+        self.dsk[key] = Task(key, _call, List(*map(TaskRef, refs)), List(TaskRef(barrier)), packed, _data_producer=True)
         return key
+
+    def _key(self, name: str) -> str:
+        return f"dglc-lp-{name}-{self._prefix}-{next(self._count)}"
+
+    def _barrier(self, after: Sequence[Hashable]) -> str:
+        """The key of the barrier task after ``after`` (one per distinct after-list)."""
+        group = tuple(after)
+        if group not in self._barriers:
+            self._barriers[group] = self._key("barrier")
+            self.dsk[self._barriers[group]] = (_barrier, list(group))
+        return self._barriers[group]
 
     def merge(self, graph: Any) -> None:
         """Add the tasks of a Dask collection's graph (e.g. an array's)."""

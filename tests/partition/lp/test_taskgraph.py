@@ -7,6 +7,7 @@ from typing import Any
 import dask
 import numpy as np
 from dask.base import tokenize
+from dask.core import get_dependencies
 
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
@@ -57,3 +58,53 @@ def test_synchronous_scheduler_runs_the_packed_tasks() -> None:
     b = graph.add(min, Ref(a), 5)
     with dask.config.set(scheduler="synchronous"):
         assert graph.compute([b, a]) == [5, 9]
+
+
+def test_keyword_references_get_results_after_the_positional_ones(client: Any) -> None:
+    """A :class:`Ref` given by keyword (the clustering rounds' caps, computed in the same
+    graph) gets its task's result, beside positional ones."""
+    graph = TaskGraph()
+    six = graph.add(_combine, 1, _Counted(2), 3, scale=1)
+    two = graph.add(max, 1, 2)
+    last = graph.add(_combine, Ref(six), _Counted(100), 7, scale=Ref(two))
+    assert graph.compute([last]) == [(6 + 100 + 7) * 2]
+
+
+def _layers(width: int) -> tuple[TaskGraph, list[str], list[str]]:
+    """Two layers of ``width`` tasks, the second after every task of the first."""
+    graph = TaskGraph()
+    first = [graph.add(_combine, i, _Counted(0), 0, scale=1) for i in range(width)]
+    second = [graph.add(_combine, Ref(first[i]), _Counted(i), 1, scale=10, after=first) for i in range(width)]
+    return graph, first, second
+
+
+def test_a_layer_after_a_long_layer_waits_on_one_barrier() -> None:
+    """At 8 tasks or more in ``after``, the tasks wait on one barrier task (which waits on
+    them all), shared by the tasks of the same after-list, and are marked as reading
+    their input from storage, so the distributed scheduler hands them to any free
+    worker; a short after-list stays as it is."""
+    graph, first, second = _layers(8)
+    barriers = {k for k in graph.dsk if "-barrier-" in str(k)}
+    assert len(barriers) == 1
+    (barrier,) = barriers
+    assert get_dependencies(graph.dsk, barrier) == set(first)
+    for i, key in enumerate(second):
+        assert get_dependencies(graph.dsk, key) == {barrier, first[i]}
+        assert graph.dsk[key].data_producer
+    short, first, second = _layers(7)
+    assert not any("-barrier-" in str(k) for k in short.dsk)
+    assert get_dependencies(short.dsk, second[0]) == set(first)
+
+
+def test_barrier_layers_compute_the_same_results(client: Any) -> None:
+    """On a distributed client (the barrier tasks and the marked tasks sent and run)
+    and on the synchronous scheduler; the graph is tokenized without its arguments."""
+    graph, first, second = _layers(9)
+    want = [(i + 0 + i + 1) * 10 for i in range(9)]
+    _Counted.calls = 0
+    tokenize(graph.dsk)
+    assert _Counted.calls == 0
+    assert graph.compute(second) == want
+    graph, first, second = _layers(9)
+    with dask.config.set(scheduler="synchronous"):
+        assert graph.compute([*second, first[3]]) == [*want, 3]
