@@ -1,15 +1,21 @@
-"""lp's task graphs: results, dependencies, and what Dask's tokenizing of them costs."""
+"""lp's task graphs: results, dependencies, barriers, and what Dask's tokenizing of them costs."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dask
 import numpy as np
+import pytest
 from dask.base import tokenize
 from dask.core import get_dependencies
 
+from dgl_chunked.io.chunked.graph import open_chunked_graph
+from dgl_chunked.partition import LPConfig, assign_partitions
+from dgl_chunked.partition.lp import taskgraph as TG
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
+from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 
 class _Counted:
@@ -108,3 +114,42 @@ def test_barrier_layers_compute_the_same_results(client: Any) -> None:
     graph, first, second = _layers(9)
     with dask.config.set(scheduler="synchronous"):
         assert graph.compute([*second, first[3]]) == [*want, 3]
+
+
+def test_lp_assigns_the_same_behind_barriers(client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lp at 12 node blocks on a distributed client (coarsened to 200 nodes: every phase),
+    its long layers behind barriers with their tasks queued, gives the assignment it
+    gives with every after-list kept whole."""
+    src, dst = planted_partition_edges(6000, 40_000, 8, skewed=True, seed=4)
+    truth = GraphTruth(
+        graph_name="g", num_nodes={"_N": 6000}, edges={"_N:_E:_N": (src, dst)}, node_data={}, edge_data={}
+    )
+    write_graph_from_truth(tmp_path / "g", truth, edge_chunks=3, feature_chunks=1)
+    graph = open_chunked_graph(tmp_path / "g" / "metadata.json")
+    barriers: list[int] = []
+    real = TaskGraph._barrier
+
+    def counted(self: TaskGraph, after: Any) -> str:
+        barriers.append(len(after))
+        return real(self, after)
+
+    monkeypatch.setattr(TaskGraph, "_barrier", counted)
+
+    def assignment() -> np.ndarray:
+        parts = assign_partitions(
+            graph,
+            4,
+            method="lp",
+            seed=0,
+            method_config=LPConfig(block_rows=512, coarse_nodes=200, coarse_entries=1 << 30),
+        )
+        return np.asarray(dask.compute(*parts.values())[0])
+
+    behind_barriers = assignment()
+    assert barriers and min(barriers) >= 8
+    monkeypatch.setattr(TG, "_BARRIER_FROM", 1 << 30)
+    barriers.clear()
+    whole = assignment()
+    assert not barriers
+    np.testing.assert_array_equal(behind_barriers, whole)
+    assert np.bincount(whole, minlength=4).min() > 0
