@@ -148,7 +148,7 @@ def _contract_task(level: C.Level, b: int, coarse: C.Level) -> tuple[int, int]:
     contractions added a barrier and a task per block to every step (39 at 10M nodes,
     each waiting to be handed to a worker: issue #38)."""
     out = C.contract_task(level, b, coarse)
-    S.remove_files_task(level.lp_root, [level.url(f"{name}-{b}").url for name in C.CLUSTERING_FILES])
+    S.remove_files_task(level.lp_root, level.block_files(b, C.CLUSTERING_FILES))
     return out
 
 

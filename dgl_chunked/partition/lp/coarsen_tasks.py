@@ -50,6 +50,7 @@ kept per worker thread for the next block.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -99,15 +100,18 @@ class Level:
         """Create the level's scratch directory."""
         self.lp_root.makedirs(posixpath.join(self.ml, str(self.index)))
 
+    def block_files(self, b: int, names: Sequence[str]) -> list[str]:
+        """The paths (or URLs) of block ``b``'s files ``name-<b>.bin``."""
+        return [self.url(f"{name}-{b}").url for name in names]
+
     def remove(self, *names: str) -> None:
         """Delete the level's files ``name-<b>.bin`` of every block (no name: the whole
         level directory), once no later step reads them."""
         if not names:
             self.lp_root.remove(posixpath.join(self.ml, str(self.index)))
             return
-        for name in names:
-            for b in range(self.num_blocks):
-                self.lp_root.remove(self.url(f"{name}-{b}").url)
+        for b in range(self.num_blocks):
+            S.remove_files_task(self.lp_root, self.block_files(b, names))
 
 
 class ScratchFile(NamedTuple):

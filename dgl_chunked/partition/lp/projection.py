@@ -214,8 +214,7 @@ def removed_after(tasks: TaskGraph, level: Level, names: Sequence[str], after: S
     (where no task runs: issue #38's many-core target) or in one task."""
     root = level.lp_root
     return [
-        tasks.add(S.remove_files_task, root, [level.url(f"{name}-{b}").url for name in names], after=after)
-        for b in range(level.num_blocks)
+        tasks.add(S.remove_files_task, root, level.block_files(b, names), after=after) for b in range(level.num_blocks)
     ]
 
 
