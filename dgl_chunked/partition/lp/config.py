@@ -366,3 +366,7 @@ class LPPlan:
     token: str = ""
     scratch_dir: str | None = None  # parent of this run's scratch store (None: the system temp dir)
     scratch_options: StorageOptions = None  # fsspec options when scratch_dir is a URL
+
+    def num_blocks(self, num_nodes: int) -> int:
+        """The node blocks of a graph of ``num_nodes`` nodes (the last one may be short)."""
+        return -(-num_nodes // self.block_rows)

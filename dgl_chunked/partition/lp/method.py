@@ -429,7 +429,7 @@ def run_lp(graph: ChunkedGraph, plan: LPPlan) -> S.ScratchRoot:
         _remove_quietly(root.path, so)
         raise
     with phase("cleanup"):  # the work files: the result stays
-        S.remove_work(root, work, -(-int(graph.metadata.node_type_offsets[-1]) // plan.block_rows))
+        S.remove_work(root, work, plan.num_blocks(int(graph.metadata.node_type_offsets[-1])))
     _RESULTS[plan.token] = root
     return root
 

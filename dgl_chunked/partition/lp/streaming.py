@@ -192,7 +192,7 @@ def prepare(graph: ChunkedGraph, plan: LPPlan, root: S.ScratchRoot) -> State:
     find their entries from the staging tasks' counts themselves, so the driver need
     not step in between); the staging files are deleted after it."""
     n = int(graph.metadata.node_type_offsets[-1])
-    num_blocks = -(-n // plan.block_rows)
+    num_blocks = plan.num_blocks(n)
     S.create_dirs(root)
     tasks = TaskGraph()
     stage, staged_files = _stage(graph, plan, root, num_blocks, tasks)
