@@ -64,7 +64,7 @@ def _marks_producers() -> bool:
     )
 
 
-def _barrier(_done: list[Any]) -> None:
+def _barrier_task(_done: list[Any]) -> None:
     """Nothing: the task that a layer runs after (its dependencies are the layer before)."""
 
 
@@ -139,7 +139,7 @@ class TaskGraph:
         group = tuple(after)
         if group not in self._barriers:
             self._barriers[group] = self._key("barrier")
-            self.dsk[self._barriers[group]] = (_barrier, list(group))
+            self.dsk[self._barriers[group]] = (_barrier_task, list(group))
         return self._barriers[group]
 
     def merge(self, graph: Any) -> None:
