@@ -36,6 +36,7 @@ __all__ = [
     "contract_entries",
     "id_dtype",
     "joins_and_favourites",
+    "named_clusters",
     "strongest_clusters",
     "two_hop_joins",
     "weighted_csr",
@@ -60,6 +61,12 @@ def cluster_caps(totals: IdArray, num_parts: int, fraction: float) -> IdArray:
     """Most weight one cluster may hold per column: ``fraction`` of a part's even share (>= 1)."""
     totals = np.asarray(totals, np.int64)
     return np.maximum(1, np.floor(totals * fraction / num_parts)).astype(np.int64)
+
+
+def named_clusters(cw: IdArray) -> int:
+    """The clusters of a block's cluster weights ``[rows, C]`` that hold a node (a weight
+    in some column)."""
+    return int(cw.any(axis=1).sum())
 
 
 def joins_and_favourites(

@@ -353,17 +353,12 @@ def release_task(level: Level, t: int) -> int:
     if left.shape[1]:
         np.subtract.at(cw, left[0] - level.offsets[t], left[1:].T)
         save(level.url(f"cw-{t}"), cw)
-    return _named(cw)
+    return CK.named_clusters(cw)
 
 
 def leaders_task(level: Level, b: int) -> int:
     """Number of clusters (labels in use) named by block ``b``'s nodes."""
-    return _named(load(level.url(f"cw-{b}")))
-
-
-def _named(cw: IdArray) -> int:
-    """The clusters of a block's cluster weights that hold a node (weight in a column)."""
-    return int(cw.any(axis=1).sum())
+    return CK.named_clusters(load(level.url(f"cw-{b}")))
 
 
 def number_task(level: Level, b: int, coarse: Level) -> None:
