@@ -441,8 +441,10 @@ def weight_pieces_task(level: Level, b: int, coarse: Level, cid_name: str) -> No
 
 
 def coarse_weights_task(coarse: Level, t: int) -> None:
-    """The node weights of block ``t`` of the coarsest level: the sums of its pieces."""
-    got = np.concatenate([load_piece(coarse.url(f"wp-{b}"), t) for b in range(coarse.num_blocks)], axis=1)
+    """The node weights of block ``t`` of the coarsest level: its pieces summed one at a time
+    (one block may get most input nodes' rows, a large community's; issue #38)."""
     w = np.zeros((coarse.rows(t), coarse.width), np.int64)
-    np.add.at(w, got[0], got[1:].T)
+    for b in range(coarse.num_blocks):
+        got = load_piece(coarse.url(f"wp-{b}"), t)
+        np.add.at(w, got[0], got[1:].T)
     save(coarse.url(f"w-{t}"), w)

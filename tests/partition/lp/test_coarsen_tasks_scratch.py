@@ -165,3 +165,24 @@ def test_coarse_entries_are_written_narrow_and_partition_as_wide_ones(
     assert written and all(dtype == np.dtype(np.int64) for _, dtype, _ in written)
     np.testing.assert_array_equal(narrow, wide)
     assert narrow.min() >= 0 and narrow.max() == 3
+
+
+def test_coarse_weights_sum_every_writers_piece(tmp_path: Path) -> None:
+    """A coarse block's node weights are the sums over every writer's rows for it
+    (several rows per node, from several writers, some writers sending none)."""
+    root = S.ScratchRoot(tmp_path.as_posix())
+    coarse = ml_tasks.Level(index=3, offsets=(0, 5, 9, 12), lp_root=root, ml=root.join("ml"), num_strata=2, owned=True)
+    coarse.create()
+    rng = np.random.default_rng(0)
+    want = np.zeros((12, coarse.width), np.int64)
+    for b in range(coarse.num_blocks):
+        node = rng.integers(0, 12, 40) if b != 1 else np.empty(0, np.int64)  # writer 1 sends nothing
+        weight = rng.integers(0, 2**40, (40 if b != 1 else 0, coarse.width))
+        np.add.at(want, node, weight)
+        block = np.searchsorted(np.asarray(coarse.offsets), node, side="right") - 1
+        rows = np.vstack([node - np.asarray(coarse.offsets)[block], weight.T])
+        ml_tasks.save_split(coarse.url(f"wp-{b}"), rows, block, coarse.num_blocks)
+    for t in range(coarse.num_blocks):
+        ml_tasks.coarse_weights_task(coarse, t)
+        got = read_array(coarse.url(f"w-{t}").url)
+        np.testing.assert_array_equal(got, want[coarse.offsets[t] : coarse.offsets[t + 1]])

@@ -1,0 +1,160 @@
+"""Benchmark: which ``lp`` task holds a worker's memory, per task function.
+
+Issue #38 asks lp's peak memory per worker to stay flat from the 1M-node / 10M-edge
+graph to the 10M / 100M one. A worker's peak (``VmHWM``) says how high, not which task
+took it there; this says which. Each worker process (1 thread) samples its own
+``/proc/self/status`` every ``--interval`` seconds in a thread, with the task it is
+running, and keeps per task function (the ``dglc-lp-<function>-...`` keys of
+:mod:`dgl_chunked.partition.lp.taskgraph`):
+
+    peak MB    the worker's largest VmRSS seen while such a task ran
+    anon/file  that sample's RssAnon and RssFile (shared libraries, mapped files)
+    start MB   the largest VmRSS seen at the start of one (what the worker held before)
+    tasks      how many ran on the worker
+
+and the sha256 of the assignment (as ``bench_lp_cores.py``'s: a change meant to save memory
+must leave it as it was).
+
+``(no task)`` is the time no sampled task ran: the lp driver task, which secedes from
+its thread while it waits for its computations (METIS on the coarsest level runs
+there), and the gaps. Samples miss spikes shorter than the interval; the worker's
+``VmHWM`` is printed beside them.
+
+Example (2 cores; the graphs are cached in ``--work-dir`` as bench_lp.py's)::
+
+    python benchmarks/bench_lp_memory.py --sbm 1000000:10000000
+    python benchmarks/bench_lp_memory.py --sbm 10000000:100000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from bench_lp import MASKS, _sbm
+from peak_memory import status_mb
+
+_KEY = re.compile(r"dglc-lp-(?P<func>\w+?)-[0-9a-f]{12}-\d+$")
+_FIELDS = ("VmRSS", "RssAnon", "RssFile")
+
+
+def _status() -> dict[str, int]:
+    with open("/proc/self/status") as f:
+        return {line.split(":")[0]: int(line.split()[1]) // 1024 for line in f if line.startswith(_FIELDS)}
+
+
+def start_sampling(interval: float, dask_worker: Any = None) -> None:
+    """In a worker: sample its memory and running task every ``interval`` seconds."""
+    peak: dict[str, tuple[int, int, int]] = {}
+    start: dict[str, int] = {}
+    count: Counter[str] = Counter()
+    dask_worker.lp_memory = (peak, start, count)
+
+    def sample() -> None:
+        last = None
+        while True:
+            st = _status()
+            now = (st["VmRSS"], st["RssAnon"], st["RssFile"])
+            keys = [str(ts.key) for ts in list(dask_worker.state.executing)]
+            names = [(k, m.group("func") if (m := _KEY.match(k)) else "(other task)") for k in keys] or [
+                (None, "(no task)")
+            ]
+            for key, name in names:
+                if key is not None and key != last:
+                    start[name] = max(start.get(name, 0), now[0])
+                    count[name] += 1
+                    last = key
+                peak[name] = max(peak.get(name, now), now)
+            time.sleep(interval)
+
+    threading.Thread(target=sample, daemon=True, name="lp-memory-sampler").start()
+
+
+def sampled(dask_worker: Any = None) -> dict[str, Any]:
+    """In a worker: what :func:`start_sampling` kept."""
+    peak, start, count = dask_worker.lp_memory
+    return {name: {"peak": p, "start": start.get(name), "tasks": count[name]} for name, p in peak.items()}
+
+
+def run(path: str, parts: int, workers: int, interval: float, block_rows: int | None) -> dict[str, Any]:
+    """lp on a fresh cluster of ``workers`` processes x 1 thread, sampled."""
+    import bench_lp_memory  # by name, so the workers import it rather than unpickle __main__'s
+    import dask
+    from distributed import Client, LocalCluster
+
+    from dgl_chunked.io.chunked.graph import open_chunked_graph
+    from dgl_chunked.partition import LPConfig, assign_partitions
+
+    graph = open_chunked_graph(path)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster)
+    try:
+        client.run(bench_lp_memory.start_sampling, interval)
+        t0 = time.time()
+        arrays = assign_partitions(
+            graph,
+            parts,
+            method="lp",
+            seed=0,
+            balance_ntypes=["_N", *MASKS],
+            method_config=LPConfig(block_rows=block_rows),
+        )
+        parts_of = dask.compute(*arrays.values())
+        wall = time.time() - t0
+        hwm = client.run(status_mb, "VmHWM")
+        per_worker = client.run(bench_lp_memory.sampled)
+    finally:
+        client.close()
+        cluster.close()
+    return {
+        "wall_s": round(wall, 1),
+        "peaks_mb": [round(p) for p in sorted(hwm.values())],
+        "sha256": hashlib.sha256(b"".join(np.asarray(a, np.int64).tobytes() for a in parts_of)).hexdigest()[:16],
+        "workers": [{"vmhwm_mb": round(hwm[w]), "tasks": per_worker[w]} for w in sorted(hwm, key=hwm.get)],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--graph", help="a chunked graph (homogeneous, with train/val/test masks)")
+    ap.add_argument("--sbm", help="NODES:EDGES of bench_lp.py's planted-community graph (cached in --work-dir)")
+    ap.add_argument("--chunks", type=int, default=8, help="edge files of a generated graph")
+    ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-lp"))
+    ap.add_argument("--parts", type=int, default=8)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--interval", type=float, default=0.01, help="seconds between samples")
+    ap.add_argument("--block-rows", type=int, help="lp's nodes per block (default: LPConfig's rule)")
+    ap.add_argument("--top", type=int, default=12, help="task functions printed per worker")
+    ap.add_argument("--save", help="write the figures as JSON here")
+    args = ap.parse_args()
+    if args.sbm:
+        os.makedirs(args.work_dir, exist_ok=True)
+        nodes, edges = (int(x) for x in args.sbm.split(":"))
+        args.graph = _sbm(args.work_dir, nodes, edges, args.chunks).path
+    if not args.graph:
+        ap.error("give --graph or --sbm")
+    r = run(args.graph, args.parts, args.workers, args.interval, args.block_rows)
+    print(f"lp, {args.parts} parts, {args.graph}: {r['wall_s']} s, assignment sha256 {r['sha256']}")
+    print(f"worker peaks (VmHWM): {r['peaks_mb']} MB")
+    for i, w in enumerate(r["workers"]):
+        print(f"worker {i} (VmHWM {w['vmhwm_mb']} MB)      peak MB  anon  file  start MB  tasks")
+        top = sorted(w["tasks"].items(), key=lambda kv: -kv[1]["peak"][0])[: args.top]
+        for name, t in top:
+            rss, anon, file = t["peak"]
+            print(f"  {name:28s} {rss:7d} {anon:5d} {file:5d} {t['start'] or '':>9} {t['tasks']:6d}")
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump({"graph": args.graph, "parts": args.parts, **r}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
