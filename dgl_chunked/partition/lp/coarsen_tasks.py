@@ -444,7 +444,6 @@ def coarse_weights_task(coarse: Level, t: int) -> None:
     """The node weights of block ``t`` of the coarsest level: its pieces summed one at a time
     (one block may get most input nodes' rows, a large community's; issue #38)."""
     w = np.zeros((coarse.rows(t), coarse.width), np.int64)
-    for b in range(coarse.num_blocks):
-        got = load_piece(coarse.url(f"wp-{b}"), t)
+    for got in (load_piece(coarse.url(f"wp-{b}"), t) for b in range(coarse.num_blocks)):
         np.add.at(w, got[0], got[1:].T)
     save(coarse.url(f"w-{t}"), w)
