@@ -92,9 +92,14 @@ def _rmat(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
     return open_chunked_graph(path)
 
 
+def _sbm_path(work_dir: str, nodes: int, edges: int, chunks: int) -> str:
+    """Where :func:`_sbm` caches its graph."""
+    return os.path.join(work_dir, f"sbm-skewed-{nodes}-{edges}-{chunks}")
+
+
 def _sbm(work_dir: str, nodes: int, edges: int, chunks: int) -> ChunkedGraph:
     """The skewed planted-community graph (train/val/test masks 60/20/20), cached."""
-    path = os.path.join(work_dir, f"sbm-skewed-{nodes}-{edges}-{chunks}")
+    path = _sbm_path(work_dir, nodes, edges, chunks)
     if not os.path.exists(os.path.join(path, "metadata.json")):
         edges_uv = _planted(nodes, edges)
         r = np.random.default_rng(1).random(nodes)
@@ -137,6 +142,27 @@ def _planted(nodes: int, edges: int) -> tuple[Any, Any]:
         src[lo : lo + m] = s
         dst[lo : lo + m] = np.where(r.random(m) < 0.9, inside, r.integers(0, nodes, m))
     return src, dst
+
+
+def add_graph_arguments(ap: argparse.ArgumentParser) -> None:
+    """``--graph`` or ``--sbm`` (cached in ``--work-dir``, ``--chunks`` edge files): the one
+    graph of ``bench_lp_cores.py`` and ``bench_lp_memory.py``; :func:`graph_path` reads them."""
+    ap.add_argument("--graph", help="a chunked graph (homogeneous, with train/val/test masks)")
+    ap.add_argument("--sbm", help="NODES:EDGES of bench_lp.py's planted-community graph (cached in --work-dir)")
+    ap.add_argument("--chunks", type=int, default=8, help="edge files of a generated graph")
+    ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-lp"))
+
+
+def graph_path(ap: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The graph that :func:`add_graph_arguments`' options name (generated and cached for ``--sbm``)."""
+    if args.sbm:
+        os.makedirs(args.work_dir, exist_ok=True)
+        nodes, edges = (int(x) for x in args.sbm.split(":"))
+        _sbm(args.work_dir, nodes, edges, args.chunks)
+        return _sbm_path(args.work_dir, nodes, edges, args.chunks)
+    if not args.graph:
+        ap.error("give --graph or --sbm")
+    return str(args.graph)
 
 
 def _record_phases() -> None:

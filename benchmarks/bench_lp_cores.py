@@ -42,13 +42,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from typing import Any
 
 import numpy as np
 from bench_cores import _union_seconds, list_schedule
-from bench_lp import MASKS, _record_phases, _sbm
+from bench_lp import MASKS, _record_phases, add_graph_arguments, graph_path
 from peak_memory import worker_peaks_mb
 
 DRIVER = "dglc-assign-lp-driver-"
@@ -236,22 +235,14 @@ def _print_run(workers: int, r: dict[str, Any], predict: list[int]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--graph", help="a chunked graph (homogeneous, with train/val/test masks)")
-    ap.add_argument("--sbm", help="NODES:EDGES of bench_lp.py's planted-community graph (cached in --work-dir)")
-    ap.add_argument("--chunks", type=int, default=8, help="edge files of a generated graph")
-    ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-lp"))
+    add_graph_arguments(ap)
     ap.add_argument("--parts", type=int, default=8)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--predict", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     ap.add_argument("--block-rows", type=int, help="lp's nodes per block (default: LPConfig's rule)")
     ap.add_argument("--save", help="write the figures as JSON here")
     args = ap.parse_args()
-    if args.sbm:
-        os.makedirs(args.work_dir, exist_ok=True)
-        nodes, edges = (int(x) for x in args.sbm.split(":"))
-        args.graph = _sbm(args.work_dir, nodes, edges, args.chunks).path
-    if not args.graph:
-        ap.error("give --graph or --sbm")
+    args.graph = graph_path(ap, args)
     runs = {w: run_once(args.graph, args.parts, w, args.predict, args.block_rows) for w in args.workers}
     print(f"lp, {args.parts} parts, {args.graph} ({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f})")
     for w, r in runs.items():

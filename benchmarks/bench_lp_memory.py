@@ -31,16 +31,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import re
-import tempfile
 import threading
 import time
 from collections import Counter
 from typing import Any
 
 import numpy as np
-from bench_lp import MASKS, _sbm
+from bench_lp import MASKS, add_graph_arguments, graph_path
 from peak_memory import status_mb
 
 _KEY = re.compile(r"dglc-lp-(?P<func>\w+?)-[0-9a-f]{12}-\d+$")
@@ -125,10 +123,7 @@ def run(path: str, parts: int, workers: int, interval: float, block_rows: int | 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--graph", help="a chunked graph (homogeneous, with train/val/test masks)")
-    ap.add_argument("--sbm", help="NODES:EDGES of bench_lp.py's planted-community graph (cached in --work-dir)")
-    ap.add_argument("--chunks", type=int, default=8, help="edge files of a generated graph")
-    ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "dglc-bench-lp"))
+    add_graph_arguments(ap)
     ap.add_argument("--parts", type=int, default=8)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--interval", type=float, default=0.01, help="seconds between samples")
@@ -136,12 +131,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=12, help="task functions printed per worker")
     ap.add_argument("--save", help="write the figures as JSON here")
     args = ap.parse_args()
-    if args.sbm:
-        os.makedirs(args.work_dir, exist_ok=True)
-        nodes, edges = (int(x) for x in args.sbm.split(":"))
-        args.graph = _sbm(args.work_dir, nodes, edges, args.chunks).path
-    if not args.graph:
-        ap.error("give --graph or --sbm")
+    args.graph = graph_path(ap, args)
     r = run(args.graph, args.parts, args.workers, args.interval, args.block_rows)
     print(f"lp, {args.parts} parts, {args.graph}: {r['wall_s']} s, assignment sha256 {r['sha256']}")
     print(f"worker peaks (VmHWM): {r['peaks_mb']} MB")
