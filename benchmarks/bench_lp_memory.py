@@ -4,8 +4,8 @@ Issue #38 asks lp's peak memory per worker to stay flat from the 1M-node / 10M-e
 graph to the 10M / 100M one. A worker's peak (``VmHWM``) says how high, not which task
 took it there; this says which. Each worker process (1 thread) samples its own
 ``/proc/self/status`` every ``--interval`` seconds in a thread, with the task it is
-running, and keeps per task function (the ``dglc-lp-<function>-...`` keys of
-:mod:`dgl_chunked.partition.lp.taskgraph`):
+running, and keeps per task function (``module.function``: the ``dglc-lp-<function>-...``
+keys of :mod:`dgl_chunked.partition.lp.taskgraph`, the module from the task's spec):
 
     peak MB    the worker's largest VmRSS seen while such a task ran
     anon/file  that sample's RssAnon and RssFile (shared libraries, mapped files)
@@ -50,6 +50,23 @@ def _status() -> dict[str, int]:
         return {line.split(":")[0]: int(line.split()[1]) // 1024 for line in f if line.startswith(_FIELDS)}
 
 
+def _module_of(ts: Any) -> str | None:
+    """The last part of the module of the lp function a worker task runs (two modules
+    have a ``propose_task``): found in the task's spec (a :mod:`taskgraph` ``_Packed``)."""
+    stack, looked = [getattr(ts, "run_spec", None)], 0
+    while stack and looked < 64:
+        x, looked = stack.pop(), looked + 1
+        if type(x).__name__ == "_Packed":
+            return str(x.func.__module__).rsplit(".", 1)[-1]
+        inner = [getattr(x, a, None) for a in ("args", "value")] + (list(x) if isinstance(x, (tuple, list)) else [])
+        for y in inner:
+            if isinstance(y, (tuple, list)):
+                stack.extend(y)
+            elif y is not None and not isinstance(y, (str, bytes, int, float)):
+                stack.append(y)
+    return None
+
+
 def start_sampling(interval: float, dask_worker: Any = None) -> None:
     """In a worker: sample its memory and running task every ``interval`` seconds."""
     peak: dict[str, tuple[int, int, int]] = {}
@@ -62,10 +79,7 @@ def start_sampling(interval: float, dask_worker: Any = None) -> None:
         while True:
             st = _status()
             now = (st["VmRSS"], st["RssAnon"], st["RssFile"])
-            keys = [str(ts.key) for ts in list(dask_worker.state.executing)]
-            names = [(k, m.group("func") if (m := _KEY.match(k)) else "(other task)") for k in keys] or [
-                (None, "(no task)")
-            ]
+            names = [(str(ts.key), _name(ts)) for ts in list(dask_worker.state.executing)] or [(None, "(no task)")]
             for key, name in names:
                 if key is not None and key != last:
                     start[name] = max(start.get(name, 0), now[0])
@@ -73,6 +87,13 @@ def start_sampling(interval: float, dask_worker: Any = None) -> None:
                     last = key
                 peak[name] = max(peak.get(name, now), now)
             time.sleep(interval)
+
+    def _name(ts: Any) -> str:
+        m = _KEY.match(str(ts.key))
+        if not m:
+            return "(other task)"
+        module = _module_of(ts)
+        return f"{module}.{m.group('func')}" if module else m.group("func")
 
     threading.Thread(target=sample, daemon=True, name="lp-memory-sampler").start()
 
@@ -136,11 +157,11 @@ def main() -> None:
     print(f"lp, {args.parts} parts, {args.graph}: {r['wall_s']} s, assignment sha256 {r['sha256']}")
     print(f"worker peaks (VmHWM): {r['peaks_mb']} MB")
     for i, w in enumerate(r["workers"]):
-        print(f"worker {i} (VmHWM {w['vmhwm_mb']} MB)      peak MB  anon  file  start MB  tasks")
+        print(f"worker {i} (VmHWM {w['vmhwm_mb']} MB)              peak MB  anon  file  start MB  tasks")
         top = sorted(w["tasks"].items(), key=lambda kv: -kv[1]["peak"][0])[: args.top]
         for name, t in top:
             rss, anon, file = t["peak"]
-            print(f"  {name:28s} {rss:7d} {anon:5d} {file:5d} {t['start'] or '':>9} {t['tasks']:6d}")
+            print(f"  {name:36s} {rss:7d} {anon:5d} {file:5d} {t['start'] or '':>9} {t['tasks']:6d}")
     if args.save:
         with open(args.save, "w") as f:
             json.dump({"graph": args.graph, "parts": args.parts, **r}, f, indent=1)
