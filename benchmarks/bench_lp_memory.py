@@ -75,12 +75,17 @@ def start_sampling(interval: float, dask_worker: Any = None) -> None:
     dask_worker.lp_memory = (peak, start, count)
 
     def sample() -> None:
-        last = None
+        last, named = None, {}  # task key -> its name, looked up once
         while True:
+            if len(named) > 10_000:
+                named.clear()
             st = _status()
             now = (st["VmRSS"], st["RssAnon"], st["RssFile"])
-            names = [(str(ts.key), _name(ts)) for ts in list(dask_worker.state.executing)] or [(None, "(no task)")]
-            for key, name in names:
+            running = [(str(ts.key), ts) for ts in list(dask_worker.state.executing)]
+            for key, ts in running or [(None, None)]:
+                if key is not None and key not in named:
+                    named[key] = _name(ts)
+                name = "(no task)" if key is None else named[key]
                 if key is not None and key != last:
                     start[name] = max(start.get(name, 0), now[0])
                     count[name] += 1

@@ -264,7 +264,7 @@ def propose_task(
         keep = movers[u]
         u, v, ew = u[keep], v[keep], ew[keep]
         c = lookup(level, "label", v) if v.size else np.empty(0, np.int64)
-    del v, labels  # before the weights: both tables at once were a 10M graph's largest task
+    del v, labels  # not held beside the weight table (this task is a 10M graph's largest)
     table = whole_table(level, "cw")  # indexed in the kernel, instead of gathered per entry
     node, cluster, gain, fnode, fcluster, fconn, blocked = CK.joins_and_favourites(
         u,
