@@ -51,7 +51,8 @@ from bench_lp import MASKS, _record_phases, add_graph_arguments, graph_path
 from peak_memory import worker_peaks_mb
 
 DRIVER = "dglc-assign-lp-driver-"
-_KEY = re.compile(r"dglc-lp-(?P<func>\w+?)-(?P<graph>[0-9a-f]{12})-(?P<n>\d+)$")
+LP_KEY = re.compile(r"dglc-lp-(?P<func>\w+?)-(?P<graph>[0-9a-f]{12})-(?P<n>\d+)$")
+"""The key of a task of lp's task graphs (:mod:`dgl_chunked.partition.lp.taskgraph`)."""
 
 
 def _phase_times() -> list[tuple[float, str, float]]:
@@ -88,7 +89,7 @@ def _runs(keys: list[str]) -> dict[str, str]:
     """The layer of every key (see :func:`_spans`)."""
     parsed, out = [], {}
     for key in set(keys):
-        m = _KEY.search(key)
+        m = LP_KEY.search(key)
         if m:
             parsed.append((m["graph"], int(m["n"]), m["func"], key))
         else:
@@ -182,6 +183,12 @@ def analyse(
     }
 
 
+def assignment_sha256(parts: Any) -> str:
+    """The first 16 hex digits of the sha256 of an assignment's arrays (as int64, in
+    order): a change meant for speed or memory must leave it as it was."""
+    return hashlib.sha256(b"".join(np.asarray(a, np.int64).tobytes() for a in parts)).hexdigest()[:16]
+
+
 def run_once(path: str, parts: int, workers: int, predict: list[int], block_rows: int | None = None) -> dict[str, Any]:
     """lp on a fresh cluster of ``workers`` processes; the analysis of its task stream."""
     import dask
@@ -206,7 +213,7 @@ def run_once(path: str, parts: int, workers: int, predict: list[int], block_rows
         ends = [e for got in client.run(_phase_times).values() for e in got]
         out = analyse(stream.data, ends, t0, t1, predict, workers)
         out["peaks_mb"] = [round(p) for p in worker_peaks_mb(client)]
-        out["sha256"] = hashlib.sha256(b"".join(np.asarray(a, np.int64).tobytes() for a in parts_of)).hexdigest()[:16]
+        out["sha256"] = assignment_sha256(parts_of)
     finally:
         client.close()
         cluster.close()

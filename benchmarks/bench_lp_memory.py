@@ -29,25 +29,17 @@ Example (2 cores; the graphs are cached in ``--work-dir`` as bench_lp.py's)::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import re
 import threading
 import time
 from collections import Counter
 from typing import Any
 
-import numpy as np
 from bench_lp import MASKS, add_graph_arguments, graph_path
-from peak_memory import status_mb
+from bench_lp_cores import LP_KEY, assignment_sha256
+from peak_memory import status_mb, statuses_mb
 
-_KEY = re.compile(r"dglc-lp-(?P<func>\w+?)-[0-9a-f]{12}-\d+$")
-_FIELDS = ("VmRSS", "RssAnon", "RssFile")
-
-
-def _status() -> dict[str, int]:
-    with open("/proc/self/status") as f:
-        return {line.split(":")[0]: int(line.split()[1]) // 1024 for line in f if line.startswith(_FIELDS)}
+_FIELDS = ["VmRSS", "RssAnon", "RssFile"]
 
 
 def _module_of(ts: Any) -> str | None:
@@ -79,8 +71,8 @@ def start_sampling(interval: float, dask_worker: Any = None) -> None:
         while True:
             if len(named) > 10_000:
                 named.clear()
-            st = _status()
-            now = (st["VmRSS"], st["RssAnon"], st["RssFile"])
+            st = statuses_mb(_FIELDS)
+            now = (round(st["VmRSS"]), round(st["RssAnon"]), round(st["RssFile"]))
             running = [(str(ts.key), ts) for ts in list(dask_worker.state.executing)]
             for key, ts in running or [(None, None)]:
                 if key is not None and key not in named:
@@ -94,7 +86,7 @@ def start_sampling(interval: float, dask_worker: Any = None) -> None:
             time.sleep(interval)
 
     def _name(ts: Any) -> str:
-        m = _KEY.match(str(ts.key))
+        m = LP_KEY.match(str(ts.key))
         if not m:
             return "(other task)"
         module = _module_of(ts)
@@ -142,7 +134,7 @@ def run(path: str, parts: int, workers: int, interval: float, block_rows: int | 
     return {
         "wall_s": round(wall, 1),
         "peaks_mb": [round(p) for p in sorted(hwm.values())],
-        "sha256": hashlib.sha256(b"".join(np.asarray(a, np.int64).tobytes() for a in parts_of)).hexdigest()[:16],
+        "sha256": assignment_sha256(parts_of),
         "workers": [{"vmhwm_mb": round(hwm[w]), "tasks": per_worker[w]} for w in sorted(hwm, key=hwm.get)],
     }
 

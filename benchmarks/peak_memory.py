@@ -13,16 +13,26 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["peak_rss_mb", "rss_mb", "status_mb", "worker_peaks_mb"]
+__all__ = ["peak_rss_mb", "rss_mb", "status_mb", "statuses_mb", "worker_peaks_mb"]
 
 
 def status_mb(field: str, pid: int | str = "self") -> float:
     """``field`` of ``/proc/<pid>/status`` (``VmHWM``, ``VmRSS``, ...), in MiB."""
+    return statuses_mb([field], pid)[field]
+
+
+def statuses_mb(fields: list[str], pid: int | str = "self") -> dict[str, float]:
+    """``fields`` of ``/proc/<pid>/status``, in MiB, from one read of it."""
+    got: dict[str, float] = {}
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    raise KeyError(f"/proc/{pid}/status has no {field}")
+            name = line.split(":", 1)[0]
+            if name in fields:
+                got[name] = int(line.split()[1]) / 1024
+    missing = [f for f in fields if f not in got]
+    if missing:
+        raise KeyError(f"/proc/{pid}/status has no {', '.join(missing)}")
+    return got
 
 
 def peak_rss_mb(pid: int | str = "self") -> float:
