@@ -1,4 +1,5 @@
-"""Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`.coarsen_kernels`.
+"""Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`.coarsen_kernels`
+(the purification's in :mod:`.purify_tasks`).
 
 Every level has the same number of node *blocks* ``B``: block ``b`` of level ``L + 1``
 holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, so
@@ -348,12 +349,23 @@ def release_task(level: Level, t: int) -> int:
     """Take the weight of the nodes that left block ``t``'s clusters off those clusters.
     Returns the clusters then named by block ``t``'s nodes (:func:`leaders_task`'s
     count, so the last round needs no layer of its own for it)."""
-    left = np.concatenate([load_piece(level.url(f"left-{b}", "bin"), t) for b in range(level.num_blocks)], axis=1)
     cw = load(level.url(f"cw-{t}"))
-    if left.shape[1]:
-        np.subtract.at(cw, left[0] - level.offsets[t], left[1:].T)
+    if gather_into(cw, np.subtract, level, "left", t, first=level.offsets[t]):
         save(level.url(f"cw-{t}"), cw)
     return CK.named_clusters(cw)
+
+
+def gather_into(out: IdArray, op: np.ufunc, level: Level, name: str, t: int, *, first: int = 0) -> int:
+    """Apply ``op`` (``np.add``, ``np.subtract``) to the rows ``id - first`` of ``out``
+    with the weights of every writer's piece ``t`` of files ``name``, one piece in
+    memory at a time (one block may get most of the input's rows, a large community's;
+    issue #38). Exact in any order: integer weights. Returns the rows read."""
+    rows = 0
+    for b in range(level.num_blocks):
+        got = load_piece(level.url(f"{name}-{b}", "bin"), t)
+        op.at(out, got[0] - first, got[1:].T)
+        rows += got.shape[1]
+    return rows
 
 
 def leaders_task(level: Level, b: int) -> int:
@@ -400,50 +412,3 @@ def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") ->
     cu, cv, w = CK.contract_entries(cid[u], cv, w)
     save_entries(coarse.url(f"e-{b}"), cu, cv, w, offsets)
     return int(cu.size), int(w.sum())
-
-
-def top_task(level: Level, b: int, levels: tuple[Level, ...]) -> None:
-    """The coarsest-level cluster of every node of block ``b`` of level 0 (``levels``:
-    level 0 to the coarsest): its coarse IDs chained through the levels (file ``top``)."""
-    cid = load(level.url(f"cid-{b}"))
-    for lv in levels[1:-1]:
-        pos = cid >= 0
-        cid[pos] = lookup(lv, "cid", cid[pos])
-    save(level.url(f"top-{b}"), cid)
-
-
-def purify_task(level: Level, b: int, src: str, dst: str, *, seed: int, salt: int) -> int:
-    """Move every node of block ``b`` of level 0 to the coarsest cluster it has the most
-    edges to (files ``src`` of every block, written to ``dst``). Returns the nodes moved."""
-    own = load(level.url(f"{src}-{b}"))
-    u, v, _ = read_entries(level, b, pooled=True)
-    ids = np.arange(level.offsets[b], level.offsets[b + 1], dtype=np.int64)
-    table = whole_table(level, src) if v.size else None
-    if table is not None:  # looked up in the kernel, without arrays per entry
-        out = CK.strongest_clusters(u, v, own, ids=ids, seed=seed, salt=salt, table=table)
-    else:
-        c = lookup(level, src, v) if v.size else np.empty(0, np.int64)
-        ok = c >= 0
-        out = CK.strongest_clusters(u[ok], c[ok], own, ids=ids, seed=seed, salt=salt)
-    save(level.url(f"{dst}-{b}"), out)
-    return int((out != own).sum())
-
-
-def weight_pieces_task(level: Level, b: int, coarse: Level, cid_name: str) -> None:
-    """Send the weights of block ``b``'s level-0 nodes to the blocks of their coarsest
-    clusters (files ``cid_name``)."""
-    cid = load(level.url(f"{cid_name}-{b}"))
-    w, _ = node_weights(level, b)
-    pos = cid >= 0
-    block = np.searchsorted(np.asarray(coarse.offsets, np.int64), cid[pos], side="right") - 1
-    rows = np.vstack([cid[pos] - np.asarray(coarse.offsets, np.int64)[block], w[pos].T])
-    save_split(coarse.url(f"wp-{b}"), rows, block, coarse.num_blocks)
-
-
-def coarse_weights_task(coarse: Level, t: int) -> None:
-    """The node weights of block ``t`` of the coarsest level: its pieces summed one at a time
-    (one block may get most input nodes' rows, a large community's; issue #38)."""
-    w = np.zeros((coarse.rows(t), coarse.width), np.int64)
-    for got in (load_piece(coarse.url(f"wp-{b}"), t) for b in range(coarse.num_blocks)):
-        np.add.at(w, got[0], got[1:].T)
-    save(coarse.url(f"w-{t}"), w)

@@ -25,6 +25,7 @@ import numpy as np
 from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import finalists as F
 from dgl_chunked.partition.lp import projection as P
+from dgl_chunked.partition.lp import purify_tasks as PT
 from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import shared_levels as SL
 from dgl_chunked.partition.lp import store as S
@@ -335,15 +336,15 @@ def _purify(levels: list[C.Level], pure: C.Level, plan: LPPlan) -> tuple[TaskGra
     fine = levels[0]
     blocks = range(fine.num_blocks)
     tasks = TaskGraph()
-    after = [tasks.add(C.top_task, fine, b, tuple(levels)) for b in blocks]
+    after = [tasks.add(PT.top_task, fine, b, tuple(levels)) for b in blocks]
     names = ["top", *(f"top{r}" for r in range(plan.config.purify_rounds - 1)), "pcid"]
     moved = []
     for r, (src, dst) in enumerate(itertools.pairwise(names)):
         kw = {"seed": plan.seed, "salt": salts.purify(r)}
-        after = [tasks.add(C.purify_task, fine, b, src, dst, after=after, **kw) for b in blocks]
+        after = [tasks.add(PT.purify_task, fine, b, src, dst, after=after, **kw) for b in blocks]
         moved.append(tasks.add(_log_purified, *map(Ref, after)))
-    pieces = [tasks.add(C.weight_pieces_task, fine, b, pure, "pcid", after=after) for b in blocks]
-    sums = [tasks.add(C.coarse_weights_task, pure, t, after=pieces) for t in blocks]
+    pieces = [tasks.add(PT.weight_pieces_task, fine, b, pure, "pcid", after=after) for b in blocks]
+    sums = [tasks.add(PT.coarse_weights_task, pure, t, after=pieces) for t in blocks]
     return tasks, moved + sums + [tasks.add(C.contract_task, fine, b, pure, "pcid", after=after) for b in blocks]
 
 

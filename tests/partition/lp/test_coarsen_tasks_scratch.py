@@ -167,22 +167,28 @@ def test_coarse_entries_are_written_narrow_and_partition_as_wide_ones(
     assert narrow.min() >= 0 and narrow.max() == 3
 
 
-def test_coarse_weights_sum_every_writers_piece(tmp_path: Path) -> None:
-    """A coarse block's node weights are the sums over every writer's rows for it
-    (several rows per node, from several writers, some writers sending none)."""
+def test_release_takes_every_writers_leavers_off(tmp_path: Path) -> None:
+    """The release takes the weight of every node that left a block's clusters off
+    them, whichever block's writer sent it (several leavers per cluster, one writer
+    sending none), and counts the clusters still holding a node."""
     root = S.ScratchRoot(tmp_path.as_posix())
-    coarse = ml_tasks.Level(index=3, offsets=(0, 5, 9, 12), lp_root=root, ml=root.join("ml"), num_strata=2, owned=True)
-    coarse.create()
-    rng = np.random.default_rng(0)
-    want = np.zeros((12, coarse.width), np.int64)
-    for b in range(coarse.num_blocks):
-        node = rng.integers(0, 12, 40) if b != 1 else np.empty(0, np.int64)  # writer 1 sends nothing
-        weight = rng.integers(0, 2**40, (40 if b != 1 else 0, coarse.width))
-        np.add.at(want, node, weight)
-        block = np.searchsorted(np.asarray(coarse.offsets), node, side="right") - 1
-        rows = np.vstack([node - np.asarray(coarse.offsets)[block], weight.T])
-        ml_tasks.save_split(coarse.url(f"wp-{b}"), rows, block, coarse.num_blocks)
-    for t in range(coarse.num_blocks):
-        ml_tasks.coarse_weights_task(coarse, t)
-        got = read_array(coarse.url(f"w-{t}").url)
-        np.testing.assert_array_equal(got, want[coarse.offsets[t] : coarse.offsets[t + 1]])
+    level = ml_tasks.Level(index=1, offsets=(0, 6, 10, 13), lp_root=root, ml=root.join("ml"), num_strata=2, owned=True)
+    level.create()
+    rng = np.random.default_rng(1)
+    want = rng.integers(0, 2**40, (13, level.width))
+    want[[0, 2, 7, 11]] = 0  # 0 and 7 lose their last nodes; 2 and 11 held none
+    start = want.copy()
+    for b in range(level.num_blocks):
+        old = rng.choice([0, 1, 3, 6, 7, 12], 30) if b != 2 else np.empty(0, np.int64)  # writer 2 sends nothing
+        weight = rng.integers(0, 2**28, (old.size, level.width))
+        np.add.at(start, old, weight)
+        block = np.searchsorted(np.asarray(level.offsets), old, side="right") - 1
+        ml_tasks.save_split(level.url(f"left-{b}"), np.vstack([old, weight.T]), block, level.num_blocks)
+    for t in range(level.num_blocks):
+        ml_tasks.save(level.url(f"cw-{t}"), start[level.offsets[t] : level.offsets[t + 1]])
+    named = [ml_tasks.release_task(level, t) for t in range(level.num_blocks)]
+    assert named == [4, 3, 2]  # clusters 1, 3, 4, 5 | 6, 8, 9 | 10, 12
+    for t in range(level.num_blocks):
+        np.testing.assert_array_equal(
+            read_array(level.url(f"cw-{t}").url), want[level.offsets[t] : level.offsets[t + 1]]
+        )
