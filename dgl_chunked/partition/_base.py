@@ -180,10 +180,16 @@ def import_partitioner(module: str, method: str, install: str | None = None) -> 
 
 def trivial_parts(xadj: IdArray, adjncy: IdArray, num_parts: int) -> PartArray | None:
     """The partition of a CSR graph that needs no partitioner (one part, no nodes: all
-    in part 0; no edges: round robin, which cuts nothing), else None."""
+    in part 0; no edges: round robin, which cuts nothing; no more nodes than parts:
+    each node its own part, the only one within a cap of one node per part), else None.
+
+    METIS given fewer nodes than parts prints "too many parts" and "Cannot bisect a
+    graph with 0 vertices" to the process's standard output (pymetis 2025.2.2), into
+    the ``partition`` command's report, and places them one per part anyway.
+    """
     num_nodes = xadj.size - 1
     if num_parts == 1 or num_nodes == 0:
         return np.zeros(num_nodes, np.int32)
-    if adjncy.size == 0:
+    if adjncy.size == 0 or num_nodes <= num_parts:
         return (np.arange(num_nodes) % num_parts).astype(np.int32)
     return None

@@ -135,6 +135,18 @@ def test_metis_parts_edge_cases() -> None:
     assert metis_parts(xadj, adjncy, 1, seed=0).tolist() == [0, 0, 0, 0]
 
 
+@pytest.mark.parametrize("num_nodes", [3, 16])
+def test_no_more_nodes_than_parts_one_per_part_and_nothing_printed(
+    num_nodes: int, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """METIS would print "too many parts" to the process's standard output (the C
+    library's, past Python's), into the ``partition`` command's report."""
+    ring = np.arange(num_nodes)
+    xadj, adjncy = symmetric_csr(ring, (ring + 1) % num_nodes, num_nodes)
+    assert metis_parts(xadj, adjncy, 16, seed=0).tolist() == list(range(num_nodes))
+    assert capfd.readouterr() == ("", "")
+
+
 def test_rebalance_strata_brings_every_stratum_within_tolerance() -> None:
     rng = np.random.default_rng(0)
     n, num_parts = 4000, 4
