@@ -350,12 +350,12 @@ def release_task(level: Level, t: int) -> int:
     Returns the clusters then named by block ``t``'s nodes (:func:`leaders_task`'s
     count, so the last round needs no layer of its own for it)."""
     cw = load(level.url(f"cw-{t}"))
-    if gather_into(cw, np.subtract, level, "left", t, first=level.offsets[t]):
+    if accumulate_pieces(cw, np.subtract, level, "left", t, first=level.offsets[t]):
         save(level.url(f"cw-{t}"), cw)
     return CK.named_clusters(cw)
 
 
-def gather_into(out: IdArray, op: np.ufunc, level: Level, name: str, t: int, *, first: int = 0) -> int:
+def accumulate_pieces(out: IdArray, op: np.ufunc, level: Level, name: str, t: int, *, first: int = 0) -> int:
     """Apply ``op`` (``np.add``, ``np.subtract``) to the rows ``id - first`` of ``out``
     with the weights of every writer's piece ``t`` of files ``name``, one piece in
     memory at a time (one block may get most of the input's rows, a large community's;

@@ -11,7 +11,7 @@ import numpy as np
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp.coarsen_tasks import (
     Level,
-    gather_into,
+    accumulate_pieces,
     load,
     node_weights,
     read_entries,
@@ -62,7 +62,8 @@ def weight_pieces_task(level: Level, b: int, coarse: Level, cid_name: str) -> No
 
 
 def coarse_weights_task(coarse: Level, t: int) -> None:
-    """The node weights of block ``t`` of the coarsest level: its pieces summed (:func:`_gather_into`)."""
+    """The node weights of block ``t`` of the coarsest level: its pieces summed
+    (:func:`.coarsen_tasks.accumulate_pieces`)."""
     w = np.zeros((coarse.rows(t), coarse.width), np.int64)
-    gather_into(w, np.add, coarse, "wp", t)
+    accumulate_pieces(w, np.add, coarse, "wp", t)
     save(coarse.url(f"w-{t}"), w)
