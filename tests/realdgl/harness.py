@@ -28,7 +28,9 @@ import pytest
 __all__ = [
     "DGL_SIDE",
     "assert_real_dgl_loads",
+    "assert_same_arrays",
     "dgl_python",
+    "graphbolt_pickle",
     "load_graphbolts",
     "require_dgl",
     "run_dgl",
@@ -128,6 +130,23 @@ def assert_same_array(got: np.ndarray, want: np.ndarray, what: str = "") -> None
     if got.dtype.itemsize in (1, 2, 4, 8) and got.dtype != bool:
         got, want = got.view(f"u{got.dtype.itemsize}"), want.view(f"u{want.dtype.itemsize}")
     np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def assert_same_arrays(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
+    """The same keys, and every array the same (:func:`assert_same_array`)."""
+    assert set(got) == set(want), sorted(set(got) ^ set(want))
+    for key in want:
+        assert_same_array(got[key], want[key], key)
+
+
+def graphbolt_pickle(path: str | Path) -> bytes:
+    """The ``data.pkl`` record of a GraphBolt graph file (its pickle, whatever the zip's
+    other bytes): what two converters must write alike."""
+    from dgl_chunked.io.formats.torch_zip import TorchZipReader
+
+    path = Path(path)
+    with open(path, "rb") as f:
+        return TorchZipReader(f, path.stat().st_size, str(path)).read("data.pkl")
 
 
 def assert_real_dgl_loads(out_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

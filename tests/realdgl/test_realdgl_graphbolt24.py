@@ -32,14 +32,13 @@ from dgl_chunked import convert_to_graphbolt
 from dgl_chunked.dispatch import DispatchOptions, dispatch
 from dgl_chunked.io.chunked.graph import open_chunked_graph
 from dgl_chunked.io.dgl.partition_config import read_partition_config
-from dgl_chunked.io.formats.torch_zip import TorchZipReader
 from dgl_chunked.io.graphbolt import GraphBoltOptions
 from dgl_chunked.io.graphbolt.graph_file import GRAPHBOLT_FILE, read_graphbolt_graph
 from dgl_chunked.partition import assign_partitions
 from dgl_chunked.synth import SynthSpec, write_synthetic_graph
 from dgl_chunked.verify import load_partition_output
 
-from .harness import assert_same_array, load_graphbolts, run_dgl_json
+from .harness import assert_same_array, assert_same_arrays, graphbolt_pickle, load_graphbolts, run_dgl_json
 
 pytestmark = pytest.mark.realdgl
 
@@ -67,11 +66,6 @@ def _dispatch(tmp_path: Path, spec: SynthSpec, num_parts: int, gb: DispatchOptio
         if gb is not None:
             dispatch(graph, parts, tmp_path / "gb", num_parts=num_parts, options=gb)
     return tmp_path / "dgl", tmp_path / "gb"
-
-
-def _pickle(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        return TorchZipReader(f, path.stat().st_size, str(path)).read("data.pkl")
 
 
 @pytest.mark.parametrize(
@@ -113,16 +107,14 @@ def test_both_routes_equal_dgl_240s_converter(tmp_path, monkeypatch, case, call)
     (theirs, theirs_info), *loaded = load_graphbolts(*(out / "metadata.json" for out in outs))
     coo = call != "dgl21-flags"
     for out, (ours, ours_info) in zip(outs[1:], loaded, strict=True):
-        assert set(ours) == set(theirs)
-        for key in theirs:
-            assert_same_array(ours[key], theirs[key], key)
+        assert_same_arrays(ours, theirs)
         for p in range(num_parts):
             assert ours_info[f"p{p}"] == theirs_info[f"p{p}"]  # types, maps, dtypes, attribute order
             names = [name for name, _ in ours_info[f"p{p}"]["edge_attributes"]]
             assert (names[-2:] == ["_dgl2gb_eid", "_gb_dst_id"]) is coo
             assert ours_info[f"p{p}"].get("verified") == (eids == 1 or None)  # DGL 2.1's own check
             name = f"part{p}/{GRAPHBOLT_FILE}"
-            assert _pickle(out / name) == _pickle(tmp_path / "v24" / name)
+            assert graphbolt_pickle(out / name) == graphbolt_pickle(tmp_path / "v24" / name)
     assert json.loads((tmp_path / "ours" / "metadata.json").read_text()) == conv["config"]
 
 
@@ -186,8 +178,6 @@ def test_graphbolt_dir_loads_in_real_dgl(tmp_path):
     # DGL 2.1's load_partition of the DGL format through the redirected paths: graph and features
     arrays, info = run_dgl_json("partition", config)
     want, _ = run_dgl_json("partition", str(dgl_out / "metadata.json"))
-    assert set(arrays) == set(want)
-    for key in want:
-        assert_same_array(arrays[key], want[key], key)
+    assert_same_arrays(arrays, want)
     assert not (tmp_path / "gbdir" / "part0" / "graph.dgl").exists()
     assert read_graphbolt_graph(tmp_path / "gbdir" / "part1" / GRAPHBOLT_FILE).edge_attributes is not None

@@ -21,10 +21,9 @@ import numpy as np
 import pytest
 
 from dgl_chunked import DispatchOptions, convert_to_graphbolt, run, verify_partitions
-from dgl_chunked.io.formats.torch_zip import TorchZipReader
 from dgl_chunked.testing import GraphTruth, write_graph_from_truth
 
-from .harness import assert_real_dgl_loads, assert_same_array, load_graphbolts, run_dgl_json
+from .harness import assert_real_dgl_loads, assert_same_arrays, graphbolt_pickle, load_graphbolts, run_dgl_json
 
 pytestmark = pytest.mark.realdgl
 
@@ -94,11 +93,6 @@ def test_real_dgl_loads_odd_graphs(tmp_path: Path, seed: int) -> None:
     assert_real_dgl_loads(out)
 
 
-def _pickle(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        return TorchZipReader(f, path.stat().st_size, str(path)).read("data.pkl")
-
-
 @pytest.mark.parametrize("seed", range(10, 14))
 def test_graphbolt_of_odd_graphs_equals_dgl_converter(tmp_path: Path, seed: int) -> None:
     out, num_parts, rng = _run_odd(tmp_path, seed)
@@ -117,10 +111,8 @@ def test_graphbolt_of_odd_graphs_equals_dgl_converter(tmp_path: Path, seed: int)
     (ours, ours_info), (theirs, theirs_info) = load_graphbolts(
         tmp_path / "ours" / "metadata.json", tmp_path / "dgl" / "metadata.json"
     )
-    assert set(ours) == set(theirs)
-    for key in theirs:
-        assert_same_array(ours[key], theirs[key], key)
+    assert_same_arrays(ours, theirs)
     for p in range(num_parts):
         assert ours_info[f"p{p}"] == theirs_info[f"p{p}"]
         name = f"part{p}/fused_csc_sampling_graph.pt"
-        assert _pickle(tmp_path / "ours" / name) == _pickle(tmp_path / "dgl" / name)
+        assert graphbolt_pickle(tmp_path / "ours" / name) == graphbolt_pickle(tmp_path / "dgl" / name)
