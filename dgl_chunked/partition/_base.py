@@ -185,7 +185,8 @@ def trivial_parts(xadj: IdArray, adjncy: IdArray, num_parts: int) -> PartArray |
 
     METIS given fewer nodes than parts prints "too many parts" and "Cannot bisect a
     graph with 0 vertices" to the process's standard output (pymetis 2025.2.2), into
-    the ``partition`` command's report, and places them one per part anyway.
+    the ``partition`` command's report; its k-way partition (above 8 parts) is over the
+    caps there (16 parts: a 3-node ring all in one part, a 16-node ring two per part).
     """
     num_nodes = xadj.size - 1
     if num_parts == 1 or num_nodes == 0:
