@@ -40,6 +40,7 @@ from typing import Any
 
 from dgl_chunked._dask import current_client, on_worker
 from dgl_chunked.compute import settling
+from dgl_chunked.partition.lp import heap
 
 __all__ = ["Ref", "TaskGraph"]
 
@@ -95,7 +96,10 @@ def _call(results: list[Any], _after: list[Any], packed: _Packed) -> Any:
     given = iter(results)  # the positional Refs' results, then the keyword ones'
     args = [next(given) if isinstance(a, Ref) else a for a in packed.args]
     kwargs = {k: next(given) if isinstance(v, Ref) else v for k, v in packed.kwargs.items()}
-    return packed.func(*args, **kwargs)
+    try:
+        return packed.func(*args, **kwargs)
+    finally:  # ended or failed, a task on a worker may leave its free heap resident
+        heap.trim_after_task()
 
 
 class TaskGraph:

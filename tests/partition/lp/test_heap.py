@@ -133,3 +133,53 @@ def test_a_cluster_that_cannot_take_the_setting_does_not_stop_lp() -> None:
 def test_the_free_heap_is_handed_back_where_glibc_runs() -> None:
     """``malloc_trim(0)`` after the driver's METIS runs: done under glibc, skipped elsewhere."""
     assert heap.give_back_free_heap() is (heap._libc() is not None)
+
+
+_TRIM = textwrap.dedent(
+    """
+    import json, re
+    import numpy as np
+    from dgl_chunked.partition.lp import heap
+
+    def rss():
+        return int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) << 10
+
+    got = {"before_raise": heap.trim_after_task(0)}
+    heap.set_mmap_threshold(heap.LP_MMAP_THRESHOLD)
+    got["first"] = heap.trim_after_task()  # the first task after the raise sets the base
+    got["no_growth"] = heap.trim_after_task()
+    big, pins = [], []
+    for _ in range(192):  # 1 MiB arrays from the heap, each pinned below the next by a small one
+        big.append(np.ones(1 << 17, np.int64))
+        pins.append(np.ones(4096, np.int64))
+    del big  # 192 MiB free inside the heap, below live objects: no top to trim
+    got["below_limit"] = heap.trim_after_task(1 << 40)
+    before = rss()
+    got["grown"] = heap.trim_after_task()
+    got["rss_drop"] = before - rss()
+    got["again"] = heap.trim_after_task()
+    got["pins"] = int(sum(int(p.sum()) for p in pins))
+    print(json.dumps(got))
+    """
+)
+
+
+@glibc
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="Linux's /proc/self/statm only")
+def test_a_worker_whose_heap_grew_hands_its_free_pages_back() -> None:
+    """Under the raised threshold, 192 MiB freed below live arrays stay resident until
+    a task ends with the worker's anonymous memory grown by more than
+    :data:`heap.TRIM_GROWN_BY` since the last trim: then they go back, once. A process
+    whose threshold lp did not raise (local threads) keeps its pages."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env = {**clean, "MALLOC_TRIM_THRESHOLD_": "1048576"}
+    out = subprocess.run([sys.executable, "-c", _TRIM], env=env, capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    assert got["before_raise"] is False
+    assert got["first"] is True
+    assert got["no_growth"] is False
+    assert got["below_limit"] is False
+    assert got["grown"] is True
+    assert got["rss_drop"] >= 160 << 20
+    assert got["again"] is False
+    assert got["pins"] == 192 * 4096

@@ -153,3 +153,22 @@ def test_lp_assigns_the_same_behind_barriers(client: Any, tmp_path: Path, monkey
     assert not barriers
     np.testing.assert_array_equal(behind_barriers, whole)
     assert np.bincount(whole, minlength=4).min() > 0
+
+
+def _fails(_x: int) -> int:
+    raise ValueError("a task's own error")
+
+
+def test_every_task_offers_its_free_heap_back_even_one_that_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After each task, ended or failed, the worker may trim its heap
+    (:func:`.heap.trim_after_task`); the task's error still reaches the caller."""
+    calls: list[int] = []
+    monkeypatch.setattr(TG.heap, "trim_after_task", lambda: calls.append(1) or False)
+    g = TaskGraph()
+    a = g.add(sum, [1, 2])
+    assert g.compute([g.add(max, Ref(a), 1)]) == [3]
+    assert len(calls) == 2
+    g = TaskGraph()
+    with pytest.raises(ValueError, match="a task's own error"), dask.config.set(scheduler="sync"):
+        g.compute([g.add(_fails, 1)])
+    assert len(calls) == 3
