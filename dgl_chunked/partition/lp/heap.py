@@ -81,6 +81,7 @@ def _libc() -> Any:
 
 _HOLDERS = [0]  # lp runs in this process that raised the threshold and have not put it back
 _HOLDERS_LOCK = threading.Lock()
+_TRIMMED_AT = [0]  # this process's anonymous resident bytes after its last trim (trim_after_task)
 _current = [_GLIBC_DEFAULT]  # the mmap threshold last set here
 
 
@@ -108,6 +109,7 @@ def set_mmap_threshold(nbytes: int | None) -> int | None:
             return None
         if nbytes is None:
             libc.malloc_trim(0)
+            _TRIMMED_AT[0] = 0  # the next run's first task trims and sets its own base
         _current[0] = mmap
         return mmap
 
@@ -141,9 +143,6 @@ def _anon_resident() -> int | None:
     return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
 
 
-_TRIMMED_AT = [0]  # this process's anonymous resident bytes after its last trim
-
-
 def trim_after_task(grown_by: int = TRIM_GROWN_BY) -> bool:
     """After an ``lp`` task on a worker whose mmap threshold this module raised
     (:func:`set_mmap_threshold`): when the worker's anonymous resident memory has grown
@@ -157,13 +156,13 @@ def trim_after_task(grown_by: int = TRIM_GROWN_BY) -> bool:
     workers, 2026-11-29, two runs each: at 10M nodes / 100M edges the lower worker's
     peak went from 645-648 MB to 604-623 MB with this rule (194 trims in one run, 73 MB
     back each on average), the driver's from 712-799 to 691-751 (within its spread from
-    run to run), 312.8-325.4 s against 356.8-394.5 s, the same assignment; at 1M it
-    trims 8 times and changes nothing measurable. A trim after every task did about as
-    well at 10M (604-614 / 660-702 MB) but made the next tasks fault their pages in
-    again (1M: about 2 s of 31 s). The free bytes
-    (``mallinfo2``) do not tell when to trim: trimmed pages still count as free, so a
-    heap once fragmented would trim after every task. Local threads (the threshold not
-    raised here) and other C libraries are left alone."""
+    run to run), the same assignment (312.8-325.4 s against 356.8-394.5 s: the VM's
+    speed drifted, no speed is claimed); at 1M it trims 8 times and changes nothing
+    measurable. A trim after every task did about as well at 10M (604-614 / 660-702
+    MB) but made the next tasks fault their pages in again (1M: about 2 s of 31 s). The
+    free bytes (``mallinfo2``) do not tell when to trim: trimmed pages still count as
+    free, so a heap once fragmented would trim after every task. Local threads (the
+    threshold not raised here) and other C libraries are left alone."""
     if not _HOLDERS[0]:
         return False
     anon = _anon_resident()

@@ -159,6 +159,10 @@ _TRIM = textwrap.dedent(
     got["rss_drop"] = before - rss()
     got["again"] = heap.trim_after_task()
     got["pins"] = int(sum(int(p.sum()) for p in pins))
+    heap.set_mmap_threshold(None)
+    got["after_the_run"] = heap.trim_after_task()
+    heap.set_mmap_threshold(heap.LP_MMAP_THRESHOLD)
+    got["next_runs_first"] = heap.trim_after_task()
     print(json.dumps(got))
     """
 )
@@ -170,7 +174,8 @@ def test_a_worker_whose_heap_grew_hands_its_free_pages_back() -> None:
     """Under the raised threshold, 192 MiB freed below live arrays stay resident until
     a task ends with the worker's anonymous memory grown by more than
     :data:`heap.TRIM_GROWN_BY` since the last trim: then they go back, once. A process
-    whose threshold lp did not raise (local threads) keeps its pages."""
+    whose threshold lp did not raise (local threads, or after the run) keeps its pages;
+    the next run's first task trims again and sets its own base."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env = {**clean, "MALLOC_TRIM_THRESHOLD_": "1048576"}
     out = subprocess.run([sys.executable, "-c", _TRIM], env=env, capture_output=True, text=True, check=True)
@@ -183,3 +188,5 @@ def test_a_worker_whose_heap_grew_hands_its_free_pages_back() -> None:
     assert got["rss_drop"] >= 160 << 20
     assert got["again"] is False
     assert got["pins"] == 192 * 4096
+    assert got["after_the_run"] is False
+    assert got["next_runs_first"] is True
