@@ -72,23 +72,26 @@ def counting_offsets(key: Any, lo: int, extent: int) -> Any:  # pragma: no cover
     return start
 
 
-def _count_merge(bc: Any, bw: Any, s: int, e: int, acc: Any, stamp: Any, tag: int) -> int:  # pragma: no cover
+def _count_merge(bc: Any, bw: Any, s: int, e: int, acc: Any) -> int:  # pragma: no cover - compiled
     """Sum ``bw[s:e]`` per cluster ``bc`` in place (the distinct clusters in order of
-    first sight), through ``acc`` (indexed by cluster; ``stamp[c] == tag`` once ``c`` is
-    seen for this node); return the end of the distinct ones. Linear in the node's
+    first sight), through ``acc`` (indexed by cluster, -1 where unseen, and left so:
+    weights are >= 0); return the end of the distinct ones. Linear in the node's
     entries (a shell sort per node, as before issue #38's h-10m, was not: the coarse
-    levels' nodes have hundreds)."""
+    levels' nodes have hundreds). Resetting the node's clusters replaced an array of
+    per-node stamps as long as the table (15 MB more at 10M nodes' level 1, and a
+    second random access per entry)."""
     nd = s
     for i in range(s, e):
         ci = bc[i]
-        if stamp[ci] != tag:
-            stamp[ci] = tag
+        if acc[ci] < 0:
             acc[ci] = 0
             bc[nd] = ci
             nd += 1
         acc[ci] += bw[i]
     for i in range(s, nd):
-        bw[i] = acc[bc[i]]
+        ci = bc[i]
+        bw[i] = acc[ci]
+        acc[ci] = -1
     return nd
 
 
@@ -149,8 +152,7 @@ def _joins(
             pos[k] = p + 1
     # sums per cluster in an array as long as the table (the order of the merged
     # clusters does not matter: picks go by weight, then by distinct hashes)
-    acc = np.zeros(cw.shape[0], bw.dtype)
-    stamp = np.zeros(cw.shape[0], np.int32)
+    acc = np.full(cw.shape[0], -1, bw.dtype)
     jn = np.empty(rows, np.int64)
     jc = np.empty(rows, np.int64)
     jg = np.empty(rows, np.int64)
@@ -165,7 +167,7 @@ def _joins(
         e = start[k + 1]
         if e == s:
             continue
-        e = _count_merge(bc, bw, s, e, acc, stamp, k + 1)
+        e = _count_merge(bc, bw, s, e, acc)
         # the favourite: most connected other cluster, full or not; ties: lowest hash
         best_all, fav, _ = _top(bc, bw, s, e, key, np.uint64(0), -1, hid)
         fn[nf] = k
