@@ -251,7 +251,8 @@ def propose_task(
     the cluster's block. With ``two_hop``, the movers still alone in their cluster that
     propose nothing (their best clusters are full) send their favourite cluster to its
     block (file ``want``, :func:`two_hop_task`). Returns the number of proposals, and
-    of the clusters the movers weighed that had no room (0: larger caps propose the same)."""
+    of the clusters without room that a mover would have proposed to (0: larger caps
+    propose the same)."""
     lo = level.offsets[b]
     label = load(level.url(f"label-{b}"))
     w, _ = node_weights(level, b)

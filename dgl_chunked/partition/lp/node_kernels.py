@@ -118,6 +118,14 @@ def _top(bc: Any, bw: Any, s: int, e: int, key: Any, node_hash: Any, own: int, h
     return best, pick, own_top
 
 
+def _fits(cw: Any, row: int, nw: Any, k: int, caps: Any) -> bool:  # pragma: no cover - compiled
+    """Whether node ``k`` (weights ``nw[k]``) fits cluster row ``row`` of ``cw`` under ``caps``."""
+    for col in range(caps.size):  # noqa: SIM110 - numba compiles no generator in all()
+        if cw[row, col] + nw[k, col] > caps[col]:
+            return False
+    return True
+
+
 def _joins(
     u: Any, c: Any, hid: Any, w: Any, own: Any, key: Any, cw: Any, nw: Any, caps: Any, min_share: float
 ) -> Any:  # pragma: no cover - compiled
@@ -125,7 +133,6 @@ def _joins(
     rows of ``cw``; their IDs (hashed for ties) are ``hid[c]``, or ``c`` when ``hid`` is
     empty. The weights per neighbouring cluster are summed in an array of ``cw``'s rows."""
     rows = own.size
-    width = caps.size
     start = np.zeros(rows + 1, np.int64)
     conn_own = np.zeros(rows, np.int64)
     for i in range(u.size):  # entries to the own cluster summed, to other ones counted
@@ -161,7 +168,7 @@ def _joins(
     fconn = np.empty(rows, np.int64)
     nj = 0
     nf = 0
-    blocked = 0  # fit checks the caps failed: with larger caps the joins could differ
+    blocked = 0  # clusters that would have won without room: with larger caps the joins could differ
     for k in range(rows):
         s = start[k]
         e = start[k + 1]
@@ -174,26 +181,31 @@ def _joins(
         fc[nf] = bc[fav]
         fconn[nf] = best_all
         nf += 1
-        # the join: most connected cluster with room, at least min_share of the best
+        # the join: most connected cluster with room, at least min_share of the best (ties:
+        # lowest hash, as the favourite); the favourite when it has room, else a scan that
+        # checks the room of a cluster only when it would win (each check is a random
+        # read of the table: as many as a node's tied clusters on level 0, where every
+        # cluster weighs 1)
         floor = min_share * best_all
         pick = -1
         pick_rank = np.uint64(0)
-        for i in range(s, e):
-            if not bw[i] >= floor:
-                continue
-            if pick >= 0 and bw[i] < bw[pick]:
-                continue
-            fits = True
-            row = bc[i]
-            for col in range(width):
-                if cw[row, col] + nw[k, col] > caps[col]:
-                    fits = False
-                    break
-            if not fits:
+        if bw[fav] >= floor and _fits(cw, bc[fav], nw, k, caps):
+            pick = fav
+        else:
+            if bw[fav] >= floor:
                 blocked += 1
-                continue
-            r = _mix(np.uint64(hid[row] if hid.size else row) + key)
-            if pick < 0 or bw[i] > bw[pick] or r < pick_rank:
+            for i in range(s, e):
+                if i == fav or not bw[i] >= floor:
+                    continue
+                if pick >= 0 and bw[i] < bw[pick]:
+                    continue
+                row = bc[i]
+                r = _mix(np.uint64(hid[row] if hid.size else row) + key)
+                if pick >= 0 and bw[i] == bw[pick] and r > pick_rank:
+                    continue
+                if not _fits(cw, row, nw, k, caps):
+                    blocked += 1
+                    continue
                 pick, pick_rank = i, r
         if pick >= 0 and bw[pick] - conn_own[k] > 0:
             jn[nj] = k
@@ -360,7 +372,7 @@ def _compiled(name: str) -> Any:
 
     jit = numba.njit(cache=True, nogil=True)
     with _LOCK:
-        for helper in ("_mix", "_count_merge", "_top", "counting_offsets"):
+        for helper in ("_mix", "_count_merge", "_top", "_fits", "counting_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         kernels = {"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}

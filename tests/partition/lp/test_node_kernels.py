@@ -157,6 +157,29 @@ def test_joins_turned_away_by_no_cap_stay_the_same_under_larger_caps(case: dict[
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
 
 
+@pytest.mark.parametrize("salt", range(6))
+def test_full_clusters_that_would_not_win_are_not_counted_as_turned_away(salt: int) -> None:
+    """A node tied to three clusters joins its favourite when that has room, whether the
+    other two are full or not: nothing was turned away (0), so a larger cluster weight
+    may share the level; with the favourite full, it joins the next one, and that one
+    full cluster is what the caps turned away (1)."""
+    u, c, w = np.zeros(3, np.int64), np.array([1, 2, 3]), np.ones(3, np.int64)
+    kw = {"own": np.array([0]), "node_weight": np.array([[1]]), "seed": 7, "salt": salt}
+    free = CK.joins_and_favourites(u, c, w, cluster_weight=np.zeros((4, 1), np.int64), caps=np.array([5]), **kw)
+    fav = int(free[4][0])
+    assert free[1].tolist() == [fav] and free[6] == 0
+    others = [x for x in (1, 2, 3) if x != fav]
+    full_others = np.zeros((4, 1), np.int64)
+    full_others[others] = 5
+    got = CK.joins_and_favourites(u, c, w, cluster_weight=full_others, caps=np.array([5]), **kw)
+    assert got[1].tolist() == [fav] and got[6] == 0
+    full_fav = np.zeros((4, 1), np.int64)
+    full_fav[fav] = 5
+    got = CK.joins_and_favourites(u, c, w, cluster_weight=full_fav, caps=np.array([5]), **kw)
+    second = min(others, key=lambda x: int(node_order(np.array([x]), seed=7, salt=salt)[0]))
+    assert got[1].tolist() == [second] and got[4].tolist() == [fav] and got[6] == 1
+
+
 @settings(max_examples=300, deadline=None)
 @given(_clustering())
 def test_strongest_clusters_equal_the_numpy_version(case: dict[str, object]) -> None:
