@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
-from dgl_chunked.partition.lp.node_kernels import neighbour_counts
+from dgl_chunked.partition.lp.node_kernels import neighbour_counts, refinement_gains
 from dgl_chunked.partition.random import splitmix64
 
 __all__ = [
@@ -318,16 +318,7 @@ def propose_refinement(
     """
     if hist.shape[0] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int16)
-    idx = np.arange(hist.shape[0])
-    own_part = part.astype(np.int64)
-    own = hist[idx, own_part]
-    others = np.array(hist, np.int64)
-    others[idx, own_part] = -1  # counts are >= 0: -1 never wins over another part
-    best_any = np.argmax(others, axis=1)
-    open_only = np.where(open_parts[stratum], others, -1)
-    best_open = np.argmax(open_only, axis=1)
-    best = np.where(open_only[idx, best_open] - own > 0, best_open, best_any)
-    gain = others[idx, best] - own
+    best, gain = refinement_gains(hist, part, stratum, open_parts)
     ok = gain > 0
     return np.where(ok, best, _NO_TARGET).astype(np.int64), np.where(ok, priority_of(gain), 0).astype(np.int16)
 

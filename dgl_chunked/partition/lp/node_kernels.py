@@ -40,6 +40,7 @@ __all__ = [
     "mover_entries",
     "neighbour_counts",
     "part_gains",
+    "refinement_gains",
     "strongest_kernel",
 ]
 
@@ -291,6 +292,41 @@ def _part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) -
     return best, gain
 
 
+def _refinement(hist: Any, part: Any, stratum: Any, open_parts: Any) -> Any:  # pragma: no cover - compiled
+    rows, num_parts = hist.shape
+    best = np.empty(rows, np.int64)
+    gain = np.empty(rows, np.int64)
+    for k in range(rows):
+        own_p = part[k] if part[k] >= 0 else part[k] + num_parts  # -1 reads the last column (as numpy)
+        own = np.int64(hist[k, own_p])
+        any_p, any_top, open_p, open_top = 0, np.int64(-2), 0, np.int64(-2)  # below every count and the -1s
+        for p in range(num_parts):  # ties: the lowest part (as numpy's argmax)
+            x = np.int64(-1) if p == own_p else np.int64(hist[k, p])
+            if x > any_top:
+                any_top, any_p = x, p
+            if not open_parts[stratum[k], p]:
+                x = np.int64(-1)
+            if x > open_top:
+                open_top, open_p = x, p
+        if open_top - own > 0:
+            best[k], gain[k] = open_p, open_top - own
+        else:
+            best[k], gain[k] = any_p, any_top - own
+    return best, gain
+
+
+def refinement_gains(hist: Any, part: Any, stratum: Any, open_parts: Any) -> tuple[Any, Any]:
+    """Per row of ``hist`` (``[rows, P]`` neighbours per part): the part with the most
+    neighbours among those with room (``open_parts[stratum, p]``) when that beats its
+    own part ``part``, else the best other part, and the gain of moving there; in one
+    compiled pass (:func:`.kernels.propose_refinement`: the numpy version took 1.3 s
+    of thread time over 8M rows at 1M nodes / 10M edges, issue #38)."""
+    out: tuple[Any, Any] = _compiled("refinement")(
+        np.ascontiguousarray(hist), ints(part), ints(stratum), np.ascontiguousarray(open_parts, np.bool_)
+    )
+    return out
+
+
 def part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) -> tuple[Any, Any]:
     """Per node ``k`` of ``part`` (its partitions): the part ``best`` its entries
     ``(u, v, w)`` weigh most to, by the partitions ``table[v]`` (ties: the lowest part),
@@ -376,7 +412,8 @@ def _compiled(name: str) -> Any:
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         kernels = {"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}
-        return jit({**kernels, "hist": _neighbour_counts, "cut": _cut_entries}[name])
+        kernels |= {"hist": _neighbour_counts, "cut": _cut_entries, "refinement": _refinement}
+        return jit(kernels[name])
 
 
 def joins_kernel(*args: Any) -> Any:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp.kernels import node_order
-from dgl_chunked.partition.lp.node_kernels import cut_entries, mover_entries, part_gains
+from dgl_chunked.partition.lp.node_kernels import cut_entries, mover_entries, part_gains, refinement_gains
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 IdArray = np.ndarray
@@ -242,6 +242,44 @@ def test_part_gains_equal_the_numpy_version(n: int, rows: int, parts: int) -> No
     for dtype in (np.int64, np.int32):
         got = part_gains(*(x.astype(dtype) for x in (u, v, w, table, part)), parts)
         assert got[0].tolist() == best.tolist() and got[1].tolist() == gain.astype(np.int64).tolist()
+
+
+def _old_refinement_gains(hist: np.ndarray, part: np.ndarray, stratum: np.ndarray, open_parts: np.ndarray) -> tuple:
+    """kernels.propose_refinement's steps before issue #38's compiled pass (an unplaced
+    node, -1, reads the last column, as numpy's indexing)."""
+    idx = np.arange(hist.shape[0])
+    own = hist[idx, part]
+    others = np.array(hist, np.int64)
+    others[idx, part] = -1
+    best_any = np.argmax(others, axis=1)
+    open_only = np.where(open_parts[stratum], others, -1)
+    best_open = np.argmax(open_only, axis=1)
+    best = np.where(open_only[idx, best_open] - own > 0, best_open, best_any)
+    return best, others[idx, best] - own
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.integers(1, 300),
+    parts=st.integers(1, 9),
+    strata=st.integers(1, 4),
+    top=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_refinement_gains_equal_the_numpy_version(rows: int, parts: int, strata: int, top: int, seed: int) -> None:
+    """The refinement proposal's best part and gain per node: ties to the lowest part,
+    full parts (one stratum with no part open at all), unplaced nodes, int32 and int64
+    counts."""
+    rng = np.random.default_rng(seed)
+    hist = rng.integers(0, top, (rows, parts))
+    part = rng.integers(-1, parts, rows)
+    stratum = rng.integers(0, strata, rows).astype(np.int32)
+    open_parts = rng.random((strata, parts)) < rng.random()
+    open_parts[0] = False
+    want = _old_refinement_gains(hist, part, stratum, open_parts)
+    for dtype in (np.int32, np.int64):
+        got = refinement_gains(hist.astype(dtype), part, stratum, open_parts)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
 
 def _old_neighbour_histogram(
