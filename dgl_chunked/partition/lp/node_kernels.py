@@ -34,6 +34,7 @@ from dgl_chunked.partition.random import splitmix64
 __all__ = [
     "counting_offsets",
     "cut_entries",
+    "gather",
     "hash_key",
     "ints",
     "joins_kernel",
@@ -292,6 +293,20 @@ def _part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) -
     return best, gain
 
 
+def _gather(table: Any, idx: Any, out: Any) -> None:  # pragma: no cover - compiled
+    for i in range(idx.size):
+        out[i] = table[idx[i]]
+
+
+def gather(table: Any, idx: Any, out: Any) -> Any:
+    """``table[idx]`` written to ``out`` (returned) in one compiled pass: ``np.take``
+    first widens uint32 and int32 indices to int64, an extra pass and array per call
+    (0.9 s of thread time in the neighbour histograms at 1M nodes / 10M edges,
+    issue #38)."""
+    _compiled("gather")(table, idx, out)
+    return out
+
+
 def _refinement(hist: Any, part: Any, stratum: Any, open_parts: Any) -> Any:  # pragma: no cover - compiled
     rows, num_parts = hist.shape
     best = np.empty(rows, np.int64)
@@ -412,7 +427,7 @@ def _compiled(name: str) -> Any:
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         kernels = {"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}
-        kernels |= {"hist": _neighbour_counts, "cut": _cut_entries, "refinement": _refinement}
+        kernels |= {"hist": _neighbour_counts, "cut": _cut_entries, "refinement": _refinement, "gather": _gather}
         return jit(kernels[name])
 
 

@@ -15,6 +15,7 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp import schedule
+from dgl_chunked.partition.lp.node_kernels import gather
 from dgl_chunked.partition.lp.staging import staged_files
 from dgl_chunked.partition.lp.store import (
     ScratchRoot,
@@ -174,7 +175,8 @@ def _neighbour_parts(
                 ("assignment", root.path, round_key),
                 lambda: _parts_table(root, whole, block_rows, num_nodes, num_parts, pooled=False),
             )
-        return np.take(table, v, out=pooled_array("v_part", v.size, table.dtype))
+        parts: npt.NDArray[np.integer[Any]] = gather(table, v, pooled_array("v_part", v.size, table.dtype))
+        return parts
     out = pooled_array("v_part", v.size, np.int32)
     for b, sel in K.rows_by_block(v // block_rows, num_blocks):
         out[sel] = _parts_table(root, range(b, b + 1), block_rows, num_nodes, num_parts)[v[sel] - b * block_rows]

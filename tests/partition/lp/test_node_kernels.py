@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp.kernels import node_order
-from dgl_chunked.partition.lp.node_kernels import cut_entries, mover_entries, part_gains, refinement_gains
+from dgl_chunked.partition.lp.node_kernels import cut_entries, gather, mover_entries, part_gains, refinement_gains
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 IdArray = np.ndarray
@@ -336,3 +336,15 @@ def test_cut_entries_equal_the_numpy_count(n: int, rows: int, parts: int, seed: 
     want = int(((pu < 0) | (pu != whole[v])).sum())
     for dtype in (np.int32, np.int64):
         assert cut_entries(u, v.astype(dtype), part, whole) == want
+
+
+@pytest.mark.parametrize("index_type", [np.uint32, np.int32, np.int64])
+@pytest.mark.parametrize("table_type", [np.int8, np.int32])
+def test_gather_equals_take(index_type: type, table_type: type) -> None:
+    """The neighbours' partitions gathered by staged (uint32) or coarse IDs, as np.take."""
+    rng = np.random.default_rng(7)
+    table = rng.integers(-1, 100, 5000).astype(table_type)
+    idx = rng.integers(0, 5000, 20_000).astype(index_type)
+    out = np.empty(idx.size, table_type)
+    assert gather(table, idx, out) is out
+    assert out.tolist() == np.take(table, idx).tolist()
