@@ -83,9 +83,9 @@ plus a small reduce in the driver (:mod:`.streaming`), one Dask computation per 
    then), the degree *tier* ``floor(log2 degree)``, the balance *stratum* (node type x first
    true mask named in ``balance_ntypes``) and the block's nodes ordered by falling
    tier; then every block gathers its entries from every staging file into its own
-   files, ordered by falling tier of ``u`` (one task per block; the staging files are
-   deleted after), so a round reads one range per block, whatever the number of edge
-   files.
+   files, ordered by falling tier of ``u`` and by ``u`` within a tier (one task per
+   block; the staging files are deleted after), so a round reads one range per block,
+   whatever the number of edge files, and every pass reads a node's entries together.
 3. **Streaming placement** (Fennel, by degree tier, highest first): consecutive
    tiers are merged, from the top, into rounds of at least ``round_nodes`` of a
    part's share of the nodes with neighbours (the sparse top tiers share a round;

@@ -42,6 +42,7 @@ __all__ = [
     "neighbour_counts",
     "part_gains",
     "refinement_gains",
+    "sorted_by",
     "strongest_kernel",
 ]
 
@@ -395,6 +396,18 @@ def neighbour_counts(u: Any, v_part: Any, row_of: Any, out: Any) -> Any:
 _LOCK = threading.Lock()
 
 
+def _sorted_by(key: Any, extent: int, x: Any, y: Any, ox: Any, oy: Any) -> None:  # pragma: no cover - compiled
+    """``x`` and ``y`` into ``ox`` and ``oy`` in a stable counting sort by ``key`` (0 to
+    ``extent - 1``)."""
+    pos = counting_offsets(key, 0, extent)
+    for i in range(key.size):
+        k = key[i]
+        p = pos[k]
+        ox[p] = x[i]
+        oy[p] = y[i]
+        pos[k] = p + 1
+
+
 def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: no cover - compiled
     n = u.size
     m = 0
@@ -426,7 +439,7 @@ def _compiled(name: str) -> Any:
         for helper in ("_mix", "_count_merge", "_top", "_fits", "counting_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
-        kernels = {"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains}
+        kernels = {"joins": _joins, "strongest": _strongest, "movers": _movers, "gains": _part_gains, "by": _sorted_by}
         kernels |= {"hist": _neighbour_counts, "cut": _cut_entries, "refinement": _refinement, "gather": _gather}
         return jit(kernels[name])
 
@@ -447,3 +460,10 @@ def mover_entries(u: Any, v: Any, w: Any, movers: Any, label: Any) -> tuple[Any,
 def strongest_kernel(*args: Any) -> Any:
     """The compiled :func:`_strongest` (arguments: see :func:`.coarsen_kernels.strongest_clusters`)."""
     return _compiled("strongest")(*args)
+
+
+def sorted_by(key: Any, extent: int, x: Any, y: Any, ox: Any, oy: Any) -> None:
+    """``x`` and ``y`` written to ``ox`` and ``oy`` (as long) in a stable counting sort by
+    ``key``, integers from 0 to ``extent - 1``: one compiled pass (numpy's stable sort of
+    ints wider than 16 bits is a merge sort)."""
+    _compiled("by")(key, extent, x, y, ox, oy)

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp import schedule
-from dgl_chunked.partition.lp.node_kernels import gather
+from dgl_chunked.partition.lp.node_kernels import gather, sorted_by
 from dgl_chunked.partition.lp.staging import staged_files
 from dgl_chunked.partition.lp.store import (
     ScratchRoot,
@@ -93,13 +93,18 @@ def prepare_task(
 
 def restage_task(*staged: list[tuple[IdArray, IdArray]], root: ScratchRoot, b: int) -> IdArray:
     """Gather block ``b``'s staged entries from every read task's files into the block's
-    own files (``edges/<b>-u.bin``, ``-v.bin``), ordered by falling tier of ``u`` (read
-    file order within a tier), once the block's tiers are written; ``staged`` holds
-    what every :func:`stage_task` returned. Returns the entries per tier ``[63]``.
+    own files (``edges/<b>-u.bin``, ``-v.bin``), ordered by falling tier of ``u`` and,
+    within a tier, by ``u`` (read file order within a node), once the block's tiers are
+    written; ``staged`` holds what every :func:`stage_task` returned. Returns the entries
+    per tier ``[63]``.
 
     A round then reads one contiguous range per block, instead of one per read task and
     block (read tasks x blocks tiny reads per round on large graphs), and no task reads
-    another block's tiers.
+    another block's tiers. Grouped by node, the entries of a level-0 block are read in
+    node order by every pass over them (the clustering's, the contraction's, the
+    purification's and the rounds' kernels, which group them by node: issue #38), not
+    scattered over the block's node arrays. Every one of those passes is exact in any
+    order of the entries: the assignment does not change.
     """
     max_tier = K.NUM_TIERS - 2
     files = staged_files(staged)
@@ -109,15 +114,20 @@ def restage_task(*staged: list[tuple[IdArray, IdArray]], root: ScratchRoot, b: i
     if entries == 0:  # no files: the block's segments are empty
         return np.zeros(max_tier + 1, np.int64)
     u, v = (read_segments(root, segs, name, pooled=True) for name in ("su", "sv"))
-    tier = pooled_array("tier", entries, np.int64)  # int64: bincount's own type, no copy
-    np.bitwise_and(u, K.LOCAL_MASK, out=tier)
-    np.take(read_block(root, b, "tier").astype(np.int64), tier, out=tier)  # >= 0: entries have an edge
-    key = pooled_array("key", entries, np.uint8)
-    np.subtract(max_tier, tier, out=key, casting="unsafe")
-    order = np.argsort(key, kind="stable")  # a radix sort
-    save(root, edges_file(root, b, "u"), np.take(u, order, out=pooled_array("u_out", entries, u.dtype)))
-    save(root, edges_file(root, b, "v"), np.take(v, order, out=pooled_array("v_out", entries, v.dtype)))
-    return np.bincount(tier, minlength=max_tier + 1).astype(np.int64)
+    node_tier = read_block(root, b, "tier")
+    key = pooled_array("tier", entries, np.int64)
+    np.bitwise_and(u, K.LOCAL_MASK, out=key)
+    degree = np.bincount(key, minlength=node_tier.size)
+    rank = np.empty(node_tier.size, np.int64)  # each node's place: by falling tier, then by ID
+    rank[K.node_tier_order(node_tier)] = np.arange(node_tier.size)
+    np.take(rank, key, out=key)
+    u_out, v_out = pooled_array("u_out", entries, u.dtype), pooled_array("v_out", entries, v.dtype)
+    sorted_by(key, rank.size, u, v, u_out, v_out)
+    save(root, edges_file(root, b, "u"), u_out)
+    save(root, edges_file(root, b, "v"), v_out)
+    linked = degree > 0  # their tier is >= 0
+    tiers = node_tier[linked].astype(np.int64)
+    return np.bincount(tiers, weights=degree[linked], minlength=max_tier + 1).astype(np.int64)
 
 
 def _block_segments(counts: list[IdArray], b: int) -> Segments:

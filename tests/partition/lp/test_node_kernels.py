@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp.kernels import node_order
-from dgl_chunked.partition.lp.node_kernels import cut_entries, gather, mover_entries, part_gains, refinement_gains
+from dgl_chunked.partition.lp.node_kernels import (
+    cut_entries,
+    gather,
+    mover_entries,
+    part_gains,
+    refinement_gains,
+    sorted_by,
+)
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 IdArray = np.ndarray
@@ -348,3 +355,15 @@ def test_gather_equals_take(index_type: type, table_type: type) -> None:
     out = np.empty(idx.size, table_type)
     assert gather(table, idx, out) is out
     assert out.tolist() == np.take(table, idx).tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 500), st.integers(1, 40), st.integers(0, 2**32 - 1))
+def test_sorted_by_is_numpys_stable_argsort(n: int, extent: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    key = rng.integers(0, extent, n)
+    x, y = rng.integers(0, 1 << 31, n).astype(np.uint32), np.arange(n, dtype=np.int32)
+    ox, oy = np.empty_like(x), np.empty_like(y)
+    sorted_by(key, extent, x, y, ox, oy)
+    order = np.argsort(key, kind="stable")
+    assert ox.tolist() == x[order].tolist() and oy.tolist() == y[order].tolist()
