@@ -403,16 +403,19 @@ def map_task(level: Level, b: int) -> None:
     save(level.url(f"cid-{b}"), cid)
 
 
-def contract_task(level: Level, b: int, coarse: Level, cid_name: str = "cid") -> tuple[int, int]:
+def contract_task(
+    level: Level, b: int, coarse: Level, cid_name: str = "cid", *, few_pairs: bool = False
+) -> tuple[int, int]:
     """Block ``b``'s entries between clusters (the coarse IDs in files ``cid_name``),
     summed per cluster pair, written to the blocks of the coarse level. Returns their
-    number and weight."""
+    number and weight. ``few_pairs``: a few clusters hold most entries (the purified
+    level; :func:`.pair_sums.sorted_pairs` sums them in a hash table first)."""
     u, v, w = read_entries(level, b, pooled=True)
     cid = load(level.url(f"{cid_name}-{b}"))
     table = whole_table(level, cid_name)
     offsets = np.asarray(coarse.offsets, np.int64)
     if table is not None:  # mapped in the compiled group-by, written from its sorted keys a column at a time
-        got = EK.pair_pieces(sorted_pairs(u, v, w, cid, table), offsets)
+        got = EK.pair_pieces(sorted_pairs(u, v, w, cid, table, few=few_pairs), offsets)
         url, rows = coarse.url(f"e-{b}"), 3 * int(got.bounds[-1])
         write_array_parts(
             url.url, got.parts, dtype=got.dtype, rows=rows, bounds=3 * got.bounds, storage_options=url.storage_options

@@ -345,7 +345,8 @@ def _purify(levels: list[C.Level], pure: C.Level, plan: LPPlan) -> tuple[TaskGra
         moved.append(tasks.add(_log_purified, *map(Ref, after)))
     pieces = [tasks.add(PT.weight_pieces_task, fine, b, pure, "pcid", after=after) for b in blocks]
     sums = [tasks.add(PT.coarse_weights_task, pure, t, after=pieces) for t in blocks]
-    return tasks, moved + sums + [tasks.add(C.contract_task, fine, b, pure, "pcid", after=after) for b in blocks]
+    contracted = [tasks.add(C.contract_task, fine, b, pure, "pcid", after=after, few_pairs=True) for b in blocks]
+    return tasks, moved + sums + contracted
 
 
 def _log_purified(*moved: int) -> None:

@@ -211,6 +211,69 @@ def _mapped_sorted(
     return keys[: j + 1], ws[: j + 1]
 
 
+def _hashed_sorted(
+    u: Any, v: Any, w: Any, umap: Any, vmap: Any, a_lo: int, b_lo: int, b_bits: int, log_slots: int
+) -> Any:  # pragma: no cover - compiled
+    """:func:`_mapped_sorted` of the first entries, through a hash table of
+    ``2**log_slots`` keys (linear probing; the sums in ``w``'s type), then a sort of the
+    distinct keys: where it stopped (the first entry whose pair found the table half
+    full; ``u.size`` when none), and the keys and sums of the entries before."""
+    size = 1 << log_slots
+    mask = np.uint64(size - 1)
+    shift = np.uint64(64 - log_slots)
+    unused = np.uint64(0xFFFFFFFFFFFFFFFF)  # no key: a key has fewer than 64 bits
+    table = np.full(size, unused, np.uint64)
+    sums = np.zeros(size, w.dtype)
+    room = size >> 1
+    m = 0
+    stop = u.size
+    for i in range(u.size):
+        x = umap[u[i]]
+        y = vmap[v[i]]
+        if x != y and x >= 0 and y >= 0:
+            k = (np.uint64(x - a_lo) << np.uint64(b_bits)) | np.uint64(y - b_lo)
+            h = (k * np.uint64(0x9E3779B97F4A7C15)) >> shift  # Fibonacci hashing: the top bits
+            while table[h] != k and table[h] != unused:
+                h = (h + np.uint64(1)) & mask
+            if table[h] == unused:
+                if m == room:
+                    stop = i
+                    break
+                table[h] = k
+                m += 1
+            sums[h] += w[i]
+    keys = np.empty(m, np.uint64)
+    ws = np.empty(m, w.dtype)
+    j = 0
+    for slot in range(size):
+        if table[slot] != unused:
+            keys[j] = table[slot]
+            ws[j] = sums[slot]
+            j += 1
+    order = np.argsort(keys)  # distinct: any sort gives the same order
+    return stop, keys[order], ws[order]
+
+
+def _merged_sums(ak: Any, aw: Any, bk: Any, bw: Any) -> Any:  # pragma: no cover - compiled
+    """The union of two sorted runs of distinct keys, the sums of keys in both added."""
+    keys = np.empty(ak.size + bk.size, np.uint64)
+    ws = np.empty(ak.size + bk.size, aw.dtype)
+    i = j = m = 0
+    while i < ak.size or j < bk.size:
+        if j == bk.size or (i < ak.size and ak[i] < bk[j]):
+            keys[m], ws[m] = ak[i], aw[i]
+            i += 1
+        elif i == ak.size or bk[j] < ak[i]:
+            keys[m], ws[m] = bk[j], bw[j]
+            j += 1
+        else:
+            keys[m], ws[m] = ak[i], aw[i] + bw[j]
+            i += 1
+            j += 1
+        m += 1
+    return keys[:m], ws[:m]
+
+
 def _decoded(keys: Any, a_lo: int, b_lo: int, b_bits: int, a: Any, b: Any) -> None:  # pragma: no cover - compiled
     """``a`` and ``b`` of every key of :func:`_mapped_sorted`."""
     b_mask = np.uint64((1 << b_bits) - 1)
@@ -236,6 +299,9 @@ _BUCKET_PAIRS = 1 << 14  # pairs per bucket of the first counting sort (about 20
 _TOP_BITS = 9  # at most 512 buckets: the counting sort's writes go to few places at a time
 
 
+_HASH_SPAN = 1 << 16  # cluster IDs spanning at most this many (the purified level's, the coarsest ones)
+_HASH_LOG_SLOTS = 18  # their pairs summed in a table of 2**18 keys first (4 MB: the CPU's cache)
+
 _LOCK = threading.Lock()
 
 
@@ -251,7 +317,9 @@ def _kernel(name: str = "grouped") -> Any:
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
         kernels = {"grouped": globals()["_grouped"], "range": globals()["_used_range"]}
-        return {**kernels, "sorted": jit(_mapped_sorted), "decoded": jit(_decoded)}[name]
+        kernels |= {"sorted": jit(_mapped_sorted), "hashed": jit(_hashed_sorted), "merged": jit(_merged_sums)}
+        kernels["decoded"] = jit(_decoded)
+        return kernels[name]
 
 
 def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
@@ -304,7 +372,7 @@ class SortedPairs(NamedTuple):
     b_bits: int
 
 
-def sorted_pairs(u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArray) -> SortedPairs:
+def sorted_pairs(u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArray, *, few: bool = False) -> SortedPairs:
     """The pairs of :func:`mapped_pair_sums` as sorted keys (``a`` high, ``b`` low), for
     a caller that writes them out itself (:func:`.entry_kernels.pair_pieces`: no
     ``a`` and ``b`` arrays). The weights have ``w``'s type (int32 or int64).
@@ -315,7 +383,18 @@ def sorted_pairs(u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArra
     replaced (issue #38) wrote every pair to a random place of arrays far larger than
     the cache, twice: 8.4 s of thread time at 1M nodes / 10M edges; this sort takes
     about half as long on the same blocks (a level-0 block of that graph, 5.2M entries:
-    465 -> 240 ms of CPU)."""
+    465 -> 240 ms of CPU).
+
+    With ``few`` (the caller expects few distinct pairs: the purified level's, whose
+    11k clusters at 1M nodes / 10M edges hold 9k-70k of a level-0 block's 5.2M
+    entries) and cluster IDs spanning under :data:`_HASH_SPAN`, the pairs are summed in
+    a hash table that stays in the cache first, and only the distinct ones sorted
+    (those contractions: 126-223 -> 63-96 ms each); when they outgrow it (half of its
+    ``2**_HASH_LOG_SLOTS`` keys), the rest of the entries take the bucketed sort and
+    the two sorted runs are merged (no entry summed twice). Not the default: on the
+    coarse levels of that graph, 0.3-1.5M distinct pairs per block, the table fills
+    early and the merge made those contractions 30-50% slower.
+    """
     u, v, w, umap, vmap = (ints(x) for x in (u, v, w, umap, vmap))
     if u.size == 0:
         return SortedPairs(np.empty(0, np.uint64), np.empty(0, w.dtype), 0, 0, 1)
@@ -323,8 +402,17 @@ def sorted_pairs(u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArra
     b_lo, b_hi = _kernel("range")(vmap)
     b_bits = max(1, int(b_hi - b_lo).bit_length())
     bits = max(1, int(a_hi - a_lo).bit_length()) + b_bits
+    hashed = None
+    if few and max(a_hi - a_lo, b_hi - b_lo) < _HASH_SPAN and u.size > 1 << _HASH_LOG_SLOTS:
+        stop, hk, hw = _kernel("hashed")(u, v, w, umap, vmap, int(a_lo), int(b_lo), b_bits, _HASH_LOG_SLOTS)
+        if stop == u.size:
+            return SortedPairs(hk, hw, int(a_lo), int(b_lo), b_bits)
+        hashed = (hk, hw)
+        u, v, w = u[stop:], v[stop:], w[stop:]  # the rest sorted, then merged with the table's
     top = min(_TOP_BITS, bits, max(0, (u.size // _BUCKET_PAIRS).bit_length()))
     keys, ws = _kernel("sorted")(u, v, w, umap, vmap, int(a_lo), int(b_lo), b_bits, bits, top)
+    if hashed is not None:
+        keys, ws = _kernel("merged")(*hashed, keys, ws)
     return SortedPairs(keys, ws, int(a_lo), int(b_lo), b_bits)
 
 

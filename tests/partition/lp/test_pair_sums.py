@@ -109,3 +109,52 @@ def test_mapped_pair_sums_equal_a_dict_group_by(
         assert [x.tolist() for x in got] == list(want)
         if n:
             assert [x.dtype for x in got] == [np.dtype(dtype)] * 3
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(0, 3000),
+    rows=st.integers(1, 300),
+    span=st.sampled_from([1, 5, 300, 70_000]),
+    log_slots=st.sampled_from([1, 3, 6, 12]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_pairs_of_few_clusters_summed_in_a_hash_table_equal_a_dict_group_by(
+    n: int, rows: int, span: int, log_slots: int, seed: int
+) -> None:
+    """Clusters spanning under ``_HASH_SPAN`` are summed in a hash table first: tables
+    from 2 keys (full at once: the bucketed sort from the start) to 4096 (every pair
+    fits), -1 maps, int32 and int64, against a dict; 70,000 takes the sort alone."""
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, rows, n)
+    v = rng.integers(0, 2 * rows, n)
+    w = rng.integers(1, 1000, n)
+    umap, vmap = rng.integers(-1, span, rows), rng.integers(-1, span, 2 * rows)
+    vmap[: rows // 3] = umap[: rows // 3]
+    a, b = umap[u], vmap[v]
+    keep = (a != b) & (a >= 0) & (b >= 0)
+    want = _reference(a[keep], b[keep], w[keep])
+    for dtype in (np.int64, np.int32):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(PS, "_HASH_LOG_SLOTS", log_slots)
+            args = [x.astype(dtype) for x in (u, v, w, umap, vmap)]
+            got = PS.sorted_pairs(*args, few=True)
+        a_got = (got.keys >> np.uint64(got.b_bits)).astype(np.int64) + got.a_lo
+        b_got = (got.keys & np.uint64((1 << got.b_bits) - 1)).astype(np.int64) + got.b_lo
+        assert [a_got.tolist(), b_got.tolist(), got.weights.tolist()] == list(want)
+        assert got.weights.dtype == np.dtype(dtype)
+
+
+def test_the_hash_table_stops_at_the_first_pair_past_half_full() -> None:
+    """Up to half its keys the table sums every entry and returns the distinct pairs
+    sorted; else it stops at the entry whose pair found it half full and returns what
+    came before (the caller sorts the rest and merges)."""
+    u = np.arange(6, dtype=np.int64)
+    v = np.zeros(6, np.int64)
+    w = np.array([5, 1, 1, 2, 1, 1], np.int64)
+    vmap = np.array([9], np.int64)
+    hashed = PS._kernel("hashed")
+    stop, keys, ws = hashed(u, v, w, np.array([3, 0, 1, 3, 2, 0], np.int64), vmap, 0, 0, 4, 3)  # 4 pairs, 8 keys
+    assert stop == 6 and keys.tolist() == [9, 25, 41, 57] and ws.tolist() == [2, 1, 1, 7]
+    stop, keys, ws = hashed(u, v, w, np.array([3, 0, 1, 3, 2, 5], np.int64), vmap, 0, 0, 4, 3)  # the 5th at 5
+    assert stop == 5 and keys.tolist() == [9, 25, 41, 57] and ws.tolist() == [1, 1, 1, 7]
