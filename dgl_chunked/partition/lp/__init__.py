@@ -6,7 +6,8 @@
 - :mod:`.staging`: the edge files staged as entries (both directions, block-major).
 - :mod:`.streaming`, :mod:`.tasks`, :mod:`.kernels`, :mod:`.schedule`: streaming
   placement and label-propagation refinement (driver, Dask tasks, numpy kernels, the
-  driver's move schedule).
+  driver's move schedule); :mod:`.round_kernels`: the compiled passes of the rounds
+  and refinements (histograms, gains, the cut check, the staging's gathering by node).
 - :mod:`.multilevel`, :mod:`.clustering` (one coarsening step: a level's clustering
   rounds in one computation, its contraction), :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels` (with
   :mod:`.pair_sums`, its compiled group-by, :mod:`.node_kernels`, its compiled

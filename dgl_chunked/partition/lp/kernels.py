@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
-from dgl_chunked.partition.lp.node_kernels import neighbour_counts, refinement_gains
+from dgl_chunked.partition.lp.round_kernels import neighbour_counts, refinement_gains
 from dgl_chunked.partition.random import splitmix64
 
 __all__ = [
@@ -202,7 +202,7 @@ def neighbour_histogram(
 
     ``row_of`` maps a block-local node to its row (``num_rows``: not counted; None:
     the row is the local index); ``v_part`` holds the neighbours' partitions (``-1``:
-    not placed, not counted). One compiled pass (:func:`.node_kernels.neighbour_counts`):
+    not placed, not counted). One compiled pass (:func:`.round_kernels.neighbour_counts`):
     the numpy version built an int64 key per entry in four passes and counted them with
     a ``bincount`` into a fresh array of ``(num_rows + 1) * (P + 1)`` counts, 4.1 s of
     thread time at 1M nodes / 10M edges (issue #38).

@@ -20,7 +20,7 @@ from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.coarsen_tasks import Level
 from dgl_chunked.partition.lp.config import LPPlan
 from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, rows_by_block
-from dgl_chunked.partition.lp.node_kernels import cut_entries, part_gains
+from dgl_chunked.partition.lp.round_kernels import cut_entries, part_gains
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
 __all__ = ["run_blocks", "uncoarsen"]

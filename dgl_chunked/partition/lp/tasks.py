@@ -15,7 +15,7 @@ import numpy.typing as npt
 from dgl_chunked._typing import IdArray
 from dgl_chunked.partition.lp import kernels as K
 from dgl_chunked.partition.lp import schedule
-from dgl_chunked.partition.lp.node_kernels import gather, sorted_by
+from dgl_chunked.partition.lp.round_kernels import gather, sorted_by
 from dgl_chunked.partition.lp.staging import staged_files
 from dgl_chunked.partition.lp.store import (
     ScratchRoot,
