@@ -19,6 +19,14 @@ def _reference(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> tuple[list[int], 
     return [k[0] for k in keys], [k[1] for k in keys], [sums[k] for k in keys]
 
 
+def _contracted(u: np.ndarray, v: np.ndarray, w: np.ndarray, umap: np.ndarray, vmap: np.ndarray) -> tuple:
+    """:func:`_reference` of ``(umap[u], vmap[v], w)`` without the pairs inside one
+    cluster or with a -1 end."""
+    a, b = umap[u], vmap[v]
+    keep = (a != b) & (a >= 0) & (b >= 0)
+    return _reference(a[keep], b[keep], w[keep])
+
+
 @pytest.mark.parametrize(
     ("n", "span", "width", "offset"),
     [
@@ -99,9 +107,7 @@ def test_mapped_pair_sums_equal_a_dict_group_by(
     vmap = np.minimum(rng.integers(0, span, 2 * rows) + base, 2**31 - 1)
     umap[rng.random(rows) < 0.1] = -1
     vmap[: rows // 3] = umap[: rows // 3]  # entries inside a cluster
-    a, b = umap[u], vmap[v]
-    keep = (a != b) & (a >= 0) & (b >= 0)
-    want = _reference(a[keep], b[keep], w[keep])
+    want = _contracted(u, v, w, umap, vmap)
     for dtype in (np.int64, np.int32):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(PS, "_BUCKET_PAIRS", bucket)
@@ -131,9 +137,7 @@ def test_pairs_of_few_clusters_summed_in_a_hash_table_equal_a_dict_group_by(
     w = rng.integers(1, 1000, n)
     umap, vmap = rng.integers(-1, span, rows), rng.integers(-1, span, 2 * rows)
     vmap[: rows // 3] = umap[: rows // 3]
-    a, b = umap[u], vmap[v]
-    keep = (a != b) & (a >= 0) & (b >= 0)
-    want = _reference(a[keep], b[keep], w[keep])
+    want = _contracted(u, v, w, umap, vmap)
     for dtype in (np.int64, np.int32):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(PS, "_HASH_LOG_SLOTS", log_slots)
