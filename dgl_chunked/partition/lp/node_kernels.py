@@ -33,6 +33,7 @@ from dgl_chunked.partition.random import splitmix64
 
 __all__ = [
     "counting_offsets",
+    "dense_cluster_rows",
     "hash_key",
     "ints",
     "joins_kernel",
@@ -293,6 +294,33 @@ def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: 
     return ou, oc, ow
 
 
+def _dense_rows(c: Any, own: Any, extent: int) -> Any:  # pragma: no cover - compiled
+    """See :func:`dense_cluster_rows`: a row per ID in one array of ``extent``, marked
+    in one pass over ``c``, numbered in ID order, read back in a second pass."""
+    row_of = np.full(extent, -1, np.int32)
+    for i in range(c.size):
+        if c[i] >= 0:
+            row_of[c[i]] = 0
+    m = 0
+    for k in range(extent):
+        if row_of[k] == 0:
+            m += 1
+    ids = np.empty(m, np.int64)
+    m = 0
+    for k in range(extent):
+        if row_of[k] == 0:
+            row_of[k] = m
+            ids[m] = k
+            m += 1
+    rows = np.empty(c.size, c.dtype)
+    for i in range(c.size):
+        rows[i] = row_of[c[i]] if c[i] >= 0 else -1
+    own_rows = np.empty(own.size, np.int64)
+    for k in range(own.size):
+        own_rows[k] = row_of[own[k]] if own[k] >= 0 else -1
+    return ids, rows, own_rows
+
+
 @functools.cache
 def _compiled(name: str) -> Any:
     """Compile (or load from numba's cache) the kernel ``name``; its helpers first, in
@@ -304,7 +332,7 @@ def _compiled(name: str) -> Any:
         for helper in ("_mix", "_count_merge", "_top", "_fits", "counting_offsets"):
             if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
                 globals()[helper] = jit(globals()[helper])
-        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers}[name])
+        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers, "rows": _dense_rows}[name])
 
 
 def joins_kernel(*args: Any) -> Any:
@@ -323,3 +351,13 @@ def mover_entries(u: Any, v: Any, w: Any, movers: Any, label: Any) -> tuple[Any,
 def strongest_kernel(*args: Any) -> Any:
     """The compiled :func:`_strongest` (arguments: see :func:`.coarsen_kernels.strongest_clusters`)."""
     return _compiled("strongest")(*args)
+
+
+def dense_cluster_rows(c: Any, own: Any, extent: int) -> tuple[Any, Any, Any]:
+    """The distinct clusters ``c`` names (>= 0, ascending; every ID in ``c`` and ``own``
+    below ``extent``), and ``c`` and ``own`` as rows of them (-1: none; an own cluster
+    no entry names is none), for :func:`.coarsen_kernels.joins_and_favourites`: through
+    an int32 array of ``extent`` rows (two passes, no sort)."""
+    c, own = ints(c), np.ascontiguousarray(own, np.int64)
+    out: tuple[Any, Any, Any] = _compiled("rows")(c, own, int(extent))
+    return out

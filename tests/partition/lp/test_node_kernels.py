@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp.kernels import node_order
-from dgl_chunked.partition.lp.node_kernels import mover_entries
+from dgl_chunked.partition.lp.node_kernels import dense_cluster_rows, mover_entries
 from dgl_chunked.partition.lp.pair_sums import pair_sums
 
 IdArray = np.ndarray
@@ -127,6 +127,10 @@ def test_joins_and_favourites_equal_the_numpy_version(case: dict[str, object]) -
         *got, _ = CK.joins_and_favourites(u, c, w, cluster_weight=cluster_weight, **case)  # type: ignore[arg-type]
         assert [x.tolist() for x in got] == [x.tolist() for x in want]
         assert all(x.dtype == np.int64 for x in got)
+    with pytest.MonkeyPatch.context() as mp:  # the lookup's rows numbered by np.unique (IDs above the dense limit)
+        mp.setattr(CK, "DENSE_ROW_IDS", 0)
+        *got, _ = CK.joins_and_favourites(u, c, w, cluster_weight=lambda ids: table[ids], **case)  # type: ignore[arg-type]
+        assert [x.tolist() for x in got] == [x.tolist() for x in want]
     narrow = {k: v.astype(np.int32) if k == "own" else v for k, v in case.items()}  # the scratch files' int32
     *got, _ = CK.joins_and_favourites(*(x.astype(np.int32) for x in (u, c, w)), cluster_weight=table, **narrow)  # type: ignore[arg-type, union-attr]
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
@@ -222,3 +226,19 @@ def test_mover_entries_equal_the_numpy_selection(case: dict[str, object]) -> Non
     narrow = mover_entries(*(x.astype(np.int32) for x in (u, v, u * 3 + 1)), movers, label.astype(np.int32))
     assert [x.dtype for x in narrow] == [np.dtype(np.int32)] * 3
     assert [x.tolist() for x in narrow] == [x.tolist() for x in got]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(1, 50), st.booleans())
+def test_dense_cluster_rows_number_the_clusters_as_unique_does(seed: int, n: int, ids: int, narrow: bool) -> None:
+    """Rows of the distinct clusters in ID order, as ``np.unique``'s inverse gives them;
+    -1 for entries without a cluster and for own clusters no entry names."""
+    rng = np.random.default_rng(seed)
+    c = rng.integers(-1, ids, n).astype(np.int32 if narrow else np.int64)
+    own = rng.integers(-1, ids, 20)
+    named, c_rows, own_rows = dense_cluster_rows(c, own, ids)
+    want = np.unique(c[c >= 0])
+    assert named.tolist() == want.tolist() and named.dtype == np.int64
+    assert c_rows.dtype == c.dtype
+    assert c_rows.tolist() == [int(np.searchsorted(want, x)) if x >= 0 else -1 for x in c]
+    assert own_rows.tolist() == [int(np.searchsorted(want, x)) if x in set(want.tolist()) else -1 for x in own]
