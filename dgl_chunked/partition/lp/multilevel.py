@@ -277,8 +277,10 @@ def _stalled_end(
     """The levels of a coarsening stopped above the budget (by ``why``): kept, the last
     one for METIS, when it fits the stall budget, or, with ``heaviest`` (no earlier
     cluster weight gave a multilevel assignment), when its nodes do (METIS gets its
-    heaviest ``stall_entries`` entries: :func:`.coarsest.initial_partition`); else None (streaming
-    placement only).
+    heaviest ``stall_entries`` entries: :func:`.coarsest.initial_partition`); else None (the
+    streaming placement only, a warning; an earlier cluster weight's assignments when there
+    are some, logged as such: at 10M nodes / 100M edges the second weight ends here every
+    run, and the warning read as if lp had fallen back to streaming).
 
     Issue #38 (h-10m): at 10M nodes / 100M edges the second cluster weight coarsened
     levels 2-11 (179 s of 493 s of coarsening) and stopped at the largest clusters at
@@ -304,6 +306,15 @@ def _stalled_end(
             cfg.stall_entries,
         )
         return levels
+    if not heaviest:  # not a degradation: the earlier cluster weight's assignments stay the candidates
+        logger.info(
+            "lp: coarsening stopped by %s at %d nodes (level %d); no multilevel assignment of this cluster "
+            "weight: an earlier one's are kept",
+            why,
+            nodes,
+            levels[-1].index,
+        )
+        return None
     logger.warning(
         "lp: coarsening stopped by %s at %d nodes (level %d); streaming placement only", why, nodes, levels[-1].index
     )

@@ -155,9 +155,9 @@ def _sorted_by(key: Any, extent: int, x: Any, y: Any, ox: Any, oy: Any) -> None:
 
 
 def sorted_by(key: Any, extent: int, x: Any, y: Any, ox: Any, oy: Any) -> None:
-    """``x`` and ``y`` written to ``ox`` and ``oy`` (as long) in a stable counting sort by
-    ``key``, integers from 0 to ``extent - 1``: one compiled pass (numpy's stable sort of
-    ints wider than 16 bits is a merge sort)."""
+    """``x`` and ``y`` written to ``ox`` and ``oy`` (arrays of their lengths) in a stable
+    counting sort by ``key``, integers from 0 to ``extent - 1``: one compiled pass
+    (numpy's stable sort of ints wider than 16 bits is a merge sort)."""
     _compiled("by")(key, extent, x, y, ox, oy)
 
 
