@@ -152,9 +152,9 @@ def joins_and_favourites(
     return node, cluster, gain, fnode, fcluster, fconn, int(blocked)
 
 
-DENSE_ROW_IDS = 1 << 24
-"""The most cluster IDs numbered through a dense array (64 MiB of int32, as large as a
-table read whole, :data:`.tables.WHOLE_TABLE_BYTES`); above, ``np.unique``."""
+DENSE_ROW_IDS = 1 << 28
+"""The most cluster IDs numbered through a bitmap (2 bits per ID with its counts: 64 MiB,
+as large as a table read whole, :data:`.tables.WHOLE_TABLE_BYTES`); above, ``np.unique``."""
 
 
 def _cluster_rows(c: IdArray, own: IdArray) -> tuple[IdArray, IdArray, IdArray]:
@@ -167,10 +167,10 @@ def _cluster_rows(c: IdArray, own: IdArray) -> tuple[IdArray, IdArray, IdArray]:
     table's blocks) and the sorts took 49% and 30% of the first level's clustering. The
     distinct clusters are read one block after another, and the kernel sums per row.
 
-    Below :data:`DENSE_ROW_IDS` cluster IDs the rows are numbered in an array of one
-    int32 per ID (:func:`.node_kernels.dense_cluster_rows`) instead of ``np.unique``'s
-    sort: at 10M nodes / 100M edges, ``np.unique`` and its ``searchsorted`` took 19% of
-    the first level's thread time (a block of 5.2M random IDs below 10M: 541 -> 184 ms).
+    Below :data:`DENSE_ROW_IDS` cluster IDs the rows are numbered through a bitmap of the
+    IDs (:func:`.node_kernels.dense_cluster_rows`) instead of ``np.unique``'s sort: at
+    10M nodes / 100M edges, ``np.unique`` and its ``searchsorted`` took 19% of the first
+    level's thread time (a block of 5.2M random IDs below 10M: 541 -> 68 ms).
     """
     extent = max(int(c.max()), int(own.max())) + 1 if c.size and own.size else 0
     if 0 < extent <= DENSE_ROW_IDS:

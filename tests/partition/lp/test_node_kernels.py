@@ -229,10 +229,11 @@ def test_mover_entries_equal_the_numpy_selection(case: dict[str, object]) -> Non
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(1, 50), st.booleans())
+@given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(1, 400), st.booleans())
 def test_dense_cluster_rows_number_the_clusters_as_unique_does(seed: int, n: int, ids: int, narrow: bool) -> None:
     """Rows of the distinct clusters in ID order, as ``np.unique``'s inverse gives them;
-    -1 for entries without a cluster and for own clusters no entry names."""
+    -1 for entries without a cluster and for own clusters no entry names (IDs across
+    several 64-bit words of the bitmap)."""
     rng = np.random.default_rng(seed)
     c = rng.integers(-1, ids, n).astype(np.int32 if narrow else np.int64)
     own = rng.integers(-1, ids, 20)
