@@ -62,7 +62,12 @@ def table_bytes(level: TableLevel, name: str) -> int:
 def lookup(level: TableLevel, name: str, ids: IdArray) -> npt.NDArray[Any]:
     """Rows ``ids`` (global, >= 0) of the per-block arrays ``name-<b>``: the whole table
     when under :data:`WHOLE_TABLE_BYTES` (:func:`table_bytes`), else one block in
-    memory at a time."""
+    memory at a time. Weights come as int32 where :func:`whole_table` gives them so:
+    the level's IDs are int32 and every weight looked up fits.
+
+    Issue #38: on level 0 of the 10M-node graph the rows of a block's distinct clusters
+    (about 2M x 4 columns) were the largest array of its largest task, 8 bytes a weight.
+    """
     ids = np.asarray(ids, np.int64)
     width = level.width if name in WEIGHT_TABLES else 1
     if ids.size == 0:
@@ -78,12 +83,15 @@ def lookup(level: TableLevel, name: str, ids: IdArray) -> npt.NDArray[Any]:
     else:
         block = np.searchsorted(offsets, ids, side="right") - 1
         runs = list(rows_by_block(block, level.num_blocks))  # one sort, not a pass per block
+    narrow = name in WEIGHT_TABLES and CK.id_dtype(level.offsets[-1]) is np.int32
     out: npt.NDArray[Any] | None = None
     for b, sel in runs:
-        arr = _load(level.url(f"{name}-{b}"))
+        rows = _load(level.url(f"{name}-{b}"))[ids[sel] - offsets[b]]
+        if narrow and rows.size and int(rows.max()) >= CK.ID_LIMIT:  # weights are >= 0
+            narrow, out = False, None if out is None else out.astype(np.int64)
         if out is None:
-            out = np.empty((ids.size, *arr.shape[1:]), arr.dtype)
-        out[sel] = arr[ids[sel] - offsets[b]]
+            out = np.empty((ids.size, *rows.shape[1:]), np.int32 if narrow else rows.dtype)
+        out[sel] = rows
     assert out is not None
     return out
 

@@ -58,10 +58,10 @@ def test_whole_tables_within_the_budget_match_the_blockwise_lookup(
     np.testing.assert_array_equal(got, cw)
     np.testing.assert_array_equal(tables.whole_table(level, "label"), label)
     np.testing.assert_array_equal(tables.lookup(level, "cw", ids), cw[ids])
-    monkeypatch.setattr(tables, "WHOLE_TABLE_BYTES", 79)  # cw block by block, int64 as stored; label whole
+    monkeypatch.setattr(tables, "WHOLE_TABLE_BYTES", 79)  # cw block by block, narrowed as read; label whole
     assert tables.whole_table(level, "cw") is None
     blockwise = tables.lookup(level, "cw", ids)
-    assert blockwise.dtype == np.int64
+    assert blockwise.dtype == np.int32
     np.testing.assert_array_equal(blockwise, cw[ids])
     ascending = np.array([0, 3, 3, 4, 9])  # one run per block
     np.testing.assert_array_equal(tables.lookup(level, "cw", ascending), cw[ascending])
@@ -76,7 +76,15 @@ def test_weights_beyond_int32_are_looked_up_block_by_block(tmp_path: Path) -> No
     cw = np.array([[1, 2], [3, 1 << 31], [5, 6]], np.int64)  # a column of 2**31 owned edges
     _write(level, "cw", cw)
     assert tables.whole_table(level, "cw") is None
-    np.testing.assert_array_equal(tables.lookup(level, "cw", np.array([1, 2, 0])), cw[[1, 2, 0]])
+    for ids in ([1, 2, 0], [2, 0]):  # the large weight in the first block read, or none of it
+        got = tables.lookup(level, "cw", np.array(ids))
+        np.testing.assert_array_equal(got, cw[ids])
+        assert got.dtype == (np.int64 if 1 in ids else np.int32)
+    cw[1, 1], cw[2, 0] = 4, 1 << 32  # the large weight in the last block read: the int32 rows widened
+    _write(level, "cw", cw)
+    got = tables.lookup(level, "cw", np.array([2, 0, 1]))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, cw[[2, 0, 1]])
 
 
 def test_joins_with_an_int32_weight_table_are_the_int64_ones() -> None:
