@@ -174,8 +174,7 @@ def _cluster_rows(c: IdArray, own: IdArray) -> tuple[IdArray, IdArray, IdArray]:
     """
     extent = max(int(c.max()), int(own.max())) + 1 if c.size and own.size else 0
     if 0 < extent <= DENSE_ROW_IDS:
-        ids, rows, own_rows = dense_cluster_rows(c, own, extent)
-        return ids, ints(rows), own_rows
+        return dense_cluster_rows(c, own, extent)  # the rows in c's type (ints)
     ids, rows = np.unique(c, return_inverse=True)
     rows = rows.reshape(-1)
     if ids.size and ids[0] < 0:  # entries without a cluster stay -1

@@ -59,6 +59,17 @@ def table_bytes(level: TableLevel, name: str) -> int:
     return level.offsets[-1] * per_id * (level.width if name in WEIGHT_TABLES else 1)
 
 
+def _narrowed(level: TableLevel, name: str) -> bool:
+    """Whether table ``name`` is held as int32 when its weights fit: a weight table of a
+    level whose IDs are int32 (:func:`.coarsen_kernels.id_dtype`)."""
+    return name in WEIGHT_TABLES and CK.id_dtype(level.offsets[-1]) is np.int32
+
+
+def _beyond_int32(weights: npt.NDArray[Any]) -> bool:
+    """Whether any of ``weights`` (>= 0) is too large for int32."""
+    return bool(weights.size) and int(weights.max()) >= CK.ID_LIMIT
+
+
 def lookup(level: TableLevel, name: str, ids: IdArray) -> npt.NDArray[Any]:
     """Rows ``ids`` (global, >= 0) of the per-block arrays ``name-<b>``: the whole table
     when under :data:`WHOLE_TABLE_BYTES` (:func:`table_bytes`), else one block in
@@ -83,11 +94,11 @@ def lookup(level: TableLevel, name: str, ids: IdArray) -> npt.NDArray[Any]:
     else:
         block = np.searchsorted(offsets, ids, side="right") - 1
         runs = list(rows_by_block(block, level.num_blocks))  # one sort, not a pass per block
-    narrow = name in WEIGHT_TABLES and CK.id_dtype(level.offsets[-1]) is np.int32
+    narrow = _narrowed(level, name)
     out: npt.NDArray[Any] | None = None
     for b, sel in runs:
         rows = _load(level.url(f"{name}-{b}"))[ids[sel] - offsets[b]]
-        if narrow and rows.size and int(rows.max()) >= CK.ID_LIMIT:  # weights are >= 0
+        if narrow and _beyond_int32(rows):
             narrow, out = False, None if out is None else out.astype(np.int64)
         if out is None:
             out = np.empty((ids.size, *rows.shape[1:]), np.int32 if narrow else rows.dtype)
@@ -113,11 +124,11 @@ def whole_table(level: TableLevel, name: str) -> npt.NDArray[Any] | None:
     if table_bytes(level, name) > WHOLE_TABLE_BYTES:
         return None
     blocks = (_load(level.url(f"{name}-{b}")) for b in range(level.num_blocks))
-    if name not in WEIGHT_TABLES or CK.id_dtype(level.offsets[-1]) is np.int64:
+    if not _narrowed(level, name):
         return np.concatenate(list(blocks))
     out = np.empty((level.offsets[-1], level.width), np.int32)  # filled block by block: no int64 copy
     for b, arr in enumerate(blocks):
-        if arr.size and int(arr.max()) >= CK.ID_LIMIT:  # weights are >= 0
+        if _beyond_int32(arr):
             return None  # block by block
         out[level.offsets[b] : level.offsets[b + 1]] = arr
     return out
