@@ -16,8 +16,11 @@ peak RSS (``VmHWM``, :mod:`peak_memory`) belongs to that run alone. Printed per 
 
 For ``lp``, a line after each run gives its time per phase (the driver's ``lp: phase``
 log lines, summed per name over the run): ``stage`` (staging, degrees, tiers),
-``streaming`` (placement), ``coarsen``, ``initial`` (METIS on the coarsest level),
-``uncoarsen``, ``purify`` (summed over the cluster weights), ``refine`` (settling and
+``streaming`` (placement), ``coarsen``, ``uncoarsen`` (METIS on the coarsest level, the
+projection level by level and, beside them, the purified level's rebuild; before
+issue #38's session 21 ``initial`` was METIS's own phase and the rebuild ``purify``'s),
+``purify`` (METIS on the purified level, its projection; summed over the cluster
+weights), ``refine`` (settling and
 refining the finalists) and ``fill``; then a line per coarse level (every cluster weight's
 coarsening in turn): its nodes and entries, the clustering rounds run, the joins accepted
 in them and its seconds; and the driver's lines on the candidates' cut entries (each

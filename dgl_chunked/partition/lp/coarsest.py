@@ -1,5 +1,5 @@
 """The coarsest level of the multilevel ``lp`` method partitioned in memory with METIS,
-in the driver task: gathered from its blocks (:func:`gather_task`),
+in one task (:func:`metis_task`): gathered from its blocks (:func:`gather_task`),
 whole, or only its heaviest entries when it holds more than the stall budget's
 (:func:`weight_floor`; :func:`.multilevel._stalled_end` keeps such a level).
 """
@@ -17,38 +17,58 @@ from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import heap
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
-from dgl_chunked.partition.lp.taskgraph import TaskGraph
+from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 from dgl_chunked.partition.metis import metis_parts
 
-__all__ = ["gather_task", "initial_partition", "metis_cuts", "weight_counts_task", "weight_floor"]
+__all__ = [
+    "gather_task",
+    "initial_partition_task",
+    "metis_cuts",
+    "metis_task",
+    "weight_counts_task",
+    "weight_floor",
+]
 
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
 
-def initial_partition(
+def initial_partition_task(
     level: C.Level,
     plan: LPPlan,
-    tasks: TaskGraph | None = None,
+    tasks: TaskGraph,
     after: Sequence[str] = (),
     *,
     max_entries: int | None = None,
-) -> npt.NDArray[np.int32]:
-    """Partition the coarsest level in memory with METIS (node and edge weights), read
-    by the computation of ``tasks`` after its tasks ``after`` (those writing the level);
-    with ``max_entries``, of its entries only the heaviest (:func:`weight_floor`).
-    Returns the part of every node of the level (-1: not in the graph), for
-    :func:`.projection.uncoarsen` to store."""
-    tasks = tasks or TaskGraph()
+) -> tuple[TaskGraph, str]:
+    """Add to ``tasks`` the partition of the coarsest level in memory with METIS (node
+    and edge weights): its blocks gathered after the tasks ``after`` (those writing the
+    level), then :func:`metis_task`. With ``max_entries``, of its entries only the
+    heaviest (:func:`weight_floor`): their weights are counted first, in a computation
+    of ``tasks`` (then a new graph is returned). Returns the graph and the key of the
+    task that returns the part of every node of the level (-1: not in the graph), for
+    :func:`.projection.uncoarsen` to store.
+
+    METIS is a task, not a step of the driver, so the tasks of the same computation that
+    do not wait for it run beside it (the purification's), in one process too: it runs
+    without the GIL (:mod:`dgl_chunked.partition.metis_capi`).
+    """
     floor = 0
     if max_entries is not None:
         counts = [tasks.add(weight_counts_task, level, b, after=after) for b in range(level.num_blocks)]
         floor = weight_floor(tasks.compute(list(after) + counts)[len(after) :], max_entries)
         tasks, after = TaskGraph(), ()
     gather = [tasks.add(gather_task, level, b, min_weight=floor, after=after) for b in range(level.num_blocks)]
-    got = tasks.compute(list(after) + gather)[len(after) :]
-    u, v, w = (np.concatenate([g[i] for g in got]) for i in range(3))
-    node_w, active = np.concatenate([g[3] for g in got]), np.concatenate([g[4] for g in got])
-    del got
+    return tasks, tasks.add(metis_task, level, plan, *map(Ref, gather))
+
+
+def metis_task(
+    level: C.Level, plan: LPPlan, *gathered: tuple[IdArray, IdArray, IdArray, IdArray, npt.NDArray[np.bool_]]
+) -> npt.NDArray[np.int32]:
+    """METIS's partition of the coarsest level from its blocks (:func:`gather_task`):
+    the part of every node of the level (-1: not in the graph)."""
+    u, v, w = (np.concatenate([g[i] for g in gathered]) for i in range(3))
+    node_w, active = np.concatenate([g[3] for g in gathered]), np.concatenate([g[4] for g in gathered])
+    del gathered
     index = np.cumsum(active) - 1
     xadj, adjncy, eweights = CK.weighted_csr(index[u], index[v], w, int(active.sum()))
     del u, v, w

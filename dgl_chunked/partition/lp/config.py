@@ -91,8 +91,8 @@ class LPConfig:
         URL such as ``s3://bucket/scratch``, or a shared file system).
     coarse_nodes, coarse_entries
         The in-memory budget: coarsening stops at the first level with at most this
-        many nodes and entries (both directions of every weighted edge), which the
-        driver task then partitions with METIS. At the coarsest level the driver's
+        many nodes and entries (both directions of every weighted edge), which one
+        task then partitions with METIS. At the coarsest level that task's
         worker holds that graph: the gathered entries, their CSR (int64) and METIS's
         copy and working graphs, estimated at ``100 * coarse_entries + 200 *
         coarse_nodes`` bytes (about 0.2 GB at the defaults), whatever the graph size.

@@ -118,8 +118,8 @@ def give_back_free_heap() -> bool:
     """Hand the free pages inside glibc's heaps (every thread's arena) back to the
     system (``malloc_trim(0)``); returns whether it could (glibc only).
 
-    The trim threshold gives back only the top of a heap: the ``lp`` driver's in-memory
-    METIS runs (:func:`.coarsest.initial_partition`) grow its thread's heap by a few
+    The trim threshold gives back only the top of a heap: the ``lp`` in-memory METIS
+    runs (:func:`.coarsest.metis_task`; in the driver before session 21) grow its thread's heap by a few
     hundred MB, and what they free below the driver's live objects stayed resident for
     the rest of the run (issue #38: 310-380 MB of free heap in the driver's worker from
     the first METIS run on, at 10M nodes / 100M edges, most of that worker's peak

@@ -39,10 +39,10 @@ and the one cutting fewer entries then is refined on and kept:
      cluster weight takes the first one's levels while no cap turned a join away
      in them and its caps are at least theirs: the same levels, not coarsened again
      (:mod:`.shared_levels`; at 1M nodes / 10M edges the first level);
-  b. *initial partition* of the coarsest graph in the driver task with METIS
-     (pymetis, node and edge weights; one constraint: nodes, plus owned edges with
-     ``balance_edges``; the best of ``metis_ncuts`` partitions, more on small
-     graphs: ``metis_work``);
+  b. *initial partition* of the coarsest graph in one task with METIS (no GIL held:
+     :mod:`dgl_chunked.partition.metis_capi`; node and edge weights; one constraint:
+     nodes, plus owned edges with ``balance_edges``; the best of ``metis_ncuts``
+     partitions, more on small graphs: ``metis_work``), beside the purified level's rebuild (d);
   c. *uncoarsening*: the parts are projected level by level, with
      ``coarse_refine_rounds`` weighted label-propagation rounds under the caps on
      every intermediate level, down to the input (one Dask computation, each round's
@@ -245,7 +245,7 @@ gather their entries) and about 21 per node.
 The multilevel tasks each hold one block's staged entries (about 60 bytes per entry
 of the moving half with their temporaries: ``block_rows`` times the mean degree),
 label and weight tables read whole under 64 MiB (else one block at a time) and
-per-node arrays of the block; the driver holds the coarsest graph (at most
+per-node arrays of the block; the METIS task holds the coarsest graph (at most
 ``coarse_nodes`` and ``coarse_entries``, or the stall budget's ``stall_nodes``: estimated
 0.2 GB at the defaults, 100 bytes per entry and 200 per node, whatever the graph; 148k
 nodes and 15.9M entries took its worker to 2.1 GB). Their scratch

@@ -31,7 +31,7 @@ from dgl_chunked.partition.lp import shared_levels as SL
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp import streaming as D
 from dgl_chunked.partition.lp.clustering import coarsen_step
-from dgl_chunked.partition.lp.coarsest import initial_partition, metis_cuts
+from dgl_chunked.partition.lp.coarsest import initial_partition_task, metis_cuts
 from dgl_chunked.partition.lp.config import LPConfig, LPPlan
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
@@ -153,6 +153,12 @@ def _multilevel(
     0; with ``purify_rounds`` and at least one coarse level, then the purified one too,
     saved as ``pure<i>`` (:func:`_purify`, METIS, projected to level 0 in one step).
 
+    The purified level does not depend on the coarsest level's partition: it is rebuilt
+    in the computation of that partition and its projection, whose tasks leave workers
+    idle (METIS in one task, rounds waiting for their slowest block). Issue #38: at 1M
+    nodes / 10M edges, 8 parts, the 0.7-1.0 s of the coarsest level's METIS per cluster
+    weight ran while every other thread waited.
+
     Returns these candidates (the level-by-level one first), or none when the method
     falls back to the streaming placement (nothing written then); the first cluster
     weight's when this one took all of its levels.
@@ -168,17 +174,22 @@ def _multilevel(
     if levels is None:
         return []
     cap = _entries_cap(plan.config, steps[-1] if len(levels) > 1 else None)
-    with phase("initial"):
-        part = initial_partition(levels[-1], plan, max_entries=cap)  # pymetis, a dependency: LPMethod.assign refuses
     limit = np.concatenate([state.caps, [state.wcap if state.wcap is not None else 0]])  # [: width] per level
-    with phase("uncoarsen"):
-        counts, cut = P.uncoarsen(levels, part, plan, limit, f"ml{i}", keep_to=shared.deepest)
+    pure = _purified_level(levels[-1]) if len(levels) > 1 and plan.config.purify_rounds else None
+    with phase("uncoarsen"):  # METIS on the coarsest level and the projection; beside them, the purified level
+        tasks, metis = initial_partition_task(levels[-1], plan, TaskGraph(), max_entries=cap)  # pymetis: a dependency
+        rebuilt: list[str] = []
+        if pure is not None:
+            graph, rebuilt = _purify(levels, pure, plan)
+            tasks.merge(graph.dsk)
+        counts, cut = P.uncoarsen(
+            levels, Ref(metis), plan, limit, f"ml{i}", keep_to=shared.deepest, tasks=tasks, also=rebuilt
+        )
         out = [F.Candidate(f"ml{i}", f"multilevel assignment of cluster weight {fraction}", cut, counts)]
-    if len(levels) > 1 and plan.config.purify_rounds:
+    if pure is not None:
         with phase("purify"):
-            pure = _purified_level(levels[-1])
-            part = initial_partition(pure, plan, *_purify(levels, pure, plan), max_entries=cap)
-            counts, cut = P.uncoarsen([level, pure], part, plan, limit, f"pure{i}", cid_name="pcid")
+            tasks, metis = initial_partition_task(pure, plan, TaskGraph(), max_entries=cap)
+            counts, cut = P.uncoarsen([level, pure], Ref(metis), plan, limit, f"pure{i}", cid_name="pcid", tasks=tasks)
             pure.lp_root.remove(pure.ml)
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))
         logger.info("lp: cut entries at the input: level by level %d, purified %d", out[0].cut, cut)
@@ -277,7 +288,7 @@ def _stalled_end(
     """The levels of a coarsening stopped above the budget (by ``why``): kept, the last
     one for METIS, when it fits the stall budget, or, with ``heaviest`` (no earlier
     cluster weight gave a multilevel assignment), when its nodes do (METIS gets its
-    heaviest ``stall_entries`` entries: :func:`.coarsest.initial_partition`); else None (the
+    heaviest ``stall_entries`` entries: :func:`.coarsest.initial_partition_task`); else None (the
     streaming placement only, a warning; an earlier cluster weight's assignments when there
     are some, logged as such: at 10M nodes / 100M edges the second weight ends here every
     run, and the warning read as if lp had fallen back to streaming).

@@ -47,6 +47,11 @@ def write_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: in
     return sizes.reshape(level.num_strata, num_parts).astype(np.int64), np.rint(wsizes).astype(np.int64)
 
 
+def write_block_parts(level: Level, b: int, part: npt.NDArray[np.int32], num_parts: int) -> tuple[IdArray, IdArray]:
+    """:func:`write_parts` of block ``b``'s rows of the whole level's partitions ``part``."""
+    return write_parts(level, b, part[level.offsets[b] : level.offsets[b + 1]], num_parts)
+
+
 def project_task(
     level: Level, b: int, coarse: Level, num_parts: int, name: str, cid_name: str = "cid"
 ) -> tuple[IdArray, IdArray]:
@@ -220,13 +225,15 @@ def removed_after(tasks: TaskGraph, level: Level, names: Sequence[str], after: S
 
 def uncoarsen(
     levels: Sequence[Level],
-    part: npt.NDArray[np.int32],
+    part: npt.NDArray[np.int32] | Ref,
     plan: LPPlan,
     limit: IdArray,
     save: str,
     *,
     keep_to: int = 0,
     cid_name: str = "cid",
+    tasks: TaskGraph | None = None,
+    also: Sequence[str] = (),
 ) -> tuple[list[tuple[IdArray, IdArray]], int]:
     """Store the partition ``part`` of the coarsest level (``levels[-1]``), project it
     level by level to ``levels[0]`` (level 0), refining every coarse level but the
@@ -238,12 +245,21 @@ def uncoarsen(
     :mod:`.shared_levels`); the coarser ones lose them once projected. ``cid_name``:
     the cluster maps of ``levels[0]`` (``pcid``: to the purified coarsest level).
 
+    ``part`` may be a task of ``tasks`` (:class:`.taskgraph.Ref`: its result), the graph
+    this computation adds to; the tasks ``also`` are computed in it too (their results
+    dropped).
+
     Returns what :func:`write_parts` returns per block of level 0, and the cut entries.
     """
-    tasks = TaskGraph()
+    tasks = tasks or TaskGraph()
     top = levels[-1]
     off = top.offsets
-    after = [tasks.add(write_parts, top, b, part[off[b] : off[b + 1]], plan.num_parts) for b in range(top.num_blocks)]
+    after = [
+        tasks.add(write_block_parts, top, b, part, plan.num_parts)
+        if isinstance(part, Ref)
+        else tasks.add(write_parts, top, b, part[off[b] : off[b + 1]], plan.num_parts)
+        for b in range(top.num_blocks)
+    ]
     keys: list[str] = []
     name = "part"  # the coarser level's partition files
     for fine, coarser in reversed(list(itertools.pairwise(levels))):
@@ -267,7 +283,7 @@ def uncoarsen(
             keys.append(tasks.add(moved_task, fine, r, *map(Ref, after)))
             inputs, name = inputs + after, kw["dst"]
     cuts = [tasks.add(cut_task, levels[0], b, save, after=after) for b in range(levels[0].num_blocks)]
-    got = tasks.compute(after + cuts + keys)
+    got = tasks.compute(after + cuts + keys + list(also))
     return got[: len(after)], int(sum(got[len(after) : len(after) + len(cuts)]))
 
 

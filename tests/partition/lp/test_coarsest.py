@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 import dask
 import numpy as np
@@ -19,6 +20,7 @@ from dgl_chunked.partition.lp import coarsen_tasks as C
 from dgl_chunked.partition.lp import method as lp_module
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.coarsest import gather_task, weight_counts_task, weight_floor
+from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
 pytest.importorskip("pymetis")
@@ -111,3 +113,23 @@ def test_a_level_above_the_stall_entries_goes_to_metis_with_its_heaviest_entries
         streaming = _run(graph, LPConfig(**{**STOPPED.__dict__, "stall_nodes": 0}))  # before: no METIS
     assert "multilevel [None, None]: keeping the streaming assignment" in caplog.text
     assert cut < 0.8 * streaming, (cut, streaming)
+
+
+def test_the_coarsest_levels_metis_runs_in_one_computation_with_the_purification(
+    graph: ChunkedGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """METIS on the coarsest level is a task computed with the purified level's rebuild
+    (which does not wait for it), so that rebuild runs beside it (issue #38)."""
+    computed: list[set[str]] = []
+    compute = TaskGraph.compute
+
+    def recorded(self: TaskGraph, keys: Any) -> list[Any]:
+        computed.append({m.group(1) for k in self.dsk if (m := re.match(r"dglc-lp-(\w+?)-[0-9a-f]{12}-\d+$", str(k)))})
+        return compute(self, keys)
+
+    monkeypatch.setattr(TaskGraph, "compute", recorded)
+    _run(graph, LPConfig(block_rows=1024, coarse_nodes=200, coarse_entries=4000))
+    with_metis = [names for names in computed if "metis_task" in names]
+    assert len(with_metis) == 4, computed  # the level-by-level and the purified one, per cluster weight
+    with_rebuild = [names for names in with_metis if {"purify_task", "contract_task", "project_task"} <= names]
+    assert len(with_rebuild) == 2, with_metis  # the level-by-level one's, per cluster weight
