@@ -233,6 +233,7 @@ def metis_parts(
     if trivial is not None:
         return trivial
     pymetis = require_pymetis()
+    seed = int(seed) % (1 << 31)
     # recursive bisection for few parts (pymetis' own default): on power-law graphs it cut
     # ~30% fewer edges than k-way at 4 parts; k-way scales better in the number of parts
     recursive = num_parts <= 8
@@ -240,7 +241,7 @@ def metis_parts(
         xadj,
         adjncy,
         num_parts,
-        seed=int(seed) % (1 << 31),
+        seed=seed,
         ncuts=ncuts,
         recursive=recursive,
         vweights=vweights,
@@ -249,7 +250,7 @@ def metis_parts(
     if part is not None:  # pymetis's METIS without the GIL: the same partition
         return part
     opts = pymetis.Options()
-    opts.seed = int(seed) % (1 << 31)
+    opts.seed = seed
     if ncuts > 1:
         opts.ncuts = int(ncuts)
     kwargs: dict[str, Any] = {"vweights": vweights, "eweights": eweights, "options": opts, "recursive": recursive}

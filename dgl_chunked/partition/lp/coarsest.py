@@ -32,21 +32,13 @@ __all__ = [
 logger = logging.getLogger("dgl_chunked.partition.lp")
 
 
-def initial_partition_task(
-    level: C.Level,
-    plan: LPPlan,
-    tasks: TaskGraph,
-    after: Sequence[str] = (),
-    *,
-    max_entries: int | None = None,
-) -> tuple[TaskGraph, str]:
-    """Add to ``tasks`` the partition of the coarsest level in memory with METIS (node
-    and edge weights): its blocks gathered after the tasks ``after`` (those writing the
-    level), then :func:`metis_task`. With ``max_entries``, of its entries only the
-    heaviest (:func:`weight_floor`): their weights are counted first, in a computation
-    of ``tasks`` (then a new graph is returned). Returns the graph and the key of the
-    task that returns the part of every node of the level (-1: not in the graph), for
-    :func:`.projection.uncoarsen` to store.
+def initial_partition_task(level: C.Level, plan: LPPlan, *, max_entries: int | None = None) -> tuple[TaskGraph, str]:
+    """A task graph of the partition of the coarsest level (written already) in memory
+    with METIS (node and edge weights): its blocks gathered, then :func:`metis_task`.
+    With ``max_entries``, of its entries only the heaviest (:func:`weight_floor`): their
+    weights are counted first, in a computation of their own. Returns the graph (to add
+    to) and the key of the task that returns the part of every node of the level (-1:
+    not in the graph), for :func:`.projection.uncoarsen` to store.
 
     METIS is a task, not a step of the driver, so the tasks of the same computation that
     do not wait for it run beside it (the purification's), in one process too: it runs
@@ -54,10 +46,12 @@ def initial_partition_task(
     """
     floor = 0
     if max_entries is not None:
-        counts = [tasks.add(weight_counts_task, level, b, after=after) for b in range(level.num_blocks)]
-        floor = weight_floor(tasks.compute(list(after) + counts)[len(after) :], max_entries)
-        tasks, after = TaskGraph(), ()
-    gather = [tasks.add(gather_task, level, b, min_weight=floor, after=after) for b in range(level.num_blocks)]
+        counted = TaskGraph()
+        floor = weight_floor(
+            counted.compute([counted.add(weight_counts_task, level, b) for b in range(level.num_blocks)]), max_entries
+        )
+    tasks = TaskGraph()
+    gather = [tasks.add(gather_task, level, b, min_weight=floor) for b in range(level.num_blocks)]
     return tasks, tasks.add(metis_task, level, plan, *map(Ref, gather))
 
 

@@ -177,18 +177,18 @@ def _multilevel(
     limit = np.concatenate([state.caps, [state.wcap if state.wcap is not None else 0]])  # [: width] per level
     pure = _purified_level(levels[-1]) if len(levels) > 1 and plan.config.purify_rounds else None
     with phase("uncoarsen"):  # METIS on the coarsest level and the projection; beside them, the purified level
-        tasks, metis = initial_partition_task(levels[-1], plan, TaskGraph(), max_entries=cap)  # pymetis: a dependency
+        tasks, metis = initial_partition_task(levels[-1], plan, max_entries=cap)  # pymetis: a dependency
         rebuilt: list[str] = []
         if pure is not None:
             graph, rebuilt = _purify(levels, pure, plan)
             tasks.merge(graph.dsk)
         counts, cut = P.uncoarsen(
-            levels, Ref(metis), plan, limit, f"ml{i}", keep_to=shared.deepest, tasks=tasks, also=rebuilt
+            levels, Ref(metis), plan, limit, f"ml{i}", tasks=tasks, keep_to=shared.deepest, also=rebuilt
         )
         out = [F.Candidate(f"ml{i}", f"multilevel assignment of cluster weight {fraction}", cut, counts)]
     if pure is not None:
         with phase("purify"):
-            tasks, metis = initial_partition_task(pure, plan, TaskGraph(), max_entries=cap)
+            tasks, metis = initial_partition_task(pure, plan, max_entries=cap)
             counts, cut = P.uncoarsen([level, pure], Ref(metis), plan, limit, f"pure{i}", cid_name="pcid", tasks=tasks)
             pure.lp_root.remove(pure.ml)
         out.append(F.Candidate(f"pure{i}", f"purified assignment of cluster weight {fraction}", cut, counts))

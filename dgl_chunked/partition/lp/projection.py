@@ -225,14 +225,14 @@ def removed_after(tasks: TaskGraph, level: Level, names: Sequence[str], after: S
 
 def uncoarsen(
     levels: Sequence[Level],
-    part: npt.NDArray[np.int32] | Ref,
+    part: Ref,
     plan: LPPlan,
     limit: IdArray,
     save: str,
     *,
+    tasks: TaskGraph,
     keep_to: int = 0,
     cid_name: str = "cid",
-    tasks: TaskGraph | None = None,
     also: Sequence[str] = (),
 ) -> tuple[list[tuple[IdArray, IdArray]], int]:
     """Store the partition ``part`` of the coarsest level (``levels[-1]``), project it
@@ -245,21 +245,14 @@ def uncoarsen(
     :mod:`.shared_levels`); the coarser ones lose them once projected. ``cid_name``:
     the cluster maps of ``levels[0]`` (``pcid``: to the purified coarsest level).
 
-    ``part`` may be a task of ``tasks`` (:class:`.taskgraph.Ref`: its result), the graph
-    this computation adds to; the tasks ``also`` are computed in it too (their results
-    dropped).
+    ``part`` is a task of ``tasks`` (:class:`.taskgraph.Ref`: its result, the coarsest
+    level's partitions), the graph this computation adds to; the tasks ``also`` are
+    computed in it too (their results dropped).
 
     Returns what :func:`write_parts` returns per block of level 0, and the cut entries.
     """
-    tasks = tasks or TaskGraph()
     top = levels[-1]
-    off = top.offsets
-    after = [
-        tasks.add(write_block_parts, top, b, part, plan.num_parts)
-        if isinstance(part, Ref)
-        else tasks.add(write_parts, top, b, part[off[b] : off[b + 1]], plan.num_parts)
-        for b in range(top.num_blocks)
-    ]
+    after = [tasks.add(write_block_parts, top, b, part, plan.num_parts) for b in range(top.num_blocks)]
     keys: list[str] = []
     name = "part"  # the coarser level's partition files
     for fine, coarser in reversed(list(itertools.pairwise(levels))):
