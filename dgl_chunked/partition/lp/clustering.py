@@ -34,6 +34,7 @@ from dgl_chunked.partition.lp import salts
 from dgl_chunked.partition.lp import shared_levels as SL
 from dgl_chunked.partition.lp import store as S
 from dgl_chunked.partition.lp.config import LPPlan
+from dgl_chunked.partition.lp.regroup import block_groups, merged_level
 from dgl_chunked.partition.lp.taskgraph import Ref, TaskGraph
 
 __all__ = ["coarsen_step"]
@@ -141,7 +142,7 @@ def _two_hop_round(level: C.Level, plan: LPPlan, caps: IdArray) -> tuple[list[in
     return [results[k] for k in one.release], joins, turned_away
 
 
-def _contract_task(level: C.Level, b: int, coarse: C.Level) -> tuple[int, int]:
+def _contract_task(level: C.Level, b: int, coarse: C.Level) -> tuple[int, int, IdArray]:
     """Block ``b``'s contraction (:func:`.coarsen_tasks.contract_task`), then its
     clustering files deleted: the last tasks that read them, the numbering and mapping,
     have all run, and no contraction reads them. A layer of deletion tasks after the
@@ -152,11 +153,13 @@ def _contract_task(level: C.Level, b: int, coarse: C.Level) -> tuple[int, int]:
     return out
 
 
-def coarsen_step(level: C.Level, plan: LPPlan, fraction: float) -> SL.Step:
+def coarsen_step(level: C.Level, plan: LPPlan, fraction: float, *, max_entries: int | None = None) -> SL.Step:
     """Size-constrained clustering of ``level``, then its contraction (the clustering files
     deleted after it; ``cid`` stays for the projection): the coarse level, its node and
     entry counts, its entries' weight (between clusters), the clustering rounds run and
-    the joins accepted in them, and whether the caps turned a join away."""
+    the joins accepted in them, and whether the caps turned a join away. With
+    ``max_entries`` (the largest level-0 block's), the coarse level's blocks are merged
+    up to it (:mod:`.regroup`)."""
     cfg, blocks = plan.config, range(level.num_blocks)
     level.create()
     init, caps, leaders, moved, capped = _rounds(level, plan, fraction)
@@ -178,6 +181,10 @@ def coarsen_step(level: C.Level, plan: LPPlan, fraction: float) -> SL.Step:
     number = [tasks.add(C.number_task, level, b, coarse) for b in blocks]
     mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
     out = tasks.compute([tasks.add(_contract_task, level, b, coarse, after=mapped) for b in blocks])
+    if max_entries is not None:
+        per_block = np.diff(np.sum([o[2] for o in out], axis=0))  # entries of each coarse block
+        groups = block_groups(per_block.tolist(), leaders, max_entries=max_entries, max_nodes=plan.block_rows)
+        coarse = merged_level(coarse, groups)
     return SL.Step(
         coarse=coarse,
         nodes=offsets[-1],

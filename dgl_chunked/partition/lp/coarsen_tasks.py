@@ -1,9 +1,10 @@
 """Task bodies of the multilevel ``lp`` method: scratch I/O around :mod:`.coarsen_kernels`
 (the purification's in :mod:`.purify_tasks`).
 
-Every level has the same number of node *blocks* ``B``: block ``b`` of level ``L + 1``
-holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, so
-a level is described by its block offsets alone. Level 0 is read from the ``lp``
+A level is cut into node *blocks* (its block offsets): block ``b`` of level ``L + 1``
+holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, or
+a run of such blocks when the level is merged (:mod:`.regroup`; ``e`` and ``w`` keep
+one piece per block of level ``L``). Level 0 is read from the ``lp``
 staging (:mod:`.tasks`: entries per block, strata, owned edges, degree tiers);
 the other files are array files (:mod:`dgl_chunked.storage.arrays`; ``.bin``) under
 ``ML = <lp root>/work/ml``, written and read through fsspec (``ml`` is a URL), each
@@ -82,10 +83,21 @@ class Level:
     segs: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # level 0: staged entry ranges per block
     num_strata: int = 1
     owned: bool = False  # a column of owned edges (balance_edges)
+    writers: int = 0  # entry files e-<s> (the finer level's blocks); 0: one per block
+    pieces: tuple[int, ...] = ()  # merged blocks (:mod:`.regroup`): the offsets the writers' pieces follow
+    groups: tuple[int, ...] = ()  # ... and the pieces of each block, groups[b] to groups[b + 1]
 
     @property
     def num_blocks(self) -> int:
         return len(self.offsets) - 1
+
+    @property
+    def num_writers(self) -> int:
+        return self.writers or self.num_blocks
+
+    def piece_range(self, b: int) -> range:
+        """The writers' pieces (of ``e-`` and ``w-`` files) that block ``b`` holds."""
+        return range(self.groups[b], self.groups[b + 1]) if self.groups else range(b, b + 1)
 
     @property
     def width(self) -> int:
@@ -142,13 +154,14 @@ def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blo
     write_array(url.url, rows.T, bounds=bounds, storage_options=url.storage_options)
 
 
-def save_entries(url: ScratchFile, u: IdArray, v: IdArray, w: IdArray, offsets: IdArray) -> None:
+def save_entries(url: ScratchFile, u: IdArray, v: IdArray, w: IdArray, offsets: IdArray) -> IdArray:
     """Write the entries ``(u, v, w)`` (``u`` global, of the level of block ``offsets``)
     as an entry file: piece ``t`` holds block ``t``'s, column by column, in the narrowest
     integer type of every value (:func:`.entry_kernels.split_entries`; the file's header
-    records it), for :func:`read_entries`."""
+    records it), for :func:`read_entries`. Returns the blocks' bounds in it."""
     data, bounds = EK.split_entries(u, v, w, offsets)
     write_array(url.url, data, bounds=3 * bounds, storage_options=url.storage_options)
+    return bounds
 
 
 def load_piece(url: ScratchFile, t: int) -> npt.NDArray[Any]:
@@ -168,12 +181,14 @@ def read_entries(level: Level, b: int, *, pooled: bool = False) -> tuple[IdArray
     ids = CK.id_dtype(level.offsets[-1])
     if level.index == 0:
         return _staged_entries(level, b, ids, pooled)
-    heads = []  # each writer's piece of block b: file, type, rows (3 per entry)
-    for s in range(level.num_blocks):
+    heads, starts = [], level.pieces or level.offsets  # each writer's pieces: file, type, rows, ID shift
+    for s in range(level.num_writers):
         with ArrayFile(level.url(f"e-{s}").url, level.lp_root.storage_options) as f:
-            heads.append((f.path, f.header.dtype, int(f.header.bounds[b]), int(f.header.bounds[b + 1])))
-    n = sum(hi - lo for _, _, lo, hi in heads) // 3
-    wide = ids if all(d.itemsize <= 4 for _, d, _, _ in heads) else np.dtype(np.int64)
+            for j in level.piece_range(b):
+                lo, hi = int(f.header.bounds[j]), int(f.header.bounds[j + 1])
+                heads.append((f.path, f.header.dtype, lo, hi, starts[j] - level.offsets[b]))
+    n = sum(h[3] - h[2] for h in heads) // 3
+    wide = ids if all(h[1].itemsize <= 4 for h in heads) else np.dtype(np.int64)
     e = _read_pieces(level, heads, n, np.dtype(wide), pooled)
     if e.dtype == np.int32 and _weight_sum_at_least(e[2], CK.ID_LIMIT):  # every sum of the block's weights
         e = _read_pieces(level, heads, n, np.dtype(np.int64), pooled)  # must fit the type: int64
@@ -191,15 +206,16 @@ def _weight_sum_at_least(w: npt.NDArray[np.int32], limit: int) -> bool:
 
 
 def _read_pieces(
-    level: Level, heads: list[tuple[str, np.dtype[Any], int, int]], n: int, wide: np.dtype[Any], pooled: bool
+    level: Level, heads: list[tuple[str, np.dtype[Any], int, int, int]], n: int, wide: np.dtype[Any], pooled: bool
 ) -> npt.NDArray[Any]:
     """The pieces ``heads`` of entry files (column by column, each writer's narrow type)
     as one ``[3, n]`` array of type ``wide``: read straight into it where the file's
     type has ``wide``'s size (uint32 holds int32's values here: IDs and weights below
-    2**31), else through a buffer and widened."""
+    2**31), else through a buffer and widened; local IDs shifted to the block's start
+    (a merged block's pieces, :mod:`.regroup`)."""
     e = (S.pooled_array("entries", 3 * n, wide) if pooled else np.empty(3 * n, wide)).reshape(3, n)
     pos = 0
-    for path, dtype, lo, hi in heads:
+    for path, dtype, lo, hi, shift in heads:
         k = (hi - lo) // 3
         if k == 0:
             continue
@@ -209,6 +225,8 @@ def _read_pieces(
             else:
                 raw = f.read(lo, hi, out=S.pooled_array("entry-piece", 3 * k, dtype) if pooled else None)
                 e[:, pos : pos + k] = raw.reshape(3, k)
+        if shift:
+            e[0, pos : pos + k] += shift
         pos += k
     return e
 
@@ -230,7 +248,8 @@ def _staged_entries(level: Level, b: int, ids: type[np.integer[Any]], pooled: bo
 def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
     """``[rows, C]`` weights of block ``b``'s nodes and which are in the graph."""
     if level.index > 0:  # a cluster every node left in the purification weighs nothing: not in the graph
-        w = load(level.url(f"w-{b}"))
+        pieces = [load(level.url(f"w-{j}")) for j in level.piece_range(b)]
+        w = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
         return w, np.asarray(w.any(axis=1), bool)
     stratum = S.read_block(level.lp_root, b, "stratum").astype(np.int64)
     w = np.zeros((stratum.size, level.width), np.int64)
@@ -365,13 +384,16 @@ def release_task(level: Level, t: int) -> int:
     return CK.named_clusters(cw)
 
 
-def accumulate_pieces(out: IdArray, op: np.ufunc, level: Level, name: str, t: int, *, first: int = 0) -> int:
+def accumulate_pieces(
+    out: IdArray, op: np.ufunc, level: Level, name: str, t: int, *, first: int = 0, writers: int | None = None
+) -> int:
     """Apply ``op`` (``np.add``, ``np.subtract``) to the rows ``id - first`` of ``out``
-    with the weights of every writer's piece ``t`` of files ``name``, one piece in
-    memory at a time (one block may get most of the input's rows, a large community's;
-    issue #38). Exact in any order: integer weights. Returns the rows read."""
+    with the weights of every writer's piece ``t`` of files ``name`` (``writers`` of
+    them, default one per block of ``level``), one piece in memory at a time (one block
+    may get most of the input's rows, a large community's; issue #38). Exact in any
+    order: integer weights. Returns the rows read."""
     rows = 0
-    for b in range(level.num_blocks):
+    for b in range(level.num_blocks if writers is None else writers):
         got = load_piece(level.url(f"{name}-{b}", "bin"), t)
         op.at(out, got[0] - first, got[1:].T)
         rows += got.shape[1]
@@ -405,10 +427,10 @@ def map_task(level: Level, b: int) -> None:
 
 def contract_task(
     level: Level, b: int, coarse: Level, cid_name: str = "cid", *, few_pairs: bool = False
-) -> tuple[int, int]:
+) -> tuple[int, int, IdArray]:
     """Block ``b``'s entries between clusters (the coarse IDs in files ``cid_name``),
     summed per cluster pair, written to the blocks of the coarse level. Returns their
-    number and weight. ``few_pairs``: a few clusters hold most entries (the purified
+    number, weight and bounds per coarse block. ``few_pairs``: a few clusters hold most entries (the purified
     level; :func:`.pair_sums.sorted_pairs` sums them in a hash table first)."""
     u, v, w = read_entries(level, b, pooled=True)
     cid = load(level.url(f"{cid_name}-{b}"))
@@ -420,8 +442,8 @@ def contract_task(
         write_array_parts(
             url.url, got.parts, dtype=got.dtype, rows=rows, bounds=3 * got.bounds, storage_options=url.storage_options
         )
-        return int(got.bounds[-1]), got.weight
+        return int(got.bounds[-1]), got.weight, got.bounds
     cv = lookup(level, cid_name, v) if v.size else np.empty(0, np.int64)
     cu, cv, w = CK.contract_entries(cid[u], cv, w)
-    save_entries(coarse.url(f"e-{b}"), cu, cv, w, offsets)
-    return int(cu.size), int(w.sum())
+    per_block = save_entries(coarse.url(f"e-{b}"), cu, cv, w, offsets)
+    return int(cu.size), int(w.sum()), per_block

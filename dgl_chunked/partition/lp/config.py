@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from dgl_chunked._typing import StorageOptions
 from dgl_chunked.errors import AssignmentError
 
-__all__ = ["LPConfig", "LPPlan"]
+__all__ = ["MIN_BLOCKS", "LPConfig", "LPPlan"]
 
-_MIN_BLOCKS = 4  # default blocks per graph (when above 4096 rows each): block tasks can share the workers
+MIN_BLOCKS = 4  # default blocks per graph (when above 4096 rows each): block tasks can share the workers
 _MAX_BLOCK_ROWS = 1 << 18  # default block size from 1M nodes up: per-task memory stops growing there
 
 
@@ -348,7 +348,7 @@ class LPConfig:
         """The node block size used for ``num_parts`` partitions of ``num_nodes`` nodes."""
         if self.block_rows is not None:
             return int(self.block_rows)
-        wanted = 1 << max(0, -(-num_nodes // _MIN_BLOCKS) - 1).bit_length()
+        wanted = 1 << max(0, -(-num_nodes // MIN_BLOCKS) - 1).bit_length()
         return max(4096, min(wanted, _MAX_BLOCK_ROWS, (1 << 22) // num_parts))
 
 

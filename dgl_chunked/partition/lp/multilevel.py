@@ -175,7 +175,7 @@ def _multilevel(
         return []
     cap = _entries_cap(plan.config, steps[-1] if len(levels) > 1 else None)
     limit = np.concatenate([state.caps, [state.wcap if state.wcap is not None else 0]])  # [: width] per level
-    pure = _purified_level(levels[-1]) if len(levels) > 1 and plan.config.purify_rounds else None
+    pure = _purified_level(levels[-1], levels[0].num_blocks) if len(levels) > 1 and plan.config.purify_rounds else None
     with phase("uncoarsen"):  # METIS on the coarsest level and the projection; beside them, the purified level
         tasks, metis = initial_partition_task(levels[-1], plan, max_entries=cap)  # pymetis: a dependency
         rebuilt: list[str] = []
@@ -221,6 +221,7 @@ def _coarsen_levels(
     levels, made = [level], 0
     steps: list[SL.Step] = []
     nodes, entries = int(state.linked.sum()), int(sum(int(c.sum()) for c in state.block_counts))
+    block_entries = max((sum(hi - lo for _, lo, hi in s) for s in level.segs), default=0) or None  # .regroup
     while nodes > cfg.coarse_nodes or entries > cfg.coarse_entries:
         if level.index >= cfg.max_levels:
             why = f"max_levels ({cfg.max_levels})"
@@ -228,7 +229,7 @@ def _coarsen_levels(
         start = time.perf_counter()
         step = None if made else shared.take(level, fraction, plan.num_parts)
         if step is None:
-            step, made = coarsen_step(level, plan, fraction), made + 1
+            step, made = coarsen_step(level, plan, fraction, max_entries=block_entries), made + 1
         coarse = step.coarse
         logger.info(
             "lp: level %d: %d nodes, %d entries, %d rounds, %d moved, %.3f s%s",
@@ -332,10 +333,12 @@ def _stalled_end(
     return None
 
 
-def _purified_level(coarsest: C.Level) -> C.Level:
+def _purified_level(coarsest: C.Level, writers: int) -> C.Level:
     """Where :func:`_purify` rebuilds the coarsest level (beside it, not over it: the
-    level may be shared with the next cluster weight, :mod:`.shared_levels`)."""
-    pure = dataclasses.replace(coarsest, ml=posixpath.join(coarsest.ml, "pure"))
+    level may be shared with the next cluster weight, :mod:`.shared_levels`), from the
+    entries of level 0's ``writers`` blocks."""
+    where = posixpath.join(coarsest.ml, "pure")
+    pure = dataclasses.replace(coarsest, ml=where, writers=writers, pieces=(), groups=())
     pure.create()
     return pure
 
@@ -366,7 +369,7 @@ def _purify(levels: list[C.Level], pure: C.Level, plan: LPPlan) -> tuple[TaskGra
         after = [tasks.add(PT.purify_task, fine, b, src, dst, after=after, **kw) for b in blocks]
         moved.append(tasks.add(_log_purified, *map(Ref, after)))
     pieces = [tasks.add(PT.weight_pieces_task, fine, b, pure, "pcid", after=after) for b in blocks]
-    sums = [tasks.add(PT.coarse_weights_task, pure, t, after=pieces) for t in blocks]
+    sums = [tasks.add(PT.coarse_weights_task, pure, t, after=pieces) for t in range(pure.num_blocks)]
     contracted = [tasks.add(C.contract_task, fine, b, pure, "pcid", after=after, few_pairs=True) for b in blocks]
     return tasks, moved + sums + contracted
 

@@ -65,5 +65,5 @@ def coarse_weights_task(coarse: Level, t: int) -> None:
     """The node weights of block ``t`` of the coarsest level: its pieces summed
     (:func:`.coarsen_tasks.accumulate_pieces`)."""
     w = np.zeros((coarse.rows(t), coarse.width), np.int64)
-    accumulate_pieces(w, np.add, coarse, "wp", t)
+    accumulate_pieces(w, np.add, coarse, "wp", t, writers=coarse.num_writers)
     save(coarse.url(f"w-{t}"), w)
