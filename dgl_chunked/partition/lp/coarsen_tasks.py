@@ -2,14 +2,13 @@
 (the purification's in :mod:`.purify_tasks`).
 
 A level is cut into node *blocks* (its block offsets): block ``b`` of level ``L + 1``
-holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, or
-a run of such blocks when the level is merged (:mod:`.regroup`; ``e`` and ``w`` keep
-one piece per block of level ``L``). Level 0 is read from the ``lp``
-staging (:mod:`.tasks`: entries per block, strata, owned edges, degree tiers);
-the other files are array files (:mod:`dgl_chunked.storage.arrays`; ``.bin``) under
-``ML = <lp root>/work/ml``, written and read through fsspec (``ml`` is a URL), each
-by one task; "pieces" are the per-destination parts of one writer's file
-(:func:`save_split`, :func:`save_entries`), each read alone::
+holds the clusters named by the nodes of block ``b`` of level ``L``, in ID order, or a run
+of such blocks when the level is merged (:mod:`.regroup`; ``e`` and ``w`` keep one piece
+per block of level ``L``). Level 0 is read from the ``lp`` staging (:mod:`.tasks`:
+entries per block, strata, owned edges, degree tiers); the other files are array files
+(:mod:`dgl_chunked.storage.arrays`; ``.bin``) under ``ML = <lp root>/work/ml``, written
+and read through fsspec (``ml`` is a URL), each by one task; "pieces" are the parts of
+one writer's file, one per destination block (:func:`save_split`, :func:`save_entries`)::
 
     ML/<L>/e-<s>.bin         [3k]  piece b: entries of block b from block s of L-1, column by
                              column (k u local, k v, k w: :mod:`.entry_kernels`), in the
@@ -430,8 +429,9 @@ def contract_task(
 ) -> tuple[int, int, IdArray]:
     """Block ``b``'s entries between clusters (the coarse IDs in files ``cid_name``),
     summed per cluster pair, written to the blocks of the coarse level. Returns their
-    number, weight and bounds per coarse block. ``few_pairs``: a few clusters hold most entries (the purified
-    level; :func:`.pair_sums.sorted_pairs` sums them in a hash table first)."""
+    number, weight and bounds per coarse block (in entries). ``few_pairs``: a few
+    clusters hold most entries (the purified level; :func:`.pair_sums.sorted_pairs` sums
+    them in a hash table first)."""
     u, v, w = read_entries(level, b, pooled=True)
     cid = load(level.url(f"{cid_name}-{b}"))
     table = whole_table(level, cid_name)
