@@ -26,6 +26,7 @@ collect_ignore = [
     "realdgl/dgl_side_gb24.py",
     "realdgl/dgl_side_common.py",
     "realdgl/dgl240_converter.py",
+    "realdgl/zygote.py",
 ]
 collect_ignore_glob = ["data/*"]
 

@@ -13,12 +13,16 @@ Environment:
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,7 @@ __all__ = [
 ]
 
 DGL_SIDE = Path(__file__).with_name("dgl_side.py")
+ZYGOTE = Path(__file__).with_name("zygote.py")
 _DEFAULT = Path.home() / ".cache" / "dgl_chunked" / "dgl210" / "bin" / "python"
 _TIMEOUT_S = 300
 
@@ -78,26 +83,134 @@ def run_dgl(mode: str, *args: str, timeout: float = _TIMEOUT_S, script: Path = D
     python = require_dgl()
     with tempfile.TemporaryDirectory(prefix="dglc-realdgl-") as tmp:
         target = Path(tmp) / "out.npz"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.setdefault("OMP_NUM_THREADS", "1")
+        env = _side_env()
         cmd = [python, str(script), mode, *map(str, args), str(target)]
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp, start_new_session=True
-        )
-        try:
-            _, stderr = proc.communicate(timeout=timeout)
-            problem = f"exit {proc.returncode}"
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            _, stderr = proc.communicate()
-            problem = f"timed out after {timeout:.0f} s and was killed"
-        if proc.returncode != 0 or not target.exists():
+        forked = _ZYGOTES.run(python, cmd[1:], cwd=tmp, env=env, timeout=timeout)
+        if forked is not None:
+            returncode, stderr, problem = forked
+        else:
+            returncode, stderr, problem = _run_fresh(cmd, cwd=tmp, env=env, timeout=timeout)
+        if returncode != 0 or not target.exists():
             raise AssertionError(
                 f"real DGL failed on {mode} {' '.join(map(str, args))} ({problem}).\n"
                 f"command: {' '.join(cmd)}\n--- stderr (last 6000 chars) ---\n{stderr[-6000:]}"
             )
         with np.load(target, allow_pickle=False) as npz:
             return {key: npz[key] for key in npz.files}
+
+
+def _side_env() -> dict[str, str]:
+    """The side scripts' environment: ours without ``PYTHON*``, one OpenMP thread by default."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def _run_fresh(cmd: list[str], *, cwd: str, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+    """Run ``cmd`` in a fresh interpreter of its own session: exit code, stderr, what went wrong."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True
+    )
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+        problem = f"exit {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, stderr = proc.communicate()
+        problem = f"timed out after {timeout:.0f} s and was killed"
+    return proc.returncode, stderr, problem
+
+
+class _Zygote:
+    """One :mod:`zygote` process (DGL imported once) and its reply pipe, read a line at a time."""
+
+    def __init__(self, python: str) -> None:
+        self.proc = subprocess.Popen(
+            [python, str(ZYGOTE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=_side_env(), start_new_session=True,
+        )  # fmt: skip
+        self.buffer = b""
+
+    def send(self, request: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout: float | None) -> dict[str, Any] | None:
+        """The next reply line; None when ``timeout`` seconds pass first. Raises EOFError
+        when the zygote is gone."""
+        assert self.proc.stdout is not None
+        fd, deadline = self.proc.stdout.fileno(), None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], left)[0]:
+                return None
+            data = os.read(fd, 4096)
+            if not data:
+                raise EOFError("the DGL zygote exited")
+            self.buffer += data
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return dict(json.loads(line))
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()  # its loop ends
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+class _Zygotes:
+    """The test process's zygotes, one per DGL python, started on first use.
+
+    :meth:`run` returns None where a fresh interpreter must run the script instead:
+    ``DGLC_DGL_ZYGOTE=0``, another thread using the zygote, or a zygote that could not
+    start or died before forking (what the script then does is what it always did)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started: dict[tuple[int, str], _Zygote] = {}
+        atexit.register(self.close)
+
+    def run(
+        self, python: str, argv: list[str], *, cwd: str, env: dict[str, str], timeout: float
+    ) -> tuple[int, str, str] | None:
+        if os.environ.get("DGLC_DGL_ZYGOTE") == "0" or not self.lock.acquire(blocking=False):
+            return None
+        try:
+            key = (os.getpid(), python)
+            zygote = self.started.get(key) or self.started.setdefault(key, _Zygote(python))
+            out, err = Path(cwd) / "side.stdout", Path(cwd) / "side.stderr"
+            try:
+                zygote.send({"argv": argv, "cwd": cwd, "env": env, "stdout": str(out), "stderr": str(err)})
+                started = zygote.reply(timeout=120)  # importing DGL, the first time
+            except (EOFError, OSError):
+                started = None
+            if started is None:
+                self.started.pop(key).proc.kill()
+                return None
+            try:
+                ended, problem = zygote.reply(timeout), ""
+                if ended is None:
+                    os.killpg(int(started["pid"]), signal.SIGKILL)
+                    ended, problem = zygote.reply(None), f"timed out after {timeout:.0f} s and was killed"
+            except EOFError:
+                self.started.pop(key)
+                ended, problem = {"status": -1}, "the DGL zygote died while the script ran"
+            assert ended is not None
+            status = int(ended["status"])
+            return status, err.read_text(errors="replace"), problem or f"exit {status}"
+        finally:
+            self.lock.release()
+
+    def close(self) -> None:
+        for zygote in self.started.values():
+            zygote.close()
+        self.started.clear()
+
+
+_ZYGOTES = _Zygotes()
 
 
 def run_dgl_json(
