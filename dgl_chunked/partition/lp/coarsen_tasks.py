@@ -50,6 +50,7 @@ kept per worker thread for the next block.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -207,26 +208,25 @@ def _weight_sum_at_least(w: npt.NDArray[np.int32], limit: int) -> bool:
 def _read_pieces(
     level: Level, heads: list[tuple[str, np.dtype[Any], int, int, int]], n: int, wide: np.dtype[Any], pooled: bool
 ) -> npt.NDArray[Any]:
-    """The pieces ``heads`` of entry files (column by column, each writer's narrow type)
-    as one ``[3, n]`` array of type ``wide``: read straight into it where the file's
-    type has ``wide``'s size (uint32 holds int32's values here: IDs and weights below
-    2**31), else through a buffer and widened; local IDs shifted to the block's start
-    (a merged block's pieces, :mod:`.regroup`)."""
+    """The pieces ``heads`` of entry files (column by column, each writer's narrow type;
+    one open per writer) as one ``[3, n]`` array of type ``wide``: read straight into it
+    where the file's type has ``wide``'s size (uint32 holds int32's values: IDs and
+    weights below 2**31), else through a buffer and widened; local IDs shifted to the
+    block's start (a merged block's pieces, :mod:`.regroup`)."""
     e = (S.pooled_array("entries", 3 * n, wide) if pooled else np.empty(3 * n, wide)).reshape(3, n)
     pos = 0
-    for path, dtype, lo, hi, shift in heads:
-        k = (hi - lo) // 3
-        if k == 0:
-            continue
-        with ArrayFile(path, level.lp_root.storage_options) as f:
-            if dtype.itemsize == wide.itemsize:
-                f.read_parts(lo, hi, [e[0, pos : pos + k], e[1, pos : pos + k], e[2, pos : pos + k]])
-            else:
-                raw = f.read(lo, hi, out=S.pooled_array("entry-piece", 3 * k, dtype) if pooled else None)
-                e[:, pos : pos + k] = raw.reshape(3, k)
-        if shift:
-            e[0, pos : pos + k] += shift
-        pos += k
+    for path, pieces in itertools.groupby((h for h in heads if h[3] > h[2]), key=lambda h: h[0]):
+        with ArrayFile(path, level.lp_root.storage_options) as f:  # a writer's pieces follow one another
+            for _, dtype, lo, hi, shift in pieces:
+                k = (hi - lo) // 3
+                if dtype.itemsize == wide.itemsize:
+                    f.read_parts(lo, hi, [e[0, pos : pos + k], e[1, pos : pos + k], e[2, pos : pos + k]])
+                else:
+                    raw = f.read(lo, hi, out=S.pooled_array("entry-piece", 3 * k, dtype) if pooled else None)
+                    e[:, pos : pos + k] = raw.reshape(3, k)
+                if shift:
+                    e[0, pos : pos + k] += shift
+                pos += k
     return e
 
 

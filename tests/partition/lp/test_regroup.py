@@ -4,6 +4,7 @@ with merged levels gives one assignment on the synchronous scheduler and on a cl
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 from pathlib import Path
@@ -87,10 +88,13 @@ def _global_entries(level: C.Level, b: int) -> list[tuple[int, int, int]]:
     return sorted(zip((u + level.offsets[b]).tolist(), v.tolist(), w.tolist(), strict=True))
 
 
-def test_merged_blocks_read_the_entries_and_weights_of_their_pieces(graph: ChunkedGraph, tmp_path: Path) -> None:
+def test_merged_blocks_read_the_entries_and_weights_of_their_pieces(
+    graph: ChunkedGraph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A coarsening step with a merging limit gives the level of the step without one
     (the same files), in fewer blocks: each merged block's entries (global IDs) and node
-    weights are those of the blocks it joins, in ID order."""
+    weights are those of the blocks it joins, in ID order, read with one open of each
+    writer's file for its pieces."""
     config = LPConfig(block_rows=BLOCK_ROWS)
     plan = LPPlan(num_parts=4, seed=7, balance_edges=False, config=config, block_rows=BLOCK_ROWS, masks=())
     root = S.ScratchRoot(str(tmp_path))
@@ -116,6 +120,33 @@ def test_merged_blocks_read_the_entries_and_weights_of_their_pieces(graph: Chunk
         np.testing.assert_array_equal(C.node_weights(merged, k)[0], want_w)
         assert C.node_weights(merged, k)[0].shape[0] == merged.rows(k)
     assert total == step.entries > 0
+    _assert_one_open_per_writer(merged, monkeypatch)
+
+
+def _assert_one_open_per_writer(level: C.Level, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a merged block opens each writer's file for its header, then once more
+    when it has entries there (all its pieces), not once per piece; some writer has
+    entries in two or more pieces of a block."""
+    bounds = []
+    for s in range(level.num_writers):
+        with C.ArrayFile(level.url(f"e-{s}").url) as f:
+            bounds.append(f.header.bounds)
+    opened: list[str] = []
+
+    class Counted(C.ArrayFile):
+        def __init__(self, path: str, storage_options: object = None) -> None:
+            opened.append(path)
+            super().__init__(path, storage_options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(C, "ArrayFile", Counted)
+    most = 0
+    for k in range(level.num_blocks):
+        opened.clear()
+        C.read_entries(level, k)
+        filled = [sum(int(b[j + 1] > b[j]) for j in level.piece_range(k)) for b in bounds]
+        assert collections.Counter(opened) == {level.url(f"e-{s}").url: 1 + int(n > 0) for s, n in enumerate(filled)}
+        most = max(most, *filled)
+    assert most >= 2
 
 
 WHOLE = LPConfig(block_rows=600, coarse_nodes=500, coarse_entries=1 << 30, purify_rounds=2)
