@@ -40,6 +40,7 @@ __all__ = [
     "named_clusters",
     "strongest_clusters",
     "two_hop_joins",
+    "weighted_rows",
     "weighted_csr",
 ]
 
@@ -67,7 +68,17 @@ def cluster_caps(totals: IdArray, num_parts: int, fraction: float) -> IdArray:
 def named_clusters(cw: IdArray) -> int:
     """The clusters of a block's cluster weights ``[rows, C]`` that hold a node (a weight
     in some column)."""
-    return int(cw.any(axis=1).sum())
+    return int(weighted_rows(cw).sum())
+
+
+def weighted_rows(w: IdArray) -> npt.NDArray[np.bool_]:
+    """Which rows of the weights ``w`` (``[rows, C]``) are not all zero: column by
+    column (numpy's ``any(axis=1)`` reduces each row of a few columns on its own: 4.7x
+    slower on a level's 262144 x 4 block, issue #38)."""
+    rows = np.zeros(w.shape[0], bool)
+    for j in range(w.shape[1]):
+        rows |= w[:, j] != 0
+    return rows
 
 
 def joins_and_favourites(

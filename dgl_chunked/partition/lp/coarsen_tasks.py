@@ -38,15 +38,14 @@ one writer's file, one per destination block (:func:`save_split`, :func:`save_en
 
 (*: int64 from 2**31 IDs, :func:`.coarsen_kernels.id_dtype`)
 
-Memory per task: one block's entries (12 bytes each, 24 in int64; the contraction adds about 23 per
-entry for its sorted keys and the file's data, measured as the peak RSS rise over a
-5.2M-entry block of the 1M-node graph, against 41 for the counting sorts it replaced
-alone and 117 with the numpy steps before issue #38), its node arrays, and the label,
-weight or map tables it looks up: whole under :data:`.tables.WHOLE_TABLE_BYTES` (4 bytes
-per ID or weight), else one block's at a time (:mod:`.tables`). The tasks that drop
-their block's entries at their end read them into :func:`.store.pooled_array` arrays,
-kept per worker thread for the next block.
-"""
+Memory per task: one block's entries (12 bytes each, 24 in int64; the contraction adds
+about 23 per entry for its sorted keys and the file's data, measured as the peak RSS rise
+over a 5.2M-entry block of the 1M-node graph, against 41 for the counting sorts it
+replaced alone and 117 with the numpy steps before issue #38), its node arrays, and the
+label, weight or map tables it looks up: whole under :data:`.tables.WHOLE_TABLE_BYTES`
+(4 bytes per ID or weight), else one block's at a time (:mod:`.tables`). The tasks that
+drop their block's entries at their end read them into :func:`.store.pooled_array`
+arrays, kept per worker thread for the next block."""
 
 from __future__ import annotations
 
@@ -63,7 +62,7 @@ from dgl_chunked._typing import IdArray, StorageOptions
 from dgl_chunked.partition.lp import coarsen_kernels as CK
 from dgl_chunked.partition.lp import entry_kernels as EK
 from dgl_chunked.partition.lp import store as S
-from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order
+from dgl_chunked.partition.lp.kernels import LOCAL_MASK, node_order, stable_order
 from dgl_chunked.partition.lp.node_kernels import mover_entries
 from dgl_chunked.partition.lp.pair_sums import sorted_pairs
 from dgl_chunked.partition.lp.tables import WHOLE_TABLE_BYTES, lookup, whole_table
@@ -86,6 +85,7 @@ class Level:
     writers: int = 0  # entry files e-<s> (the finer level's blocks); 0: one per block
     pieces: tuple[int, ...] = ()  # merged blocks (:mod:`.regroup`): the offsets the writers' pieces follow
     groups: tuple[int, ...] = ()  # ... and the pieces of each block, groups[b] to groups[b + 1]
+    weight: int | None = None  # the entries' weight sum, where known: below 2**31, no block's is checked
 
     @property
     def num_blocks(self) -> int:
@@ -148,7 +148,7 @@ def save_split(url: ScratchFile, rows: npt.NDArray[Any], block: IdArray, num_blo
     """Write the columns of ``rows`` (``[r, k]``) grouped by destination ``block`` into one
     file; a reader reads its own piece only (:func:`load_piece`)."""
     if block.size > 1 and not np.all(block[1:] >= block[:-1]):
-        order = np.argsort(block, kind="stable")
+        order = stable_order(block, num_blocks)
         block, rows = block[order], rows[:, order]
     bounds = np.searchsorted(block, np.arange(num_blocks + 1)).astype(np.int64)
     write_array(url.url, rows.T, bounds=bounds, storage_options=url.storage_options)
@@ -190,8 +190,8 @@ def read_entries(level: Level, b: int, *, pooled: bool = False) -> tuple[IdArray
     n = sum(h[3] - h[2] for h in heads) // 3
     wide = ids if all(h[1].itemsize <= 4 for h in heads) else np.dtype(np.int64)
     e = _read_pieces(level, heads, n, np.dtype(wide), pooled)
-    if e.dtype == np.int32 and _weight_sum_at_least(e[2], CK.ID_LIMIT):  # every sum of the block's weights
-        e = _read_pieces(level, heads, n, np.dtype(np.int64), pooled)  # must fit the type: int64
+    if e.dtype == np.int32 and (level.weight or CK.ID_LIMIT) >= CK.ID_LIMIT and _weight_sum_at_least(e[2], CK.ID_LIMIT):
+        e = _read_pieces(level, heads, n, np.dtype(np.int64), pooled)  # every sum of the weights must fit: int64
     return e[0], e[1], e[2]
 
 
@@ -249,7 +249,7 @@ def node_weights(level: Level, b: int) -> tuple[IdArray, npt.NDArray[np.bool_]]:
     if level.index > 0:  # a cluster every node left in the purification weighs nothing: not in the graph
         pieces = [load(level.url(f"w-{j}")) for j in level.piece_range(b)]
         w = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
-        return w, np.asarray(w.any(axis=1), bool)
+        return w, CK.weighted_rows(w)
     stratum = S.read_block(level.lp_root, b, "stratum").astype(np.int64)
     w = np.zeros((stratum.size, level.width), np.int64)
     w[np.arange(stratum.size), stratum] = 1
@@ -408,7 +408,7 @@ def number_task(level: Level, b: int, coarse: Level) -> None:
     """Coarse IDs of the clusters named by block ``b``'s nodes (in ID order) and the
     coarse node weights."""
     cw = load(level.url(f"cw-{b}"))
-    lead = cw.any(axis=1)
+    lead = CK.weighted_rows(cw)
     lcid = np.full(lead.size, -1, CK.id_dtype(coarse.offsets[-1]))
     lcid[lead] = coarse.offsets[b] + np.arange(int(lead.sum()))
     save(level.url(f"lcid-{b}"), lcid)

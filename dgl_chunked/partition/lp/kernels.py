@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray, PartArray
-from dgl_chunked.partition.lp.round_kernels import neighbour_counts, refinement_gains
+from dgl_chunked.partition.lp.round_kernels import neighbour_counts, refinement_gains, sorted_by
 from dgl_chunked.partition.random import splitmix64
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "rows_of",
     "signed_priority",
     "split_group_key",
+    "stable_order",
     "summarise_groups",
 ]
 
@@ -76,14 +77,27 @@ def _local_and_block(
         np.floor_divide(ids, block_rows, out=block, casting="unsafe")
 
 
+def stable_order(key: npt.NDArray[Any], num_keys: int) -> npt.NDArray[np.intp]:
+    """The stable sort order of ``key`` (values in ``[0, num_keys)``): numpy's radix
+    sort on 8 or 16 bits where the keys fit them (3.7x its merge sort of int64 keys on
+    2.6M keys of 4 values, issue #38)."""
+    dtype = np.uint8 if num_keys <= 1 << 8 else np.uint16 if num_keys <= 1 << 16 else np.int64
+    return np.argsort(key.astype(dtype, copy=False), kind="stable")
+
+
 def group_by_key(key: npt.NDArray[Any], num_keys: int, arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:
-    """Stable sort of ``arrays`` by ``key`` (values in ``[0, num_keys)``): a radix
-    argsort on 8 or 16 bits, then one gather per array (fewest fresh arrays: each new
-    array costs page faults, which here cost more than the sort)."""
+    """Stable sort of ``arrays`` by ``key`` (values in ``[0, num_keys)``). Two arrays
+    take one compiled counting sort (:func:`.round_kernels.sorted_by`): no order array,
+    no gathers; 3.5-4x faster than the radix argsort and a gather per array on the
+    staging's 5M entries in 4 or 39 blocks (issue #38). Other counts take those."""
     if num_keys <= 1:
         return arrays
-    dtype = np.uint8 if num_keys <= 1 << 8 else np.uint16 if num_keys <= 1 << 16 else np.int64
-    order = np.argsort(key.astype(dtype, copy=False), kind="stable")
+    if len(arrays) == 2:
+        x, y = (np.ascontiguousarray(a) for a in arrays)
+        ox, oy = np.empty_like(x), np.empty_like(y)
+        sorted_by(np.ascontiguousarray(key), num_keys, x, y, ox, oy)
+        return [ox, oy]
+    order = stable_order(key, num_keys)
     return [a[order] for a in arrays]
 
 
@@ -140,8 +154,7 @@ def rows_by_block(block: IdArray, num_blocks: int) -> list[tuple[int, IdArray]]:
     block = np.asarray(block)
     if num_blocks <= 1:
         return [(0, np.arange(block.size, dtype=np.int64))] if block.size else []
-    dtype = np.uint8 if num_blocks <= 1 << 8 else np.uint16 if num_blocks <= 1 << 16 else np.int64
-    order = np.argsort(block.astype(dtype, copy=False), kind="stable")
+    order = stable_order(block, num_blocks)
     bounds = np.concatenate([[0], np.cumsum(np.bincount(block, minlength=num_blocks))])
     return [(b, order[bounds[b] : bounds[b + 1]]) for b in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist()]
 

@@ -152,6 +152,9 @@ def test_rounds_in_one_computation_give_the_layer_by_layer_step(
     }
     assert got == want and want["moved"] > 0
     assert step.coarse.offsets[-1] < 6000
+    # the coarse level knows its entries' weight: what its blocks hold
+    weights = [int(C.read_entries(step.coarse, b)[2].sum()) for b in range(step.coarse.num_blocks)]
+    assert step.coarse.weight == step.between == sum(weights) > 0
     want_files = _files(want_level)
     got_files = _files(got_level)
     assert any(name.startswith("1/e-") for name in got_files)  # the coarse level's entries

@@ -95,6 +95,33 @@ def test_read_entries_widens_every_writer_to_int32_or_int64(tmp_path: Path) -> N
     assert all(x.dtype == np.dtype(np.int64) for x in ml_tasks.read_entries(wide, 0))
 
 
+def test_a_level_of_known_light_weight_sums_no_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A level whose entries' weight is known below 2**31 (``Level.weight``, from the
+    contraction) reads int32 without summing a block's weights; one known at 2**31 or
+    more, or not known, sums each int32 block's and widens the heavy one (block 1)."""
+    root = S.ScratchRoot(tmp_path.as_posix())
+    summed: list[int] = []
+    real = ml_tasks._weight_sum_at_least
+    monkeypatch.setattr(ml_tasks, "_weight_sum_at_least", lambda w, limit: summed.append(w.size) or real(w, limit))
+
+    def level_of(index: int, heavy_weight: int) -> ml_tasks.Level:
+        lv = ml_tasks.Level(index=index, offsets=(0, 4, 8), lp_root=root, ml=posixpath.join(root.path, "ml"))
+        lv.create()
+        rows = [np.array([[0, 5], [1, 6], [3, heavy_weight]]), np.array([[2, 6], [2, 1], [4, 1]])]
+        for s, r in enumerate(rows):
+            ml_tasks.save_entries(lv.url(f"e-{s}"), r[0], r[1], r[2], np.asarray(lv.offsets))
+        return dataclasses.replace(lv, weight=8 + heavy_weight)
+
+    light = level_of(1, 2)
+    assert [ml_tasks.read_entries(light, b)[2].dtype for b in (0, 1)] == [np.dtype(np.int32)] * 2 and summed == []
+    heavy = level_of(2, 2**31 - 1)
+    for lv in (heavy, dataclasses.replace(heavy, weight=None)):
+        summed.clear()
+        assert [ml_tasks.read_entries(lv, b)[2].dtype for b in (0, 1)] == [np.dtype(np.int32), np.dtype(np.int64)]
+        assert summed == [2, 2]
+    np.testing.assert_array_equal(ml_tasks.read_entries(heavy, 1)[2], [2**31 - 1, 1])
+
+
 def _graph(tmp: Path) -> ChunkedGraph:
     src, dst = planted_partition_edges(8000, 60_000, 16, skewed=False)
     r = np.random.default_rng(1).random(8000)

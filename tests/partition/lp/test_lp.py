@@ -294,6 +294,20 @@ def test_group_by_key_is_a_stable_sort() -> None:
     assert values.tolist() == [1, 3, 2, 5, 0, 4]
 
 
+@pytest.mark.parametrize("num_keys", [4, 300, 70_000])
+def test_group_by_key_of_two_arrays_is_numpys_stable_sort(num_keys: int) -> None:
+    """Two arrays take the compiled counting sort: the same order as numpy's stable sort,
+    for each key type the staging uses (uint16 blocks, int64 above 2**16 blocks)."""
+    rng = np.random.default_rng(num_keys)
+    key = rng.integers(0, num_keys, 5000).astype(np.uint16 if num_keys <= 1 << 16 else np.int64)
+    u, v = rng.integers(0, 2**31, 5000).astype(np.uint32), rng.integers(0, 2**40, 5000)
+    got_u, got_v = K.group_by_key(key, num_keys, [u, v])
+    order = np.argsort(key, kind="stable")
+    assert got_u.dtype == np.uint32 and got_v.dtype == np.int64
+    assert got_u.tolist() == u[order].tolist() and got_v.tolist() == v[order].tolist()
+    assert K.stable_order(key, num_keys).tolist() == order.tolist()
+
+
 def test_neighbour_histogram_counts_placed_neighbours_of_the_rows() -> None:
     u = np.array([0, 0, 1, 2, 2, 2], np.uint32) | np.array([0, K.DST_FLAG, 0, 0, 0, 0], np.uint32)
     v_part = np.array([1, 1, -1, 0, 2, 1], np.int8)

@@ -443,6 +443,14 @@ def test_accept_joins_takes_the_best_prefix_within_every_cap() -> None:
     np.testing.assert_array_equal(got, [False, True, True, False])
 
 
+def test_weighted_rows_are_the_rows_with_any_weight() -> None:
+    rng = np.random.default_rng(5)
+    w = rng.integers(0, 3, (500, 4)) * (rng.random((500, 1)) < 0.5)
+    assert MK.weighted_rows(w).tolist() == w.any(axis=1).tolist()
+    assert MK.named_clusters(w) == int(w.any(axis=1).sum()) > 0
+    assert MK.weighted_rows(np.zeros((3, 0), np.int64)).tolist() == [False] * 3
+
+
 def test_contract_entries_and_weighted_csr() -> None:
     cu, cv, w = MK.contract_entries(np.array([0, 0, 1, 1, 2]), np.array([1, 1, 0, 1, 0]), np.array([1, 2, 3, 4, 5]))
     np.testing.assert_array_equal(np.stack([cu, cv, w]), [[0, 1, 2], [1, 0, 0], [3, 3, 5]])
