@@ -15,6 +15,12 @@ keys of :mod:`dgl_chunked.partition.lp.taskgraph`, the module from the task's sp
 and the sha256 of the assignment (as ``bench_lp_cores.py``'s: a change meant to save memory
 must leave it as it was).
 
+With ``--timeline FILE`` each worker also keeps a row whenever its task changes, its
+VmRSS moves by 8 MB or 2 s pass: seconds since the start, VmRSS, RssAnon, the task and
+the pooled arrays per thread in MB (:func:`dgl_chunked.partition.lp.store.pooled_bytes`),
+written as JSON (a list per worker). It showed where a worker's memory stays between
+tasks (session 24: a thread's pools hold 145-180 MB at 10M nodes and do not grow).
+
 ``(no task)`` is the time no sampled task ran: the lp driver task, which secedes from
 its thread while it waits for its computations (METIS on the coarsest level runs
 there), and the gaps. Samples miss spikes shorter than the interval; the worker's
@@ -59,12 +65,15 @@ def _module_of(ts: Any) -> str | None:
     return None
 
 
-def start_sampling(interval: float, dask_worker: Any = None) -> None:
-    """In a worker: sample its memory and running task every ``interval`` seconds."""
+def start_sampling(interval: float, timeline: bool = False, dask_worker: Any = None) -> None:
+    """In a worker: sample its memory and running task every ``interval`` seconds (with
+    ``timeline``, keep the rows that ``--timeline`` writes, :func:`_timeline_row`)."""
     peak: dict[str, tuple[int, int, int]] = {}
     start: dict[str, int] = {}
     count: Counter[str] = Counter()
-    dask_worker.lp_memory = (peak, start, count)
+    rows: list[list[Any]] = []
+    dask_worker.lp_memory = (peak, start, count, rows)
+    t0 = time.time()
 
     def sample() -> None:
         last, named = None, {}  # task key -> its name, looked up once
@@ -83,6 +92,8 @@ def start_sampling(interval: float, dask_worker: Any = None) -> None:
                     count[name] += 1
                     last = key
                 peak[name] = max(peak.get(name, now), now)
+                if timeline:
+                    _timeline_row(rows, time.time() - t0, now, name)
             time.sleep(interval)
 
     def _name(ts: Any) -> str:
@@ -95,13 +106,27 @@ def start_sampling(interval: float, dask_worker: Any = None) -> None:
     threading.Thread(target=sample, daemon=True, name="lp-memory-sampler").start()
 
 
+def _timeline_row(rows: list[list[Any]], t: float, now: tuple[int, int, int], name: str) -> None:
+    """Append ``[s, VmRSS, RssAnon, task, {thread: pooled MB}]`` when the task changed,
+    VmRSS moved by 8 MB or 2 s passed since the last row."""
+    from dgl_chunked.partition.lp.store import pooled_bytes
+
+    if rows and rows[-1][3] == name and abs(now[0] - rows[-1][1]) < 8 and t - rows[-1][0] < 2:
+        return
+    pools = {str(thread): round(n / 2**20) for thread, n in pooled_bytes().items()}
+    rows.append([round(t, 2), now[0], now[1], name, pools])
+
+
 def sampled(dask_worker: Any = None) -> dict[str, Any]:
     """In a worker: what :func:`start_sampling` kept."""
-    peak, start, count = dask_worker.lp_memory
-    return {name: {"peak": p, "start": start.get(name), "tasks": count[name]} for name, p in peak.items()}
+    peak, start, count, rows = dask_worker.lp_memory
+    tasks = {name: {"peak": p, "start": start.get(name), "tasks": count[name]} for name, p in peak.items()}
+    return {"tasks": tasks, "timeline": rows}
 
 
-def run(path: str, parts: int, workers: int, interval: float, block_rows: int | None) -> dict[str, Any]:
+def run(
+    path: str, parts: int, workers: int, interval: float, block_rows: int | None, timeline: bool = False
+) -> dict[str, Any]:
     """lp on a fresh cluster of ``workers`` processes x 1 thread, sampled."""
     import bench_lp_memory  # by name, so the workers import it rather than unpickle __main__'s
     import dask
@@ -114,7 +139,7 @@ def run(path: str, parts: int, workers: int, interval: float, block_rows: int | 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster)
     try:
-        client.run(bench_lp_memory.start_sampling, interval)
+        client.run(bench_lp_memory.start_sampling, interval, timeline)
         t0 = time.time()
         arrays = assign_partitions(
             graph,
@@ -135,7 +160,7 @@ def run(path: str, parts: int, workers: int, interval: float, block_rows: int | 
         "wall_s": round(wall, 1),
         "peaks_mb": [round(p) for p in sorted(hwm.values())],
         "sha256": assignment_sha256(parts_of),
-        "workers": [{"vmhwm_mb": round(hwm[w]), "tasks": per_worker[w]} for w in sorted(hwm, key=hwm.get)],
+        "workers": [{"vmhwm_mb": round(hwm[w]), **per_worker[w]} for w in sorted(hwm, key=hwm.get)],
     }
 
 
@@ -148,9 +173,14 @@ def main() -> None:
     ap.add_argument("--block-rows", type=int, help="lp's nodes per block (default: LPConfig's rule)")
     ap.add_argument("--top", type=int, default=12, help="task functions printed per worker")
     ap.add_argument("--save", help="write the figures as JSON here")
+    ap.add_argument("--timeline", help="write each worker's memory over time as JSON here")
     args = ap.parse_args()
     args.graph = graph_path(ap, args)
-    r = run(args.graph, args.parts, args.workers, args.interval, args.block_rows)
+    r = run(args.graph, args.parts, args.workers, args.interval, args.block_rows, timeline=bool(args.timeline))
+    timelines = [w.pop("timeline") for w in r["workers"]]
+    if args.timeline:
+        with open(args.timeline, "w") as f:
+            json.dump(timelines, f)
     print(f"lp, {args.parts} parts, {args.graph}: {r['wall_s']} s, assignment sha256 {r['sha256']}")
     print(f"worker peaks (VmHWM): {r['peaks_mb']} MB")
     for i, w in enumerate(r["workers"]):

@@ -54,6 +54,7 @@ __all__ = [
     "create_dirs",
     "edges_file",
     "kept_array",
+    "pooled_bytes",
     "read_block",
     "read_result",
     "read_segments",
@@ -227,6 +228,15 @@ def kept_array(key: Hashable, build: Callable[[], npt.NDArray[Any]]) -> npt.NDAr
     arr = build()
     _KEPT[thread] = (key, arr)
     return arr
+
+
+def pooled_bytes() -> dict[int, int]:
+    """Bytes of this process's pooled and kept arrays per thread ID (what
+    :func:`release_pools` drops; ``benchmarks/bench_lp_memory.py --timeline``)."""
+    held = {t: sum(a.nbytes for a in list(pool.values())) for t, pool in list(_POOLS.items())}
+    for t, (_, arr) in list(_KEPT.items()):
+        held[t] = held.get(t, 0) + arr.nbytes
+    return held
 
 
 def release_pools(*, trim: bool = False) -> None:

@@ -44,7 +44,12 @@ def _load(f: Any) -> npt.NDArray[Any]:
 
 
 WHOLE_TABLE_BYTES = 1 << 26
-"""A lookup reads every block of a table at once below this size, else one at a time."""
+"""A lookup reads every block of a table at once below this size, else one at a time.
+
+A lower limit does not flatten memory: at 10M nodes / 100M edges (2 workers, 8 parts,
+issue #38, session 24) 16 MiB took 393.5 s and peaked at 680 / 771 MB per worker,
+against 348.2 s and 612 / 732 MB at 64 MiB the same hour (the same assignment): the
+lookups block by block hold per-entry arrays where a whole table is indexed in place."""
 
 WEIGHT_TABLES = ("cw", "w")
 """The tables of ``[rows, C]`` weights (int64 files); the others hold one ID per node."""

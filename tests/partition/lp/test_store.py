@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -51,3 +52,16 @@ def test_remove_files_task_deletes_the_listed_files_only(tmp_path: Path) -> None
     S.remove_files_task(root, gone)
     assert sorted(os.listdir(root.join("work", "edges"))) == ["0-u.bin", "0-v.bin", "1-v.bin", "2-u.bin", "2-v.bin"]
     assert sorted(os.listdir(root.join("work", "blocks"))) == ["0-tier.bin", "1-tier.bin"]
+
+
+def test_pooled_bytes_counts_each_threads_pooled_and_kept_arrays() -> None:
+    S.release_pools()
+    S.pooled_array("entries", 1000, np.int32)  # 1250 kept: a quarter of headroom
+    S.kept_array(("assignment", "r1"), lambda: np.zeros(10, np.int64))
+    other: list[int] = []
+    thread = threading.Thread(target=lambda: other.append(threading.get_ident()) or S.pooled_array("x", 8, np.int64))
+    thread.start()
+    thread.join()
+    assert S.pooled_bytes() == {threading.get_ident(): 4 * 1250 + 8 * 10, other[0]: 8 * 10}
+    S.release_pools()
+    assert S.pooled_bytes() == {}
