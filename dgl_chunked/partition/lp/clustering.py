@@ -181,8 +181,7 @@ def coarsen_step(level: C.Level, plan: LPPlan, fraction: float, *, max_entries: 
     number = [tasks.add(C.number_task, level, b, coarse) for b in blocks]
     mapped = [tasks.add(C.map_task, level, b, after=number) for b in blocks]
     out = tasks.compute([tasks.add(_contract_task, level, b, coarse, after=mapped) for b in blocks])
-    between = int(sum(o[1] for o in out))
-    coarse = replace(coarse, weight=between)  # below 2**31, read_entries checks no block's sum
+    coarse = replace(coarse, weight=int(sum(o[1] for o in out)))  # below 2**31, read_entries checks no block's sum
     if max_entries is not None:
         per_block = np.diff(np.sum([o[2] for o in out], axis=0))  # entries of each coarse block
         groups = block_groups(per_block.tolist(), leaders, max_entries=max_entries, max_nodes=plan.block_rows)
@@ -191,7 +190,6 @@ def coarsen_step(level: C.Level, plan: LPPlan, fraction: float, *, max_entries: 
         coarse=coarse,
         nodes=offsets[-1],
         entries=int(sum(o[0] for o in out)),
-        between=between,
         rounds=rounds,
         moved=moved,
         totals=np.sum([r[1] for r in init], axis=0),

@@ -41,12 +41,17 @@ class Step:
     coarse: C.Level
     nodes: int
     entries: int
-    between: int  # the entries' weight
     rounds: int
     moved: int  # joins accepted
     totals: IdArray  # the weight of the level's nodes per column, the caps' base
     caps: IdArray
     capped: bool  # the caps turned a join away: larger ones may give another level
+
+    @property
+    def between(self) -> int:
+        """The entries' weight (the coarse level's, :attr:`.coarsen_tasks.Level.weight`)."""
+        assert self.coarse.weight is not None, "a step's level knows its weight"
+        return self.coarse.weight
 
     def fits(self, fraction: float, num_parts: int) -> bool:
         """Whether this step gives the same level under the caps of ``fraction``."""

@@ -449,6 +449,8 @@ def test_weighted_rows_are_the_rows_with_any_weight() -> None:
     assert MK.weighted_rows(w).tolist() == w.any(axis=1).tolist()
     assert MK.named_clusters(w) == int(w.any(axis=1).sum()) > 0
     assert MK.weighted_rows(np.zeros((3, 0), np.int64)).tolist() == [False] * 3
+    wide = rng.integers(0, 2, (500, 20)) * (rng.random((500, 1)) < 0.5)  # many strata: numpy's any
+    assert MK.weighted_rows(wide).tolist() == wide.any(axis=1).tolist()
 
 
 def test_contract_entries_and_weighted_csr() -> None:
