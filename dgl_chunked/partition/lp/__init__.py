@@ -12,8 +12,8 @@
   rounds in one computation, its contraction), :mod:`.coarsen_tasks`, :mod:`.coarsen_kernels` (with
   :mod:`.pair_sums`, its compiled group-by, :mod:`.node_kernels`, its compiled
   per-node proposal and purification passes, and :mod:`.entry_kernels`, the compiled
-  writer of the coarse levels' entry files), :mod:`.tables` (the levels' tables
-  looked up by ID), :mod:`.coarsest` (METIS on the coarsest level),
+  writer of the coarse levels' entry files; :mod:`.jit` compiles them once per
+  machine), :mod:`.tables` (the levels' tables looked up by ID), :mod:`.coarsest` (METIS on the coarsest level),
   :mod:`.projection`: multilevel coarsening, initial partition and projection.
 - :mod:`.finalists`: the choice between the initial assignments kept for the refinement.
 - :mod:`.salts`: every random-seed salt of a run.

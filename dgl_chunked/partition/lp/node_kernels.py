@@ -24,11 +24,11 @@ cluster maps are int32 below 2**31 IDs (:mod:`.coarsen_tasks`).
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 import numpy as np
 
+from dgl_chunked.partition.lp.jit import HostKernel, compiled
 from dgl_chunked.partition.random import splitmix64
 
 __all__ = [
@@ -271,9 +271,6 @@ def _strongest(u: Any, c: Any, own: Any, ids: Any, key: Any, key2: Any, table: A
     return out
 
 
-_LOCK = threading.Lock()
-
-
 def _movers(u: Any, v: Any, w: Any, movers: Any, label: Any) -> Any:  # pragma: no cover - compiled
     n = u.size
     m = 0
@@ -340,18 +337,14 @@ def _dense_rows(c: Any, own: Any, extent: int) -> Any:  # pragma: no cover - com
     return ids, rows, own_rows
 
 
-@functools.cache
-def _compiled(name: str) -> Any:
-    """Compile (or load from numba's cache) the kernel ``name``; its helpers first, in
-    this module's namespace, where the kernels look them up."""
-    import numba
+_HELPERS = ("_mix", "_count_merge", "_top", "_fits", "counting_offsets", "_popcount", "_rank")
+_KERNELS = {"joins": "_joins", "strongest": "_strongest", "movers": "_movers", "rows": "_dense_rows"}
 
-    jit = numba.njit(cache=True, nogil=True)
-    with _LOCK:
-        for helper in ("_mix", "_count_merge", "_top", "_fits", "counting_offsets", "_popcount", "_rank"):
-            if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
-                globals()[helper] = jit(globals()[helper])
-        return jit({"joins": _joins, "strongest": _strongest, "movers": _movers, "rows": _dense_rows}[name])
+
+@functools.cache
+def _compiled(name: str) -> HostKernel:
+    """The compiled kernel ``name`` (:func:`.jit.compiled`)."""
+    return compiled(globals(), _HELPERS, _KERNELS[name])
 
 
 def joins_kernel(*args: Any) -> Any:

@@ -19,13 +19,13 @@ then each bucket by the rest (a radix sort), the same order and sums.
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
+from dgl_chunked.partition.lp.jit import HostKernel, compiled
 from dgl_chunked.partition.lp.node_kernels import counting_offsets, ints
 
 __all__ = ["SortedPairs", "mapped_pair_sums", "pair_sums", "sorted_pairs"]
@@ -94,16 +94,20 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int, own: bool) -> Any:  #
     """:func:`_merged`, after a counting sort by ``b`` when ``b``'s range is small (then
     the stable one by ``a`` sorts by ``(a, b)``)."""
     n = a.size
+    yes, no = n >= 0, n < 0  # not literal: numba compiles a callee once per literal argument
     if n > 0:
-        b_lo = b.min()
-        b_extent = b.max() - b_lo + 1
+        b_lo = b_hi = b[0]
+        for i in range(n):  # not b.min() and b.max(): two more compiled functions
+            b_lo = min(b_lo, b[i])
+            b_hi = max(b_hi, b[i])
+        b_extent = b_hi - b_lo + 1
         if b_extent <= 4 * n + 1024:
             start, a1, w1 = _by_key(b, b_lo, b_extent, a, w)
             b1 = np.empty(n, b.dtype)
             for k in range(b_extent):
                 b1[start[k] : start[k + 1]] = k + b_lo
-            return _merged(a1, b1, w1, lo, extent, True, True)
-    return _merged(a, b, w, lo, extent, False, own)
+            return _merged(a1, b1, w1, lo, extent, yes, yes)
+    return _merged(a, b, w, lo, extent, no, own)
 
 
 def _sort_low_bits(
@@ -140,7 +144,7 @@ def _sort_low_bits(
         h[:] = 0
         for i in range(so, so + n):
             h[((src_k[i] >> shift) & mask) + 1] += 1
-        if h.max() == n:  # one digit value: nothing moves
+        if _one_value(h, n):  # nothing moves
             continue
         for d in range(1 << digit):
             h[d + 1] += h[d]
@@ -158,6 +162,14 @@ def _sort_low_bits(
         for i in range(n):
             keys[s + i] = src_k[so + i]
             ws[s + i] = src_w[so + i]
+
+
+def _one_value(h: Any, n: int) -> bool:  # pragma: no cover - compiled
+    """Whether a count of ``h`` is ``n`` (not ``h.max()``: one more function to compile)."""
+    for c in h:  # noqa: SIM110 - a generator in any() is not compiled as a loop
+        if c == n:
+            return True
+    return False
 
 
 def _mapped_sorted(
@@ -214,13 +226,18 @@ def _mapped_sorted(
     return keys[: j + 1], ws[: j + 1]
 
 
+_ZERO: Any = np.int64(0)  # not a literal 0: numba compiles a callee once per literal argument
+
+
 def _hashed_sorted(
-    u: Any, v: Any, w: Any, umap: Any, vmap: Any, a_lo: int, b_lo: int, b_bits: int, log_slots: int
+    u: Any, v: Any, w: Any, umap: Any, vmap: Any, a_lo: int, b_lo: int, b_bits: int, bits: int, log_slots: int
 ) -> Any:  # pragma: no cover - compiled
     """:func:`_mapped_sorted` of the first entries, through a hash table of
-    ``2**log_slots`` keys (linear probing; the sums in ``w``'s type), then a sort of the
-    distinct keys: where it stopped (the first entry whose pair found the table half
-    full; ``u.size`` when none), and the keys and sums of the entries before."""
+    ``2**log_slots`` keys (linear probing; the sums in ``w``'s type), then a radix sort
+    of the distinct keys of ``bits`` bits: where it stopped (the first entry whose pair
+    found the table half full; ``u.size`` when none), and the keys and sums of the
+    entries before. :func:`_sort_low_bits`, not ``np.argsort``: numba compiled its
+    quicksort for this alone (4 s of the first run's 18 s of compiling, issue #38)."""
     size = 1 << log_slots
     mask = np.uint64(size - 1)
     shift = np.uint64(64 - log_slots)
@@ -253,8 +270,9 @@ def _hashed_sorted(
             keys[j] = table[slot]
             ws[j] = sums[slot]
             j += 1
-    order = np.argsort(keys)  # distinct: any sort gives the same order
-    return stop, keys[order], ws[order]
+    hist = np.empty((1 << _DIGIT_BITS) + 1, np.int64)
+    _sort_low_bits(keys, ws, np.empty(m, np.uint64), np.empty(m, w.dtype), _ZERO, keys.size, bits, hist)
+    return stop, keys, ws
 
 
 def _merged_sums(ak: Any, aw: Any, bk: Any, bw: Any) -> Any:  # pragma: no cover - compiled
@@ -305,24 +323,15 @@ _TOP_BITS = 9  # at most 512 buckets: the counting sort's writes go to few place
 _HASH_SPAN = 1 << 16  # cluster IDs spanning at most this many (the purified level's, the coarsest ones)
 _HASH_LOG_SLOTS = 18  # their pairs summed in a table of 2**18 keys first (4 MB: the CPU's cache)
 
-_LOCK = threading.Lock()
+_HELPERS = ("counting_offsets", "_by_key", "_merged", "_grouped", "_one_value", "_sort_low_bits", "_used_range")
+_KERNELS = {"grouped": "_grouped", "range": "_used_range", "sorted": "_mapped_sorted", "hashed": "_hashed_sorted"}
+_KERNELS |= {"merged": "_merged_sums", "decoded": "_decoded"}
 
 
 @functools.cache
-def _kernel(name: str = "grouped") -> Any:
-    """The compiled kernel ``name``; its helpers first, in this module's namespace, where
-    the kernels look them up."""
-    import numba
-
-    jit = numba.njit(cache=True, nogil=True)
-    with _LOCK:
-        for helper in ("counting_offsets", "_by_key", "_merged", "_grouped", "_sort_low_bits", "_used_range"):
-            if not isinstance(globals()[helper], numba.core.dispatcher.Dispatcher):
-                globals()[helper] = jit(globals()[helper])
-        kernels = {"grouped": globals()["_grouped"], "range": globals()["_used_range"]}
-        kernels |= {"sorted": jit(_mapped_sorted), "hashed": jit(_hashed_sorted), "merged": jit(_merged_sums)}
-        kernels["decoded"] = jit(_decoded)
-        return kernels[name]
+def _kernel(name: str = "grouped") -> HostKernel:
+    """The compiled kernel ``name`` (:func:`.jit.compiled`)."""
+    return compiled(globals(), _HELPERS, _KERNELS[name])
 
 
 def pair_sums(a: IdArray, b: IdArray, w: IdArray) -> tuple[IdArray, IdArray, IdArray]:
@@ -407,7 +416,7 @@ def sorted_pairs(u: IdArray, v: IdArray, w: IdArray, umap: IdArray, vmap: IdArra
     bits = max(1, int(a_hi - a_lo).bit_length()) + b_bits
     hashed = None
     if few and max(a_hi - a_lo, b_hi - b_lo) < _HASH_SPAN and u.size > 1 << _HASH_LOG_SLOTS:
-        stop, hk, hw = _kernel("hashed")(u, v, w, umap, vmap, int(a_lo), int(b_lo), b_bits, _HASH_LOG_SLOTS)
+        stop, hk, hw = _kernel("hashed")(u, v, w, umap, vmap, int(a_lo), int(b_lo), b_bits, bits, _HASH_LOG_SLOTS)
         if stop == u.size:
             return SortedPairs(hk, hw, int(a_lo), int(b_lo), b_bits)
         hashed = (hk, hw)

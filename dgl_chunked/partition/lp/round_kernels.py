@@ -13,16 +13,14 @@ random inputs). int32 inputs stay int32 (:func:`.node_kernels.ints`).
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 import numpy as np
 
+from dgl_chunked.partition.lp.jit import HostKernel, compiled
 from dgl_chunked.partition.lp.node_kernels import counting_offsets, ints
 
 __all__ = ["cut_entries", "gather", "neighbour_counts", "part_gains", "refinement_gains", "sorted_by"]
-
-_LOCK = threading.Lock()
 
 
 def _part_gains(u: Any, v: Any, w: Any, table: Any, part: Any, num_parts: int) -> Any:  # pragma: no cover - compiled
@@ -145,7 +143,8 @@ def neighbour_counts(u: Any, v_part: Any, row_of: Any, out: Any) -> Any:
 def _sorted_by(key: Any, extent: int, x: Any, y: Any, ox: Any, oy: Any) -> None:  # pragma: no cover - compiled
     """``x`` and ``y`` into ``ox`` and ``oy`` in a stable counting sort by ``key`` (0 to
     ``extent - 1``)."""
-    pos = counting_offsets(key, 0, extent)
+    zero: Any = np.int64(0)  # not a literal 0: numba compiles a callee once per literal argument
+    pos = counting_offsets(key, zero, extent)
     for i in range(key.size):
         k = key[i]
         p = pos[k]
@@ -161,15 +160,17 @@ def sorted_by(key: Any, extent: int, x: Any, y: Any, ox: Any, oy: Any) -> None:
     _compiled("by")(key, extent, x, y, ox, oy)
 
 
-@functools.cache
-def _compiled(name: str) -> Any:
-    """Compile (or load from numba's cache) the kernel ``name``; its helper first, in
-    this module's namespace, where the kernels look it up."""
-    import numba
+_KERNELS = {
+    "gains": "_part_gains",
+    "by": "_sorted_by",
+    "hist": "_neighbour_counts",
+    "cut": "_cut_entries",
+    "refinement": "_refinement",
+    "gather": "_gather",
+}
 
-    jit = numba.njit(cache=True, nogil=True)
-    with _LOCK:
-        if not isinstance(globals()["counting_offsets"], numba.core.dispatcher.Dispatcher):
-            globals()["counting_offsets"] = jit(globals()["counting_offsets"])
-        kernels = {"gains": _part_gains, "by": _sorted_by, "hist": _neighbour_counts, "cut": _cut_entries}
-        return jit({**kernels, "refinement": _refinement, "gather": _gather}[name])
+
+@functools.cache
+def _compiled(name: str) -> HostKernel:
+    """The compiled kernel ``name`` (:func:`.jit.compiled`)."""
+    return compiled(globals(), ["counting_offsets"], _KERNELS[name])

@@ -158,7 +158,7 @@ def test_the_hash_table_stops_at_the_first_pair_past_half_full() -> None:
     w = np.array([5, 1, 1, 2, 1, 1], np.int64)
     vmap = np.array([9], np.int64)
     hashed = PS._kernel("hashed")
-    stop, keys, ws = hashed(u, v, w, np.array([3, 0, 1, 3, 2, 0], np.int64), vmap, 0, 0, 4, 3)  # 4 pairs, 8 keys
+    stop, keys, ws = hashed(u, v, w, np.array([3, 0, 1, 3, 2, 0], np.int64), vmap, 0, 0, 4, 6, 3)  # 4 pairs, 8 keys
     assert stop == 6 and keys.tolist() == [9, 25, 41, 57] and ws.tolist() == [2, 1, 1, 7]
-    stop, keys, ws = hashed(u, v, w, np.array([3, 0, 1, 3, 2, 5], np.int64), vmap, 0, 0, 4, 3)  # the 5th at 5
+    stop, keys, ws = hashed(u, v, w, np.array([3, 0, 1, 3, 2, 5], np.int64), vmap, 0, 0, 4, 6, 3)  # the 5th at 5
     assert stop == 5 and keys.tolist() == [9, 25, 41, 57] and ws.tolist() == [1, 1, 1, 7]
