@@ -16,6 +16,7 @@ available, the kernel compiles as before, unlocked.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 import threading
@@ -30,6 +31,7 @@ __all__ = ["HostKernel", "compiled", "lock_path", "machine_lock"]
 
 _THREAD_LOCK = threading.RLock()  # POSIX record locks belong to the process, not the thread
 _LOCK_BYTES = 1 << 16
+_HELD = (errno.EACCES, errno.EAGAIN)  # lockf's errors when another process holds the byte
 
 
 def lock_path() -> str:
@@ -40,10 +42,11 @@ def lock_path() -> str:
 
 
 @contextlib.contextmanager
-def machine_lock(name: str, wait: float = 600.0) -> Iterator[None]:
+def machine_lock(name: str, wait: float = 120.0) -> Iterator[None]:
     """Hold byte ``crc32(name)`` of :func:`lock_path` for the block: no lock where the
-    file or ``fcntl`` is not available, or after ``wait`` seconds (a process that
-    stopped while compiling costs the others that much at most, never a hang)."""
+    file, ``fcntl`` or its locks are not available (a file system without them), or
+    after ``wait`` seconds (a process that stopped while compiling costs the others
+    that much at most, never a hang)."""
     try:
         import fcntl
 
@@ -58,8 +61,8 @@ def machine_lock(name: str, wait: float = 600.0) -> Iterator[None]:
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
                 break
-            except OSError:  # held by another process
-                if time.monotonic() > deadline:
+            except OSError as error:
+                if error.errno not in _HELD or time.monotonic() > deadline:
                     break
                 time.sleep(0.02)
         yield

@@ -116,6 +116,27 @@ def test_without_a_lock_file_the_kernel_compiles_unlocked(tmp_path: Path) -> Non
     assert not (tmp_path / "missing").exists()
 
 
+def test_a_file_system_without_locks_is_not_waited_on(tmp_path: Path) -> None:
+    """``lockf`` failing for another reason than a holder (``ENOLCK``: a file system
+    without locks) skips the lock at once instead of retrying until ``wait``."""
+    import errno
+    import fcntl
+
+    calls = []
+
+    def no_locks(*args: Any) -> None:
+        calls.append(args)
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(tmp_path))
+        patch.setattr(fcntl, "lockf", no_locks)
+        start = time.monotonic()
+        with jit.machine_lock("toy_kernel_module._total", wait=30):
+            pass
+    assert len(calls) == 1 and time.monotonic() - start < 5
+
+
 def test_a_lock_held_past_the_wait_is_given_up(tmp_path: Path) -> None:
     """A process that holds a kernel's lock and never lets go (stopped while
     compiling) delays the others by ``wait`` seconds, then they go on unlocked."""
