@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition.lp.jit import HostKernel, compiled
+from dgl_chunked.partition.lp.jit import ZERO, HostKernel, compiled
 from dgl_chunked.partition.lp.node_kernels import ints
 from dgl_chunked.partition.lp.pair_sums import SortedPairs
 
@@ -66,7 +66,7 @@ def _sizes(u: Any, v: Any, w: Any, offsets: Any) -> Any:  # pragma: no cover - c
     counts = np.zeros(offsets.size - 1, np.int64)
     lo = np.int64(0)
     hi = np.int64(0)
-    t: Any = np.int64(0)  # a literal 0 made numba compile _block_of twice
+    t = ZERO  # block of the last entry
     for i in range(u.size):
         b = _block_of(u[i], offsets, t)
         if b < 0:
@@ -84,7 +84,7 @@ def _fill(u: Any, v: Any, w: Any, offsets: Any, bounds: Any, out: Any) -> None: 
     ``3 * bounds[t]`` and holds its ``k`` local ``u``, then ``v``, then ``w``; the
     entries of a block keep their order."""
     pos = bounds[:-1].copy()
-    t: Any = np.int64(0)  # a literal 0 made numba compile _block_of twice
+    t = ZERO  # block of the last entry
     for i in range(u.size):
         b = _block_of(u[i], offsets, t)
         if b < 0:
@@ -107,7 +107,7 @@ def _pair_sizes(keys: Any, ws: Any, a_lo: int, b_lo: int, b_bits: int, offsets: 
     lo = np.int64(0)
     hi = np.int64(0)
     weight = np.int64(0)
-    t: Any = np.int64(0)  # a literal 0 made numba compile _block_of twice
+    t = ZERO  # block of the last entry
     for i in range(keys.size):
         a = np.int64(keys[i] >> np.uint64(b_bits)) + a_lo
         x = _block_of(a, offsets, t)

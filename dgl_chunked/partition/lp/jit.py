@@ -27,7 +27,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HostKernel", "compiled", "lock_path", "machine_lock"]
+__all__ = ["ZERO", "HostKernel", "compiled", "lock_path", "machine_lock"]
+
+ZERO: Any = np.int64(0)
+"""0 as numba types a variable (int64), for a compiled function to pass to another: a
+literal ``0`` is typed ``Literal[int](0)``, and numba compiles the callee once for each
+literal and once more for the variable's type (issue #38)."""
 
 _THREAD_LOCK = threading.RLock()  # POSIX record locks belong to the process, not the thread
 _LOCK_BYTES = 1 << 16
@@ -105,7 +110,9 @@ class HostKernel:
         return self.dispatcher(*args)
 
     def ready(self, *args: Any) -> None:
-        """Compile or load the kernel for the types of ``args`` (without running it)."""
+        """Compile or load the kernel for the types of ``args`` (without running it):
+        numba's own call compiles a version for exactly those types where it has none
+        (numba 0.68 converts to a version it has only when it may not compile)."""
         signature = tuple(map(self.dispatcher.typeof_pyval, args))
         if signature in self.dispatcher.overloads:
             return

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition.lp.jit import HostKernel, compiled
+from dgl_chunked.partition.lp.jit import ZERO, HostKernel, compiled
 from dgl_chunked.partition.lp.node_kernels import counting_offsets, ints
 
 __all__ = ["SortedPairs", "mapped_pair_sums", "pair_sums", "sorted_pairs"]
@@ -96,10 +96,7 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int, own: bool) -> Any:  #
     n = a.size
     yes, no = n >= 0, n < 0  # not literal: numba compiles a callee once per literal argument
     if n > 0:
-        b_lo = b_hi = b[0]
-        for i in range(n):  # not b.min() and b.max(): two more compiled functions
-            b_lo = min(b_lo, b[i])
-            b_hi = max(b_hi, b[i])
+        b_lo, b_hi = _used_range(b)  # cluster IDs, >= 0; not b.min() and b.max(): two more compiled functions
         b_extent = b_hi - b_lo + 1
         if b_extent <= 4 * n + 1024:
             start, a1, w1 = _by_key(b, b_lo, b_extent, a, w)
@@ -226,9 +223,6 @@ def _mapped_sorted(
     return keys[: j + 1], ws[: j + 1]
 
 
-_ZERO: Any = np.int64(0)  # not a literal 0: numba compiles a callee once per literal argument
-
-
 def _hashed_sorted(
     u: Any, v: Any, w: Any, umap: Any, vmap: Any, a_lo: int, b_lo: int, b_bits: int, bits: int, log_slots: int
 ) -> Any:  # pragma: no cover - compiled
@@ -271,7 +265,7 @@ def _hashed_sorted(
             ws[j] = sums[slot]
             j += 1
     hist = np.empty((1 << _DIGIT_BITS) + 1, np.int64)
-    _sort_low_bits(keys, ws, np.empty(m, np.uint64), np.empty(m, w.dtype), _ZERO, keys.size, bits, hist)
+    _sort_low_bits(keys, ws, np.empty(m, np.uint64), np.empty(m, w.dtype), ZERO, keys.size, bits, hist)
     return stop, keys, ws
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dgl_chunked.partition.lp.jit import HostKernel, compiled
+from dgl_chunked.partition.lp.jit import ZERO, HostKernel, compiled
 from dgl_chunked.partition.lp.node_kernels import counting_offsets, ints
 
 __all__ = ["cut_entries", "gather", "neighbour_counts", "part_gains", "refinement_gains", "sorted_by"]
@@ -143,8 +143,7 @@ def neighbour_counts(u: Any, v_part: Any, row_of: Any, out: Any) -> Any:
 def _sorted_by(key: Any, extent: int, x: Any, y: Any, ox: Any, oy: Any) -> None:  # pragma: no cover - compiled
     """``x`` and ``y`` into ``ox`` and ``oy`` in a stable counting sort by ``key`` (0 to
     ``extent - 1``)."""
-    zero: Any = np.int64(0)  # not a literal 0: numba compiles a callee once per literal argument
-    pos = counting_offsets(key, zero, extent)
+    pos = counting_offsets(key, ZERO, extent)
     for i in range(key.size):
         k = key[i]
         p = pos[k]

@@ -75,6 +75,22 @@ def test_a_kernel_returns_what_its_python_function_does_and_compiles_once_per_ty
     assert len(kernel.dispatcher.signatures) == 2
 
 
+def test_a_kernel_has_the_versions_numba_would_compile(tmp_path: Path) -> None:
+    """Calls that numba's own dispatch would run on a version it has, or compile a new
+    version for, do the same through a :class:`.jit.HostKernel` (an array of another
+    layout gets its own version; an ``int`` runs the ``int64`` one)."""
+    import numba
+
+    namespace = _toy_namespace(tmp_path)
+    plain = numba.njit(namespace["_total"])  # the same function, dispatched by numba alone
+    kernel = jit.compiled(namespace, ["_step"], "_total")
+    calls = [(np.arange(14)[::2], np.int64(1)), (np.arange(7), 1), (np.arange(7), np.int64(2)), (np.arange(3.0), 1)]
+    for args in calls:
+        assert kernel(*args) == plain(*args)
+    assert kernel.dispatcher.signatures == plain.signatures
+    assert len(plain.signatures) == 3
+
+
 def test_processes_wait_for_the_one_compiling_and_load_its_cache(tmp_path: Path) -> None:
     """Two processes with an empty numba cache call the same kernel while this test
     holds the machine's lock for it: neither runs it before the lock is released, and
