@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's static checks (CI runs them after the tests): formatting, lint, types and
+# The README's static checks (CI runs them first): formatting, lint, types and
 # the import layers of docs/architecture.md. Every gate runs; the script fails if any did.
 set -uo pipefail
 cd "$(dirname "$0")/.."

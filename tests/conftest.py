@@ -42,8 +42,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", help="also run tests marked slow (CI sets DGLC_RUN_SLOW=1)")
 
 
+# Folders whose files take 10-170 s each (clusters, S3 servers, real DGL in subprocesses):
+# collected first, so that pytest-xdist, which hands out whole files in collection order,
+# starts them first and ends the run on files of a second or two, not on one of these
+# while the other process waits.
+_LONG_FILES_FIRST = ("tests/realdgl/", "tests/behaviour/", "tests/dispatch/forecast/")
+
+
+def _runs_long(item: pytest.Item) -> bool:
+    path = item.path.relative_to(REPO).as_posix() if item.path.is_relative_to(REPO) else ""
+    return path.startswith(_LONG_FILES_FIRST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``slow`` tests are opt-in locally: ``--runslow`` or ``DGLC_RUN_SLOW=1`` (always set in CI)."""
+    """The long-running folders' files first (:data:`_LONG_FILES_FIRST`); ``slow`` tests
+    are opt-in locally: ``--runslow`` or ``DGLC_RUN_SLOW=1`` (always set in CI)."""
+    items.sort(key=lambda item: not _runs_long(item))  # stable: files keep their order otherwise
     if config.getoption("--runslow") or os.environ.get("DGLC_RUN_SLOW") == "1":
         return
     skip = pytest.mark.skip(reason="slow: run with --runslow or DGLC_RUN_SLOW=1")
