@@ -42,11 +42,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", help="also run tests marked slow (CI sets DGLC_RUN_SLOW=1)")
 
 
-# Folders whose files take 10-170 s each (clusters, S3 servers, real DGL in subprocesses):
+# Folders whose files take 10-170 s each (clusters, S3 servers, real DGL in subprocesses),
+# and the files elsewhere that took over 30 s in a CI run (session 26's --durations):
 # collected first, so that pytest-xdist, which hands out whole files in collection order,
 # starts them first and ends the run on files of a second or two, not on one of these
 # while the other process waits.
-_LONG_FILES_FIRST = ("tests/realdgl/", "tests/behaviour/", "tests/dispatch/forecast/")
+_LONG_FILES_FIRST = (
+    "tests/realdgl/",
+    "tests/behaviour/",
+    "tests/dispatch/forecast/",
+    "tests/dispatch/test_dispatch_resume.py",
+    "tests/dispatch/test_dispatch_synth.py",
+    "tests/chunk/test_chunk_mag_shaped.py",
+    "tests/dispatch/test_dispatch_wide_ids.py",
+    "tests/remap/test_remap_task_errors.py",
+    "tests/partition/lp/test_taskgraph.py",
+)
 
 
 def _runs_long(item: pytest.Item) -> bool:

@@ -27,12 +27,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ZERO", "HostKernel", "compiled", "lock_path", "machine_lock"]
+__all__ = ["FALSE", "TRUE", "ZERO", "HostKernel", "compiled", "lock_path", "machine_lock"]
 
 ZERO: Any = np.int64(0)
 """0 as numba types a variable (int64), for a compiled function to pass to another: a
 literal ``0`` is typed ``Literal[int](0)``, and numba compiles the callee once for each
 literal and once more for the variable's type (issue #38)."""
+
+TRUE: Any = np.bool_(True)
+"""``True`` as numba types a variable (``bool``), for the reason of :data:`ZERO`."""
+
+FALSE: Any = np.bool_(False)
+"""``False`` as numba types a variable (``bool``), for the reason of :data:`ZERO`."""
 
 _THREAD_LOCK = threading.RLock()  # POSIX record locks belong to the process, not the thread
 _LOCK_BYTES = 1 << 16

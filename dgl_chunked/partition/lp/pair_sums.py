@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dgl_chunked._typing import IdArray
-from dgl_chunked.partition.lp.jit import ZERO, HostKernel, compiled
+from dgl_chunked.partition.lp.jit import FALSE, TRUE, ZERO, HostKernel, compiled
 from dgl_chunked.partition.lp.node_kernels import counting_offsets, ints
 
 __all__ = ["SortedPairs", "mapped_pair_sums", "pair_sums", "sorted_pairs"]
@@ -94,7 +94,6 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int, own: bool) -> Any:  #
     """:func:`_merged`, after a counting sort by ``b`` when ``b``'s range is small (then
     the stable one by ``a`` sorts by ``(a, b)``)."""
     n = a.size
-    yes, no = n >= 0, n < 0  # not literal: numba compiles a callee once per literal argument
     if n > 0:
         b_lo, b_hi = _used_range(b)  # cluster IDs, >= 0; not b.min() and b.max(): two more compiled functions
         b_extent = b_hi - b_lo + 1
@@ -103,8 +102,8 @@ def _grouped(a: Any, b: Any, w: Any, lo: int, extent: int, own: bool) -> Any:  #
             b1 = np.empty(n, b.dtype)
             for k in range(b_extent):
                 b1[start[k] : start[k + 1]] = k + b_lo
-            return _merged(a1, b1, w1, lo, extent, yes, yes)
-    return _merged(a, b, w, lo, extent, no, own)
+            return _merged(a1, b1, w1, lo, extent, TRUE, TRUE)
+    return _merged(a, b, w, lo, extent, FALSE, own)
 
 
 def _sort_low_bits(
