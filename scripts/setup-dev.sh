@@ -15,14 +15,7 @@ if ! .venv/bin/pip install --disable-pip-version-check --no-compile -e "$spec" >
     echo "error: installing dgl_chunked${extras:+[$extras]} into .venv failed (log above)" >&2
     exit 1
 fi
-# pip byte-compiles what it installs one file at a time; compileall -j 0 does it on every
-# core (a fresh .venv: 167 -> about 120 s on 2 cores). The .pyc files matter: where
-# PYTHONDONTWRITEBYTECODE is set, every process (each Dask worker, each CLI run) would
-# otherwise compile its imports from source, and the compiler's freed memory changes how
-# a worker's heap behaves (tests/test_cluster.py measures its page faults). The package's
-# own modules (editable: pip never compiled them) save 0.15 s per process this way. A
-# file that does not compile (pip skips those too) is compiled, or refused, on import.
-.venv/bin/python -m compileall -q -j 0 dgl_chunked \
-    "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null 2>&1 || true
+# The package's own modules too: editable, pip never compiled them (0.15 s per process).
+bash scripts/compile-venv.sh .venv/bin/python dgl_chunked
 rm -f "$log"
 .venv/bin/python -c "import dgl_chunked"

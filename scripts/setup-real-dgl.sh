@@ -17,11 +17,11 @@ echo "setting up real DGL 2.1.0 in $venv (one time, about 2 minutes)" >&2
 rm -rf "$venv"
 mkdir -p "$(dirname "$venv")"
 python3 -m venv "$venv"
-# --no-compile, then compileall on every core: as in setup-dev.sh, and each real-DGL
-# check of the suite starts a process that imports torch and dgl.
+# --no-compile, then scripts/compile-venv.sh: each real-DGL check of the suite starts a
+# process that imports torch and dgl.
 "$venv/bin/pip" install -q --disable-pip-version-check --no-compile \
     torch==2.2.1 dgl==2.1.0 torchdata==0.7.1 'numpy<2' 'pandas<2.3' 'setuptools<70' \
     pydantic pyyaml 'pyarrow<21' psutil >&2
-"$py" -m compileall -q -j 0 "$("$py" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null 2>&1 || true
+bash "$(dirname "$0")/compile-venv.sh" "$py"
 "$py" -c "$check" >&2
 echo "$py"
