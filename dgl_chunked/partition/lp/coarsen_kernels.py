@@ -263,8 +263,11 @@ def contract_entries(cu: IdArray, cv: IdArray, w: IdArray) -> tuple[IdArray, IdA
 
 def weighted_csr(u: IdArray, v: IdArray, w: IdArray, num_nodes: int) -> tuple[IdArray, IdArray, IdArray]:
     """Symmetric weighted CSR ``(xadj, adjncy, eweights)`` of entries given in both
-    directions (equal pairs summed, self-loops dropped)."""
-    cu, cv, cw = contract_entries(np.asarray(u, np.int64), np.asarray(v, np.int64), np.asarray(w, np.int64))
+    directions (equal pairs summed, self-loops dropped). ``adjncy`` and ``eweights`` are
+    int32 when ``u``, ``v`` and ``w`` all are (each pair's sum must fit ``w``'s type),
+    else int64; ``xadj`` is int64."""
+    same = np.int32 if all(np.asarray(x).dtype == np.int32 for x in (u, v, w)) else np.int64
+    cu, cv, cw = contract_entries(np.asarray(u, same), np.asarray(v, same), np.asarray(w, same))
     xadj = np.searchsorted(cu, np.arange(num_nodes + 1, dtype=np.int64)).astype(np.int64)
     return xadj, cv, cw
 

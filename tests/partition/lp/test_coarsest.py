@@ -17,9 +17,11 @@ import pytest
 from dgl_chunked.io.chunked.graph import ChunkedGraph, open_chunked_graph
 from dgl_chunked.partition import LPConfig, LPMethod, assign_partitions, compute_partition_report, register_method
 from dgl_chunked.partition.lp import coarsen_tasks as C
+from dgl_chunked.partition.lp import coarsest as coarsest_module
 from dgl_chunked.partition.lp import method as lp_module
 from dgl_chunked.partition.lp import store as S
-from dgl_chunked.partition.lp.coarsest import gather_task, weight_counts_task, weight_floor
+from dgl_chunked.partition.lp.coarsest import gather_task, metis_task, weight_counts_task, weight_floor
+from dgl_chunked.partition.lp.config import LPPlan
 from dgl_chunked.partition.lp.taskgraph import TaskGraph
 from dgl_chunked.testing import GraphTruth, planted_partition_edges, write_graph_from_truth
 
@@ -64,6 +66,40 @@ def test_gathered_entries_above_the_floor_are_whole_pairs(tmp_path: Path, monkey
     assert pairs == [(1, 2, 4), (2, 1, 4)]
     whole = sorted((int(a), int(b), int(c)) for a, b, c in zip(*gather_task(level, 0)[:3], strict=True))
     assert whole == [(0, 3, 2), (1, 2, 1), (1, 2, 3)]  # without a floor: the pieces as read
+
+
+def test_metis_gets_the_coarsest_level_in_the_blocks_int32(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gathered int32 blocks reach METIS as int32 (no int64 copy of the level, its peak
+    at 10M nodes), with the same CSR as int64 blocks of the same values."""
+    level = C.Level(index=1, offsets=(0, 3, 6), lp_root=S.ScratchRoot(tmp_path.as_posix()), ml="unused")
+    plan = LPPlan(num_parts=2, seed=0, balance_edges=False, config=LPConfig(), block_rows=3, masks=())
+    # node 1 is not in the graph: the others are renumbered 0, 1, 2, 3, 4; the pair
+    # (2, 5) comes in two pieces (weights 2 and 3), a self-loop (0, 0) is dropped
+    blocks = [
+        ([0, 0, 2, 2, 0], [2, 0, 5, 5, 3], [4, 9, 2, 3, 1]),
+        ([3, 5, 5, 4], [0, 2, 4, 5], [1, 5, 6, 6]),
+    ]
+    active = [np.array([True, False, True]), np.ones(3, bool)]
+    seen: list[tuple[np.ndarray, ...]] = []
+
+    def fake_metis(xadj: np.ndarray, adjncy: np.ndarray, num_parts: int, **kw: np.ndarray) -> np.ndarray:
+        seen.append((xadj, adjncy, kw["eweights"]))
+        return np.arange(xadj.size - 1, dtype=np.int32) % num_parts
+
+    monkeypatch.setattr(coarsest_module, "metis_parts", fake_metis)
+    for dtype in (np.int32, np.int64):
+        gathered = [
+            (*(np.asarray(x, dtype) for x in e), np.ones((3, 1), np.int64), a)
+            for e, a in zip(blocks, active, strict=True)
+        ]
+        part = metis_task(level, plan, *gathered)
+        assert part.tolist() == [0, -1, 1, 0, 1, 0]
+    (x32, a32, w32), (x64, a64, w64) = seen
+    assert a32.dtype == w32.dtype == np.int32 and a64.dtype == w64.dtype == np.int64
+    # new IDs 0: node 0, 1: node 2, 2: node 3, 3: node 4, 4: node 5
+    assert x32.tolist() == x64.tolist() == [0, 2, 3, 4, 5, 7]
+    assert a32.tolist() == a64.tolist() == [1, 2, 4, 0, 4, 1, 3]
+    assert w32.tolist() == w64.tolist() == [4, 1, 5, 1, 6, 5, 6]
 
 
 @pytest.fixture(scope="module")
