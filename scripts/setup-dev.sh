@@ -36,7 +36,6 @@ if [ "$current" = 0 ] || [ "$needed" = 1 ]; then
     rm -f "$log"
     # The package's own modules too: editable, pip never compiled them (0.15 s per process).
     bash scripts/compile-venv.sh .venv/bin/python dgl_chunked
-    [ "$current" = 1 ] || installed=""
     union="$(printf '%s\n' ${installed//,/ } ${extras//,/ } | sort -u | paste -sd, -)"
     printf '%s\n%s\n' "$key" "$union" >"$stamp.tmp"
     mv "$stamp.tmp" "$stamp"

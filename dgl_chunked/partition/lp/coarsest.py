@@ -62,9 +62,10 @@ def metis_task(
     the part of every node of the level (-1: not in the graph)."""
     node_w, active = np.concatenate([g[3] for g in gathered]), np.concatenate([g[4] for g in gathered])
     index = np.cumsum(active, dtype=CK.id_dtype(active.size)) - 1
-    # Renumbered block by block and kept in the blocks' type (int32 on the coarsest levels
-    # seen): the whole level in int64, then its sort, was this task's peak (issue #38,
-    # 10M nodes / 100M edges: 1.9M entries, +159 MB -> +57 MB; the worker's 687 -> 629 MB).
+    # Renumbered block by block into the level's ID type (int32 below 2**31 nodes), the
+    # weights kept in the blocks' type: the whole level in int64, then its sort, was this
+    # task's peak (issue #38, 10M nodes / 100M edges: 1.9M entries, +159 MB -> +57 MB;
+    # the worker's 687 -> 629 MB).
     u = np.concatenate([index[g[0]] for g in gathered])
     v = np.concatenate([index[g[1]] for g in gathered])
     w = np.concatenate([g[2] for g in gathered])
