@@ -228,6 +228,22 @@ def test_mover_entries_equal_the_numpy_selection(case: dict[str, object]) -> Non
     assert [x.tolist() for x in narrow] == [x.tolist() for x in got]
 
 
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_mover_entries_of_none_some_and_every_node(share: float, dtype: type) -> None:
+    """No mover, some and all (the kernel writes every entry and keeps a mover's): the
+    movers' entries in order, no more, with their neighbours' labels."""
+    rng = np.random.default_rng(7)
+    u = np.sort(rng.integers(0, 1000, 20_000))
+    v = rng.integers(0, 50_000, u.size)
+    label = rng.integers(-1, 40_000, 50_000)
+    movers = rng.random(1000) < share if 0 < share < 1 else np.full(1000, bool(share))
+    keep = movers[u]
+    got = mover_entries(*(x.astype(dtype) for x in (u, v, v + 1)), movers, label.astype(dtype))
+    assert [x.tolist() for x in got] == [u[keep].tolist(), label[v[keep]].tolist(), (v + 1)[keep].tolist()]
+    assert [x.dtype for x in got] == [np.dtype(dtype)] * 3
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(1, 400), st.booleans())
 def test_dense_cluster_rows_number_the_clusters_as_unique_does(seed: int, n: int, ids: int, narrow: bool) -> None:

@@ -91,14 +91,16 @@ def test_mapped_pair_sums_equal_the_numpy_contraction(n: int, rows: int, span: i
     span=st.sampled_from([1, 5, 300, 70_000, 2**31 - 1]),
     base=st.sampled_from([0, 17, 2**30]),
     bucket=st.sampled_from([1, 64, 1 << 14]),
+    chunk=st.sampled_from([1, 7, 1 << 12]),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_mapped_pair_sums_equal_a_dict_group_by(
-    n: int, rows: int, span: int, base: int, bucket: int, seed: int
+    n: int, rows: int, span: int, base: int, bucket: int, chunk: int, seed: int
 ) -> None:
-    """Random maps (-1: no cluster), spans up to 2**31 and bucket sizes from one pair up
-    (many buckets of the first sort, each sorted by the radix passes or inserted)
-    against a dict: the pairs sorted by ``(a, b)``, equal ones summed, ``a == b`` dropped."""
+    """Random maps (-1: no cluster), spans up to 2**31, bucket sizes from one pair up
+    (many buckets of the first sort, each sorted by the radix passes or inserted) and
+    clusters read ahead in chunks from one entry up, against a dict: the pairs sorted
+    by ``(a, b)``, equal ones summed, ``a == b`` dropped."""
     rng = np.random.default_rng(seed)
     u = rng.integers(0, rows, n)
     v = rng.integers(0, 2 * rows, n)
@@ -111,6 +113,7 @@ def test_mapped_pair_sums_equal_a_dict_group_by(
     for dtype in (np.int64, np.int32):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(PS, "_BUCKET_PAIRS", bucket)
+            patch.setattr(PS, "_GATHER_CHUNK", chunk)
             got = mapped_pair_sums(*(x.astype(dtype) for x in (u, v, w, umap, vmap)))
         assert [x.tolist() for x in got] == list(want)
         if n:
