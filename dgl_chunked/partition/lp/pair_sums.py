@@ -176,25 +176,20 @@ def _mapped_sorted(
     (:func:`_sort_low_bits`); equal keys merged. The key is written out in each loop
     (here twice, in :func:`_hashed_sorted` once): a shared compiled helper returning it
     or a no-key value, inlined or not, made these kernels 2-7% slower on captured blocks
-    of the 1M-node graph (issue #38).
-
-    Both passes read ``vmap[v]`` for ``chunk`` entries (:data:`_GATHER_CHUNK`) in a loop of their
-    own first: a table of 10M nodes (40 MB) is not in the CPU's cache, and read beside
-    the count or the bucket write that depends on it, each read waited for the last
-    (issue #38: 5M entries of random neighbours, 10M nodes: 157 -> 77 ns per entry;
-    1M nodes, whose table is in the cache, 55 ns either way)."""
+    of the 1M-node graph (issue #38)."""
     n = u.size
     shift = np.uint64(bits - top)
     nb = 1 << top
     start = np.zeros(nb + 1, np.int64)
+    # vmap[v] read per ``chunk`` entries in a loop of its own: beside the write that needs it, each read of a table
+    # out of cache (10M nodes) waited for the last (issue #38: random neighbours, 10M nodes: 157 -> 77 ns per entry)
     ys = np.empty(min(n, chunk), vmap.dtype)
     for c in range(0, n, chunk):
         e = min(c + chunk, n)
         for i in range(c, e):
             ys[i - c] = vmap[v[i]]
         for i in range(c, e):
-            x = umap[u[i]]
-            y = ys[i - c]
+            x, y = umap[u[i]], ys[i - c]
             if x != y and x >= 0 and y >= 0:
                 k = (np.uint64(x - a_lo) << np.uint64(b_bits)) | np.uint64(y - b_lo)
                 start[(k >> shift) + 1] += 1
@@ -209,8 +204,7 @@ def _mapped_sorted(
         for i in range(c, e):
             ys[i - c] = vmap[v[i]]
         for i in range(c, e):
-            x = umap[u[i]]
-            y = ys[i - c]
+            x, y = umap[u[i]], ys[i - c]
             if x != y and x >= 0 and y >= 0:
                 k = (np.uint64(x - a_lo) << np.uint64(b_bits)) | np.uint64(y - b_lo)
                 t = k >> shift
